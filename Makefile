@@ -1,0 +1,44 @@
+# Thin wrapper over CMake + ctest. The real build lives in CMakeLists.txt.
+PREFIX ?= /usr/local
+DESTDIR ?=
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE ?= cmake
+
+.PHONY: all deps build asan check demo bench fuzz install clean format
+
+all: build
+
+deps:
+	@sh tools/deps.sh
+
+build: deps
+	@$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@$(CMAKE) --build build -j $(JOBS)
+
+asan: deps
+	@$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DAS_SANITIZE=ON -DAS_WERROR=ON >/dev/null
+	@$(CMAKE) --build build-asan -j $(JOBS)
+
+check: asan
+	@cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j $(JOBS)
+
+demo: build
+	@sh tools/demo.sh build/agentstack
+
+bench: build
+	@sh bench/run.sh build
+
+fuzz: deps
+	@sh tools/fuzz.sh
+
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 build/agentstack $(DESTDIR)$(PREFIX)/bin/agentstack
+
+format:
+	@clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build build-asan build-fuzz

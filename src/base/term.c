@@ -1,0 +1,129 @@
+/* term — see term.h. */
+#include "base/term.h"
+
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+int term_isatty(int fd)
+{
+    return isatty(fd);
+}
+
+int term_use_color(int fd)
+{
+    const char *nc = getenv("NO_COLOR");
+    if (nc)
+        return 0;
+    const char *force = getenv("CLICOLOR_FORCE");
+    if (force && strcmp(force, "1") == 0)
+        return 1;
+    const char *t = getenv("TERM");
+    if (t && strcmp(t, "dumb") == 0)
+        return 0;
+    return isatty(fd);
+}
+
+const char *term_color(int fd, enum term_code code)
+{
+    static const char *seq[] = {"\033[0m", "\033[1m", "\033[2m", "\033[31m",
+                                "\033[32m", "\033[33m", "\033[36m"};
+    if ((unsigned)code >= sizeof seq / sizeof *seq || !term_use_color(fd))
+        return "";
+    return seq[code];
+}
+
+/* Decodes one UTF-8 sequence; returns its length or 0 if invalid. */
+static size_t utf8_decode(const unsigned char *s, size_t len, uint32_t *cp)
+{
+    if (s[0] < 0x80) {
+        *cp = s[0];
+        return 1;
+    }
+    size_t n;
+    uint32_t c, min;
+    if ((s[0] & 0xE0) == 0xC0) {
+        n = 2;
+        c = s[0] & 0x1F;
+        min = 0x80;
+    } else if ((s[0] & 0xF0) == 0xE0) {
+        n = 3;
+        c = s[0] & 0x0F;
+        min = 0x800;
+    } else if ((s[0] & 0xF8) == 0xF0) {
+        n = 4;
+        c = s[0] & 0x07;
+        min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (len < n)
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        c = (c << 6) | (s[i] & 0x3F);
+    }
+    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+        return 0;
+    *cp = c;
+    return n;
+}
+
+static int invisible(uint32_t c)
+{
+    return (c >= 0x200B && c <= 0x200F) || (c >= 0x202A && c <= 0x202E) ||
+           (c >= 0x2060 && c <= 0x2069) || c == 0xFEFF || c == 0x061C ||
+           (c >= 0xE0000 && c <= 0xE007F) || c == 0x00AD;
+}
+
+void term_sanitize(strbuf *out, const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < len) {
+        uint32_t cp;
+        size_t n = utf8_decode(p + i, len - i, &cp);
+        if (!n) {
+            sb_adds(out, "\xEF\xBF\xBD");
+            i++;
+            continue;
+        }
+        if ((cp < 0x20 && cp != '\t') || cp == 0x7F || (cp >= 0x80 && cp < 0xA0))
+            sb_addc(out, '?');
+        else if (!invisible(cp))
+            sb_add(out, p + i, n);
+        i += n;
+    }
+}
+
+int term_read_secret(const char *prompt, strbuf *out)
+{
+    int fd = open("/dev/tty", O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct termios old, quiet;
+    if (tcgetattr(fd, &old) != 0) {
+        close(fd);
+        return -1;
+    }
+    quiet = old;
+    quiet.c_lflag &= ~(tcflag_t)(ECHO | ECHONL);
+    quiet.c_lflag |= ICANON;
+    if (write(fd, prompt, strlen(prompt)) < 0) { /* best effort */
+    }
+    tcsetattr(fd, TCSAFLUSH, &quiet);
+    char c;
+    while (read(fd, &c, 1) == 1 && c != '\n')
+        sb_addc(out, c);
+    tcsetattr(fd, TCSAFLUSH, &old);
+    if (write(fd, "\n", 1) < 0) { /* best effort */
+    }
+    c = 0;
+    close(fd);
+    return 0;
+}

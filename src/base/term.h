@@ -1,0 +1,33 @@
+/*
+ * term — terminal helpers.
+ *
+ * Colour is used only when the stream is a terminal, never when NO_COLOR is
+ * set (to anything), and always when CLICOLOR_FORCE=1 (unless NO_COLOR).
+ * Text that came from a file or a peer is passed through term_sanitize before
+ * it reaches a terminal, so a hostile repository cannot move the cursor,
+ * rewrite earlier lines or hide text.
+ */
+#ifndef AS_BASE_TERM_H
+#define AS_BASE_TERM_H
+
+#include <stddef.h>
+
+#include "base/strbuf.h"
+
+enum term_code { TERM_RESET, TERM_BOLD, TERM_DIM, TERM_RED, TERM_GREEN, TERM_YELLOW, TERM_CYAN };
+
+/* 1 when colour should be used on fd (1 = stdout, 2 = stderr). */
+int term_use_color(int fd);
+/* The escape sequence for code, or "" when fd gets no colour. */
+const char *term_color(int fd, enum term_code code);
+/* 1 when fd is a terminal. */
+int term_isatty(int fd);
+/* Appends s with C0/C1 controls (except tab), DEL, ESC sequences and
+ * bidirectional / zero-width code points replaced by '?' or removed;
+ * invalid UTF-8 bytes become U+FFFD. */
+void term_sanitize(strbuf *out, const char *s, size_t len);
+/* Reads one line from the terminal without echo (for secrets). Returns 0,
+ * or -1 when there is no terminal. The caller releases with sb_release_secure. */
+int term_read_secret(const char *prompt, strbuf *out);
+
+#endif

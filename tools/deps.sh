@@ -1,0 +1,33 @@
+#!/bin/sh
+# Checks the build dependencies with pkg-config and installs what is missing
+# from Debian's packages (as root), or prints the exact command (otherwise).
+# Quiet and idempotent when everything is present.
+set -u
+missing=""
+need() { # $1 = pkg-config name, $2 = Debian package
+    pkg-config --exists "$1" 2>/dev/null || missing="$missing $2"
+}
+command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
+command -v cmake >/dev/null 2>&1 || missing="$missing cmake"
+command -v cc >/dev/null 2>&1 || missing="$missing gcc"
+command -v python3 >/dev/null 2>&1 || missing="$missing python3"
+need libcrypto libssl-dev
+need jansson libjansson-dev
+need libcurl libcurl4-openssl-dev
+need yaml-0.1 libyaml-dev
+need libidn2 libidn2-dev
+need cmocka libcmocka-dev
+need libsecret-1 libsecret-1-dev
+[ -z "$missing" ] && exit 0
+cmd="apt-get install -y$missing"
+if [ "$(id -u)" = 0 ]; then
+    echo "deps: installing$missing" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q $missing >/dev/null 2>&1 ||
+        { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q $missing >/dev/null; } ||
+        { echo "deps: '$cmd' failed" >&2; exit 1; }
+else
+    echo "deps: missing$missing" >&2
+    echo "run: sudo $cmd" >&2
+    exit 1
+fi
