@@ -79,7 +79,7 @@ void as_err_prefix(struct as_err *e, const char *fmt, ...)
     TRUNCATING(vsnprintf(pre, sizeof pre, fmt, ap));
     va_end(ap);
     memcpy(old, e->msg, sizeof old);
-    size_t pl = strnlen(pre, sizeof e->msg - 3), ol = strlen(old);
+    size_t pl = strlen(pre), ol = strlen(old);
     if (pl + 2 + ol >= sizeof e->msg)
         ol = sizeof e->msg - 3 - pl;
     memcpy(e->msg, pre, pl);
