@@ -1,0 +1,78 @@
+"""Shared helpers for end-to-end scenarios (python3 stdlib only).
+
+Every scenario runs the real binary with a temporary HOME and
+AGENTSTACK_HOME, never the user's, and only loopback addresses.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+BIN = os.environ.get("AS_BIN") or os.path.join(
+    os.path.dirname(__file__), "..", "..", "build", "agentstack")
+BUILD = os.environ.get("AS_BUILD") or os.path.dirname(BIN)
+SRC = os.environ.get("AS_SRC") or os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", ".."))
+SHARED = os.environ.get("AS_SHARED") or os.path.join(SRC, "..", "shared")
+
+_failures = 0
+_passes = 0
+
+
+class Sandbox:
+    """A temporary HOME + AGENTSTACK_HOME + a project dir, removed on exit."""
+
+    def __init__(self):
+        self.root = tempfile.mkdtemp(prefix="as-e2e-")
+        self.home = os.path.join(self.root, "home")
+        self.ah = os.path.join(self.home, ".agentstack")
+        self.project = os.path.join(self.root, "work", "proj")
+        os.makedirs(self.home)
+        os.makedirs(self.project)
+
+    def env(self, **extra):
+        e = {k: v for k, v in os.environ.items()
+             if not k.startswith(("AGENTSTACK_", "XDG_"))}
+        e["HOME"] = self.home
+        e["AGENTSTACK_HOME"] = self.ah
+        e["NO_COLOR"] = "1"
+        e.update(extra)
+        return e
+
+    def write(self, rel, text, base=None):
+        p = os.path.join(base or self.project, rel)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "w") as f:
+            f.write(text)
+        return p
+
+    def run(self, *args, cwd=None, input=None, env=None, timeout=60):
+        return subprocess.run([BIN, *args], cwd=cwd or self.project,
+                              input=input, env=env or self.env(),
+                              capture_output=True, text=True, timeout=timeout)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def check(cond, what, detail=""):
+    """Records one assertion; prints a line either way."""
+    global _failures, _passes
+    if cond:
+        _passes += 1
+        print(f"ok   {what}")
+    else:
+        _failures += 1
+        print(f"FAIL {what}")
+        if detail:
+            print("     " + str(detail).replace("\n", "\n     "))
+
+
+def done():
+    """Prints the closing count and exits non-zero on any failure."""
+    print(f"{_passes} passed, {_failures} failed")
+    sys.exit(1 if _failures or not _passes else 0)

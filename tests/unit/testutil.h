@@ -1,0 +1,87 @@
+/*
+ * Helpers shared by the cmocka unit tests: a temporary directory per test
+ * (removed afterwards) and small file helpers. Tests never touch the real
+ * HOME: tu_tmpdir() also points HOME and AGENTSTACK_HOME inside it.
+ */
+#ifndef AS_TESTS_TESTUTIL_H
+#define AS_TESTS_TESTUTIL_H
+
+#include <ftw.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+static inline char *tu_tmpdir(void)
+{
+    char tmpl[] = "/tmp/as-unit-XXXXXX";
+    char *d = mkdtemp(tmpl);
+    assert_non_null(d);
+    char *r = strdup(d);
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s/home", r);
+    mkdir(buf, 0700);
+    setenv("HOME", buf, 1);
+    snprintf(buf, sizeof buf, "%s/home/.agentstack", r);
+    setenv("AGENTSTACK_HOME", buf, 1);
+    return r;
+}
+
+static inline int tu_rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)st;
+    (void)flag;
+    (void)f;
+    chmod(p, 0700);
+    return remove(p);
+}
+
+static inline void tu_rmtree(char *dir)
+{
+    if (dir) {
+        nftw(dir, tu_rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+        free(dir);
+    }
+}
+
+/* Writes text to dir/rel (creating parents); returns the full path (malloc'd). */
+static inline char *tu_write(const char *dir, const char *rel, const char *text)
+{
+    char *p = NULL;
+    assert_true(asprintf(&p, "%s/%s", dir, rel) > 0);
+    for (char *s = p + strlen(dir) + 1; (s = strchr(s, '/')); s++) {
+        *s = '\0';
+        mkdir(p, 0755);
+        *s = '/';
+    }
+    FILE *f = fopen(p, "wb");
+    assert_non_null(f);
+    fwrite(text, 1, strlen(text), f);
+    fclose(f);
+    return p;
+}
+
+/* Reads a whole file (malloc'd, NUL-terminated) or NULL. */
+static inline char *tu_read(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    size_t got = fread(b, 1, (size_t)n, f);
+    fclose(f);
+    b[got] = '\0';
+    if (len)
+        *len = got;
+    return b;
+}
+
+#endif
