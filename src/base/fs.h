@@ -1,0 +1,87 @@
+/*
+ * fs — the file operations every other module must use.
+ *
+ * Guarantees:
+ *  - fs_write_atomic: the target is either the old bytes or the new bytes,
+ *    never a mix, even after a crash: temp file in the same directory
+ *    (O_EXCL|O_NOFOLLOW), write, fsync, rename, fsync the directory. It keeps
+ *    the existing file's mode (and owner; a failing fchown refuses the write),
+ *    writes through a symlink to its target when allowed, and refuses a
+ *    read-only target with a clear error.
+ *  - fs_safe_join refuses any path that escapes its root via "..", an
+ *    absolute path, or a symlink at any component.
+ *  - fs_walk visits a tree in a stable byte order and never follows symlinks.
+ *  - fs_read_file refuses files above a size cap, and non-regular files (a
+ *    FIFO would hang the reader).
+ */
+#ifndef AS_BASE_FS_H
+#define AS_BASE_FS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "base/err.h"
+#include "base/strbuf.h"
+#include "base/vec.h"
+
+/* Reads a whole regular file into out (appending). Fails with
+ * "<path>: exceeds the N-byte limit" above max_bytes, and on non-regular
+ * files. With nofollow set, a symlink at the final component is an error. */
+int fs_read_file(const char *path, size_t max_bytes, int nofollow, strbuf *out,
+                 struct as_err *err);
+
+enum fs_symlink_mode {
+    FS_SYMLINK_FOLLOW,   /* write the symlink's target (user-scope dotfiles) */
+    FS_SYMLINK_REFUSE,   /* a symlinked target is an error */
+};
+struct fs_write_opts {
+    mode_t mode;                 /* for a new file; an existing file keeps its mode */
+    enum fs_symlink_mode symlinks;
+    const char *contain_root;    /* if set, the resolved target must lie inside this dir */
+    const char *backup_path;     /* if set and the target exists, copy old bytes here first */
+};
+/* Atomically replaces path with data. opts may be NULL (mode 0644, follow). */
+int fs_write_atomic(const char *path, const void *data, size_t len,
+                    const struct fs_write_opts *opts, struct as_err *err);
+
+/* mkdir -p with mode for each created component. */
+int fs_mkdirs(const char *path, mode_t mode, struct as_err *err);
+
+/* Joins root and rel into out; refuses absolute rel, ".." components, and
+ * (when check_symlinks) any existing component of rel that is a symlink
+ * ("symlink") or a non-directory before the last. Error text names
+ * "traversal" or "symlink" as the spec requires. */
+int fs_safe_join(const char *root, const char *rel, int check_symlinks, strbuf *out,
+                 struct as_err *err);
+
+/* 1 when path (canonicalized with realpath) is root or inside it. */
+int fs_path_within(const char *root, const char *path);
+
+/* Canonical absolute path (realpath) into out; -1 + err. */
+int fs_realpath(const char *path, strbuf *out, struct as_err *err);
+
+/* One entry of a walk. rel is root-relative, '/'-joined; "" for a file root. */
+struct fs_entry {
+    const char *rel;
+    const char *path;  /* full path */
+    mode_t mode;       /* from lstat */
+    off_t size;
+    int depth;
+};
+/* Return 0 to continue, 1 to skip (a directory's children), -1 to stop with err set. */
+typedef int (*fs_walk_fn)(const struct fs_entry *e, void *ctx, struct as_err *err);
+/* Walks root (a directory, or a single file) depth-first in byte order with
+ * '/' lowest (component-wise comparison: "a/b" sorts before "a-b"), never
+ * following symlinks (they are reported with S_ISLNK mode). Directories are
+ * reported before their contents. Refuses depth > max_depth. */
+int fs_walk(const char *root, int max_depth, fs_walk_fn fn, void *ctx, struct as_err *err);
+
+/* Removes a tree without following symlinks. */
+int fs_rmtree(const char *path, struct as_err *err);
+/* 1 if path exists (lstat). */
+int fs_exists(const char *path);
+int fs_is_dir(const char *path);
+/* Copies a regular file's bytes (for backups); the destination is written atomically. */
+int fs_copy_file(const char *src, const char *dst, mode_t mode, struct as_err *err);
+
+#endif

@@ -1,0 +1,36 @@
+/*
+ * json — jansson helpers, and the canonical JSON form that every digest uses.
+ *
+ * Canonical JSON (00-errata.md rule 20): keys sorted byte-wise at every
+ * depth, no whitespace, '/' not escaped, non-ASCII written as UTF-8,
+ * integers as integers, reals in the shortest form that round-trips.
+ * Two equal values always have the same canonical bytes.
+ */
+#ifndef AS_BASE_JSON_H
+#define AS_BASE_JSON_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "base/err.h"
+#include "base/strbuf.h"
+#include "base/toml.h"
+
+/* Appends the canonical form of v. */
+void json_canonical(const json_t *v, strbuf *out);
+/* Parses text; on error err reads "<path>:<line>:<col>: <jansson message>". */
+json_t *json_parse(const char *path, const char *text, size_t len, struct as_err *err);
+/* Loads a file with a size cap (via fs_read_file). */
+json_t *json_load_path(const char *path, size_t max_bytes, struct as_err *err);
+/* Compact dump with keys in insertion order (jansson JSON_COMPACT), appended. */
+void json_dump_compact(const json_t *v, strbuf *out);
+/* Indented (2 spaces) dump for files people read, with a trailing newline. */
+void json_dump_pretty(const json_t *v, strbuf *out);
+/* Typed getters that return NULL/def when absent or of another type. */
+const char *json_get_str(const json_t *obj, const char *key);
+long long json_get_int(const json_t *obj, const char *key, long long def);
+int json_get_bool(const json_t *obj, const char *key, int def);
+/* Converts a TOML value to JSON (datetimes become strings in RFC 3339 form). */
+json_t *json_from_toml(const toml_value *v);
+
+#endif
