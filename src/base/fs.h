@@ -59,6 +59,11 @@ int fs_path_within(const char *root, const char *path);
 
 /* Canonical absolute path (realpath) into out; -1 + err. */
 int fs_realpath(const char *path, strbuf *out, struct as_err *err);
+/* Like fs_realpath, but a path whose tail does not exist yet is still
+ * canonicalized: the longest existing prefix goes through realpath and the
+ * missing components (which cannot be symlinks) are appended. A ".." in the
+ * missing tail is refused. out is reset. */
+int fs_canonicalize(const char *path, strbuf *out, struct as_err *err);
 
 /* One entry of a walk. rel is root-relative, '/'-joined; "" for a file root. */
 struct fs_entry {
@@ -73,7 +78,9 @@ typedef int (*fs_walk_fn)(const struct fs_entry *e, void *ctx, struct as_err *er
 /* Walks root (a directory, or a single file) depth-first in byte order with
  * '/' lowest (component-wise comparison: "a/b" sorts before "a-b"), never
  * following symlinks (they are reported with S_ISLNK mode). Directories are
- * reported before their contents. Refuses depth > max_depth. */
+ * reported before their contents; the root directory itself is not reported.
+ * Top-level entries have depth 1; a tree with entries deeper than max_depth is
+ * an error (max_depth < 0: no cap). An unreadable directory is an error. */
 int fs_walk(const char *root, int max_depth, fs_walk_fn fn, void *ctx, struct as_err *err);
 
 /* Removes a tree without following symlinks. */
