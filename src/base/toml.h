@@ -46,6 +46,8 @@ typedef struct toml_kv {
     unsigned line;  /* where the key was written (for dotted keys: the last segment) */
     unsigned col;
     toml_value *val;
+    size_t keylen;  /* added: bytes in key; differs from strlen(key) only for keys
+                       with NUL, which only TOML_PARSE_NUL_KEYS lets through */
 } toml_kv;
 
 struct toml_value {
@@ -75,13 +77,30 @@ struct toml_value {
     unsigned is_inline : 1;       /* inline table { } or inline array [ ] */
     unsigned is_array_of_tables : 1;
     unsigned implicit : 1;        /* table created only by a dotted key / header path */
+    /* Private bookkeeping (added): the parser's definition state and the key
+     * index of large tables. Treat u.tab as read-only and change tables only
+     * through toml_table_set / toml_table_remove so the index stays right. */
+    unsigned priv_defined : 1;    /* declared by a [header] (or frozen dotted table) */
+    unsigned priv_dotted;         /* parser section whose dotted keys made it, 0 = none */
+    struct toml_index *priv_index;
 };
+
+/* Limits. Nesting deeper than TOML_MAX_DEPTH (tables, arrays, inline tables
+ * and key segments counted together from the root) is refused, so no part of
+ * the library recurses without bound. */
+#define TOML_MAX_DEPTH 128
 
 /* ---- parsing ------------------------------------------------------------ */
 
 /* Parses TOML text (need not be NUL-terminated). path is used in errors only.
  * Returns the root table or NULL with err set ("path:line:col: what"). */
 toml_value *toml_parse(const char *path, const char *data, size_t len, struct as_err *err);
+/* Added: toml_parse with flags. TOML_PARSE_NUL_KEYS accepts keys containing
+ * NUL (valid TOML, "\u0000" in a quoted key) for the conformance decoder;
+ * everything else keeps refusing them, so kv->key is always the whole key. */
+#define TOML_PARSE_NUL_KEYS 1u
+toml_value *toml_parse_ex(const char *path, const char *data, size_t len, unsigned flags,
+                          struct as_err *err);
 /* Reads and parses a file, refusing files larger than max_bytes
  * ("exceeds the N-byte limit"). */
 toml_value *toml_parse_file(const char *path, size_t max_bytes, struct as_err *err);
@@ -109,6 +128,9 @@ toml_value *toml_new_stringn(const char *s, size_t len);
 toml_value *toml_new_int(int64_t i);
 toml_value *toml_new_float(double f);
 toml_value *toml_new_bool(bool b);
+/* A datetime of type t (TOML_DATETIME .. TOML_TIME_LOCAL) from its TOML text,
+ * e.g. "1979-05-27T07:32:00Z". NULL if text is not a valid value of that type. */
+toml_value *toml_new_datetime(enum toml_type t, const char *text);
 /* Sets key in a table, replacing (and freeing) any existing value; takes v. */
 void toml_table_set(toml_value *tab, const char *key, toml_value *v);
 /* Removes key; returns 1 if it was present. */
