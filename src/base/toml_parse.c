@@ -40,6 +40,7 @@ struct parser {
     size_t lc_off, lc_ls; /* line cache: offset reached, start of its line */
     unsigned lc_line;
     strbuf tmp;
+    char kbuf[160];
 };
 
 static void where(struct parser *p, size_t off, unsigned *line, unsigned *col)
@@ -411,6 +412,27 @@ static bool bare_char(int c)
            c == '_' || c == '-';
 }
 
+/* A key for an error message: printable, at most ~64 bytes, so a hostile
+ * key cannot flood or drive the terminal that shows the message. */
+static const char *kname(struct parser *p, const struct keyseg *k)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < k->len && o + 8 < sizeof p->kbuf; i++) {
+        unsigned char c = (unsigned char)k->s[i];
+        if (i == 64) {
+            memcpy(p->kbuf + o, "...", 3);
+            o += 3;
+            break;
+        }
+        if (c >= 0x20 && c != 0x7f && c != '\\')
+            p->kbuf[o++] = (char)c;
+        else
+            o += (size_t)snprintf(p->kbuf + o, sizeof p->kbuf - o, "\\x%02x", c);
+    }
+    p->kbuf[o] = '\0';
+    return p->kbuf;
+}
+
 static void keys_free(keyvec *k)
 {
     for (size_t i = 0; i < k->n; i++)
@@ -460,6 +482,9 @@ static int parse_key(struct parser *p, keyvec *keys)
 }
 
 /* ---- numbers and datetimes ----------------------------------------------- */
+
+/* A token in a message: at most 64 bytes, then "...". */
+#define SHOW(t, m) (int)((m) > 64 ? 64 : (m)), (t), ((m) > 64 ? "..." : "")
 
 /* Digits of base with single underscores between digits, from *k; copies
  * the digits to clean. Returns the digit count or -1 on a misplaced '_'. */
@@ -513,15 +538,15 @@ static toml_value *parse_number(struct parser *p, size_t at, const char *t, size
         k += 2;
         long nd = read_digits(t, m, &k, base, clean);
         if (nd <= 0 || k != m) {
-            perr(p, at, "invalid %s integer '%.*s'",
-                 base == 16 ? "hexadecimal" : base == 8 ? "octal" : "binary", (int)m, t);
+            perr(p, at, "invalid %s integer '%.*s%s'",
+                 base == 16 ? "hexadecimal" : base == 8 ? "octal" : "binary", SHOW(t, m));
             return NULL;
         }
         uint64_t u = 0;
         for (size_t j = 0; j < clean->len; j++) {
             uint64_t d = (uint64_t)hexval(clean->buf[j]);
             if (u > (UINT64_MAX - d) / (uint64_t)base || u * (uint64_t)base + d > INT64_MAX) {
-                perr(p, at, "integer '%.*s' does not fit in 64 bits", (int)m, t);
+                perr(p, at, "integer '%.*s%s' does not fit in 64 bits", SHOW(t, m));
                 return NULL;
             }
             u = u * (uint64_t)base + d;
@@ -537,7 +562,7 @@ static toml_value *parse_number(struct parser *p, size_t at, const char *t, size
     if (nd <= 0)
         goto bad;
     if (t[int_at] == '0' && nd > 1) {
-        perr(p, at, "leading zeros are not allowed in '%.*s'", (int)m, t);
+        perr(p, at, "leading zeros are not allowed in '%.*s%s'", SHOW(t, m));
         return NULL;
     }
     bool is_float = false;
@@ -564,7 +589,7 @@ static toml_value *parse_number(struct parser *p, size_t at, const char *t, size
         char *e;
         long long ll = strtoll(clean->buf, &e, 10);
         if (errno == ERANGE) {
-            perr(p, at, "integer '%.*s' does not fit in 64 bits", (int)m, t);
+            perr(p, at, "integer '%.*s%s' does not fit in 64 bits", SHOW(t, m));
             return NULL;
         }
         toml_value *v = toml_new(TOML_INTEGER);
@@ -575,14 +600,14 @@ static toml_value *parse_number(struct parser *p, size_t at, const char *t, size
     char *e;
     double f = cl ? strtod_l(clean->buf, &e, cl) : strtod(clean->buf, &e);
     if (isinf(f)) {
-        perr(p, at, "float '%.*s' is out of range", (int)m, t);
+        perr(p, at, "float '%.*s%s' is out of range", SHOW(t, m));
         return NULL;
     }
     toml_value *v = toml_new(TOML_FLOAT);
     v->u.f = f;
     return v;
 bad:
-    perr(p, at, "invalid value '%.*s'", (int)(m > 64 ? 64 : m), t);
+    perr(p, at, "invalid value '%.*s%s'", SHOW(t, m));
     return NULL;
 }
 
@@ -627,7 +652,7 @@ static toml_value *parse_token(struct parser *p)
         const char *why;
         int type = toml_datetime_scan(t, m, &norm, &why);
         if (type < 0) {
-            perr(p, at, "invalid date/time '%.*s': %s", (int)(m > 64 ? 64 : m), t, why);
+            perr(p, at, "invalid date/time '%.*s%s': %s", SHOW(t, m), why);
             return NULL;
         }
         v = xcalloc(1, sizeof *v);
@@ -817,16 +842,16 @@ static int insert_kv(struct parser *p, toml_value *tab, unsigned depth, keyvec *
         }
         toml_value *e = t->u.tab.kv[idx].val;
         if (e->type != TOML_TABLE)
-            return perr(p, seg->off, "key '%s' is already defined as %s %s", seg->s,
+            return perr(p, seg->off, "key '%s' is already defined as %s %s", kname(p, seg),
                         e->type == TOML_ARRAY || e->type == TOML_INTEGER ? "an" : "a",
                         e->is_array_of_tables ? "array of tables" : toml_type_name(e->type));
         if (e->is_inline)
-            return perr(p, seg->off, "cannot add keys to the inline table '%s'", seg->s);
+            return perr(p, seg->off, "cannot add keys to the inline table '%s'", kname(p, seg));
         if (!in_inline) {
             if (e->priv_defined || (e->priv_dotted && e->priv_dotted != p->section))
                 return perr(p, seg->off,
                             "table '%s' is already defined; dotted keys cannot add to it",
-                            seg->s);
+                            kname(p, seg));
             e->priv_dotted = p->section;
         }
         t = e;
@@ -835,7 +860,7 @@ static int insert_kv(struct parser *p, toml_value *tab, unsigned depth, keyvec *
         return perr(p, keys->v[0].off, "nesting deeper than %d levels", TOML_MAX_DEPTH);
     struct keyseg *last = &keys->v[keys->n - 1];
     if (toml_find_index(t, last->s, last->len) != (size_t)-1)
-        return perr(p, last->off, "duplicate key '%s'", last->s);
+        return perr(p, last->off, "duplicate key '%s'", kname(p, last));
     add_child(t, last, v);
     return 0;
 }
@@ -875,12 +900,12 @@ static int parse_header(struct parser *p)
             depth++;
             e = e->u.arr.items[e->u.arr.n - 1];
         } else if (e->type != TOML_TABLE) {
-            perr(p, seg->off, "key '%s' is already defined as %s, not a table", seg->s,
+            perr(p, seg->off, "key '%s' is already defined as %s, not a table", kname(p, seg),
                  e->type == TOML_ARRAY ? "an array" : toml_type_name(e->type));
             goto fail;
         }
         if (e->is_inline) {
-            perr(p, seg->off, "cannot add to the inline table '%s'", seg->s);
+            perr(p, seg->off, "cannot add to the inline table '%s'", kname(p, seg));
             goto fail;
         }
         t = e;
@@ -900,7 +925,7 @@ static int parse_header(struct parser *p)
             set_pos(e, hp, hend);
             add_child(t, last, e);
         } else if (e->type != TOML_ARRAY || !e->is_array_of_tables) {
-            perr(p, last->off, "cannot define [[%s]]: the key is already %s %s", last->s,
+            perr(p, last->off, "cannot define [[%s]]: the key is already %s %s", kname(p, last),
                  e->type == TOML_ARRAY || e->type == TOML_INTEGER ? "an" : "a",
                  e->type == TOML_ARRAY ? "static array" : toml_type_name(e->type));
             goto fail;
@@ -915,12 +940,12 @@ static int parse_header(struct parser *p)
             e = toml_new(TOML_TABLE);
             add_child(t, last, e);
         } else if (e->type != TOML_TABLE) {
-            perr(p, last->off, "cannot define [%s]: the key is already %s %s", last->s,
+            perr(p, last->off, "cannot define [%s]: the key is already %s %s", kname(p, last),
                  e->type == TOML_ARRAY || e->type == TOML_INTEGER ? "an" : "a",
                  e->is_array_of_tables ? "array of tables" : toml_type_name(e->type));
             goto fail;
         } else if (e->is_inline || e->priv_defined || e->priv_dotted) {
-            perr(p, at, "table '%s' is defined more than once", last->s);
+            perr(p, at, "table '%s' is defined more than once", kname(p, last));
             goto fail;
         }
         e->priv_defined = 1;

@@ -83,7 +83,8 @@ static void test_emit_keys_and_values(void **state)
     toml_emit_key("tab\there \"q\" \\", &sb);
     sb_addc(&sb, ' ');
     toml_emit_key("\xc3\xa9", &sb);
-    assert_string_equal(sb.buf, "bare-key_1 \"\" \"a.b\" \"tab\\there \\\"q\\\" \\\\\" \"\xc3\xa9\"");
+    assert_string_equal(sb.buf,
+                        "bare-key_1 \"\" \"a.b\" \"tab\\there \\\"q\\\" \\\\\" \"\xc3\xa9\"");
     sb_reset(&sb);
     static const struct {
         double f;
