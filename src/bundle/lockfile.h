@@ -1,0 +1,188 @@
+/*
+ * lockfile — agentstack.lock: the model, its reader and its writer
+ * (01-manifest-lock-trust.md §4.1), pinning from the manifest (§4.2) and
+ * verification of every pin against current bytes (§4.5).
+ *
+ * Why: the consent digest covers the three files' bytes only; the lock is
+ * what binds skills, instructions, executables and library servers to their
+ * content, so a body edit is caught even though the manifest did not move.
+ *
+ * Guarantees:
+ *  - Reader: version 2 (version 1 is upgraded in memory; 3 and above are
+ *    refused with "upgrade agentstack"); unknown keys ignored; checksums
+ *    normalized ("sha256:" prefix and upper case accepted), a malformed one
+ *    is an error at file:line:col. Bad input never crashes.
+ *  - Writer: the exact layout of §4.1 (root scalars, then [[skill]],
+ *    [[server]], [[instruction]], [[executable]], [[extension]], [[workflow]],
+ *    [[package]], [[setting]], each sorted, a blank line before each header,
+ *    optionals omitted). Writing the same model twice gives the same bytes.
+ *  - lockfile_save writes nothing when the bytes are unchanged, replaces the
+ *    file atomically otherwise, and leaves the old lock on any failure.
+ *  - Pinning and verification always hash current bytes (no stat cache).
+ */
+#ifndef AS_BUNDLE_LOCKFILE_H
+#define AS_BUNDLE_LOCKFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "base/sha256.h"
+#include "base/strbuf.h"
+#include "base/toml.h"
+#include "base/vec.h"
+#include "bundle/manifest.h"
+
+#define LOCKFILE_VERSION 2
+#define LOCKFILE_MAX_BYTES ((size_t)8388608)
+
+struct lock_skill {
+    char *name, *source, *path, *git, *rev;
+    char checksum[SHA256_HEX_LEN + 1];
+    char *license, *origin;
+};
+struct lock_server {
+    char *name, *source; /* inline | library */
+    char checksum[SHA256_HEX_LEN + 1];
+};
+struct lock_variant {
+    char *cli, *model, *path;
+    char checksum[SHA256_HEX_LEN + 1];
+};
+struct lock_instruction {
+    char *name, *path;
+    char checksum[SHA256_HEX_LEN + 1];
+    VEC(struct lock_variant) variants;
+};
+struct lock_executable {
+    char *path, *kind; /* file | root */
+    char checksum[SHA256_HEX_LEN + 1];
+};
+struct lock_setting {
+    char *target, *key;
+    char checksum[SHA256_HEX_LEN + 1];
+};
+
+struct lockfile {
+    int64_t version;       /* as read (1 or 2); written as 2 */
+    char *manifest_digest; /* 64 hex, or NULL (unknown) */
+    VEC(struct lock_skill) skills;
+    VEC(struct lock_server) servers;
+    VEC(struct lock_instruction) instructions;
+    VEC(struct lock_executable) executables;
+    VEC(struct lock_setting) settings;
+    /* [ext] tables this build does not pin yet ([[extension]], [[workflow]],
+     * [[package]]): kept verbatim as parsed so a re-lock never drops them. */
+    toml_value *ext_extension, *ext_workflow, *ext_package;
+};
+
+struct lockfile *lockfile_new(void);
+void lockfile_free(struct lockfile *l);
+/* Parses lock bytes. NULL + err ("<path>:<line>:<col>: …") on bad input. */
+struct lockfile *lockfile_parse(const char *path, const char *data, size_t len, struct as_err *err);
+/* Renders the §4.1 layout (sorting rows in place first). */
+void lockfile_render(struct lockfile *l, strbuf *out);
+/* Renders and writes path atomically unless the bytes equal old (when
+ * have_old). A symlinked lock is written through only when its target lies
+ * inside contain_root (errata 33). *written = 1 when the file was replaced.
+ * The caller holds the $AGENTSTACK_HOME writer lock. */
+int lockfile_save(struct lockfile *l, const char *path, const char *contain_root, const char *old,
+                  size_t old_len, bool have_old, bool *written, struct as_err *err);
+
+const struct lock_skill *lockfile_skill(const struct lockfile *l, const char *name);
+const struct lock_server *lockfile_server(const struct lockfile *l, const char *name);
+const struct lock_instruction *lockfile_instruction(const struct lockfile *l, const char *name);
+const struct lock_executable *lockfile_executable(const struct lockfile *l, const char *path,
+                                                  const char *kind);
+const struct lock_setting *lockfile_setting(const struct lockfile *l, const char *target,
+                                            const char *key);
+
+/* ---- pinning (§4.2) and verification (§4.5) ----------------------------- */
+
+enum pin_kind {
+    PIN_SKILL,
+    PIN_SERVER,
+    PIN_INSTRUCTION,
+    PIN_VARIANT,
+    PIN_EXECUTABLE, /* name = project-relative path; sub = "file" | "root" */
+    PIN_SETTING,    /* name = target (adapter); sub = key */
+};
+const char *pin_kind_name(enum pin_kind k); /* "skill", "server", … */
+
+enum pin_state {
+    PIN_OK,         /* current bytes hashed */
+    PIN_UNRESOLVED, /* could not be resolved (missing path, unknown library item) */
+    PIN_OFFLINE,    /* git source not cached: unavailable offline */
+    PIN_FAILED,     /* hard error (symlink, FIFO, traversal, unreadable) */
+};
+
+/* One item of the effective surface with its current digest. */
+struct pin_item {
+    enum pin_kind kind;
+    char *name;
+    char *sub;           /* variant index ("0", "1", …), executable kind, setting key */
+    bool library;        /* resolved from the central library */
+    char *source;        /* lock row source: path|git|inline|library */
+    char *declared_path; /* skill/instruction/variant path as written */
+    char *git, *rev;
+    char *cli, *model; /* variants */
+    char *fs_path;     /* what was hashed, when it is on disk */
+    enum pin_state state;
+    char *error; /* why, when state != PIN_OK */
+    char checksum[SHA256_HEX_LEN + 1];
+    char *canon; /* canonical bytes (settings values), for the store */
+};
+typedef VEC(struct pin_item) pin_items;
+void pin_items_free(pin_items *items);
+
+/* Finds the central library's copy of an item: a server file or a skill dir.
+ * Return 1 and set path when found, 0 when not, -1 + err on error. */
+typedef int (*pin_library_fn)(void *ctx, enum pin_kind kind, const char *name, strbuf *path,
+                              struct as_err *err);
+
+struct pin_opts {
+    const char *toolset;    /* --toolset N: narrows servers (NULL = all toolsets) */
+    const char *home;       /* $AGENTSTACK_HOME, for the library and git caches (NULL: none) */
+    pin_library_fn library; /* NULL: the implicit local source <home>/lib */
+    void *library_ctx;
+    const struct lockfile *lock; /* the current lock: its git revs are used for git skills */
+};
+
+/* Computes every pinnable item of m with current bytes (§4.2). Hard problems
+ * (a traversal or symlinked executable, a symlink or FIFO in a skill, an
+ * unreadable instruction, an unknown --toolset) are items with state
+ * PIN_FAILED; the caller decides (lock refuses, trust blocks). */
+int pin_collect(const struct manifest *m, const struct pin_opts *o, pin_items *out,
+                struct as_err *err);
+
+/* Builds the lock a write would produce from fresh items and the old lock
+ * (attribution kept; stale skill/server rows kept, other kinds pruned; rows of
+ * unresolved/offline items kept from the old lock). stamp = manifest digest to
+ * record, or NULL to drop it. */
+struct lockfile *pin_build_lock(const pin_items *items, const struct lockfile *old,
+                                const char *stamp);
+
+/* Verification status of one item against a lock (§4.5). */
+enum pin_status {
+    PIN_MATCHES,
+    PIN_UNPINNED,    /* no row */
+    PIN_DRIFTED,     /* checksum (or rev) differs */
+    PIN_UNAVAILABLE, /* unavailable offline (uncached git) */
+    PIN_RESOLVE_FAILED,
+};
+const char *pin_status_name(enum pin_status s);
+/* The lock's checksum for an item, or NULL when it has no row. */
+const char *pin_locked_checksum(const struct lockfile *l, const struct pin_item *it);
+enum pin_status pin_verify_item(const struct lockfile *l, const struct pin_item *it);
+/* One-line description: "skill content drifted from agentstack.lock (locked
+ * <12hex>, current <12hex>)", "… is not pinned in agentstack.lock", … */
+void pin_describe(const struct lockfile *l, const struct pin_item *it, enum pin_status st,
+                  strbuf *out);
+
+/* Deposits the bytes of every OK item in the content store (best-effort):
+ * skill trees, instruction/variant bodies, library server files, settings
+ * values, small integrity roots. Each failure is appended to warnings. */
+void pin_deposit(const pin_items *items, const char *home, strvec *warnings);
+
+#endif

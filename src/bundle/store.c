@@ -1,0 +1,427 @@
+/* store — see store.h. */
+#include "bundle/store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/fs.h"
+#include "base/rand.h"
+#include "base/xalloc.h"
+
+void store_content_dir(const char *home, strbuf *out)
+{
+    sb_addf(out, "%s/store/content", home);
+}
+
+void store_pin_dir(const char *home, const char *pin, strbuf *out)
+{
+    sb_addf(out, "%s/store/content/%s", home, pin);
+}
+
+static int valid_pin(const char *pin, struct as_err *err)
+{
+    size_t n = strlen(pin);
+    int ok = n == SHA256_HEX_LEN;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (pin[i] >= '0' && pin[i] <= '9') || (pin[i] >= 'a' && pin[i] <= 'f');
+    if (!ok)
+        return as_err_set(err, "content store: '%s' is not a 64-hex pin", pin);
+    return 0;
+}
+
+static int valid_name(const char *name, struct as_err *err)
+{
+    if (!name[0] || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
+        strncmp(name, ".tmp-", 5) == 0)
+        return as_err_set(err, "content store: '%s' is not a plain file name", name);
+    return 0;
+}
+
+/* Makes content/.tmp-<random>/ (0700) and returns its path in tmp. */
+static int make_tmp(const char *home, strbuf *tmp, struct as_err *err)
+{
+    strbuf dir = SB_INIT;
+    store_content_dir(home, &dir);
+    int rc = fs_mkdirs(dir.buf, 0700, err);
+    if (rc == 0) {
+        char r[17];
+        rc = rand_hex(r, 8, err);
+        if (rc == 0) {
+            sb_addf(tmp, "%s/.tmp-%s", dir.buf, r);
+            if (mkdir(tmp->buf, 0700) != 0)
+                rc = as_err_errno(err, "creating %s", tmp->buf);
+        }
+    }
+    sb_release(&dir);
+    return rc;
+}
+
+static void drop_tmp(const char *tmp)
+{
+    struct as_err ignored = AS_ERR_INIT;
+    (void)fs_rmtree(tmp, &ignored);
+}
+
+/* Moves the finished tmp dir to its address without ever replacing one. */
+static int place(const char *tmp, const char *final, int *existed, struct as_err *err)
+{
+    *existed = 0;
+    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno == EEXIST || errno == ENOTEMPTY) {
+        *existed = 1;
+        drop_tmp(tmp);
+        return 0;
+    }
+    if (errno == EINVAL || errno == ENOSYS) {
+        /* A filesystem without RENAME_NOREPLACE: a plain rename cannot replace a
+         * non-empty directory, and every deposit holds at least one file. */
+        if (rename(tmp, final) == 0)
+            return 0;
+        if (errno == EEXIST || errno == ENOTEMPTY) {
+            *existed = 1;
+            drop_tmp(tmp);
+            return 0;
+        }
+    }
+    as_err_errno(err, "placing content store deposit %s", final);
+    drop_tmp(tmp);
+    return -1;
+}
+
+/* Finds the single regular file of a file deposit. */
+static int one_file(const char *dir, strbuf *path, struct as_err *err)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return as_err_errno(err, "%s", dir);
+    int found = 0, rc = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (found++) {
+            rc = as_err_set(err, "content store deposit %s holds more than one file", dir);
+            break;
+        }
+        sb_reset(path);
+        sb_addf(path, "%s/%s", dir, de->d_name);
+    }
+    closedir(d);
+    if (rc == 0 && !found)
+        rc = as_err_set(err, "content store deposit %s is empty", dir);
+    return rc;
+}
+
+/* Re-hashes a deposit in the form its kind says. */
+static int prove(const char *dir, const char *pin, enum store_kind kind, strbuf *path,
+                 struct as_err *err)
+{
+    char hex[SHA256_HEX_LEN + 1];
+    int rc;
+    sb_reset(path);
+    switch (kind) {
+    case STORE_SKILL_TREE:
+    case STORE_ROOT_TREE:
+        sb_adds(path, dir);
+        rc = digest_tree(dir, kind == STORE_SKILL_TREE ? DIGEST_TREE_SKILL : DIGEST_TREE_ROOT, NULL,
+                         NULL, hex, err);
+        break;
+    case STORE_ROOT_FILE:
+    case STORE_FILE:
+    default:
+        rc = one_file(dir, path, err);
+        if (rc == 0)
+            rc = kind == STORE_FILE
+                     ? digest_file(path->buf, hex, err)
+                     : digest_tree(path->buf, DIGEST_TREE_ROOT, NULL, NULL, hex, err);
+        break;
+    }
+    if (rc != 0) {
+        as_err_prefix(err, "content store deposit %.12s is unreadable", pin);
+        return -1;
+    }
+    if (strcmp(hex, pin) != 0)
+        return as_err_set(err,
+                          "content store deposit %s does not match its address (holds %.12s); "
+                          "it is never repaired: remove it to re-deposit",
+                          dir, hex);
+    return 0;
+}
+
+int store_open(const char *home, const char *pin, enum store_kind kind, strbuf *path,
+               struct as_err *err)
+{
+    if (valid_pin(pin, err) < 0)
+        return -1;
+    strbuf dir = SB_INIT;
+    store_pin_dir(home, pin, &dir);
+    struct stat st;
+    int rc;
+    if (lstat(dir.buf, &st) != 0) {
+        rc = errno == ENOENT ? 0 : as_err_errno(err, "%s", dir.buf);
+    } else if (!S_ISDIR(st.st_mode)) {
+        rc = as_err_set(err, "content store deposit %s is not a directory", dir.buf);
+    } else {
+        rc = prove(dir.buf, pin, kind, path, err) == 0 ? 1 : -1;
+    }
+    sb_release(&dir);
+    return rc;
+}
+
+/* Verifies an already present deposit (write-once: never rewritten). */
+static int check_existing(const char *final, const char *pin, enum store_kind kind,
+                          struct as_err *err)
+{
+    strbuf p = SB_INIT;
+    int rc = prove(final, pin, kind, &p, err);
+    sb_release(&p);
+    return rc;
+}
+
+/* ---- copying sink ------------------------------------------------------- */
+
+struct copier {
+    int dfd;            /* the tmp dir */
+    int fd;             /* current file */
+    const char *single; /* file name when the walked root is one file */
+    uint64_t files, bytes;
+    uint64_t max_files, max_bytes;
+    int over;
+};
+
+static int cp_dir(void *c, const char *rel, struct as_err *err)
+{
+    struct copier *cp = c;
+    if (mkdirat(cp->dfd, rel, 0700) != 0)
+        return as_err_errno(err, "content store: creating %s", rel);
+    return 0;
+}
+
+static int cp_begin(void *c, const char *rel, uint64_t size, struct as_err *err)
+{
+    struct copier *cp = c;
+    cp->files++;
+    cp->bytes += size;
+    if ((cp->max_files && cp->files > cp->max_files) ||
+        (cp->max_bytes && cp->bytes > cp->max_bytes)) {
+        cp->over = 1;
+        return as_err_set(err, "over the content store bounds");
+    }
+    const char *name = rel[0] ? rel : cp->single;
+    cp->fd = openat(cp->dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (cp->fd < 0)
+        return as_err_errno(err, "content store: creating %s", name);
+    return 0;
+}
+
+static int cp_data(void *c, const void *data, size_t len, struct as_err *err)
+{
+    struct copier *cp = c;
+    const char *p = data;
+    while (len) {
+        ssize_t w = write(cp->fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return as_err_errno(err, "content store: writing");
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+static int cp_end(void *c, struct as_err *err)
+{
+    struct copier *cp = c;
+    int rc = close(cp->fd);
+    cp->fd = -1;
+    if (rc != 0)
+        return as_err_errno(err, "content store: writing");
+    return 0;
+}
+
+static const char *base_name(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+/* Copies src into a fresh tmp dir while hashing it, checks the hash against
+ * pin, re-proves the copy, then places it. */
+static int deposit_walk(const char *home, const char *src, enum store_kind kind, const char *name,
+                        const char *pin, int *skipped, struct as_err *err)
+{
+    strbuf tmp = SB_INIT, final = SB_INIT, p = SB_INIT;
+    store_pin_dir(home, pin, &final);
+    int rc = -1, existed = 0;
+    if (fs_is_dir(final.buf)) {
+        rc = check_existing(final.buf, pin, kind, err);
+        goto out;
+    }
+    if (make_tmp(home, &tmp, err) < 0)
+        goto out;
+    struct copier cp = {.fd = -1, .single = name};
+    cp.dfd = open(tmp.buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (cp.dfd < 0) {
+        as_err_errno(err, "%s", tmp.buf);
+        drop_tmp(tmp.buf);
+        goto out;
+    }
+    if (kind == STORE_ROOT_TREE || kind == STORE_ROOT_FILE) {
+        cp.max_files = STORE_ROOT_MAX_FILES;
+        cp.max_bytes = STORE_ROOT_MAX_BYTES;
+    }
+    struct digest_sink sink = {&cp, cp_dir, cp_begin, cp_data, cp_end};
+    char hex[SHA256_HEX_LEN + 1];
+    int wrc;
+    if (kind == STORE_FILE) {
+        /* A plain body: stream it through the same copier, hashing as we go. */
+        wrc = -1;
+        int fd = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+        struct stat st;
+        if (fd < 0) {
+            as_err_errno(err, "%s", src);
+        } else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+            as_err_set(err, "%s: is not a regular file", src);
+        } else if (cp_begin(&cp, "", (uint64_t)st.st_size, err) == 0) {
+            unsigned char *buf = xmalloc(DIGEST_BUF_SIZE);
+            sha256_ctx c;
+            sha256_init(&c);
+            wrc = 0;
+            for (;;) {
+                ssize_t r = read(fd, buf, DIGEST_BUF_SIZE);
+                if (r < 0 && errno == EINTR)
+                    continue;
+                if (r < 0) {
+                    wrc = as_err_errno(err, "reading %s", src);
+                    break;
+                }
+                if (r == 0)
+                    break;
+                sha256_update(&c, buf, (size_t)r);
+                if ((wrc = cp_data(&cp, buf, (size_t)r, err)) < 0)
+                    break;
+            }
+            uint8_t d[SHA256_LEN];
+            sha256_final(&c, d);
+            hex_encode(d, SHA256_LEN, hex);
+            free(buf);
+            if (cp_end(&cp, err) < 0)
+                wrc = -1;
+        }
+        if (fd >= 0)
+            close(fd);
+    } else {
+        enum digest_tree_kind dk = kind == STORE_SKILL_TREE ? DIGEST_TREE_SKILL : DIGEST_TREE_ROOT;
+        wrc = digest_tree(src, dk, &sink, NULL, hex, err);
+    }
+    if (cp.fd >= 0)
+        close(cp.fd);
+    close(cp.dfd);
+    if (wrc != 0) {
+        drop_tmp(tmp.buf);
+        if (cp.over) {
+            as_err_clear(err);
+            *skipped = 1;
+            rc = 0;
+        }
+        goto out;
+    }
+    if (strcmp(hex, pin) != 0) {
+        as_err_set(err, "%s changed since it was pinned (pinned %.12s, now %.12s)", src, pin, hex);
+        drop_tmp(tmp.buf);
+        goto out;
+    }
+    /* Re-prove the placed bytes themselves, not what we meant to write. */
+    if (prove(tmp.buf, pin, kind, &p, err) < 0) {
+        drop_tmp(tmp.buf);
+        goto out;
+    }
+    if (place(tmp.buf, final.buf, &existed, err) < 0)
+        goto out;
+    rc = existed ? check_existing(final.buf, pin, kind, err) : 0;
+out:
+    sb_release(&tmp);
+    sb_release(&final);
+    sb_release(&p);
+    return rc;
+}
+
+int store_deposit_tree(const char *home, const char *src, enum store_kind kind, const char *pin,
+                       int *skipped, struct as_err *err)
+{
+    int dummy = 0;
+    if (!skipped)
+        skipped = &dummy;
+    *skipped = 0;
+    if (valid_pin(pin, err) < 0)
+        return -1;
+    if (kind == STORE_FILE)
+        return as_err_set(err, "content store: use store_deposit_file for a single body");
+    const char *name = base_name(src);
+    if (kind == STORE_ROOT_FILE && valid_name(name, err) < 0)
+        return -1;
+    return deposit_walk(home, src, kind, name, pin, skipped, err);
+}
+
+int store_deposit_file(const char *home, const char *src, const char *name, const char *pin,
+                       struct as_err *err)
+{
+    int skipped = 0;
+    if (valid_pin(pin, err) < 0 || valid_name(name, err) < 0)
+        return -1;
+    return deposit_walk(home, src, STORE_FILE, name, pin, &skipped, err);
+}
+
+int store_deposit_bytes(const char *home, const void *data, size_t len, const char *name,
+                        const char *pin, struct as_err *err)
+{
+    if (valid_pin(pin, err) < 0 || valid_name(name, err) < 0)
+        return -1;
+    char hex[SHA256_HEX_LEN + 1];
+    sha256_hex(data, len, hex);
+    if (strcmp(hex, pin) != 0)
+        return as_err_set(err, "content store: bytes for %s do not hash to %.12s", name, pin);
+    strbuf tmp = SB_INIT, final = SB_INIT, p = SB_INIT;
+    store_pin_dir(home, pin, &final);
+    int rc = -1, existed = 0;
+    if (fs_is_dir(final.buf)) {
+        rc = check_existing(final.buf, pin, STORE_FILE, err);
+        goto out;
+    }
+    if (make_tmp(home, &tmp, err) < 0)
+        goto out;
+    sb_addf(&p, "%s/%s", tmp.buf, name);
+    int fd = open(p.buf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        as_err_errno(err, "%s", p.buf);
+        drop_tmp(tmp.buf);
+        goto out;
+    }
+    struct copier cp = {.fd = fd};
+    int wrc = cp_data(&cp, data, len, err);
+    if (close(fd) != 0 && wrc == 0)
+        wrc = as_err_errno(err, "%s", p.buf);
+    if (wrc == 0)
+        wrc = prove(tmp.buf, pin, STORE_FILE, &p, err);
+    if (wrc != 0) {
+        drop_tmp(tmp.buf);
+        goto out;
+    }
+    if (place(tmp.buf, final.buf, &existed, err) < 0)
+        goto out;
+    rc = existed ? check_existing(final.buf, pin, STORE_FILE, err) : 0;
+out:
+    sb_release(&tmp);
+    sb_release(&final);
+    sb_release(&p);
+    return rc;
+}
