@@ -89,6 +89,10 @@ bool discover_is_home_or_ancestor(const char *dir);
 /* 1 if dir is the machine home (raw or canonical). */
 bool discover_is_machine_home(const char *dir);
 
+/* Absolute, lexically cleaned form of path (anchored at the cwd; "." and
+ * ".." resolved textually, "//" and a trailing "/" removed). */
+int discover_abspath(const char *path, strbuf *out, struct as_err *err);
+
 /* Refuses a project whose .agentstack dir, manifest, overlay or lock is a
  * symlink resolving outside the project root, or whose manifest/overlay/lock
  * exists but is not a regular file. */

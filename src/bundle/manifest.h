@@ -270,6 +270,7 @@ struct manifest {
     struct mf_experimental experimental;
 
     mf_diags warnings;       /* load-time warnings (ignored machine-only tables) */
+    char *inherited_from;    /* machine manifest path once instructions were inherited */
 };
 
 /* What to load. Data need not be NUL-terminated. */

@@ -1,0 +1,383 @@
+/*
+ * Semantic validation (spec 01 §2.5, §2.6, §2.8): what the decoder cannot
+ * know from one table alone — references between tables, adapter ids, the
+ * library, names, and contained paths on disk.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/xalloc.h"
+#include "bundle/manifest_int.h"
+#include "bundle/ref.h"
+#include "bundle/skill_md.h"
+
+int manifest_contained_path(const char *anchor, const char *rel, strbuf *out,
+                            struct as_err *err)
+{
+    if (!rel || !*rel)
+        return as_err_set(err, "empty path (expected a path relative to %s)", anchor);
+    if (rel[0] == '/')
+        return as_err_set(err,
+                          "'%s' is absolute: traversal out of %s is not allowed (write a "
+                          "relative path inside it)",
+                          rel, anchor);
+    strbuf norm = SB_INIT;
+    for (const char *p = rel; *p;) {
+        size_t n = strcspn(p, "/");
+        if (n == 2 && p[0] == '.' && p[1] == '.') {
+            sb_release(&norm);
+            return as_err_set(err, "'%s' contains '..': traversal out of %s is not allowed",
+                              rel, anchor);
+        }
+        if (n && !(n == 1 && p[0] == '.')) {
+            if (norm.len)
+                sb_addc(&norm, '/');
+            sb_add(&norm, p, n);
+        }
+        p += n;
+        while (*p == '/')
+            p++;
+    }
+    if (!norm.len) {
+        sb_release(&norm);
+        return as_err_set(err, "'%s' names %s itself; name a file or directory inside it", rel,
+                          anchor);
+    }
+    sb_reset(out);
+    sb_adds(out, anchor);
+    /* lstat every component: a symlink anywhere could point outside. */
+    for (const char *p = norm.buf; *p;) {
+        size_t n = strcspn(p, "/");
+        sb_addc(out, '/');
+        sb_add(out, p, n);
+        p += n;
+        struct stat st;
+        if (lstat(out->buf, &st) < 0) {
+            int e = errno;
+            sb_release(&norm);
+            if (e == ENOENT || e == ENOTDIR)
+                return as_err_set(err, "'%s' does not exist (%s)", rel, out->buf);
+            return as_err_set(err, "'%s': cannot inspect %s: %s", rel, out->buf, strerror(e));
+        }
+        if (S_ISLNK(st.st_mode)) {
+            as_err_set(err, "'%s' goes through a symlink (%s); contained paths must be "
+                            "symlink-free", rel, out->buf);
+            sb_release(&norm);
+            return -1;
+        }
+        if (*p == '/' && !S_ISDIR(st.st_mode)) {
+            as_err_set(err, "'%s': %s is not a directory", rel, out->buf);
+            sb_release(&norm);
+            return -1;
+        }
+        while (*p == '/')
+            p++;
+    }
+    sb_release(&norm);
+    return 0;
+}
+
+struct val {
+    const struct manifest *m;
+    const struct manifest_env *env;
+    mf_diags *out;
+    size_t errors;
+};
+
+static __attribute__((format(printf, 4, 5))) void issue(struct val *v, struct mf_pos pos,
+                                                        const char *fix, const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    mf_diag_add(v->out, MF_ERROR, pos, fix, "%s", msg);
+    v->errors++;
+}
+
+static bool lib_has(struct val *v, enum mf_item_kind k, const char *name)
+{
+    return v->env && v->env->library_has && v->env->library_has(v->env->library_ctx, k, name);
+}
+
+static bool adapters_known(struct val *v)
+{
+    return v->env && v->env->adapter_ids;
+}
+
+static bool adapter_ok(struct val *v, const char *id)
+{
+    if (!adapters_known(v))
+        return true;
+    for (size_t i = 0; i < v->env->n_adapter_ids; i++)
+        if (strcmp(v->env->adapter_ids[i], id) == 0)
+            return true;
+    return false;
+}
+
+static void bad_adapter(struct val *v, struct mf_pos pos, const char *id, const char *where)
+{
+    const char *near = NULL;
+    if (adapters_known(v)) {
+        const char **c = xcalloc(v->env->n_adapter_ids + 1, sizeof *c);
+        for (size_t i = 0; i < v->env->n_adapter_ids; i++)
+            c[i] = v->env->adapter_ids[i];
+        near = mf_did_you_mean(id, c);
+        free(c);
+    }
+    char fix[512];
+    if (near)
+        snprintf(fix, sizeof fix, "did you mean '%s'? (`agentstack doctor` lists adapter ids)",
+                 near);
+    else
+        snprintf(fix, sizeof fix, "use a known adapter id (`agentstack doctor` lists them)");
+    issue(v, pos, fix, "unknown adapter id '%s' in %s", id, where);
+}
+
+static void check_targets(struct val *v, const strvec *t, struct mf_pos pos, const char *where)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (strcmp(t->v[i], "*") != 0 && !adapter_ok(v, t->v[i]))
+            bad_adapter(v, pos, t->v[i], where);
+}
+
+static void check_contained(struct val *v, struct mf_pos pos, const char *anchor,
+                            const char *rel, const char *what)
+{
+    if (!v->env || !v->env->check_paths)
+        return;
+    strbuf out = SB_INIT;
+    struct as_err e = AS_ERR_INIT;
+    if (manifest_contained_path(anchor, rel, &out, &e) < 0)
+        issue(v, pos, "use a relative path inside the project, with no '..' and no symlinks",
+              "%s: %s", what, e.msg);
+    sb_release(&out);
+}
+
+/* One plain path component, not reserved (§2.5). */
+static bool plain_name(const char *n)
+{
+    return n[0] && strcmp(n, ".") && strcmp(n, "..") && !strchr(n, '/') && !strchr(n, '\\');
+}
+
+static void check_named(struct val *v, struct mf_pos pos, const char *kind, const char *name)
+{
+    if (!plain_name(name))
+        issue(v, pos, "rename it to a single file name (no '/', not '.' or '..')",
+              "%s name '%s' must be one plain path component", kind, name);
+    else if (strncmp(name, "agentstack-guard", 16) == 0)
+        issue(v, pos, "choose another name", "%s name '%s' is reserved (agentstack-guard*)",
+              kind, name);
+}
+
+static void check_skill_name(struct val *v, struct mf_pos pos, const char *name)
+{
+    if (!skill_name_valid(name))
+        issue(v, pos,
+              "rename it: lowercase letters, digits, '.', '_' and '-', starting with a letter "
+              "or digit, at most 64 characters",
+              "refusing to materialize skill '%s': skill names must match "
+              "^[a-z0-9][a-z0-9._-]{0,63}$",
+              name);
+}
+
+static bool declared_package(const struct manifest *m, const char *name)
+{
+    return m->packs && toml_get(m->packs, name);
+}
+
+static void check_toolsets(struct val *v)
+{
+    const struct manifest *m = v->m;
+    const char *tbl = m->toolsets_legacy ? "profiles" : "toolsets";
+    for (size_t i = 0; i < m->toolsets.n; i++) {
+        const struct mf_toolset *t = &m->toolsets.v[i];
+        char fix[1024];
+        for (size_t j = 0; j < t->servers.n; j++) {
+            const char *x = t->servers.v[j];
+            if (manifest_server(m, x) || lib_has(v, MF_ITEM_SERVER, x))
+                continue;
+            snprintf(fix, sizeof fix,
+                     "declare [servers.%s], add it to the library, or remove it from "
+                     "[%s.%s] servers", x, tbl, t->name);
+            issue(v, t->pos, fix, "toolset '%s' references unknown server '%s'", t->name, x);
+        }
+        for (size_t j = 0; j < t->skills.n; j++) {
+            const char *x = t->skills.v[j];
+            if (strcmp(x, "*") == 0)
+                continue;
+            if (!skill_name_valid(x)) {
+                check_skill_name(v, t->pos, x);
+                continue;
+            }
+            if (manifest_skill(m, x) || lib_has(v, MF_ITEM_SKILL, x))
+                continue;
+            snprintf(fix, sizeof fix,
+                     "declare [skills.%s], add it to the library, or remove it from "
+                     "[%s.%s] skills", x, tbl, t->name);
+            issue(v, t->pos, fix, "toolset '%s' references unknown skill '%s'", t->name, x);
+        }
+        for (size_t j = 0; j < t->packages.n; j++) {
+            const char *x = t->packages.v[j];
+            if (declared_package(m, x) || lib_has(v, MF_ITEM_PACKAGE, x))
+                continue;
+            snprintf(fix, sizeof fix, "install the package, or remove it from [%s.%s] packages",
+                     tbl, t->name);
+            issue(v, t->pos, fix, "toolset '%s' references unknown package '%s'", t->name, x);
+        }
+        if (t->harness && !adapter_ok(v, t->harness))
+            bad_adapter(v, t->pos, t->harness, "a toolset's `harness`");
+    }
+}
+
+size_t manifest_validate(const struct manifest *m, const struct manifest_env *env, mf_diags *out)
+{
+    struct val vv = {m, env, out, 0}, *v = &vv;
+
+    if (m->default_toolset && !manifest_toolset(m, m->default_toolset)) {
+        const char **names = xcalloc(m->toolsets.n + 1, sizeof *names);
+        strbuf list = SB_INIT;
+        for (size_t i = 0; i < m->toolsets.n; i++) {
+            names[i] = m->toolsets.v[i].name;
+            sb_addf(&list, "%s%s", i ? ", " : "", names[i]);
+        }
+        const char *near = mf_did_you_mean(m->default_toolset, names);
+        char fix[1024];
+        if (near)
+            snprintf(fix, sizeof fix, "did you mean '%s'? set `default_toolset = \"%s\"`", near,
+                     near);
+        else if (m->toolsets.n)
+            snprintf(fix, sizeof fix, "set default_toolset to one of: %s", list.buf);
+        else
+            snprintf(fix, sizeof fix, "declare [toolsets.%s] or remove default_toolset",
+                     m->default_toolset);
+        issue(v, m->default_toolset_pos, fix, "default_toolset '%s' names no declared toolset",
+              m->default_toolset);
+        free(names);
+        sb_release(&list);
+    }
+
+    for (size_t i = 0; i < m->servers.n; i++) {
+        const struct mf_server *s = &m->servers.v[i];
+        char fix[1024], where[512];
+        if (s->type == MF_SERVER_HTTP && (!s->url || !*s->url)) {
+            snprintf(fix, sizeof fix, "add `url = \"https://…\"` to [servers.%s]", s->name);
+            issue(v, s->pos, fix, "server '%s' is type=http but has no `url`", s->name);
+        }
+        if (s->type == MF_SERVER_STDIO && (!s->command || !*s->command)) {
+            snprintf(fix, sizeof fix, "add `command = \"…\"` to [servers.%s]", s->name);
+            issue(v, s->pos, fix, "server '%s' is type=stdio but has no `command`", s->name);
+        }
+        snprintf(where, sizeof where, "[servers.%s] targets", s->name);
+        check_targets(v, &s->targets, s->pos, where);
+        if (s->owner && !adapter_ok(v, s->owner)) {
+            snprintf(where, sizeof where, "[servers.%s] owner", s->name);
+            bad_adapter(v, s->pos, s->owner, where);
+        }
+        for (size_t j = 0; s->extra && j < toml_len(s->extra); j++) {
+            const toml_kv *kv = toml_entry(s->extra, j);
+            if (!adapter_ok(v, kv->key)) {
+                snprintf(where, sizeof where, "[servers.%s.extra]", s->name);
+                bad_adapter(v, s->pos, kv->key, where);
+            }
+        }
+        for (size_t j = 0; j < s->integrity_roots.n; j++)
+            check_contained(v, s->pos, m->project_root, s->integrity_roots.v[j],
+                            "integrity root");
+        if (s->cwd && s->cwd[0] != '/' && !strstr(s->cwd, "${"))
+            check_contained(v, s->pos, m->project_root, s->cwd, "server cwd");
+    }
+
+    for (size_t i = 0; i < m->skills.n; i++)
+        check_skill_name(v, m->skills.v[i].pos, m->skills.v[i].name);
+
+    for (size_t i = 0; i < m->instructions.n; i++) {
+        const struct mf_instruction *in = &m->instructions.v[i];
+        char where[512];
+        snprintf(where, sizeof where, "[instructions.%s] targets", in->name);
+        check_targets(v, &in->targets, in->pos, where);
+        for (size_t j = 0; j < in->variants.n; j++) {
+            const struct mf_variant *va = &in->variants.v[j];
+            if (!va->cli && !va->model)
+                issue(v, va->pos, "add `cli = \"<adapter id>\"` and/or `model = \"…\"`",
+                      "[[instructions.%s.variant]] #%zu has no selector (needs `cli` or "
+                      "`model`)",
+                      in->name, j + 1);
+            if (va->cli && !adapter_ok(v, va->cli)) {
+                snprintf(where, sizeof where, "[[instructions.%s.variant]] cli", in->name);
+                bad_adapter(v, va->pos, va->cli, where);
+            }
+        }
+        if (!in->path && !in->inherited &&
+            !lib_has(v, MF_ITEM_INSTRUCTION, in->name)) {
+            char fix[512];
+            snprintf(fix, sizeof fix,
+                     "set `path = \"…\"` in [instructions.%s], or add the instruction to the "
+                     "library", in->name);
+            issue(v, in->pos, fix, "instruction '%s' has no `path` and the library has no "
+                                   "instruction of that name", in->name);
+        }
+    }
+
+    check_toolsets(v);
+
+    for (size_t i = 0; i < m->hooks.n; i++) {
+        char where[512];
+        snprintf(where, sizeof where, "[hooks.%s] targets", m->hooks.v[i].name);
+        check_targets(v, &m->hooks.v[i].targets, m->hooks.v[i].pos, where);
+    }
+    if (m->has_targets)
+        for (size_t i = 0; i < m->targets_default.n; i++)
+            if (!adapter_ok(v, m->targets_default.v[i]))
+                bad_adapter(v, (struct mf_pos){m->path, 0, 0}, m->targets_default.v[i],
+                            "[targets] default");
+    for (size_t i = 0; i < m->settings.n; i++)
+        if (!adapter_ok(v, m->settings.v[i].adapter))
+            bad_adapter(v, m->settings.v[i].pos, m->settings.v[i].adapter, "[settings]");
+    for (size_t i = 0; i < m->delivery_harness.n; i++)
+        if (!adapter_ok(v, m->delivery_harness.v[i].adapter))
+            bad_adapter(v, m->delivery_harness.v[i].pos, m->delivery_harness.v[i].adapter,
+                        "[delivery.harness]");
+
+    for (size_t i = 0; i < m->extensions.n; i++) {
+        const struct mf_extension *e = &m->extensions.v[i];
+        check_named(v, e->pos, "extension", e->name);
+        if (strcmp(e->target, "*") == 0)
+            issue(v, e->pos, "name exactly one adapter id",
+                  "extension '%s' targets \"*\"; an extension belongs to one adapter", e->name);
+        else if (!adapter_ok(v, e->target))
+            bad_adapter(v, e->pos, e->target, "an extension's `target`");
+        if (e->source == MF_SOURCE_PATH)
+            check_contained(v, e->pos, m->manifest_dir, e->path, "extension source");
+        if (e->source == MF_SOURCE_LIBRARY && !lib_has(v, MF_ITEM_EXTENSION, e->name))
+            issue(v, e->pos, "set `path` or `git`, or add the extension to the library",
+                  "extension '%s' has no source and the library has none of that name",
+                  e->name);
+    }
+    for (size_t i = 0; i < m->workflows.n; i++) {
+        const struct mf_workflow *w = &m->workflows.v[i];
+        check_named(v, w->pos, "workflow", w->name);
+        for (size_t j = 0; j < w->roles.n; j++) {
+            if (!w->roles.v[j][0])
+                issue(v, w->pos, "remove the empty role", "workflow '%s' has an empty role",
+                      w->name);
+            for (size_t k = 0; k < j; k++)
+                if (strcmp(w->roles.v[j], w->roles.v[k]) == 0)
+                    issue(v, w->pos, "list each role once", "workflow '%s' lists role '%s' twice",
+                          w->name, w->roles.v[j]);
+        }
+        if (w->source == MF_SOURCE_PATH)
+            check_contained(v, w->pos, m->manifest_dir, w->path, "workflow source");
+        if (w->blueprint)
+            check_contained(v, w->pos, m->manifest_dir, w->blueprint, "workflow blueprint");
+        if (w->source == MF_SOURCE_LIBRARY && !lib_has(v, MF_ITEM_WORKFLOW, w->name))
+            issue(v, w->pos, "set `path` or `git`, or add the workflow to the library",
+                  "workflow '%s' has no source and the library has none of that name", w->name);
+    }
+    return vv.errors;
+}
