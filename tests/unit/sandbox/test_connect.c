@@ -1,0 +1,281 @@
+/* Unit tests for the proxy's parsers: request head, auth, hosts, address
+ * classes, ClientHello SNI, HTTP rewrite. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include "testutil.h"
+
+#include "base/strbuf.h"
+#include "hello.h"
+#include "sandbox/connect.h"
+
+static int parse(const char *head, struct sbx_request *r)
+{
+    const char *why = NULL;
+    return sbx_parse_head(head, strlen(head), r, &why);
+}
+
+static void test_head_end(void **st)
+{
+    (void)st;
+    assert_int_equal(sbx_head_end("CONNECT a:1 HTTP/1.1\r\n\r\nXYZ", 27), 24);
+    assert_int_equal(sbx_head_end("CONNECT a:1 HTTP/1.1\r\n", 22), 0);
+    assert_int_equal(sbx_head_end("\n\n\n\n", 4), 0);
+}
+
+static void test_connect_forms(void **st)
+{
+    (void)st;
+    struct sbx_request r;
+    assert_int_equal(parse("CONNECT api.example.com:443 HTTP/1.1\r\nHost: x\r\n\r\n", &r), 0);
+    assert_int_equal(r.kind, SBX_REQ_CONNECT);
+    assert_string_equal(r.host, "api.example.com");
+    assert_int_equal(r.port, 443);
+    assert_int_equal(parse("connect  [::1]:8443   HTTP/1.0\r\n\r\n", &r), 0);
+    assert_string_equal(r.host, "::1");
+    assert_true(r.host_bracketed);
+    assert_int_equal(r.port, 8443);
+    /* last colon splits a bare v6 (normalization refuses it later) */
+    assert_int_equal(parse("CONNECT ::1:443 HTTP/1.1\r\n\r\n", &r), 0);
+    assert_string_equal(r.host, "::1");
+    assert_false(r.host_bracketed);
+    const char *bad[] = {
+        "CONNECT a.com HTTP/1.1\r\n\r\n",            /* no port */
+        "CONNECT a.com:0 HTTP/1.1\r\n\r\n",          /* port 0 */
+        "CONNECT a.com:65536 HTTP/1.1\r\n\r\n",      /* port range */
+        "CONNECT a.com:44x HTTP/1.1\r\n\r\n",        /* non-numeric */
+        "CONNECT :443 HTTP/1.1\r\n\r\n",             /* empty host */
+        "CONNECT [::1 HTTP/1.1\r\n\r\n",             /* unclosed */
+        "CONNECT [::1]x:1 HTTP/1.1\r\n\r\n",         /* junk after ] */
+        "CONNECT a.com:443 FTP/1.1\r\n\r\n",         /* not HTTP/ */
+        "CONNECT a.com:443\r\n\r\n",                 /* two parts */
+        "CONNECT a.com:443 HTTP/1.1 x\r\n\r\n",      /* four parts */
+        "CONNECT a.com:443 HTTP/1.1\r\nBad header\r\n\r\n",
+        "CONNECT a.com:443 HTTP/1.1\r\nX: a\nb\r\n\r\n",  /* bare LF */
+        "CONNECT a.com:443 HTTP/1.1\r\nX: a\rb\r\n\r\n",  /* bare CR */
+        "CONNECT a.com:443 HTTP/1.1\r\n folded\r\n\r\n",
+        "GET /path HTTP/1.1\r\n\r\n",                /* origin-form */
+        "GET https://a.com/ HTTP/1.1\r\n\r\n",       /* https absolute-form */
+        "GET http://u@a.com/ HTTP/1.1\r\n\r\n",      /* userinfo */
+        "GET http://a.com/#f HTTP/1.1\r\n\r\n",      /* fragment */
+        "GET http://a.com/ HTTP/2.0\r\n\r\n",
+        "\r\n\r\n",
+        "CONNECT a.com:443 HTTP/1.1\r\n",            /* incomplete */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (parse(bad[i], &r) == 0)
+            fail_msg("accepted: %s", bad[i]);
+    }
+    /* NUL inside the head */
+    const char nul[] = "CONNECT a.com:443 HTTP/1.1\r\nX: a\0b\r\n\r\n";
+    const char *why;
+    assert_int_equal(sbx_parse_head(nul, sizeof nul - 1, &r, &why), -1);
+}
+
+static void test_http_forms(void **st)
+{
+    (void)st;
+    struct sbx_request r;
+    const char *h = "GET http://Example.COM:8080/a/b?q=1 HTTP/1.1\r\n"
+                    "Host: evil.example\r\nProxy-Authorization: Basic x\r\n"
+                    "Proxy-Connection: keep-alive\r\nAccept: */*\r\n\r\n";
+    assert_int_equal(parse(h, &r), 0);
+    assert_int_equal(r.kind, SBX_REQ_HTTP);
+    assert_string_equal(r.host, "Example.COM");
+    assert_int_equal(r.port, 8080);
+    char norm[SBX_HOST_MAX];
+    assert_int_equal(sbx_host_normalize(r.host, 0, norm), 0);
+    strbuf out = SB_INIT;
+    sbx_http_rewrite(h, &r, norm, &out);
+    assert_string_equal(out.buf, "GET /a/b?q=1 HTTP/1.1\r\nAccept: */*\r\n"
+                                 "Host: example.com:8080\r\nConnection: close\r\n\r\n");
+    assert_int_equal(parse("POST http://a.com HTTP/1.0\r\n\r\n", &r), 0);
+    assert_int_equal(r.port, 80);
+    sbx_http_rewrite("POST http://a.com HTTP/1.0\r\n\r\n", &r, "a.com", &out);
+    assert_string_equal(out.buf, "POST / HTTP/1.0\r\nHost: a.com\r\nConnection: close\r\n\r\n");
+    assert_int_equal(parse("GET http://a.com?x HTTP/1.1\r\n\r\n", &r), 0);
+    sbx_http_rewrite("GET http://a.com?x HTTP/1.1\r\n\r\n", &r, "a.com", &out);
+    assert_string_equal(out.buf, "GET /?x HTTP/1.1\r\nHost: a.com\r\nConnection: close\r\n\r\n");
+    sb_release(&out);
+}
+
+static void test_auth(void **st)
+{
+    (void)st;
+    const char *tok = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+    strbuf exp = SB_INIT;
+    sbx_basic_auth_value(tok, &exp);
+    assert_true(strncmp(exp.buf, "Basic YWdlbnRzdGFjazow", 22) == 0);
+    strbuf h = SB_INIT;
+    sb_addf(&h, "CONNECT a:1 HTTP/1.1\r\nproxy-AUTHORIZATION:   %s \t\r\n\r\n", exp.buf);
+    assert_true(sbx_head_auth_ok(h.buf, h.len, exp.buf));
+    sb_reset(&h);
+    sb_addf(&h, "CONNECT a:1 HTTP/1.1\r\nProxy-Authorization: %sx\r\n\r\n", exp.buf);
+    assert_false(sbx_head_auth_ok(h.buf, h.len, exp.buf));
+    sb_reset(&h);
+    sb_addf(&h, "CONNECT a:1 HTTP/1.1\r\nX-Proxy-Authorization: %s\r\n\r\n", exp.buf);
+    assert_false(sbx_head_auth_ok(h.buf, h.len, exp.buf));
+    const char *none = "CONNECT a:1 HTTP/1.1\r\n\r\n";
+    assert_false(sbx_head_auth_ok(none, strlen(none), exp.buf));
+    /* the request line itself never counts as a header */
+    sb_reset(&h);
+    sb_addf(&h, "Proxy-Authorization: %s\r\n\r\n", exp.buf);
+    assert_false(sbx_head_auth_ok(h.buf, h.len, exp.buf));
+    sb_release(&h);
+    sb_release(&exp);
+}
+
+static void test_normalize(void **st)
+{
+    (void)st;
+    char out[SBX_HOST_MAX];
+    assert_int_equal(sbx_host_normalize("API.Example.COM.", 0, out), 0);
+    assert_string_equal(out, "api.example.com");
+    assert_int_equal(sbx_host_normalize("under_score.example", 0, out), 0);
+    assert_int_equal(sbx_host_normalize("0:0::1", 1, out), 0);
+    assert_string_equal(out, "::1");
+    assert_int_equal(sbx_host_normalize("::FFFF:169.254.169.254", 1, out), 0);
+    assert_string_equal(out, "::ffff:169.254.169.254");
+    /* numeric spellings get one canonical form */
+    assert_int_equal(sbx_host_normalize("2130706433", 0, out), 0);
+    assert_string_equal(out, "127.0.0.1");
+    assert_int_equal(sbx_host_normalize("0x7f000001", 0, out), 0);
+    assert_string_equal(out, "127.0.0.1");
+    assert_int_equal(sbx_host_normalize("0177.0.0.01", 0, out), 0);
+    assert_string_equal(out, "127.0.0.1");
+    assert_int_equal(sbx_host_normalize("127.1", 0, out), 0);
+    assert_string_equal(out, "127.0.0.1");
+    const char *bad[] = {"", ".", "a..b", ".a", "a.b..", "ex%41mple.com", "exämple.com",
+                         "a b", "a:b", "::1", "999.1.1.1",
+                         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.com"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (sbx_host_normalize(bad[i], 0, out) == 0)
+            fail_msg("accepted host '%s'", bad[i]);
+    assert_int_equal(sbx_host_normalize("fe80::1%eth0", 1, out), -1);
+    assert_int_equal(sbx_host_normalize("not-v6", 1, out), -1);
+}
+
+static void test_numeric(void **st)
+{
+    (void)st;
+    const char *num[] = {"127.0.0.1", "2130706433", "0x7f000001", "0177.0.0.01", "127.1",
+                         "::1", "1.2.3.4", "0x", "10.0x1"};
+    for (size_t i = 0; i < sizeof num / sizeof num[0]; i++)
+        if (!sbx_host_is_numeric(num[i]))
+            fail_msg("not numeric: %s", num[i]);
+    const char *names[] = {"example.com", "1.2.3.4.5", "1.2.3.com", "0xg", "a1", "1-2"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (sbx_host_is_numeric(names[i]))
+            fail_msg("numeric: %s", names[i]);
+}
+
+static int forbidden(const char *ip)
+{
+    struct sockaddr_storage ss = {0};
+    if (strchr(ip, ':')) {
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+        s6->sin6_family = AF_INET6;
+        assert_int_equal(inet_pton(AF_INET6, ip, &s6->sin6_addr), 1);
+    } else {
+        struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+        s4->sin_family = AF_INET;
+        assert_int_equal(inet_pton(AF_INET, ip, &s4->sin_addr), 1);
+    }
+    return sbx_addr_forbidden((struct sockaddr *)&ss);
+}
+
+static void test_addr_classes(void **st)
+{
+    (void)st;
+    const char *bad[] = {
+        "0.0.0.0", "10.1.2.3", "100.64.0.1", "127.0.0.1", "127.255.255.254", "169.254.169.254",
+        "172.16.0.1", "172.31.255.255", "192.0.0.8", "192.0.2.1", "192.168.1.1", "198.18.0.1",
+        "198.19.255.255", "198.51.100.7", "203.0.113.9", "224.0.0.1", "240.0.0.1",
+        "255.255.255.255", "::", "::1", "fe80::1", "fc00::1", "fd12::1", "fec0::1", "ff02::1",
+        "64:ff9b::1.2.3.4", "2002:a9fe:a9fe::", "2001::1", "2001:db8::1", "2001:2::1",
+        "2001:10::1", "2001:20::1", "::ffff:127.0.0.1", "::ffff:169.254.169.254",
+        "::ffff:10.0.0.1", "::127.0.0.1", "::10.0.0.1", "3fff::1",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (!forbidden(bad[i]))
+            fail_msg("allowed: %s", bad[i]);
+    const char *good[] = {"8.8.8.8", "1.1.1.1", "172.32.0.1", "100.128.0.1", "2606:4700::1111",
+                          "2a00:1450::1", "::ffff:8.8.8.8", "2001:4860::8888"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        if (forbidden(good[i]))
+            fail_msg("forbidden: %s", good[i]);
+    struct sockaddr sa = {.sa_family = AF_UNIX};
+    assert_true(sbx_addr_forbidden(&sa));
+}
+
+static void test_hello(void **st)
+{
+    (void)st;
+    uint8_t b[20000];
+    struct sbx_hello h;
+    size_t n = th_hello(b, "API.example.com.", 0, 0);
+    assert_int_equal(sbx_tls_client_hello(b, n, &h), SBX_TLS_SNI);
+    assert_string_equal(h.sni, "api.example.com");
+    assert_false(h.has_ech);
+    /* every proper prefix needs more */
+    for (size_t k = 1; k < n; k++)
+        assert_int_equal(sbx_tls_client_hello(b, k, &h), SBX_TLS_NEED_MORE);
+    /* later records are opaque */
+    b[n] = 0x17;
+    assert_int_equal(sbx_tls_client_hello(b, n + 1, &h), SBX_TLS_SNI);
+
+    n = th_hello(b, NULL, 0, 0);
+    assert_int_equal(sbx_tls_client_hello(b, n, &h), SBX_TLS_NO_SNI);
+    uint8_t hs[18000];
+    size_t hn = th_handshake(hs, NULL, 0, 0, 1);
+    b[0] = 0x16, b[1] = 3, b[2] = 1, b[3] = (uint8_t)(hn >> 8), b[4] = (uint8_t)hn;
+    memcpy(b + 5, hs, hn);
+    assert_int_equal(sbx_tls_client_hello(b, hn + 5, &h), SBX_TLS_NO_SNI);
+
+    n = th_hello(b, "a.example", 1, 0);
+    assert_int_equal(sbx_tls_client_hello(b, n, &h), SBX_TLS_SNI);
+    assert_true(h.has_ech);
+
+    /* one stray byte inside the record */
+    n = th_hello(b, "a.example", 0, 1);
+    assert_int_equal(sbx_tls_client_hello(b, n, &h), SBX_TLS_UNVERIFIABLE);
+    /* fragmented across records */
+    n = th_fragmented(b, "a.example");
+    assert_int_equal(sbx_tls_client_hello(b, n, &h), SBX_TLS_UNVERIFIABLE);
+    /* duplicate server_name */
+    hn = th_handshake(hs, "a.example", 0, 1, 0);
+    b[0] = 0x16, b[3] = (uint8_t)(hn >> 8), b[4] = (uint8_t)hn;
+    memcpy(b + 5, hs, hn);
+    assert_int_equal(sbx_tls_client_hello(b, hn + 5, &h), SBX_TLS_UNVERIFIABLE);
+    /* bad server_name (not a host) */
+    n = th_hello(b, "a b", 0, 0);
+    assert_int_equal(sbx_tls_client_hello(b, n, &h), SBX_TLS_UNVERIFIABLE);
+    /* not TLS */
+    assert_int_equal(sbx_tls_client_hello((const uint8_t *)"GET /", 5, &h), SBX_TLS_NOT_TLS);
+    /* oversize record */
+    uint8_t big[5] = {0x16, 3, 1, 0x40, 0x01};
+    assert_int_equal(sbx_tls_client_hello(big, 5, &h), SBX_TLS_UNVERIFIABLE);
+    /* not a ClientHello */
+    n = th_hello(b, "a.example", 0, 0);
+    b[5] = 0x02;
+    assert_int_equal(sbx_tls_client_hello(b, n, &h), SBX_TLS_UNVERIFIABLE);
+    /* every single-byte corruption is classified without crashing */
+    n = th_hello(b, "a.example", 0, 0);
+    for (size_t i = 0; i < n; i++) {
+        uint8_t save = b[i];
+        b[i] ^= 0xff;
+        (void)sbx_tls_client_hello(b, n, &h);
+        b[i] = save;
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_head_end),  cmocka_unit_test(test_connect_forms),
+        cmocka_unit_test(test_http_forms), cmocka_unit_test(test_auth),
+        cmocka_unit_test(test_normalize), cmocka_unit_test(test_numeric),
+        cmocka_unit_test(test_addr_classes), cmocka_unit_test(test_hello),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
