@@ -98,9 +98,10 @@ static int keys_allowed(struct dec *d, const struct tctx *t, const char *const *
 
 static int type_error(struct dec *d, const struct tctx *t, const toml_kv *kv, const char *want)
 {
-    char w[600];
+    char w[600], fix[800];
     where(t, w, sizeof w);
-    return fail(d, kv_file(d, t, kv), kv->line, kv->col, NULL, 1,
+    snprintf(fix, sizeof fix, "make `%s` %s", kv->key, want);
+    return fail(d, kv_file(d, t, kv), kv->line, kv->col, fix, 1,
                 "`%s` must be %s (found %s)%s", kv->key, want, toml_type_name(kv->val->type),
                 w);
 }
