@@ -15,14 +15,18 @@ void as_err_clear(struct as_err *e)
     e->line = e->col = 0;
 }
 
+/* Formatting goes through a scratch buffer so an argument may be the
+ * error's own text (as_err_set(e, "%s (again)", e->msg)). */
 int as_err_set(struct as_err *e, const char *fmt, ...)
 {
     if (!e)
         return -1;
+    char tmp[sizeof e->msg];
     va_list ap;
     va_start(ap, fmt);
-    TRUNCATING(vsnprintf(e->msg, sizeof e->msg, fmt, ap));
+    TRUNCATING(vsnprintf(tmp, sizeof tmp, fmt, ap));
     va_end(ap);
+    memcpy(e->msg, tmp, sizeof tmp);
     e->path[0] = '\0';
     e->line = e->col = 0;
     return -1;
@@ -32,11 +36,14 @@ int as_err_at(struct as_err *e, const char *path, unsigned line, unsigned col, c
 {
     if (!e)
         return -1;
+    char tmp[sizeof e->msg], ptmp[sizeof e->path];
     va_list ap;
     va_start(ap, fmt);
-    TRUNCATING(vsnprintf(e->msg, sizeof e->msg, fmt, ap));
+    TRUNCATING(vsnprintf(tmp, sizeof tmp, fmt, ap));
     va_end(ap);
-    TRUNCATING(snprintf(e->path, sizeof e->path, "%s", path ? path : ""));
+    TRUNCATING(snprintf(ptmp, sizeof ptmp, "%s", path ? path : ""));
+    memcpy(e->msg, tmp, sizeof tmp);
+    memcpy(e->path, ptmp, sizeof ptmp);
     e->line = line;
     e->col = col;
     return -1;
@@ -63,10 +70,12 @@ void as_err_hint(struct as_err *e, const char *fmt, ...)
 {
     if (!e)
         return;
+    char tmp[sizeof e->hint];
     va_list ap;
     va_start(ap, fmt);
-    TRUNCATING(vsnprintf(e->hint, sizeof e->hint, fmt, ap));
+    TRUNCATING(vsnprintf(tmp, sizeof tmp, fmt, ap));
     va_end(ap);
+    memcpy(e->hint, tmp, sizeof tmp);
 }
 
 void as_err_prefix(struct as_err *e, const char *fmt, ...)

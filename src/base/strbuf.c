@@ -1,6 +1,7 @@
 /* strbuf — see strbuf.h. */
 #include "base/strbuf.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,11 +38,11 @@ void sb_release_secure(strbuf *sb)
 
 void sb_grow(strbuf *sb, size_t extra)
 {
-    size_t need = sb->len + extra + 1;
-    if (need < sb->len) {
+    if (extra > SIZE_MAX - 1 - sb->len) {
         fprintf(stderr, "agentstack: strbuf overflow\n");
         abort();
     }
+    size_t need = sb->len + extra + 1;
     if (need <= sb->alloc)
         return;
     if (!sb->alloc)
@@ -68,8 +69,16 @@ void sb_add(strbuf *sb, const void *data, size_t n)
 {
     if (!n)
         return;
-    sb_grow(sb, n);
-    memcpy(sb->buf + sb->len, data, n);
+    /* Appending (part of) the buffer to itself: growing may move it. */
+    const char *d = data;
+    if (sb->alloc && d >= sb->buf && d < sb->buf + sb->alloc) {
+        size_t off = (size_t)(d - sb->buf);
+        sb_grow(sb, n);
+        d = sb->buf + off;
+    } else {
+        sb_grow(sb, n);
+    }
+    memmove(sb->buf + sb->len, d, n);
     sb->len += n;
     sb->buf[sb->len] = '\0';
 }

@@ -74,11 +74,15 @@ static size_t utf8_decode(const unsigned char *s, size_t len, uint32_t *cp)
     return n;
 }
 
+/* Code points that reorder text, render as nothing, or break lines behind
+ * the terminal's back: removed so hidden text cannot pass for visible. */
 static int invisible(uint32_t c)
 {
     return (c >= 0x200B && c <= 0x200F) || (c >= 0x202A && c <= 0x202E) ||
            (c >= 0x2060 && c <= 0x2069) || c == 0xFEFF || c == 0x061C ||
-           (c >= 0xE0000 && c <= 0xE007F) || c == 0x00AD;
+           (c >= 0xE0000 && c <= 0xE007F) || c == 0x00AD || c == 0x180E ||
+           c == 0x2028 || c == 0x2029 || c == 0x115F || c == 0x1160 || c == 0x3164 ||
+           c == 0xFFA0 || (c >= 0xFFF9 && c <= 0xFFFB);
 }
 
 void term_sanitize(strbuf *out, const char *s, size_t len)

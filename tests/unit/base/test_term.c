@@ -1,0 +1,149 @@
+/* term: the colour decision (NO_COLOR, CLICOLOR_FORCE, TERM=dumb, not a
+ * tty) and sanitizing hostile text before it reaches a terminal. */
+#include "testutil.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+
+#include "base/term.h"
+
+static void set_env(const char *nc, const char *force, const char *term)
+{
+    if (nc)
+        setenv("NO_COLOR", nc, 1);
+    else
+        unsetenv("NO_COLOR");
+    if (force)
+        setenv("CLICOLOR_FORCE", force, 1);
+    else
+        unsetenv("CLICOLOR_FORCE");
+    if (term)
+        setenv("TERM", term, 1);
+    else
+        unsetenv("TERM");
+}
+
+static void test_color_decision(void **st)
+{
+    (void)st;
+    /* a pipe is never a terminal */
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    assert_int_equal(term_isatty(fds[1]), 0);
+    set_env(NULL, NULL, "xterm");
+    assert_int_equal(term_use_color(fds[1]), 0);
+    assert_string_equal(term_color(fds[1], TERM_RED), "");
+    /* CLICOLOR_FORCE=1 forces colour even off a terminal */
+    set_env(NULL, "1", "xterm");
+    assert_int_equal(term_use_color(fds[1]), 1);
+    assert_string_equal(term_color(fds[1], TERM_RED), "\033[31m");
+    assert_string_equal(term_color(fds[1], TERM_RESET), "\033[0m");
+    assert_string_equal(term_color(fds[1], (enum term_code)99), "");
+    /* only "1" forces */
+    set_env(NULL, "0", "xterm");
+    assert_int_equal(term_use_color(fds[1]), 0);
+    /* NO_COLOR wins, whatever its value, even empty */
+    set_env("1", "1", "xterm");
+    assert_int_equal(term_use_color(fds[1]), 0);
+    assert_string_equal(term_color(fds[1], TERM_BOLD), "");
+    set_env("", "1", "xterm");
+    assert_int_equal(term_use_color(fds[1]), 0);
+    /* TERM=dumb: no colour unless forced */
+    set_env(NULL, NULL, "dumb");
+    assert_int_equal(term_use_color(fds[1]), 0);
+    set_env(NULL, "1", "dumb");
+    assert_int_equal(term_use_color(fds[1]), 1);
+    set_env(NULL, NULL, NULL);
+    close(fds[0]);
+    close(fds[1]);
+}
+
+static char *san(const char *s, size_t len)
+{
+    strbuf sb = SB_INIT;
+    term_sanitize(&sb, s, len);
+    return sb_detach(&sb, NULL);
+}
+#define SAN(lit) san(lit, sizeof(lit) - 1)
+
+static void test_sanitize(void **st)
+{
+    (void)st;
+    char *r;
+    /* plain text, tab and UTF-8 pass */
+    r = SAN("plain\ttext \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+    assert_string_equal(r, "plain\ttext \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+    free(r);
+    /* ESC cannot start a sequence: colours, cursor moves, OSC titles */
+    r = SAN("a\033[31mred\033[2J\033]0;title\007b");
+    assert_null(strchr(r, '\033'));
+    assert_null(strchr(r, '\007'));
+    assert_string_equal(r, "a?[31mred?[2J?]0;title?b");
+    free(r);
+    /* CR and newline cannot rewrite or fake lines; DEL; NUL */
+    r = SAN("ok\rfake\nline\x7f\0end");
+    assert_string_equal(r, "ok?fake?line??end");
+    free(r);
+    /* C1 controls encoded as UTF-8 (U+009B is a CSI on some terminals) */
+    r = SAN("x\xc2\x9b" "1m");
+    assert_string_equal(r, "x?1m");
+    free(r);
+    /* bidi overrides and isolates (Trojan Source) are removed */
+    r = SAN("admin\xe2\x80\xae" "txt.exe\xe2\x80\xac \xe2\x81\xa6x\xe2\x81\xa9");
+    assert_string_equal(r, "admintxt.exe x");
+    free(r);
+    /* zero-width characters and BOM are removed */
+    r = SAN("a\xe2\x80\x8b" "b\xe2\x80\x8c" "c\xe2\x80\x8d" "d\xef\xbb\xbf" "e\xe2\x81\xa0" "f");
+    assert_string_equal(r, "abcdef");
+    free(r);
+    /* tag characters (invisible ASCII smuggling) are removed */
+    r = SAN("hi\xf3\xa0\x81\x81\xf3\xa0\x81\x82");
+    assert_string_equal(r, "hi");
+    free(r);
+    /* invalid UTF-8: stray continuation, truncated sequence, overlong,
+     * surrogate, above U+10FFFF, raw C1 byte */
+    r = SAN("a\x80" "b\xe2\x82" "c\xc0\xaf" "d\xed\xa0\x80" "e\xf4\x90\x80\x80" "f\x9b");
+    assert_null(strchr(r, '\x80'));
+    assert_string_equal(r, "a\xef\xbf\xbd" "b\xef\xbf\xbd\xef\xbf\xbd"
+                           "c\xef\xbf\xbd\xef\xbf\xbd"
+                           "d\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+                           "e\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+                           "f\xef\xbf\xbd");
+    free(r);
+    /* appends */
+    strbuf sb = SB_INIT;
+    sb_adds(&sb, ">");
+    term_sanitize(&sb, "x", 1);
+    term_sanitize(&sb, "", 0);
+    assert_string_equal(sb.buf, ">x");
+    sb_release(&sb);
+}
+
+static void test_read_secret_without_tty(void **st)
+{
+    (void)st;
+    /* in a new session there is no controlling terminal: -1, no hang */
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (setsid() < 0)
+            _exit(2);
+        strbuf sb = SB_INIT;
+        int rc = term_read_secret("secret: ", &sb);
+        _exit(rc == -1 && sb.len == 0 ? 0 : 1);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_color_decision),
+        cmocka_unit_test(test_sanitize),
+        cmocka_unit_test(test_read_secret_without_tty),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
