@@ -232,7 +232,8 @@ struct manifest *manifest_load_bytes(const struct manifest_source *src, struct a
         o.overlay_file = m->overlay_path;
         merge(root, ovl, &o);
         toml_free(ovl);
-        qsort(o.v, o.n, sizeof o.v[0], ptr_cmp);
+        if (o.n)
+            qsort(o.v, o.n, sizeof o.v[0], ptr_cmp);
     }
     int rc = check_nul(root, m->path, &o, err);
     if (rc == 0) {
