@@ -69,6 +69,8 @@ static inline char *tu_write(const char *dir, const char *rel, const char *text)
 /* Reads a whole file (malloc'd, NUL-terminated) or NULL. */
 static inline char *tu_read(const char *path, size_t *len)
 {
+    if (len)
+        *len = 0;
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
