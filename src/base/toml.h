@@ -186,5 +186,9 @@ int toml_edit_append_array_table(toml_edit *ed, const char *const *path, size_t 
 /* Removes a key or a whole table (its header, body and sub-tables).
  * Removing something that is not there is not an error (returns 0). */
 int toml_edit_remove(toml_edit *ed, const char *const *path, size_t n, struct as_err *err);
+/* Added: the bytes the last successful edit touched — old text
+ * [off, off+old_len) became new text [off, off+new_len); every byte before
+ * and after is unchanged. */
+void toml_edit_last_span(const toml_edit *ed, size_t *off, size_t *old_len, size_t *new_len);
 
 #endif

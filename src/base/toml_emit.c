@@ -235,7 +235,9 @@ static void emit_header(const strbuf *path, bool aot, strbuf *out)
     sb_adds(out, aot ? "]]\n" : "]\n");
 }
 
-static void emit_body(const toml_value *tab, strbuf *path, bool need_header, bool aot,
+enum header_mode { HDR_NONE, HDR_AUTO, HDR_FORCE };
+
+static void emit_body(const toml_value *tab, strbuf *path, enum header_mode hdr, bool aot,
                       strbuf *out)
 {
     size_t plain = 0;
@@ -244,7 +246,7 @@ static void emit_body(const toml_value *tab, strbuf *path, bool need_header, boo
             plain++;
     /* A table holding only sub-tables is created by their headers; an empty
      * one (or an array-of-tables entry) needs its own. */
-    if (need_header && (plain || aot || tab->u.tab.n == 0))
+    if (hdr == HDR_FORCE || (hdr == HDR_AUTO && (plain || aot || tab->u.tab.n == 0)))
         emit_header(path, aot, out);
     for (size_t i = 0; i < tab->u.tab.n; i++) {
         const toml_kv *kv = &tab->u.tab.kv[i];
@@ -264,10 +266,10 @@ static void emit_body(const toml_value *tab, strbuf *path, bool need_header, boo
             sb_addc(path, '.');
         toml_emit_keyn(kv->key, kv->keylen, path);
         if (kv->val->type == TOML_TABLE) {
-            emit_body(kv->val, path, true, false, out);
+            emit_body(kv->val, path, HDR_AUTO, false, out);
         } else {
             for (size_t j = 0; j < kv->val->u.arr.n; j++)
-                emit_body(kv->val->u.arr.items[j], path, true, true, out);
+                emit_body(kv->val->u.arr.items[j], path, HDR_AUTO, true, out);
         }
         sb_setlen(path, keep);
     }
@@ -278,8 +280,21 @@ void toml_emit(const toml_value *root, strbuf *out)
     if (!root || root->type != TOML_TABLE)
         return;
     strbuf path = SB_INIT;
-    emit_body(root, &path, false, false, out);
+    emit_body(root, &path, HDR_NONE, false, out);
     sb_release(&path);
+}
+
+void toml_emit_section(const toml_value *tab, const char *const *path, size_t n, bool aot,
+                       strbuf *out)
+{
+    strbuf p = SB_INIT;
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            sb_addc(&p, '.');
+        toml_emit_key(path[i], &p);
+    }
+    emit_body(tab, &p, HDR_FORCE, aot, out);
+    sb_release(&p);
 }
 
 /* ---- tagged JSON ----------------------------------------------------------- */

@@ -43,6 +43,11 @@ locale_t toml_c_locale(void);
  * specials); always contains '.', 'e', or is a special. */
 void toml_format_float(double f, strbuf *out);
 
+/* Writes tab as a [path] section ([[path]] with aot), then its sub-tables as
+ * their own sections; the header is written even when the table is empty. */
+void toml_emit_section(const toml_value *tab, const char *const *path, size_t n, bool aot,
+                       strbuf *out);
+
 /* Bare keys: A-Za-z0-9_- and non-empty. */
 bool toml_is_bare_key(const char *s, size_t n);
 
