@@ -141,6 +141,10 @@ void pin_items_free(pin_items *items);
 typedef int (*pin_library_fn)(void *ctx, enum pin_kind kind, const char *name, strbuf *path,
                               struct as_err *err);
 
+/* The implicit local library source: <home>/lib/servers/<stem>.toml and
+ * <home>/lib/skills/<name>/. Returns 1 with path set when present, else 0. */
+int pin_library_default(const char *home, enum pin_kind kind, const char *name, strbuf *path);
+
 struct pin_opts {
     const char *toolset;    /* --toolset N: narrows servers (NULL = all toolsets) */
     const char *home;       /* $AGENTSTACK_HOME, for the library and git caches (NULL: none) */

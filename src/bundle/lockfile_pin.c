@@ -120,10 +120,8 @@ static void server_stem(const char *name, strbuf *out)
     }
 }
 
-static int default_library(const char *home, enum pin_kind kind, const char *name, strbuf *path,
-                           struct as_err *err)
+int pin_library_default(const char *home, enum pin_kind kind, const char *name, strbuf *path)
 {
-    (void)err;
     if (!home)
         return 0;
     sb_reset(path);
@@ -148,7 +146,8 @@ static int library_lookup(const struct pin_opts *o, enum pin_kind kind, const ch
 {
     if (o->library)
         return o->library(o->library_ctx, kind, name, path, err);
-    return default_library(o->home, kind, name, path, err);
+    (void)err;
+    return pin_library_default(o->home, kind, name, path);
 }
 
 /* ---- skills ------------------------------------------------------------- */

@@ -263,7 +263,8 @@ static int deposit_walk(const char *home, const char *src, enum store_kind kind,
     store_pin_dir(home, pin, &final);
     int rc = -1, existed = 0;
     if (fs_is_dir(final.buf)) {
-        rc = check_existing(final.buf, pin, kind, err);
+        /* Write-once: an existing deposit is left alone (reads re-prove it). */
+        rc = 0;
         goto out;
     }
     if (make_tmp(home, &tmp, err) < 0)
@@ -394,7 +395,7 @@ int store_deposit_bytes(const char *home, const void *data, size_t len, const ch
     store_pin_dir(home, pin, &final);
     int rc = -1, existed = 0;
     if (fs_is_dir(final.buf)) {
-        rc = check_existing(final.buf, pin, STORE_FILE, err);
+        rc = 0;
         goto out;
     }
     if (make_tmp(home, &tmp, err) < 0)

@@ -6,11 +6,24 @@
 
 #include "cli/cli.h"
 
+int cmd_lock(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_trust(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_sign(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_verify(int argc, char **argv, struct cli_ctx *ctx);
+
 const struct cli_command cli_commands[] = {
     {"help", cmd_help, "show commands, or one command's usage",
      "usage: agentstack help [<command>]\n", 0},
     {"version", cmd_version, "print the version",
      "usage: agentstack version\n       agentstack --version\n", 0},
+    {"lock", cmd_lock, "pin every skill, server, instruction and executable in agentstack.lock",
+     "usage: agentstack lock [--write] [--toolset NAME]\n", 0},
+    {"trust", cmd_trust, "review and approve a project's exact bytes on this machine",
+     "usage: agentstack trust [PATH] [--preview | --list | --revoke | --yes --consented D]\n", 0},
+    {"sign", cmd_sign, "sign agentstack.lock with this machine's ed25519 key",
+     "usage: agentstack sign [--print-key-only]\n", 0},
+    {"verify", cmd_verify, "check agentstack.lock.sig against a public key",
+     "usage: agentstack verify (--pubkey HEX | --publishers FILE) [--signature HEX]\n", 0},
     {NULL, NULL, NULL, NULL, 0},
 };
 

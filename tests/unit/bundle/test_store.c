@@ -32,10 +32,10 @@ static void test_tree_deposit(void **state)
     free(body);
     snprintf(q, sizeof q, "%s/.git", p.buf);
     assert_int_equal(access(q, F_OK), -1);
-    /* Depositing again is a no-op that re-proves. */
+    /* Depositing again is a no-op. */
     assert_int_equal(store_deposit_tree(home, src, STORE_SKILL_TREE, pin, NULL, &err), 0);
 
-    /* A tampered deposit is an error on read, and is not repaired by a deposit. */
+    /* A tampered deposit is an error on read, and a deposit never repairs it. */
     snprintf(q, sizeof q, "%s/scripts/run.sh", p.buf);
     FILE *f = fopen(q, "w");
     fputs("echo evil\n", f);
@@ -44,7 +44,8 @@ static void test_tree_deposit(void **state)
     assert_int_equal(store_open(home, pin, STORE_SKILL_TREE, &p, &err), -1);
     assert_non_null(strstr(err.msg, "does not match its address"));
     as_err_clear(&err);
-    assert_int_equal(store_deposit_tree(home, src, STORE_SKILL_TREE, pin, NULL, &err), -1);
+    assert_int_equal(store_deposit_tree(home, src, STORE_SKILL_TREE, pin, NULL, &err), 0);
+    assert_int_equal(store_open(home, pin, STORE_SKILL_TREE, &p, &err), -1);
     body = tu_read(q, NULL);
     assert_string_equal(body, "echo evil\n");
     free(body);

@@ -1,0 +1,350 @@
+/*
+ * agentstack lock [--write] [--toolset N] — pin every capability's bytes
+ * (01 §4.2, §4.6). The preview computes the new lock in memory and writes
+ * nothing; --write holds the writer lock from the first read to the atomic
+ * replace, writes nothing when the bytes are unchanged, and leaves the old
+ * lock on any failure.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/lock.h"
+#include "base/strbuf.h"
+#include "base/xalloc.h"
+#include "base/term.h"
+#include "bundle/consent.h"
+#include "bundle/discover.h"
+#include "bundle/home.h"
+#include "bundle/lockfile.h"
+#include "bundle/manifest.h"
+#include "cli/cli.h"
+#include "trust/trust.h"
+
+static size_t rows(const struct lockfile *l)
+{
+    size_t n = l->skills.n + l->servers.n + l->instructions.n + l->executables.n + l->settings.n;
+    for (size_t i = 0; i < l->instructions.n; i++)
+        n += l->instructions.v[i].variants.n;
+    return n;
+}
+
+static void summary(const struct lockfile *l, strbuf *out)
+{
+    size_t variants = 0;
+    for (size_t i = 0; i < l->instructions.n; i++)
+        variants += l->instructions.v[i].variants.n;
+    const struct {
+        size_t n;
+        const char *what;
+    } parts[] = {{l->skills.n, "skill"},
+                 {l->servers.n, "server"},
+                 {l->instructions.n, "instruction"},
+                 {variants, "variant"},
+                 {l->executables.n, "executable"},
+                 {l->settings.n, "setting"}};
+    bool first = true;
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
+        if (!parts[i].n)
+            continue;
+        sb_addf(out, "%s%zu %s%s", first ? "" : ", ", parts[i].n, parts[i].what,
+                parts[i].n == 1 ? "" : "s");
+        first = false;
+    }
+    if (first)
+        sb_adds(out, "nothing");
+}
+
+/* One line per row that differs between the old and the new lock. */
+static void diff_row(strbuf *out, const char *kind, const char *name, const char *oldc,
+                     const char *newc, size_t *changes)
+{
+    if (oldc && newc && strcmp(oldc, newc) == 0)
+        return;
+    (*changes)++;
+    sb_addf(out, "  %c %s ", !oldc ? '+' : !newc ? '-' : '~', kind);
+    term_sanitize(out, name, strlen(name));
+    if (!oldc)
+        sb_addf(out, "  %.12s\n", newc);
+    else if (!newc)
+        sb_addf(out, "  (was %.12s)\n", oldc);
+    else
+        sb_addf(out, "  %.12s → %.12s\n", oldc, newc);
+}
+
+static size_t lock_diff(const struct lockfile *o, const struct lockfile *n, strbuf *out)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n->skills.n; i++) {
+        const struct lock_skill *x = o ? lockfile_skill(o, n->skills.v[i].name) : NULL;
+        diff_row(out, "skill", n->skills.v[i].name, x ? x->checksum : NULL, n->skills.v[i].checksum,
+                 &c);
+    }
+    for (size_t i = 0; o && i < o->skills.n; i++)
+        if (!lockfile_skill(n, o->skills.v[i].name))
+            diff_row(out, "skill", o->skills.v[i].name, o->skills.v[i].checksum, NULL, &c);
+    for (size_t i = 0; i < n->servers.n; i++) {
+        const struct lock_server *x = o ? lockfile_server(o, n->servers.v[i].name) : NULL;
+        diff_row(out, "server", n->servers.v[i].name, x ? x->checksum : NULL,
+                 n->servers.v[i].checksum, &c);
+    }
+    for (size_t i = 0; o && i < o->servers.n; i++)
+        if (!lockfile_server(n, o->servers.v[i].name))
+            diff_row(out, "server", o->servers.v[i].name, o->servers.v[i].checksum, NULL, &c);
+    for (size_t i = 0; i < n->instructions.n; i++) {
+        const struct lock_instruction *ni = &n->instructions.v[i];
+        const struct lock_instruction *x = o ? lockfile_instruction(o, ni->name) : NULL;
+        diff_row(out, "instruction", ni->name, x ? x->checksum : NULL, ni->checksum, &c);
+        for (size_t j = 0; j < ni->variants.n; j++) {
+            const char *oc = NULL;
+            for (size_t k = 0; x && k < x->variants.n; k++)
+                if (strcmp(x->variants.v[k].path, ni->variants.v[j].path) == 0)
+                    oc = x->variants.v[k].checksum;
+            char *nm = xasprintf("%s variant %s", ni->name, ni->variants.v[j].path);
+            diff_row(out, "instruction", nm, oc, ni->variants.v[j].checksum, &c);
+            free(nm);
+        }
+    }
+    for (size_t i = 0; o && i < o->instructions.n; i++)
+        if (!lockfile_instruction(n, o->instructions.v[i].name))
+            diff_row(out, "instruction", o->instructions.v[i].name, o->instructions.v[i].checksum,
+                     NULL, &c);
+    for (size_t i = 0; i < n->executables.n; i++) {
+        const struct lock_executable *e = &n->executables.v[i];
+        const struct lock_executable *x = o ? lockfile_executable(o, e->path, e->kind) : NULL;
+        diff_row(out, strcmp(e->kind, "root") == 0 ? "integrity root" : "executable", e->path,
+                 x ? x->checksum : NULL, e->checksum, &c);
+    }
+    for (size_t i = 0; o && i < o->executables.n; i++) {
+        const struct lock_executable *e = &o->executables.v[i];
+        if (!lockfile_executable(n, e->path, e->kind))
+            diff_row(out, strcmp(e->kind, "root") == 0 ? "integrity root" : "executable", e->path,
+                     e->checksum, NULL, &c);
+    }
+    for (size_t i = 0; i < n->settings.n; i++) {
+        const struct lock_setting *s = &n->settings.v[i];
+        const struct lock_setting *x = o ? lockfile_setting(o, s->target, s->key) : NULL;
+        char *nm = xasprintf("%s.%s", s->target, s->key);
+        diff_row(out, "setting", nm, x ? x->checksum : NULL, s->checksum, &c);
+        free(nm);
+    }
+    for (size_t i = 0; o && i < o->settings.n; i++) {
+        const struct lock_setting *s = &o->settings.v[i];
+        if (!lockfile_setting(n, s->target, s->key)) {
+            char *nm = xasprintf("%s.%s", s->target, s->key);
+            diff_row(out, "setting", nm, s->checksum, NULL, &c);
+            free(nm);
+        }
+    }
+    const char *om = o ? o->manifest_digest : NULL, *nmd = n->manifest_digest;
+    if ((om || nmd) && !(om && nmd && strcmp(om, nmd) == 0)) {
+        c++;
+        if (nmd)
+            sb_addf(out, "  %c manifest stamp  %.12s\n", om ? '~' : '+', nmd);
+        else
+            sb_adds(out, "  - manifest stamp (dropped by a partial lock)\n");
+    }
+    return c;
+}
+
+int cmd_lock(int argc, char **argv, struct cli_ctx *ctx);
+
+struct lock_args {
+    bool write;
+    const char *toolset;
+};
+
+static int parse(int argc, char **argv, struct lock_args *a)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--write") == 0) {
+            a->write = true;
+        } else if (strcmp(argv[i], "--toolset") == 0 || strcmp(argv[i], "--profile") == 0) {
+            if (i + 1 >= argc)
+                return cli_usage_error("lock", "%s needs a toolset name", argv[i]);
+            a->toolset = argv[++i];
+        } else if (strncmp(argv[i], "--toolset=", 10) == 0) {
+            a->toolset = argv[i] + 10;
+        } else {
+            return cli_usage_error("lock", "unknown argument '%s'", argv[i]);
+        }
+    }
+    return 0;
+}
+
+static void print_refusal(const char *what)
+{
+    cli_errorf("refusing to lock: %s", what);
+}
+
+int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
+{
+    struct lock_args a = {0};
+    int rc = parse(argc, argv, &a);
+    if (rc)
+        return rc;
+    struct as_err err = AS_ERR_INIT;
+    struct bundle_paths p;
+    if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0 || discover_require(&p, &err) < 0) {
+        cli_error(&err);
+        bundle_paths_free(&p);
+        return EXIT_FAIL;
+    }
+    struct as_lock wl = {-1};
+    bool locked = false;
+    struct manifest_snapshot snap;
+    manifest_snapshot_init(&snap);
+    struct manifest *m = NULL;
+    struct lockfile *old = NULL, *nl = NULL;
+    pin_items items = VEC_INIT;
+    strbuf home = SB_INIT, out = SB_INIT;
+    strvec warnings = STRVEC_INIT;
+    rc = EXIT_FAIL;
+    struct trust_status before = {.key = SB_INIT};
+
+    if (home_dir(&home, &err) < 0) {
+        cli_error(&err);
+        goto out;
+    }
+    if (a.write) {
+        if (trust_lock(&wl, &err) < 0) {
+            cli_error(&err);
+            goto out;
+        }
+        locked = true;
+    }
+    if (manifest_snapshot_read(&p, &snap, &err) < 0) {
+        cli_error(&err);
+        goto out;
+    }
+    m = manifest_load_snapshot(&p, &snap, &err);
+    if (!m) {
+        char buf[4096];
+        print_refusal(as_err_str(&err, buf, sizeof buf));
+        if (err.hint[0])
+            fprintf(stderr, "  %s\n", err.hint);
+        goto out;
+    }
+    mf_diags diags = VEC_INIT;
+    struct manifest_env env = {.check_paths = true};
+    size_t nerr = manifest_validate(m, &env, &diags);
+    for (size_t i = 0; i < diags.n; i++) {
+        strbuf d = SB_INIT;
+        mf_diag_format(&diags.v[i], &d);
+        if (diags.v[i].sev == MF_ERROR)
+            print_refusal(d.buf);
+        else
+            fprintf(stderr, "warning: %s\n", d.buf);
+        sb_release(&d);
+    }
+    mf_diags_free(&diags);
+    if (nerr)
+        goto out;
+    if (snap.has_lock) {
+        old = lockfile_parse(p.lock, snap.lock.buf, snap.lock.len, &err);
+        if (!old) {
+            cli_error(&err);
+            goto out;
+        }
+    }
+    struct pin_opts po = {.toolset = a.toolset, .home = home.buf, .lock = old};
+    if (pin_collect(m, &po, &items, &err) < 0) {
+        print_refusal(err.msg);
+        goto out;
+    }
+    size_t failed = 0, ok = 0;
+    for (size_t i = 0; i < items.n; i++) {
+        if (items.v[i].state == PIN_FAILED) {
+            print_refusal(items.v[i].error);
+            failed++;
+        } else if (items.v[i].state != PIN_OK) {
+            fprintf(stderr, "warning: %s\n", items.v[i].error);
+        } else {
+            ok++;
+        }
+    }
+    if (failed)
+        goto out;
+
+    char stamp[SHA256_HEX_LEN + 1];
+    if (!a.toolset) {
+        struct digest_blob mb = {snap.has_manifest, snap.manifest.buf, snap.manifest.len};
+        struct digest_blob ob = {snap.has_overlay, snap.overlay.buf, snap.overlay.len};
+        digest_manifest_stamp(&mb, &ob, stamp);
+    }
+    nl = pin_build_lock(&items, old, a.toolset ? NULL : stamp);
+    strbuf sum = SB_INIT, diff = SB_INIT;
+    summary(nl, &sum);
+    size_t changes = lock_diff(old, nl, &diff);
+    const char *src =
+        snap.has_overlay ? "agentstack.toml + agentstack.local.toml" : "agentstack.toml";
+    bool nothing = rows(nl) == 0 && !old;
+
+    if (!a.write) {
+        printf("→ lock preview: %s from %s in %s\n", sum.buf, src, p.lock);
+        if (nothing)
+            printf("nothing to pin — this project declares no skills, servers, instructions, "
+                   "executables or settings.\n");
+        else if (!changes)
+            printf("no pin changes — agentstack.lock already matches this project.\n");
+        else
+            fputs(diff.buf, stdout);
+        printf("Dry run: nothing was pinned.\n");
+        rc = EXIT_OK;
+        sb_release(&sum);
+        sb_release(&diff);
+        goto out;
+    }
+    if (nothing) {
+        printf("nothing to pin — this project declares no skills, servers, instructions, "
+               "executables or settings; no agentstack.lock was written.\n");
+        rc = EXIT_OK;
+        sb_release(&sum);
+        sb_release(&diff);
+        goto out;
+    }
+    /* The state before our first write decides the next step (§6.10). */
+    if (trust_check_snapshot(&p, &snap, &before, &err) < 0) {
+        cli_error(&err);
+        sb_release(&sum);
+        sb_release(&diff);
+        goto out;
+    }
+    bool written = false;
+    if (lockfile_save(nl, p.lock, p.project_root, snap.lock.buf, snap.lock.len, snap.has_lock,
+                      &written, &err) < 0) {
+        cli_error(&err);
+        fprintf(stderr, "  the previous agentstack.lock was left as it was\n");
+        sb_release(&sum);
+        sb_release(&diff);
+        goto out;
+    }
+    pin_deposit(&items, home.buf, &warnings);
+    for (size_t i = 0; i < warnings.n; i++)
+        fprintf(stderr, "warning: %s\n", warnings.v[i]);
+    if (written)
+        fputs(diff.buf, stdout);
+    printf("✓ pinned %s %s %s\n", sum.buf, written ? "in" : "— already up to date in", p.lock);
+    if (before.state == TRUST_TRUSTED && written)
+        fprintf(stderr, "warning: trust is stale — agentstack.lock changed, so this project is "
+                        "no longer trusted until you review it: agentstack trust .\n");
+    else if (before.state != TRUST_TRUSTED)
+        printf("next: agentstack trust .\n");
+    rc = EXIT_OK;
+    sb_release(&sum);
+    sb_release(&diff);
+out:
+    if (locked)
+        lock_release(&wl);
+    trust_status_release(&before);
+    strvec_clear(&warnings);
+    sb_release(&out);
+    sb_release(&home);
+    pin_items_free(&items);
+    lockfile_free(old);
+    lockfile_free(nl);
+    manifest_free(m);
+    manifest_snapshot_release(&snap);
+    bundle_paths_free(&p);
+    return rc;
+}

@@ -1,0 +1,133 @@
+/*
+ * agentstack verify [--pubkey HEX | --publishers FILE] [--signature HEX] —
+ * checks agentstack.lock.sig (or --signature) against the raw lock bytes
+ * (01 §7, errata 21). Exit 0 valid, 1 invalid or missing. Valid says only
+ * who signed these bytes; it never creates trust.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/fs.h"
+#include "bundle/discover.h"
+#include "bundle/home.h"
+#include "bundle/sign.h"
+#include "cli/cli.h"
+
+int cmd_verify(int argc, char **argv, struct cli_ctx *ctx);
+
+/* Reads trusted keys: one hex key a line; blank lines and '#' comments skipped. */
+static int read_publishers(const char *path, strbuf *keys, size_t *n, struct as_err *err)
+{
+    strbuf text = SB_INIT;
+    if (fs_read_file(path, 1 << 20, 0, &text, err) < 0) {
+        sb_release(&text);
+        return -1;
+    }
+    *n = 0;
+    unsigned line = 0;
+    for (char *s = text.buf; s && *s;) {
+        char *nl = strchr(s, '\n');
+        if (nl)
+            *nl = '\0';
+        line++;
+        char *t = s;
+        while (*t == ' ' || *t == '\t')
+            t++;
+        if (*t && *t != '#') {
+            uint8_t k[SIGN_PUB_LEN];
+            if (sign_parse_hex(t, k, SIGN_PUB_LEN) < 0) {
+                sb_release(&text);
+                return as_err_at(err, path, line, 1, "not a 64-hex-char ed25519 public key");
+            }
+            sb_add(keys, k, SIGN_PUB_LEN);
+            (*n)++;
+        }
+        s = nl ? nl + 1 : NULL;
+    }
+    sb_release(&text);
+    if (!*n)
+        return as_err_set(err, "%s lists no public keys", path);
+    return 0;
+}
+
+int cmd_verify(int argc, char **argv, struct cli_ctx *ctx)
+{
+    const char *pubkey = NULL, *publishers = NULL, *sigarg = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char **dst = strcmp(a, "--pubkey") == 0       ? &pubkey
+                           : strcmp(a, "--publishers") == 0 ? &publishers
+                           : strcmp(a, "--signature") == 0  ? &sigarg
+                                                            : NULL;
+        if (!dst)
+            return cli_usage_error("verify", "unknown argument '%s'", a);
+        if (i + 1 >= argc)
+            return cli_usage_error("verify", "%s needs a value", a);
+        *dst = argv[++i];
+    }
+    if (pubkey && publishers)
+        return cli_usage_error("verify", "give --pubkey or --publishers, not both");
+    struct as_err err = AS_ERR_INIT;
+    strbuf keys = SB_INIT, lock = SB_INIT, sigtext = SB_INIT, pubs = SB_INIT;
+    struct bundle_paths p;
+    size_t nkeys = 0;
+    int rc = EXIT_FAIL;
+    memset(&p, 0, sizeof p);
+    if (pubkey) {
+        uint8_t k[SIGN_PUB_LEN];
+        if (sign_parse_hex(pubkey, k, SIGN_PUB_LEN) < 0) {
+            cli_errorf("--pubkey is not a 64-hex-char ed25519 public key");
+            goto out;
+        }
+        sb_add(&keys, k, SIGN_PUB_LEN);
+        nkeys = 1;
+    } else {
+        if (!publishers) {
+            if (home_path(HOME_PUBLISHERS, &pubs, &err) < 0 || !fs_exists(pubs.buf)) {
+                rc = cli_usage_error("verify", "give --pubkey HEX or --publishers FILE");
+                goto out;
+            }
+            publishers = pubs.buf;
+        }
+        if (read_publishers(publishers, &keys, &nkeys, &err) < 0) {
+            cli_error(&err);
+            goto out;
+        }
+    }
+    if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0 || discover_require(&p, &err) < 0) {
+        cli_error(&err);
+        goto out;
+    }
+    uint8_t sig[SIGN_SIG_LEN];
+    if (sigarg) {
+        sb_adds(&sigtext, sigarg);
+    } else if (fs_read_file(p.lock_sig, 4096, 0, &sigtext, &err) < 0) {
+        cli_errorf("no signature: %s is missing or unreadable", p.lock_sig);
+        fprintf(stderr, "  sign the lock with: agentstack sign\n");
+        goto out;
+    }
+    if (sign_parse_hex(sigtext.buf, sig, SIGN_SIG_LEN) < 0) {
+        cli_errorf("signature is not 128 hex chars");
+        goto out;
+    }
+    if (fs_read_file(p.lock, 8388608, 0, &lock, &err) < 0) {
+        cli_error(&err);
+        goto out;
+    }
+    for (size_t i = 0; i < nkeys; i++) {
+        if (sign_verify((const uint8_t *)keys.buf + i * SIGN_PUB_LEN, sig, lock.buf, lock.len)) {
+            printf("✓ agentstack.lock signature is valid for this public key.\n");
+            rc = EXIT_OK;
+            goto out;
+        }
+    }
+    cli_errorf("signature does NOT match agentstack.lock (checked %zu key%s)", nkeys,
+               nkeys == 1 ? "" : "s");
+out:
+    sb_release(&keys);
+    sb_release(&lock);
+    sb_release(&sigtext);
+    sb_release(&pubs);
+    bundle_paths_free(&p);
+    return rc;
+}

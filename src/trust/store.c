@@ -1,0 +1,343 @@
+/* trust store, trust.jsonl and the state check — see trust.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/fs.h"
+#include "base/json.h"
+#include "base/sha256.h"
+#include "base/xalloc.h"
+#include "bundle/home.h"
+#include "trust/trust.h"
+
+#define TRUST_JSON_MAX ((size_t)64 << 20)
+
+const char *trust_state_name(enum trust_state s)
+{
+    switch (s) {
+    case TRUST_TRUSTED:
+        return "trusted";
+    case TRUST_CHANGED:
+        return "drifted";
+    case TRUST_UNTRUSTED:
+    default:
+        return "untrusted";
+    }
+}
+
+/* ---- trust.json --------------------------------------------------------- */
+
+static bool valid_root(json_t *root)
+{
+    json_t *t = json_object_get(root, "trusted");
+    if (!json_is_object(root) || !json_is_object(t))
+        return false;
+    const char *k;
+    json_t *e;
+    json_object_foreach(t, k, e)
+    {
+        const char *d = json_get_str(e, "digest");
+        if (!json_is_object(e) || !d)
+            return false;
+    }
+    return true;
+}
+
+int trust_store_load(struct trust_store *s, struct as_err *err)
+{
+    memset(s, 0, sizeof *s);
+    strbuf p = SB_INIT;
+    if (home_path(HOME_TRUST_JSON, &p, err) < 0) {
+        sb_release(&p);
+        return -1;
+    }
+    s->path = sb_detach(&p, NULL);
+    struct as_err lerr = AS_ERR_INIT;
+    if (fs_exists(s->path)) {
+        json_t *root = json_load_path(s->path, TRUST_JSON_MAX, &lerr);
+        if (root && valid_root(root)) {
+            s->root = root;
+            return 0;
+        }
+        json_decref(root);
+        s->corrupt = true;
+    }
+    s->root = json_object();
+    json_object_set_new(s->root, "trusted", json_object());
+    return 0;
+}
+
+int trust_store_save(const struct trust_store *s, struct as_err *err)
+{
+    strbuf out = SB_INIT;
+    json_dump_pretty(s->root, &out);
+    strbuf dir = SB_INIT;
+    int rc = home_ensure(HOME_ROOT_DIR, &dir, err);
+    if (rc == 0) {
+        struct fs_write_opts o = {.mode = HOME_FILE_MODE, .symlinks = FS_SYMLINK_REFUSE};
+        rc = fs_write_atomic(s->path, out.buf, out.len, &o, err);
+    }
+    sb_release(&dir);
+    sb_release(&out);
+    return rc;
+}
+
+void trust_store_free(struct trust_store *s)
+{
+    json_decref(s->root);
+    free(s->path);
+    memset(s, 0, sizeof *s);
+}
+
+json_t *trust_store_entry(const struct trust_store *s, const char *key)
+{
+    return json_object_get(json_object_get(s->root, "trusted"), key);
+}
+
+const char *trust_store_digest(const struct trust_store *s, const char *key)
+{
+    return json_get_str(trust_store_entry(s, key), "digest");
+}
+
+int trust_lock(struct as_lock *l, struct as_err *err)
+{
+    strbuf dir = SB_INIT;
+    int rc = home_ensure(HOME_ROOT_DIR, &dir, err);
+    if (rc == 0)
+        rc = lock_acquire(l, dir.buf, TRUST_LOCK_TIMEOUT_MS, err);
+    sb_release(&dir);
+    return rc;
+}
+
+/* ---- trust.jsonl -------------------------------------------------------- */
+
+/* SHA-256 hex of the last line (without its newline) of the open log, or 64
+ * zeros for an empty log. Reads backwards in blocks: constant memory. */
+static int last_line_hash(int fd, char hex[SHA256_HEX_LEN + 1], struct as_err *err)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return as_err_errno(err, "trust.jsonl");
+    off_t end = st.st_size;
+    char c;
+    /* Ignore the final newline. */
+    if (end > 0 && pread(fd, &c, 1, end - 1) == 1 && c == '\n')
+        end--;
+    if (end <= 0) {
+        memset(hex, '0', SHA256_HEX_LEN);
+        hex[SHA256_HEX_LEN] = '\0';
+        return 0;
+    }
+    off_t start = end;
+    char buf[4096];
+    while (start > 0) {
+        off_t from = start > (off_t)sizeof buf ? start - (off_t)sizeof buf : 0;
+        ssize_t n = pread(fd, buf, (size_t)(start - from), from);
+        if (n <= 0)
+            return as_err_errno(err, "reading trust.jsonl");
+        char *nl = memrchr(buf, '\n', (size_t)n);
+        if (nl) {
+            start = from + (nl - buf) + 1;
+            break;
+        }
+        start = from;
+    }
+    sha256_ctx ctx;
+    sha256_init(&ctx);
+    for (off_t off = start; off < end;) {
+        size_t want = (size_t)(end - off) < sizeof buf ? (size_t)(end - off) : sizeof buf;
+        ssize_t n = pread(fd, buf, want, off);
+        if (n <= 0) {
+            sha256_abort(&ctx);
+            return as_err_errno(err, "reading trust.jsonl");
+        }
+        sha256_update(&ctx, buf, (size_t)n);
+        off += n;
+    }
+    uint8_t d[SHA256_LEN];
+    sha256_final(&ctx, d);
+    hex_encode(d, SHA256_LEN, hex);
+    return 0;
+}
+
+static void json_str(strbuf *out, const char *s)
+{
+    json_t *j = json_string(s);
+    if (!j) {
+        /* not UTF-8: keep the row valid JSON rather than drop it */
+        j = json_string("(non-UTF-8 path)");
+    }
+    json_dump_compact(j, out);
+    json_decref(j);
+}
+
+int trust_log(const char *action, const char *key, const char *digest, struct as_err *err)
+{
+    strbuf path = SB_INIT;
+    if (home_ensure(HOME_TRUST_LOG, &path, err) < 0) {
+        sb_release(&path);
+        return -1;
+    }
+    int fd = open(path.buf, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        as_err_errno(err, "%s", path.buf);
+        sb_release(&path);
+        return -1;
+    }
+    int rc = lock_fd(fd, TRUST_LOCK_TIMEOUT_MS, err);
+    char prev[SHA256_HEX_LEN + 1];
+    if (rc == 0)
+        rc = last_line_hash(fd, prev, err);
+    if (rc == 0) {
+        strbuf line = SB_INIT;
+        sb_addf(&line, "{\"ts\": %lld, \"action\": ", (long long)time(NULL));
+        json_str(&line, action);
+        sb_adds(&line, ", \"project\": ");
+        json_str(&line, key);
+        sb_adds(&line, ", \"digest\": ");
+        json_str(&line, digest);
+        sb_addf(&line, ", \"prev\": \"%s\"}\n", prev);
+        ssize_t w = write(fd, line.buf, line.len);
+        if (w != (ssize_t)line.len)
+            rc = as_err_errno(err, "appending to %s", path.buf);
+        sb_release(&line);
+    }
+    close(fd); /* releases the flock */
+    sb_release(&path);
+    return rc;
+}
+
+/* ---- the state check ---------------------------------------------------- */
+
+void trust_status_release(struct trust_status *st)
+{
+    sb_release(&st->key);
+}
+
+int trust_check_snapshot(const struct bundle_paths *p, const struct manifest_snapshot *snap,
+                         struct trust_status *out, struct as_err *err)
+{
+    memset(out, 0, sizeof *out);
+    sb_init(&out->key, 256);
+    discover_project_key(p->base, &out->key);
+    consent_digest_snapshot(snap, out->digest);
+    struct trust_store s;
+    if (trust_store_load(&s, err) < 0)
+        return -1;
+    json_t *e = trust_store_entry(&s, out->key.buf);
+    const char *d = json_get_str(e, "digest");
+    if (!d) {
+        out->state = TRUST_UNTRUSTED;
+    } else {
+        snprintf(out->trusted_digest, sizeof out->trusted_digest, "%s", d);
+        out->trusted_at = json_get_int(e, "trusted_at", 0);
+        out->state =
+            snap->has_manifest && strcmp(d, out->digest) == 0 ? TRUST_TRUSTED : TRUST_CHANGED;
+    }
+    trust_store_free(&s);
+    return 0;
+}
+
+int trust_check(const struct bundle_paths *p, struct trust_status *out, struct as_err *err)
+{
+    struct manifest_snapshot snap;
+    manifest_snapshot_init(&snap);
+    int rc = manifest_snapshot_read(p, &snap, err);
+    if (rc == 0)
+        rc = trust_check_snapshot(p, &snap, out, err);
+    else
+        memset(out, 0, sizeof *out);
+    manifest_snapshot_release(&snap);
+    return rc;
+}
+
+/* ---- pin verification --------------------------------------------------- */
+
+void trust_pins_free(struct trust_pins *t)
+{
+    for (size_t i = 0; i < t->results.n; i++)
+        free(t->results.v[i].message);
+    vec_free(&t->results);
+    pin_items_free(&t->items);
+    free(t->lock_error);
+    memset(t, 0, sizeof *t);
+}
+
+/* §6.5.4: which statuses block a grant (and activation). */
+static void classify(struct trust_pin_result *r)
+{
+    const struct pin_item *it = r->item;
+    enum pin_status st = r->status;
+    r->blocks = false;
+    r->advisory = false;
+    if (st == PIN_MATCHES)
+        return;
+    if (st == PIN_UNAVAILABLE) {
+        r->advisory = true; /* offline — pin unverified */
+        return;
+    }
+    switch (it->kind) {
+    case PIN_SERVER:
+        /* Inline servers' bytes are in the manifest, so in the consent digest. */
+        r->blocks = it->library;
+        break;
+    case PIN_SKILL:
+        if (it->library && st == PIN_UNPINNED)
+            r->advisory = true;
+        else
+            r->blocks = true;
+        break;
+    case PIN_INSTRUCTION:
+    case PIN_VARIANT:
+    case PIN_EXECUTABLE:
+        r->blocks = true;
+        break;
+    case PIN_SETTING:
+        r->advisory = true; /* drift warns, never blocks */
+        break;
+    }
+}
+
+int trust_verify_pins(const struct manifest *m, const char *lock_path, const char *lock_data,
+                      size_t lock_len, bool has_lock, const char *home, struct trust_pins *out,
+                      struct as_err *err)
+{
+    memset(out, 0, sizeof *out);
+    struct lockfile *lock = NULL;
+    out->lock_absent = !has_lock;
+    if (has_lock) {
+        struct as_err lerr = AS_ERR_INIT;
+        lock = lockfile_parse(lock_path, lock_data, lock_len, &lerr);
+        if (!lock) {
+            char buf[4096];
+            out->lock_unreadable = true;
+            out->lock_error = xstrdup(as_err_str(&lerr, buf, sizeof buf));
+            out->blocking++;
+        }
+    }
+    struct pin_opts o = {.home = home, .lock = lock};
+    if (pin_collect(m, &o, &out->items, err) < 0) {
+        lockfile_free(lock);
+        return -1;
+    }
+    for (size_t i = 0; i < out->items.n; i++) {
+        struct trust_pin_result r = {0};
+        r.item = &out->items.v[i];
+        r.status = pin_verify_item(lock, r.item);
+        classify(&r);
+        strbuf d = SB_INIT;
+        pin_describe(lock, r.item, r.status, &d);
+        r.message = sb_detach(&d, NULL);
+        if (r.blocks)
+            out->blocking++;
+        vec_push(&out->results, r);
+    }
+    lockfile_free(lock);
+    return 0;
+}

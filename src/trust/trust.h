@@ -1,0 +1,169 @@
+/*
+ * trust — the local trust gate (01-manifest-lock-trust.md §5, §6): the trust
+ * store, the state check every activation path calls, pin verification,
+ * the review (card, blockers, --preview JSON) and trust.jsonl.
+ *
+ * Why: a repository can declare commands to run, hosts to contact, secrets
+ * to read and files to put in every agent's context. Nothing of that is
+ * activated until a human approved these exact bytes on this machine.
+ *
+ * Guarantees:
+ *  - State is recomputed from fresh bytes on every call (trust_check): one
+ *    read of the manifest, overlay and lock, one read of trust.json, never a
+ *    cache, never a stat shortcut. Only Trusted activates.
+ *  - Every load-modify-save of trust.json holds the one writer lock (flock on
+ *    $AGENTSTACK_HOME/.lock, errata 5), writes atomically (temp + rename,
+ *    0600) and appends its trust.jsonl row inside the lock, after the write.
+ *  - trust.jsonl rows are hash-chained (errata 3): each ends with "prev",
+ *    the SHA-256 of the previous line's bytes.
+ *  - A missing or corrupt trust.json reads as empty: everything untrusted.
+ *  - Pin verification (trust_verify_pins) hashes current bytes every time.
+ */
+#ifndef AS_TRUST_TRUST_H
+#define AS_TRUST_TRUST_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "base/lock.h"
+#include "base/strbuf.h"
+#include "bundle/consent.h"
+#include "bundle/discover.h"
+#include "bundle/lockfile.h"
+#include "bundle/manifest.h"
+
+#define TRUST_LOCK_TIMEOUT_MS 10000
+
+enum trust_state {
+    TRUST_UNTRUSTED, /* no entry */
+    TRUST_TRUSTED,   /* entry digest == current digest */
+    TRUST_CHANGED,   /* otherwise (JSON: "drifted") */
+};
+/* "untrusted" | "trusted" | "drifted" */
+const char *trust_state_name(enum trust_state s);
+
+/* ---- the store (trust.json) --------------------------------------------- */
+
+struct trust_store {
+    json_t *root; /* {"trusted": {key: entry}} — never NULL after load */
+    bool corrupt; /* the file existed but could not be used (read as empty) */
+    char *path;
+};
+
+/* Loads $AGENTSTACK_HOME/trust.json (absent or corrupt → empty; corrupt sets
+ * s->corrupt). Fails only when the home cannot be located. */
+int trust_store_load(struct trust_store *s, struct as_err *err);
+/* Writes it atomically (0600). The caller holds the writer lock. */
+int trust_store_save(const struct trust_store *s, struct as_err *err);
+void trust_store_free(struct trust_store *s);
+/* The entry for key, or NULL. */
+json_t *trust_store_entry(const struct trust_store *s, const char *key);
+/* The digest recorded for key, or NULL. */
+const char *trust_store_digest(const struct trust_store *s, const char *key);
+
+/* The writer lock on $AGENTSTACK_HOME/.lock (waits up to 10 s). */
+int trust_lock(struct as_lock *l, struct as_err *err);
+
+/* Appends one row to audit/trust.jsonl: {"ts", "action", "project", "digest",
+ * "prev"}. Best-effort by contract: returns -1 + err, callers warn. */
+int trust_log(const char *action, const char *key, const char *digest, struct as_err *err);
+
+/* ---- the state check (gateway, run, apply) ------------------------------ */
+
+struct trust_status {
+    enum trust_state state;
+    char digest[CONSENT_DIGEST_LEN + 1];         /* current */
+    char trusted_digest[CONSENT_DIGEST_LEN + 1]; /* recorded; "" when untrusted */
+    int64_t trusted_at;
+    strbuf key; /* canonical project key */
+};
+void trust_status_release(struct trust_status *st);
+
+/* "What is this project's trust state right now": reads the three files once
+ * and trust.json once. */
+int trust_check(const struct bundle_paths *p, struct trust_status *out, struct as_err *err);
+/* The same from a snapshot already read (so a caller that also loads the
+ * model decides on the same bytes). */
+int trust_check_snapshot(const struct bundle_paths *p, const struct manifest_snapshot *snap,
+                         struct trust_status *out, struct as_err *err);
+
+/* ---- pin verification (§4.5) -------------------------------------------- */
+
+struct trust_pin_result {
+    struct pin_item *item; /* points into items */
+    enum pin_status status;
+    bool blocks;   /* per §6.5.4 */
+    bool advisory; /* shown, does not block (unpinned library skill, offline git) */
+    char *message; /* pin_describe text */
+};
+struct trust_pins {
+    pin_items items;
+    VEC(struct trust_pin_result) results;
+    size_t blocking;
+    bool lock_unreadable;
+    char *lock_error;
+    bool lock_absent;
+};
+/* Verifies every pin of m against current bytes and the lock bytes given
+ * (has_lock = false: no lock file). home may be NULL (no library). */
+int trust_verify_pins(const struct manifest *m, const char *lock_path, const char *lock_data,
+                      size_t lock_len, bool has_lock, const char *home, struct trust_pins *out,
+                      struct as_err *err);
+void trust_pins_free(struct trust_pins *t);
+
+/* ---- the review (card, blockers, --preview) ----------------------------- */
+
+/* One reviewed item; the surface recorded at consent is a list of these
+ * ({kind, name, identity, pin}) so a re-trust can mark what changed. */
+struct trust_item {
+    char *kind, *name, *identity, *pin; /* pin NULL when there is none */
+    char *runs, *contacts;              /* display: command line, url (or NULL) */
+    strvec may_read;                    /* secret references */
+    char *prior_pin;
+    const char *change; /* added|changed|unchanged|drifted */
+    char marker[3];     /* "+ ", "~ ", "  " */
+    bool drifted;
+    char *fix;
+    char *tag; /* card tag, e.g. "[inline, pinned]" (or NULL) */
+};
+
+struct trust_blocker {
+    char *kind, *name, *reason, *fix; /* fix may be NULL */
+    int group;                        /* 0 server, 1 content drift, 2 surface unpinned */
+};
+
+struct trust_review {
+    const struct bundle_paths *paths;
+    struct manifest_snapshot snap;
+    struct manifest *m;
+    struct trust_status status;
+    struct trust_pins pins;
+    bool re_trust;       /* an entry exists for this key */
+    bool prior_recorded; /* it recorded a surface */
+    VEC(struct trust_item) items;
+    VEC(struct trust_item) removed; /* in the prior surface, gone now */
+    VEC(struct trust_blocker) blockers;
+    VEC(struct trust_item) advisories; /* shown, not blocking */
+    strvec secrets;
+    char *machine_ceiling; /* machine manifest path when it exists */
+    bool lock_first;       /* no lock yet, something pinnable */
+    char *home;
+};
+
+/* Reads the snapshot once, loads the model from it, verifies every pin and
+ * compares with the recorded surface. Fails (closed) when the manifest cannot
+ * be loaded. Writes nothing anywhere. */
+int trust_review_build(const struct bundle_paths *p, struct trust_review *r, struct as_err *err);
+void trust_review_free(struct trust_review *r);
+/* The card and the grouped detail (§6.5 steps 1–3). */
+void trust_review_render(const struct trust_review *r, strbuf *out);
+/* "cannot trust <base>: …" and one line per blocker (§6.5 step 4). */
+void trust_review_blockers(const struct trust_review *r, strbuf *out);
+/* The --preview object (§6.6), keys in the spec's order. */
+json_t *trust_review_preview(const struct trust_review *r);
+/* The surface to record at grant: [{kind, name, identity, pin}]. */
+json_t *trust_review_surface(const struct trust_review *r);
+
+#endif
