@@ -342,8 +342,8 @@ json_t *trust_review_preview(const struct trust_review *r)
     json_t *o = json_object();
     json_object_set_new(o, "path", json_string(r->status.key.buf));
     /* Pinned-body drift reads "drifted" even when the three files still match. */
-    enum trust_state st = r->content_drift ? TRUST_CHANGED : r->status.state;
-    json_object_set_new(o, "state", json_string(trust_state_name(st)));
+    enum trust_state state = r->content_drift ? TRUST_CHANGED : r->status.state;
+    json_object_set_new(o, "state", json_string(trust_state_name(state)));
     json_object_set_new(o, "re_trust", json_boolean(r->re_trust));
     json_object_set_new(o, "surface_digest", json_string(r->status.digest));
 

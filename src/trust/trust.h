@@ -149,6 +149,7 @@ struct trust_review {
     strvec secrets;
     char *machine_ceiling; /* machine manifest path when it exists */
     bool lock_first;       /* no lock yet, something pinnable */
+    bool content_drift; /* a pinned body drifted: JSON state "drifted" */
     char *home;
 };
 
