@@ -157,6 +157,20 @@ int home_ensure_sub(enum home_entry dir, const char *sub, strbuf *out, struct as
     return mkdirs_private(out->buf, err);
 }
 
+int home_write_file(enum home_entry e, const void *data, size_t len, struct as_err *err)
+{
+    if ((unsigned)e >= HOME_ENTRY_COUNT || entries[e].dir)
+        return as_err_set(err, "%s is not a machine-home file", home_entry_name(e));
+    strbuf path = SB_INIT;
+    int rc = home_ensure(e, &path, err);
+    if (rc == 0) {
+        struct fs_write_opts o = {HOME_FILE_MODE, FS_SYMLINK_REFUSE, NULL, NULL};
+        rc = fs_write_atomic(path.buf, data, len, &o, err);
+    }
+    sb_release(&path);
+    return rc;
+}
+
 toml_value *home_machine_toml(int *absent, struct as_err *err)
 {
     *absent = 0;

@@ -90,6 +90,12 @@ int home_ensure(enum home_entry e, strbuf *out, struct as_err *err);
  * out = <entry>/<sub>, created 0700. sub must be relative, '..'-free. */
 int home_ensure_sub(enum home_entry dir, const char *sub, strbuf *out, struct as_err *err);
 
+/* Atomically writes a state file entry (parents created 0700; a new file is
+ * 0600; a symlink at the target is refused, since state under the machine
+ * home is ours alone). Callers hold the writer lock (HOME_LOCK_FILE) when
+ * the file is shared between processes. */
+int home_write_file(enum home_entry e, const void *data, size_t len, struct as_err *err);
+
 /* Reads and parses $AGENTSTACK_HOME/agentstack.toml as a raw TOML tree
  * (≤ 8 MiB, regular file). Returns NULL with *absent = 1 when there is no
  * file (err untouched); NULL with err set (file:line:col + hint naming the

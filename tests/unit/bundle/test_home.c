@@ -119,6 +119,39 @@ static void test_ensure_modes(void **state)
     tu_rmtree(dir);
 }
 
+static void test_write_file(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir();
+    strbuf p = SB_INIT;
+    struct as_err err = AS_ERR_INIT;
+    struct stat st;
+    mode_t old = umask(022);
+    assert_int_equal(home_write_file(HOME_AUDIT_KEY, "k", 1, &err), 0);
+    assert_int_equal(home_path(HOME_AUDIT_KEY, &p, &err), 0);
+    assert_int_equal(stat(p.buf, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    char *txt = tu_read(p.buf, NULL);
+    assert_string_equal(txt, "k");
+    free(txt);
+    assert_int_equal(home_path(HOME_AUDIT_DIR, &p, &err), 0);
+    assert_int_equal(stat(p.buf, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    assert_int_equal(home_write_file(HOME_AUDIT_DIR, "x", 1, &err), -1);
+    /* a symlinked state file is refused, its target untouched */
+    char *target = tu_write(dir, "elsewhere", "old");
+    assert_int_equal(home_path(HOME_TRUST_JSON, &p, &err), 0);
+    assert_int_equal(symlink(target, p.buf), 0);
+    assert_int_equal(home_write_file(HOME_TRUST_JSON, "{}", 2, &err), -1);
+    txt = tu_read(target, NULL);
+    assert_string_equal(txt, "old");
+    free(txt);
+    free(target);
+    umask(old);
+    sb_release(&p);
+    tu_rmtree(dir);
+}
+
 static void test_machine_toml(void **state)
 {
     (void)state;
@@ -167,6 +200,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_and_override),
         cmocka_unit_test(test_ensure_modes),
+        cmocka_unit_test(test_write_file),
         cmocka_unit_test(test_machine_toml),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
