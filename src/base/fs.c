@@ -136,7 +136,6 @@ int fs_safe_join(const char *root, const char *rel, int check_symlinks, strbuf *
             continue;
         }
         if (n == 2 && p[0] == '.' && p[1] == '.') {
-            sb_setlen(out, root_len);
             sb_reset(out);
             return as_err_set(err, "%s: \"..\" component refused (path traversal outside %s)",
                               rel, root);

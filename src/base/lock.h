@@ -9,6 +9,9 @@
 
 #include "base/err.h"
 
+/* How long a writer waits for another agentstack command (errata rule 5). */
+#define LOCK_WAIT_MS 10000
+
 struct as_lock {
     int fd;
 };
