@@ -296,10 +296,10 @@ int discover_require(const struct bundle_paths *p, struct as_err *err)
     const char *root = p->base ? p->base : (p->start ? p->start : ".");
     as_err_set(err,
                "no agentstack manifest in %s — expected .agentstack/agentstack.toml "
-               "(preferred) or a root agentstack.toml",
+               "(preferred) or a root agentstack.toml; run `agentstack init` to create "
+               "one, or pass `--manifest-dir DIR` to use another project",
                root);
-    as_err_hint(err, "create one with `agentstack init`, or point at a project with "
-                     "`agentstack --manifest-dir DIR …`");
+    as_err_hint(err, "agentstack init");
     return -1;
 }
 
