@@ -301,7 +301,8 @@ static int dec_server(struct dec *d, const struct tctx *t, struct mf_server *s)
         return rc;
     }
     free(type);
-    if (opt_str(d, t, "url", &s->url, NULL) < 0 || opt_str(d, t, "command", &s->command, NULL) < 0 ||
+    if (opt_str(d, t, "url", &s->url, NULL) < 0 ||
+        opt_str(d, t, "command", &s->command, NULL) < 0 ||
         opt_strs(d, t, "args", &s->args, NULL) < 0 || opt_str(d, t, "cwd", &s->cwd, NULL) < 0 ||
         opt_strs(d, t, "integrity_roots", &s->integrity_roots, NULL) < 0 ||
         opt_strs(d, t, "targets", &s->targets, &s->targets_set) < 0 ||
@@ -453,8 +454,8 @@ static int dec_extension(struct dec *d, const struct tctx *t, struct mf_extensio
 {
     if (keys_allowed(d, t, extension_keys) < 0 ||
         opt_nonempty_str(d, t, "target", &e->target) < 0 ||
-        opt_nonempty_str(d, t, "path", &e->path) < 0 || opt_nonempty_str(d, t, "git", &e->git) < 0 ||
-        opt_nonempty_str(d, t, "rev", &e->rev) < 0 ||
+        opt_nonempty_str(d, t, "path", &e->path) < 0 ||
+        opt_nonempty_str(d, t, "git", &e->git) < 0 || opt_nonempty_str(d, t, "rev", &e->rev) < 0 ||
         opt_nonempty_str(d, t, "subpath", &e->subpath) < 0 ||
         opt_str(d, t, "description", &e->description, NULL) < 0)
         return -1;
