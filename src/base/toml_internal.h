@@ -10,9 +10,14 @@
 
 #include "base/toml.h"
 
-/* Open-addressing hash of a table's keys; slots hold index + 1 (0 = empty). */
+/* Open-addressing hash of a table's keys; a slot holds index + 1 (0 = empty)
+ * and the key's hash, so probes rarely touch the keys themselves. */
+struct toml_slot {
+    uint32_t idx1;
+    uint32_t hash;
+};
 struct toml_index {
-    size_t *slot;
+    struct toml_slot *slot;
     size_t cap;   /* power of two */
     size_t n;     /* entries indexed; a mismatch with tab.n forces a rebuild */
 };

@@ -11,7 +11,7 @@
 
 /* ---- key index ----------------------------------------------------------- */
 
-static size_t key_hash(const char *s, size_t n)
+static uint32_t key_hash(const char *s, size_t n)
 {
     /* FNV-1a: keys are short and attacker-chosen keys only cost probes, not
      * correctness; tables big enough to matter are bounded by the input cap. */
@@ -20,7 +20,7 @@ static size_t key_hash(const char *s, size_t n)
         h ^= (unsigned char)s[i];
         h *= 1099511628211ull;
     }
-    return (size_t)(h ^ (h >> 29));
+    return (uint32_t)(h ^ (h >> 32));
 }
 
 void toml_index_drop(toml_value *tab)
@@ -35,10 +35,12 @@ void toml_index_drop(toml_value *tab)
 static void index_put(struct toml_index *ix, const toml_value *tab, size_t i)
 {
     const toml_kv *kv = &tab->u.tab.kv[i];
-    size_t m = ix->cap - 1, h = key_hash(kv->key, kv->keylen) & m;
-    while (ix->slot[h])
+    uint32_t hv = key_hash(kv->key, kv->keylen);
+    size_t m = ix->cap - 1, h = hv & m;
+    while (ix->slot[h].idx1)
         h = (h + 1) & m;
-    ix->slot[h] = i + 1;
+    ix->slot[h].idx1 = (uint32_t)(i + 1);
+    ix->slot[h].hash = hv;
     ix->n++;
 }
 
@@ -61,7 +63,7 @@ size_t toml_find_index(const toml_value *tab, const char *key, size_t len)
         return (size_t)-1;
     size_t n = tab->u.tab.n;
     const toml_kv *kv = tab->u.tab.kv;
-    if (n < TOML_INDEX_MIN) {
+    if (n < TOML_INDEX_MIN || n >= UINT32_MAX) {
         for (size_t i = 0; i < n; i++)
             if (kv[i].keylen == len && memcmp(kv[i].key, key, len) == 0)
                 return i;
@@ -72,10 +74,12 @@ size_t toml_find_index(const toml_value *tab, const char *key, size_t len)
     if (!mt->priv_index || mt->priv_index->n != n)
         index_build(mt);
     struct toml_index *ix = mt->priv_index;
-    size_t m = ix->cap - 1, h = key_hash(key, len) & m;
-    for (; ix->slot[h]; h = (h + 1) & m) {
-        size_t i = ix->slot[h] - 1;
-        if (i < n && kv[i].keylen == len && memcmp(kv[i].key, key, len) == 0)
+    uint32_t hv = key_hash(key, len);
+    size_t m = ix->cap - 1, h = hv & m;
+    for (; ix->slot[h].idx1; h = (h + 1) & m) {
+        size_t i = ix->slot[h].idx1 - 1;
+        if (ix->slot[h].hash == hv && i < n && kv[i].keylen == len &&
+            memcmp(kv[i].key, key, len) == 0)
             return i;
     }
     return (size_t)-1;
@@ -88,7 +92,7 @@ size_t toml_table_append(toml_value *tab, char *key, size_t keylen, toml_value *
     size_t i = tab->u.tab.n++;
     tab->u.tab.kv[i] = (toml_kv){.key = key, .line = line, .col = col, .val = v, .keylen = keylen};
     struct toml_index *ix = tab->priv_index;
-    if (ix && ix->n == i) {
+    if (ix && ix->n == i && i + 1 < UINT32_MAX) {
         if ((i + 1) * 2 + 2 > ix->cap)
             index_build(tab);
         else
