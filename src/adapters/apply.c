@@ -1,0 +1,905 @@
+/* apply — plan every target read-only, then (with --write) write each one
+ * atomically under the writer lock, then record the ledger and one history
+ * entry. See engine.h for the guarantees and spec 04 §3, §7 for the text. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "adapters/engine.h"
+#include "adapters/merge.h"
+#include "base/fs.h"
+#include "base/lock.h"
+#include "base/term.h"
+#include "base/xalloc.h"
+#include "bundle/home.h"
+
+#define LOCK_WAIT_MS 10000
+#define PREVIEW_LINES 8
+
+struct tplan {
+    const struct adp_desc *d;
+    char *path;
+    enum adp_format fmt;
+    char *key;
+    char *note;              /* printed instead of a plan */
+    bool existed;
+    strbuf before, after;
+    /* the edit, kept for a re-merge just before the rename */
+    VEC(struct adp_rendered) rendered;
+    strvec names;            /* parallel to rendered */
+    strvec removed;
+    strvec skip_lines, left_out_lines, unresolved_lines, kept_foreign, left_out_names;
+    adp_secrets secrets;
+    bool blocked;            /* unresolved secrets or a store failure */
+    char *block_msg;
+    bool trust_blocked;
+    bool failed;
+    struct as_err err;
+    bool changed;
+    bool written;
+    bool deleted;
+    strvec created_dirs;
+};
+
+static void tplan_free(struct tplan *t)
+{
+    free(t->path);
+    free(t->key);
+    free(t->note);
+    sb_release_secure(&t->before);
+    sb_release_secure(&t->after);
+    for (size_t i = 0; i < t->rendered.n; i++)
+        adp_rendered_release(&t->rendered.v[i]);
+    vec_free(&t->rendered);
+    strvec_clear(&t->names);
+    strvec_clear(&t->removed);
+    strvec_clear(&t->skip_lines);
+    strvec_clear(&t->left_out_lines);
+    strvec_clear(&t->unresolved_lines);
+    strvec_clear(&t->kept_foreign);
+    strvec_clear(&t->left_out_names);
+    adp_secrets_free(&t->secrets);
+    free(t->block_msg);
+    strvec_clear(&t->created_dirs);
+}
+
+static void display_path(const char *p, strbuf *out)
+{
+    const char *home = getenv("HOME");
+    size_t hl = home ? strlen(home) : 0;
+    if (hl > 1 && strncmp(p, home, hl) == 0 && p[hl] == '/')
+        sb_addf(out, "~%s", p + hl);
+    else
+        sb_adds(out, p);
+}
+
+/* ---- the bridge (connect's entry) ---------------------------------------- */
+
+static bool stem_is_agentstack(const char *cmd)
+{
+    const char *b = strrchr(cmd, '/');
+    b = b ? b + 1 : cmd;
+    return strcmp(b, "agentstack") == 0;
+}
+
+static bool json_is_bridge(const char *name, const json_t *body, const struct adp_desc *d)
+{
+    if (strcmp(name, "agentstack") == 0)
+        return true;
+    json_t *c = json_object_get(body, d->mcp.f_command ? d->mcp.f_command : "command");
+    if (json_is_array(c)) {
+        const char *c0 = json_string_value(json_array_get(c, 0));
+        const char *c1 = json_string_value(json_array_get(c, 1));
+        return c0 && c1 && stem_is_agentstack(c0) && strcmp(c1, "mcp") == 0;
+    }
+    const char *cmd = json_string_value(c);
+    const char *a1 = json_string_value(
+        json_array_get(json_object_get(body, d->mcp.f_args ? d->mcp.f_args : "args"), 0));
+    return cmd && a1 && stem_is_agentstack(cmd) && strcmp(a1, "mcp") == 0;
+}
+
+/* True when `connect` registered the gateway in this CLI's user config. */
+static bool bridge_registered(const struct adp_desc *d)
+{
+    if (!d->has_mcp || !d->config_path)
+        return false;
+    strbuf path = SB_INIT, text = SB_INIT;
+    struct as_err e = AS_ERR_INIT;
+    bool found = false;
+    if (adp_expand_path(d->config_path, NULL, &path, &e) == 0 && fs_exists(path.buf) &&
+        fs_read_file(path.buf, ADP_INPUT_MAX, 0, &text, &e) == 0) {
+        if (d->config_format == ADP_FMT_TOML) {
+            toml_value *root = toml_parse(path.buf, text.buf, text.len, &e);
+            const toml_value *sec = toml_get(root, d->mcp.location);
+            for (size_t i = 0; sec && sec->type == TOML_TABLE && i < sec->u.tab.n; i++) {
+                const toml_kv *kv = &sec->u.tab.kv[i];
+                const toml_value *cmd = toml_get(kv->val, d->mcp.f_command);
+                const toml_value *args = toml_get(kv->val, d->mcp.f_args ? d->mcp.f_args : "");
+                const toml_value *a0 = args ? toml_at(args, 0) : NULL;
+                if (strcmp(kv->key, "agentstack") == 0 ||
+                    (cmd && cmd->type == TOML_STRING && stem_is_agentstack(cmd->u.str.s) && a0 &&
+                     a0->type == TOML_STRING && strcmp(a0->u.str.s, "mcp") == 0))
+                    found = true;
+            }
+            toml_free(root);
+        } else {
+            json_t *sec = NULL;
+            if (adp_json_read(path.buf, text.buf, text.len, d->config_format == ADP_FMT_JSONC,
+                              d->mcp.location, &sec, &e) == 0 && json_is_object(sec)) {
+                const char *k;
+                json_t *v;
+                json_object_foreach(sec, k, v)
+                    if (json_is_bridge(k, v, d))
+                        found = true;
+            }
+            json_decref(sec);
+        }
+    }
+    sb_release(&path);
+    sb_release_secure(&text);
+    return found;
+}
+
+/* ---- paths at project scope --------------------------------------------- */
+
+/* At project scope the file and every existing parent must resolve inside
+ * the project root (errata 33): checked before anything is read or created. */
+static int check_contained(const char *path, const char *root, struct as_err *err)
+{
+    strbuf probe = SB_INIT, real = SB_INIT;
+    sb_adds(&probe, path);
+    int rc = 0;
+    for (;;) {
+        struct stat st;
+        if (lstat(probe.buf, &st) == 0) {
+            struct as_err e2 = AS_ERR_INIT;
+            if (fs_realpath(probe.buf, &real, &e2) != 0) {
+                rc = as_err_set(err, "%s: %s — not written", path, e2.msg);
+            } else if (!fs_path_within(root, real.buf)) {
+                rc = as_err_set(err, "%s resolves to %s, outside the project %s — not written "
+                                "(a symlink is followed only when it stays inside the project)",
+                                path, real.buf, root);
+                as_err_hint(err, "replace the symlink with a file inside the project, or apply "
+                            "with --scope global");
+            }
+            break;
+        }
+        char *slash = strrchr(probe.buf, '/');
+        if (!slash || slash == probe.buf)
+            break;
+        sb_setlen(&probe, (size_t)(slash - probe.buf));
+    }
+    sb_release(&probe);
+    sb_release(&real);
+    return rc;
+}
+
+/* ---- merging -------------------------------------------------------------- */
+
+static int merge_into(const struct tplan *t, const char *text, size_t len, bool upserts,
+                      strbuf *out, struct as_err *err)
+{
+    const char **rm = xcalloc(t->removed.n + 1, sizeof(char *));
+    for (size_t i = 0; i < t->removed.n; i++)
+        rm[i] = t->removed.v[i];
+    size_t nu = upserts ? t->rendered.n : 0;
+    int rc;
+    if (t->fmt == ADP_FMT_TOML) {
+        struct adp_toml_entry *u = xcalloc(nu + 1, sizeof *u);
+        for (size_t i = 0; i < nu; i++)
+            u[i] = (struct adp_toml_entry){t->names.v[i], t->rendered.v[i].toml};
+        rc = adp_toml_merge(t->path, text, len, t->d->mcp.location, u, nu, rm, t->removed.n, out,
+                            err);
+        free(u);
+    } else {
+        struct adp_json_entry *u = xcalloc(nu + 1, sizeof *u);
+        for (size_t i = 0; i < nu; i++)
+            u[i] = (struct adp_json_entry){t->names.v[i], t->rendered.v[i].json};
+        struct adp_json_edit ed = {t->fmt == ADP_FMT_JSONC, t->d->mcp.location, u, nu, rm,
+                                   t->removed.n};
+        rc = adp_json_merge(t->path, text, len, &ed, out, err);
+        free(u);
+    }
+    free(rm);
+    return rc;
+}
+
+/* True when a project file holds nothing but an empty server section. */
+static bool only_empty_section(const struct tplan *t, const strbuf *text)
+{
+    struct as_err e = AS_ERR_INIT;
+    if (t->fmt == ADP_FMT_TOML) {
+        toml_value *root = toml_parse(t->path, text->buf, text->len, &e);
+        bool empty = root && (toml_len(root) == 0 ||
+                              (toml_len(root) == 1 && toml_get(root, t->d->mcp.location) &&
+                               toml_len(toml_get(root, t->d->mcp.location)) == 0));
+        toml_free(root);
+        if (!empty)
+            return false;
+        /* Comments are someone's words: keep such a file. */
+        for (size_t i = 0; i < text->len; i++)
+            if (text->buf[i] == '#')
+                return false;
+        return true;
+    }
+    json_t *root = NULL;
+    bool empty = false;
+    if (adp_json_read(t->path, text->buf, text->len, false, NULL, &root, &e) == 0 && root) {
+        json_t *sec = json_object_get(root, t->d->mcp.location);
+        empty = json_object_size(root) == 0 ||
+                (json_object_size(root) == 1 && json_is_object(sec) &&
+                 json_object_size(sec) == 0);
+    }
+    json_decref(root);
+    return empty;
+}
+
+/* ---- planning ------------------------------------------------------------- */
+
+struct run {
+    const struct adp_apply_opts *o;
+    json_t *ledger;
+    VEC(const struct mf_server *) servers;
+    adp_secrets mask;        /* every resolved value, for previews */
+};
+
+static bool listed(const strvec *v, const char *s)
+{
+    return strvec_find(v, s) >= 0;
+}
+
+static void plan_target(struct run *R, struct tplan *t)
+{
+    const struct adp_apply_opts *o = R->o;
+    const struct adp_desc *d = t->d;
+    sb_init(&t->before, 0);
+    sb_init(&t->after, 0);
+    if (!d->has_mcp) {
+        t->note = xstrdup("· no MCP server config — nothing for `apply` to render here");
+        return;
+    }
+    const char *rel = o->project_scope ? d->project_config : d->config_path;
+    if (!rel) {
+        t->note = xasprintf("%s — no project MCP server config, skipping servers here",
+                            d->display);
+        return;
+    }
+    t->fmt = o->project_scope ? d->project_format : d->config_format;
+    strbuf p = SB_INIT;
+    if (adp_expand_path(rel, o->project_scope ? o->project_root : NULL, &p, &t->err) != 0) {
+        t->failed = true;
+        sb_release(&p);
+        return;
+    }
+    t->path = sb_detach(&p, NULL);
+    if (!manifest_render_locally(o->m, d->id) && bridge_registered(d)) {
+        t->note = xstrdup("· MCP servers are served live, not written — nothing for `apply` to "
+                          "render here");
+        return;
+    }
+    t->key = adp_ledger_key(d->id, o->project_scope ? o->project_root : NULL);
+    json_t *entry = adp_ledger_entry(R->ledger, t->key, false);
+    strvec managed = STRVEC_INIT, foreign_before = STRVEC_INIT;
+    adp_ledger_names(entry, "managed_servers", &managed);
+    adp_ledger_names(entry, "kept_foreign", &foreign_before);
+    const char *src = entry ? json_string_value(json_object_get(entry, "source_manifest")) : NULL;
+    bool other_manifest = src && o->manifest_path && strcmp(src, o->manifest_path) != 0;
+
+    struct adp_render_ctx rc = {o->resolve, o->resolve_ctx, &t->secrets,
+                                o->project_scope ? o->project_root : o->m->project_root};
+    strvec wanted = STRVEC_INIT; /* every selected name for this adapter, rendered or not */
+    for (size_t i = 0; i < R->servers.n; i++) {
+        const struct mf_server *s = R->servers.v[i];
+        if (!manifest_targets_include(&s->targets, d->id))
+            continue;
+        strvec_push(&wanted, s->name);
+        struct adp_rendered r;
+        struct as_err e = AS_ERR_INIT;
+        enum adp_render_status st = adp_render_server(d, t->fmt, s, &rc, &r, &e);
+        if (st == ADP_RENDER_OK) {
+            vec_push(&t->rendered, r);
+            strvec_push(&t->names, s->name);
+            continue;
+        }
+        if (st == ADP_RENDER_SKIP) {
+            strvec_pushf(&t->skip_lines, "↳ skipping '%s' — %s", s->name, r.reason.buf);
+            /* A skipped name is no longer ours to keep in the file. */
+            wanted.n--;
+            free(wanted.v[wanted.n]);
+            wanted.v[wanted.n] = NULL;
+        } else if (st == ADP_RENDER_UNRESOLVED) {
+            strbuf names = SB_INIT;
+            for (size_t k = 0; k < r.missing.n; k++) {
+                sb_addf(&names, "%s%s", k ? ", " : "", r.missing.v[k]);
+                if (!o->allow_unresolved)
+                    strvec_pushf(&t->unresolved_lines,
+                                 "✗ unresolved secret %s (server '%s') ↳ agentstack secret set %s",
+                                 r.missing.v[k], s->name, r.missing.v[k]);
+            }
+            if (o->allow_unresolved) {
+                strvec_pushf(&t->left_out_lines, "↳ leaving out '%s' — unresolved secret %s "
+                             "(--allow-unresolved)", s->name, names.buf);
+                strvec_push(&t->left_out_names, s->name);
+            } else {
+                t->blocked = true;
+                if (!t->block_msg)
+                    t->block_msg = xstrdup("not written — unresolved secrets; set them or pass "
+                                           "--allow-unresolved");
+            }
+            sb_release(&names);
+        } else {
+            t->blocked = true;
+            char buf[2048];
+            free(t->block_msg);
+            t->block_msg = xstrdup(as_err_str(&e, buf, sizeof buf));
+        }
+        adp_rendered_release(&r);
+    }
+
+    /* Pruning: ledger names no longer selected. Names another manifest wrote
+     * are kept (and reported) unless --prune-foreign. */
+    for (size_t i = 0; i < managed.n; i++) {
+        if (listed(&wanted, managed.v[i]))
+            continue;
+        if (other_manifest && !o->prune_foreign)
+            strvec_push(&t->kept_foreign, managed.v[i]);
+        else
+            strvec_push(&t->removed, managed.v[i]);
+    }
+    for (size_t i = 0; i < foreign_before.n; i++) {
+        if (listed(&wanted, foreign_before.v[i]) || listed(&t->kept_foreign, foreign_before.v[i]))
+            continue;
+        if (o->prune_foreign)
+            strvec_push(&t->removed, foreign_before.v[i]);
+        else
+            strvec_push(&t->kept_foreign, foreign_before.v[i]);
+    }
+    strvec_clear(&wanted);
+    strvec_clear(&managed);
+    strvec_clear(&foreign_before);
+
+    if (o->trust_refusal && t->rendered.n)
+        t->trust_blocked = true;
+
+    if (o->project_scope && check_contained(t->path, o->project_root, &t->err) != 0) {
+        t->failed = true;
+        return;
+    }
+    struct stat st;
+    if (stat(t->path, &st) == 0) {
+        t->existed = true;
+        if (!S_ISREG(st.st_mode)) {
+            as_err_set(&t->err, "%s is not a regular file — not written", t->path);
+            t->failed = true;
+            return;
+        }
+        if (fs_read_file(t->path, ADP_INPUT_MAX, 0, &t->before, &t->err) != 0) {
+            as_err_prefix(&t->err, "cannot read the existing config");
+            t->failed = true;
+            return;
+        }
+    } else if (errno != ENOENT) {
+        as_err_errno(&t->err, "%s", t->path);
+        t->failed = true;
+        return;
+    }
+    if (merge_into(t, t->before.buf, t->before.len, true, &t->after, &t->err) != 0) {
+        t->failed = true;
+        return;
+    }
+    t->changed = t->after.len != t->before.len ||
+                 memcmp(t->after.buf, t->before.buf, t->before.len) != 0;
+    for (size_t i = 0; i < t->secrets.n; i++) {
+        bool have = false;
+        for (size_t k = 0; k < R->mask.n && !have; k++)
+            have = strcmp(R->mask.v[k].value, t->secrets.v[i].value) == 0;
+        if (!have) {
+            struct adp_secret s = {xstrdup(t->secrets.v[i].name),
+                                   xstrdup(t->secrets.v[i].value)};
+            vec_push(&R->mask, s);
+        }
+    }
+}
+
+/* ---- writing -------------------------------------------------------------- */
+
+static void collect_missing_dirs(const char *file, strvec *out)
+{
+    strbuf dir = SB_INIT;
+    sb_adds(&dir, file);
+    strvec rev = STRVEC_INIT;
+    for (;;) {
+        char *slash = strrchr(dir.buf, '/');
+        if (!slash || slash == dir.buf)
+            break;
+        sb_setlen(&dir, (size_t)(slash - dir.buf));
+        struct stat st;
+        if (lstat(dir.buf, &st) == 0)
+            break;
+        strvec_push(&rev, dir.buf);
+    }
+    for (size_t i = rev.n; i-- > 0;)
+        strvec_push(out, rev.v[i]);
+    strvec_clear(&rev);
+    sb_release(&dir);
+}
+
+static void remove_created(const strvec *dirs)
+{
+    for (size_t i = dirs->n; i-- > 0;)
+        rmdir(dirs->v[i]);
+}
+
+static int write_target(struct run *R, struct tplan *t)
+{
+    const struct adp_apply_opts *o = R->o;
+    if (o->project_scope && check_contained(t->path, o->project_root, &t->err) != 0)
+        return -1;
+    /* Claude Code (and others) rewrite their files while running: re-read
+     * and re-merge if the bytes moved since planning. */
+    strbuf now = SB_INIT;
+    bool exists_now = fs_exists(t->path);
+    if (exists_now && fs_read_file(t->path, ADP_INPUT_MAX, 0, &now, &t->err) != 0) {
+        sb_release_secure(&now);
+        return -1;
+    }
+    bool moved = exists_now != t->existed || now.len != t->before.len ||
+                 memcmp(now.buf, t->before.buf, now.len) != 0;
+    if (moved || t->trust_blocked) {
+        strbuf again = SB_INIT;
+        if (merge_into(t, now.buf, now.len, !t->trust_blocked, &again, &t->err) != 0) {
+            sb_release_secure(&again);
+            sb_release_secure(&now);
+            return -1;
+        }
+        sb_release_secure(&t->before);
+        t->before = now;
+        t->existed = exists_now;
+        sb_release_secure(&t->after);
+        t->after = again;
+        sb_init(&now, 0);
+    }
+    sb_release_secure(&now);
+    if (t->after.len == t->before.len && memcmp(t->after.buf, t->before.buf, t->after.len) == 0)
+        return 0;
+
+    strbuf backup = SB_INIT;
+    if (adp_backup_path(t->path, &backup, &t->err) != 0) {
+        sb_release(&backup);
+        return -1;
+    }
+    if (o->project_scope && t->existed && t->removed.n && only_empty_section(t, &t->after)) {
+        struct fs_write_opts bo = {0600, FS_SYMLINK_FOLLOW, NULL, NULL};
+        if (fs_write_atomic(backup.buf, t->before.buf, t->before.len, &bo, &t->err) != 0 ||
+            unlink(t->path) != 0) {
+            if (!as_err_isset(&t->err))
+                as_err_errno(&t->err, "cannot remove %s", t->path);
+            sb_release(&backup);
+            return -1;
+        }
+        sb_release(&backup);
+        t->deleted = true;
+        t->written = true;
+        return 0;
+    }
+    collect_missing_dirs(t->path, &t->created_dirs);
+    if (t->created_dirs.n) {
+        strbuf parent = SB_INIT;
+        sb_adds(&parent, t->path);
+        sb_setlen(&parent, (size_t)(strrchr(parent.buf, '/') - parent.buf));
+        int mrc = fs_mkdirs(parent.buf, 0755, &t->err);
+        sb_release(&parent);
+        if (mrc != 0) {
+            remove_created(&t->created_dirs);
+            sb_release(&backup);
+            return -1;
+        }
+    }
+    struct fs_write_opts wo = {t->secrets.n ? 0600 : 0644, FS_SYMLINK_FOLLOW,
+                               o->project_scope ? o->project_root : NULL,
+                               t->existed ? backup.buf : NULL};
+    int rc = fs_write_atomic(t->path, t->after.buf, t->after.len, &wo, &t->err);
+    sb_release(&backup);
+    if (rc != 0) {
+        remove_created(&t->created_dirs);
+        strvec_clear(&t->created_dirs);
+        return -1;
+    }
+    t->written = true;
+    return 0;
+}
+
+static void record_ledger(struct run *R, struct tplan *t)
+{
+    json_t *e = adp_ledger_entry(R->ledger, t->key, true);
+    strvec managed = STRVEC_INIT;
+    strvec before = STRVEC_INIT;
+    adp_ledger_names(e, "managed_servers", &before);
+    if (t->trust_blocked) {
+        /* Only the prune was written: what we own shrank, nothing was added. */
+        for (size_t i = 0; i < before.n; i++)
+            if (!listed(&t->removed, before.v[i]))
+                strvec_push(&managed, before.v[i]);
+    } else {
+        for (size_t i = 0; i < t->names.n; i++)
+            strvec_push(&managed, t->names.v[i]);
+    }
+    /* Left out under --allow-unresolved: still ours, still in the file. */
+    for (size_t i = 0; i < t->left_out_names.n; i++)
+        if (listed(&before, t->left_out_names.v[i]) && !listed(&managed, t->left_out_names.v[i]))
+            strvec_push(&managed, t->left_out_names.v[i]);
+    adp_ledger_set_names(e, "managed_servers", &managed);
+    adp_ledger_set_names(e, "kept_foreign", &t->kept_foreign);
+    char hash[17];
+    adp_fnv1a64_hex(t->after.buf, t->after.len, hash);
+    json_object_set_new(e, "last_hash", t->deleted ? json_null() : json_string(hash));
+    json_object_set_new(e, "source_manifest",
+                        R->o->manifest_path ? json_string(R->o->manifest_path) : json_null());
+    json_object_set_new(e, "active_profile",
+                        R->o->toolset ? json_string(R->o->toolset) : json_null());
+    strvec_clear(&managed);
+    strvec_clear(&before);
+}
+
+/* ---- output --------------------------------------------------------------- */
+
+static void print_target(struct run *R, struct tplan *t)
+{
+    const struct adp_apply_opts *o = R->o;
+    FILE *out = o->out;
+    strbuf dp = SB_INIT;
+    if (t->path)
+        display_path(t->path, &dp);
+    if (t->note && strncmp(t->note, "·", strlen("·")) != 0) {
+        fprintf(out, "%s\n", t->note);
+        sb_release(&dp);
+        return;
+    }
+    if (dp.len)
+        fprintf(out, "%s (%s)\n", t->d->display, dp.buf);
+    else
+        fprintf(out, "%s\n", t->d->display);
+    if (t->note) {
+        fprintf(out, "  %s\n", t->note);
+        sb_release(&dp);
+        return;
+    }
+    for (size_t i = 0; i < t->skip_lines.n; i++)
+        fprintf(out, "  %s\n", t->skip_lines.v[i]);
+    for (size_t i = 0; i < t->left_out_lines.n; i++)
+        fprintf(out, "  %s\n", t->left_out_lines.v[i]);
+    for (size_t i = 0; i < t->unresolved_lines.n; i++)
+        fprintf(out, "  %s\n", t->unresolved_lines.v[i]);
+    if (t->kept_foreign.n) {
+        strbuf n = SB_INIT;
+        for (size_t i = 0; i < t->kept_foreign.n; i++)
+            sb_addf(&n, "%s%s", i ? ", " : "", t->kept_foreign.v[i]);
+        fprintf(out, "  ⚠ keeping %s — applied by another manifest ↳ keep: agentstack adopt · "
+                "prune: agentstack apply --prune-foreign\n", n.buf);
+        sb_release(&n);
+    }
+    if (t->failed) {
+        char buf[4096];
+        fprintf(out, "  ✗ %s\n", as_err_str(&t->err, buf, sizeof buf));
+        if (t->err.hint[0])
+            fprintf(out, "    ↳ %s\n", t->err.hint);
+        sb_release(&dp);
+        return;
+    }
+    if (t->trust_blocked)
+        fprintf(out, "  ✗ refusing to render MCP servers: %s\n", o->trust_refusal);
+    for (size_t i = 0; i < t->removed.n; i++) {
+        if (o->write && !t->blocked)
+            fprintf(out, "  − pruning '%s' (no longer in manifest)\n", t->removed.v[i]);
+        else
+            fprintf(out, "  − would REMOVE '%s' from %s (no longer in manifest)\n",
+                    t->removed.v[i], dp.buf);
+    }
+    if (t->changed) {
+        strbuf diff = SB_INIT;
+        size_t a, r;
+        adp_diff(t->before.buf, t->before.len, t->after.buf, t->after.len, &R->mask, o->color,
+                 o->verbose ? 0 : PREVIEW_LINES, &diff, &a, &r);
+        fputs(diff.buf, out);
+        if (!o->verbose)
+            fprintf(out, "  ~ +%zu / -%zu lines%s\n", a, r, (r == 0 && a > 0) ? " (new content)"
+                                                                            : "");
+        sb_release_secure(&diff);
+    }
+    if (t->blocked) {
+        fprintf(out, "  ✗ %s\n", t->block_msg);
+    } else if (!t->changed) {
+        fprintf(out, "  ✓ up to date\n");
+    } else if (o->write && t->deleted) {
+        fprintf(out, "  − removed empty %s\n", dp.buf);
+    } else if (o->write && t->written) {
+        size_t n = t->trust_blocked ? 0 : t->rendered.n;
+        if (n)
+            fprintf(out, "  ✓ wrote %zu server%s\n", n, n == 1 ? "" : "s");
+        else
+            fprintf(out, "  ✓ wrote %s\n", dp.buf);
+    } else if (o->write && !t->written && !t->trust_blocked) {
+        char buf[4096];
+        fprintf(out, "  ✗ %s\n", as_err_str(&t->err, buf, sizeof buf));
+        if (t->err.hint[0])
+            fprintf(out, "    ↳ %s\n", t->err.hint);
+    } else if (!o->write) {
+        size_t n = t->rendered.n;
+        if (n)
+            fprintf(out, "  → %zu server%s to apply\n", n, n == 1 ? "" : "s");
+        else
+            fprintf(out, "  → changes to apply\n");
+    }
+    sb_release(&dp);
+}
+
+/* ---- target and server selection ---------------------------------------- */
+
+typedef VEC(const struct adp_desc *) desc_list;
+
+static int select_targets(const struct adp_registry *r, const struct adp_apply_opts *o,
+                          desc_list *out, struct as_err *err)
+{
+    const strvec *ids = (o->targets && o->targets->n) ? o->targets
+                        : o->m->has_targets              ? &o->m->targets_default
+                                                         : NULL;
+    if (ids) {
+        for (size_t i = 0; i < ids->n; i++) {
+            const struct adp_desc *d = adp_registry_find(r, ids->v[i]);
+            if (!d)
+                return adp_unknown_id_err(r, ids->v[i], err);
+            bool dup = false;
+            for (size_t k = 0; k < out->n; k++)
+                dup |= out->v[k] == d;
+            if (!dup)
+                vec_push(out, d);
+        }
+        return 0;
+    }
+    for (size_t i = 0; i < r->v.n; i++)
+        if (adp_detected(r->v.v[i], o->project_scope ? o->project_root : NULL))
+            vec_push(out, r->v.v[i]);
+    if (!out->n)
+        for (size_t i = 0; i < r->v.n; i++)
+            vec_push(out, r->v.v[i]);
+    return 0;
+}
+
+static int select_servers(struct run *R, struct as_err *err)
+{
+    const struct manifest *m = R->o->m;
+    if (!R->o->toolset) {
+        for (size_t i = 0; i < m->servers.n; i++)
+            vec_push(&R->servers, &m->servers.v[i]);
+        return 0;
+    }
+    const struct mf_toolset *ts = manifest_toolset(m, R->o->toolset);
+    if (!ts) {
+        as_err_set(err, "no toolset '%s' in %s", R->o->toolset, m->path);
+        strbuf names = SB_INIT;
+        for (size_t i = 0; i < m->toolsets.n; i++)
+            sb_addf(&names, "%s%s", i ? ", " : "", m->toolsets.v[i].name);
+        if (names.len)
+            as_err_hint(err, "toolsets here: %s", names.buf);
+        sb_release(&names);
+        return -1;
+    }
+    for (size_t i = 0; i < ts->servers.n; i++) {
+        const struct mf_server *s = manifest_server(m, ts->servers.v[i]);
+        if (!s) {
+            as_err_set(err, "toolset '%s' references server '%s', which is not defined in %s "
+                       "(library servers are not rendered by this build)", ts->name,
+                       ts->servers.v[i], m->path);
+            return -1;
+        }
+        vec_push(&R->servers, s);
+    }
+    return 0;
+}
+
+/* ---- the run -------------------------------------------------------------- */
+
+static void hist_add(struct adp_hist_entry *h, struct tplan *t)
+{
+    struct adp_hist_file f = {0};
+    f.path = xstrdup(t->path);
+    f.existed = t->existed;
+    sb_init(&f.before, 0);
+    sb_add(&f.before, t->before.buf, t->before.len);
+    f.label = xasprintf("%s · servers", t->d->display);
+    for (size_t i = 0; i < t->created_dirs.n; i++)
+        strvec_push(&f.created_dirs, t->created_dirs.v[i]);
+    vec_push(&h->files, f);
+    strvec_push(&h->targets, t->d->id);
+}
+
+int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, struct as_err *err)
+{
+    FILE *out = o->out ? o->out : stdout;
+    struct adp_apply_opts oo = *o;
+    oo.out = out;
+    struct run R = {&oo, NULL, VEC_INIT, VEC_INIT};
+    desc_list descs = VEC_INIT;
+    if (select_targets(r, &oo, &descs, err) != 0) {
+        vec_free(&descs);
+        return 2;
+    }
+    if (select_servers(&R, err) != 0) {
+        vec_free(&descs);
+        vec_free(&R.servers);
+        return 1;
+    }
+    struct as_lock lk = {-1};
+    bool locked = false;
+    if (oo.write) {
+        strbuf ah = SB_INIT;
+        if (home_ensure(HOME_ROOT_DIR, &ah, err) != 0 ||
+            lock_acquire(&lk, ah.buf, LOCK_WAIT_MS, err) != 0) {
+            as_err_prefix(err, "another agentstack write is in progress");
+            sb_release(&ah);
+            vec_free(&descs);
+            vec_free(&R.servers);
+            return 1;
+        }
+        locked = true;
+        sb_release(&ah);
+    }
+    if (adp_ledger_load(&R.ledger, err) != 0) {
+        if (locked)
+            lock_release(&lk);
+        vec_free(&descs);
+        vec_free(&R.servers);
+        return 1;
+    }
+    char *ledger_before = json_dumps(R.ledger, JSON_SORT_KEYS | JSON_COMPACT);
+
+    struct tplan *T = xcalloc(descs.n + 1, sizeof *T);
+    for (size_t i = 0; i < descs.n; i++) {
+        T[i].d = descs.v[i];
+        plan_target(&R, &T[i]);
+    }
+
+    size_t n_written = 0, n_failed = 0, n_blocked = 0, n_changed = 0, n_removing = 0;
+    size_t n_targets = 0, n_trust = 0;
+    strbuf failed_names = SB_INIT;
+    const char *first_fail = NULL;
+    char failbuf[2048] = "";
+    struct adp_hist_entry *h = xcalloc(1, sizeof *h);
+    for (size_t i = 0; i < descs.n; i++) {
+        struct tplan *t = &T[i];
+        if (t->note)
+            continue;
+        n_targets++;
+        if (t->failed) {
+            n_failed++;
+            sb_addf(&failed_names, "%s%s", failed_names.len ? ", " : "", t->d->id);
+            if (!first_fail)
+                first_fail = as_err_str(&t->err, failbuf, sizeof failbuf);
+            continue;
+        }
+        if (t->blocked) {
+            n_blocked++;
+            continue;
+        }
+        if (t->trust_blocked)
+            n_trust++;
+        if (!t->changed)
+            continue;
+        n_changed++;
+        n_removing += t->removed.n;
+        if (!oo.write)
+            continue;
+        if (write_target(&R, t) != 0) {
+            n_failed++;
+            sb_addf(&failed_names, "%s%s", failed_names.len ? ", " : "", t->d->id);
+            if (!first_fail)
+                first_fail = as_err_str(&t->err, failbuf, sizeof failbuf);
+            continue;
+        }
+        if (t->written) {
+            n_written++;
+            hist_add(h, t);
+            record_ledger(&R, t);
+        }
+    }
+
+    fprintf(out, "Scope: %s\n", oo.project_scope ? "project" : "global");
+    for (size_t i = 0; i < descs.n; i++)
+        print_target(&R, &T[i]);
+    if (oo.m->skills.n)
+        fprintf(out, "· skills are not rendered by apply — place them with: agentstack use "
+                "<toolset> --write\n");
+
+    int rc = 0;
+    if (oo.write) {
+        if (n_written) {
+            free(h->scope);
+            h->scope = xstrdup(oo.project_scope ? "project" : "global");
+            h->operation = xstrdup(oo.operation ? oo.operation : "apply");
+            h->summary = xasprintf("wrote %zu target%s", n_written, n_written == 1 ? "" : "s");
+            struct as_err herr = AS_ERR_INIT;
+            if (adp_history_record(h, &herr) != 0) {
+                char buf[2048];
+                fprintf(stderr, "warning: the undo history was not recorded: %s\n",
+                        as_err_str(&herr, buf, sizeof buf));
+            }
+        }
+        char *ledger_after = json_dumps(R.ledger, JSON_SORT_KEYS | JSON_COMPACT);
+        if (strcmp(ledger_before, ledger_after) != 0) {
+            struct as_err lerr = AS_ERR_INIT;
+            if (adp_ledger_save(R.ledger, &lerr) != 0) {
+                char buf[2048];
+                fprintf(stderr, "warning: the ownership ledger was not saved: %s\n",
+                        as_err_str(&lerr, buf, sizeof buf));
+                rc = 1;
+            }
+        }
+        free(ledger_after);
+    }
+
+    if (n_blocked) {
+        fprintf(out, "Wrote %zu of %zu targets; %zu blocked — see the ✗ line for each; see ✗ "
+                "above.\n", n_written, n_targets, n_blocked);
+        as_err_set(err, "%zu blocked write%s on %zu target%s — fix: agentstack secret set NAME "
+                   "(or pass --allow-unresolved)", n_blocked, n_blocked == 1 ? "" : "s",
+                   n_blocked, n_blocked == 1 ? "" : "s");
+        if (!oo.write) {
+            fprintf(out, "%zu target%s would change — but --write would refuse on %zu target%s: "
+                    "fix: agentstack secret set NAME (or pass --allow-unresolved)\n", n_changed,
+                    n_changed == 1 ? "" : "s", n_blocked, n_blocked == 1 ? "" : "s");
+            as_err_clear(err);
+        } else {
+            rc = 1;
+        }
+    } else if (!oo.write) {
+        if (n_changed) {
+            fprintf(out, "%zu target%s would change", n_changed, n_changed == 1 ? "" : "s");
+            if (n_removing)
+                fprintf(out, ", REMOVING %zu server entr%s", n_removing,
+                        n_removing == 1 ? "y" : "ies");
+            fprintf(out, ". Re-run with --write to write.\n");
+        } else if (!n_failed) {
+            fprintf(out, "✓ nothing to write — every target in sync\n");
+        }
+    } else {
+        size_t in_sync = n_targets - n_failed;
+        if (n_written == 0 && !n_failed && !n_trust)
+            fprintf(out, "%zu target%s already in sync — nothing to change.\n", n_targets,
+                    n_targets == 1 ? "" : "s");
+        else if (n_written)
+            fprintf(out, "%zu target%s in sync — wrote %zu.\n", in_sync, in_sync == 1 ? "" : "s",
+                    n_written);
+        if (n_written) {
+            fprintf(out, "Restart the affected CLIs (or start a new session) to load the "
+                    "change.\n");
+            fprintf(out, "undo: agentstack restore --last --write\n");
+        }
+    }
+    if (n_trust && !n_blocked && oo.write) {
+        as_err_set(err, "refusing to render MCP servers: %s", oo.trust_refusal);
+        rc = 1;
+    }
+    if (n_failed && !n_blocked) {
+        as_err_set(err, "write failed on %zu target(s): %s — %s", n_failed, failed_names.buf,
+                   first_fail ? first_fail : "see above");
+        rc = 1;
+    }
+
+    adp_hist_entry_free(h);
+    for (size_t i = 0; i < descs.n; i++)
+        tplan_free(&T[i]);
+    free(T);
+    free(ledger_before);
+    json_decref(R.ledger);
+    adp_secrets_free(&R.mask);
+    vec_free(&R.servers);
+    vec_free(&descs);
+    sb_release(&failed_names);
+    if (locked)
+        lock_release(&lk);
+    return rc;
+}

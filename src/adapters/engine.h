@@ -1,0 +1,155 @@
+/*
+ * engine — apply and restore: plan, preview, write, record, undo (spec 04 §3, §7).
+ *
+ * Why: every command that changes a CLI's config (apply, use, connect,
+ * sessions, restore) must go through the same gate, lock, writer, ledger
+ * and history, or one of them would eventually damage a file or lose an undo.
+ *
+ * Guarantees:
+ *  - Planning is read-only. A write holds the one writer lock
+ *    ($AGENTSTACK_HOME/.lock, 10 s) across plan → write → ledger → history.
+ *  - Each target succeeds or fails on its own: a malformed, read-only,
+ *    symlinked-out-of-project or otherwise unwritable file fails that target
+ *    (file untouched) and the others are still written and recorded.
+ *  - Writes go through fs_write_atomic (temp + fsync + rename, mode and owner
+ *    kept, rolling backup); new secret-bearing files are created 0600; at
+ *    project scope a path (or any parent) resolving outside the project
+ *    root is refused before anything is created.
+ *  - The ownership ledger ($AGENTSTACK_HOME/state.json, atomic, 0600) lists
+ *    what we wrote; pruning removes only names it lists. The undo history
+ *    ($AGENTSTACK_HOME/history/, 0600) keeps each file's previous bytes, so
+ *    restore puts them back byte for byte (and deletes files we created).
+ *  - A run that changes nothing writes nothing: no file, backup, ledger or
+ *    history change.
+ *  - Unresolved secrets and an untrusted project block the target's writes;
+ *    previews never print a resolved secret value.
+ */
+#ifndef AS_ADAPTERS_ENGINE_H
+#define AS_ADAPTERS_ENGINE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "adapters/adapters.h"
+#include "adapters/render.h"
+#include "base/err.h"
+#include "base/strbuf.h"
+#include "base/vec.h"
+#include "bundle/discover.h"
+#include "bundle/manifest.h"
+
+/* ---- ledger ($AGENTSTACK_HOME/state.json) -------------------------------- */
+
+/* Loads the ledger; a missing file gives {"version":1,"targets":{}}. A
+ * corrupt one is an error (pruning without it could delete a user's entry). */
+int adp_ledger_load(json_t **out, struct as_err *err);
+int adp_ledger_save(const json_t *ledger, struct as_err *err);
+/* The entry for key, created when create is set (else NULL if absent). */
+json_t *adp_ledger_entry(json_t *ledger, const char *key, bool create);
+/* Copies a string array field of an entry into out. */
+void adp_ledger_names(const json_t *entry, const char *field, strvec *out);
+void adp_ledger_set_names(json_t *entry, const char *field, const strvec *names);
+/* "<id>" (global) or "<id>@project:<root>". */
+char *adp_ledger_key(const char *id, const char *project_root);
+/* FNV-1a 64 as 16 lowercase hex. */
+void adp_fnv1a64_hex(const void *data, size_t len, char out[17]);
+
+/* ---- history ($AGENTSTACK_HOME/history/<16-hex>.json) ------------------- */
+
+struct adp_hist_file {
+    char *path;
+    bool existed;        /* before != null */
+    strbuf before;
+    char *label;         /* "Claude Code · servers" */
+    strvec created_dirs; /* directories this write created, deepest last */
+};
+
+struct adp_hist_entry {
+    char *id;            /* 16 hex */
+    int64_t time_unix;
+    char *scope;
+    char *summary;
+    char *operation;
+    strvec targets;
+    VEC(struct adp_hist_file) files;
+    bool undone;
+    char *file;          /* where it is stored */
+};
+
+void adp_hist_entry_free(struct adp_hist_entry *e);
+/* Writes a new entry (id assigned: epoch ns, strictly increasing) and keeps
+ * the newest 40. */
+int adp_history_record(struct adp_hist_entry *e, struct as_err *err);
+/* Loads every entry, newest first. Unreadable entries are skipped. */
+typedef VEC(struct adp_hist_entry *) adp_hist_list;
+int adp_history_list(adp_hist_list *out, struct as_err *err);
+void adp_hist_list_free(adp_hist_list *l);
+int adp_history_mark_undone(struct adp_hist_entry *e, struct as_err *err);
+
+/* The rolling backup path of a config file (§3f). */
+int adp_backup_path(const char *file, strbuf *out, struct as_err *err);
+
+/* ---- diff ---------------------------------------------------------------- */
+
+/* Line diff of a → b, indented two spaces: "- " / "+ " / "  " lines with ≤ 2
+ * lines of context, secrets masked. Counts added/removed lines. With
+ * max_lines > 0, at most that many changed lines are printed. */
+void adp_diff(const char *a, size_t alen, const char *b, size_t blen, const adp_secrets *mask,
+              bool color, size_t max_lines, strbuf *out, size_t *added, size_t *removed);
+
+/* ---- trust gate ---------------------------------------------------------- */
+
+/* The one place apply/use ask whether a project may receive its servers
+ * (01 §6.3): Trusted only when trust.json's digest equals the consent digest
+ * of snap and every pin still verifies. Returns 0 and sets *refusal to NULL
+ * (trusted) or to the refusal text (malloc'd, e.g. "project at /p is not
+ * trusted — review it, then: agentstack trust ."); -1 + err when the check
+ * itself fails (callers refuse). */
+int adp_trust_gate(const struct bundle_paths *p, const struct manifest_snapshot *snap,
+                   const struct manifest *m, char **refusal, struct as_err *err);
+
+/* ---- apply --------------------------------------------------------------- */
+
+struct adp_apply_opts {
+    const struct manifest *m;
+    const char *manifest_path;     /* ledger source_manifest */
+    bool project_scope;
+    const char *project_root;      /* project scope: where project files go */
+    const strvec *targets;         /* --target ids (may be empty) */
+    const char *toolset;           /* --toolset, or NULL for every server */
+    bool write;
+    bool allow_unresolved;
+    bool prune_foreign;
+    bool verbose;
+    bool no_gitignore;
+    bool color;
+    /* NULL: deliver. Otherwise the refusal text, e.g. "project at /p is not
+     * trusted — review it, then: agentstack trust ." */
+    const char *trust_refusal;
+    adp_resolve_fn resolve;        /* NULL: the process environment */
+    void *resolve_ctx;
+    const char *operation;         /* history label: "apply", "use 'x'", … */
+    FILE *out;
+};
+
+/* Runs apply. Returns the exit code (0, 1) and prints the report. Usage
+ * errors (unknown --target) return 2 with err set. */
+int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, struct as_err *err);
+
+/* ---- restore ------------------------------------------------------------- */
+
+struct adp_restore_opts {
+    const char *what;              /* id prefix, adapter id, or NULL */
+    bool last;
+    bool list;
+    bool write;
+    bool json;
+    bool color;
+    FILE *out;
+};
+int adp_restore(const struct adp_registry *r, const struct adp_restore_opts *o,
+                struct as_err *err);
+
+#endif

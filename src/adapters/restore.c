@@ -1,0 +1,328 @@
+/* restore — put back what a recorded write replaced (spec 04 §3f, §7).
+ *
+ * Every history entry holds each file's previous bytes (or "did not
+ * exist"), so a restore is byte-for-byte; directories the write created are
+ * removed only when empty. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "adapters/engine.h"
+#include "base/fs.h"
+#include "base/lock.h"
+#include "base/xalloc.h"
+#include "bundle/home.h"
+
+#define LOCK_WAIT_MS 10000
+#define LIST_MAX 15
+#define FILE_MAX ((size_t)256 << 20)
+
+static void age(int64_t t, char *buf, size_t n)
+{
+    int64_t d = (int64_t)time(NULL) - t;
+    if (d < 0)
+        d = 0;
+    if (d < 60)
+        snprintf(buf, n, "%llds ago", (long long)d);
+    else if (d < 3600)
+        snprintf(buf, n, "%lldm ago", (long long)(d / 60));
+    else if (d < 86400)
+        snprintf(buf, n, "%lldh ago", (long long)(d / 3600));
+    else
+        snprintf(buf, n, "%lldd ago", (long long)(d / 86400));
+}
+
+static void tilde(const char *p, strbuf *out)
+{
+    const char *home = getenv("HOME");
+    size_t hl = home ? strlen(home) : 0;
+    if (hl > 1 && strncmp(p, home, hl) == 0 && p[hl] == '/')
+        sb_addf(out, "~%s", p + hl);
+    else
+        sb_adds(out, p);
+}
+
+/* The adapter's user-scope config and its rolling backup, when one exists. */
+static bool adapter_backup(const struct adp_desc *d, strbuf *cfg, strbuf *bak)
+{
+    struct as_err e = AS_ERR_INIT;
+    if (!d->config_path || adp_expand_path(d->config_path, NULL, cfg, &e) != 0)
+        return false;
+    if (adp_backup_path(cfg->buf, bak, &e) != 0)
+        return false;
+    return fs_exists(bak->buf);
+}
+
+static int list(const struct adp_registry *r, const struct adp_restore_opts *o,
+                adp_hist_list *hl)
+{
+    FILE *out = o->out;
+    if (o->json) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < hl->n && i < LIST_MAX; i++) {
+            struct adp_hist_entry *e = hl->v[i];
+            json_t *files = json_array();
+            for (size_t k = 0; k < e->files.n; k++)
+                json_array_append_new(files, json_string(e->files.v[k].path));
+            json_array_append_new(a, json_pack("{s:s,s:I,s:s,s:s,s:s,s:o,s:b}", "id", e->id,
+                                               "time_unix", (json_int_t)e->time_unix, "scope",
+                                               e->scope, "operation", e->operation, "summary",
+                                               e->summary, "files", files, "undone", e->undone));
+        }
+        json_t *backups = json_array();
+        for (size_t i = 0; i < r->v.n; i++) {
+            strbuf cfg = SB_INIT, bak = SB_INIT;
+            if (adapter_backup(r->v.v[i], &cfg, &bak))
+                json_array_append_new(backups, json_pack("{s:s,s:s,s:s}", "adapter",
+                                                         r->v.v[i]->id, "path", cfg.buf,
+                                                         "backup", bak.buf));
+            sb_release(&cfg);
+            sb_release(&bak);
+        }
+        json_t *root = json_pack("{s:o,s:o}", "history", a, "backups", backups);
+        char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        fprintf(out, "%s\n", s);
+        free(s);
+        json_decref(root);
+        return 0;
+    }
+    if (!hl->n)
+        fprintf(out, "No recorded writes yet.\n");
+    else
+        fprintf(out, "Recorded writes (newest first):\n");
+    for (size_t i = 0; i < hl->n && i < LIST_MAX; i++) {
+        struct adp_hist_entry *e = hl->v[i];
+        char ag[32];
+        age(e->time_unix, ag, sizeof ag);
+        fprintf(out, "  %.8s  %-8s  %-7s  %s — %s%s\n", e->id + 8, ag, e->scope, e->operation,
+                e->summary, e->undone ? " · undone" : "");
+    }
+    bool any = false;
+    for (size_t i = 0; i < r->v.n; i++) {
+        strbuf cfg = SB_INIT, bak = SB_INIT, dp = SB_INIT;
+        if (adapter_backup(r->v.v[i], &cfg, &bak)) {
+            if (!any)
+                fprintf(out, "Adapters with a backup (restore one: agentstack restore <adapter> "
+                        "--write):\n");
+            any = true;
+            tilde(cfg.buf, &dp);
+            fprintf(out, "  %-15s %s\n", r->v.v[i]->id, dp.buf);
+        }
+        sb_release(&cfg);
+        sb_release(&bak);
+        sb_release(&dp);
+    }
+    if (hl->n)
+        fprintf(out, "undo one: agentstack restore <id> --write   (newest: agentstack restore "
+                "--last --write)\n");
+    return 0;
+}
+
+static int by_depth_desc(const void *a, const void *b)
+{
+    size_t la = strlen(*(char *const *)a), lb = strlen(*(char *const *)b);
+    return la < lb ? 1 : la > lb ? -1 : 0;
+}
+
+static int revert_entry(struct adp_hist_entry *e, const struct adp_restore_opts *o,
+                        struct as_err *err)
+{
+    FILE *out = o->out;
+    size_t todo = 0, failed = 0;
+    for (size_t i = 0; i < e->files.n; i++) {
+        struct adp_hist_file *f = &e->files.v[i];
+        strbuf cur = SB_INIT, dp = SB_INIT;
+        tilde(f->path, &dp);
+        struct as_err re = AS_ERR_INIT;
+        struct stat st;
+        bool exists = lstat(f->path, &st) == 0;
+        bool readable = exists && fs_read_file(f->path, FILE_MAX, 0, &cur, &re) == 0;
+        bool matches = f->existed ? (readable && cur.len == f->before.len &&
+                                     memcmp(cur.buf, f->before.buf, cur.len) == 0)
+                                  : !exists;
+        if (matches) {
+            fprintf(out, "  ✓ %s already matches\n", f->label);
+        } else if (f->existed) {
+            todo++;
+            fprintf(out, "  ↩ %s revert %s\n", f->label, dp.buf);
+        } else {
+            todo++;
+            fprintf(out, "  ✗ %s delete %s\n", f->label, dp.buf);
+        }
+        if (o->write && !matches) {
+            struct as_err we = AS_ERR_INIT;
+            int rc;
+            if (f->existed) {
+                strbuf parent = SB_INIT;
+                sb_adds(&parent, f->path);
+                sb_setlen(&parent, (size_t)(strrchr(parent.buf, '/') - parent.buf));
+                rc = parent.len ? fs_mkdirs(parent.buf, 0755, &we) : 0;
+                sb_release(&parent);
+                struct fs_write_opts wo = {0600, FS_SYMLINK_FOLLOW, NULL, NULL};
+                if (rc == 0)
+                    rc = fs_write_atomic(f->path, f->before.buf, f->before.len, &wo, &we);
+            } else {
+                rc = unlink(f->path);
+                if (rc != 0)
+                    as_err_errno(&we, "cannot delete %s", f->path);
+            }
+            if (rc != 0) {
+                char buf[2048];
+                fprintf(out, "    ✗ %s\n", as_err_str(&we, buf, sizeof buf));
+                failed++;
+            }
+        }
+        sb_release_secure(&cur);
+        sb_release(&dp);
+    }
+    if (o->write) {
+        /* Only now, with every file back: a directory two files shared is
+         * empty only after both are gone. Deepest first; non-empty stays. */
+        strvec dirs = STRVEC_INIT;
+        for (size_t i = 0; i < e->files.n; i++)
+            for (size_t k = 0; k < e->files.v[i].created_dirs.n; k++)
+                if (strvec_find(&dirs, e->files.v[i].created_dirs.v[k]) < 0)
+                    strvec_push(&dirs, e->files.v[i].created_dirs.v[k]);
+        if (dirs.n)
+            qsort(dirs.v, dirs.n, sizeof(char *), by_depth_desc);
+        for (size_t k = 0; k < dirs.n; k++)
+            (void)rmdir(dirs.v[k]);
+        strvec_clear(&dirs);
+    }
+    if (!o->write) {
+        if (todo)
+            fprintf(out, "Dry run: %zu file%s would be restored. Re-run with --write to "
+                    "restore.\n", todo, todo == 1 ? "" : "s");
+        else
+            fprintf(out, "Every file already matches — nothing to restore.\n");
+        return 0;
+    }
+    if (failed) {
+        as_err_set(err, "restore failed on %zu file%s — see ✗ above", failed,
+                   failed == 1 ? "" : "s");
+        return 1;
+    }
+    if (adp_history_mark_undone(e, err) != 0)
+        return 1;
+    fprintf(out, "✓ undone — reverted files show up as pending again; re-apply with: agentstack "
+            "apply --write\n");
+    return 0;
+}
+
+static int restore_adapter(const struct adp_desc *d, const struct adp_restore_opts *o,
+                           struct as_err *err)
+{
+    strbuf cfg = SB_INIT, bak = SB_INIT, dp = SB_INIT, bytes = SB_INIT;
+    int rc = 1;
+    if (!adapter_backup(d, &cfg, &bak)) {
+        as_err_set(err, "no backup for %s — agentstack has not replaced its config on this "
+                   "machine", d->display);
+        as_err_hint(err, "agentstack restore   (lists the recorded writes)");
+        goto out;
+    }
+    tilde(cfg.buf, &dp);
+    if (fs_read_file(bak.buf, FILE_MAX, 1, &bytes, err) != 0)
+        goto out;
+    fprintf(o->out, "%s (%s)\n  ↩ restore the copy taken before agentstack's last write\n",
+            d->display, dp.buf);
+    if (!o->write) {
+        fprintf(o->out, "Dry run. Re-run with --write to restore.\n");
+        rc = 0;
+        goto out;
+    }
+    struct fs_write_opts wo = {0600, FS_SYMLINK_FOLLOW, NULL, NULL};
+    if (fs_write_atomic(cfg.buf, bytes.buf, bytes.len, &wo, err) != 0)
+        goto out;
+    fprintf(o->out, "✓ restored %s from its backup\n", dp.buf);
+    rc = 0;
+out:
+    sb_release(&cfg);
+    sb_release(&bak);
+    sb_release(&dp);
+    sb_release_secure(&bytes);
+    return rc;
+}
+
+int adp_restore(const struct adp_registry *r, const struct adp_restore_opts *o,
+                struct as_err *err)
+{
+    struct adp_restore_opts oo = *o;
+    if (!oo.out)
+        oo.out = stdout;
+    struct as_lock lk = {-1};
+    bool locked = false;
+    if (oo.write) {
+        strbuf ah = SB_INIT;
+        if (home_ensure(HOME_ROOT_DIR, &ah, err) != 0 ||
+            lock_acquire(&lk, ah.buf, LOCK_WAIT_MS, err) != 0) {
+            as_err_prefix(err, "another agentstack write is in progress");
+            sb_release(&ah);
+            return 1;
+        }
+        locked = true;
+        sb_release(&ah);
+    }
+    adp_hist_list hl = VEC_INIT;
+    int rc = 0;
+    if (adp_history_list(&hl, err) != 0) {
+        rc = 1;
+        goto out;
+    }
+    if (oo.list || (!oo.what && !oo.last)) {
+        rc = list(r, &oo, &hl);
+        goto out;
+    }
+    struct adp_hist_entry *target = NULL;
+    if (oo.last) {
+        for (size_t i = 0; i < hl.n && !target; i++)
+            if (!hl.v[i]->undone)
+                target = hl.v[i];
+        if (!target) {
+            fprintf(oo.out, "nothing to undo — no recorded write that isn't already undone\n");
+            goto out;
+        }
+    } else {
+        const struct adp_desc *d = adp_registry_find(r, oo.what);
+        if (d) {
+            rc = restore_adapter(d, &oo, err);
+            goto out;
+        }
+        size_t wl = strlen(oo.what), hits = 0;
+        for (size_t i = 0; i < hl.n; i++) {
+            const char *id = hl.v[i]->id;
+            /* The short id printed by the list is the last 8 hex digits. */
+            if ((wl >= 4 && strncmp(id, oo.what, wl) == 0) ||
+                (wl >= 4 && wl <= 8 && strncmp(id + 8, oo.what, wl) == 0)) {
+                target = hl.v[i];
+                hits++;
+            }
+        }
+        if (hits != 1) {
+            if (hits)
+                as_err_set(err, "'%s' matches %zu recorded writes — give more of the id",
+                           oo.what, hits);
+            else
+                as_err_set(err, "no recorded write or adapter matches '%s'", oo.what);
+            as_err_hint(err, "agentstack restore   (lists them)");
+            rc = 2;
+            goto out;
+        }
+        if (target->undone) {
+            fprintf(oo.out, "nothing to undo — that write is already undone\n");
+            goto out;
+        }
+    }
+    char ag[32];
+    age(target->time_unix, ag, sizeof ag);
+    fprintf(oo.out, "Undo %.8s (%s, %s, %s):\n", target->id + 8, target->operation, target->scope,
+            ag);
+    rc = revert_entry(target, &oo, err);
+out:
+    adp_hist_list_free(&hl);
+    if (locked)
+        lock_release(&lk);
+    return rc;
+}

@@ -1,0 +1,89 @@
+/* tomlmerge — [<location>.<name>] tables through the format-preserving
+ * editor (spec 04 §3c). A new file is emitted in the spec's layout. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "adapters/merge.h"
+#include "base/xalloc.h"
+
+static bool blank_text(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r')
+            return false;
+    return true;
+}
+
+static bool listed(const struct adp_toml_entry *u, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(u[i].name, name) == 0)
+            return true;
+    return false;
+}
+
+int adp_toml_merge(const char *path, const char *text, size_t len, const char *location,
+                   const struct adp_toml_entry *upserts, size_t n_upserts,
+                   const char *const *removes, size_t n_removes, strbuf *out,
+                   struct as_err *err)
+{
+    if (len > ADP_INPUT_MAX)
+        return as_err_set(err, "%s: exceeds the %zu-byte limit — not written", path,
+                          ADP_INPUT_MAX);
+    if (blank_text(text, len)) {
+        if (!n_upserts) {
+            sb_add(out, text, len);
+            return 0;
+        }
+        toml_value *root = toml_new(TOML_TABLE);
+        toml_value *sec = toml_new(TOML_TABLE);
+        for (size_t i = 0; i < n_upserts; i++)
+            toml_table_set(sec, upserts[i].name, toml_clone(upserts[i].table));
+        toml_table_set(root, location, sec);
+        toml_emit(root, out);
+        toml_free(root);
+        return 0;
+    }
+    struct as_err perr = AS_ERR_INIT;
+    toml_edit *ed = toml_edit_open(path, text, len, &perr);
+    if (!ed) {
+        as_err_at(err, perr.path[0] ? perr.path : path, perr.line, perr.col,
+                  "existing config is not valid TOML: %s", perr.msg);
+        as_err_hint(err, "fix the file by hand (or move it aside), then re-run — it was not "
+                    "changed");
+        return -1;
+    }
+    int rc = 0;
+    const toml_value *sec = toml_get(toml_edit_root(ed), location);
+    if (sec && sec->type != TOML_TABLE) {
+        as_err_at(err, path, sec->line, sec->col,
+                  "'%s' is a %s, not a table of servers — not written", location,
+                  toml_type_name(sec->type));
+        as_err_hint(err, "rename or remove the '%s' key by hand, then re-run", location);
+        rc = -1;
+    }
+    for (size_t i = 0; rc == 0 && i < n_removes; i++) {
+        if (listed(upserts, n_upserts, removes[i]))
+            continue;
+        sec = toml_get(toml_edit_root(ed), location);
+        if (!toml_get(sec, removes[i]))
+            continue;
+        const char *kp[2] = {location, removes[i]};
+        rc = toml_edit_remove(ed, kp, 2, err);
+    }
+    for (size_t i = 0; rc == 0 && i < n_upserts; i++) {
+        sec = toml_get(toml_edit_root(ed), location);
+        const toml_value *have = toml_get(sec, upserts[i].name);
+        if (have && toml_equal(have, upserts[i].table))
+            continue;
+        const char *kp[2] = {location, upserts[i].name};
+        rc = toml_edit_set_table(ed, kp, 2, upserts[i].table, err);
+    }
+    if (rc == 0) {
+        size_t n;
+        const char *t = toml_edit_text(ed, &n);
+        sb_add(out, t, n);
+    }
+    toml_edit_free(ed);
+    return rc;
+}
