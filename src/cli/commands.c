@@ -10,6 +10,8 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_trust(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_sign(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_verify(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_apply(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_restore(int argc, char **argv, struct cli_ctx *ctx);
 
 const struct cli_command cli_commands[] = {
     {"help", cmd_help, "show commands, or one command's usage",
@@ -24,6 +26,13 @@ const struct cli_command cli_commands[] = {
      "usage: agentstack sign [--print-key-only]\n", 0},
     {"verify", cmd_verify, "check agentstack.lock.sig against a public key",
      "usage: agentstack verify (--pubkey HEX | --publishers FILE) [--signature HEX]\n", 0},
+    {"apply", cmd_apply, "render the manifest's servers into every CLI's own config",
+     "usage: agentstack apply [--target ID]... [--toolset NAME] [--scope global|project]\n"
+     "                        [--dry-run] [--write] [--allow-unresolved] [--prune-foreign] [-v]\n"
+     "Previews each target as a diff; --write writes atomically, backs up and records an undo.\n",
+     0},
+    {"restore", cmd_restore, "undo a recorded write byte for byte",
+     "usage: agentstack restore [ID | ADAPTER | --last] [--write] [--list] [--json]\n", 0},
     {NULL, NULL, NULL, NULL, 0},
 };
 
