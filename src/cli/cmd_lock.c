@@ -172,6 +172,19 @@ static int parse(int argc, char **argv, struct lock_args *a)
     return 0;
 }
 
+/* The implicit local library source, so toolsets may name library items. */
+static bool library_has(void *ctx, enum mf_item_kind kind, const char *name)
+{
+    strbuf p = SB_INIT;
+    int r = 0;
+    if (kind == MF_ITEM_SERVER)
+        r = pin_library_default(ctx, PIN_SERVER, name, &p);
+    else if (kind == MF_ITEM_SKILL)
+        r = pin_library_default(ctx, PIN_SKILL, name, &p);
+    sb_release(&p);
+    return r == 1;
+}
+
 static void print_refusal(const char *what)
 {
     cli_errorf("refusing to lock: %s", what);
@@ -226,7 +239,8 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
         goto out;
     }
     mf_diags diags = VEC_INIT;
-    struct manifest_env env = {.check_paths = true};
+    struct manifest_env env = {
+        .library_has = library_has, .library_ctx = home.buf, .check_paths = true};
     size_t nerr = manifest_validate(m, &env, &diags);
     for (size_t i = 0; i < diags.n; i++) {
         strbuf d = SB_INIT;
