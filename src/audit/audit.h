@@ -1,0 +1,137 @@
+/*
+ * audit — tamper-evident evidence logs (00-errata.md rules 1–4).
+ *
+ * Why: the call audit, trust, load, run and guard logs are the only record
+ * of what an agent did through agentstack; a log anyone can silently edit
+ * is no evidence. audit/ knows no gateway types: callers hand it JSON
+ * objects and plain strings.
+ *
+ * Guarantees:
+ *  - Every appended line is the caller's JSON object, keys in the caller's
+ *    order, compact, ending with "prev": the SHA-256 hex of the previous
+ *    line's bytes (without its newline); a chain's first line carries 64
+ *    zeros. Appends hold flock on the log, so concurrent processes can never
+ *    fork the chain; a torn last line is terminated, not extended.
+ *  - Rotation (past rotate_bytes, before an append) renames the log to
+ *    "<log>.1" under the lock, and the new file's first line links to the
+ *    last line of ".1". Files are 0600 (re-tightened on open), the log's
+ *    directory 0700.
+ *  - The verifier reports the first line whose link or shape is broken as
+ *    file:line. A line edited in place is found at the next line (the first
+ *    whose "prev" no longer matches); lines removed from the head of the
+ *    oldest file, or an edited final line, cannot be detected without an
+ *    outside anchor (docs/audit.md).
+ *  - Argument digests are keyed (HMAC-SHA-256, first 12 hex) with a 32-byte
+ *    random key created 0600 on first use; an unusable key yields "" and one
+ *    warning, never an unkeyed digest. Values are never written.
+ */
+#ifndef AS_AUDIT_AUDIT_H
+#define AS_AUDIT_AUDIT_H
+
+#include <jansson.h>
+#include <limits.h>
+#include <stddef.h>
+
+#include "base/err.h"
+#include "base/strbuf.h"
+
+#define AUD_ROTATE_BYTES ((size_t)5 << 20)
+#define AUD_DIGEST_HEX 12
+#define AUD_DETAIL_MAX 200
+#define AUD_LOCK_TIMEOUT_MS 10000
+
+/* ---- the chain ------------------------------------------------------------ */
+
+struct aud_append_opts {
+    size_t rotate_bytes; /* 0 = never rotate (trust.jsonl) */
+    int lock_timeout_ms; /* <= 0: AUD_LOCK_TIMEOUT_MS */
+};
+
+/* Appends rec (a JSON object without a "prev" key) as one line + "prev".
+ * Creates the file 0600 and missing parents 0700. opts may be NULL (no
+ * rotation). */
+int aud_append(const char *path, const json_t *rec, const struct aud_append_opts *opts,
+               struct as_err *err);
+
+struct aud_break {
+    char file[PATH_MAX]; /* the file holding the broken line */
+    unsigned line;       /* 1-based line number in that file */
+    char reason[160];
+};
+
+/* Verifies path (and path.1 before it, when present). Returns 0 when
+ * intact, 1 with *b filled at the first break, -1 + err when a file cannot
+ * be read. A missing log is intact. lines (may be NULL) = lines checked. */
+int aud_verify(const char *path, struct aud_break *b, size_t *lines, struct as_err *err);
+
+/* Verifies every chained log under home: audit/<name>.jsonl (byte order)
+ * and runs/<id>/events.jsonl (byte order of id). Stops at the first break.
+ * files (may be NULL) = logs checked. */
+int aud_verify_home(const char *home, struct aud_break *b, size_t *files, struct as_err *err);
+
+/* ---- argument digests ------------------------------------------------------ */
+
+/* Loads $home/audit/key, creating it (32 random bytes, 0600, published
+ * atomically so racing creators agree) when absent. Accepts 16–64 bytes. */
+int aud_key_load(const char *home, unsigned char key[64], size_t *keylen, struct as_err *err);
+
+/* out = first 12 hex of HMAC-SHA-256(key, canonical JSON of args); args
+ * NULL means {}. On an unusable key: out = "" and one warning on stderr per
+ * process. */
+void aud_args_digest(const char *home, const json_t *args, char out[AUD_DIGEST_HEX + 1]);
+
+/* ---- call rows (02 §8 + errata 2) ------------------------------------------ */
+
+/* Refusal rows that are not calls carry one of these in "tool". */
+int aud_is_family_tool(const char *tool);
+
+struct aud_call {
+    long long ts;            /* unix seconds; 0 = now */
+    const char *run;         /* omitted when NULL/"" */
+    long pid;                /* 0 = getpid() */
+    const char *project;     /* canonical project root; omitted when NULL/"" */
+    const char *server;      /* refusal rows: the subject */
+    const char *tool;        /* bare tool name, or a family (trust|fence|pin|egress|secret) */
+    const char *args_digest; /* "" on family rows */
+    const char *outcome;     /* ok | error | denied */
+    const char *detail;      /* denied: the rule text; error: its class; cut to 200 bytes */
+    const char *rule;        /* denials by policy: the pattern */
+    const char *layer;       /* denials by policy: machine | project */
+    long long ms;
+};
+
+/* The row as a JSON object: ts, run?, pid, project?, server, tool,
+ * args_digest, outcome, detail?, ms, rule?, layer? (prev is added by the
+ * appender). detail is omitted on ok rows. */
+json_t *aud_call_record(const struct aud_call *c);
+/* Appends to $home/audit/calls.jsonl, rotating past 5 MiB. */
+int aud_call_append(const char *home, const struct aud_call *c, struct as_err *err);
+
+/* Successful skill loads: $home/audit/loads.jsonl {ts,name,reason,project?,run?},
+ * name cut to 200 bytes, reason to 500. */
+int aud_load_append(const char *home, const char *name, const char *reason, const char *project,
+                    const char *run, struct as_err *err);
+
+/* Copies s into out, cut to at most max bytes on a UTF-8 boundary, with
+ * invalid UTF-8 bytes replaced by '?'. */
+void aud_utf8_cut(const char *s, size_t max, strbuf *out);
+
+/* ---- summary (errata 4) ----------------------------------------------------- */
+
+struct aud_summary {
+    size_t calls;   /* brokered call rows (family rows excluded) */
+    size_t tools;   /* distinct server__tool among them */
+    size_t denied;  /* call rows carrying a "layer" */
+    size_t ok, errors;
+    size_t unreadable; /* lines that were not JSON objects (skipped) */
+    json_t *by_tool;   /* {"server__tool": {"calls": n, "denied": n}}, in first-seen order */
+};
+
+/* Reads calls.jsonl.1 then calls.jsonl; project NULL = every project. */
+int aud_calls_summarize(const char *home, const char *project, struct aud_summary *s,
+                        struct as_err *err);
+void aud_summary_release(struct aud_summary *s);
+/* "2 calls · 2 tools · 1 denied by policy — digests, never values" */
+void aud_summary_line(const struct aud_summary *s, strbuf *out);
+
+#endif

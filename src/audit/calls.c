@@ -1,0 +1,220 @@
+/*
+ * Call and load rows (02 §8, errata 2) and the `audit --calls` summary
+ * (errata 4) — see audit.h.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "audit/audit.h"
+#include "base/xalloc.h"
+
+static const char *const families[] = {"trust", "fence", "pin", "egress", "secret",
+                                       "filesystem", NULL};
+
+int aud_is_family_tool(const char *tool)
+{
+    if (!tool)
+        return 0;
+    for (size_t i = 0; families[i]; i++)
+        if (strcmp(tool, families[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    size_t k;
+    unsigned c, min;
+    if (s[0] < 0x80)
+        return 1;
+    if ((s[0] & 0xE0) == 0xC0)
+        k = 2, c = s[0] & 0x1Fu, min = 0x80;
+    else if ((s[0] & 0xF0) == 0xE0)
+        k = 3, c = s[0] & 0x0Fu, min = 0x800;
+    else if ((s[0] & 0xF8) == 0xF0)
+        k = 4, c = s[0] & 0x07u, min = 0x10000;
+    else
+        return 0;
+    if (n < k)
+        return 0;
+    for (size_t i = 1; i < k; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        c = (c << 6) | (s[i] & 0x3Fu);
+    }
+    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+        return 0;
+    return k;
+}
+
+void aud_utf8_cut(const char *s, size_t max, strbuf *out)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = strlen(s), used = 0;
+    for (size_t i = 0; i < n;) {
+        size_t k = utf8_seq(p + i, n - i);
+        size_t take = k ? k : 1;
+        if (used + take > max)
+            break; /* never split a character */
+        if (k)
+            sb_add(out, p + i, k);
+        else
+            sb_addc(out, '?');
+        used += take;
+        i += take;
+    }
+}
+
+static void set_str(json_t *o, const char *key, const char *v, size_t max)
+{
+    strbuf sb = SB_INIT;
+    aud_utf8_cut(v ? v : "", max, &sb);
+    json_object_set_new(o, key, json_stringn(sb.buf, sb.len));
+    sb_release(&sb);
+}
+
+json_t *aud_call_record(const struct aud_call *c)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "ts", json_integer(c->ts ? c->ts : (long long)time(NULL)));
+    if (c->run && *c->run)
+        set_str(o, "run", c->run, 128);
+    json_object_set_new(o, "pid", json_integer(c->pid ? c->pid : (long)getpid()));
+    if (c->project && *c->project)
+        set_str(o, "project", c->project, 4096);
+    set_str(o, "server", c->server, 256);
+    set_str(o, "tool", c->tool, 256);
+    set_str(o, "args_digest", c->args_digest, AUD_DIGEST_HEX);
+    set_str(o, "outcome", c->outcome ? c->outcome : "ok", 16);
+    if (c->detail && *c->detail && !(c->outcome && strcmp(c->outcome, "ok") == 0))
+        set_str(o, "detail", c->detail, AUD_DETAIL_MAX);
+    json_object_set_new(o, "ms", json_integer(c->ms));
+    if (c->rule && *c->rule)
+        set_str(o, "rule", c->rule, AUD_DETAIL_MAX);
+    if (c->layer && *c->layer)
+        set_str(o, "layer", c->layer, 32);
+    return o;
+}
+
+int aud_call_append(const char *home, const struct aud_call *c, struct as_err *err)
+{
+    json_t *rec = aud_call_record(c);
+    char *path = xasprintf("%s/audit/calls.jsonl", home);
+    struct aud_append_opts o = {AUD_ROTATE_BYTES, 0};
+    int r = aud_append(path, rec, &o, err);
+    free(path);
+    json_decref(rec);
+    return r;
+}
+
+int aud_load_append(const char *home, const char *name, const char *reason, const char *project,
+                    const char *run, struct as_err *err)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "ts", json_integer((long long)time(NULL)));
+    set_str(o, "name", name, 200);
+    set_str(o, "reason", reason, 500);
+    if (project && *project)
+        set_str(o, "project", project, 4096);
+    if (run && *run)
+        set_str(o, "run", run, 128);
+    char *path = xasprintf("%s/audit/loads.jsonl", home);
+    struct aud_append_opts opts = {AUD_ROTATE_BYTES, 0};
+    int r = aud_append(path, o, &opts, err);
+    free(path);
+    json_decref(o);
+    return r;
+}
+
+/* ---- summary ---- */
+
+static int summarize_file(const char *path, const char *project, struct aud_summary *s,
+                          struct as_err *err)
+{
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return errno == ENOENT ? 0 : as_err_errno(err, "cannot read %s", path);
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    while ((n = getline(&buf, &cap, f)) > 0) {
+        json_error_t je;
+        json_t *row = json_loadb(buf, (size_t)n, 0, &je);
+        if (!json_is_object(row)) {
+            if (n > 1 || buf[0] != '\n')
+                s->unreadable++;
+            if (row)
+                json_decref(row);
+            continue;
+        }
+        const char *tool = json_string_value(json_object_get(row, "tool"));
+        const char *server = json_string_value(json_object_get(row, "server"));
+        const char *proj = json_string_value(json_object_get(row, "project"));
+        if (!tool || !server || aud_is_family_tool(tool) ||
+            (project && (!proj || strcmp(proj, project) != 0))) {
+            json_decref(row);
+            continue;
+        }
+        s->calls++;
+        int denied = json_object_get(row, "layer") != NULL;
+        s->denied += (size_t)denied;
+        const char *outcome = json_string_value(json_object_get(row, "outcome"));
+        if (outcome && strcmp(outcome, "ok") == 0)
+            s->ok++;
+        else if (outcome && strcmp(outcome, "error") == 0)
+            s->errors++;
+        char *name = xasprintf("%s__%s", server, tool);
+        json_t *t = json_object_get(s->by_tool, name);
+        if (!t) {
+            t = json_object();
+            json_object_set_new(t, "calls", json_integer(0));
+            json_object_set_new(t, "denied", json_integer(0));
+            json_object_set_new(s->by_tool, name, t);
+            s->tools++;
+        }
+        json_object_set_new(t, "calls",
+                            json_integer(json_integer_value(json_object_get(t, "calls")) + 1));
+        if (denied)
+            json_object_set_new(
+                t, "denied", json_integer(json_integer_value(json_object_get(t, "denied")) + 1));
+        free(name);
+        json_decref(row);
+    }
+    int r = ferror(f) ? as_err_errno(err, "cannot read %s", path) : 0;
+    free(buf);
+    fclose(f);
+    return r;
+}
+
+int aud_calls_summarize(const char *home, const char *project, struct aud_summary *s,
+                        struct as_err *err)
+{
+    memset(s, 0, sizeof *s);
+    s->by_tool = json_object();
+    char *path = xasprintf("%s/audit/calls.jsonl", home);
+    char *old = xasprintf("%s.1", path);
+    int r = summarize_file(old, project, s, err);
+    if (r == 0)
+        r = summarize_file(path, project, s, err);
+    free(path);
+    free(old);
+    return r;
+}
+
+void aud_summary_release(struct aud_summary *s)
+{
+    if (s->by_tool)
+        json_decref(s->by_tool);
+    s->by_tool = NULL;
+}
+
+void aud_summary_line(const struct aud_summary *s, strbuf *out)
+{
+    sb_addf(out, "%zu call%s · %zu tool%s · %zu denied by policy — digests, never values",
+            s->calls, s->calls == 1 ? "" : "s", s->tools, s->tools == 1 ? "" : "s", s->denied);
+}

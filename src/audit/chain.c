@@ -1,0 +1,390 @@
+/*
+ * The hash chain — see audit.h. An append is: open, flock, make sure the
+ * locked file is still the one at the path (a rotation may have renamed it
+ * while we waited), hash the last line, maybe rotate, write one line.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "audit/audit.h"
+#include "base/fs.h"
+#include "base/lock.h"
+#include "base/sha256.h"
+#include "base/vec.h"
+#include "base/xalloc.h"
+
+static const char zero_prev[SHA256_HEX_LEN + 1] =
+    "0000000000000000000000000000000000000000000000000000000000000000";
+
+/* Hashes the last line of an open file of the given size (bytes after the
+ * last '\n' that precedes the final byte). *terminated = the file ends in
+ * '\n'. Constant memory whatever the line length. */
+static int last_line_hash(int fd, off_t size, char hex[SHA256_HEX_LEN + 1], int *terminated,
+                          struct as_err *err)
+{
+    char c;
+    if (pread(fd, &c, 1, size - 1) != 1)
+        return as_err_errno(err, "cannot read the audit log");
+    *terminated = c == '\n';
+    off_t end = *terminated ? size - 1 : size;
+    off_t start = 0;
+    char buf[4096];
+    for (off_t pos = end; pos > 0;) {
+        size_t k = pos > (off_t)sizeof buf ? sizeof buf : (size_t)pos;
+        pos -= (off_t)k;
+        if (pread(fd, buf, k, pos) != (ssize_t)k)
+            return as_err_errno(err, "cannot read the audit log");
+        char *nl = memrchr(buf, '\n', k);
+        if (nl) {
+            start = pos + (nl - buf) + 1;
+            break;
+        }
+    }
+    sha256_ctx ctx;
+    sha256_init(&ctx);
+    for (off_t pos = start; pos < end;) {
+        size_t k = end - pos > (off_t)sizeof buf ? sizeof buf : (size_t)(end - pos);
+        if (pread(fd, buf, k, pos) != (ssize_t)k) {
+            sha256_abort(&ctx);
+            return as_err_errno(err, "cannot read the audit log");
+        }
+        sha256_update(&ctx, buf, k);
+        pos += (off_t)k;
+    }
+    uint8_t d[SHA256_LEN];
+    sha256_final(&ctx, d);
+    hex_encode(d, SHA256_LEN, hex);
+    return 0;
+}
+
+/* prev for the first line of a file: the last line of its rotated
+ * predecessor, else 64 zeros. */
+static int predecessor_hash(const char *path, char hex[SHA256_HEX_LEN + 1], struct as_err *err)
+{
+    char *old = xasprintf("%s.1", path);
+    int fd = open(old, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    free(old);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || st.st_size == 0) {
+        if (fd >= 0)
+            close(fd);
+        memcpy(hex, zero_prev, sizeof zero_prev);
+        return 0;
+    }
+    int term;
+    int r = last_line_hash(fd, st.st_size, hex, &term, err);
+    close(fd);
+    return r;
+}
+
+static int open_log(const char *path, int excl, struct as_err *err)
+{
+    int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (excl ? O_EXCL : 0),
+                  0600);
+    if (fd < 0) {
+        if (excl && errno == EEXIST)
+            return -2;
+        return as_err_errno(err, "cannot open %s", path);
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return as_err_set(err, "%s is not a regular file", path);
+    }
+    if ((st.st_mode & 07777) != 0600)
+        fchmod(fd, 0600); /* re-tightened on every open */
+    return fd;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int ensure_dir(const char *path, struct as_err *err)
+{
+    char *dir = xstrdup(path);
+    char *slash = strrchr(dir, '/');
+    int r = 0;
+    if (slash && slash != dir) {
+        *slash = '\0';
+        r = fs_mkdirs(dir, 0700, err);
+        struct stat st;
+        if (r == 0 && lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) &&
+            st.st_uid == geteuid() && (st.st_mode & 077))
+            chmod(dir, 0700); /* the evidence dir is ours alone */
+    }
+    free(dir);
+    return r;
+}
+
+int aud_append(const char *path, const json_t *rec, const struct aud_append_opts *opts,
+               struct as_err *err)
+{
+    if (!json_is_object(rec))
+        return as_err_set(err, "audit record must be a JSON object");
+    if (json_object_get(rec, "prev"))
+        return as_err_set(err, "audit record already carries \"prev\"");
+    size_t rotate = opts ? opts->rotate_bytes : 0;
+    int timeout = opts && opts->lock_timeout_ms > 0 ? opts->lock_timeout_ms : AUD_LOCK_TIMEOUT_MS;
+    if (ensure_dir(path, err) < 0)
+        return -1;
+
+    strbuf body = SB_INIT;
+    char *dump = json_dumps(rec, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (!dump)
+        return as_err_set(err, "audit record cannot be encoded");
+    sb_adds(&body, dump);
+    free(dump);
+
+    int rc = -1;
+    for (int attempt = 0; attempt < 16; attempt++) {
+        int fd = open_log(path, 0, err);
+        if (fd < 0)
+            break;
+        if (lock_fd(fd, timeout, err) < 0) {
+            close(fd);
+            break;
+        }
+        struct stat fst, pst;
+        if (fstat(fd, &fst) != 0 || lstat(path, &pst) != 0 || fst.st_ino != pst.st_ino ||
+            fst.st_dev != pst.st_dev) {
+            close(fd); /* rotated (or replaced) while we waited: start over */
+            continue;
+        }
+        char prev[SHA256_HEX_LEN + 1];
+        int terminated = 1;
+        if (fst.st_size == 0) {
+            if (predecessor_hash(path, prev, err) < 0) {
+                close(fd);
+                break;
+            }
+        } else if (last_line_hash(fd, fst.st_size, prev, &terminated, err) < 0) {
+            close(fd);
+            break;
+        } else if (rotate && (size_t)fst.st_size > rotate) {
+            char *old = xasprintf("%s.1", path);
+            if (rename(path, old) != 0) {
+                as_err_errno(err, "cannot rotate %s", path);
+                free(old);
+                close(fd);
+                break;
+            }
+            free(old);
+            int nfd = open_log(path, 1, err);
+            if (nfd == -2) {
+                close(fd); /* another writer already started the new file */
+                continue;
+            }
+            if (nfd < 0 || lock_fd(nfd, timeout, err) < 0) {
+                if (nfd >= 0)
+                    close(nfd);
+                close(fd);
+                break;
+            }
+            close(fd);
+            fd = nfd;
+            terminated = 1; /* the old file's state no longer matters */
+        }
+        strbuf line = SB_INIT;
+        if (!terminated)
+            sb_addc(&line, '\n'); /* close a torn line; the verifier will name it */
+        sb_add(&line, body.buf, body.len - 1);
+        if (body.len > 2)
+            sb_addc(&line, ',');
+        sb_addf(&line, "\"prev\":\"%s\"}\n", prev);
+        if (write_all(fd, line.buf, line.len) != 0)
+            as_err_errno(err, "cannot append to %s", path);
+        else
+            rc = 0;
+        sb_release(&line);
+        close(fd);
+        break;
+    }
+    if (rc < 0 && !as_err_isset(err))
+        as_err_set(err, "cannot append to %s: it keeps being rotated", path);
+    sb_release(&body);
+    return rc;
+}
+
+/* ---- verification ---- */
+
+static int set_break(struct aud_break *b, const char *file, unsigned line, const char *why)
+{
+    snprintf(b->file, sizeof b->file, "%s", file);
+    b->line = line;
+    snprintf(b->reason, sizeof b->reason, "%s", why);
+    return 1;
+}
+
+static int is_hex64(const char *p)
+{
+    for (int i = 0; i < 64; i++)
+        if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')))
+            return 0;
+    return 1;
+}
+
+/* Checks one file; expected is the hash the first line must carry ("" =
+ * accept any: the oldest file's predecessor is gone). */
+static int verify_file(const char *file, char expected[SHA256_HEX_LEN + 1], struct aud_break *b,
+                       size_t *lines, struct as_err *err)
+{
+    FILE *f = fopen(file, "re");
+    if (!f) {
+        if (errno == ENOENT)
+            return 0;
+        return as_err_errno(err, "cannot read %s", file);
+    }
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    unsigned ln = 0;
+    int r = 0;
+    while ((n = getline(&buf, &cap, f)) > 0) {
+        ln++;
+        if (lines)
+            (*lines)++;
+        if (buf[n - 1] != '\n') {
+            r = set_break(b, file, ln, "unterminated last line (a torn or truncated write)");
+            break;
+        }
+        n--;
+        /* ...,"prev":"<64 hex>"}  or  {"prev":"<64 hex>"} */
+        static const char tag[] = "\"prev\":\"";
+        size_t tl = sizeof tag - 1;
+        if (n < (ssize_t)(tl + 64 + 3) || buf[n - 1] != '}' || buf[n - 2] != '"' ||
+            memcmp(buf + n - 2 - 64 - tl, tag, tl) != 0 ||
+            !is_hex64(buf + n - 2 - 64) ||
+            (buf[n - 3 - 64 - tl] != ',' && buf[n - 3 - 64 - tl] != '{')) {
+            r = set_break(b, file, ln, "line does not end with \"prev\"");
+            break;
+        }
+        json_error_t je;
+        json_t *o = json_loadb(buf, (size_t)n, JSON_REJECT_DUPLICATES, &je);
+        int obj = json_is_object(o);
+        if (o)
+            json_decref(o);
+        if (!obj) {
+            r = set_break(b, file, ln, "line is not a JSON object");
+            break;
+        }
+        const char *prev = buf + n - 2 - 64;
+        if (expected[0] && memcmp(prev, expected, 64) != 0) {
+            r = set_break(b, file, ln,
+                          memcmp(expected, zero_prev, 64) == 0
+                              ? "first line does not start a chain (prev is not 64 zeros)"
+                              : "prev does not match the line before it");
+            break;
+        }
+        sha256_hex(buf, (size_t)n, expected);
+    }
+    if (!r && ferror(f))
+        r = as_err_errno(err, "cannot read %s", file);
+    free(buf);
+    fclose(f);
+    return r;
+}
+
+int aud_verify(const char *path, struct aud_break *b, size_t *lines, struct as_err *err)
+{
+    if (lines)
+        *lines = 0;
+    memset(b, 0, sizeof *b);
+    char *old = xasprintf("%s.1", path);
+    char expected[SHA256_HEX_LEN + 1];
+    int r;
+    struct stat st;
+    if (lstat(old, &st) == 0) {
+        expected[0] = '\0'; /* .1's own predecessor was rotated away */
+        r = verify_file(old, expected, b, lines, err);
+        if (r == 0) {
+            /* an empty .1 links nothing: the current file then starts fresh */
+            if (!expected[0])
+                memcpy(expected, zero_prev, sizeof zero_prev);
+            r = verify_file(path, expected, b, lines, err);
+        }
+    } else {
+        memcpy(expected, zero_prev, sizeof zero_prev);
+        r = verify_file(path, expected, b, lines, err);
+    }
+    free(old);
+    return r;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void list_dir(const char *dir, strvec *out, int want_dirs)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        const char *n = de->d_name;
+        if (n[0] == '.')
+            continue;
+        if (want_dirs) {
+            strvec_push(out, n);
+        } else {
+            size_t l = strlen(n);
+            if (l > 6 && strcmp(n + l - 6, ".jsonl") == 0)
+                strvec_push(out, n);
+        }
+    }
+    closedir(d);
+    if (out->n)
+        qsort(out->v, out->n, sizeof *out->v, cmp_str);
+}
+
+int aud_verify_home(const char *home, struct aud_break *b, size_t *files, struct as_err *err)
+{
+    if (files)
+        *files = 0;
+    memset(b, 0, sizeof *b);
+    strvec logs = STRVEC_INIT, names = STRVEC_INIT, runs = STRVEC_INIT;
+    char *adir = xasprintf("%s/audit", home);
+    list_dir(adir, &names, 0);
+    for (size_t i = 0; i < names.n; i++)
+        strvec_pushf(&logs, "%s/%s", adir, names.v[i]);
+    char *rdir = xasprintf("%s/runs", home);
+    list_dir(rdir, &runs, 1);
+    for (size_t i = 0; i < runs.n; i++) {
+        char *p = xasprintf("%s/%s/events.jsonl", rdir, runs.v[i]);
+        struct stat st;
+        if (lstat(p, &st) == 0 && S_ISREG(st.st_mode))
+            strvec_push(&logs, p);
+        free(p);
+    }
+    int r = 0;
+    for (size_t i = 0; i < logs.n && r == 0; i++) {
+        r = aud_verify(logs.v[i], b, NULL, err);
+        if (files)
+            (*files)++;
+    }
+    strvec_clear(&logs);
+    strvec_clear(&names);
+    strvec_clear(&runs);
+    free(adir);
+    free(rdir);
+    return r;
+}

@@ -1,0 +1,158 @@
+/*
+ * Argument digests (errata 1) — see audit.h. The key is published with
+ * link(2) from a fully written temp file, so a process racing the creator
+ * never reads a half-written key, and the first creator wins for everyone.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "audit/audit.h"
+#include "base/fs.h"
+#include "base/json.h"
+#include "base/rand.h"
+#include "base/sha256.h"
+#include "base/xalloc.h"
+
+#define KEY_MIN 16
+#define KEY_MAX 64
+
+static int read_key(const char *path, unsigned char key[KEY_MAX], size_t *len, struct as_err *err)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return as_err_errno(err, "cannot open %s", path);
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return as_err_set(err, "%s is not a regular file", path);
+    }
+    if (st.st_uid != geteuid()) {
+        close(fd);
+        return as_err_set(err, "%s belongs to another user", path);
+    }
+    if (st.st_mode & 077)
+        fchmod(fd, 0600); /* re-tightened: the key is what keeps digests unguessable */
+    unsigned char buf[KEY_MAX + 1]; /* one spare byte detects an oversized file */
+    ssize_t n = read(fd, buf, sizeof buf);
+    int saved = errno;
+    close(fd);
+    if (n < 0) {
+        errno = saved;
+        return as_err_errno(err, "cannot read %s", path);
+    }
+    if (n < KEY_MIN || n > KEY_MAX) {
+        explicit_bzero(buf, sizeof buf);
+        return as_err_set(err, "%s holds %zd bytes; a key has %d to %d", path, n, KEY_MIN,
+                          KEY_MAX);
+    }
+    memcpy(key, buf, (size_t)n);
+    explicit_bzero(buf, sizeof buf);
+    *len = (size_t)n;
+    return 0;
+}
+
+static int create_key(const char *dir, const char *path, struct as_err *err)
+{
+    if (fs_mkdirs(dir, 0700, err) < 0)
+        return -1;
+    unsigned char key[32];
+    if (rand_bytes(key, sizeof key, err) < 0)
+        return -1;
+    char suffix[17];
+    if (rand_hex(suffix, 8, err) < 0)
+        return -1;
+    char *tmp = xasprintf("%s/.key.%s.tmp", dir, suffix);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        as_err_errno(err, "cannot create %s", tmp);
+        free(tmp);
+        explicit_bzero(key, sizeof key);
+        return -1;
+    }
+    ssize_t w = write(fd, key, sizeof key);
+    explicit_bzero(key, sizeof key);
+    int ok = w == (ssize_t)sizeof key && fsync(fd) == 0;
+    close(fd);
+    int r = 0;
+    if (!ok)
+        r = as_err_errno(err, "cannot write %s", tmp);
+    else if (link(tmp, path) != 0 && errno != EEXIST)
+        r = as_err_errno(err, "cannot create %s", path);
+    unlink(tmp);
+    free(tmp);
+    return r;
+}
+
+int aud_key_load(const char *home, unsigned char key[64], size_t *keylen, struct as_err *err)
+{
+    char *dir = xasprintf("%s/audit", home);
+    char *path = xasprintf("%s/key", dir);
+    struct stat st;
+    int r = 0;
+    if (lstat(path, &st) != 0 && errno == ENOENT)
+        r = create_key(dir, path, err); /* first use */
+    if (r == 0)
+        r = read_key(path, key, keylen, err);
+    free(dir);
+    free(path);
+    return r;
+}
+
+/* One key per home per process: digests are computed per call. */
+static pthread_mutex_t key_mu = PTHREAD_MUTEX_INITIALIZER;
+static char *key_home;
+static unsigned char key_buf[KEY_MAX];
+static size_t key_len;
+static int key_ok;
+static int warned;
+
+void aud_args_digest(const char *home, const json_t *args, char out[AUD_DIGEST_HEX + 1])
+{
+    out[0] = '\0';
+    unsigned char key[KEY_MAX];
+    size_t len = 0;
+    pthread_mutex_lock(&key_mu);
+    if (!key_home || strcmp(key_home, home) != 0) {
+        struct as_err err = AS_ERR_INIT;
+        free(key_home);
+        key_home = xstrdup(home);
+        explicit_bzero(key_buf, sizeof key_buf);
+        key_ok = aud_key_load(home, key_buf, &key_len, &err) == 0;
+        if (!key_ok && !warned) {
+            char buf[2300];
+            warned = 1;
+            fprintf(stderr,
+                    "agentstack: warning: audit key unusable (%s); argument digests are "
+                    "left empty\n",
+                    as_err_str(&err, buf, sizeof buf));
+        }
+    }
+    if (key_ok) {
+        memcpy(key, key_buf, key_len);
+        len = key_len;
+    }
+    pthread_mutex_unlock(&key_mu);
+    if (!len)
+        return; /* never an unkeyed digest: small arguments could be brute-forced */
+    strbuf canon = SB_INIT;
+    json_t *empty = NULL;
+    if (!args)
+        args = empty = json_object();
+    json_canonical(args, &canon);
+    uint8_t mac[SHA256_LEN];
+    hmac_sha256(key, len, canon.buf, canon.len, mac);
+    explicit_bzero(key, sizeof key);
+    char hex[SHA256_HEX_LEN + 1];
+    hex_encode(mac, SHA256_LEN, hex);
+    memcpy(out, hex, AUD_DIGEST_HEX);
+    out[AUD_DIGEST_HEX] = '\0';
+    sb_release_secure(&canon); /* the canonical form holds the argument values */
+    if (empty)
+        json_decref(empty);
+}
