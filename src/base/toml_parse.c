@@ -40,7 +40,7 @@ struct parser {
     size_t lc_off, lc_ls; /* line cache: offset reached, start of its line */
     unsigned lc_line;
     strbuf tmp;
-    char kbuf[160];
+    char kbuf[320];
 };
 
 static void where(struct parser *p, size_t off, unsigned *line, unsigned *col)
@@ -412,12 +412,11 @@ static bool bare_char(int c)
            c == '_' || c == '-';
 }
 
-/* A key for an error message: printable, at most ~64 bytes, so a hostile
- * key cannot flood or drive the terminal that shows the message. */
-static const char *kname(struct parser *p, const struct keyseg *k)
+/* A key for an error message: printable, each part at most 64 bytes, so a
+ * hostile key cannot flood or drive the terminal that shows the message. */
+static size_t kappend(struct parser *p, size_t o, const struct keyseg *k)
 {
-    size_t o = 0;
-    for (size_t i = 0; i < k->len && o + 8 < sizeof p->kbuf; i++) {
+    for (size_t i = 0; i < k->len && k->s && o + 8 < sizeof p->kbuf; i++) {
         unsigned char c = (unsigned char)k->s[i];
         if (i == 64) {
             memcpy(p->kbuf + o, "...", 3);
@@ -430,6 +429,25 @@ static const char *kname(struct parser *p, const struct keyseg *k)
             o += (size_t)snprintf(p->kbuf + o, sizeof p->kbuf - o, "\\x%02x", c);
     }
     p->kbuf[o] = '\0';
+    return o;
+}
+
+static const char *kname(struct parser *p, const struct keyseg *k)
+{
+    kappend(p, 0, k);
+    return p->kbuf;
+}
+
+/* The whole dotted key of a header, for messages about the table. */
+static const char *kpath(struct parser *p, const keyvec *keys)
+{
+    size_t o = 0;
+    p->kbuf[0] = '\0';
+    for (size_t i = 0; i < keys->n && o + 8 < sizeof p->kbuf; i++) {
+        if (i)
+            p->kbuf[o++] = '.';
+        o = kappend(p, o, &keys->v[i]);
+    }
     return p->kbuf;
 }
 
@@ -925,7 +943,7 @@ static int parse_header(struct parser *p)
             set_pos(e, hp, hend);
             add_child(t, last, e);
         } else if (e->type != TOML_ARRAY || !e->is_array_of_tables) {
-            perr(p, last->off, "cannot define [[%s]]: the key is already %s %s", kname(p, last),
+            perr(p, last->off, "cannot define [[%s]]: the key is already %s %s", kpath(p, &keys),
                  e->type == TOML_ARRAY || e->type == TOML_INTEGER ? "an" : "a",
                  e->type == TOML_ARRAY ? "static array" : toml_type_name(e->type));
             goto fail;
@@ -940,12 +958,12 @@ static int parse_header(struct parser *p)
             e = toml_new(TOML_TABLE);
             add_child(t, last, e);
         } else if (e->type != TOML_TABLE) {
-            perr(p, last->off, "cannot define [%s]: the key is already %s %s", kname(p, last),
+            perr(p, last->off, "cannot define [%s]: the key is already %s %s", kpath(p, &keys),
                  e->type == TOML_ARRAY || e->type == TOML_INTEGER ? "an" : "a",
                  e->is_array_of_tables ? "array of tables" : toml_type_name(e->type));
             goto fail;
         } else if (e->is_inline || e->priv_defined || e->priv_dotted) {
-            perr(p, at, "table '%s' is defined more than once", kname(p, last));
+            perr(p, at, "table [%s] is defined more than once", kpath(p, &keys));
             goto fail;
         }
         e->priv_defined = 1;

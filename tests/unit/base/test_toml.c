@@ -128,7 +128,9 @@ static void test_errors_have_positions(void **state)
     const char *e = parse_err("a = 1\na = 2\n", 12);
     assert_string_equal(e, "2:1: duplicate key 'a'");
     e = parse_err("[t]\nx = 1\n[t]\n", 14);
-    assert_string_equal(e, "3:1: table 't' is defined more than once");
+    assert_string_equal(e, "3:1: table [t] is defined more than once");
+    e = parse_err("[s.'d e']\n[s.\"d e\"]\n", 20);
+    assert_string_equal(e, "2:1: table [s.d e] is defined more than once");
     e = parse_err("x = \"abc\n", 9);
     assert_string_equal(e, "1:9: newline in a single-line string");
     e = parse_err("x = 1 2\n", 8);
@@ -138,7 +140,7 @@ static void test_errors_have_positions(void **state)
     e = parse_err("x = {a = 1,}\n", 13);
     assert_string_equal(e, "1:12: trailing comma in an inline table (not allowed in TOML 1.0)");
     e = parse_err("a = { b = 1 }\n[a]\n", 18);
-    assert_string_equal(e, "2:1: table 'a' is defined more than once");
+    assert_string_equal(e, "2:1: table [a] is defined more than once");
     e = parse_err("x = 2021-02-30\n", 15);
     assert_string_equal(e, "1:5: invalid date/time '2021-02-30': day out of range for the month");
     struct as_err err = AS_ERR_INIT;
