@@ -162,6 +162,16 @@ static struct span section(const toml_edit *ed, size_t off)
     struct span s = {line_start(ed, off), nh < ed->text.len ? attached_start(ed, nh) : nh};
     if (s.end < s.off)
         s.end = s.off;
+    if (s.end == ed->text.len && s.off > 0) {
+        /* The last section: the blank line that separated it goes too, so
+         * adding and then removing a section restores the text. */
+        size_t pls = line_start(ed, s.off - 1), i = pls;
+        while (i < s.off && (ed->text.buf[i] == ' ' || ed->text.buf[i] == '\t' ||
+                             ed->text.buf[i] == '\r' || ed->text.buf[i] == '\n'))
+            i++;
+        if (i == s.off)
+            s.off = pls;
+    }
     return s;
 }
 
@@ -406,13 +416,17 @@ static int apply(toml_edit *ed, splices *sp, toml_value *expect, const char *con
         prune_empty(expect, path, n - 1);
     struct as_err perr = AS_ERR_INIT;
     toml_value *nr = toml_parse(ed->path, out.buf, out.len, &perr);
-    if (!nr || !toml_equal(nr, expect)) {
+    if (!nr) {
+        sb_release(&out);
+        return as_err_at(err, ed->path, 0, 0, "the edit would not leave valid TOML: %s",
+                         perr.msg);
+    }
+    if (!toml_equal(nr, expect)) {
         /* Refuse rather than write something we did not mean. */
         toml_free(nr);
         sb_release(&out);
         return as_err_at(err, ed->path, 0, 0,
-                         "cannot edit this file in place without changing other content%s%s",
-                         perr.msg[0] ? ": " : "", perr.msg);
+                         "cannot edit this file in place without changing other content");
     }
     if (first > last)
         first = last = ed->text.len;

@@ -271,6 +271,18 @@ static void test_refusals(void **state)
     assert_string_equal(err.msg, "'s' is a string, not an array of tables");
     assert_int_equal(toml_edit_append_array_table(ed, P("arr"), 1, t, &err), -1);
     assert_int_equal(toml_edit_set_table(ed, P("x"), 1, v, &err), -1);
+    /* an edit whose result would break the depth limit is refused whole */
+    const char *deep[TOML_MAX_DEPTH];
+    for (size_t i = 0; i < TOML_MAX_DEPTH; i++)
+        deep[i] = "d";
+    toml_value *nest = toml_new(TOML_ARRAY);
+    toml_array_push(nest, toml_new(TOML_ARRAY));
+    assert_int_equal(toml_edit_set(ed, deep, TOML_MAX_DEPTH, nest, &err), -1);
+    assert_string_equal(err.msg,
+                        "the edit would not leave valid TOML: nesting deeper than 128 levels");
+    assert_int_equal(toml_edit_set(ed, deep, TOML_MAX_DEPTH, v, &err), 0); /* at the limit */
+    assert_int_equal(toml_edit_remove(ed, deep, 1, &err), 0);
+    toml_free(nest);
     /* nothing changed */
     expect_text(ed, "a = 1\ns = 'x'\narr = [1]\n");
     toml_free(v);
@@ -278,6 +290,26 @@ static void test_refusals(void **state)
     toml_edit_free(ed);
     assert_null(toml_edit_open("bad.toml", "a = ", 4, &err));
     assert_string_equal(err.path, "bad.toml");
+}
+
+static void test_set_remove_restores(void **state)
+{
+    (void)state;
+    /* adding a key or table and removing it again gives back the same bytes */
+    static const char *const paths[][3] = {
+        {"new", NULL, NULL},          {"servers", "demo", "new"}, {"servers", "x", "y"},
+        {"tools", "new", NULL},       {"brand", "new", "k"},
+    };
+    static const size_t lens[] = {1, 3, 3, 2, 3};
+    static const size_t remove_at[] = {1, 3, 2, 2, 1};
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+        toml_edit *ed = open_ok(doc);
+        struct as_err err = AS_ERR_INIT;
+        set_ok(ed, paths[i], lens[i], toml_new_string("v"));
+        assert_int_equal(toml_edit_remove(ed, paths[i], remove_at[i], &err), 0);
+        expect_text(ed, doc);
+        toml_edit_free(ed);
+    }
 }
 
 /* ---- property over the corpus ------------------------------------------- */
@@ -462,6 +494,7 @@ int main(void)
         cmocka_unit_test(test_tables),
         cmocka_unit_test(test_odd_files),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_set_remove_restores),
         cmocka_unit_test(test_corpus_edits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
