@@ -13,6 +13,7 @@
 #include "base/json.h"
 #include "base/sha256.h"
 #include "base/xalloc.h"
+#include "audit/audit.h"
 #include "bundle/home.h"
 #include "trust/trust.h"
 
@@ -117,66 +118,6 @@ int trust_lock(struct as_lock *l, struct as_err *err)
 
 /* ---- trust.jsonl -------------------------------------------------------- */
 
-/* SHA-256 hex of the last line (without its newline) of the open log, or 64
- * zeros for an empty log. Reads backwards in blocks: constant memory. */
-static int last_line_hash(int fd, char hex[SHA256_HEX_LEN + 1], struct as_err *err)
-{
-    struct stat st;
-    if (fstat(fd, &st) != 0)
-        return as_err_errno(err, "trust.jsonl");
-    off_t end = st.st_size;
-    char c;
-    /* Ignore the final newline. */
-    if (end > 0 && pread(fd, &c, 1, end - 1) == 1 && c == '\n')
-        end--;
-    if (end <= 0) {
-        memset(hex, '0', SHA256_HEX_LEN);
-        hex[SHA256_HEX_LEN] = '\0';
-        return 0;
-    }
-    off_t start = end;
-    char buf[4096];
-    while (start > 0) {
-        off_t from = start > (off_t)sizeof buf ? start - (off_t)sizeof buf : 0;
-        ssize_t n = pread(fd, buf, (size_t)(start - from), from);
-        if (n <= 0)
-            return as_err_errno(err, "reading trust.jsonl");
-        char *nl = memrchr(buf, '\n', (size_t)n);
-        if (nl) {
-            start = from + (nl - buf) + 1;
-            break;
-        }
-        start = from;
-    }
-    sha256_ctx ctx;
-    sha256_init(&ctx);
-    for (off_t off = start; off < end;) {
-        size_t want = (size_t)(end - off) < sizeof buf ? (size_t)(end - off) : sizeof buf;
-        ssize_t n = pread(fd, buf, want, off);
-        if (n <= 0) {
-            sha256_abort(&ctx);
-            return as_err_errno(err, "reading trust.jsonl");
-        }
-        sha256_update(&ctx, buf, (size_t)n);
-        off += n;
-    }
-    uint8_t d[SHA256_LEN];
-    sha256_final(&ctx, d);
-    hex_encode(d, SHA256_LEN, hex);
-    return 0;
-}
-
-static void json_str(strbuf *out, const char *s)
-{
-    json_t *j = json_string(s);
-    if (!j) {
-        /* not UTF-8: keep the row valid JSON rather than drop it */
-        j = json_string("(non-UTF-8 path)");
-    }
-    json_dump_compact(j, out);
-    json_decref(j);
-}
-
 int trust_log(const char *action, const char *key, const char *digest, struct as_err *err)
 {
     strbuf path = SB_INIT;
@@ -184,31 +125,16 @@ int trust_log(const char *action, const char *key, const char *digest, struct as
         sb_release(&path);
         return -1;
     }
-    int fd = open(path.buf, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        as_err_errno(err, "%s", path.buf);
-        sb_release(&path);
-        return -1;
-    }
-    int rc = lock_fd(fd, TRUST_LOCK_TIMEOUT_MS, err);
-    char prev[SHA256_HEX_LEN + 1];
-    if (rc == 0)
-        rc = last_line_hash(fd, prev, err);
-    if (rc == 0) {
-        strbuf line = SB_INIT;
-        sb_addf(&line, "{\"ts\": %lld, \"action\": ", (long long)time(NULL));
-        json_str(&line, action);
-        sb_adds(&line, ", \"project\": ");
-        json_str(&line, key);
-        sb_adds(&line, ", \"digest\": ");
-        json_str(&line, digest);
-        sb_addf(&line, ", \"prev\": \"%s\"}\n", prev);
-        ssize_t w = write(fd, line.buf, line.len);
-        if (w != (ssize_t)line.len)
-            rc = as_err_errno(err, "appending to %s", path.buf);
-        sb_release(&line);
-    }
-    close(fd); /* releases the flock */
+    json_t *rec = json_object();
+    json_object_set_new(rec, "ts", json_integer((json_int_t)time(NULL)));
+    json_object_set_new(rec, "action", json_string(action));
+    /* A key that is not UTF-8 still gets a row rather than none. */
+    json_t *k = json_string(key);
+    json_object_set_new(rec, "project", k ? k : json_string("(non-UTF-8 path)"));
+    json_object_set_new(rec, "digest", json_string(digest));
+    struct aud_append_opts o = {.rotate_bytes = 0, .lock_timeout_ms = TRUST_LOCK_TIMEOUT_MS};
+    int rc = aud_append(path.buf, rec, &o, err);
+    json_decref(rec);
     sb_release(&path);
     return rc;
 }

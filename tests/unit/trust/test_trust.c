@@ -91,13 +91,13 @@ static void test_log_chain(void **state)
     assert_non_null(nl);
     char first_hash[65];
     sha256_hex(text, (size_t)(nl - text), first_hash);
-    assert_non_null(strstr(text, "\"prev\": \"0000000000000000000000000000000000000000000000000"
+    assert_non_null(strstr(text, "\"prev\":\"0000000000000000000000000000000000000000000000000"
                                  "000000000000000\"}\n"));
     char want[100];
-    snprintf(want, sizeof want, "\"prev\": \"%s\"}\n", first_hash);
+    snprintf(want, sizeof want, "\"prev\":\"%s\"}\n", first_hash);
     assert_non_null(strstr(nl + 1, want));
-    assert_non_null(strstr(nl + 1, "\"project\": \"/p\\\"q\""));
-    assert_non_null(strstr(text, "{\"ts\": "));
+    assert_non_null(strstr(nl + 1, "\"project\":\"/p\\\"q\""));
+    assert_non_null(strstr(text, "{\"ts\":"));
     struct stat st;
     assert_int_equal(stat(path, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0600);
