@@ -14,6 +14,66 @@ static bool blank_text(const char *s, size_t n)
     return true;
 }
 
+static const toml_value *lookup(toml_edit *ed, const char *const *path, size_t n)
+{
+    const toml_value *v = toml_edit_root(ed);
+    for (size_t i = 0; v && i < n; i++)
+        v = toml_get(v, path[i]);
+    return v;
+}
+
+static bool standard_table(const toml_value *v)
+{
+    return v && v->type == TOML_TABLE && !v->is_inline && !v->implicit;
+}
+
+/* Brings the table at path to want key by key, so comments and keys that did
+ * not change keep their bytes (replacing the whole section would also drop
+ * comment lines that sit at its end). */
+static int upsert(toml_edit *ed, const char **path, size_t n, const toml_value *want, int depth,
+                  struct as_err *err)
+{
+    const toml_value *have = lookup(ed, path, n);
+    if (have && toml_equal(have, want))
+        return 0;
+    if (!standard_table(have) || depth > 8) {
+        if (have && toml_edit_remove(ed, path, n, err) != 0)
+            return -1;
+        return toml_edit_set_table(ed, path, n, want, err);
+    }
+    const char **kp = xcalloc(n + 2, sizeof(char *));
+    memcpy(kp, path, n * sizeof(char *));
+    int rc = 0;
+    /* Keys that are gone. */
+    for (size_t i = 0; rc == 0; i++) {
+        have = lookup(ed, path, n);
+        if (!have || i >= have->u.tab.n)
+            break;
+        const char *k = have->u.tab.kv[i].key;
+        if (toml_get(want, k))
+            continue;
+        kp[n] = k;
+        rc = toml_edit_remove(ed, kp, n + 1, err);
+        i = (size_t)-1; /* the table changed under us: rescan */
+    }
+    for (size_t i = 0; rc == 0 && i < want->u.tab.n; i++) {
+        const toml_kv *kv = &want->u.tab.kv[i];
+        kp[n] = kv->key;
+        const toml_value *hv = lookup(ed, kp, n + 1);
+        if (hv && toml_equal(hv, kv->val))
+            continue;
+        if (kv->val->type == TOML_TABLE && !kv->val->is_inline)
+            rc = upsert(ed, kp, n + 1, kv->val, depth + 1, err);
+        else if (hv && hv->type == TOML_TABLE && !hv->is_inline)
+            rc = toml_edit_remove(ed, kp, n + 1, err) ||
+                 toml_edit_set(ed, kp, n + 1, kv->val, err);
+        else
+            rc = toml_edit_set(ed, kp, n + 1, kv->val, err);
+    }
+    free(kp);
+    return rc ? -1 : 0;
+}
+
 static bool listed(const struct adp_toml_entry *u, size_t n, const char *name)
 {
     for (size_t i = 0; i < n; i++)
@@ -72,12 +132,8 @@ int adp_toml_merge(const char *path, const char *text, size_t len, const char *l
         rc = toml_edit_remove(ed, kp, 2, err);
     }
     for (size_t i = 0; rc == 0 && i < n_upserts; i++) {
-        sec = toml_get(toml_edit_root(ed), location);
-        const toml_value *have = toml_get(sec, upserts[i].name);
-        if (have && toml_equal(have, upserts[i].table))
-            continue;
         const char *kp[2] = {location, upserts[i].name};
-        rc = toml_edit_set_table(ed, kp, 2, upserts[i].table, err);
+        rc = upsert(ed, kp, 2, upserts[i].table, 0, err);
     }
     if (rc == 0) {
         size_t n;
