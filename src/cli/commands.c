@@ -12,6 +12,7 @@ int cmd_sign(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_verify(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_apply(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_restore(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_audit(int argc, char **argv, struct cli_ctx *ctx);
 
 const struct cli_command cli_commands[] = {
     {"help", cmd_help, "show commands, or one command's usage",
@@ -33,6 +34,9 @@ const struct cli_command cli_commands[] = {
      0},
     {"restore", cmd_restore, "undo a recorded write byte for byte",
      "usage: agentstack restore [ID | ADAPTER | --last] [--write] [--list] [--json]\n", 0},
+    {"audit", cmd_audit, "verify the evidence chains; summarize brokered calls",
+     "usage: agentstack audit --verify [LOG...]\n"
+     "       agentstack audit --calls [--all] [--json]\n", 0},
     {NULL, NULL, NULL, NULL, 0},
 };
 

@@ -1,0 +1,133 @@
+/*
+ * agentstack audit — evidence checks (errata 3, 4):
+ *   --verify [LOG...]        every chained log under $AGENTSTACK_HOME (or the
+ *                            given ones): "intact", or the first break as
+ *                            file:line (exit 1)
+ *   --calls [--all] [--json] one-line summary of brokered calls for the
+ *                            current project (canonical root) or all
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audit/audit.h"
+#include "bundle/discover.h"
+#include "bundle/home.h"
+#include "cli/cli.h"
+
+static int do_verify(char **logs, int nlogs)
+{
+    struct as_err err = AS_ERR_INIT;
+    struct aud_break b;
+    int r = 0;
+    if (nlogs) {
+        for (int i = 0; i < nlogs && r == 0; i++)
+            r = aud_verify(logs[i], &b, NULL, &err);
+    } else {
+        strbuf home = SB_INIT;
+        if (home_dir(&home, &err) < 0) {
+            cli_error(&err);
+            return EXIT_FAIL;
+        }
+        r = aud_verify_home(home.buf, &b, NULL, &err);
+        sb_release(&home);
+    }
+    if (r < 0) {
+        cli_error(&err);
+        return EXIT_FAIL;
+    }
+    if (r == 1) {
+        printf("%s:%u\n", b.file, b.line);
+        fprintf(stderr, "audit chain broken: %s; nothing from this line on can be trusted\n",
+                b.reason);
+        return EXIT_FAIL;
+    }
+    printf("intact\n");
+    return EXIT_OK;
+}
+
+static int do_calls(int all, int json, struct cli_ctx *ctx)
+{
+    struct as_err err = AS_ERR_INIT;
+    strbuf home = SB_INIT, project = SB_INIT;
+    if (home_dir(&home, &err) < 0) {
+        cli_error(&err);
+        return EXIT_FAIL;
+    }
+    if (!all) {
+        /* rows carry the canonical project root: compare like with like */
+        struct bundle_paths p = {0};
+        if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0) {
+            cli_error(&err);
+            sb_release(&home);
+            return EXIT_FAIL;
+        }
+        discover_project_key(p.base, &project);
+        bundle_paths_free(&p);
+    }
+    struct aud_summary s;
+    int r = aud_calls_summarize(home.buf, all ? NULL : project.buf, &s, &err);
+    if (r < 0) {
+        cli_error(&err);
+    } else if (json) {
+        json_t *o = json_object();
+        json_object_set_new(o, "project", all ? json_null() : json_string(project.buf));
+        json_object_set_new(o, "calls", json_integer((json_int_t)s.calls));
+        json_object_set_new(o, "tools", json_integer((json_int_t)s.tools));
+        json_object_set_new(o, "denied", json_integer((json_int_t)s.denied));
+        json_object_set_new(o, "ok", json_integer((json_int_t)s.ok));
+        json_object_set_new(o, "error", json_integer((json_int_t)s.errors));
+        json_object_set_new(o, "unreadable", json_integer((json_int_t)s.unreadable));
+        json_object_set(o, "by_tool", s.by_tool);
+        char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        printf("%s\n", text);
+        free(text);
+        json_decref(o);
+    } else {
+        strbuf line = SB_INIT;
+        aud_summary_line(&s, &line);
+        printf("%s\n", line.buf);
+        sb_release(&line);
+    }
+    if (r == 0 && s.unreadable)
+        fprintf(stderr, "note: %zu unreadable row(s) skipped; check them with "
+                        "`agentstack audit --verify`\n", s.unreadable);
+    if (r == 0)
+        aud_summary_release(&s);
+    sb_release(&home);
+    sb_release(&project);
+    return r < 0 ? EXIT_FAIL : EXIT_OK;
+}
+
+int cmd_audit(int argc, char **argv, struct cli_ctx *ctx);
+
+int cmd_audit(int argc, char **argv, struct cli_ctx *ctx)
+{
+    int verify = 0, calls = 0, all = 0, json = 0;
+    char *logs[64];
+    int nlogs = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--verify") == 0)
+            verify = 1;
+        else if (strcmp(a, "--calls") == 0)
+            calls = 1;
+        else if (strcmp(a, "--all") == 0)
+            all = 1;
+        else if (strcmp(a, "--json") == 0)
+            json = 1;
+        else if (a[0] == '-')
+            return cli_usage_error("audit", "unknown option '%s'", a);
+        else if (nlogs < 64)
+            logs[nlogs++] = argv[i];
+        else
+            return cli_usage_error("audit", "too many log files");
+    }
+    if (verify == calls)
+        return cli_usage_error("audit", "choose one of --verify or --calls");
+    if (verify && (all || json))
+        return cli_usage_error("audit", "--all and --json go with --calls");
+    if (calls && nlogs)
+        return cli_usage_error("audit", "--calls takes no file; it reads the call log");
+    return verify ? do_verify(logs, nlogs) : do_calls(all, json, ctx);
+}

@@ -1,0 +1,115 @@
+"""agentstack audit --verify / --calls (errata 3, 4).
+
+The chain is written here by an independent Python implementation of the
+documented format (docs/audit.md), so the binary's verifier is checked
+against the spec, not against itself.
+"""
+import hashlib
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from aslib import Sandbox, check, done  # noqa: E402
+
+ZERO = "0" * 64
+
+
+def append_chain(path, rows):
+    prev = ZERO
+    if os.path.exists(path):
+        with open(path, "rb") as f:
+            lines = f.read().split(b"\n")
+        last = [l for l in lines if l][-1]
+        prev = hashlib.sha256(last).hexdigest()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "ab") as f:
+        for r in rows:
+            r = dict(r)
+            r["prev"] = prev
+            line = json.dumps(r, separators=(",", ":"), ensure_ascii=False).encode()
+            f.write(line + b"\n")
+            prev = hashlib.sha256(line).hexdigest()
+
+
+def row(project, server, tool, outcome, layer=None):
+    r = {"ts": 1767225600, "pid": 42, "project": project, "server": server, "tool": tool,
+         "args_digest": "a41c09e7b2d3", "outcome": outcome}
+    if outcome == "denied":
+        r["detail"] = 'denied by [policy.tools] rule "!delete_*"'
+    r["ms"] = 0
+    if layer:
+        r["rule"] = "!delete_*"
+        r["layer"] = layer
+    return r
+
+
+with Sandbox() as sb:
+    sb.write(".agentstack/agentstack.toml", "")
+    root = os.path.realpath(sb.project)
+    calls = os.path.join(sb.ah, "audit", "calls.jsonl")
+    trust = os.path.join(sb.ah, "audit", "trust.jsonl")
+
+    r = sb.run("audit", "--verify")
+    check(r.returncode == 0 and r.stdout == "intact\n",
+          "verify with no logs is intact",
+          r.stdout + r.stderr)
+
+    append_chain(calls, [
+        row(root, "acme", "search_docs", "ok"),
+        row(root, "acme", "delete_index", "denied", "machine"),
+        row(root, "acme", "fence", "denied"),
+        row("/elsewhere", "other", "get", "ok"),
+    ])
+    append_chain(trust, [{"ts": 1, "action": "grant", "project": root, "digest": "sha256:00"}])
+
+    r = sb.run("audit", "--verify")
+    check(r.returncode == 0 and r.stdout == "intact\n", "verify intact", r.stdout + r.stderr)
+
+    r = sb.run("audit", "--calls")
+    check(r.returncode == 0 and
+          r.stdout == "2 calls · 2 tools · 1 denied by policy — digests, never values\n",
+          "seed summary line for the current project", r.stdout + r.stderr)
+    r = sb.run("audit", "--calls", cwd=os.path.join(sb.project, ".agentstack"))
+    check(r.stdout.startswith("2 calls · 2 tools · 1 denied"),
+          "same project from inside .agentstack/",
+          r.stdout + r.stderr)
+    r = sb.run("audit", "--calls", "--all")
+    check(r.stdout.startswith("3 calls · 3 tools · 1 denied"),
+          "--all counts every project",
+          r.stdout + r.stderr)
+    r = sb.run("audit", "--calls", "--json")
+    j = json.loads(r.stdout) if r.returncode == 0 else {}
+    check(j.get("calls") == 2 and j.get("denied") == 1 and j.get("project") == root,
+          "--json",
+          r.stdout + r.stderr)
+    check("hunter2" not in open(calls).read(), "no argument values in the log")
+
+    # tamper: change a value on line 2 -> line 3 no longer links
+    with open(calls) as f:
+        lines = f.read().split("\n")
+    lines[1] = lines[1].replace('"pid":42', '"pid":43')
+    with open(calls, "w") as f:
+        f.write("\n".join(lines))
+    r = sb.run("audit", "--verify")
+    check(r.returncode == 1 and r.stdout == "%s:3\n" % calls,
+          "tamper reported as file:line, exit 1",
+          r.stdout + r.stderr)
+    r = sb.run("audit", "--verify", trust)
+    check(r.returncode == 0 and r.stdout == "intact\n", "one log can be named", r.stdout)
+
+    # delete a line
+    del lines[0]
+    with open(calls, "w") as f:
+        f.write("\n".join(lines))
+    r = sb.run("audit", "--verify")
+    check(r.returncode == 1 and r.stdout == "%s:1\n" % calls,
+          "deleted first line reported at line 1",
+          r.stdout + r.stderr)
+
+    for args in (["audit"], ["audit", "--verify", "--calls"], ["audit", "--verify", "--json"],
+                 ["audit", "--bogus"]):
+        r = sb.run(*args)
+        check(r.returncode == 2, "usage error: %s" % " ".join(args), r.stderr)
+
+done()
