@@ -486,6 +486,31 @@ static int write_target(struct run *R, struct tplan *t)
         t->written = true;
         return 0;
     }
+    /* The owner's write bit decides for a directory too, even for root: a
+     * 0555 ~/.codex is someone saying "hands off" (§8.12). */
+    {
+        strbuf anc = SB_INIT;
+        sb_adds(&anc, t->path);
+        struct stat dst;
+        for (;;) {
+            char *slash = strrchr(anc.buf, '/');
+            if (!slash || slash == anc.buf)
+                break;
+            sb_setlen(&anc, (size_t)(slash - anc.buf));
+            if (stat(anc.buf, &dst) == 0)
+                break;
+        }
+        if (anc.len && stat(anc.buf, &dst) == 0 && S_ISDIR(dst.st_mode) &&
+            !(dst.st_mode & S_IWUSR)) {
+            as_err_set(&t->err, "%s is read-only — not written", anc.buf);
+            as_err_hint(&t->err, "make it writable (chmod u+w %s) or leave this CLI out with "
+                        "--target", anc.buf);
+            sb_release(&anc);
+            sb_release(&backup);
+            return -1;
+        }
+        sb_release(&anc);
+    }
     collect_missing_dirs(t->path, &t->created_dirs);
     if (t->created_dirs.n) {
         strbuf parent = SB_INIT;
