@@ -224,6 +224,13 @@ static void defer_fail(struct mcp_client *c, struct pending *p, enum mcp_status 
     p->timer = mcp_loop_timer(c->loop, 0, req_timer_cb, p);
 }
 
+void mcp__fail_later(struct mcp_client *c, uint64_t id, enum mcp_status st, const char *msg)
+{
+    struct pending *p = find_live(c, id, NULL);
+    if (p)
+        defer_fail(c, p, st, msg);
+}
+
 /* Adds the modern era's per-request _meta. */
 static void add_meta(struct mcp_client *c, json_t *params)
 {

@@ -102,6 +102,9 @@ void mcp__transport_failed(struct mcp_client *c, enum mcp_status st, const char 
 /* One request failed at the transport (HTTP). */
 void mcp__request_failed(struct mcp_client *c, uint64_t id, enum mcp_status st, const char *msg,
                          long http_status);
+/* Like mcp__request_failed, but completes from the loop: for failures found
+ * inside an API call (send), where no callback may run. */
+void mcp__fail_later(struct mcp_client *c, uint64_t id, enum mcp_status st, const char *msg);
 /* 1 while request id is still waiting for an answer. */
 int mcp__pending(const struct mcp_client *c, uint64_t id);
 /* The transport finished an orderly close. */

@@ -465,7 +465,7 @@ static void h_send(struct mcp_client *c, const json_t *msg, uint64_t id)
     struct xfer *x = xfer_new(tr, id);
     if (!x) {
         if (id)
-            mcp__request_failed(c, id, MCP_E_HTTP, "cannot create an HTTP transfer", 0);
+            mcp__fail_later(c, id, MCP_E_HTTP, "cannot create an HTTP transfer");
         return;
     }
     strbuf sb = SB_INIT;

@@ -225,7 +225,8 @@ struct mcp_reply {
     enum mcp_status status;
     json_t *result;      /* MCP_OK: borrowed for the callback (json_incref to keep) */
     json_t *error;       /* MCP_E_RPC: borrowed error object */
-    const char *message; /* one line, never NULL; no upstream text, URL or secret */
+    const char *message; /* one line, never NULL; never upstream-authored text, a URL or
+                            a header (spawn failures name argv[0]) */
     long http_status;    /* MCP_E_HTTP: the status, or 0 when no response */
 };
 typedef void (*mcp_reply_fn)(void *ctx, const struct mcp_reply *r);
