@@ -42,6 +42,7 @@ struct sbx_verdict {
     char layer[16];     /* "machine", "project", "proxy", or "default" (unconstrained) */
     char pattern[256];  /* the policy entry that decided ("!blocked.invalid"), or "" */
     char rule[768];     /* full refusal text; "" on allow */
+    char brief[512];    /* the report's short form, or "" (then rule is shown) */
 };
 
 /* Rules on one destination. host is normalized; port is the CONNECT or

@@ -1,0 +1,790 @@
+/*
+ * The namespace launcher (see ns.h). The parent clones sandbox-init with the
+ * namespace flags, writes its uid/gid maps, and then only talks to it over a
+ * SOCK_SEQPACKET control pair. Everything below `child_` runs in the clone,
+ * which never returns into the caller's code: every path ends in _exit.
+ */
+#include "sandbox/ns.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sandbox/confine.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+
+#define BASE "/tmp"        /* mount point of the scratch root while building */
+#define NEWROOT "/newroot" /* the sandbox's root, inside the scratch root */
+#define OLDROOT "/oldroot" /* the host's root, inside the scratch root */
+#define MSG_MAX 1024
+
+static pid_t raw_clone(unsigned long flags)
+{
+    /* Like fork (no new stack), but with namespace flags, so the child is
+     * PID 1 of its namespace and owns the new user namespace. */
+    return (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, NULL);
+}
+
+/* ---- control messages ------------------------------------------------------ */
+
+static int send_msg(int fd, const char *s, int pass_fd)
+{
+    struct iovec iov = {.iov_base = (void *)s, .iov_len = strlen(s)};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+    char cbuf[CMSG_SPACE(sizeof(int))];
+    if (pass_fd >= 0) {
+        memset(cbuf, 0, sizeof cbuf);
+        mh.msg_control = cbuf;
+        mh.msg_controllen = sizeof cbuf;
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
+    }
+    ssize_t r;
+    do
+        r = sendmsg(fd, &mh, MSG_NOSIGNAL);
+    while (r < 0 && errno == EINTR);
+    return r < 0 ? -1 : 0;
+}
+
+/* Receives one message (NUL-terminated) and an optional fd. Returns its
+ * length, 0 on EOF, -1 on error. */
+static ssize_t recv_msg(int fd, char *buf, size_t size, int *got_fd)
+{
+    struct iovec iov = {.iov_base = buf, .iov_len = size - 1};
+    char cbuf[CMSG_SPACE(sizeof(int))];
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+                        .msg_controllen = sizeof cbuf};
+    ssize_t r;
+    do
+        r = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+    while (r < 0 && errno == EINTR);
+    if (r < 0)
+        return -1;
+    buf[r] = '\0';
+    if (got_fd) {
+        *got_fd = -1;
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+            if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+                memcpy(got_fd, CMSG_DATA(cm), sizeof(int));
+    }
+    return r;
+}
+
+/* ---- the child: building the root ------------------------------------------- */
+
+static int g_ctl = -1;
+
+static void child_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void child_fail(const char *fmt, ...)
+{
+    char buf[MSG_MAX];
+    int n = snprintf(buf, sizeof buf, "error ");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
+    va_end(ap);
+    send_msg(g_ctl, buf, -1);
+    _exit(111);
+}
+
+static int write_file(const char *path, const char *data)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    size_t n = strlen(data);
+    ssize_t w = write(fd, data, n);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return w == (ssize_t)n ? 0 : -1;
+}
+
+/* mkdir -p, for directories inside the scratch and new roots only. */
+static int mkdir_p(const char *path, mode_t mode)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp)
+        return errno = ENAMETOOLONG, -1;
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}
+
+static int mkparent(const char *path)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    char *slash = strrchr(tmp, '/');
+    if (!slash || slash == tmp)
+        return 0;
+    *slash = '\0';
+    return mkdir_p(tmp, 0755);
+}
+
+/* The flags a bind remount must keep: in a user namespace, the kernel
+ * refuses to drop the ones the original mount had (they are locked). */
+static unsigned long kept_flags(const char *path)
+{
+    struct statvfs sv;
+    unsigned long f = 0;
+    if (statvfs(path, &sv) < 0)
+        return 0;
+    if (sv.f_flag & ST_RDONLY)
+        f |= MS_RDONLY;
+    if (sv.f_flag & ST_NOSUID)
+        f |= MS_NOSUID;
+    if (sv.f_flag & ST_NODEV)
+        f |= MS_NODEV;
+    if (sv.f_flag & ST_NOEXEC)
+        f |= MS_NOEXEC;
+    if (sv.f_flag & ST_NOATIME)
+        f |= MS_NOATIME;
+    if (sv.f_flag & ST_NODIRATIME)
+        f |= MS_NODIRATIME;
+    if (sv.f_flag & ST_RELATIME)
+        f |= MS_RELATIME;
+    return f;
+}
+
+static int remount(const char *path, unsigned long extra)
+{
+    return mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | kept_flags(path) | extra, NULL);
+}
+
+/* Decodes mountinfo's octal escapes in place. */
+static void unescape(char *s)
+{
+    char *o = s;
+    for (char *p = s; *p; p++) {
+        if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' &&
+            p[3] >= '0' && p[3] <= '7') {
+            *o++ = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
+            p += 3;
+        } else {
+            *o++ = *p;
+        }
+    }
+    *o = '\0';
+}
+
+/* A recursive bind brings the source's submounts along writable; make each
+ * one read-only too. */
+static void ro_submounts(const char *target)
+{
+    const char *mi = NEWROOT "/proc/self/mountinfo";
+    FILE *f = fopen(mi, "re");
+    if (!f)
+        f = fopen(OLDROOT "/proc/self/mountinfo", "re");
+    if (!f)
+        child_fail("cannot read mountinfo to lock %s read-only: %s", target, strerror(errno));
+    size_t tl = strlen(target);
+    char line[8192];
+    while (fgets(line, sizeof line, f)) {
+        char *save = NULL, *tok = strtok_r(line, " ", &save);
+        for (int i = 0; tok && i < 4; i++)
+            tok = strtok_r(NULL, " ", &save);
+        if (!tok)
+            continue;
+        unescape(tok);
+        if (strncmp(tok, target, tl) == 0 && tok[tl] == '/') {
+            if (remount(tok, MS_RDONLY | MS_NOSUID | MS_NODEV) < 0 && errno != ENOENT) {
+                fclose(f);
+                child_fail("cannot make %s read-only: %s", tok, strerror(errno));
+            }
+        }
+    }
+    fclose(f);
+}
+
+static void make_mountpoint(const char *src_host, const char *target)
+{
+    struct stat st;
+    if (stat(src_host, &st) < 0)
+        child_fail("%s: %s", src_host + strlen(OLDROOT), strerror(errno));
+    if (mkparent(target) < 0)
+        child_fail("creating the parent of %s: %s", target + strlen(NEWROOT), strerror(errno));
+    if (S_ISDIR(st.st_mode)) {
+        if (mkdir(target, 0755) < 0 && errno != EEXIST)
+            child_fail("creating %s: %s", target + strlen(NEWROOT), strerror(errno));
+    } else {
+        int fd = open(target, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0 && errno != EEXIST)
+            child_fail("creating %s: %s", target + strlen(NEWROOT), strerror(errno));
+        if (fd >= 0)
+            close(fd);
+    }
+}
+
+static void apply_mount(const struct sbx_mount *m)
+{
+    char target[4096], src[4096];
+    snprintf(target, sizeof target, NEWROOT "%s", m->dst);
+    if (m->src)
+        snprintf(src, sizeof src, OLDROOT "%s", m->src);
+    const char *what = m->dst;
+    switch (m->kind) {
+    case SBX_MNT_RO_BIND:
+    case SBX_MNT_RW_BIND:
+    case SBX_MNT_DEV:
+        if (m->optional && access(src, F_OK) < 0)
+            return;
+        make_mountpoint(src, target);
+        if (mount(src, target, NULL, MS_BIND | MS_REC, NULL) < 0)
+            child_fail("binding %s at %s: %s", m->src, what, strerror(errno));
+        if (m->kind == SBX_MNT_DEV)
+            return;
+        if (remount(target, MS_NOSUID | MS_NODEV | (m->kind == SBX_MNT_RO_BIND ? MS_RDONLY : 0)) < 0)
+            child_fail("remounting %s: %s", what, strerror(errno));
+        if (m->kind == SBX_MNT_RO_BIND)
+            ro_submounts(target);
+        return;
+    case SBX_MNT_TMPFS:
+        if (mkdir_p(target, 0755) < 0)
+            child_fail("creating %s: %s", what, strerror(errno));
+        if (mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV,
+                  m->data ? m->data : "mode=0755") < 0)
+            child_fail("mounting a tmpfs at %s: %s", what, strerror(errno));
+        return;
+    case SBX_MNT_PROC:
+        if (mkdir_p(target, 0555) < 0)
+            child_fail("creating %s: %s", what, strerror(errno));
+        if (mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+            child_fail("cannot mount a fresh /proc in the sandbox (%s) — this kernel or "
+                       "container does not allow procfs in a new user namespace",
+                       strerror(errno));
+        return;
+    case SBX_MNT_DEVPTS:
+        if (mkdir_p(target, 0755) < 0)
+            child_fail("creating %s: %s", what, strerror(errno));
+        if (mount("devpts", target, "devpts", MS_NOSUID | MS_NOEXEC,
+                  "newinstance,ptmxmode=0666,mode=620") < 0 && !m->optional)
+            child_fail("mounting devpts at %s: %s", what, strerror(errno));
+        return;
+    case SBX_MNT_EMPTY_FILE: {
+        struct stat st;
+        if (lstat(target, &st) < 0) {
+            if (m->optional)
+                return;
+            child_fail("cannot shadow %s: %s", what, strerror(errno));
+        }
+        if (!S_ISREG(st.st_mode))
+            child_fail("cannot shadow %s: not a regular file", what);
+        if (mount("/.empty", target, NULL, MS_BIND, NULL) < 0 ||
+            remount(target, MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC) < 0)
+            child_fail("cannot shadow %s: %s", what, strerror(errno));
+        return;
+    }
+    case SBX_MNT_EMPTY_DIR: {
+        struct stat st;
+        if (lstat(target, &st) < 0 || !S_ISDIR(st.st_mode)) {
+            if (m->optional)
+                return;
+            child_fail("cannot shadow directory %s", what);
+        }
+        if (mount("tmpfs", target, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                  "mode=0555") < 0)
+            child_fail("cannot shadow %s: %s", what, strerror(errno));
+        return;
+    }
+    case SBX_MNT_SYMLINK:
+        if (mkparent(target) < 0 || (symlink(m->src, target) < 0 && errno != EEXIST))
+            child_fail("creating the link %s: %s", what, strerror(errno));
+        return;
+    case SBX_MNT_FILE: {
+        if (mkparent(target) < 0)
+            child_fail("creating the parent of %s: %s", what, strerror(errno));
+        int fd = open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0)
+            child_fail("writing %s: %s", what, strerror(errno));
+        size_t n = m->data ? strlen(m->data) : 0;
+        if (n && write(fd, m->data, n) != (ssize_t)n)
+            child_fail("writing %s: %s", what, strerror(errno));
+        close(fd);
+        return;
+    }
+    case SBX_MNT_DIR:
+        if (mkdir_p(target, 0755) < 0)
+            child_fail("creating %s: %s", what, strerror(errno));
+        return;
+    }
+    child_fail("unknown mount kind for %s", what);
+}
+
+static void build_root(const struct sbx_ns_spec *s)
+{
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        child_fail("making the mount namespace private: %s", strerror(errno));
+    if (mount("tmpfs", BASE, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
+        child_fail("mounting the scratch root: %s", strerror(errno));
+    if (mkdir(BASE OLDROOT, 0755) < 0 || mkdir(BASE NEWROOT, 0755) < 0)
+        child_fail("preparing the scratch root: %s", strerror(errno));
+    if (syscall(SYS_pivot_root, BASE, BASE OLDROOT) < 0)
+        child_fail("pivot_root into the scratch root: %s", strerror(errno));
+    if (chdir("/") < 0)
+        child_fail("chdir: %s", strerror(errno));
+    if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
+        child_fail("mounting the new root: %s", strerror(errno));
+    int fd = open("/.empty", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+    if (fd < 0)
+        child_fail("creating the shadow file: %s", strerror(errno));
+    close(fd);
+    for (size_t i = 0; i < s->nmounts; i++)
+        apply_mount(&s->mounts[i]);
+    if (chdir(NEWROOT) < 0)
+        child_fail("chdir into the new root: %s", strerror(errno));
+    /* pivot_root(".", "."): the old root ends up stacked on the new one and
+     * is detached at once, taking the host's tree with it. */
+    if (syscall(SYS_pivot_root, ".", ".") < 0)
+        child_fail("pivot_root into the new root: %s", strerror(errno));
+    if (umount2(".", MNT_DETACH) < 0)
+        child_fail("detaching the host root: %s", strerror(errno));
+    if (chdir("/") < 0)
+        child_fail("chdir: %s", strerror(errno));
+    if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+        child_fail("making the new root read-only: %s", strerror(errno));
+}
+
+static void lo_up_and_listen(const struct sbx_ns_spec *s)
+{
+    int sk = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof ifr);
+    snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "lo");
+    if (sk < 0 || ioctl(sk, SIOCGIFFLAGS, &ifr) < 0)
+        child_fail("reading the loopback interface: %s", strerror(errno));
+    ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+    if (ioctl(sk, SIOCSIFFLAGS, &ifr) < 0)
+        child_fail("raising the loopback interface: %s", strerror(errno));
+    close(sk);
+    if (s->listen_port <= 0)
+        return;
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)s->listen_port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int one = 1;
+    setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(l, 1024) < 0)
+        child_fail("binding the proxy listener in the sandbox: %s", strerror(errno));
+    if (send_msg(g_ctl, "listen", l) < 0)
+        child_fail("handing the listener to the host: %s", strerror(errno));
+    close(l); /* the socket stays in this namespace; only the host serves it */
+}
+
+static void nested_userns(const struct sbx_ns_spec *s)
+{
+    char buf[64];
+    /* Mounts made in the first user namespace become locked in a child one:
+     * nothing inside can unmount a shadow or remount a read-only bind. */
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+        child_fail("creating the nested user namespace: %s", strerror(errno));
+    snprintf(buf, sizeof buf, "%u %u 1\n", (unsigned)s->inner_uid, (unsigned)s->inner_uid);
+    if (write_file("/proc/self/uid_map", buf) < 0)
+        child_fail("nested uid_map: %s", strerror(errno));
+    if (write_file("/proc/self/setgroups", "deny") < 0 && errno != ENOENT)
+        child_fail("nested setgroups: %s", strerror(errno));
+    snprintf(buf, sizeof buf, "%u %u 1\n", (unsigned)s->inner_gid, (unsigned)s->inner_gid);
+    if (write_file("/proc/self/gid_map", buf) < 0)
+        child_fail("nested gid_map: %s", strerror(errno));
+}
+
+static void noop_handler(int sig) { (void)sig; }
+
+static const int fwd_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGUSR1, SIGUSR2};
+
+static void __attribute__((noreturn)) child_run_init(const struct sbx_ns_spec *s)
+{
+    sigset_t set, old;
+    sigemptyset(&set);
+    for (size_t i = 0; i < sizeof fwd_sigs / sizeof fwd_sigs[0]; i++)
+        sigaddset(&set, fwd_sigs[i]);
+    sigaddset(&set, SIGCHLD);
+    /* Handlers make the signals deliverable to a namespace's PID 1, and the
+     * block routes them to the signalfd. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = noop_handler;
+    for (size_t i = 0; i < sizeof fwd_sigs / sizeof fwd_sigs[0]; i++)
+        sigaction(fwd_sigs[i], &sa, NULL);
+    sigaction(SIGCHLD, &sa, NULL);
+    sigprocmask(SIG_BLOCK, &set, &old);
+    int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+    if (sfd < 0)
+        child_fail("signalfd: %s", strerror(errno));
+    int ep[2];
+    if (pipe2(ep, O_CLOEXEC) < 0)
+        child_fail("pipe: %s", strerror(errno));
+    pid_t h = fork();
+    if (h < 0)
+        child_fail("starting the harness: %s", strerror(errno));
+    if (h == 0) {
+        close(ep[0]);
+        close(sfd);
+        close(g_ctl);
+        setsid();
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = SIG_DFL;
+        for (size_t i = 0; i < sizeof fwd_sigs / sizeof fwd_sigs[0]; i++)
+            sigaction(fwd_sigs[i], &sa, NULL);
+        sigaction(SIGCHLD, &sa, NULL);
+        sigaction(SIGPIPE, &sa, NULL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        int e = 0;
+        if (chdir(s->cwd) < 0) {
+            e = errno;
+        } else {
+            syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+            execve(s->argv[0], (char *const *)s->argv, (char *const *)s->envp);
+            e = errno;
+        }
+        ssize_t w = write(ep[1], &e, sizeof e);
+        (void)w;
+        _exit(127);
+    }
+    close(ep[1]);
+    int e = 0;
+    ssize_t r;
+    do
+        r = read(ep[0], &e, sizeof e);
+    while (r < 0 && errno == EINTR);
+    close(ep[0]);
+    char msg[MSG_MAX];
+    if (r == (ssize_t)sizeof e) {
+        snprintf(msg, sizeof msg, "exec-failed %s: %s", s->argv[0], strerror(e));
+        send_msg(g_ctl, msg, -1);
+        waitpid(h, NULL, 0);
+        _exit(127);
+    }
+    snprintf(msg, sizeof msg, "started %d", (int)h);
+    send_msg(g_ctl, msg, -1);
+
+    int code = -1, sig = -1;
+    for (;;) {
+        struct pollfd pf[2] = {{.fd = sfd, .events = POLLIN}, {.fd = g_ctl, .events = POLLIN}};
+        if (poll(pf, 2, -1) < 0)
+            continue;
+        if (pf[1].revents) {
+            char b[64];
+            ssize_t n = recv(g_ctl, b, sizeof b, MSG_DONTWAIT);
+            if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+                /* The host side is gone: take the whole sandbox down. */
+                kill(-1, SIGKILL);
+                _exit(137);
+            }
+        }
+        if (!(pf[0].revents & POLLIN))
+            continue;
+        struct signalfd_siginfo si;
+        if (read(sfd, &si, sizeof si) != (ssize_t)sizeof si)
+            continue;
+        if (si.ssi_signo == SIGCHLD) {
+            int st;
+            pid_t p;
+            while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+                if (p != h)
+                    continue;
+                if (WIFEXITED(st))
+                    code = WEXITSTATUS(st);
+                else if (WIFSIGNALED(st))
+                    sig = WTERMSIG(st);
+            }
+            if (code >= 0 || sig >= 0)
+                break;
+            continue;
+        }
+        if (kill(-h, (int)si.ssi_signo) < 0)
+            kill(h, (int)si.ssi_signo);
+    }
+    snprintf(msg, sizeof msg, "exit %d %d", code, sig);
+    send_msg(g_ctl, msg, -1);
+    _exit(code >= 0 ? code : 128 + sig);
+}
+
+static void __attribute__((noreturn)) child_main(const struct sbx_ns_spec *s, int ctl,
+                                                 int parent_root)
+{
+    g_ctl = ctl;
+    char msg[MSG_MAX];
+    ssize_t n = recv_msg(ctl, msg, sizeof msg, NULL);
+    if (n <= 0 || strcmp(msg, "go") != 0)
+        _exit(112);
+    /* The maps translate ids; switching to the inner ids is what makes the
+     * process's own (kernel) uid the mapped outer one. */
+    if (parent_root && setgroups(0, NULL) < 0)
+        child_fail("dropping supplementary groups: %s", strerror(errno));
+    if (setresgid(s->inner_gid, s->inner_gid, s->inner_gid) < 0 ||
+        setresuid(s->inner_uid, s->inner_uid, s->inner_uid) < 0)
+        child_fail("switching to the sandbox uid/gid: %s", strerror(errno));
+    if (getuid() != s->inner_uid || getgid() != s->inner_gid)
+        child_fail("the uid/gid map was not applied");
+    /* After the id change, which clears it. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (s->hostname && sethostname(s->hostname, strlen(s->hostname)) < 0)
+        child_fail("sethostname: %s", strerror(errno));
+    if (s->new_net)
+        lo_up_and_listen(s);
+    build_root(s);
+    nested_userns(s);
+
+    char layers[256] = "";
+    char why[512] = "";
+    if (sbx_no_new_privs() < 0)
+        child_fail("no_new_privs: %s", strerror(errno));
+    int ll = sbx_landlock_apply(s->writable, why, sizeof why);
+    if (ll < 0)
+        child_fail("%s", why);
+    if (sbx_drop_privileges(why, sizeof why) < 0)
+        child_fail("%s", why);
+    if (sbx_seccomp_install(why, sizeof why) < 0)
+        child_fail("%s", why);
+    if (ll > 0)
+        snprintf(layers, sizeof layers, "seccomp, landlock abi %d", ll);
+    else
+        snprintf(layers, sizeof layers, "seccomp, landlock unavailable");
+    snprintf(msg, sizeof msg, "ready %s", layers);
+    send_msg(ctl, msg, -1);
+    n = recv_msg(ctl, msg, sizeof msg, NULL);
+    if (n <= 0 || strcmp(msg, "run") != 0)
+        _exit(113);
+    child_run_init(s);
+}
+
+/* ---- the parent ----------------------------------------------------------------- */
+
+static int write_proc(pid_t pid, const char *file, const char *data, struct as_err *err)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, file);
+    if (write_file(path, data) < 0)
+        return as_err_errno(err, "writing %s", path);
+    return 0;
+}
+
+static void unavailable_hint(struct as_err *err)
+{
+    as_err_hint(err, "user namespaces are needed: check `sysctl user.max_user_namespaces` "
+                     "(> 0), kernel.unprivileged_userns_clone, and AppArmor's "
+                     "kernel.apparmor_restrict_unprivileged_userns");
+}
+
+int sbx_ns_start(const struct sbx_ns_spec *s, struct sbx_ns_child *c, struct as_err *err)
+{
+    memset(c, 0, sizeof *c);
+    c->pid = -1;
+    c->pidfd = c->ctl = c->listen_fd = -1;
+    c->harness = -1;
+    if (s->inner_uid == 0 || s->inner_gid == 0)
+        return as_err_set(err, "refusing to run the harness as uid/gid 0 inside the sandbox");
+    if (!s->argv || !s->argv[0] || s->argv[0][0] != '/')
+        return as_err_set(err, "the sandboxed command needs an absolute path");
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+        return as_err_errno(err, "control socket");
+    unsigned long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
+    if (s->new_net)
+        flags |= CLONE_NEWNET;
+    int parent_root = geteuid() == 0;
+    fflush(NULL);
+    pid_t pid = raw_clone(flags);
+    if (pid < 0) {
+        int e = errno;
+        close(sv[0]);
+        close(sv[1]);
+        as_err_set(err, "cannot create the sandbox's namespaces: %s (user namespaces "
+                        "unavailable?)", strerror(e));
+        unavailable_hint(err);
+        return -1;
+    }
+    if (pid == 0) {
+        close(sv[0]);
+        child_main(s, sv[1], parent_root);
+    }
+    close(sv[1]);
+    c->pid = pid;
+    c->ctl = sv[0];
+    c->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (c->pidfd < 0) {
+        as_err_errno(err, "pidfd_open");
+        goto fail;
+    }
+    char buf[128];
+    if (geteuid() != 0 && write_proc(pid, "setgroups", "deny", err) < 0)
+        goto fail;
+    snprintf(buf, sizeof buf, "%u %u 1\n", (unsigned)s->inner_uid, (unsigned)s->outer_uid);
+    if (write_proc(pid, "uid_map", buf, err) < 0)
+        goto fail;
+    snprintf(buf, sizeof buf, "%u %u 1\n", (unsigned)s->inner_gid, (unsigned)s->outer_gid);
+    if (write_proc(pid, "gid_map", buf, err) < 0)
+        goto fail;
+    if (send_msg(c->ctl, "go", -1) < 0) {
+        as_err_errno(err, "starting sandbox-init");
+        goto fail;
+    }
+    for (;;) {
+        char msg[MSG_MAX];
+        int fd = -1;
+        ssize_t n = recv_msg(c->ctl, msg, sizeof msg, &fd);
+        if (n <= 0) {
+            as_err_set(err, "sandbox-init exited during setup");
+            goto fail;
+        }
+        if (strcmp(msg, "listen") == 0 && fd >= 0) {
+            if (c->listen_fd >= 0)
+                close(c->listen_fd);
+            c->listen_fd = fd;
+            continue;
+        }
+        if (fd >= 0)
+            close(fd);
+        if (strncmp(msg, "ready ", 6) == 0) {
+            snprintf(c->layers, sizeof c->layers, "%s", msg + 6);
+            break;
+        }
+        if (strncmp(msg, "error ", 6) == 0) {
+            as_err_set(err, "%s", msg + 6);
+            goto fail;
+        }
+        as_err_set(err, "sandbox-init sent an unexpected message");
+        goto fail;
+    }
+    if (s->new_net && s->listen_port > 0 && c->listen_fd < 0) {
+        as_err_set(err, "the sandbox did not hand over its proxy listener");
+        goto fail;
+    }
+    return 0;
+fail:
+    sbx_ns_release(c);
+    return -1;
+}
+
+int sbx_ns_go(struct sbx_ns_child *c, struct as_err *err)
+{
+    if (send_msg(c->ctl, "run", -1) < 0)
+        return as_err_errno(err, "starting the harness");
+    char msg[MSG_MAX];
+    ssize_t n = recv_msg(c->ctl, msg, sizeof msg, NULL);
+    if (n <= 0)
+        return as_err_set(err, "sandbox-init exited before starting the harness");
+    if (strncmp(msg, "started ", 8) == 0) {
+        c->harness = (pid_t)atoi(msg + 8);
+        return 0;
+    }
+    if (strncmp(msg, "exec-failed ", 12) == 0)
+        return as_err_set(err, "%s", msg + 12);
+    return as_err_set(err, "sandbox-init: %s", msg);
+}
+
+void sbx_ns_signal(struct sbx_ns_child *c, int sig)
+{
+    if (c->pid > 0)
+        kill(c->pid, sig);
+}
+
+int sbx_ns_reap(struct sbx_ns_child *c, int *code, int *sig)
+{
+    *code = *sig = -1;
+    if (c->pid <= 0)
+        return -1;
+    int st;
+    pid_t r;
+    do
+        r = waitpid(c->pid, &st, 0);
+    while (r < 0 && errno == EINTR);
+    c->pid = -1;
+    /* init's last word carries the harness status exactly (an exit 130 and
+     * a SIGINT are different things). */
+    char msg[MSG_MAX];
+    for (;;) {
+        ssize_t n = recv(c->ctl, msg, sizeof msg - 1, MSG_DONTWAIT);
+        if (n <= 0)
+            break;
+        msg[n] = '\0';
+        int a, b;
+        if (sscanf(msg, "exit %d %d", &a, &b) == 2) {
+            *code = a;
+            *sig = b;
+        }
+    }
+    if (r > 0 && WIFSIGNALED(st) && *code < 0 && *sig < 0)
+        return 0; /* init itself was killed */
+    if (r > 0 && WIFEXITED(st) && *code < 0 && *sig < 0)
+        *code = WEXITSTATUS(st);
+    return 0;
+}
+
+void sbx_ns_release(struct sbx_ns_child *c)
+{
+    if (c->pid > 0) {
+        kill(c->pid, SIGKILL);
+        while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        c->pid = -1;
+    }
+    if (c->pidfd >= 0)
+        close(c->pidfd);
+    if (c->ctl >= 0)
+        close(c->ctl);
+    if (c->listen_fd >= 0)
+        close(c->listen_fd);
+    c->pidfd = c->ctl = c->listen_fd = -1;
+}
+
+int sbx_ns_probe(struct as_err *err)
+{
+    fflush(NULL);
+    pid_t pid = raw_clone(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID);
+    if (pid < 0) {
+        as_err_set(err, "user namespaces are unavailable here: %s", strerror(errno));
+        unavailable_hint(err);
+        return -1;
+    }
+    if (pid == 0)
+        _exit(0);
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    return 0;
+}

@@ -1,0 +1,105 @@
+/*
+ * ns — the namespace launcher: a sandbox-init process in new user, mount,
+ * PID, IPC and UTS namespaces (plus a network namespace for --lockdown),
+ * inside a synthesized root, that runs one harness and dies with it
+ * (spec 05 §7, errata 35–37, 42).
+ *
+ * Why: the sandbox must start in milliseconds with no daemon, as root or
+ * as an ordinary user. Everything the child does is driven by a spec the
+ * run plan computed; the launcher decides nothing about policy.
+ *
+ * Guarantees:
+ *  - The harness never runs as uid 0 inside: the inner uid/gid must be
+ *    non-zero (refused otherwise). Capabilities are cleared in every set,
+ *    securebits locked, no-new-privs set, mounts locked by a nested user
+ *    namespace, seccomp and Landlock applied (where the kernel has them)
+ *    before the harness is forked.
+ *  - Nothing of the host is visible except the spec's mounts; the new root
+ *    is read-only; /proc is a fresh procfs of the new PID namespace.
+ *  - Setup failures (no user namespaces, procfs refused, a mount that
+ *    fails) are reported before anything is launched, with the reason.
+ *  - With new_net, the proxy's listening socket is created inside the new
+ *    network namespace (loopback only) and handed to the parent; no other
+ *    interface exists.
+ *  - PID 1 inside forwards SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGWINCH/SIGUSR1/2
+ *    to the harness's process group, reaps every child and exits with the
+ *    harness status; when it exits, or when the parent dies (PDEATHSIG and
+ *    the control socket's EOF), every process of the sandbox is killed.
+ */
+#ifndef AS_SANDBOX_NS_H
+#define AS_SANDBOX_NS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "base/err.h"
+
+enum sbx_mount_kind {
+    SBX_MNT_RO_BIND = 1, /* host src bound read-only at dst */
+    SBX_MNT_RW_BIND,     /* host src bound read-write (nosuid, nodev) at dst */
+    SBX_MNT_TMPFS,       /* empty tmpfs at dst; data = mount options */
+    SBX_MNT_PROC,        /* fresh procfs of the new PID namespace at dst */
+    SBX_MNT_DEVPTS,      /* private devpts instance at dst */
+    SBX_MNT_DEV,         /* host device node src bound at dst */
+    SBX_MNT_EMPTY_FILE,  /* read-only empty file over dst (a shadowed secret) */
+    SBX_MNT_EMPTY_DIR,   /* read-only empty directory over dst */
+    SBX_MNT_SYMLINK,     /* dst is a symlink to src */
+    SBX_MNT_FILE,        /* dst is a generated read-only file holding data */
+    SBX_MNT_DIR,         /* mkdir dst (mode 0755) */
+};
+
+struct sbx_mount {
+    enum sbx_mount_kind kind;
+    const char *src;     /* host path (binds, devices) or link target */
+    const char *dst;     /* absolute path inside the sandbox */
+    const char *data;    /* file content, or tmpfs options */
+    int optional;        /* a missing source is skipped, not an error */
+};
+
+struct sbx_ns_spec {
+    const char *const *argv;   /* argv[0]: absolute path inside the sandbox */
+    const char *const *envp;
+    const char *cwd;           /* inside the sandbox */
+    const struct sbx_mount *mounts;
+    size_t nmounts;
+    const char *const *writable; /* Landlock write roots inside (NULL-terminated) */
+    const char *hostname;
+    int new_net;               /* --lockdown: a network namespace with only lo */
+    int listen_port;           /* with new_net: bind 127.0.0.1:<port> inside, hand back */
+    uid_t inner_uid, outer_uid;
+    gid_t inner_gid, outer_gid;
+};
+
+struct sbx_ns_child {
+    pid_t pid;          /* sandbox-init, in the caller's PID namespace */
+    int pidfd;          /* readable when init exits */
+    int ctl;            /* control socket to init */
+    int listen_fd;      /* the in-namespace listener (new_net), or -1 */
+    pid_t harness;      /* harness pid inside, once started */
+    char layers[256];   /* "seccomp, landlock abi 7" etc., for the record */
+};
+
+/* Starts sandbox-init and waits until it has built the sandbox and applied
+ * every layer (or failed). On failure nothing was launched; err says why
+ * (the caller adds «nothing was launched»). */
+int sbx_ns_start(const struct sbx_ns_spec *s, struct sbx_ns_child *c, struct as_err *err);
+
+/* Tells init to start the harness; returns once it has exec'd (0) or failed
+ * to (-1 with err, e.g. "sh: No such file or directory"). */
+int sbx_ns_go(struct sbx_ns_child *c, struct as_err *err);
+
+/* Sends sig to init (which forwards it to the harness). */
+void sbx_ns_signal(struct sbx_ns_child *c, int sig);
+
+/* Reaps init after pidfd is readable (or blocks until it exits). Returns the
+ * harness result: *code = exit status, or *sig = the signal that ended it;
+ * both -1 if init itself was killed before reporting. */
+int sbx_ns_reap(struct sbx_ns_child *c, int *code, int *sig);
+
+/* SIGKILLs init if still running, reaps it and closes every descriptor. */
+void sbx_ns_release(struct sbx_ns_child *c);
+
+/* Probes whether user namespaces work here (a throwaway child). 0 or -1+err. */
+int sbx_ns_probe(struct as_err *err);
+
+#endif

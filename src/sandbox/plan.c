@@ -1,0 +1,697 @@
+/* The run plan builder and its display (see plan.h). */
+#include "sandbox/plan.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/rand.h"
+#include "base/strbuf.h"
+#include "base/xalloc.h"
+#include "bundle/discover.h"
+#include "bundle/home.h"
+#include "bundle/manifest.h"
+#include "policy/policy.h"
+#include "trust/trust.h"
+
+#define WS_DENY_BY_DEFAULT                                                              \
+    "no [policy.filesystem] write scope covers the workspace (sandbox workspace writes " \
+    "are deny-by-default)"
+
+static void add_mount(struct sbx_plan *p, enum sbx_mount_kind k, const char *src,
+                      const char *dst, const char *data, int optional)
+{
+    struct sbx_mount m = {k, src ? xstrdup(src) : NULL, xstrdup(dst), data ? xstrdup(data) : NULL,
+                          optional};
+    vec_push(&p->mounts, m);
+}
+
+static int has_mount_at(const struct sbx_plan *p, const char *dst)
+{
+    for (size_t i = 0; i < p->mounts.n; i++)
+        if (strcmp(p->mounts.v[i].dst, dst) == 0)
+            return 1;
+    return 0;
+}
+
+/* 1 when `path` is `dir` or lies below it (plain string test on canonical paths). */
+static int path_within(const char *dir, const char *path)
+{
+    size_t n = strlen(dir);
+    if (n == 1 && dir[0] == '/')
+        return path[0] == '/';
+    return strncmp(dir, path, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+static char *canon(const char *path)
+{
+    char buf[PATH_MAX];
+    return realpath(path, buf) ? xstrdup(buf) : NULL;
+}
+
+void sbx_argv_display(const char *const *argv, strbuf *out)
+{
+    for (size_t i = 0; argv && argv[i]; i++) {
+        const char *a = argv[i];
+        if (i)
+            sb_addc(out, ' ');
+        int plain = a[0] != '\0';
+        for (const char *c = a; *c; c++)
+            if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                  (*c >= '0' && *c <= '9') || strchr("_./:=@%+,-", *c)))
+                plain = 0;
+        if (plain) {
+            sb_adds(out, a);
+            continue;
+        }
+        sb_addc(out, '\'');
+        for (const char *c = a; *c; c++) {
+            if (*c == '\'')
+                sb_adds(out, "'\\''");
+            else
+                sb_addc(out, *c);
+        }
+        sb_addc(out, '\'');
+    }
+}
+
+/* ---- the workspace -------------------------------------------------------------- */
+
+/* Refuses a workspace that would expose the user's home or the machine home. */
+static int check_workspace(const char *ws, const char *home_canon, const char *ah_canon,
+                           struct as_err *err)
+{
+    if (strcmp(ws, "/") == 0)
+        return as_err_set(err, "refusing to mount / as the sandbox workspace");
+    if (home_canon && path_within(ws, home_canon)) {
+        as_err_set(err, "refusing to mount %s as the sandbox workspace: it holds your home "
+                        "directory", ws);
+        as_err_hint(err, "run from inside a project directory (one with .agentstack/)");
+        return -1;
+    }
+    if (ah_canon && path_within(ws, ah_canon)) {
+        as_err_set(err, "refusing to mount %s as the sandbox workspace: it holds the "
+                        "agentstack home %s", ws, ah_canon);
+        return -1;
+    }
+    return 0;
+}
+
+/* Shadows `.env*` and the local overlay found directly in dir (errata 36). */
+static void shadow_secrets(struct sbx_plan *p, const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    strvec names = STRVEC_INIT;
+    while ((e = readdir(d)))
+        if (strncmp(e->d_name, ".env", 4) == 0 || strcmp(e->d_name, BUNDLE_OVERLAY_NAME) == 0)
+            strvec_push(&names, e->d_name);
+    closedir(d);
+    strvec_sort(&names);
+    for (size_t i = 0; i < names.n; i++) {
+        strbuf full = SB_INIT;
+        sb_addf(&full, "%s/%s", dir, names.v[i]);
+        char *real = canon(full.buf);
+        struct stat st;
+        /* A symlink is shadowed at its target, when that is inside the
+         * workspace (outside it, the target is not mounted at all). */
+        if (real && path_within(p->workspace, real) && stat(real, &st) == 0 &&
+            (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) {
+            strbuf in = SB_INIT;
+            sb_addf(&in, SBX_INSIDE_WORKSPACE "%s", real + strlen(p->workspace));
+            if (!has_mount_at(p, in.buf))
+                add_mount(p, S_ISREG(st.st_mode) ? SBX_MNT_EMPTY_FILE : SBX_MNT_EMPTY_DIR, NULL,
+                          in.buf, NULL, 0);
+            sb_release(&in);
+        }
+        free(real);
+        sb_release(&full);
+    }
+    strvec_clear(&names);
+}
+
+/* ---- the system view ---------------------------------------------------------------- */
+
+static void system_mounts(struct sbx_plan *p, const char *rootfs)
+{
+    char src[PATH_MAX];
+    const char *base = strcmp(rootfs, "/") == 0 ? "" : rootfs;
+    add_mount(p, SBX_MNT_PROC, NULL, "/proc", NULL, 0);
+    snprintf(src, sizeof src, "%s/usr", base);
+    add_mount(p, SBX_MNT_RO_BIND, src, "/usr", NULL, 0);
+    static const char *const top[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"};
+    for (size_t i = 0; i < sizeof top / sizeof top[0]; i++) {
+        char dst[32], link[PATH_MAX];
+        snprintf(src, sizeof src, "%s/%s", base, top[i]);
+        snprintf(dst, sizeof dst, "/%s", top[i]);
+        struct stat st;
+        if (lstat(src, &st) < 0)
+            continue;
+        if (S_ISLNK(st.st_mode)) {
+            ssize_t n = readlink(src, link, sizeof link - 1);
+            if (n > 0) {
+                link[n] = '\0';
+                add_mount(p, SBX_MNT_SYMLINK, link, dst, NULL, 0);
+            }
+        } else if (S_ISDIR(st.st_mode)) {
+            add_mount(p, SBX_MNT_RO_BIND, src, dst, NULL, 0);
+        }
+    }
+    /* A synthesized /etc: never the host's passwd, shadow or secrets. */
+    strbuf t = SB_INIT;
+    sb_addf(&t, "root:x:0:0:root:/root:/bin/sh\nagent:x:%u:%u:agent:" SBX_INSIDE_HOME
+                ":/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+            (unsigned)p->inner_uid, (unsigned)p->inner_gid);
+    add_mount(p, SBX_MNT_FILE, NULL, "/etc/passwd", t.buf, 0);
+    sb_reset(&t);
+    sb_addf(&t, "root:x:0:\nagent:x:%u:\nnogroup:x:65534:\n", (unsigned)p->inner_gid);
+    add_mount(p, SBX_MNT_FILE, NULL, "/etc/group", t.buf, 0);
+    sb_release(&t);
+    add_mount(p, SBX_MNT_FILE, NULL, "/etc/hosts",
+              "127.0.0.1 localhost " SBX_LOCKDOWN_PROXY_HOST "\n::1 localhost\n", 0);
+    /* The sandbox never resolves names; the proxy does. DNS fails fast. */
+    add_mount(p, SBX_MNT_FILE, NULL, "/etc/resolv.conf", "nameserver 127.0.0.1\n", 0);
+    add_mount(p, SBX_MNT_FILE, NULL, "/etc/nsswitch.conf",
+              "passwd: files\ngroup: files\nhosts: files dns\n", 0);
+    add_mount(p, SBX_MNT_FILE, NULL, "/etc/hostname", "agentstack\n", 0);
+    static const char *const etc[] = {"ssl", "ca-certificates", "alternatives", "ld.so.cache",
+                                      "ld.so.conf", "ld.so.conf.d", "terminfo", "protocols",
+                                      "services", "mime.types", "pki", "crypto-policies"};
+    for (size_t i = 0; i < sizeof etc / sizeof etc[0]; i++) {
+        char dst[64];
+        snprintf(src, sizeof src, "%s/etc/%s", base, etc[i]);
+        snprintf(dst, sizeof dst, "/etc/%s", etc[i]);
+        if (access(src, F_OK) == 0)
+            add_mount(p, SBX_MNT_RO_BIND, src, dst, NULL, 1);
+    }
+    char link[PATH_MAX];
+    snprintf(src, sizeof src, "%s/etc/localtime", base);
+    ssize_t n = readlink(src, link, sizeof link - 1);
+    if (n > 0) {
+        link[n] = '\0';
+        add_mount(p, SBX_MNT_SYMLINK, link, "/etc/localtime", NULL, 0);
+    }
+    /* A minimal /dev. */
+    add_mount(p, SBX_MNT_TMPFS, NULL, "/dev", "mode=0755", 0);
+    static const char *const devs[] = {"null", "zero", "full", "random", "urandom", "tty"};
+    for (size_t i = 0; i < sizeof devs / sizeof devs[0]; i++) {
+        char dst[32];
+        snprintf(dst, sizeof dst, "/dev/%s", devs[i]);
+        add_mount(p, SBX_MNT_DEV, dst, dst, NULL, 1);
+    }
+    add_mount(p, SBX_MNT_SYMLINK, "/proc/self/fd", "/dev/fd", NULL, 0);
+    add_mount(p, SBX_MNT_SYMLINK, "/proc/self/fd/0", "/dev/stdin", NULL, 0);
+    add_mount(p, SBX_MNT_SYMLINK, "/proc/self/fd/1", "/dev/stdout", NULL, 0);
+    add_mount(p, SBX_MNT_SYMLINK, "/proc/self/fd/2", "/dev/stderr", NULL, 0);
+    add_mount(p, SBX_MNT_DEVPTS, NULL, "/dev/pts", NULL, 1);
+    add_mount(p, SBX_MNT_SYMLINK, "pts/ptmx", "/dev/ptmx", NULL, 0);
+    add_mount(p, SBX_MNT_TMPFS, NULL, "/dev/shm", "mode=1777", 0);
+    add_mount(p, SBX_MNT_TMPFS, NULL, "/tmp", "mode=1777", 0);
+    add_mount(p, SBX_MNT_SYMLINK, "/tmp", "/var/tmp", NULL, 0);
+}
+
+/* The harness binary's view inside (errata 38): a program outside the
+ * system directories gets its install prefix bound read-only, but never a
+ * directory that holds the user's home or the machine home. */
+static int harness_path(struct sbx_plan *p, const char *bin, const char *home_canon,
+                        const char *ah_canon, strbuf *exec_path, strbuf *extra_path,
+                        struct as_err *err)
+{
+    char *real = canon(bin);
+    if (!real)
+        return as_err_errno(err, "%s", bin);
+    p->harness_host_bin = xstrdup(real);
+    static const char *const sys[] = {"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32"};
+    for (size_t i = 0; i < sizeof sys / sizeof sys[0]; i++) {
+        if (path_within(sys[i], bin) || path_within(sys[i], real)) {
+            sb_adds(exec_path, path_within(sys[i], bin) ? bin : real);
+            free(real);
+            return 0;
+        }
+    }
+    sb_adds(exec_path, real);
+    char d1[PATH_MAX], d2[PATH_MAX];
+    snprintf(d1, sizeof d1, "%s", real);
+    char *s = strrchr(d1, '/');
+    *s = '\0';
+    if (!d1[0])
+        snprintf(d1, sizeof d1, "/");
+    snprintf(d2, sizeof d2, "%s", d1);
+    s = strrchr(d2, '/');
+    if (s)
+        *s = '\0';
+    if (!d2[0])
+        snprintf(d2, sizeof d2, "/");
+    const char *cands[2] = {d2, d1};
+    const char *chosen = NULL;
+    for (int i = 0; i < 2 && !chosen; i++) {
+        const char *c = cands[i];
+        int depth = 0;
+        for (const char *q = c; *q; q++)
+            depth += *q == '/';
+        if (depth < 2 || (home_canon && path_within(c, home_canon)) ||
+            (ah_canon && path_within(c, ah_canon)) || (ah_canon && path_within(ah_canon, c)))
+            continue;
+        chosen = c;
+    }
+    add_mount(p, SBX_MNT_RO_BIND, chosen ? chosen : real, chosen ? chosen : real, NULL, 0);
+    sb_adds(extra_path, d1);
+    free(real);
+    return 0;
+}
+
+/* Host of an http(s) URL, normalized; -1 when it cannot be classified. */
+static int url_host(const char *url, char out[POL_HOST_MAX + 1])
+{
+    const char *p;
+    if (strncasecmp(url, "https://", 8) == 0)
+        p = url + 8;
+    else if (strncasecmp(url, "http://", 7) == 0)
+        p = url + 7;
+    else
+        return -1;
+    size_t n = strcspn(p, "/?#");
+    char auth[512];
+    if (n == 0 || n >= sizeof auth)
+        return -1;
+    memcpy(auth, p, n);
+    auth[n] = '\0';
+    if (strstr(auth, "${") || strchr(auth, '%'))
+        return -1;
+    char *host = strrchr(auth, '@');
+    host = host ? host + 1 : auth;
+    size_t hl;
+    if (host[0] == '[') {
+        char *close = strchr(host, ']');
+        if (!close)
+            return -1;
+        hl = (size_t)(close - host) + 1;
+    } else {
+        char *colon = strrchr(host, ':');
+        hl = colon ? (size_t)(colon - host) : strlen(host);
+    }
+    const char *why;
+    return pol_host_normalize(host, hl, out, &why);
+}
+
+/* ---- build ---------------------------------------------------------------------------- */
+
+static int load_policy(struct sbx_plan *p, const struct bundle_paths *bp, struct manifest **mf,
+                       struct as_err *err)
+{
+    strbuf mpath = SB_INIT;
+    if (pol_machine_path(&mpath, err) < 0)
+        return -1;
+    enum pol_machine_state state;
+    struct pol_layer *machine = pol_machine_load(mpath.buf, &state, err);
+    if (!machine) {
+        sb_release(&mpath);
+        return -1;
+    }
+    p->policy_note = xstrdup(state == POL_UNCONFIGURED ? "no machine policy (unconfigured)"
+                                                        : "machine policy " BUNDLE_MANIFEST_NAME
+                                                          " in the agentstack home");
+    sb_release(&mpath);
+    struct pol_layer *project = NULL;
+    if (p->trust == SBX_TRUST_TRUSTED) {
+        *mf = manifest_load(bp, err);
+        if (!*mf) {
+            pol_layer_free(machine);
+            return -1;
+        }
+        if ((*mf)->policy) {
+            project = pol_layer_from_toml((*mf)->policy, bp->manifest, POL_PROJECT, err);
+            if (!project) {
+                pol_layer_free(machine);
+                return -1;
+            }
+        }
+    }
+    const char *home = getenv("HOME");
+    p->ruleset = pol_compile(machine, project, home, err);
+    pol_layer_free(machine);
+    pol_layer_free(project);
+    return p->ruleset ? 0 : -1;
+}
+
+int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, struct as_err *err)
+{
+    *out = NULL;
+    struct sbx_plan *p = xcalloc(1, sizeof *p);
+    struct bundle_paths bp = {0};
+    struct manifest *mf = NULL;
+    char *home_canon = NULL, *ah_canon = NULL, *cwd_canon = NULL;
+    strbuf sb = SB_INIT, exec_path = SB_INIT, extra_path = SB_INIT;
+
+    p->mode = rq->mode;
+    p->posture_slug = rq->mode == SBX_MODE_LOCKDOWN ? "lockdown" : "sandbox";
+    p->posture_label = rq->mode == SBX_MODE_LOCKDOWN ? "LOCKDOWN / ENFORCED · NO DIRECT ROUTE"
+                                                     : "SANDBOX / PROXIED · DIRECT ROUTE OPEN";
+    p->harness_id = xstrdup(rq->harness_id);
+    if (rand_hex(p->run_id + 2, 5, err) < 0 || rand_hex(p->token, 32, err) < 0)
+        goto fail;
+    p->run_id[0] = 'r';
+    p->run_id[1] = '-';
+    const char *al = getenv("AGENTSTACK_ALLOW_LOCAL_TARGETS");
+    p->allow_local = al && (!strcmp(al, "1") || !strcmp(al, "true") || !strcmp(al, "yes"));
+
+    if (home_dir(&sb, err) < 0)
+        goto fail;
+    p->home = xstrdup(sb.buf);
+    ah_canon = canon(p->home);
+    if (!ah_canon)
+        ah_canon = xstrdup(p->home);
+    const char *h = getenv("HOME");
+    home_canon = h && h[0] ? canon(h) : NULL;
+
+    /* The project, and its trust state. */
+    char cwdbuf[PATH_MAX];
+    const char *cwd = rq->cwd;
+    if (!cwd) {
+        if (!getcwd(cwdbuf, sizeof cwdbuf)) {
+            as_err_errno(err, "getcwd");
+            goto fail;
+        }
+        cwd = cwdbuf;
+    }
+    cwd_canon = canon(cwd);
+    if (!cwd_canon) {
+        as_err_errno(err, "%s", cwd);
+        goto fail;
+    }
+    if (discover_project(rq->manifest_dir, cwd, &bp, err) < 0)
+        goto fail;
+    if (bp.found) {
+        p->project_root = canon(bp.project_root);
+        if (!p->project_root) {
+            as_err_errno(err, "%s", bp.project_root);
+            goto fail;
+        }
+        p->workspace = xstrdup(p->project_root);
+        struct trust_status ts = {0};
+        struct as_err terr = AS_ERR_INIT;
+        if (trust_check(&bp, &ts, &terr) < 0) {
+            p->trust = SBX_TRUST_UNTRUSTED;
+            char b[2300];
+            p->trust_detail = xasprintf("UNTRUSTED — the bundle could not be read (%s); "
+                                        "nothing from it is delivered",
+                                        as_err_str(&terr, b, sizeof b));
+        } else if (ts.state == TRUST_TRUSTED) {
+            p->trust = SBX_TRUST_TRUSTED;
+            p->trust_detail = xstrdup("bundle trusted");
+        } else if (ts.state == TRUST_CHANGED) {
+            p->trust = SBX_TRUST_CHANGED;
+            p->trust_detail = xstrdup("CHANGED — reviewed bytes changed since trust; nothing "
+                                      "from the bundle is delivered");
+        } else {
+            p->trust = SBX_TRUST_UNTRUSTED;
+            p->trust_detail = xstrdup("UNTRUSTED — not reviewed on this machine; nothing from "
+                                      "the bundle is delivered");
+        }
+        trust_status_release(&ts);
+    } else {
+        p->trust = SBX_TRUST_NO_PROJECT;
+        p->trust_detail = xstrdup("no project — nothing to deliver");
+        p->workspace = xstrdup(cwd_canon);
+    }
+    if (check_workspace(p->workspace, home_canon, ah_canon, err) < 0)
+        goto fail;
+
+    /* Policy: the machine floor, and the project layer only when trusted. */
+    if (load_policy(p, &bp, &mf, err) < 0)
+        goto fail;
+    struct pol_decision d;
+    p->workspace_writable = pol_fs_workspace_writable(p->ruleset, &d);
+    if (p->workspace_writable) {
+        p->workspace_reason = xstrdup("[policy.filesystem] write covers it");
+    } else if (d.why == POL_DEFAULT_DENY) {
+        p->workspace_reason = xstrdup(WS_DENY_BY_DEFAULT);
+    } else {
+        strbuf t = SB_INIT;
+        pol_decision_text(&d, &t);
+        p->workspace_reason = sb_detach(&t, NULL);
+    }
+    if (mf) {
+        p->servers_declared = (int)mf->servers.n;
+        for (size_t i = 0; i < mf->servers.n; i++) {
+            const struct mf_server *s = &mf->servers.v[i];
+            if (!s->url)
+                continue;
+            char host[POL_HOST_MAX + 1];
+            if (url_host(s->url, host) < 0) {
+                if (p->mode == SBX_MODE_LOCKDOWN) {
+                    as_err_set(err, "server '%s': the host of its url cannot be classified; "
+                                    "refusing to start a lockdown run", s->name);
+                    goto fail;
+                }
+                continue;
+            }
+            if (p->mode == SBX_MODE_LOCKDOWN && strvec_find(&p->gateway_only_hosts, host) < 0)
+                strvec_push(&p->gateway_only_hosts, host);
+        }
+    }
+
+    /* Identity: the invoking uid outside, never 0 inside (errata 35). */
+    p->outer_uid = geteuid();
+    p->outer_gid = getegid();
+    p->inner_uid = p->outer_uid ? p->outer_uid : 1000;
+    p->inner_gid = p->outer_gid ? p->outer_gid : 1000;
+
+    /* Mounts, in order. */
+    const char *rootfs = getenv("AGENTSTACK_SANDBOX_ROOTFS");
+    if (rootfs && rootfs[0]) {
+        char *rc = canon(rootfs);
+        if (!rc) {
+            as_err_errno(err, "AGENTSTACK_SANDBOX_ROOTFS %s", rootfs);
+            goto fail;
+        }
+        p->image = rc;
+    } else {
+        p->image = xstrdup("host");
+    }
+    system_mounts(p, strcmp(p->image, "host") == 0 ? "/" : p->image);
+    sb_reset(&sb);
+    sb_addf(&sb, "%s/sandbox-home/%s", p->home, p->harness_id);
+    p->sandbox_home = xstrdup(sb.buf);
+    add_mount(p, SBX_MNT_RW_BIND, p->sandbox_home, SBX_INSIDE_HOME, NULL, 0);
+    if (harness_path(p, rq->harness_bin, home_canon, ah_canon, &exec_path, &extra_path, err) < 0)
+        goto fail;
+    add_mount(p, p->workspace_writable ? SBX_MNT_RW_BIND : SBX_MNT_RO_BIND, p->workspace,
+              SBX_INSIDE_WORKSPACE, NULL, 0);
+    if (p->workspace_writable) {
+        /* Hooks and config in .git run on the host at the next git command. */
+        static const char *const git_ro[] = {".git/config", ".git/hooks"};
+        for (size_t i = 0; i < 2; i++) {
+            sb_reset(&sb);
+            sb_addf(&sb, "%s/%s", p->workspace, git_ro[i]);
+            struct stat st;
+            if (lstat(sb.buf, &st) == 0 && !S_ISLNK(st.st_mode)) {
+                char dst[64];
+                snprintf(dst, sizeof dst, SBX_INSIDE_WORKSPACE "/%s", git_ro[i]);
+                add_mount(p, SBX_MNT_RO_BIND, sb.buf, dst, NULL, 0);
+            }
+        }
+    }
+    shadow_secrets(p, p->workspace);
+    if (bp.found && bp.manifest_dir) {
+        char *md = canon(bp.manifest_dir);
+        if (md && path_within(p->workspace, md) && strcmp(md, p->workspace) != 0)
+            shadow_secrets(p, md);
+        free(md);
+    }
+    strvec_push(&p->writable, "/tmp");
+    strvec_push(&p->writable, "/dev/shm");
+    strvec_push(&p->writable, SBX_INSIDE_HOME);
+    if (p->workspace_writable)
+        strvec_push(&p->writable, SBX_INSIDE_WORKSPACE);
+
+    /* The command: the program, then the user's arguments verbatim. */
+    strvec_push(&p->argv, exec_path.buf);
+    for (size_t i = 0; rq->args && rq->args[i]; i++)
+        strvec_push(&p->argv, rq->args[i]);
+    if (path_within(p->workspace, cwd_canon))
+        p->cwd = xasprintf(SBX_INSIDE_WORKSPACE "%s", cwd_canon + strlen(p->workspace));
+    else
+        p->cwd = xstrdup(SBX_INSIDE_WORKSPACE);
+
+    strvec_pushf(&p->env, "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin%s%s",
+                 extra_path.len ? ":" : "", extra_path.buf);
+    strvec_push(&p->env, "HOME=" SBX_INSIDE_HOME);
+    const char *term = getenv("TERM");
+    if (term && term[0])
+        strvec_pushf(&p->env, "TERM=%s", term);
+    strvec_pushf(&p->env, "AGENTSTACK_RUN_ID=%s", p->run_id);
+    if (p->mode == SBX_MODE_LOCKDOWN) {
+        p->proxy_host = SBX_LOCKDOWN_PROXY_HOST;
+        p->proxy_port = SBX_LOCKDOWN_PROXY_PORT;
+    } else {
+        p->proxy_host = "127.0.0.1";
+        p->proxy_port = 0;
+    }
+    if (p->trust == SBX_TRUST_TRUSTED && p->servers_declared)
+        strvec_pushf(&p->notes, "note: %d MCP server(s) declared by the bundle are not routed "
+                                "into sandboxed runs by this build; none is reachable from inside",
+                     p->servers_declared);
+
+    manifest_free(mf);
+    bundle_paths_free(&bp);
+    free(home_canon);
+    free(ah_canon);
+    free(cwd_canon);
+    sb_release(&sb);
+    sb_release(&exec_path);
+    sb_release(&extra_path);
+    *out = p;
+    return 0;
+fail:
+    manifest_free(mf);
+    bundle_paths_free(&bp);
+    free(home_canon);
+    free(ah_canon);
+    free(cwd_canon);
+    sb_release(&sb);
+    sb_release(&exec_path);
+    sb_release(&extra_path);
+    sbx_plan_free(p);
+    return -1;
+}
+
+void sbx_plan_free(struct sbx_plan *p)
+{
+    if (!p)
+        return;
+    free(p->harness_id);
+    free(p->harness_host_bin);
+    free(p->trust_detail);
+    free(p->project_root);
+    free(p->workspace);
+    free(p->workspace_reason);
+    free(p->home);
+    free(p->sandbox_home);
+    free(p->image);
+    strvec_clear(&p->gateway_only_hosts);
+    strvec_clear(&p->argv);
+    strvec_clear(&p->env);
+    free(p->cwd);
+    for (size_t i = 0; i < p->mounts.n; i++) {
+        free((char *)p->mounts.v[i].src);
+        free((char *)p->mounts.v[i].dst);
+        free((char *)p->mounts.v[i].data);
+    }
+    vec_free(&p->mounts);
+    strvec_clear(&p->writable);
+    pol_ruleset_free(p->ruleset);
+    free(p->policy_note);
+    strvec_clear(&p->notes);
+    memset(p->token, 0, sizeof p->token);
+    free(p);
+}
+
+void sbx_plan_env(const struct sbx_plan *p, int port, strvec *out)
+{
+    for (size_t i = 0; i < p->env.n; i++)
+        strvec_push(out, p->env.v[i]);
+    static const char *const vars[] = {"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"};
+    for (size_t i = 0; i < 4; i++)
+        strvec_pushf(out, "%s=http://agentstack:%s@%s:%d", vars[i], p->token, p->proxy_host,
+                     port);
+}
+
+int sbx_plan_decide(void *ctx, const char *identity, const char *host, int port,
+                    struct sbx_verdict *v)
+{
+    const struct sbx_plan *p = ctx;
+    struct pol_decision d;
+    memset(v, 0, sizeof *v);
+    v->allowed = pol_egress(p->ruleset, identity, host, (unsigned)port, &d);
+    const char *by = pol_by_name(d.by);
+    snprintf(v->layer, sizeof v->layer, "%s", by && by[0] ? by : "default");
+    if (!v->allowed) {
+        strbuf t = SB_INIT;
+        pol_decision_text(&d, &t);
+        snprintf(v->rule, sizeof v->rule, "%s", t.buf);
+        sb_reset(&t);
+        pol_decision_short(&d, &t);
+        snprintf(v->brief, sizeof v->brief, "%s", t.buf);
+        sb_release(&t);
+        if (d.why == POL_DENY_RULE && d.pattern)
+            snprintf(v->pattern, sizeof v->pattern, "!%s", d.pattern);
+    }
+    return 0;
+}
+
+static const char *kind_label(enum sbx_mount_kind k)
+{
+    switch (k) {
+    case SBX_MNT_RO_BIND: return "ro";
+    case SBX_MNT_RW_BIND: return "rw";
+    case SBX_MNT_TMPFS: return "tmpfs";
+    case SBX_MNT_PROC: return "proc";
+    case SBX_MNT_DEVPTS: return "devpts";
+    case SBX_MNT_DEV: return "dev";
+    case SBX_MNT_EMPTY_FILE: return "shadow";
+    case SBX_MNT_EMPTY_DIR: return "shadow";
+    case SBX_MNT_SYMLINK: return "link";
+    case SBX_MNT_FILE: return "file";
+    case SBX_MNT_DIR: return "dir";
+    }
+    return "?";
+}
+
+void sbx_plan_print(const struct sbx_plan *p, FILE *f, int full)
+{
+    fprintf(f, "▶ sandboxing %s (run %s) — %s\n", p->harness_id, p->run_id, p->trust_detail);
+    fprintf(f, "  posture: %s\n", p->posture_label);
+    if (p->workspace_writable)
+        fprintf(f, "  workspace: %s → " SBX_INSIDE_WORKSPACE " read-write (%s)\n", p->workspace,
+                p->workspace_reason);
+    else
+        fprintf(f, "  workspace: %s → " SBX_INSIDE_WORKSPACE " read-only — %s\n", p->workspace,
+                p->workspace_reason);
+    if (p->mode == SBX_MODE_LOCKDOWN)
+        fprintf(f, "  🔒 no host route, no internet — the only peer is the egress proxy\n");
+    else
+        fprintf(f, "  🛡 egress is routed through the AgentStack proxy; the direct route and host "
+                   "loopback stay reachable to a process that ignores HTTPS_PROXY\n");
+    if (p->allow_local)
+        fprintf(f, "  ⚠ AGENTSTACK_ALLOW_LOCAL_TARGETS is set: the proxy may dial loopback and "
+                   "private addresses (for tests only)\n");
+    if (full) {
+        fprintf(f, "  identity: uid %u inside (uid %u outside), no capabilities, no-new-privs; "
+                   "seccomp and Landlock where the kernel has them\n",
+                (unsigned)p->inner_uid, (unsigned)p->outer_uid);
+        if (p->mode == SBX_MODE_LOCKDOWN)
+            fprintf(f, "  egress: http://%s:%d inside the sandbox's network namespace "
+                       "(per-run token); %s\n", p->proxy_host, p->proxy_port, p->policy_note);
+        else
+            fprintf(f, "  egress: http://127.0.0.1:<ephemeral> on the host (per-run token); %s\n",
+                    p->policy_note);
+        for (size_t i = 0; i < p->gateway_only_hosts.n; i++)
+            fprintf(f, "  gateway-only host (refused direct): %s\n", p->gateway_only_hosts.v[i]);
+        fprintf(f, "  mounts:\n");
+        for (size_t i = 0; i < p->mounts.n; i++) {
+            const struct sbx_mount *m = &p->mounts.v[i];
+            fprintf(f, "    %-7s %s", kind_label(m->kind), m->dst);
+            if (m->kind == SBX_MNT_SYMLINK)
+                fprintf(f, " -> %s", m->src);
+            else if (m->src && strcmp(m->src, m->dst) != 0)
+                fprintf(f, " ← %s", m->src);
+            fputc('\n', f);
+        }
+        strbuf c = SB_INIT;
+        sbx_argv_display((const char *const *)p->argv.v, &c);
+        fprintf(f, "  command: %s\n", c.buf);
+        sb_release(&c);
+    }
+    if (p->trust == SBX_TRUST_TRUSTED && p->servers_declared)
+        fprintf(f, "  %d MCP server(s) not routed (no gateway relay in sandboxed runs yet)\n",
+                p->servers_declared);
+    else
+        fprintf(f, "  no servers to route\n");
+}

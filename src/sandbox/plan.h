@@ -1,0 +1,119 @@
+/*
+ * plan — the run plan of a sandboxed run: one function decides everything
+ * (project, trust state, compiled machine ∩ project policy, workspace
+ * mode, mounts, identity, command, environment, egress mode, run id,
+ * token), and the executor only carries the result out (spec 05 §2).
+ *
+ * Why: `--plan` must show exactly what a live run would do, so both must
+ * come from the same object, and nothing may be re-derived on the way.
+ *
+ * Guarantees:
+ *  - Building a plan creates nothing on disk and starts nothing.
+ *  - The plan is immutable once built (callers get a const pointer); the
+ *    only value supplied at execution is the kernel-assigned port of the
+ *    --sandbox proxy listener.
+ *  - A broken machine policy refuses (errata 17). An untrusted or changed
+ *    project gets nothing from its bundle: its policy layer is not used
+ *    (so it cannot grant itself a writable workspace) and no server is
+ *    routed; the plan says so.
+ *  - The workspace is never $HOME, an ancestor of it, "/" or a directory
+ *    holding $AGENTSTACK_HOME; `.env*` files and the local overlay in the
+ *    project root and manifest dir are shadowed by empty files (errata 36);
+ *    a writable workspace keeps `.git/config` and `.git/hooks` read-only
+ *    (they would run code on the host later).
+ *  - The harness runs as the invoking uid outside and never uid 0 inside.
+ */
+#ifndef AS_SANDBOX_PLAN_H
+#define AS_SANDBOX_PLAN_H
+
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "base/err.h"
+#include "base/strbuf.h"
+#include "base/vec.h"
+#include "sandbox/ns.h"
+#include "sandbox/proxy.h"
+
+enum sbx_mode { SBX_MODE_SANDBOX = 1, SBX_MODE_LOCKDOWN };
+
+enum sbx_trust {
+    SBX_TRUST_NO_PROJECT, /* no manifest at or above the cwd: nothing to deliver */
+    SBX_TRUST_TRUSTED,
+    SBX_TRUST_CHANGED,
+    SBX_TRUST_UNTRUSTED,
+};
+
+#define SBX_LOCKDOWN_PROXY_HOST "egress-proxy"
+#define SBX_LOCKDOWN_PROXY_PORT 18080
+#define SBX_INSIDE_HOME "/root"
+#define SBX_INSIDE_WORKSPACE "/workspace"
+
+struct sbx_plan_request {
+    enum sbx_mode mode;
+    const char *harness_id;       /* adapter id (the egress identity), or the command's name */
+    const char *harness_bin;      /* the program, as found on the host PATH */
+    int harness_has_mcp;          /* the adapter has an MCP mapping */
+    const char *const *args;      /* the arguments after "--" (NULL-terminated, may be NULL) */
+    const char *manifest_dir;     /* --manifest-dir, or NULL */
+    const char *cwd;              /* NULL = the process cwd */
+};
+
+struct sbx_plan_mount {
+    struct sbx_mount m;           /* strings owned by the plan */
+};
+
+struct sbx_plan {
+    char run_id[16];              /* r- + 10 hex */
+    enum sbx_mode mode;
+    const char *posture_slug;     /* "sandbox" | "lockdown" */
+    const char *posture_label;    /* exact label (spec 05 §1.3) */
+    char *harness_id;
+    char *harness_host_bin;       /* realpath on the host */
+    enum sbx_trust trust;
+    char *trust_detail;           /* one line for the banner */
+    char *project_root;           /* NULL when there is no project */
+    char *workspace;              /* host directory mounted at /workspace */
+    int workspace_writable;
+    char *workspace_reason;
+    char *home;                   /* $AGENTSTACK_HOME */
+    char *sandbox_home;           /* $AGENTSTACK_HOME/sandbox-home/<id> (created at run) */
+    char *image;                  /* "host" or AGENTSTACK_SANDBOX_ROOTFS */
+    int servers_declared;         /* the trusted bundle's MCP servers (not routed) */
+    strvec gateway_only_hosts;    /* lockdown: declared HTTP server hosts, refused directly */
+    int allow_local;              /* AGENTSTACK_ALLOW_LOCAL_TARGETS (tests only) */
+    uid_t inner_uid, outer_uid;
+    gid_t inner_gid, outer_gid;
+    strvec argv;                  /* inside paths; argv.v[0] absolute */
+    strvec env;                   /* without the proxy variables (see sbx_plan_env) */
+    char *cwd;                    /* inside */
+    VEC(struct sbx_mount) mounts; /* in order; strings owned */
+    strvec writable;              /* Landlock write roots inside */
+    char token[65];               /* per-run proxy token (never printed) */
+    const char *proxy_host;       /* "egress-proxy" | "127.0.0.1" */
+    int proxy_port;               /* 18080 under lockdown; 0 = ephemeral (--sandbox) */
+    struct pol_ruleset *ruleset;  /* compiled machine ∩ project */
+    char *policy_note;            /* e.g. "machine policy ~/.agentstack/agentstack.toml" */
+    strvec notes;                 /* stderr lines (warnings) */
+};
+
+/* Builds the plan. -1 + err on a refusal (err->hint = the fix). */
+int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, struct as_err *err);
+void sbx_plan_free(struct sbx_plan *p);
+
+/* The environment for the harness: the plan's env plus the proxy variables
+ * for the given port (HTTPS_PROXY, https_proxy, HTTP_PROXY, http_proxy). */
+void sbx_plan_env(const struct sbx_plan *p, int port, strvec *out);
+
+/* The banner (spec 05 §2). full: the --plan form, adding the trust, identity,
+ * egress, mounts and the exact command. */
+void sbx_plan_print(const struct sbx_plan *p, FILE *f, int full);
+
+/* The egress decision callback over the plan's ruleset (ctx = the plan). */
+int sbx_plan_decide(void *ctx, const char *identity, const char *host, int port,
+                    struct sbx_verdict *v);
+
+/* Shell-quotes argv into out, the exact command as `--plan` shows it. */
+void sbx_argv_display(const char *const *argv, strbuf *out);
+
+#endif

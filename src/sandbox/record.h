@@ -1,0 +1,68 @@
+/*
+ * record — the flight recorder of protected runs: one directory per run
+ * under $AGENTSTACK_HOME/runs/<id>/ (0700) holding a hash-chained
+ * events.jsonl (0600, errata 3) and the posture slug; and the readers
+ * behind `agentstack report <id>` and `agentstack runs` (spec 05 §5).
+ *
+ * Why: a sandboxed run's decisions (every egress allow and block, with its
+ * rule and layer) must be readable afterwards and tamper-evident; a run
+ * that cannot be recorded must not start ("refusing to run unobserved").
+ *
+ * Guarantees:
+ *  - Every event is one JSON line, "event" first, then "ts" (Unix seconds),
+ *    then the fields, ending with "prev" (the audit chain); appends are
+ *    checked: a failed write is an error the caller acts on.
+ *  - Run ids are validated before any path is built from them: "r-" ids
+ *    and path ids of 1–128 [A-Za-z0-9._-], never "." or "..".
+ *  - Readers skip unparsable lines and never fail on a hostile log; text
+ *    from the log is sanitized before it reaches a terminal.
+ */
+#ifndef AS_SANDBOX_RECORD_H
+#define AS_SANDBOX_RECORD_H
+
+#include <jansson.h>
+
+#include "base/err.h"
+#include "base/strbuf.h"
+#include "sandbox/proxy.h"
+
+struct sbx_rec {
+    char *dir;    /* $AGENTSTACK_HOME/runs/<id> */
+    char *events; /* <dir>/events.jsonl */
+    int failed;   /* an append failed (the proxy then refuses new tunnels) */
+};
+
+/* 1 when id is usable as a run directory name. */
+int sbx_run_id_valid(const char *id);
+
+/* Creates runs/<id>/ (0700; an existing one is an error) and the posture file. */
+int sbx_rec_create(const char *home, const char *run_id, const char *posture,
+                   struct sbx_rec *r, struct as_err *err);
+/* Appends {"event": name, "ts": now, ...fields}; fields is consumed (may be NULL). */
+int sbx_rec_append(struct sbx_rec *r, const char *name, json_t *fields, struct as_err *err);
+/* The proxy's record callback (ctx = struct sbx_rec *). */
+int sbx_rec_egress(void *ctx, const struct sbx_egress_event *ev);
+/* Removes the run directory (a run refused before anything was launched). */
+void sbx_rec_remove(struct sbx_rec *r);
+void sbx_rec_close(struct sbx_rec *r);
+
+/* Loads a run: events (array, in order), posture slug (or NULL), and the
+ * calls.jsonl rows tagged with this run. Returns 0, 1 when there is no such
+ * run, -1 + err. */
+int sbx_report_load(const char *home, const char *run_id, json_t **events, char **posture,
+                    json_t **calls, struct as_err *err);
+/* The human report (spec 05 §5 and the seed's form). */
+void sbx_report_render(const char *run_id, const char *posture, const json_t *events,
+                       const json_t *calls, strbuf *out);
+/* {"run", "posture", "events", "calls"} (calls minus those already in events). */
+json_t *sbx_report_json(const char *run_id, const char *posture, json_t *events, json_t *calls);
+
+/* Every run under runs/, newest first: [{id, posture, harness, started,
+ * exit?, signal?, duration_ms?, workspace}]. */
+json_t *sbx_runs_list(const char *home, struct as_err *err);
+
+/* The exact posture label for a slug ("lockdown" → "LOCKDOWN / ENFORCED ·
+ * NO DIRECT ROUTE"), or NULL. */
+const char *sbx_posture_label(const char *slug);
+
+#endif

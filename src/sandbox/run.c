@@ -1,0 +1,237 @@
+/* The sandbox run executor (see run.h). */
+#include "sandbox/run.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/xalloc.h"
+#include "sandbox/ns.h"
+#include "sandbox/proxy.h"
+#include "sandbox/record.h"
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int mkdirs(const char *path)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(tmp, 0700) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+static const int relayed[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGUSR1, SIGUSR2};
+
+int sbx_run_execute(const struct sbx_plan *p, FILE *banner, struct sbx_run_result *res,
+                    struct as_err *err)
+{
+    memset(res, 0, sizeof *res);
+    res->code = res->sig = -1;
+    struct sbx_rec rec;
+    struct sbx_proxy *proxy = NULL;
+    struct sbx_ns_child child;
+    memset(&child, 0, sizeof child);
+    child.pid = child.pidfd = child.ctl = child.listen_fd = -1;
+    int sfd = -1, tfd = -1, rc = -1, port = p->proxy_port;
+    strvec env = STRVEC_INIT;
+    sigset_t set, old;
+    sigemptyset(&set);
+    for (size_t i = 0; i < sizeof relayed / sizeof relayed[0]; i++)
+        sigaddset(&set, relayed[i]);
+
+    if (sbx_rec_create(p->home, p->run_id, p->posture_slug, &rec, err) < 0) {
+        as_err_prefix(err, "refusing to run unobserved");
+        return -1;
+    }
+    if (mkdirs(p->sandbox_home) < 0) {
+        as_err_errno(err, "creating the sandbox home %s", p->sandbox_home);
+        goto refused;
+    }
+
+    struct sbx_proxy_opts po = {
+        .identity = p->harness_id,
+        .token = p->token,
+        .lockdown = p->mode == SBX_MODE_LOCKDOWN,
+        .allow_local = p->allow_local,
+        .gateway_only_hosts = (const char *const *)p->gateway_only_hosts.v,
+        .decide = sbx_plan_decide,
+        .decide_ctx = (void *)p,
+        .record = sbx_rec_egress,
+        .record_ctx = &rec,
+    };
+    proxy = sbx_proxy_new(&po, err);
+    if (!proxy)
+        goto refused;
+    if (p->mode == SBX_MODE_SANDBOX && sbx_proxy_listen(proxy, p->proxy_host, 0, &port, err) < 0)
+        goto refused;
+    sbx_plan_env(p, port, &env);
+
+    struct sbx_ns_spec spec = {
+        .argv = (const char *const *)p->argv.v,
+        .envp = (const char *const *)env.v,
+        .cwd = p->cwd,
+        .mounts = p->mounts.v,
+        .nmounts = p->mounts.n,
+        .writable = (const char *const *)p->writable.v,
+        .hostname = "agentstack",
+        .new_net = p->mode == SBX_MODE_LOCKDOWN,
+        .listen_port = p->mode == SBX_MODE_LOCKDOWN ? p->proxy_port : 0,
+        .inner_uid = p->inner_uid,
+        .outer_uid = p->outer_uid,
+        .inner_gid = p->inner_gid,
+        .outer_gid = p->outer_gid,
+    };
+    /* Block the relayed signals before the clone: init and the parent both
+     * take them from a signalfd, never from the default action. */
+    sigprocmask(SIG_BLOCK, &set, &old);
+    if (sbx_ns_start(&spec, &child, err) < 0)
+        goto refused_mask;
+    if (child.listen_fd >= 0) {
+        int lfd = child.listen_fd;
+        child.listen_fd = -1;
+        if (sbx_proxy_add_listener(proxy, lfd, err) < 0)
+            goto refused_mask;
+    }
+    sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (sfd < 0 || tfd < 0) {
+        as_err_errno(err, "signal handling");
+        goto refused_mask;
+    }
+
+    /* Recorded before the harness runs: a run that cannot be recorded does
+     * not start. */
+    json_t *f = json_object();
+    json_object_set_new(f, "image", json_string(p->image));
+    json_object_set_new(f, "workspace", json_string(p->workspace));
+    json_object_set_new(f, "workspace_writable", json_boolean(p->workspace_writable));
+    json_object_set_new(f, "harness", json_string(p->harness_id));
+    json_object_set_new(f, "posture", json_string(p->posture_slug));
+    json_object_set_new(f, "trust", json_string(p->trust == SBX_TRUST_TRUSTED ? "trusted"
+                                                : p->trust == SBX_TRUST_CHANGED ? "changed"
+                                                : p->trust == SBX_TRUST_UNTRUSTED
+                                                    ? "untrusted"
+                                                    : "no-project"));
+    json_object_set_new(f, "uid", json_integer(p->inner_uid));
+    json_object_set_new(f, "layers", json_string(child.layers));
+    if (p->allow_local)
+        json_object_set_new(f, "allow_local_targets", json_true());
+    if (sbx_rec_append(&rec, "sandbox_started", f, err) < 0) {
+        as_err_prefix(err, "refusing to run unobserved");
+        goto refused_mask;
+    }
+    struct sbx_proxy_stats st;
+    sbx_proxy_get_stats(proxy, &st);
+    f = json_object();
+    json_object_set_new(f, "tunnels", json_integer(st.max_tunnels));
+    json_object_set_new(f, "head_bytes", json_integer(8192));
+    json_object_set_new(f, "head_timeout_s", json_integer(15));
+    json_object_set_new(f, "first_flight_timeout_s", json_integer(15));
+    json_object_set_new(f, "idle_timeout_s", json_integer(600));
+    if (sbx_rec_append(&rec, "limits", f, err) < 0) {
+        as_err_prefix(err, "refusing to run unobserved");
+        goto refused_mask;
+    }
+
+    sbx_plan_print(p, banner, 0);
+    fflush(banner);
+    long long t0 = now_ms();
+    if (sbx_ns_go(&child, err) < 0) {
+        f = json_object();
+        json_object_set_new(f, "code", json_integer(127));
+        json_object_set_new(f, "duration_ms", json_integer(now_ms() - t0));
+        json_object_set_new(f, "error", json_string("launch-failed"));
+        sbx_rec_append(&rec, "sandbox_exited", f, NULL);
+        goto out_mask;
+    }
+    res->launched = 1;
+
+    int fds[3] = {child.pidfd, sfd, tfd};
+    int armed = 0;
+    for (;;) {
+        int w = sbx_proxy_run(proxy, fds, 3, err);
+        if (w == 0)
+            break;
+        if (w < 0) {
+            sbx_ns_signal(&child, SIGKILL);
+            break;
+        }
+        if (w == 1) {
+            struct signalfd_siginfo si;
+            while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                int sig = (int)si.ssi_signo;
+                sbx_ns_signal(&child, sig);
+                if ((sig == SIGINT || sig == SIGTERM || sig == SIGHUP) && !armed) {
+                    struct itimerspec its = {.it_value = {.tv_sec = 2}};
+                    timerfd_settime(tfd, 0, &its, NULL);
+                    armed = 1;
+                }
+            }
+        } else if (w == 2) {
+            uint64_t n;
+            if (read(tfd, &n, sizeof n) > 0)
+                sbx_ns_signal(&child, SIGKILL);
+        }
+    }
+    sbx_ns_reap(&child, &res->code, &res->sig);
+    res->duration_ms = now_ms() - t0;
+    f = json_object();
+    if (res->code >= 0)
+        json_object_set_new(f, "code", json_integer(res->code));
+    else if (res->sig > 0)
+        json_object_set_new(f, "signal", json_integer(res->sig));
+    json_object_set_new(f, "duration_ms", json_integer(res->duration_ms));
+    if (sbx_rec_append(&rec, "sandbox_exited", f, err) < 0)
+        fprintf(stderr, "warning: could not record the run's end\n");
+    rc = 0;
+    goto out_mask;
+
+refused_mask:
+    sigprocmask(SIG_SETMASK, &old, NULL);
+refused:
+    sbx_ns_release(&child);
+    sbx_rec_remove(&rec);
+    sbx_rec_close(&rec);
+    sbx_proxy_free(proxy);
+    strvec_clear(&env);
+    if (sfd >= 0)
+        close(sfd);
+    if (tfd >= 0)
+        close(tfd);
+    return -1;
+
+out_mask:
+    sbx_ns_release(&child);
+    sbx_proxy_free(proxy);
+    if (sfd >= 0)
+        close(sfd);
+    if (tfd >= 0)
+        close(tfd);
+    /* Drop anything still pending before unblocking, so a SIGINT that was
+     * forwarded does not also kill agentstack itself. */
+    struct timespec zero = {0, 0};
+    while (sigtimedwait(&set, NULL, &zero) > 0)
+        ;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    sbx_rec_close(&rec);
+    strvec_clear(&env);
+    return rc;
+}
