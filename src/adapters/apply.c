@@ -726,6 +726,126 @@ static int select_servers(struct run *R, struct as_err *err)
     return 0;
 }
 
+/* ---- the managed .gitignore block (§6) ------------------------------------ */
+
+static bool target_owns(const struct run *R, const struct tplan *t)
+{
+    if (R->o->write) {
+        json_t *e = adp_ledger_entry(R->ledger, t->key, false);
+        strvec a = STRVEC_INIT;
+        adp_ledger_names(e, "managed_servers", &a);
+        adp_ledger_names(e, "kept_foreign", &a);
+        bool own = a.n > 0;
+        strvec_clear(&a);
+        return own;
+    }
+    return t->names.n || t->kept_foreign.n || t->left_out_names.n;
+}
+
+static int cmp_strp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Lists every project file the ledger says we own; updates the block. Runs
+ * after the targets were written, so the ledger already holds this run. */
+static void gitignore_step(struct run *R, const struct adp_registry *r, struct tplan *T,
+                           size_t nt, struct adp_hist_entry *h, strbuf *report,
+                           size_t *n_written, size_t *n_failed)
+{
+    const struct adp_apply_opts *o = R->o;
+    strbuf gi = SB_INIT, git = SB_INIT, text = SB_INIT, next = SB_INIT;
+    sb_addf(&git, "%s/.git", o->project_root);
+    sb_addf(&gi, "%s/.gitignore", o->project_root);
+    struct as_err e = AS_ERR_INIT;
+    if (!fs_exists(git.buf))
+        goto out;
+    if (fs_exists(gi.buf) && (check_contained(gi.buf, o->project_root, &e) != 0 ||
+                              fs_read_file(gi.buf, (size_t)16 << 20, 0, &text, &e) != 0)) {
+        char buf[2048];
+        sb_addf(report, "✗ .gitignore: %s\n", as_err_str(&e, buf, sizeof buf));
+        goto out;
+    }
+    if (o->no_gitignore || !o->m->meta_gitignore) {
+        if (adp_gitignore_has_block(text.buf, text.len))
+            sb_addf(report, "· .gitignore: keeping the agentstack block (opted out of updates; "
+                    "`agentstack uninstall` removes it)\n");
+        goto out;
+    }
+    strvec entries = STRVEC_INIT;
+    for (size_t i = 0; i < r->v.n; i++) {
+        const struct adp_desc *d = r->v.v[i];
+        if (!d->has_mcp || !d->project_config)
+            continue;
+        const struct tplan *t = NULL;
+        for (size_t k = 0; k < nt; k++)
+            if (T[k].d == d && T[k].key)
+                t = &T[k];
+        bool own;
+        if (t) {
+            own = target_owns(R, t);
+        } else {
+            char *key = adp_ledger_key(d->id, o->project_root);
+            json_t *le = adp_ledger_entry(R->ledger, key, false);
+            strvec a = STRVEC_INIT;
+            adp_ledger_names(le, "managed_servers", &a);
+            adp_ledger_names(le, "kept_foreign", &a);
+            own = a.n > 0;
+            strvec_clear(&a);
+            free(key);
+        }
+        char *ent = xasprintf("/%s", d->project_config);
+        if (own && strvec_find(&entries, ent) < 0)
+            strvec_push_take(&entries, ent);
+        else
+            free(ent);
+    }
+    if (entries.n)
+        qsort(entries.v, entries.n, sizeof(char *), cmp_strp);
+    if (!entries.n && !adp_gitignore_has_block(text.buf, text.len)) {
+        strvec_clear(&entries);
+        goto out;
+    }
+    adp_gitignore_block(text.buf, text.len, &entries, &next);
+    if (next.len == text.len && memcmp(next.buf, text.buf, text.len) == 0) {
+        strvec_clear(&entries);
+        goto out;
+    }
+    if (!o->write) {
+        sb_addf(report, "→ .gitignore: would %s a managed block (%zu entr%s)\n",
+                adp_gitignore_has_block(text.buf, text.len) ? "update" : "add", entries.n,
+                entries.n == 1 ? "y" : "ies");
+        for (size_t i = 0; i < entries.n; i++)
+            sb_addf(report, "  + %s\n", entries.v[i]);
+        strvec_clear(&entries);
+        goto out;
+    }
+    bool existed = fs_exists(gi.buf);
+    struct fs_write_opts wo = {0644, FS_SYMLINK_FOLLOW, o->project_root, NULL};
+    if (fs_write_atomic(gi.buf, next.buf, next.len, &wo, &e) != 0) {
+        char buf[2048];
+        sb_addf(report, "✗ .gitignore: %s\n", as_err_str(&e, buf, sizeof buf));
+        (*n_failed)++;
+    } else {
+        sb_addf(report, "✓ .gitignore: managed block updated (%zu entr%s)\n", entries.n,
+                entries.n == 1 ? "y" : "ies");
+        struct adp_hist_file f = {0};
+        f.path = xstrdup(gi.buf);
+        f.existed = existed;
+        sb_init(&f.before, 0);
+        sb_add(&f.before, text.buf, text.len);
+        f.label = xstrdup(".gitignore · managed block");
+        vec_push(&h->files, f);
+        (void)n_written;
+    }
+    strvec_clear(&entries);
+out:
+    sb_release(&gi);
+    sb_release(&git);
+    sb_release(&text);
+    sb_release(&next);
+}
+
 /* ---- the run -------------------------------------------------------------- */
 
 static void hist_add(struct adp_hist_entry *h, struct tplan *t)
@@ -832,16 +952,22 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
         }
     }
 
+    strbuf gi_report = SB_INIT;
+    if (oo.project_scope && !n_blocked && !n_trust)
+        gitignore_step(&R, r, T, descs.n, h, &gi_report, &n_written, &n_failed);
+
     fprintf(out, "Scope: %s\n", oo.project_scope ? "project" : "global");
     for (size_t i = 0; i < descs.n; i++)
         print_target(&R, &T[i]);
+    fputs(gi_report.buf, out);
+    sb_release(&gi_report);
     if (oo.m->skills.n)
         fprintf(out, "· skills are not rendered by apply — place them with: agentstack use "
                 "<toolset> --write\n");
 
     int rc = 0;
     if (oo.write) {
-        if (n_written) {
+        if (h->files.n) {
             free(h->scope);
             h->scope = xstrdup(oo.project_scope ? "project" : "global");
             h->operation = xstrdup(oo.operation ? oo.operation : "apply");

@@ -91,6 +91,14 @@ int adp_history_mark_undone(struct adp_hist_entry *e, struct as_err *err);
 /* The rolling backup path of a config file (§3f). */
 int adp_backup_path(const char *file, strbuf *out, struct as_err *err);
 
+/* ---- the managed .gitignore block (§6) ---------------------------------- */
+
+#define ADP_GITIGNORE_START "# >>> agentstack — generated project artifacts (machine-local) >>>"
+#define ADP_GITIGNORE_END "# <<< agentstack >>>"
+/* Replaces the block in text (or appends it after a blank line). */
+void adp_gitignore_block(const char *text, size_t len, const strvec *entries, strbuf *out);
+bool adp_gitignore_has_block(const char *text, size_t len);
+
 /* ---- diff ---------------------------------------------------------------- */
 
 /* Line diff of a → b, indented two spaces: "- " / "+ " / "  " lines with ≤ 2
