@@ -10,9 +10,13 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_trust(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_sign(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_verify(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_install(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_apply(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_restore(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_audit(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_run(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_report(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_runs(int argc, char **argv, struct cli_ctx *ctx);
 
 const struct cli_command cli_commands[] = {
     {"help", cmd_help, "show commands, or one command's usage",
@@ -27,6 +31,8 @@ const struct cli_command cli_commands[] = {
      "usage: agentstack sign [--print-key-only]\n", 0},
     {"verify", cmd_verify, "check agentstack.lock.sig against a public key",
      "usage: agentstack verify (--pubkey HEX | --publishers FILE) [--signature HEX]\n", 0},
+    {"install", cmd_install, "resolve skills against agentstack.lock (--locked: check only)",
+     "usage: agentstack install [--locked]\n", 0},
     {"apply", cmd_apply, "render the manifest's servers into every CLI's own config",
      "usage: agentstack apply [--target ID]... [--toolset NAME] [--scope global|project]\n"
      "                        [--dry-run] [--write] [--allow-unresolved] [--prune-foreign] [-v]\n"
@@ -37,6 +43,13 @@ const struct cli_command cli_commands[] = {
     {"audit", cmd_audit, "verify the evidence chains; summarize brokered calls",
      "usage: agentstack audit --verify [LOG...]\n"
      "       agentstack audit --calls [--all] [--json]\n", 0},
+    {"run", cmd_run, "run a CLI or command confined: --sandbox (proxied) or --lockdown (no route)",
+     "usage: agentstack run [--sandbox | --lockdown] [--plan] <cli-or-command> [-- ARG...]\n"
+     "--plan shows trust state, posture, mounts and the exact command; nothing is started.\n", 0},
+    {"report", cmd_report, "show a run's flight record: posture, egress decisions, exit",
+     "usage: agentstack report <run-id> [--json]\n", 0},
+    {"runs", cmd_runs, "list recorded runs, newest first",
+     "usage: agentstack runs [--json]\n", 0},
     {NULL, NULL, NULL, NULL, 0},
 };
 

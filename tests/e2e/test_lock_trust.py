@@ -315,6 +315,39 @@ with Sandbox() as sb:
     sb.run("lock", "--write")
     check("manifest_digest" in read(lockpath(sb)), "16: lock --write re-stamps")
 
+# ---- 17: install --locked ----------------------------------------------------------
+with Sandbox() as sb:
+    setup(sb)
+    sb.run("lock", "--write")
+    lk = read(lockpath(sb))
+    st = os.stat(lockpath(sb))
+    r = sb.run("install", "--locked")
+    check(r.returncode == 0 and read(lockpath(sb)) == lk
+          and os.stat(lockpath(sb)).st_mtime_ns == st.st_mtime_ns,
+          "17: install --locked on a match -> 0, nothing written", r.stdout + r.stderr)
+    sb.write(".agentstack/agentstack.lock",
+             lk.replace('path = "../skills/notes"\n', 'path = "../skills/notes"\nlicense = "MIT"\n'))
+    r = sb.run("install", "--locked")
+    check(r.returncode == 0, "17: license alone is not drift", r.stdout + r.stderr)
+    sb.write(".agentstack/agentstack.lock", "\n\n".join(
+        x for x in lk.split("\n\n") if 'name = "notes"' not in x))
+    before = read(lockpath(sb))
+    r = sb.run("install", "--locked")
+    check(r.returncode == 1 and "lockfile is out of date" in r.stderr
+          and "missing from lockfile" in r.stdout and read(lockpath(sb)) == before,
+          "17: missing skill -> lockfile is out of date, exit 1, nothing written",
+          r.stdout + r.stderr)
+    r = sb.run("install")
+    check(r.returncode == 0 and "+ notes locked" in r.stdout
+          and 'name = "notes"' in read(lockpath(sb)), "17: install records the pin",
+          r.stdout + r.stderr)
+    r = sb.run("install", "--locked")
+    check(r.returncode == 0, "17: then --locked passes", r.stdout + r.stderr)
+    sb.write("skills/notes/SKILL.md", SKILL_MD + "x")
+    r = sb.run("install", "--locked")
+    check(r.returncode == 1 and "lockfile out of date" in r.stdout, "17: drift -> out of date",
+          r.stdout)
+
 # ---- 18: consent digest changes ------------------------------------------------------
 with Sandbox() as sb:
     setup(sb)

@@ -1,0 +1,223 @@
+/*
+ * agentstack install [--locked] — resolve every skill against the lock
+ * (01 §4.7). --locked writes nothing and fails ("lockfile is out of date")
+ * on any missing, differing or prunable skill pin or resolve failure,
+ * comparing source, path, git, rev and checksum only (attribution such as
+ * license never counts as drift). Without --locked the skill rows are
+ * updated, stale ones pruned, and the lock saved atomically under the writer
+ * lock when its bytes change.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/lock.h"
+#include "base/strbuf.h"
+#include "base/term.h"
+#include "base/xalloc.h"
+#include "bundle/discover.h"
+#include "bundle/home.h"
+#include "bundle/lockfile.h"
+#include "bundle/manifest.h"
+#include "cli/cli.h"
+#include "trust/trust.h"
+
+int cmd_install(int argc, char **argv, struct cli_ctx *ctx);
+
+static bool same_str(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* Rows compared by content identity only. */
+static bool row_matches(const struct lock_skill *row, const struct pin_item *it)
+{
+    const char *path = it->library ? NULL : it->declared_path;
+    return same_str(row->source, it->source) && same_str(row->path, path) &&
+           same_str(row->git, it->git) && same_str(row->rev, it->rev) &&
+           strcmp(row->checksum, it->checksum) == 0;
+}
+
+static void say(const char *mark, const char *name, const char *rest)
+{
+    strbuf sb = SB_INIT;
+    sb_addf(&sb, "%s ", mark);
+    term_sanitize(&sb, name, strlen(name));
+    if (rest)
+        sb_addf(&sb, "%s", rest);
+    puts(sb.buf);
+    sb_release(&sb);
+}
+
+int cmd_install(int argc, char **argv, struct cli_ctx *ctx)
+{
+    bool locked_only = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--locked") == 0)
+            locked_only = true;
+        else
+            return cli_usage_error("install", "unknown argument '%s'", argv[i]);
+    }
+    struct as_err err = AS_ERR_INIT;
+    struct bundle_paths p;
+    if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0 || discover_require(&p, &err) < 0) {
+        cli_error(&err);
+        bundle_paths_free(&p);
+        return EXIT_FAIL;
+    }
+    int rc = EXIT_FAIL;
+    struct as_lock wl = {-1};
+    bool held = false;
+    struct manifest_snapshot snap;
+    manifest_snapshot_init(&snap);
+    struct manifest *m = NULL;
+    struct lockfile *lock = NULL;
+    pin_items items = VEC_INIT;
+    strbuf home = SB_INIT;
+    strvec warnings = STRVEC_INIT;
+    if (home_dir(&home, &err) < 0)
+        goto fail;
+    if (!locked_only) {
+        if (trust_lock(&wl, &err) < 0)
+            goto fail;
+        held = true;
+    }
+    if (manifest_snapshot_read(&p, &snap, &err) < 0)
+        goto fail;
+    m = manifest_load_snapshot(&p, &snap, &err);
+    if (!m)
+        goto fail;
+    if (snap.has_lock) {
+        lock = lockfile_parse(p.lock, snap.lock.buf, snap.lock.len, &err);
+        if (!lock)
+            goto fail;
+    } else if (locked_only) {
+        cli_errorf("lockfile is out of date: %s does not exist", p.lock);
+        fprintf(stderr, "  create it with: agentstack lock --write\n");
+        goto out;
+    } else {
+        lock = lockfile_new();
+    }
+    struct pin_opts po = {.home = home.buf, .lock = lock};
+    if (pin_collect(m, &po, &items, &err) < 0)
+        goto fail;
+
+    size_t problems = 0, changed = 0;
+    for (size_t i = 0; i < items.n; i++) {
+        const struct pin_item *it = &items.v[i];
+        if (it->kind != PIN_SKILL)
+            continue;
+        const struct lock_skill *row = lockfile_skill(lock, it->name);
+        if (it->state != PIN_OK) {
+            problems++;
+            say("✗", it->name, NULL);
+            fprintf(stderr, "  %s\n", it->error);
+        } else if (!row) {
+            say("+", it->name, locked_only ? ": missing from lockfile" : " locked");
+            problems++;
+            changed++;
+        } else if (!row_matches(row, it)) {
+            say("↑", it->name, locked_only ? ": lockfile out of date" : " updated");
+            problems++;
+            changed++;
+        } else {
+            say("✓", it->name, " cached");
+        }
+    }
+    /* Skill rows neither declared nor toolset-referenced are pruned. */
+    for (size_t i = 0; i < lock->skills.n; i++) {
+        bool wanted = false;
+        for (size_t j = 0; j < items.n && !wanted; j++)
+            wanted = items.v[j].kind == PIN_SKILL &&
+                     strcmp(items.v[j].name, lock->skills.v[i].name) == 0;
+        if (!wanted) {
+            say("-", lock->skills.v[i].name,
+                locked_only ? ": pinned but no longer declared (prunable)" : " pruned");
+            problems++;
+            changed++;
+        }
+    }
+    if (locked_only) {
+        if (problems) {
+            cli_errorf("lockfile is out of date: %zu skill pin(s) differ from this project",
+                       problems);
+            fprintf(stderr, "  update it with: agentstack install (or agentstack lock --write)\n");
+            goto out;
+        }
+        printf("✓ every skill matches agentstack.lock\n");
+        rc = EXIT_OK;
+        goto out;
+    }
+    /* Rebuild: fresh skill rows (attribution kept), other kinds as they were. */
+    struct lockfile *nl = lockfile_new();
+    nl->version = LOCKFILE_VERSION;
+    pin_items skills = VEC_INIT;
+    for (size_t i = 0; i < items.n; i++)
+        if (items.v[i].kind == PIN_SKILL)
+            vec_push(&skills, items.v[i]);
+    struct lockfile *tmp = pin_build_lock(&skills, lock, NULL);
+    vec_free(&skills); /* items own the strings */
+    /* Keep only wanted skills (pin_build_lock keeps stale rows), take the rest from lock. */
+    for (size_t i = 0; i < tmp->skills.n; i++) {
+        struct lock_skill *s = &tmp->skills.v[i];
+        bool wanted = false;
+        for (size_t j = 0; j < items.n && !wanted; j++)
+            wanted = items.v[j].kind == PIN_SKILL && strcmp(items.v[j].name, s->name) == 0;
+        if (wanted) {
+            vec_push(&nl->skills, *s);
+        } else {
+            free(s->name);
+            free(s->source);
+            free(s->path);
+            free(s->git);
+            free(s->rev);
+            free(s->license);
+            free(s->origin);
+        }
+    }
+    vec_free(&tmp->skills);
+    lockfile_free(tmp);
+    /* The other kinds move over unchanged (ownership transferred). */
+    nl->servers = lock->servers;
+    nl->instructions = lock->instructions;
+    nl->executables = lock->executables;
+    nl->settings = lock->settings;
+    nl->ext_extension = lock->ext_extension;
+    nl->ext_workflow = lock->ext_workflow;
+    nl->ext_package = lock->ext_package;
+    memset(&lock->servers, 0, sizeof lock->servers);
+    memset(&lock->instructions, 0, sizeof lock->instructions);
+    memset(&lock->executables, 0, sizeof lock->executables);
+    memset(&lock->settings, 0, sizeof lock->settings);
+    lock->ext_extension = lock->ext_workflow = lock->ext_package = NULL;
+    /* A partial write drops the manifest stamp (§4.4). */
+    bool written = false;
+    if (!changed) {
+        printf("✓ nothing to install — agentstack.lock already matches\n");
+        rc = EXIT_OK;
+    } else if (lockfile_save(nl, p.lock, p.project_root, snap.lock.buf, snap.lock.len,
+                             snap.has_lock, &written, &err) < 0) {
+        cli_error(&err);
+    } else {
+        printf("✓ %s %s\n", written ? "updated" : "unchanged", p.lock);
+        rc = problems > changed ? EXIT_FAIL : EXIT_OK;
+    }
+    pin_deposit(&items, home.buf, &warnings);
+    for (size_t i = 0; i < warnings.n; i++)
+        fprintf(stderr, "warning: %s\n", warnings.v[i]);
+    lockfile_free(nl);
+    goto out;
+fail:
+    cli_error(&err);
+out:
+    if (held)
+        lock_release(&wl);
+    strvec_clear(&warnings);
+    sb_release(&home);
+    pin_items_free(&items);
+    lockfile_free(lock);
+    manifest_free(m);
+    manifest_snapshot_release(&snap);
+    bundle_paths_free(&p);
+    return rc;
+}
