@@ -280,4 +280,17 @@ with Sandbox() as sb:
     check(got.startswith('{\n  "mcpServers": {\n    "docs": {') and got.endswith(big[1:]),
           "section inserted after '{', the 10 MB that follow are identical")
 
+# §8.26: a changed (re-gated) project delivers nothing new, but prunes still happen.
+with Sandbox() as sb:
+    setup(sb)
+    apply(sb, "--target", "claude-code", "--write")
+    H.write_manifest(sb, DOCS_ONLY + '[servers.extra]\ntype = "stdio"\ncommand = "x"\n')
+    p = apply(sb, "--target", "claude-code", "--write")
+    out = p.stdout + p.stderr
+    check(p.returncode == 1, "changed project: exit 1", out)
+    check("refusing to render MCP servers: project at" in out and
+          "changed since it was trusted" in out, "changed project: refusal spoken", out)
+    doc = json.loads(H.read(os.path.join(sb.home, ".claude.json")))
+    check(sorted(doc["mcpServers"]) == ["docs"], "notes pruned, extra not delivered", doc)
+
 done()
