@@ -303,6 +303,9 @@ static int do_trust(const struct trust_args *a, struct cli_ctx *ctx)
         cli_error(&err);
         goto out;
     }
+    if (r.store_corrupt)
+        fprintf(stderr, "warning: trust.json is unreadable or corrupt; every project counts as "
+                        "untrusted until it is trusted again\n");
     if (a->preview) {
         json_t *j = trust_review_preview(&r);
         strbuf sb = SB_INIT;

@@ -394,6 +394,7 @@ int trust_review_build(const struct bundle_paths *p, struct trust_review *r, str
         r->re_trust = e != NULL;
         json_t *s = json_object_get(e, "surface");
         r->prior_recorded = json_is_array(s);
+        r->store_corrupt = st.corrupt;
         prior = json_incref(s);
         trust_store_free(&st);
     }

@@ -139,6 +139,35 @@ int trust_log(const char *action, const char *key, const char *digest, struct as
     return rc;
 }
 
+int trust_repin(const char *key, const char *old_digest, const char *new_digest, bool held,
+                struct as_err *err)
+{
+    struct as_lock wl = {-1};
+    if (!held && trust_lock(&wl, err) < 0)
+        return -1;
+    struct trust_store s;
+    int rc = trust_store_load(&s, err);
+    if (rc == 0) {
+        json_t *e = trust_store_entry(&s, key);
+        const char *d = json_get_str(e, "digest");
+        if (!d || strcmp(d, old_digest) != 0 || strcmp(d, new_digest) == 0) {
+            rc = 0;
+        } else {
+            json_object_set_new(e, "digest", json_string(new_digest));
+            rc = trust_store_save(&s, err);
+            if (rc == 0) {
+                struct as_err lerr = AS_ERR_INIT;
+                (void)trust_log("repin", key, new_digest, &lerr); /* best-effort */
+                rc = 1;
+            }
+        }
+        trust_store_free(&s);
+    }
+    if (!held)
+        lock_release(&wl);
+    return rc;
+}
+
 /* ---- the state check ---------------------------------------------------- */
 
 void trust_status_release(struct trust_status *st)

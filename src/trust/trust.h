@@ -70,6 +70,14 @@ int trust_lock(struct as_lock *l, struct as_err *err);
  * "prev"}. Best-effort by contract: returns -1 + err, callers warn. */
 int trust_log(const char *action, const char *key, const char *digest, struct as_err *err);
 
+/* A preference-shaped rewrite carries trust (§6.10, errata 23): when key is
+ * recorded with exactly old_digest, record new_digest instead and log
+ * "repin". Never creates an entry. Returns 1 when repinned, 0 when the entry
+ * is absent or records another digest (nothing written), -1 + err. Takes the
+ * writer lock itself unless the caller already holds it (held = true). */
+int trust_repin(const char *key, const char *old_digest, const char *new_digest, bool held,
+                struct as_err *err);
+
 /* ---- the state check (gateway, run, apply) ------------------------------ */
 
 struct trust_status {
@@ -149,7 +157,8 @@ struct trust_review {
     strvec secrets;
     char *machine_ceiling; /* machine manifest path when it exists */
     bool lock_first;       /* no lock yet, something pinnable */
-    bool content_drift; /* a pinned body drifted: JSON state "drifted" */
+    bool content_drift;    /* a pinned body drifted: JSON state "drifted" */
+    bool store_corrupt;    /* trust.json was unreadable: everything reads untrusted */
     char *home;
 };
 

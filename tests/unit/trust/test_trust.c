@@ -106,11 +106,41 @@ static void test_log_chain(void **state)
     tu_rmtree(t);
 }
 
+static void test_repin(void **state)
+{
+    (void)state;
+    char *t = tu_tmpdir();
+    struct as_err err = AS_ERR_INIT;
+    /* Never creates an entry. */
+    assert_int_equal(trust_repin("/p", "sha256:a", "sha256:b", false, &err), 0);
+    struct trust_store s;
+    assert_int_equal(trust_store_load(&s, &err), 0);
+    json_t *e = json_object();
+    json_object_set_new(e, "digest", json_string("sha256:a"));
+    json_object_set_new(json_object_get(s.root, "trusted"), "/p", e);
+    assert_int_equal(trust_store_save(&s, &err), 0);
+    trust_store_free(&s);
+    /* Only from the expected digest. */
+    assert_int_equal(trust_repin("/p", "sha256:x", "sha256:b", false, &err), 0);
+    assert_int_equal(trust_repin("/p", "sha256:a", "sha256:b", false, &err), 1);
+    assert_int_equal(trust_store_load(&s, &err), 0);
+    assert_string_equal(trust_store_digest(&s, "/p"), "sha256:b");
+    trust_store_free(&s);
+    char *path = NULL;
+    assert_true(asprintf(&path, "%s/home/.agentstack/audit/trust.jsonl", t) > 0);
+    char *text = tu_read(path, NULL);
+    assert_non_null(strstr(text, "\"action\":\"repin\""));
+    free(text);
+    free(path);
+    tu_rmtree(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_states),
         cmocka_unit_test(test_log_chain),
+        cmocka_unit_test(test_repin),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
