@@ -4,6 +4,7 @@
 #include <jansson.h>
 
 #include "adapters/merge.h"
+#include "base/vec.h"
 
 static json_t *J(const char *s)
 {
@@ -355,6 +356,226 @@ static void test_emit_rules(void **state)
     json_decref(v);
 }
 
+
+/* ---- property test: random documents, random formatting, random edits ---- */
+
+static unsigned rng_state = 12345;
+static unsigned rnd(unsigned n)
+{
+    rng_state = rng_state * 1103515245u + 12345u;
+    return (rng_state >> 16) % n;
+}
+
+static const char *ws(bool jsonc)
+{
+    static const char *const w[] = {"", " ", "\n", "\n  ", "\t", "\r\n    ", "  \n\n "};
+    static const char *const c[] = {" // note\n", "/* c */", "\n// line\n  "};
+    if (jsonc && rnd(5) == 0)
+        return c[rnd(3)];
+    return w[rnd(7)];
+}
+
+static void gen_value(strbuf *o, json_t **v, int depth, bool jsonc);
+
+static void gen_object(strbuf *o, json_t **v, int depth, bool jsonc, int nkeys)
+{
+    json_t *obj = json_object();
+    sb_addc(o, '{');
+    for (int i = 0; i < nkeys; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "k%u", rnd(1000));
+        if (json_object_get(obj, key))
+            continue;
+        if (json_object_size(obj))
+            sb_addc(o, ',');
+        sb_adds(o, ws(jsonc));
+        sb_addf(o, "\"%s\"%s:%s", key, ws(false), ws(jsonc));
+        json_t *x;
+        gen_value(o, &x, depth + 1, jsonc);
+        json_object_set_new(obj, key, x);
+        sb_adds(o, ws(jsonc));
+    }
+    if (jsonc && json_object_size(obj) && rnd(3) == 0)
+        sb_addc(o, ',');
+    sb_adds(o, ws(jsonc));
+    sb_addc(o, '}');
+    *v = obj;
+}
+
+static void gen_value(strbuf *o, json_t **v, int depth, bool jsonc)
+{
+    unsigned k = depth > 3 ? rnd(4) : rnd(6);
+    switch (k) {
+    case 0: sb_adds(o, "0.9402052562189797"); *v = json_real(0.9402052562189797); break;
+    case 1: sb_addf(o, "%u", rnd(100)); *v = json_integer((json_int_t)0); break;
+    case 2: sb_adds(o, "\"s\\u00e9\\\"\""); *v = json_string("s\xc3\xa9\""); break;
+    case 3: sb_adds(o, "null"); *v = json_null(); break;
+    case 4: {
+        json_t *a = json_array();
+        sb_addc(o, '[');
+        unsigned n = rnd(3);
+        for (unsigned i = 0; i < n; i++) {
+            if (i)
+                sb_addc(o, ',');
+            sb_adds(o, ws(jsonc));
+            json_t *x;
+            gen_value(o, &x, depth + 1, jsonc);
+            json_array_append_new(a, x);
+        }
+        sb_addc(o, ']');
+        *v = a;
+        break;
+    }
+    default: gen_object(o, v, depth, jsonc, (int)rnd(4)); break;
+    }
+}
+
+static void test_property_random_edits(void **state)
+{
+    (void)state;
+    int changed = 0, removed = 0, comments = 0;
+    for (int iter = 0; iter < 3000; iter++) {
+        bool jsonc = iter % 2;
+        strbuf doc = SB_INIT;
+        json_t *other = NULL;
+        /* root: some keys, maybe the section somewhere among them */
+        sb_adds(&doc, ws(jsonc));
+        sb_addc(&doc, '{');
+        sb_adds(&doc, ws(jsonc));
+        bool has_sec = rnd(4) != 0;
+        unsigned before_keys = rnd(3), after_keys = rnd(3);
+        strvec names = STRVEC_INIT;
+        for (unsigned i = 0; i < before_keys; i++) {
+            sb_addf(&doc, "\"a%u\":%s", i, ws(jsonc));
+            gen_value(&doc, &other, 1, jsonc);
+            json_decref(other);
+            sb_addf(&doc, ",%s", ws(jsonc));
+        }
+        if (has_sec) {
+            sb_addf(&doc, "\"S\":%s{", ws(jsonc));
+            unsigned n = rnd(5);
+            for (unsigned i = 0; i < n; i++) {
+                if (i)
+                    sb_addc(&doc, ',');
+                sb_adds(&doc, ws(jsonc));
+                sb_addf(&doc, "\"n%u\":%s", i, ws(jsonc));
+                gen_value(&doc, &other, 2, jsonc);
+                json_decref(other);
+                strvec_pushf(&names, "n%u", i);
+            }
+            if (jsonc && n && rnd(2))
+                sb_addc(&doc, ',');
+            sb_adds(&doc, ws(jsonc));
+            sb_addf(&doc, "}%s", after_keys ? "," : "");
+        }
+        for (unsigned i = 0; i < after_keys; i++) {
+            sb_addf(&doc, "%s\"z%u\":%s", ws(jsonc), i, ws(jsonc));
+            gen_value(&doc, &other, 1, jsonc);
+            json_decref(other);
+            if (i + 1 < after_keys)
+                sb_addc(&doc, ',');
+        }
+        if (!has_sec && before_keys && !after_keys) {
+            /* drop the dangling comma written after the last "a" key */
+            char *c = strrchr(doc.buf, ',');
+            *c = ' ';
+        }
+        sb_adds(&doc, ws(jsonc));
+        sb_addc(&doc, '}');
+        if (rnd(2))
+            sb_addc(&doc, '\n');
+
+        struct as_err err = AS_ERR_INIT;
+        json_t *root0 = NULL;
+        if (adp_json_read("p.json", doc.buf, doc.len, jsonc, NULL, &root0, &err) != 0)
+            fail_msg("generator produced invalid text (%s):\n%s", err.msg, doc.buf);
+
+        /* edits: upsert some existing + new names, remove some */
+        json_t *vals[4];
+        struct adp_json_entry ups[4];
+        size_t nu = 0;
+        const char *rms[3];
+        size_t nr = 0;
+        char nbuf[4][8];
+        for (unsigned i = 0; i < rnd(4); i++) {
+            snprintf(nbuf[nu], sizeof nbuf[nu], "n%u", rnd(7));
+            bool dup = false;
+            for (size_t k = 0; k < nu; k++)
+                dup |= strcmp(ups[k].name, nbuf[nu]) == 0;
+            if (dup)
+                continue;
+            vals[nu] = json_pack("{s:s,s:[s,i]}", "command", nbuf[nu], "args", "x", (int)i);
+            ups[nu] = (struct adp_json_entry){nbuf[nu], vals[nu]};
+            nu++;
+        }
+        for (size_t i = 0; i < names.n && nr < 3; i++)
+            if (rnd(3) == 0)
+                rms[nr++] = names.v[i];
+        struct adp_json_edit ed = {jsonc, "S", ups, nu, rms, nr};
+        strbuf out = SB_INIT;
+        if (adp_json_merge("p.json", doc.buf, doc.len, &ed, &out, &err) != 0)
+            fail_msg("merge failed: %s\n%s", err.msg, doc.buf);
+        json_t *root1 = NULL;
+        if (adp_json_read("o.json", out.buf, out.len, jsonc, NULL, &root1, &err) != 0 || !root1)
+            fail_msg("output invalid (%s):\n--- in\n%s\n--- out\n%s", err.msg, doc.buf, out.buf);
+        if (!jsonc) {
+            json_error_t je;
+            json_t *strict = json_loadb(out.buf, out.len, 0, &je);
+            if (!strict)
+                fail_msg("strict output invalid: %s\n%s", je.text, out.buf);
+            json_decref(strict);
+        }
+        /* expected section */
+        json_t *want = json_deep_copy(json_object_get(root0, "S"));
+        if (!json_is_object(want)) {
+            json_decref(want);
+            want = json_object();
+        }
+        for (size_t i = 0; i < nr; i++) {
+            bool up = false;
+            for (size_t k = 0; k < nu; k++)
+                up |= strcmp(ups[k].name, rms[i]) == 0;
+            if (!up)
+                json_object_del(want, rms[i]);
+        }
+        for (size_t k = 0; k < nu; k++)
+            json_object_set(want, ups[k].name, vals[k]);
+        json_t *got = json_object_get(root1, "S");
+        bool expect_sec = has_sec || nu;
+        if (expect_sec && !json_equal(got, want))
+            fail_msg("section differs\n--- in\n%s\n--- out\n%s", doc.buf, out.buf);
+        /* everything else unchanged */
+        json_object_del(root0, "S");
+        json_object_del(root1, "S");
+        if (!json_equal(root0, root1))
+            fail_msg("other keys changed\n--- in\n%s\n--- out\n%s", doc.buf, out.buf);
+        /* idempotent */
+        strbuf again = SB_INIT;
+        assert_int_equal(adp_json_merge("o.json", out.buf, out.len, &ed, &again, &err), 0);
+        if (strcmp(again.buf, out.buf) != 0)
+            fail_msg("second merge changed bytes\n--- once\n%s\n--- twice\n%s", out.buf,
+                     again.buf);
+        if (nu == 0 && nr == 0 && strcmp(out.buf, doc.buf) != 0)
+            fail_msg("an empty edit changed bytes");
+        changed += strcmp(out.buf, doc.buf) != 0;
+        removed += nr > 0 && strcmp(out.buf, doc.buf) != 0;
+        comments += jsonc && strstr(out.buf, "//") != NULL;
+        sb_release(&again);
+        json_decref(want);
+        json_decref(root0);
+        json_decref(root1);
+        for (size_t k = 0; k < nu; k++)
+            json_decref(vals[k]);
+        strvec_clear(&names);
+        sb_release(&out);
+        sb_release(&doc);
+    }
+    /* The generator must actually exercise edits, removals and comments. */
+    assert_true(changed > 1000);
+    assert_true(removed > 200);
+    assert_true(comments > 200);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -369,6 +590,7 @@ int main(void)
         cmocka_unit_test(test_root_variant_settings),
         cmocka_unit_test(test_large_file),
         cmocka_unit_test(test_emit_rules),
+        cmocka_unit_test(test_property_random_edits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
