@@ -553,7 +553,9 @@ static void __attribute__((noreturn)) child_main(const struct sbx_ns_spec *s, in
         _exit(112);
     /* The maps translate ids; switching to the inner ids is what makes the
      * process's own (kernel) uid the mapped outer one. */
-    if (parent_root && setgroups(0, NULL) < 0)
+    /* EPERM: the caller's own user namespace already forbids setgroups, so
+     * its groups are fixed and were never root's to begin with. */
+    if (parent_root && setgroups(0, NULL) < 0 && errno != EPERM)
         child_fail("dropping supplementary groups: %s", strerror(errno));
     if (setresgid(s->inner_gid, s->inner_gid, s->inner_gid) < 0 ||
         setresuid(s->inner_uid, s->inner_uid, s->inner_uid) < 0)

@@ -499,12 +499,18 @@ int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, str
         }
     }
     shadow_secrets(p, p->workspace);
-    if (bp.found && bp.manifest_dir) {
-        char *md = canon(bp.manifest_dir);
-        if (md && path_within(p->workspace, md) && strcmp(md, p->workspace) != 0)
-            shadow_secrets(p, md);
-        free(md);
-    }
+    /* The manifest dir (.agentstack/ in the nested layout, or whatever a
+     * legacy root names); .agentstack/ is covered even with no manifest. */
+    sb_reset(&sb);
+    sb_addf(&sb, "%s/" BUNDLE_DIR_NAME, p->workspace);
+    char *md = bp.found && bp.manifest_dir ? canon(bp.manifest_dir) : NULL;
+    if (md && path_within(p->workspace, md) && strcmp(md, p->workspace) != 0 &&
+        strcmp(md, sb.buf) != 0)
+        shadow_secrets(p, md);
+    free(md);
+    struct stat dst;
+    if (lstat(sb.buf, &dst) == 0 && S_ISDIR(dst.st_mode))
+        shadow_secrets(p, sb.buf);
     strvec_push(&p->writable, "/tmp");
     strvec_push(&p->writable, "/dev/shm");
     strvec_push(&p->writable, SBX_INSIDE_HOME);
