@@ -1,0 +1,104 @@
+"""Sandboxed runs and the trust gate.
+
+An untrusted project can be run under --sandbox/--lockdown, but nothing
+from its bundle is honoured: its own [policy.filesystem] write cannot make
+the workspace writable, and the banner says UNTRUSTED. Once trusted, the
+project's write scope applies, its [policy.egress] narrows egress (project
+layer), and under --lockdown its declared HTTP server hosts are refused at
+the proxy ("gateway relay"). A changed bundle is CHANGED and again delivers
+nothing. A broken machine policy refuses every run (errata 17).
+"""
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from aslib import Sandbox, check, done  # noqa: E402
+
+MANIFEST = """version = 1
+
+[servers.api]
+type = "http"
+url = "https://mcp.example.com/mcp"
+
+[policy.filesystem]
+write = ["./**"]
+
+[policy.egress]
+"*" = ["!project-denied.example"]
+"""
+
+
+def run_id(out):
+    m = re.search(r"\(run (r-[0-9a-f]{10})\)", out)
+    return m.group(1) if m else None
+
+
+def egress(s, rid):
+    with open(os.path.join(s.ah, "runs", rid, "events.jsonl")) as f:
+        return [e for e in map(json.loads, f) if e["event"] == "egress"]
+
+
+def main():
+    with Sandbox() as s:
+        s.write(".agentstack/agentstack.toml", MANIFEST)
+
+        # Untrusted: runs, says so, and the project's write grant is ignored.
+        r = s.run("run", "--sandbox", "shtest", "--", "-c", "echo pwned > /workspace/p.txt")
+        check("UNTRUSTED" in r.stdout, "the banner says UNTRUSTED", r.stdout)
+        check("running an unreviewed bundle sandboxed" in r.stderr, "stderr warns", r.stderr)
+        check("read-only" in r.stdout and not os.path.exists(os.path.join(s.project, "p.txt")),
+              "an untrusted project cannot grant itself a writable workspace", r.stdout)
+        check("routed through the gateway" not in r.stdout, "no gateway routing untrusted")
+
+        # Trust it.
+        p = s.run("trust", ".", "--preview")
+        try:
+            digest = json.loads(p.stdout)["surface_digest"]
+        except (ValueError, KeyError):
+            digest = None
+        check(digest is not None, "trust --preview gives the consent digest", p.stdout + p.stderr)
+        g = s.run("trust", ".", "--yes", "--consented", digest or "")
+        check(g.returncode == 0, "the project is trusted", g.stderr)
+
+        r = s.run("run", "--sandbox", "shtest", "--", "-c", "echo pwned > /workspace/p.txt")
+        check("bundle trusted" in r.stdout and "read-write" in r.stdout,
+              "trusted: the banner says so and the write scope applies", r.stdout)
+        check(os.path.exists(os.path.join(s.project, "p.txt")), "trusted: the write lands")
+        os.unlink(os.path.join(s.project, "p.txt"))
+        check("not routed" in r.stderr, "declared servers are named as not routed", r.stderr)
+
+        # The project layer narrows egress; under lockdown the declared MCP
+        # host is refused directly (gateway relay only).
+        r = s.run("run", "--lockdown", "shtest", "--", "-c",
+                  "curl -sS -m 5 https://project-denied.example/; "
+                  "curl -sS -m 5 https://mcp.example.com/mcp; true")
+        rid = run_id(r.stdout)
+        eg = egress(s, rid) if rid else []
+        check(len(eg) == 2 and eg[0]["layer"] == "project" and not eg[0]["allowed"],
+              "the project's egress deny applies (layer project)", eg)
+        check(len(eg) == 2 and "gateway relay" in eg[1]["rule"],
+              "the declared MCP host is refused under lockdown (gateway relay)", eg)
+        r = s.run("run", "--lockdown", "--plan", "shtest", "--", "-c", "true")
+        check("gateway-only host (refused direct): mcp.example.com" in r.stdout,
+              "--plan lists the gateway-only host", r.stdout)
+
+        # Changed: the bundle is edited after trust.
+        s.write(".agentstack/agentstack.toml", MANIFEST + '\n[servers.other]\ntype = "http"\n'
+                                                          'url = "https://other.example/mcp"\n')
+        r = s.run("run", "--sandbox", "--plan", "shtest", "--", "-c", "true")
+        check("CHANGED" in r.stdout and "read-only" in r.stdout,
+              "changed: CHANGED, and the write grant no longer applies", r.stdout)
+
+        # A broken machine policy refuses every run.
+        s.write("agentstack.toml", "version = 1\n[policy.egress\n", base=s.ah)
+        r = s.run("run", "--sandbox", "shtest", "--", "-c", "echo SHOULD-NOT-RUN")
+        check(r.returncode == 1 and "nothing was launched" in r.stderr
+              and "SHOULD-NOT-RUN" not in r.stdout and "agentstack.toml" in r.stderr,
+              "a broken machine policy refuses the run", r.stderr)
+    done()
+
+
+if __name__ == "__main__":
+    main()
