@@ -395,6 +395,14 @@ static void prune_empty(toml_value *root, const char *const *path, size_t n)
 static int apply(toml_edit *ed, splices *sp, toml_value *expect, const char *const *path,
                  size_t n, bool prune, struct as_err *err)
 {
+    /* A byte-order mark stays first: nothing is inserted before or cut from it. */
+    size_t bom = ed->text.len >= 3 && memcmp(ed->text.buf, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+    for (size_t i = 0; i < sp->n; i++) {
+        if (sp->v[i].off < bom)
+            sp->v[i].off = bom;
+        if (sp->v[i].end < sp->v[i].off)
+            sp->v[i].end = sp->v[i].off;
+    }
     qsort(sp->v, sp->n, sizeof *sp->v, cmp_splice);
     strbuf out = SB_INIT;
     size_t pos = 0, first = ed->text.len, last = 0, added = 0;

@@ -210,6 +210,7 @@ static void test_tables(void **state)
 static void test_odd_files(void **state)
 {
     (void)state;
+    struct as_err err = AS_ERR_INIT;
     /* CRLF, no final newline, dotted keys, comment-only root */
     toml_edit *ed = open_ok("a = 1\r\n[fruit]\r\napple.color = \"red\"\r\n[x]\r\ny = 1");
     set_ok(ed, P("fruit", "apple", "taste"), 3, toml_new_string("sweet"));
@@ -230,6 +231,15 @@ static void test_odd_files(void **state)
     expect_text(ed, "# header comment\n\nk = 1\n\n# about a\n[a]\nx = 1\n");
     toml_edit_free(ed);
 
+    /* a byte-order mark stays the first bytes (found by fuzz_toml) */
+    ed = open_ok("\xef\xbb\xbf[[s]]\n");
+    set_ok(ed, P("k"), 1, toml_new_int(1));
+    expect_text(ed, "\xef\xbb\xbfk = 1\n\n[[s]]\n");
+    assert_int_equal(toml_edit_remove(ed, P("s"), 1, &err), 0);
+    assert_int_equal(toml_edit_remove(ed, P("k"), 1, &err), 0);
+    expect_text(ed, "\xef\xbb\xbf");
+    toml_edit_free(ed);
+
     /* replacing a section with a scalar, and a dotted table with a value */
     ed = open_ok("[a]\nx = 1\n[b]\nc.d = 1\nc.e = 2\nkeep = 3\n");
     set_ok(ed, P("a"), 1, toml_new_int(5));
@@ -239,7 +249,6 @@ static void test_odd_files(void **state)
 
     /* removing the last dotted key removes its table */
     ed = open_ok("[t]\nsub.only = 1\nz = 0\n");
-    struct as_err err = AS_ERR_INIT;
     assert_int_equal(toml_edit_remove(ed, P("t", "sub", "only"), 3, &err), 0);
     expect_text(ed, "[t]\nz = 0\n");
     assert_null(toml_get_path(toml_edit_root(ed), "t", "sub", NULL));
