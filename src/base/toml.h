@@ -80,7 +80,7 @@ struct toml_value {
     /* Private bookkeeping (added): the parser's definition state and the key
      * index of large tables. Treat u.tab as read-only and change tables only
      * through toml_table_set / toml_table_remove so the index stays right. */
-    unsigned priv_defined : 1;    /* declared by a [header] (or frozen dotted table) */
+    unsigned priv_defined : 1;    /* root, [header], [[header]] entry or { } table */
     unsigned priv_dotted;         /* parser section whose dotted keys made it, 0 = none */
     struct toml_index *priv_index;
 };
