@@ -604,6 +604,20 @@ with Sandbox() as sb:
     r = sb.run("verify", "--pubkey", k)
     check(r.returncode == 1, "29: missing signature -> 1")
 
+# ---- 3: --manifest-dir from any cwd, positional path outranks it ----------------------
+with Sandbox() as sb:
+    setup(sb)
+    r = sb.run("--manifest-dir", sb.project, "lock", "--write", cwd=sb.root)
+    check(r.returncode == 0 and os.path.exists(lockpath(sb)), "3: lock --manifest-dir", r.stderr)
+    r = sb.run("--manifest-dir", sb.project, "trust", "--preview", cwd=sb.root)
+    check(r.returncode == 0 and json.loads(r.stdout)["path"] == os.path.realpath(sb.project),
+          "3: trust --preview with --manifest-dir", r.stderr)
+    r = sb.run("--manifest-dir", "/nonexistent-x", "trust", sb.project, "--preview", cwd=sb.root)
+    check(r.returncode == 0, "3: a positional path outranks --manifest-dir", r.stderr)
+    r = sb.run("trust", "--preview", cwd=sb.root)
+    check(r.returncode == 1 and "no agentstack manifest at or above" in r.stderr,
+          "3: nothing above -> no agentstack manifest at or above", r.stderr)
+
 # ---- 5: lock version 3 is refused and trust fails closed ----------------------------
 with Sandbox() as sb:
     setup(sb)
