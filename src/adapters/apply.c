@@ -16,6 +16,7 @@
 #include "base/term.h"
 #include "base/xalloc.h"
 #include "bundle/home.h"
+#include "bundle/lockfile.h"
 
 #define LOCK_WAIT_MS 10000
 #define PREVIEW_LINES 8
@@ -43,6 +44,15 @@ struct tplan {
     bool written;
     bool deleted;
     strvec created_dirs;
+    /* use: the toolset's skills */
+    bool skills_on;
+    char *skills_dir;
+    char *skills_note;
+    struct adp_skills_req sreq;
+    struct adp_skills_plan splan;
+    strvec smanaged;
+    bool skills_failed;
+    struct as_err serr;
 };
 
 static void tplan_free(struct tplan *t)
@@ -65,6 +75,12 @@ static void tplan_free(struct tplan *t)
     adp_secrets_free(&t->secrets);
     free(t->block_msg);
     strvec_clear(&t->created_dirs);
+    free(t->skills_dir);
+    free(t->skills_note);
+    strvec_clear(&t->sreq.names);
+    strvec_clear(&t->sreq.sources);
+    strvec_clear(&t->smanaged);
+    adp_skills_plan_free(&t->splan);
 }
 
 static void display_path(const char *p, strbuf *out)
@@ -245,6 +261,8 @@ struct run {
     json_t *ledger;
     VEC(const struct mf_server *) servers;
     adp_secrets mask;        /* every resolved value, for previews */
+    strvec skill_names;      /* use: the toolset's skills */
+    strvec skill_srcs;       /* parallel: resolved source dirs ("" = unresolved) */
 };
 
 static bool listed(const strvec *v, const char *s)
@@ -258,6 +276,7 @@ static void plan_target(struct run *R, struct tplan *t)
     const struct adp_desc *d = t->d;
     sb_init(&t->before, 0);
     sb_init(&t->after, 0);
+    t->key = adp_ledger_key(d->id, o->project_scope ? o->project_root : NULL);
     if (!d->has_mcp) {
         t->note = xstrdup("· no MCP server config — nothing for `apply` to render here");
         return;
@@ -281,7 +300,6 @@ static void plan_target(struct run *R, struct tplan *t)
                           "render here");
         return;
     }
-    t->key = adp_ledger_key(d->id, o->project_scope ? o->project_root : NULL);
     json_t *entry = adp_ledger_entry(R->ledger, t->key, false);
     strvec managed = STRVEC_INIT, foreign_before = STRVEC_INIT;
     adp_ledger_names(entry, "managed_servers", &managed);
@@ -403,6 +421,104 @@ static void plan_target(struct run *R, struct tplan *t)
             vec_push(&R->mask, s);
         }
     }
+}
+
+
+/* ---- skills (use) --------------------------------------------------------- */
+
+/* The toolset's skills and where each one lives (pin_collect resolves inline
+ * paths, the library and git caches the same way lock and trust do). */
+static int resolve_skills(struct run *R, struct as_err *err)
+{
+    const struct manifest *m = R->o->m;
+    const struct mf_toolset *ts = R->o->toolset ? manifest_toolset(m, R->o->toolset) : NULL;
+    if (!ts)
+        return 0;
+    for (size_t i = 0; i < ts->skills.n; i++) {
+        if (strcmp(ts->skills.v[i], "*") == 0) {
+            for (size_t k = 0; k < m->skills.n; k++)
+                if (strvec_find(&R->skill_names, m->skills.v[k].name) < 0)
+                    strvec_push(&R->skill_names, m->skills.v[k].name);
+        } else if (strvec_find(&R->skill_names, ts->skills.v[i]) < 0) {
+            strvec_push(&R->skill_names, ts->skills.v[i]);
+        }
+    }
+    if (!R->skill_names.n)
+        return 0;
+    strbuf home = SB_INIT;
+    struct as_err herr = AS_ERR_INIT;
+    bool have_home = home_dir(&home, &herr) == 0;
+    struct pin_opts po = {.toolset = R->o->toolset, .home = have_home ? home.buf : NULL};
+    pin_items items = VEC_INIT;
+    int rc = pin_collect(m, &po, &items, err);
+    for (size_t i = 0; rc == 0 && i < R->skill_names.n; i++) {
+        const char *src = "";
+        for (size_t k = 0; k < items.n; k++)
+            if (items.v[k].kind == PIN_SKILL && strcmp(items.v[k].name, R->skill_names.v[i]) == 0 &&
+                items.v[k].state == PIN_OK && items.v[k].fs_path)
+                src = items.v[k].fs_path;
+        strbuf abs = SB_INIT;
+        struct as_err re = AS_ERR_INIT;
+        if (src[0] && fs_realpath(src, &abs, &re) == 0)
+            strvec_push(&R->skill_srcs, abs.buf);
+        else
+            strvec_push(&R->skill_srcs, "");
+        sb_release(&abs);
+    }
+    pin_items_free(&items);
+    sb_release(&home);
+    return rc;
+}
+
+static void plan_skills(struct run *R, struct tplan *t)
+{
+    const struct adp_apply_opts *o = R->o;
+    const struct adp_desc *d = t->d;
+    if (t->note && strstr(t->note, "served live"))
+        return;
+    const char *rel = o->project_scope ? d->skills_project_dir : d->skills_dir;
+    json_t *entry = adp_ledger_entry(R->ledger, t->key, false);
+    adp_ledger_names(entry, "managed_skills", &t->smanaged);
+    if (!rel) {
+        if (R->skill_names.n)
+            t->skills_note = xasprintf("(skills not supported by this CLI%s — %zu skill%s not "
+                                       "placed)", o->project_scope ? " at project scope" : "",
+                                       R->skill_names.n, R->skill_names.n == 1 ? "" : "s");
+        return;
+    }
+    strbuf dir = SB_INIT;
+    if (adp_expand_path(rel, o->project_scope ? o->project_root : NULL, &dir, &t->serr) != 0) {
+        t->skills_failed = true;
+        sb_release(&dir);
+        return;
+    }
+    t->skills_on = true;
+    t->skills_dir = sb_detach(&dir, NULL);
+    t->sreq.dir = t->skills_dir;
+    t->sreq.contain_root = o->project_scope ? o->project_root : NULL;
+    t->sreq.managed = &t->smanaged;
+    for (size_t i = 0; i < R->skill_names.n; i++) {
+        /* An untrusted project places nothing new; removing ours stays allowed. */
+        if (o->trust_refusal)
+            continue;
+        strvec_push(&t->sreq.names, R->skill_names.v[i]);
+        strvec_push(&t->sreq.sources, R->skill_srcs.v[i]);
+    }
+    if (o->project_scope && check_contained(t->skills_dir, o->project_root, &t->serr) != 0) {
+        t->skills_failed = true;
+        return;
+    }
+    adp_skills_plan(&t->sreq, &t->splan);
+    if (o->trust_refusal && R->skill_names.n)
+        strvec_pushf(&t->splan.lines, "✗ refusing to place skills: %s", o->trust_refusal);
+}
+
+static void record_skills(struct run *R, struct tplan *t)
+{
+    json_t *e = adp_ledger_entry(R->ledger, t->key, true);
+    adp_ledger_set_names(e, "managed_skills", &t->splan.placed);
+    json_object_set_new(e, "active_profile",
+                        R->o->toolset ? json_string(R->o->toolset) : json_null());
 }
 
 /* ---- writing -------------------------------------------------------------- */
@@ -638,7 +754,7 @@ static void print_target(struct run *R, struct tplan *t)
     if (t->blocked) {
         fprintf(out, "  ✗ %s\n", t->block_msg);
     } else if (!t->changed) {
-        fprintf(out, "  ✓ up to date\n");
+        fprintf(out, "  ✓ %sup to date\n", o->use ? "servers " : "");
     } else if (o->write && t->deleted) {
         fprintf(out, "  − removed empty %s\n", dp.buf);
     } else if (o->write && t->written) {
@@ -660,6 +776,20 @@ static void print_target(struct run *R, struct tplan *t)
             fprintf(out, "  → changes to apply\n");
     }
     sb_release(&dp);
+}
+
+static void print_skills(struct run *R, const struct tplan *t)
+{
+    FILE *out = R->o->out;
+    if (t->skills_note)
+        fprintf(out, "  %s\n", t->skills_note);
+    if (t->skills_failed) {
+        char buf[2048];
+        fprintf(out, "  ✗ skills: %s\n", as_err_str(&t->serr, buf, sizeof buf));
+        return;
+    }
+    for (size_t i = 0; t->skills_on && i < t->splan.lines.n; i++)
+        fprintf(out, "  %s\n", t->splan.lines.v[i]);
 }
 
 /* ---- target and server selection ---------------------------------------- */
@@ -800,6 +930,34 @@ static void gitignore_step(struct run *R, const struct adp_registry *r, struct t
         else
             free(ent);
     }
+    /* Skills: one entry per link we placed, never the whole directory (a
+     * hand-made skill beside ours must stay visible to git). */
+    for (size_t i = 0; i < r->v.n; i++) {
+        const struct adp_desc *d = r->v.v[i];
+        if (!d->skills_project_dir)
+            continue;
+        strvec placed = STRVEC_INIT;
+        const struct tplan *t = NULL;
+        for (size_t k = 0; k < nt; k++)
+            if (T[k].d == d && T[k].skills_on)
+                t = &T[k];
+        if (t && !o->write) {
+            for (size_t k = 0; k < t->splan.placed.n; k++)
+                strvec_push(&placed, t->splan.placed.v[k]);
+        } else {
+            char *key = adp_ledger_key(d->id, o->project_root);
+            adp_ledger_names(adp_ledger_entry(R->ledger, key, false), "managed_skills", &placed);
+            free(key);
+        }
+        for (size_t k = 0; k < placed.n; k++) {
+            char *ent = xasprintf("/%s/%s", d->skills_project_dir, placed.v[k]);
+            if (strvec_find(&entries, ent) < 0)
+                strvec_push_take(&entries, ent);
+            else
+                free(ent);
+        }
+        strvec_clear(&placed);
+    }
     if (entries.n)
         qsort(entries.v, entries.n, sizeof(char *), cmp_strp);
     if (!entries.n && !adp_gitignore_has_block(text.buf, text.len)) {
@@ -867,15 +1025,17 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
     FILE *out = o->out ? o->out : stdout;
     struct adp_apply_opts oo = *o;
     oo.out = out;
-    struct run R = {&oo, NULL, VEC_INIT, VEC_INIT};
+    struct run R = {&oo, NULL, VEC_INIT, VEC_INIT, STRVEC_INIT, STRVEC_INIT};
     desc_list descs = VEC_INIT;
     if (select_targets(r, &oo, &descs, err) != 0) {
         vec_free(&descs);
         return 2;
     }
-    if (select_servers(&R, err) != 0) {
+    if (select_servers(&R, err) != 0 || (oo.use && resolve_skills(&R, err) != 0)) {
         vec_free(&descs);
         vec_free(&R.servers);
+        strvec_clear(&R.skill_names);
+        strvec_clear(&R.skill_srcs);
         return 1;
     }
     struct as_lock lk = {-1};
@@ -906,6 +1066,8 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
     for (size_t i = 0; i < descs.n; i++) {
         T[i].d = descs.v[i];
         plan_target(&R, &T[i]);
+        if (oo.use)
+            plan_skills(&R, &T[i]);
     }
 
     size_t n_written = 0, n_failed = 0, n_blocked = 0, n_changed = 0, n_removing = 0;
@@ -952,16 +1114,45 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
         }
     }
 
+    size_t n_skill_changes = 0;
+    for (size_t i = 0; oo.use && i < descs.n; i++) {
+        struct tplan *t = &T[i];
+        if (t->skills_failed) {
+            n_failed++;
+            sb_addf(&failed_names, "%s%s", failed_names.len ? ", " : "", t->d->id);
+            if (!first_fail)
+                first_fail = as_err_str(&t->serr, failbuf, sizeof failbuf);
+            continue;
+        }
+        if (!t->skills_on)
+            continue;
+        if (adp_skills_changes(&t->splan))
+            n_skill_changes++;
+        if (!oo.write)
+            continue;
+        if (adp_skills_changes(&t->splan) && adp_skills_write(&t->sreq, &t->splan, &t->serr)) {
+            t->skills_failed = true;
+            n_failed++;
+            sb_addf(&failed_names, "%s%s", failed_names.len ? ", " : "", t->d->id);
+            if (!first_fail)
+                first_fail = as_err_str(&t->serr, failbuf, sizeof failbuf);
+            continue;
+        }
+        record_skills(&R, t);
+    }
+
     strbuf gi_report = SB_INIT;
     if (oo.project_scope && !n_blocked && !n_trust)
         gitignore_step(&R, r, T, descs.n, h, &gi_report, &n_written, &n_failed);
 
     fprintf(out, "Scope: %s\n", oo.project_scope ? "project" : "global");
-    for (size_t i = 0; i < descs.n; i++)
+    for (size_t i = 0; i < descs.n; i++) {
         print_target(&R, &T[i]);
+        print_skills(&R, &T[i]);
+    }
     fputs(gi_report.buf, out);
     sb_release(&gi_report);
-    if (oo.m->skills.n)
+    if (oo.m->skills.n && !oo.use)
         fprintf(out, "· skills are not rendered by apply — place them with: agentstack use "
                 "<toolset> --write\n");
 
@@ -1006,6 +1197,11 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
         } else {
             rc = 1;
         }
+    } else if (!oo.write && oo.use) {
+        if (n_changed || n_skill_changes)
+            fprintf(out, "Dry run. Re-run with --write to apply.\n");
+        else if (!n_failed)
+            fprintf(out, "✓ nothing to write — every target in sync\n");
     } else if (!oo.write) {
         if (n_changed) {
             fprintf(out, "%zu target%s would change", n_changed, n_changed == 1 ? "" : "s");
@@ -1018,13 +1214,13 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
         }
     } else {
         size_t in_sync = n_targets - n_failed;
-        if (n_written == 0 && !n_failed && !n_trust)
+        if (n_written == 0 && n_skill_changes == 0 && !n_failed && !n_trust)
             fprintf(out, "%zu target%s already in sync — nothing to change.\n", n_targets,
                     n_targets == 1 ? "" : "s");
         else if (n_written)
             fprintf(out, "%zu target%s in sync — wrote %zu.\n", in_sync, in_sync == 1 ? "" : "s",
                     n_written);
-        if (n_written) {
+        if (n_written || n_skill_changes) {
             fprintf(out, "Restart the affected CLIs (or start a new session) to load the "
                     "change.\n");
             fprintf(out, "undo: agentstack restore --last --write\n");
@@ -1048,6 +1244,8 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
     json_decref(R.ledger);
     adp_secrets_free(&R.mask);
     vec_free(&R.servers);
+    strvec_clear(&R.skill_names);
+    strvec_clear(&R.skill_srcs);
     vec_free(&descs);
     sb_release(&failed_names);
     if (locked)

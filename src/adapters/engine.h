@@ -99,6 +99,29 @@ int adp_backup_path(const char *file, strbuf *out, struct as_err *err);
 void adp_gitignore_block(const char *text, size_t len, const strvec *entries, strbuf *out);
 bool adp_gitignore_has_block(const char *text, size_t len);
 
+/* ---- skills (use, sessions) ---------------------------------------------- */
+
+struct adp_skills_req {
+    const char *dir;            /* the CLI's skills directory (absolute) */
+    const char *contain_root;   /* project scope: links are placed only inside it */
+    strvec names;               /* the toolset's skills */
+    strvec sources;             /* parallel: absolute source directory ("" = unresolved) */
+    const strvec *managed;      /* names the ledger says we placed here */
+};
+struct adp_skills_plan {
+    strvec lines;               /* what will happen, one line each */
+    strvec placed;              /* names that are ours afterwards */
+    strvec link_names, link_srcs, unlink_names;
+    size_t failed;
+};
+/* Plans the links (read-only): link what is missing, relink our stale
+ * links, unlink ours that left the toolset, never touch anything else. */
+void adp_skills_plan(const struct adp_skills_req *q, struct adp_skills_plan *p);
+int adp_skills_write(const struct adp_skills_req *q, const struct adp_skills_plan *p,
+                     struct as_err *err);
+bool adp_skills_changes(const struct adp_skills_plan *p);
+void adp_skills_plan_free(struct adp_skills_plan *p);
+
 /* ---- diff ---------------------------------------------------------------- */
 
 /* Line diff of a → b, indented two spaces: "- " / "+ " / "  " lines with ≤ 2
@@ -139,6 +162,7 @@ struct adp_apply_opts {
     adp_resolve_fn resolve;        /* NULL: the process environment */
     void *resolve_ctx;
     const char *operation;         /* history label: "apply", "use 'x'", … */
+    bool use;                      /* `use`: also place the toolset's skills */
     FILE *out;
 };
 
