@@ -13,6 +13,7 @@ int cmd_verify(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_install(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_apply(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_restore(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_use(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_audit(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_run(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_report(int argc, char **argv, struct cli_ctx *ctx);
@@ -40,6 +41,9 @@ const struct cli_command cli_commands[] = {
      0},
     {"restore", cmd_restore, "undo a recorded write byte for byte",
      "usage: agentstack restore [ID | ADAPTER | --last] [--write] [--list] [--json]\n", 0},
+    {"use", cmd_use, "activate a toolset: its servers and skills in every CLI",
+     "usage: agentstack use [TOOLSET] [--target ID]... [--scope global|project] [--write]\n"
+     "                      [--allow-unresolved] [--prune-foreign] [--list [--json]]\n", 0},
     {"audit", cmd_audit, "verify the evidence chains; summarize brokered calls",
      "usage: agentstack audit --verify [LOG...]\n"
      "       agentstack audit --calls [--all] [--json]\n", 0},
