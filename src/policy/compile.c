@@ -63,8 +63,10 @@ static void side_from_key(struct pol_side *s, struct pol_arena *a, enum pol_dim 
     s->deny.first_malformed = -1;
     if (!k || !k->rules.n)
         return;
-    struct pol_item *den = xmalloc(k->rules.n * sizeof *den);
-    struct pol_item *alw = xmalloc(k->rules.n * sizeof *alw);
+    /* small lists (the common case) stay on the stack */
+    struct pol_item sden[32], salw[32];
+    struct pol_item *den = k->rules.n <= 32 ? sden : xmalloc(k->rules.n * sizeof *den);
+    struct pol_item *alw = k->rules.n <= 32 ? salw : xmalloc(k->rules.n * sizeof *alw);
     size_t nd = 0, na = 0;
     for (size_t i = 0; i < k->rules.n; i++) {
         const struct pol_rule *r = &k->rules.v[i];
@@ -80,8 +82,10 @@ static void side_from_key(struct pol_side *s, struct pol_arena *a, enum pol_dim 
         s->nallow = 1;
         pol_globset_build(&s->allow[0], a, alw, na, 0, POL_MAX_PATTERN);
     }
-    free(den);
-    free(alw);
+    if (den != sden)
+        free(den);
+    if (alw != salw)
+        free(alw);
 }
 
 static const struct pol_key *find_key(const struct pol_layer *l, enum pol_dim d, const char *name)

@@ -27,7 +27,11 @@ void *pol_arena_alloc(struct pol_arena *a, size_t n)
     n = (n + 15) & ~(size_t)15;
     struct pol_arena_chunk *c = a->head;
     if (!c || c->cap - c->used < n) {
-        size_t cap = n > 16384 ? n : 16384;
+        /* start small (most rulesets are tiny), then grow geometrically */
+        size_t want = a->head ? a->head->cap * 2 : 1024;
+        if (want > 1u << 20)
+            want = 1u << 20;
+        size_t cap = n > want ? n : want;
         c = xmalloc(sizeof *c + cap);
         c->used = 0;
         c->cap = cap;
@@ -284,7 +288,8 @@ void pol_globset_build(struct pol_globset *gs, struct pol_arena *a, const struct
     gs->first_malformed = -1;
     if (!n)
         return;
-    struct pol_item *sorted = xmalloc(n * sizeof *sorted);
+    struct pol_item small[32];
+    struct pol_item *sorted = n <= 32 ? small : xmalloc(n * sizeof *sorted);
     memcpy(sorted, items, n * sizeof *sorted);
     qsort(sorted, n, sizeof *sorted, cmp_item);
     gs->g = pol_arena_alloc(a, n * sizeof *gs->g);
@@ -307,7 +312,8 @@ void pol_globset_build(struct pol_globset *gs, struct pol_arena *a, const struct
         gs->disps[m] = g->disp;
         m++;
     }
-    free(sorted);
+    if (sorted != small)
+        free(sorted);
     gs->n = m;
     hidx_build(&gs->exact, gs, CLS_EXACT, a);
     hidx_build(&gs->prefix, gs, CLS_PREFIX, a);

@@ -17,8 +17,6 @@
 #include "policy/pol_internal.h"
 
 #define MACHINE_MAX_BYTES (8u << 20)
-/* Messages longer than the fixed buffers are cut; that is err.h's contract. */
-#define TRUNCATING(call) ((void)((call) < 0))
 
 int pol_machine_path(strbuf *out, struct as_err *err)
 {
@@ -34,6 +32,16 @@ int pol_machine_path(strbuf *out, struct as_err *err)
     return 0;
 }
 
+/* Copies src into a fixed buffer, cutting it (err.h's contract for long text). */
+static void put(char *dst, size_t cap, const char *src)
+{
+    size_t n = strlen(src);
+    if (n >= cap)
+        n = cap - 1;
+    memmove(dst, src, n);
+    dst[n] = '\0';
+}
+
 static struct pol_layer *blocked(const char *path, enum pol_machine_state *state,
                                  struct as_err *err)
 {
@@ -41,24 +49,20 @@ static struct pol_layer *blocked(const char *path, enum pol_machine_state *state
     if (!err)
         return NULL;
     if (!err->path[0])
-        TRUNCATING(snprintf(err->path, sizeof err->path, "%s", path));
-    char msg[sizeof err->msg];
-    TRUNCATING(snprintf(msg, sizeof msg,
-                        "%s; the machine policy is unusable — refusing to continue", err->msg));
-    memcpy(err->msg, msg, sizeof msg);
-    char hint[sizeof err->hint];
+        put(err->path, sizeof err->path, path);
+    strbuf sb = SB_INIT;
+    sb_addf(&sb, "%s; the machine policy is unusable — refusing to continue", err->msg);
+    put(err->msg, sizeof err->msg, sb.buf);
+    sb_reset(&sb);
     if (err->hint[0])
-        TRUNCATING(snprintf(hint, sizeof hint, "%s, then check it with: agentstack policy status",
-                            err->hint));
+        sb_addf(&sb, "%s, then check it with: agentstack policy status", err->hint);
     else if (err->line)
-        TRUNCATING(snprintf(hint, sizeof hint,
-                            "fix %s at line %u, column %u, then check it with: agentstack "
-                            "policy status",
-                            path, err->line, err->col ? err->col : 1));
+        sb_addf(&sb, "fix %s at line %u, column %u, then check it with: agentstack policy status",
+                path, err->line, err->col ? err->col : 1);
     else
-        TRUNCATING(snprintf(hint, sizeof hint,
-                            "fix %s, then check it with: agentstack policy status", path));
-    memcpy(err->hint, hint, sizeof hint);
+        sb_addf(&sb, "fix %s, then check it with: agentstack policy status", path);
+    put(err->hint, sizeof err->hint, sb.buf);
+    sb_release(&sb);
     return NULL;
 }
 
