@@ -228,11 +228,15 @@ static int harness_path(struct sbx_plan *p, const char *bin, const char *home_ca
         return as_err_errno(err, "%s", bin);
     p->harness_host_bin = xstrdup(real);
     static const char *const sys[] = {"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32"};
-    for (size_t i = 0; i < sizeof sys / sizeof sys[0]; i++) {
-        if (path_within(sys[i], bin) || path_within(sys[i], real)) {
-            sb_adds(exec_path, path_within(sys[i], bin) ? bin : real);
-            free(real);
-            return 0;
+    /* The name as found first: argv[0] matters to multi-call binaries. */
+    for (int pass = 0; pass < 2; pass++) {
+        const char *cand = pass == 0 ? bin : real;
+        for (size_t i = 0; i < sizeof sys / sizeof sys[0]; i++) {
+            if (path_within(sys[i], cand)) {
+                sb_adds(exec_path, cand);
+                free(real);
+                return 0;
+            }
         }
     }
     sb_adds(exec_path, real);

@@ -272,9 +272,11 @@ static void add_clean(strbuf *out, const char *s)
 
 static void fmt_ms(long long ms, strbuf *out)
 {
-    if (ms < 10000)
+    if (ms < 1000)
+        sb_addf(out, "%lldms", ms);
+    else if (ms < 10000)
         sb_addf(out, "%.1fs", (double)ms / 1000.0);
-    else if (ms < 600000)
+    else if (ms < 60000)
         sb_addf(out, "%llds", ms / 1000);
     else
         sb_addf(out, "%lldm%02llds", ms / 60000, (ms / 1000) % 60);
