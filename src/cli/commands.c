@@ -18,6 +18,7 @@ int cmd_audit(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_run(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_report(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_runs(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_guard(int argc, char **argv, struct cli_ctx *ctx);
 
 const struct cli_command cli_commands[] = {
     {"help", cmd_help, "show commands, or one command's usage",
@@ -54,6 +55,15 @@ const struct cli_command cli_commands[] = {
      "usage: agentstack report <run-id> [--json]\n", 0},
     {"runs", cmd_runs, "list recorded runs, newest first",
      "usage: agentstack runs [--json]\n", 0},
+    {"guard", cmd_guard, "host guard: judge agents' tool calls before they run",
+     "usage: agentstack guard test <command…>\n"
+     "       agentstack guard status\n"
+     "       agentstack guard install [--write]\n"
+     "       agentstack guard uninstall\n"
+     "       agentstack guard check [--protocol claude|codex|gemini|cursor|copilot|antigravity|"
+     "windsurf]\n"
+     "         (the hook entry the CLIs call; reads the hook JSON on stdin)\n",
+     0},
     {NULL, NULL, NULL, NULL, 0},
 };
 

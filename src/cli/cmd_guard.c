@@ -1,0 +1,634 @@
+/*
+ * agentstack guard check|test|status|install|uninstall — the host guard
+ * (spec 03 §7). `check` is the hook entry the CLIs call (hidden); `test`
+ * judges one command like the hook would; `install --write` seeds the
+ * machine file's [guard] table, writes the wrapper under
+ * $AGENTSTACK_HOME/guard/ and wires every detected CLI's pre-tool hook;
+ * `uninstall` removes only our entries (marker agentstack-guard).
+ *
+ * Hook files are JSON (or JSONC) edited through the adapters' span-preserving
+ * merge (adp_json_merge): every byte outside the hooks key stays as it was.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "adapters/adapters.h"
+#include "adapters/merge.h"
+#include "base/fs.h"
+#include "base/json.h"
+#include "base/lock.h"
+#include "base/strbuf.h"
+#include "base/term.h"
+#include "base/xalloc.h"
+#include "bundle/home.h"
+#include "bundle/manifest.h"
+#include "cli/cli.h"
+#include "guard/guard.h"
+
+int cmd_guard(int argc, char **argv, struct cli_ctx *ctx);
+
+static const char *const default_deny[] = {
+    ".env", ".env.local", ".env.*.local", ".env.production", ".env.development",
+    "id_rsa", "id_ed25519", "id_ecdsa", "*.pem", ".netrc", NULL};
+
+/* ---- check --------------------------------------------------------------- */
+
+static int do_check(int argc, char **argv)
+{
+    const char *proto = NULL;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--protocol") && i + 1 < argc)
+            proto = argv[++i];
+        else if (!strncmp(argv[i], "--protocol=", 11))
+            proto = argv[i] + 11;
+        else
+            return cli_usage_error("guard", "unknown argument '%s' for guard check", argv[i]);
+    }
+    enum guard_proto p;
+    if (proto && guard_proto_parse(proto, &p) < 0)
+        return cli_usage_error("guard",
+                               "unknown protocol '%s' (claude, codex, gemini, cursor, copilot, "
+                               "antigravity, windsurf)",
+                               proto);
+    int timeout = 30000;
+    const char *t = getenv("AGENTSTACK_GUARD_STDIN_TIMEOUT_MS");
+    if (t && atoi(t) > 0)
+        timeout = atoi(t);
+    strbuf in = SB_INIT;
+    bool too_big = false;
+    const char *cause = NULL;
+    struct guard_hook_in hin = {0};
+    if (guard_read_input(0, GUARD_MAX_PAYLOAD, timeout, &in, &too_big, &cause) < 0) {
+        hin.unreadable = true;
+        hin.read_cause = cause;
+    }
+    hin.data = in.buf;
+    hin.len = in.len;
+    hin.protocol = proto;
+    struct guard_hook_out out;
+    guard_hook(&hin, &out);
+    fwrite(out.out.buf, 1, out.out.len, stdout);
+    fwrite(out.err.buf, 1, out.err.len, stderr);
+    fflush(stdout);
+    int rc = out.exit_code;
+    guard_hook_out_release(&out);
+    sb_release(&in);
+    return rc;
+}
+
+/* ---- test ---------------------------------------------------------------- */
+
+static int do_test(int argc, char **argv)
+{
+    if (argc < 3)
+        return cli_usage_error("guard", "guard test needs a command, e.g. agentstack guard test "
+                                        "rm -rf /");
+    strbuf cmd = SB_INIT;
+    for (int i = 2; i < argc; i++)
+        sb_addf(&cmd, "%s%s", i > 2 ? " " : "", argv[i]);
+    struct guard_config cfg;
+    guard_config_load(&cfg, true);
+    int rc = EXIT_OK;
+    if (cfg.state == GUARD_UNREADABLE || cfg.state == GUARD_BLOCKED) {
+        printf("DENY  %s\n  %s%s — failing closed (%s)\n", cmd.buf, GUARD_REASON_PREFIX,
+               cfg.state == GUARD_UNREADABLE ? "machine config unreadable"
+                                             : "machine policy unavailable",
+               cfg.cause);
+        if (cfg.hint)
+            printf("  fix: %s\n", cfg.hint);
+        rc = EXIT_FAIL;
+    } else {
+        struct guard_ctx x;
+        struct as_err err = AS_ERR_INIT;
+        if (guard_ctx_build(&x, &cfg, NULL, &err) < 0) {
+            printf("DENY  %s\n  %s%s\n", cmd.buf, GUARD_REASON_PREFIX, err.msg);
+            rc = EXIT_FAIL;
+        } else {
+            struct guard_verdict v;
+            guard_verdict_init(&v);
+            guard_judge_shell(&x, cmd.buf, &v);
+            if (v.deny) {
+                printf("DENY  %s\n  %s%s\n", cmd.buf, GUARD_REASON_PREFIX, v.reason.buf);
+                rc = EXIT_FAIL;
+            } else {
+                printf("ALLOW %s\n", cmd.buf);
+            }
+            guard_verdict_release(&v);
+        }
+        guard_ctx_free(&x);
+    }
+    guard_config_free(&cfg);
+    sb_release(&cmd);
+    return rc;
+}
+
+/* ---- wiring helpers ------------------------------------------------------ */
+
+static int expand_tilde(const char *p, strbuf *out, struct as_err *err)
+{
+    const char *home = getenv("HOME");
+    if (!home || !home[0])
+        return as_err_set(err, "HOME is not set");
+    sb_reset(out);
+    if (p[0] == '~')
+        sb_addf(out, "%s%s", home, p + 1);
+    else
+        sb_adds(out, p);
+    return 0;
+}
+
+static bool wire_detected(const struct adp_registry *r, const struct guard_wire *w)
+{
+    const struct adp_desc *d = adp_registry_find(r, w->adapter);
+    if (d && adp_detected(d, NULL))
+        return true;
+    if (!strcmp(w->adapter, "claude-code")) {
+        d = adp_registry_find(r, "vscode");
+        if (d && adp_detected(d, NULL))
+            return true;
+    }
+    strbuf p = SB_INIT;
+    struct as_err e = AS_ERR_INIT;
+    bool there = expand_tilde(w->file, &p, &e) == 0 && fs_exists(p.buf) &&
+                 (w->shape == GUARD_W_CLAUDE || w->shape == GUARD_W_FLAT);
+    sb_release(&p);
+    return there;
+}
+
+/* Reads a CLI's hook file (absent → empty). */
+static int read_text(const char *path, strbuf *out, bool *exists, struct as_err *err)
+{
+    *exists = fs_exists(path);
+    if (!*exists)
+        return 0;
+    return fs_read_file(path, ADP_INPUT_MAX, 0, out, err);
+}
+
+/* 1 installed, 0 not, -1 unreadable. */
+static int wire_state(const struct guard_wire *w, struct as_err *err)
+{
+    strbuf path = SB_INIT, text = SB_INIT;
+    int rc = 0;
+    bool exists;
+    if (expand_tilde(w->file, &path, err) < 0 || read_text(path.buf, &text, &exists, err) < 0) {
+        rc = -1;
+    } else if (exists && (w->shape == GUARD_W_COPILOT || w->shape == GUARD_W_PLUGIN)) {
+        rc = strstr(text.buf, GUARD_MARKER) != NULL;
+    } else if (exists) {
+        json_t *cur = NULL;
+        if (adp_json_read(path.buf, text.buf, text.len, true, w->key, &cur, err) < 0)
+            rc = -1;
+        else
+            rc = guard_wire_installed(w, cur);
+        json_decref(cur);
+    }
+    sb_release(&path);
+    sb_release(&text);
+    return rc;
+}
+
+/* Adds (install) or removes our entries in one CLI's file. *changed when written. */
+static int wire_apply(const struct guard_wire *w, const char *ash, bool install, bool *changed,
+                      strbuf *where, struct as_err *err)
+{
+    strbuf path = SB_INIT, text = SB_INIT, out = SB_INIT, dir = SB_INIT;
+    bool exists;
+    int rc = -1;
+    *changed = false;
+    if (expand_tilde(w->file, &path, err) < 0 || read_text(path.buf, &text, &exists, err) < 0)
+        goto out;
+    sb_adds(where, path.buf);
+    struct fs_write_opts o = {.mode = 0600, .symlinks = FS_SYMLINK_FOLLOW};
+    if (w->shape == GUARD_W_COPILOT || w->shape == GUARD_W_PLUGIN) {
+        if (!install) {
+            if (exists && strstr(text.buf, GUARD_MARKER)) {
+                if (unlink(path.buf) != 0) {
+                    as_err_errno(err, "cannot remove %s", path.buf);
+                    goto out;
+                }
+                *changed = true;
+            }
+            rc = 0;
+            goto out;
+        }
+        guard_owned_file(w, ash, &out);
+        if (exists && text.len == out.len && !memcmp(text.buf, out.buf, out.len)) {
+            rc = 0;
+            goto out;
+        }
+        sb_adds(&dir, path.buf);
+        *strrchr(dir.buf, '/') = '\0';
+        if (fs_mkdirs(dir.buf, 0755, err) < 0 ||
+            fs_write_atomic(path.buf, out.buf, out.len, &o, err) < 0)
+            goto out;
+        *changed = true;
+        rc = 0;
+        goto out;
+    }
+    if (!exists && !install) {
+        rc = 0;
+        goto out;
+    }
+    json_t *cur = NULL;
+    if (adp_json_read(path.buf, text.buf, text.len, true, w->key, &cur, err) < 0)
+        goto out;
+    json_t *next = guard_wire_edit(w, cur, ash, install);
+    bool same = (cur == NULL && next == NULL) || (cur && next && json_equal(cur, next));
+    json_t *ver = NULL;
+    bool need_version = false;
+    if (install && w->shape == GUARD_W_FLAT) {
+        if (adp_json_read(path.buf, text.buf, text.len, true, "version", &ver, err) < 0) {
+            json_decref(cur);
+            json_decref(next);
+            goto out;
+        }
+        need_version = ver == NULL;
+        json_decref(ver);
+    }
+    if (same && !need_version) {
+        json_decref(cur);
+        json_decref(next);
+        rc = 0;
+        goto out;
+    }
+    struct adp_json_entry ups[2];
+    size_t nup = 0;
+    json_t *one = json_integer(1);
+    if (need_version)
+        ups[nup++] = (struct adp_json_entry){"version", one};
+    if (next)
+        ups[nup++] = (struct adp_json_entry){w->key, next};
+    const char *rm[1] = {w->key};
+    struct adp_json_edit ed = {.jsonc = true, .location = NULL, .upserts = ups,
+                               .n_upserts = nup, .removes = next ? NULL : rm,
+                               .n_removes = next ? 0 : 1};
+    int mr = adp_json_merge(path.buf, text.buf, text.len, &ed, &out, err);
+    json_decref(one);
+    json_decref(cur);
+    json_decref(next);
+    if (mr < 0)
+        goto out;
+    sb_adds(&dir, path.buf);
+    *strrchr(dir.buf, '/') = '\0';
+    if (fs_mkdirs(dir.buf, 0700, err) < 0 ||
+        fs_write_atomic(path.buf, out.buf, out.len, &o, err) < 0)
+        goto out;
+    *changed = true;
+    rc = 0;
+out:
+    sb_release(&path);
+    sb_release(&text);
+    sb_release(&out);
+    sb_release(&dir);
+    return rc;
+}
+
+/* Sets [guard] keys in the machine file (created when absent). */
+static int machine_edit(bool install, bool *seeded_deny, struct as_err *err)
+{
+    strbuf path = SB_INIT, text = SB_INIT;
+    int rc = -1;
+    toml_edit *ed = NULL;
+    toml_value *v = NULL;
+    if (pol_machine_path(&path, err) < 0)
+        goto out;
+    bool exists = fs_exists(path.buf);
+    if (exists && fs_read_file(path.buf, MANIFEST_MAX_BYTES, 0, &text, err) < 0)
+        goto out;
+    if (!exists) {
+        if (!install) {
+            rc = 0;
+            goto out;
+        }
+        sb_adds(&text, "version = 1\n");
+    }
+    struct manifest_source src = {.kind = MANIFEST_MACHINE, .path = path.buf, .data = text.buf,
+                                  .len = text.len};
+    struct manifest *m = manifest_load_bytes(&src, err);
+    if (!m) {
+        as_err_hint(err, "fix %s first (agentstack guard status names the problem)", path.buf);
+        goto out;
+    }
+    bool has_deny = m->guard.has_deny, has_roots = toml_get_path(m->root, "guard",
+                                                                 "allow_roots", NULL) != NULL;
+    manifest_free(m);
+    ed = toml_edit_open(path.buf, text.buf, text.len, err);
+    if (!ed)
+        goto out;
+    const char *p_en[] = {"guard", "enabled"};
+    v = toml_new_bool(install);
+    if (toml_edit_set(ed, p_en, 2, v, err) < 0)
+        goto out;
+    toml_free(v);
+    v = NULL;
+    if (install && !has_roots) {
+        const char *p_r[] = {"guard", "allow_roots"};
+        v = toml_new(TOML_ARRAY);
+        if (toml_edit_set(ed, p_r, 2, v, err) < 0)
+            goto out;
+        toml_free(v);
+        v = NULL;
+    }
+    if (install && !has_deny) {
+        const char *p_d[] = {"guard", "deny"};
+        v = toml_new(TOML_ARRAY);
+        for (size_t i = 0; default_deny[i]; i++)
+            toml_array_push(v, toml_new_string(default_deny[i]));
+        if (toml_edit_set(ed, p_d, 2, v, err) < 0)
+            goto out;
+        toml_free(v);
+        v = NULL;
+        *seeded_deny = true;
+    }
+    size_t len;
+    const char *nt = toml_edit_text(ed, &len);
+    if (len == text.len && !memcmp(nt, text.buf, len)) {
+        rc = 0;
+        goto out;
+    }
+    strbuf dir = SB_INIT;
+    sb_adds(&dir, path.buf);
+    *strrchr(dir.buf, '/') = '\0';
+    struct fs_write_opts o = {.mode = 0600, .symlinks = FS_SYMLINK_FOLLOW};
+    rc = fs_mkdirs(dir.buf, 0700, err) == 0 && fs_write_atomic(path.buf, nt, len, &o, err) == 0
+             ? 0
+             : -1;
+    sb_release(&dir);
+out:
+    toml_free(v);
+    toml_edit_free(ed);
+    sb_release(&path);
+    sb_release(&text);
+    return rc;
+}
+
+static int ash_path(strbuf *out, struct as_err *err)
+{
+    return home_dir(out, err);
+}
+
+/* ---- install / uninstall -------------------------------------------------- */
+
+static int do_install(int argc, char **argv)
+{
+    bool write = false;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--write"))
+            write = true;
+        else
+            return cli_usage_error("guard", "unknown argument '%s' for guard install", argv[i]);
+    }
+    struct as_err err = AS_ERR_INIT;
+    strbuf ash = SB_INIT, machine = SB_INIT;
+    struct adp_registry reg = {0};
+    int rc = EXIT_FAIL;
+    if (ash_path(&ash, &err) < 0 || pol_machine_path(&machine, &err) < 0 ||
+        adp_registry_load(&reg, true, &err) < 0) {
+        cli_error(&err);
+        goto out;
+    }
+    if (!write) {
+        printf("Host guard install plan\n");
+        printf("  · %s: [guard] enabled = true (allow_roots = [] and the default deny list "
+               "when absent)\n",
+               machine.buf);
+        printf("  · wrapper %s/guard/%s\n", ash.buf, GUARD_MARKER);
+        for (size_t i = 0; i < guard_nwires; i++) {
+            const struct guard_wire *w = &guard_wires[i];
+            if (wire_detected(&reg, w))
+                printf("  + %s → %s\n", w->name, w->file);
+            else
+                printf("  · %s not detected — skipped\n", w->name);
+        }
+        printf("Nothing written. Re-run with --write to install the guard.\n");
+        rc = EXIT_OK;
+        goto out;
+    }
+    struct as_lock lk = {-1};
+    if (home_ensure(HOME_GUARD_DIR, &ash, &err) < 0) {
+        cli_error(&err);
+        goto out;
+    }
+    ash_path(&ash, &err);
+    if (lock_acquire(&lk, ash.buf, LOCK_WAIT_MS, &err) < 0) {
+        cli_error(&err);
+        goto out;
+    }
+    bool seeded = false;
+    if (machine_edit(true, &seeded, &err) < 0) {
+        lock_release(&lk);
+        cli_error(&err);
+        goto out;
+    }
+    printf("✓ %s: [guard] enabled = true%s\n", machine.buf,
+           seeded ? " (seeded the default deny list)" : "");
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) {
+        lock_release(&lk);
+        as_err_errno(&err, "cannot find this agentstack binary");
+        cli_error(&err);
+        goto out;
+    }
+    exe[n] = '\0';
+    strbuf wrapper = SB_INIT, script = SB_INIT;
+    sb_addf(&wrapper, "%s/guard/%s", ash.buf, GUARD_MARKER);
+    guard_wrapper_script(exe, &script);
+    struct fs_write_opts wo = {.mode = 0755, .symlinks = FS_SYMLINK_REFUSE};
+    int wr = fs_write_atomic(wrapper.buf, script.buf, script.len, &wo, &err);
+    if (wr == 0)
+        chmod(wrapper.buf, 0755);
+    sb_release(&script);
+    if (wr < 0) {
+        sb_release(&wrapper);
+        lock_release(&lk);
+        cli_error(&err);
+        goto out;
+    }
+    printf("✓ wrapper %s\n", wrapper.buf);
+    sb_release(&wrapper);
+    size_t failed = 0;
+    for (size_t i = 0; i < guard_nwires; i++) {
+        const struct guard_wire *w = &guard_wires[i];
+        if (!wire_detected(&reg, w)) {
+            printf("· %s not detected — skipped\n", w->name);
+            continue;
+        }
+        bool changed;
+        strbuf where = SB_INIT;
+        struct as_err e2 = AS_ERR_INIT;
+        if (wire_apply(w, ash.buf, true, &changed, &where, &e2) < 0) {
+            char buf[4096];
+            printf("✗ %s: %s\n", w->name, as_err_str(&e2, buf, sizeof buf));
+            failed++;
+        } else {
+            printf("✓ %s hook %s %s\n", w->name, changed ? "installed in" : "already in",
+                   where.buf);
+        }
+        sb_release(&where);
+    }
+    lock_release(&lk);
+    printf("The guard is cooperative: it protects the CLIs that honour their hook. Check it: "
+           "agentstack guard status\n");
+    rc = failed ? EXIT_FAIL : EXIT_OK;
+out:
+    adp_registry_free(&reg);
+    sb_release(&ash);
+    sb_release(&machine);
+    return rc;
+}
+
+static int do_uninstall(int argc, char **argv)
+{
+    for (int i = 2; i < argc; i++)
+        if (strcmp(argv[i], "--write") != 0)
+            return cli_usage_error("guard", "unknown argument '%s' for guard uninstall",
+                                   argv[i]);
+    struct as_err err = AS_ERR_INIT;
+    strbuf ash = SB_INIT;
+    int rc = EXIT_OK;
+    if (ash_path(&ash, &err) < 0) {
+        cli_error(&err);
+        sb_release(&ash);
+        return EXIT_FAIL;
+    }
+    struct as_lock lk = {-1};
+    bool locked = fs_is_dir(ash.buf) && lock_acquire(&lk, ash.buf, LOCK_WAIT_MS, &err) == 0;
+    if (fs_is_dir(ash.buf) && !locked) {
+        cli_error(&err);
+        sb_release(&ash);
+        return EXIT_FAIL;
+    }
+    for (size_t i = 0; i < guard_nwires; i++) {
+        const struct guard_wire *w = &guard_wires[i];
+        bool changed;
+        strbuf where = SB_INIT;
+        struct as_err e2 = AS_ERR_INIT;
+        if (wire_apply(w, ash.buf, false, &changed, &where, &e2) < 0) {
+            char buf[4096];
+            printf("✗ %s: %s\n", w->name, as_err_str(&e2, buf, sizeof buf));
+            rc = EXIT_FAIL;
+        } else if (changed) {
+            printf("✓ removed the %s hook from %s\n", w->name, where.buf);
+        }
+        sb_release(&where);
+    }
+    strbuf wrapper = SB_INIT;
+    sb_addf(&wrapper, "%s/guard/%s", ash.buf, GUARD_MARKER);
+    if (unlink(wrapper.buf) == 0)
+        printf("✓ removed %s\n", wrapper.buf);
+    sb_release(&wrapper);
+    bool seeded = false;
+    if (machine_edit(false, &seeded, &err) < 0) {
+        cli_error(&err);
+        rc = EXIT_FAIL;
+    } else {
+        printf("✓ [guard] enabled = false\n");
+    }
+    if (locked)
+        lock_release(&lk);
+    sb_release(&ash);
+    return rc;
+}
+
+/* ---- status --------------------------------------------------------------- */
+
+static void join_list(const strvec *v, strbuf *out)
+{
+    for (size_t i = 0; i < v->n; i++)
+        sb_addf(out, "%s%s", i ? ", " : "", v->v[i]);
+}
+
+static int do_status(int argc, char **argv)
+{
+    (void)argv;
+    if (argc > 2)
+        return cli_usage_error("guard", "guard status takes no arguments");
+    struct guard_config cfg, lists;
+    guard_config_load(&cfg, false);
+    guard_config_load(&lists, true);
+    const char *file = cfg.path ? cfg.path : "~/.agentstack/agentstack.toml";
+    int rc = EXIT_OK;
+    switch (cfg.state) {
+    case GUARD_ON:
+        printf("guard: enabled\n");
+        break;
+    case GUARD_OFF:
+        printf("guard: disabled (no [guard] enabled = true in %s) ↳ agentstack guard install "
+               "--write\n",
+               file);
+        break;
+    case GUARD_UNREADABLE:
+    case GUARD_BLOCKED:
+        printf("guard: BLOCKED — machine config unreadable (%s) — every hook call is refused\n",
+               cfg.cause);
+        if (cfg.hint)
+            printf("  ↳ %s\n", cfg.hint);
+        rc = EXIT_FAIL;
+        break;
+    }
+    enum pol_machine_state pst = POL_UNCONFIGURED;
+    struct as_err err = AS_ERR_INIT;
+    struct pol_layer *ml = cfg.path ? pol_machine_load(cfg.path, &pst, &err) : NULL;
+    printf("machine policy: %s\n", pst == POL_CURRENT        ? "current"
+                                   : pst == POL_UNCONFIGURED ? "unconfigured"
+                                                             : "BLOCKED");
+    if (ml)
+        pol_layer_free(ml);
+    strbuf s = SB_INIT;
+    join_list(&lists.guard_deny, &s);
+    printf("deny globs (%zu) %s\n", lists.guard_deny.n, lists.guard_deny.n ? s.buf : "—");
+    sb_reset(&s);
+    join_list(&lists.allow_roots, &s);
+    printf("allow_roots %s\n", lists.allow_roots.n
+                                   ? s.buf
+                                   : "(none) — writes stay in the workspace and temp dirs");
+    sb_release(&s);
+    struct adp_registry reg = {0};
+    if (adp_registry_load(&reg, true, &err) == 0) {
+        for (size_t i = 0; i < guard_nwires; i++) {
+            const struct guard_wire *w = &guard_wires[i];
+            struct as_err e2 = AS_ERR_INIT;
+            int st = wire_state(w, &e2);
+            if (st == 1)
+                printf("  ✓ %s hook installed\n", w->name);
+            else if (st < 0)
+                printf("  ✗ %s hook file unreadable: %s\n", w->name, e2.msg);
+            else if (wire_detected(&reg, w))
+                printf("  ✗ %s detected, hook missing ↳ agentstack guard install --write\n",
+                       w->name);
+            else
+                printf("  · %s not detected\n", w->name);
+        }
+    }
+    adp_registry_free(&reg);
+    printf("NOT protected: claude-desktop, junie, kiro (no pre-tool hook)\n");
+    guard_config_free(&cfg);
+    guard_config_free(&lists);
+    return rc;
+}
+
+int cmd_guard(int argc, char **argv, struct cli_ctx *ctx)
+{
+    (void)ctx;
+    if (argc < 2)
+        return cli_usage_error("guard", "guard needs a subcommand: test, status, install, "
+                                        "uninstall");
+    const char *sub = argv[1];
+    if (!strcmp(sub, "check"))
+        return do_check(argc, argv);
+    if (!strcmp(sub, "test"))
+        return do_test(argc, argv);
+    if (!strcmp(sub, "status"))
+        return do_status(argc, argv);
+    if (!strcmp(sub, "install"))
+        return do_install(argc, argv);
+    if (!strcmp(sub, "uninstall"))
+        return do_uninstall(argc, argv);
+    return cli_usage_error("guard", "unknown guard subcommand '%s'", sub);
+}
