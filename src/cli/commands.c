@@ -14,11 +14,13 @@ int cmd_install(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_apply(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_restore(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_use(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_session(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_audit(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_run(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_report(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_runs(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_guard(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_mcp(int argc, char **argv, struct cli_ctx *ctx);
 
 const struct cli_command cli_commands[] = {
     {"help", cmd_help, "show commands, or one command's usage",
@@ -45,6 +47,10 @@ const struct cli_command cli_commands[] = {
     {"use", cmd_use, "activate a toolset: its servers and skills in every CLI",
      "usage: agentstack use [TOOLSET] [--target ID]... [--scope global|project] [--write]\n"
      "                      [--allow-unresolved] [--prune-foreign] [--list [--json]]\n", 0},
+    {"session", cmd_session, "activate a toolset until `session end` puts everything back",
+     "usage: agentstack session start [TOOLSET] [--target ID]... [--scope global|project]\n"
+     "       agentstack session end [--all]\n"
+     "       agentstack session list [--json]\n", 0},
     {"audit", cmd_audit, "verify the evidence chains; summarize brokered calls",
      "usage: agentstack audit --verify [LOG...]\n"
      "       agentstack audit --calls [--all] [--json]\n", 0},
@@ -55,6 +61,8 @@ const struct cli_command cli_commands[] = {
      "usage: agentstack report <run-id> [--json]\n", 0},
     {"runs", cmd_runs, "list recorded runs, newest first",
      "usage: agentstack runs [--json]\n", 0},
+    {"mcp", cmd_mcp, "serve the live MCP gateway on stdio (brokered, policy-checked, audited)",
+     "usage: agentstack mcp [--auto-project] [--transparent] [--manifest-dir DIR]\n", 0},
     {"guard", cmd_guard, "host guard: judge agents' tool calls before they run",
      "usage: agentstack guard test <command…>\n"
      "       agentstack guard status\n"

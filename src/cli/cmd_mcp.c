@@ -1,0 +1,68 @@
+/*
+ * agentstack mcp [--auto-project] [--transparent] — the live MCP gateway on
+ * stdio (02-gateway.md). stdout carries whole JSON-RPC frames only: the real
+ * stdout is duplicated for the gateway's writer and fd 1 is pointed at
+ * stderr, so a stray printf anywhere can never corrupt the stream.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "adapters/adapters.h"
+#include "as_version.h"
+#include "cli/cli.h"
+#include "gateway/gateway.h"
+
+int cmd_mcp(int argc, char **argv, struct cli_ctx *ctx);
+
+static int harness_count(int *detected, int *known)
+{
+    struct adp_registry r = {0};
+    struct as_err err = AS_ERR_INIT;
+    if (adp_registry_load(&r, true, &err) < 0)
+        return -1;
+    *known = (int)r.v.n;
+    *detected = 0;
+    for (size_t i = 0; i < r.v.n; i++)
+        if (adp_detected(r.v.v[i], NULL))
+            (*detected)++;
+    adp_registry_free(&r);
+    return 0;
+}
+
+int cmd_mcp(int argc, char **argv, struct cli_ctx *ctx)
+{
+    struct gw_opts o = {0};
+    o.manifest_dir = ctx->manifest_dir;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--auto-project") == 0)
+            o.auto_project = true;
+        else if (strcmp(a, "--transparent") == 0)
+            o.transparent = true;
+        else if (strcmp(a, "--manifest-dir") == 0 && i + 1 < argc)
+            o.manifest_dir = argv[++i];
+        else if (strncmp(a, "--manifest-dir=", 15) == 0)
+            o.manifest_dir = a + 15;
+        else
+            return cli_usage_error("mcp", "unknown argument '%s'", a);
+    }
+    fflush(stdout);
+    int out = dup(1);
+    if (out < 0 || dup2(2, 1) < 0) {
+        cli_errorf("cannot set up stdout for the MCP stream");
+        return EXIT_FAIL;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    o.in_fd = 0;
+    o.out_fd = out;
+    o.version = AS_VERSION;
+    o.harness_count = harness_count;
+    struct as_err err = AS_ERR_INIT;
+    int rc = gw_serve(&o, &err);
+    if (rc != 0 && as_err_isset(&err))
+        cli_error(&err);
+    close(out);
+    return rc;
+}

@@ -1,0 +1,305 @@
+/*
+ * THE dispatch point (02 §7): every brokered "S__T" call passes here, in this
+ * order, and nothing else in agentstack reaches an upstream client:
+ *   1. ownership / fence  — is S served by this surface? (else fence, re-gate
+ *                            or unknown-tool answers; control-plane names
+ *                            never get here: they contain no "__")
+ *   2. trust anchor       — the digest the surface was built on is still the
+ *                            trusted one (fresh per errata 9)
+ *   3. tool policy        — machine layer, then project, from the compiled
+ *                            ruleset (decisions precompiled, no allocation)
+ *   4. secrets            — a denied or unresolved ${REF} refuses before I/O
+ *   5. upstream I/O       — lazy spawn (pins re-proved), call, forward
+ * Every step that refuses writes its audit row; the upstream's answer is
+ * audited after the reply is queued, so the audit never adds latency.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "audit/audit.h"
+#include "base/xalloc.h"
+#include "gateway/gw_int.h"
+#include "trust/trust.h"
+
+void gw_audit(struct gw *gw, const char *server, const char *tool, const char *digest,
+              const char *outcome, const char *detail, const char *rule, const char *layer,
+              long long ms)
+{
+    if (!gw->proj.found && strcmp(tool, "trust") != 0)
+        return; /* no project: nothing brokered */
+    struct aud_call c = {0};
+    c.run = gw->run_id;
+    c.project = gw->proj.root;
+    c.server = server;
+    c.tool = tool;
+    c.args_digest = digest ? digest : "";
+    c.outcome = outcome;
+    c.detail = detail;
+    c.rule = rule;
+    c.layer = layer;
+    c.ms = ms;
+    struct as_err err = AS_ERR_INIT;
+    static int warned;
+    if (aud_call_append(gw->home, &c, &err) < 0 && !warned) {
+        warned = 1;
+        gw_note("could not append to the call audit (%s); calls are still served", err.msg);
+    }
+}
+
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void finish_refusal(struct gw *gw, struct job *j, json_t *result)
+{
+    gw_reply(gw, j, result);
+    gw_job_free(j);
+}
+
+static void unknown(struct gw *gw, struct job *j)
+{
+    strbuf n = SB_INIT;
+    gw_one_line(j->name, 200, &n);
+    finish_refusal(gw, j, gw_error_result("unknown tool '%s'", n.buf));
+    sb_release(&n);
+}
+
+static const char *regate_text(const char *why)
+{
+    if (strcmp(why, "revoked") == 0)
+        return "trust for this project was revoked on this machine";
+    if (strcmp(why, "unreadable") == 0)
+        return "its trust state cannot be read, so it fails closed";
+    return "the project's manifest, local overlay or lock changed since it was trusted";
+}
+
+/* The first toolset that lists server S, or NULL. */
+static const char *toolset_with(const struct manifest *m, const char *s)
+{
+    for (size_t i = 0; m && i < m->toolsets.n; i++)
+        if (strvec_find(&m->toolsets.v[i].servers, s) >= 0)
+            return m->toolsets.v[i].name;
+    return NULL;
+}
+
+static void regate_refusal(struct gw *gw, struct job *j, const char *why)
+{
+    json_t *r = gw_error_result("blocked: %s tried to call %s on an already-open connection "
+                                "— %s\nnothing ran · review it and run `agentstack trust %s`, "
+                                "then reopen the lease or restart the MCP connection",
+                                j->server, j->tool, regate_text(why), gw->proj.dir);
+    gw_audit(gw, j->server, "trust", "", "denied", why, NULL, NULL, 0);
+    finish_refusal(gw, j, r);
+}
+
+static void on_called(void *ctx, const struct mcp_reply *rep)
+{
+    struct job *j = ctx;
+    struct gw *gw = j->gw;
+    long long ms = (long long)((now_us() - j->t0) / 1000u);
+    j->handle = 0;
+    if (rep->status == MCP_OK) {
+        json_t *fwd = json_object();
+        static const char *const keep[] = {"content", "structuredContent", "isError", "_meta",
+                                           NULL};
+        for (size_t i = 0; keep[i]; i++) {
+            json_t *v = json_object_get(rep->result, keep[i]);
+            if (v)
+                json_object_set(fwd, keep[i], v);
+        }
+        if (!json_object_get(fwd, "content"))
+            json_object_set_new(fwd, "content", json_array());
+        json_t *capped = gw_result_cap(fwd, (size_t)gw->max_result);
+        json_decref(fwd);
+        gw_reply(gw, j, capped);
+        gw_audit(gw, j->server, j->tool, j->digest, "ok", NULL, NULL, NULL, ms);
+    } else {
+        const char *cls;
+        switch (rep->status) {
+        case MCP_E_TIMEOUT:
+            cls = "timeout";
+            break;
+        case MCP_E_SPAWN:
+            cls = "spawn-failed";
+            break;
+        case MCP_E_HTTP:
+            cls = "http-error";
+            break;
+        default:
+            cls = "upstream-error";
+            break;
+        }
+        gw_reply(gw, j, gw_error_result("contacting %s failed (%s)", j->server, cls));
+        gw_audit(gw, j->server, j->tool, j->digest, "error", cls, NULL, NULL, ms);
+    }
+    gw_job_free(j);
+}
+
+void gw_dispatch(struct gw *gw, struct job *j)
+{
+    strbuf S = SB_INIT, T = SB_INIT;
+    if (!gw_split(j->name, &S, &T) || !gw_tool_name_ok(T.buf)) {
+        sb_release(&S);
+        sb_release(&T);
+        unknown(gw, j);
+        return;
+    }
+    j->server = sb_detach(&S, NULL);
+    j->tool = sb_detach(&T, NULL);
+    struct gw_surface *sf = gw_surface_for(gw, j->modern);
+
+    /* 1. ownership / fence */
+    struct gw_up *up = sf->gate == GW_GATE_OPEN ? gw_surface_up(sf, j->server) : NULL;
+    if (!up) {
+        if (sf->gate == GW_GATE_REGATED && strvec_find(&sf->prior, j->server) >= 0) {
+            regate_refusal(gw, j, sf->regate_why ? sf->regate_why : "changed");
+            return;
+        }
+        for (size_t i = 0; sf->gate == GW_GATE_OPEN && i < sf->skipped.n; i++) {
+            const struct gw_skip *k = &sf->skipped.v[i];
+            if (strcmp(k->name, j->server) != 0)
+                continue;
+            json_t *r = gw_error_result("blocked: %s tried to call %s — the server is not "
+                                        "served: %s\nnothing ran",
+                                        j->server, j->tool, k->why);
+            gw_audit(gw, j->server, k->family, "", "denied", k->why, NULL, NULL, 0);
+            finish_refusal(gw, j, r);
+            return;
+        }
+        if (sf->gate == GW_GATE_OPEN && (sf->fenced || sf->toolset) &&
+            manifest_server(sf->m, j->server)) {
+            const char *ts = toolset_with(sf->m, j->server);
+            strbuf fix = SB_INIT;
+            if (ts)
+                sb_addf(&fix, "open a lease for the toolset that selects it: "
+                              "`agentstack_lease_open` profile=%s",
+                        ts);
+            else
+                sb_adds(&fix, "no toolset selects it yet; a person adds it to one in the "
+                              "manifest");
+            json_t *r = gw_error_result(
+                "blocked: %s tried to call %s — this project fences its servers behind "
+                "toolsets, and no open lease selects one that exposes it\nnothing ran · %s",
+                j->server, j->tool, fix.buf);
+            strbuf d = SB_INIT;
+            sb_addf(&d, "fenced: no open lease selects %s", j->server);
+            gw_audit(gw, j->server, "fence", "", "denied", d.buf, NULL, NULL, 0);
+            sb_release(&d);
+            sb_release(&fix);
+            finish_refusal(gw, j, r);
+            return;
+        }
+        if (sf->gate == GW_GATE_BROKEN && gw->proj.found) {
+            finish_refusal(gw, j,
+                           gw_error_result("blocked: %s tried to call %s — %s\nnothing ran",
+                                           j->server, j->tool, sf->note ? sf->note : ""));
+            return;
+        }
+        unknown(gw, j); /* untrusted or undeclared: no audit row */
+        return;
+    }
+
+    /* 2. trust anchor */
+    if (sf->has_anchor) {
+        const char *why = NULL;
+        if (gw->last_state == -1)
+            why = "unreadable";
+        else if (gw->last_state == TRUST_UNTRUSTED)
+            why = "revoked";
+        else if (gw->last_state != TRUST_TRUSTED || strcmp(gw->last_digest, sf->anchor) != 0)
+            why = "changed";
+        if (why) {
+            regate_refusal(gw, j, why);
+            return;
+        }
+    }
+
+    aud_args_digest(gw->home, j->args, j->digest);
+
+    /* 3. tool policy: machine first, then project (one compiled decision) */
+    struct pol_decision d;
+    if (!pol_tool(sf->rs, j->server, j->tool, &d)) {
+        strbuf why = SB_INIT, rule = SB_INIT;
+        pol_decision_text(&d, &why);
+        if (d.why == POL_DENY_RULE && d.pattern)
+            sb_addf(&rule, "!%s", d.pattern);
+        else if (d.why == POL_NOT_ALLOWLISTED)
+            for (size_t i = 0; i < d.n_allow; i++)
+                sb_addf(&rule, "%s%s", i ? ", " : "", d.allowlist[i]);
+        else if (d.pattern)
+            sb_adds(&rule, d.pattern);
+        json_t *r = gw_error_result("blocked: %s tried to call %s — %s\n  nothing ran · allow it "
+                                    "in [policy.tools] if you meant to, or ask the agent for a "
+                                    "different tool",
+                                    j->server, j->tool, why.buf);
+        gw_reply(gw, j, r);
+        gw_audit(gw, j->server, j->tool, j->digest, "denied", why.buf,
+                 rule.len ? rule.buf : NULL, pol_by_name(d.by), 0);
+        sb_release(&why);
+        sb_release(&rule);
+        gw_job_free(j);
+        return;
+    }
+
+    /* 4. secrets */
+    if (up->denied.n) {
+        struct pol_decision sd;
+        pol_secret(sf->rs, j->server, up->denied.v[0], &sd);
+        strbuf why = SB_INIT, rule = SB_INIT;
+        pol_decision_text(&sd, &why);
+        if (sd.pattern)
+            sb_addf(&rule, "%s%s", sd.why == POL_DENY_RULE ? "!" : "", sd.pattern);
+        json_t *r = gw_error_result("blocked: server '%s' may not read ${%s} — %s\nnothing ran",
+                                    j->server, up->denied.v[0], why.buf);
+        gw_reply(gw, j, r);
+        gw_audit(gw, j->server, j->tool, j->digest, "denied", why.buf,
+                 rule.len ? rule.buf : NULL, pol_by_name(sd.by), 0);
+        sb_release(&why);
+        sb_release(&rule);
+        gw_job_free(j);
+        return;
+    }
+    if (up->unresolved.n) {
+        strbuf refs = SB_INIT;
+        for (size_t i = 0; i < up->unresolved.n; i++)
+            sb_addf(&refs, "%s${%s}", i ? ", " : "", up->unresolved.v[i]);
+        json_t *r = gw_error_result("%s: cannot call '%s' — %zu secret(s) did not resolve on "
+                                    "this machine: %s.%s",
+                                    j->server, j->tool, up->unresolved.n, refs.buf,
+                                    up->unresolved_hint ? " Set it with `agentstack secret set`."
+                                                        : "");
+        gw_reply(gw, j, r);
+        gw_audit(gw, j->server, j->tool, j->digest, "error", "unresolved-secret", NULL, NULL, 0);
+        sb_release(&refs);
+        gw_job_free(j);
+        return;
+    }
+
+    /* 5. upstream I/O */
+    strbuf why = SB_INIT;
+    if (gw_up_ensure(up, &why) < 0) {
+        json_t *r = gw_error_result("blocked: %s tried to call %s — %s\nnothing ran · review "
+                                    "it, run `agentstack lock --write`, then `agentstack trust "
+                                    "%s`",
+                                    j->server, j->tool, why.buf, gw->proj.dir);
+        gw_reply(gw, j, r);
+        gw_audit(gw, j->server, "pin", "", "denied", why.buf, NULL, NULL, 0);
+        sb_release(&why);
+        gw_job_free(j);
+        return;
+    }
+    sb_release(&why);
+    j->sf = sf;
+    gw_surface_ref(sf);
+    j->up = up;
+    j->t0 = now_us();
+    j->handle = mcp_client_call_tool(up->client, j->tool, j->args,
+                                     up->http ? GW_HTTP_TIMEOUT_MS : GW_CALL_TIMEOUT_MS, on_called,
+                                     j);
+}

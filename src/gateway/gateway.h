@@ -1,0 +1,54 @@
+/*
+ * gateway — the live MCP gateway, `agentstack mcp` (02-gateway.md, errata
+ * 1–16).
+ *
+ * Why: this is where an agent meets a repository's servers. Everything a
+ * project declares reaches the agent through here, so this is where consent
+ * (trust), authority (policy) and evidence (the call audit) are enforced.
+ *
+ * Guarantees:
+ *  - One function (gw_dispatch, gw_int.h) carries every brokered tool call,
+ *    in the order ownership/fence → trust anchor → tool policy (machine,
+ *    then project) → secrets → upstream I/O. No other code reaches an
+ *    upstream client; control-plane names never contain "__", so an
+ *    upstream can never shadow one.
+ *  - Auto mode (--auto-project without --manifest-dir) is trust-gated: an
+ *    untrusted or changed project gets the control plane only — nothing is
+ *    spawned or contacted, no secret is resolved, no bundle content is
+ *    served, no audit row is written for its servers. Trust is re-checked
+ *    before each dispatch from fresh bytes whenever inotify reports a change
+ *    to the manifest, overlay, lock, trust store or machine manifest, and at
+ *    least every 2 s regardless (errata 9); never a stat-only shortcut.
+ *  - One epoll loop serves stdin, stdout and every upstream; no thread per
+ *    request or upstream. Replies may be out of order; a slow upstream
+ *    never delays another or a control-plane answer.
+ *  - Nothing is written into the project except by agentstack_lease_freeze
+ *    (the manifest only, errata 14). Gateway state lives under
+ *    $AGENTSTACK_HOME (leases/, logs/, audit/).
+ *  - On stdin EOF in-flight replies are drained (≤ 5 s), every upstream's
+ *    process group is stopped, and the process exits 0.
+ */
+#ifndef AS_GATEWAY_GATEWAY_H
+#define AS_GATEWAY_GATEWAY_H
+
+#include <stdbool.h>
+
+#include "base/err.h"
+
+struct gw_opts {
+    const char *manifest_dir; /* --manifest-dir: pins the project, no trust gate */
+    bool auto_project;        /* --auto-project: discovered, trust-gated */
+    bool transparent;         /* --transparent: list policy-filtered upstream tools */
+    int in_fd, out_fd;        /* the JSON-RPC streams */
+    const char *version;      /* serverInfo.version */
+    /* Doctor's harness line: how many known CLIs are installed (NULL: the
+     * line says the count is unavailable). */
+    int (*harness_count)(int *detected, int *known);
+};
+
+/* Serves until stdin EOF; returns the process exit status (0 after a clean
+ * EOF; 1 when the first frame is refused or the loop cannot run, with err
+ * set). */
+int gw_serve(const struct gw_opts *o, struct as_err *err);
+
+#endif

@@ -1,0 +1,347 @@
+/*
+ * Internal to gateway/: the gateway instance, surfaces, upstreams, jobs, and
+ * the functions the files share. Tests include it to reach the pure helpers
+ * (scoring, sanitizing, name splitting, the skill index).
+ *
+ * Ownership model: a surface is the immutable answer to "which upstreams does
+ * this connection see right now": {project, anchor digest, selection,
+ * upstreams, discovery cache}. It is derived by one function (gw_surface_build)
+ * from (trust, lease, machine policy) and swapped whole; calls in flight hold
+ * a reference to the surface that authorized them, so a swap never waits for
+ * them and never lets them see the new one. A surface's upstream clients are
+ * shut down when its last reference goes.
+ */
+#ifndef AS_GATEWAY_GW_INT_H
+#define AS_GATEWAY_GW_INT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/strbuf.h"
+#include "base/vec.h"
+#include "bundle/consent.h"
+#include "bundle/discover.h"
+#include "bundle/manifest.h"
+#include "gateway/gateway.h"
+#include "mcp/mcp.h"
+#include "policy/policy.h"
+
+#define GW_SERVER_NAME "agentstack"
+#define GW_MANUAL_NAME "using-agentstack"
+#define GW_DESC_MAX 600            /* proxied tool description, chars */
+#define GW_RESULT_MAX_DEFAULT 1048576
+#define GW_CALL_TIMEOUT_MS 60000
+#define GW_HTTP_TIMEOUT_MS 5000
+#define GW_START_MS_DEFAULT 10000
+#define GW_ROOTS_WAIT_MS 1000
+#define GW_REHASH_MS 2000
+#define GW_DRAIN_MS 5000
+#define GW_KILL_GRACE_MS 3000
+#define GW_MAX_TOOLS 1000
+#define GW_MAX_PAGES 100
+
+struct gw;
+struct gw_surface;
+struct job;
+
+/* ---- text (text.c) ---------------------------------------------------------- */
+
+/* Hostile-text filter: ESC sequences, C0/C1 controls (tab becomes a space;
+ * '\n' kept when keep_nl), DEL, bidi/invisible/tag code points removed;
+ * invalid UTF-8 dropped. With !keep_nl, whitespace runs collapse to one
+ * space and the ends are trimmed (the one-line form). */
+void gw_clean(const char *s, size_t len, int keep_nl, strbuf *out);
+/* The one-line form cut to max characters (code points) + "…" when cut. */
+void gw_one_line(const char *s, size_t max_chars, strbuf *out);
+/* errata 13: ^[A-Za-z0-9_.-]{1,128}$ */
+bool gw_tool_name_ok(const char *s);
+/* Pretty JSON for control-plane texts: 2-space indent, ": ", keys in order. */
+void gw_pretty(const json_t *v, strbuf *out);
+/* {"content":[{"type":"text","text":T}],"isError":B} */
+json_t *gw_text_result(const char *text, bool is_error);
+/* An error result: "Error: " + cleaned text (the caller omits the prefix). */
+json_t *gw_error_result(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Copies a JSON schema, sanitizing every "description"/"title" string at any
+ * depth (one line). NULL or non-object → {"type":"object"}. */
+json_t *gw_schema_clean(const json_t *schema);
+/* Cuts result to max bytes of serialized JSON (errata 15): text cut on a
+ * UTF-8 boundary + "[agentstack: result truncated at N of M bytes]".
+ * Returns result itself (a new reference) when it fits. */
+json_t *gw_result_cap(json_t *result, size_t max);
+/* Splits "S__T" at the first "__". 0 when name has no "__" or an empty side. */
+int gw_split(const char *name, strbuf *server, strbuf *tool);
+/* Last-resort filter name: [A-Za-z0-9._-] kept, others '_' (log file names). */
+void gw_file_safe(const char *s, strbuf *out);
+
+/* ---- search (search.c) ------------------------------------------------------ */
+
+struct gw_tool {
+    char *server, *name, *full; /* full = server__name */
+    char *desc;                  /* "[via S] " + cleaned one-line text */
+    json_t *schema;              /* cleaned */
+};
+typedef VEC(const struct gw_tool *) gw_toolvec;
+
+/* §4.2 scoring of one tool for lowercased tokens. */
+int gw_search_score(const struct gw_tool *t, const strvec *tokens);
+/* Renders the tools_search answer for a list of allowed tools. */
+void gw_search_render(const struct gw_tool *const *tools, size_t n, const char *query,
+                      long limit, long max_size, strbuf *out);
+/* Renders the entity card; 0 if no tool matches. */
+int gw_entity_render(const struct gw_tool *const *tools, size_t n, const char *entity,
+                     strbuf *out);
+
+/* ---- upstreams and surfaces (surface.c) ---------------------------------------- */
+
+struct gw_exec_pin {
+    char *path; /* absolute */
+    char *rel;
+    char checksum[65];
+};
+
+struct gw_up {
+    struct gw_surface *sf;       /* NULL once detached from a freed surface */
+    struct gw *gw;
+    char *name;
+    const struct mf_server *def; /* into sf->m */
+    bool http;
+    char **argv, **envp; /* resolved (secrets: wiped on free) */
+    char *cwd, *url;
+    char **headers;
+    strvec unresolved;           /* refs that did not resolve */
+    strvec denied;               /* refs [policy.secrets] denied */
+    bool unresolved_hint;        /* show "Set it with `agentstack secret set`." */
+    VEC(struct gw_exec_pin) pins; /* re-proved before every spawn */
+    struct mcp_client *client;
+    /* discovery */
+    int disc;                    /* 0 not yet, 1 running, 2 done */
+    VEC(struct gw_tool) tools;   /* every valid tool, upstream order, deduped */
+    char *log_path;
+};
+
+/* A declared server the build left out, and why (its audit family). */
+struct gw_skip {
+    char *name, *why;
+    const char *family; /* pin | egress */
+};
+
+enum gw_gate {
+    GW_GATE_OPEN,       /* upstreams built (possibly none) */
+    GW_GATE_NO_PROJECT, /* control plane only: no project */
+    GW_GATE_BROKEN,     /* manifest or machine policy unusable: fail closed */
+    GW_GATE_UNTRUSTED,  /* auto mode, never trusted / changed since trust */
+    GW_GATE_REGATED,    /* was open on this connection; trust lost since */
+};
+
+struct gw_waiter {
+    void (*fn)(struct gw *gw, struct job *j);
+    struct job *job;
+};
+
+struct gw_surface {
+    int refs;
+    struct gw *gw;
+    enum gw_gate gate;
+    char *note;          /* trust/fence/broken note for answers (one paragraph) */
+    char *regate_why;    /* REGATED: changed | revoked | unreadable */
+    strvec prior;        /* REGATED: servers the lost surface served */
+    struct manifest *m;  /* OPEN: the manifest the surface was built from */
+    struct pol_ruleset *rs;
+    bool has_anchor;
+    char anchor[CONSENT_DIGEST_LEN + 1];
+    char *toolset;       /* selected toolset, or NULL (union / none) */
+    bool fenced;         /* toolsets declared and none selected */
+    VEC(struct gw_up *) ups;
+    VEC(struct gw_skip) skipped;
+    int disc;            /* 0 not yet, 1 running, 2 done */
+    size_t disc_left;
+    uint64_t disc_timer;
+    VEC(struct gw_waiter) waiters;
+    bool modern_default; /* built for the stateless era's default */
+};
+
+/* What the build starts from: fresh bytes and the trust verdict on them. */
+struct gw_build_in {
+    const char *toolset;  /* lease selection or NULL */
+    bool fence;           /* apply the toolset fence (auto mode) */
+    bool trusted;         /* the project is trusted now (anchor) */
+    const char *digest;   /* the consent digest of the snapshot */
+    const struct manifest_snapshot *snap;
+};
+
+struct gw_surface *gw_surface_gated(struct gw *gw, enum gw_gate gate, const char *note);
+/* Builds an OPEN surface (or BROKEN with a note when the manifest or the
+ * machine policy cannot be used). Resolves secrets; spawns nothing. */
+struct gw_surface *gw_surface_build(struct gw *gw, const struct gw_build_in *in);
+void gw_surface_ref(struct gw_surface *sf);
+void gw_surface_unref(struct gw_surface *sf);
+struct gw_up *gw_surface_up(const struct gw_surface *sf, const char *server);
+/* Lists every upstream's tools once (parallel); fn(gw, job) runs when done
+ * (maybe at once). */
+void gw_surface_discover(struct gw_surface *sf, void (*fn)(struct gw *, struct job *),
+                         struct job *j);
+/* Allowed tools of a discovered surface, sorted by full name. */
+void gw_surface_allowed(const struct gw_surface *sf, gw_toolvec *out);
+/* Spawns/starts the client when idle or dead, after re-proving its
+ * executable pins; -1 + why when a pin no longer matches. */
+int gw_up_ensure(struct gw_up *up, strbuf *why);
+
+/* ---- the gateway instance --------------------------------------------------- */
+
+struct gw_load {
+    char *name, *reason;
+    long long ts;
+};
+
+struct gw_lease {
+    bool active;
+    char *profile;
+    long long started_unix;
+    char instance[64];
+    char *registry_path;
+    VEC(struct gw_load) loads;
+};
+
+struct gw_project {
+    bool resolved;
+    bool found;
+    bool gated;               /* auto mode without --manifest-dir */
+    const char *how;          /* manifest-dir | roots | env | cwd */
+    struct bundle_paths paths;
+    char *root;               /* canonical project root (audit "project") */
+    char *dir;                /* the dir named in notes and fixes */
+    char *root_sha12;
+};
+
+struct job {
+    struct gw *gw;
+    json_t *id;
+    char *method;
+    json_t *params;
+    bool modern;
+    bool cancelled;
+    bool replied;
+    struct job *next, *prev;   /* in gw->jobs */
+    /* tools/call */
+    char *name;
+    json_t *args;
+    struct gw_surface *sf;     /* held while an upstream call is in flight */
+    struct gw_up *up;
+    uint64_t handle;           /* the upstream request, for cancellation */
+    char *server, *tool;
+    char digest[16];
+    uint64_t t0;
+};
+
+struct gw {
+    struct gw_opts o;
+    struct mcp_loop *loop;
+    struct mcp_reader rd;
+    struct mcp_writer w;
+    bool stdin_open;
+    bool first_seen;
+    int exit_code;
+    bool shutting_down;
+    uint64_t drain_timer;
+    size_t closing;            /* upstream clients still shutting down */
+
+    char *home;                /* $AGENTSTACK_HOME */
+    char *run_id;              /* AGENTSTACK_RUN_ID */
+    char *negotiated;          /* initialize's answered version, or NULL */
+    bool client_roots;
+    bool roots_pending;
+    uint64_t roots_timer;
+    json_t *roots_req_id;
+    json_t *roots_answer;      /* the roots array, when it came */
+    long next_client_id;
+    VEC(struct job *) parked;  /* waiting for the roots answer */
+
+    struct job *jobs;          /* live jobs */
+
+    struct gw_project proj;
+    struct gw_surface *cur;    /* the legacy-era (and eager) surface */
+    struct gw_surface *modern; /* the stateless era's default surface, or NULL */
+    char *modern_sel;          /* toolset that surface selects */
+
+    /* trust tracking (auto mode) */
+    int ino_fd;
+    bool ino_dirty;
+    bool machine_dirty;
+    uint64_t last_hash;
+    char last_digest[CONSENT_DIGEST_LEN + 1];
+    int last_state;            /* enum trust_state, -1 = unreadable */
+
+    struct gw_lease lease;
+    bool default_decided;
+    bool lease_closed;         /* an explicit close: never auto-open again */
+    bool dirty;                /* tools/list_changed owed */
+    strvec trail;              /* skills loaded without a lease (dedup) */
+
+    long long max_result;
+    strvec passthrough;        /* [gateway] env_passthrough */
+    int start_ms;
+    bool stderr_said_untrusted;
+};
+
+/* server.c */
+void gw_reply(struct gw *gw, struct job *j, json_t *result /* stolen */);
+void gw_reply_error(struct gw *gw, struct job *j, int code, const char *msg, json_t *data);
+void gw_job_free(struct job *j);
+void gw_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Marks the tool list changed (a notification follows the next list/call). */
+void gw_set_dirty(struct gw *gw);
+
+/* project.c */
+/* Resolves the project once (roots answer, env, cwd, or --manifest-dir). */
+void gw_project_resolve(struct gw *gw);
+/* Re-checks trust/machine changes and swaps surfaces as needed (§5.4.1);
+ * opening the default toolset unless skip_default. */
+void gw_refresh(struct gw *gw, bool modern, bool skip_default);
+/* Rebuilds the legacy surface for the current lease from fresh bytes. */
+void gw_rebuild(struct gw *gw);
+/* The surface a request of this era sees. */
+struct gw_surface *gw_surface_for(struct gw *gw, bool modern);
+/* The trust note for the current project ("… not trusted …"). */
+void gw_trust_note(struct gw *gw, int state, strbuf *out);
+/* Fresh trust verdict: 1 trusted, 0 not (why = untrusted|changed|unreadable). */
+int gw_trust_now(struct gw *gw, char digest[CONSENT_DIGEST_LEN + 1], const char **why);
+void gw_watch_init(struct gw *gw);
+void gw_watch_drain(struct gw *gw);
+void gw_project_free(struct gw *gw);
+
+/* dispatch.c */
+/* THE dispatch point for "S__T" calls: replies (now or later) to j. */
+void gw_dispatch(struct gw *gw, struct job *j);
+/* Appends one call-audit row (best-effort; never fails a call). */
+void gw_audit(struct gw *gw, const char *server, const char *tool, const char *digest,
+              const char *outcome, const char *detail, const char *rule, const char *layer,
+              long long ms);
+
+/* control.c */
+void gw_tools_list(struct gw *gw, struct job *j);
+void gw_tools_call(struct gw *gw, struct job *j);
+const char *gw_instructions(void);
+/* The listing of control-plane tool descriptors (ordered). */
+json_t *gw_control_tools(struct gw *gw, const struct gw_surface *sf);
+/* A trust refusal in the §7 shape + one `trust` row. */
+json_t *gw_trust_refusal(struct gw *gw, const char *subject, const char *what);
+
+/* skills.c */
+json_t *gw_list_loadable(struct gw *gw, const struct gw_surface *sf, const char *query,
+                         bool *is_error);
+json_t *gw_load(struct gw *gw, const struct gw_surface *sf, const json_t *args);
+/* The ambient index block for agentstack_list_loadable's description. */
+void gw_loadable_index(struct gw *gw, const struct gw_surface *sf, strbuf *out);
+const char *gw_manual_text(void);
+
+/* lease.c */
+json_t *gw_lease_open(struct gw *gw, const json_t *args, bool modern);
+json_t *gw_lease_status(struct gw *gw);
+json_t *gw_lease_close(struct gw *gw, bool modern);
+json_t *gw_lease_freeze(struct gw *gw, const json_t *args, bool modern);
+/* Opens the effective default toolset once per connection (§5.2). */
+void gw_open_default(struct gw *gw);
+void gw_lease_release(struct gw *gw);
+
+#endif

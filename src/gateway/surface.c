@@ -1,0 +1,875 @@
+/*
+ * Surfaces (see gw_int.h): the one function that derives which upstreams a
+ * connection sees from (trust, selection, machine policy), the upstream
+ * definitions it builds (secrets resolved through [policy.secrets], the
+ * scrubbed environment, pins to re-prove before a spawn), and discovery.
+ *
+ * Nothing here spawns a process or opens a connection except gw_up_ensure,
+ * which only dispatch (a call) and discovery (a search or listing) reach.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "audit/audit.h"
+#include "base/xalloc.h"
+#include "bundle/digest.h"
+#include "bundle/home.h"
+#include "bundle/lockfile.h"
+#include "bundle/ref.h"
+#include "gateway/gw_int.h"
+#include "secrets/secrets.h"
+#include "trust/trust.h"
+
+extern char **environ;
+
+#define GW_DISC_DEADLINE_MS 4000
+
+/* ---- freeing -------------------------------------------------------------- */
+
+static void free_vec_secure(char **v)
+{
+    if (!v)
+        return;
+    for (size_t i = 0; v[i]; i++) {
+        explicit_bzero(v[i], strlen(v[i]));
+        free(v[i]);
+    }
+    free(v);
+}
+
+static void free_secure(char *s)
+{
+    if (s) {
+        explicit_bzero(s, strlen(s));
+        free(s);
+    }
+}
+
+static void tool_free(struct gw_tool *t)
+{
+    free(t->server);
+    free(t->name);
+    free(t->full);
+    free(t->desc);
+    json_decref(t->schema);
+}
+
+static void up_free(struct gw_up *up)
+{
+    free(up->name);
+    free_vec_secure(up->argv);
+    free_vec_secure(up->envp);
+    free_vec_secure(up->headers);
+    free_secure(up->cwd);
+    free_secure(up->url);
+    strvec_clear(&up->unresolved);
+    strvec_clear(&up->denied);
+    for (size_t i = 0; i < up->pins.n; i++) {
+        free(up->pins.v[i].path);
+        free(up->pins.v[i].rel);
+    }
+    vec_free(&up->pins);
+    for (size_t i = 0; i < up->tools.n; i++)
+        tool_free(&up->tools.v[i]);
+    vec_free(&up->tools);
+    free(up->log_path);
+    free(up);
+}
+
+static void up_closed(void *ctx, const struct mcp_reply *r)
+{
+    (void)r;
+    struct gw_up *up = ctx;
+    struct mcp_client *c = up->client;
+    up->client = NULL;
+    mcp_client_free(c);
+    if (up->gw->closing)
+        up->gw->closing--;
+    up_free(up);
+}
+
+void gw_surface_ref(struct gw_surface *sf)
+{
+    sf->refs++;
+}
+
+void gw_surface_unref(struct gw_surface *sf)
+{
+    if (!sf || --sf->refs > 0)
+        return;
+    struct gw *gw = sf->gw;
+    for (size_t i = 0; i < sf->ups.n; i++) {
+        struct gw_up *up = sf->ups.v[i];
+        if (up->client && mcp_client_state(up->client) != MCP_ST_IDLE &&
+            mcp_client_state(up->client) != MCP_ST_CLOSED) {
+            /* The up outlives the surface until its group is gone. */
+            up->sf = NULL;
+            up->def = NULL;
+            gw->closing++;
+            mcp_client_shutdown(up->client, GW_KILL_GRACE_MS, up_closed, up);
+        } else {
+            if (up->client)
+                mcp_client_free(up->client);
+            up_free(up);
+        }
+    }
+    vec_free(&sf->ups);
+    for (size_t i = 0; i < sf->skipped.n; i++) {
+        free(sf->skipped.v[i].name);
+        free(sf->skipped.v[i].why);
+    }
+    vec_free(&sf->skipped);
+    free(sf->note);
+    free(sf->regate_why);
+    strvec_clear(&sf->prior);
+    free(sf->toolset);
+    vec_free(&sf->waiters);
+    if (sf->rs)
+        pol_ruleset_free(sf->rs);
+    if (sf->m)
+        manifest_free(sf->m);
+    free(sf);
+}
+
+struct gw_up *gw_surface_up(const struct gw_surface *sf, const char *server)
+{
+    for (size_t i = 0; i < sf->ups.n; i++)
+        if (strcmp(sf->ups.v[i]->name, server) == 0)
+            return sf->ups.v[i];
+    return NULL;
+}
+
+struct gw_surface *gw_surface_gated(struct gw *gw, enum gw_gate gate, const char *note)
+{
+    struct gw_surface *sf = xcalloc(1, sizeof *sf);
+    sf->refs = 1;
+    sf->gw = gw;
+    sf->gate = gate;
+    sf->note = note ? xstrdup(note) : NULL;
+    return sf;
+}
+
+/* ---- building ------------------------------------------------------------- */
+
+struct secret_val {
+    char *name;
+    strbuf value;
+    int state; /* 0 resolved, 1 unresolved, 2 denied */
+};
+
+struct resolver {
+    VEC(struct secret_val) v;
+};
+
+static int lookup_cb(void *ctx, const char *name, strbuf *out, struct as_err *err)
+{
+    (void)err;
+    struct resolver *r = ctx;
+    for (size_t i = 0; i < r->v.n; i++)
+        if (strcmp(r->v.v[i].name, name) == 0) {
+            if (r->v.v[i].state == 0)
+                sb_add(out, r->v.v[i].value.buf, r->v.v[i].value.len);
+            else
+                sb_addf(out, "${%s}", name); /* unresolved refs stay literal */
+            return 0;
+        }
+    sb_addf(out, "${%s}", name);
+    return 0;
+}
+
+static char *expand(struct resolver *r, const char *s)
+{
+    strbuf out = SB_INIT;
+    struct as_err err = AS_ERR_INIT;
+    ref_expand(s, lookup_cb, r, &out, &err);
+    return sb_detach(&out, NULL);
+}
+
+static bool env_allowed(const char *name, size_t n, const strvec *extra)
+{
+    static const char *const fixed[] = {
+        "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TZ", "TERM", "TMPDIR",
+        "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
+        "http_proxy", "https_proxy", "no_proxy", NULL};
+    for (size_t i = 0; fixed[i]; i++)
+        if (strlen(fixed[i]) == n && memcmp(fixed[i], name, n) == 0)
+            return true;
+    if ((n > 3 && memcmp(name, "LC_", 3) == 0) || (n > 4 && memcmp(name, "XDG_", 4) == 0))
+        return true;
+    for (size_t i = 0; i < extra->n; i++) {
+        const char *e = extra->v[i];
+        size_t el = strlen(e);
+        if (el && e[el - 1] == '*') {
+            if (n >= el - 1 && memcmp(name, e, el - 1) == 0)
+                return true;
+        } else if (el == n && memcmp(e, name, n) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The scrubbed environment (00-overview "Stricter") plus the server's own. */
+static char **build_env(struct gw *gw, struct resolver *r, const struct mf_server *def)
+{
+    strvec env = STRVEC_INIT;
+    for (char **e = environ; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (!eq)
+            continue;
+        size_t n = (size_t)(eq - *e);
+        bool overridden = false;
+        for (size_t i = 0; i < def->env.n; i++)
+            if (strlen(def->env.v[i].key) == n && memcmp(def->env.v[i].key, *e, n) == 0)
+                overridden = true;
+        if (!overridden && env_allowed(*e, n, &gw->passthrough))
+            strvec_push(&env, *e);
+    }
+    for (size_t i = 0; i < def->env.n; i++) {
+        char *v = expand(r, def->env.v[i].value);
+        strvec_push_take(&env, xasprintf("%s=%s", def->env.v[i].key, v));
+        free_secure(v);
+    }
+    /* NULL would mean "inherit everything" to the client: never hand it one. */
+    return env.v ? env.v : xcalloc(1, sizeof(char *));
+}
+
+/* Project-relative spellings of the paths a stdio server runs (the same
+ * normalization pinning uses), so executable pins can be tied to servers. */
+static void exec_rels(const struct mf_server *s, strvec *out)
+{
+    if (s->type != MF_SERVER_STDIO)
+        return;
+    strbuf base = SB_INIT;
+    if (s->cwd && s->cwd[0]) {
+        if (s->cwd[0] == '/' || strstr(s->cwd, "${"))
+            return;
+        const char *p = s->cwd;
+        while (*p) {
+            const char *e = strchr(p, '/');
+            size_t n = e ? (size_t)(e - p) : strlen(p);
+            if (n && !(n == 1 && p[0] == '.')) {
+                if (base.len)
+                    sb_addc(&base, '/');
+                sb_add(&base, p, n);
+            }
+            p += n + (e ? 1 : 0);
+        }
+    }
+    const char *cand[1 + 256];
+    size_t nc = 0;
+    if (s->command)
+        cand[nc++] = s->command;
+    for (size_t i = 0; i < s->args.n && nc < 257; i++)
+        cand[nc++] = s->args.v[i];
+    for (size_t k = 0; k < nc; k++) {
+        const char *a = cand[k];
+        if (!a[0] || a[0] == '-' || a[0] == '/' || strstr(a, "${"))
+            continue;
+        strbuf rel = SB_INIT;
+        sb_add(&rel, base.buf, base.len);
+        const char *p = a;
+        while (*p) {
+            const char *e = strchr(p, '/');
+            size_t n = e ? (size_t)(e - p) : strlen(p);
+            if (n && !(n == 1 && p[0] == '.')) {
+                if (rel.len)
+                    sb_addc(&rel, '/');
+                sb_add(&rel, p, n);
+            }
+            p += n + (e ? 1 : 0);
+        }
+        if (rel.len)
+            strvec_push(out, rel.buf);
+        sb_release(&rel);
+    }
+    sb_release(&base);
+}
+
+static void add_skip(struct gw_surface *sf, const char *name, const char *family,
+                     const char *why)
+{
+    struct gw_skip k = {xstrdup(name), xstrdup(why), family};
+    vec_push(&sf->skipped, k);
+}
+
+static void pin_row(struct gw *gw, struct gw_surface *sf, const char *server, const char *why)
+{
+    if (sf)
+        add_skip(sf, server, "pin", why);
+    gw_note("server '%s' skipped — %s", server, why);
+    strbuf d = SB_INIT;
+    sb_addf(&d, "skipped: %s", why);
+    gw_audit(gw, server, "pin", "", "denied", d.buf, NULL, NULL, 0);
+    sb_release(&d);
+}
+
+/* Checks a server's pins; 0 ok (exec pins recorded on up), -1 skipped. */
+static int check_pins(struct gw *gw, const struct trust_pins *pins, const struct mf_server *def,
+                      struct gw_up *up)
+{
+    bool gated = gw->proj.gated;
+    strvec rels = STRVEC_INIT;
+    exec_rels(def, &rels);
+    int rc = 0;
+    for (size_t i = 0; pins && i < pins->results.n && rc == 0; i++) {
+        const struct trust_pin_result *r = &pins->results.v[i];
+        const struct pin_item *it = r->item;
+        bool mine = false;
+        if (it->kind == PIN_SERVER && strcmp(it->name, def->name) == 0)
+            mine = true;
+        if (it->kind == PIN_EXECUTABLE && it->sub && strcmp(it->sub, "file") == 0 &&
+            strvec_find(&rels, it->name) >= 0)
+            mine = true;
+        if (it->kind == PIN_EXECUTABLE && it->sub && strcmp(it->sub, "root") == 0)
+            for (size_t k = 0; k < def->integrity_roots.n; k++)
+                if (strcmp(def->integrity_roots.v[k], it->name) == 0)
+                    mine = true;
+        if (!mine)
+            continue;
+        if (r->status == PIN_MATCHES) {
+            if (it->kind == PIN_EXECUTABLE && strcmp(it->sub, "file") == 0 && it->fs_path) {
+                struct gw_exec_pin p = {xstrdup(it->fs_path), xstrdup(it->name), {0}};
+                memcpy(p.checksum, it->checksum, sizeof p.checksum);
+                vec_push(&up->pins, p);
+            }
+            continue;
+        }
+        if (r->status == PIN_UNPINNED && !gated)
+            continue; /* a named project (--manifest-dir) may run unlocked */
+        pin_row(gw, up->sf, def->name, r->message ? r->message : "pin check failed");
+        rc = -1;
+    }
+    if (rc == 0 && gated && pins && pins->lock_unreadable) {
+        pin_row(gw, up->sf, def->name,
+                pins->lock_error ? pins->lock_error : "agentstack.lock unreadable");
+        rc = -1;
+    }
+    strvec_clear(&rels);
+    return rc;
+}
+
+/* Host and port of an http(s) URL (userinfo dropped). 0 when unparsable. */
+static int url_host(const char *url, char *host, size_t hsize, unsigned *port)
+{
+    const char *p = strstr(url, "://");
+    if (!p)
+        return 0;
+    bool https = (size_t)(p - url) == 5 && strncasecmp(url, "https", 5) == 0;
+    const char *a = p + 3;
+    size_t n = strcspn(a, "/?#");
+    const char *at = memchr(a, '@', n);
+    if (at) {
+        n -= (size_t)(at + 1 - a);
+        a = at + 1;
+    }
+    const char *hs = a, *he;
+    if (*a == '[') {
+        const char *rb = memchr(a, ']', n);
+        if (!rb)
+            return 0;
+        hs = a + 1;
+        he = rb;
+        a = rb + 1;
+        n -= (size_t)(a - (hs - 1));
+    } else {
+        const char *colon = memchr(a, ':', n);
+        he = colon ? colon : a + n;
+        n -= (size_t)(he - a);
+        a = he;
+    }
+    *port = https ? 443 : 80;
+    if (n && *a == ':')
+        *port = (unsigned)strtoul(a + 1, NULL, 10);
+    size_t hl = (size_t)(he - hs);
+    if (hl == 0 || hl >= hsize)
+        return 0;
+    memcpy(host, hs, hl);
+    host[hl] = '\0';
+    return 1;
+}
+
+static void resolve_refs(struct gw *gw, struct sec_chain *chain, const struct pol_ruleset *rs,
+                         const struct mf_server *def, struct resolver *res, struct gw_up *up)
+{
+    strvec refs = STRVEC_INIT;
+    ref_server_refs(def, &refs);
+    for (size_t i = 0; i < refs.n; i++) {
+        struct secret_val sv = {xstrdup(refs.v[i]), SB_INIT, 0};
+        struct pol_decision d;
+        if (!pol_secret(rs, def->name, refs.v[i], &d)) {
+            /* A denied reference never reaches a store. */
+            strbuf why = SB_INIT, detail = SB_INIT;
+            pol_decision_text(&d, &why);
+            sb_addf(&detail, "blocked: server '%s' may not read ${%s} — %s", def->name,
+                    refs.v[i], why.buf);
+            gw_note("%s", detail.buf);
+            gw_audit(gw, def->name, "secret", "", "denied", detail.buf, d.pattern,
+                     pol_by_name(d.by), 0);
+            sb_release(&why);
+            sb_release(&detail);
+            sv.state = 2;
+            strvec_push(&up->denied, refs.v[i]);
+        } else {
+            struct sec_result r;
+            if (sec_resolve(chain, refs.v[i], &sv.value, &r) != SEC_FOUND) {
+                sv.state = 1;
+                strvec_push(&up->unresolved, refs.v[i]);
+                up->unresolved_hint = true;
+                if (r.status == SEC_FAILED)
+                    gw_note("server '%s': ${%s} could not be read (%s)", def->name, refs.v[i],
+                            r.why);
+            }
+        }
+        vec_push(&res->v, sv);
+    }
+    strvec_clear(&refs);
+}
+
+static void resolver_free(struct resolver *r)
+{
+    for (size_t i = 0; i < r->v.n; i++) {
+        free(r->v.v[i].name);
+        sb_release_secure(&r->v.v[i].value);
+    }
+    vec_free(&r->v);
+}
+
+static struct gw_up *up_build(struct gw *gw, struct gw_surface *sf, struct sec_chain *chain,
+                              const struct trust_pins *pins, const struct mf_server *def)
+{
+    struct gw_up *up = xcalloc(1, sizeof *up);
+    up->sf = sf;
+    up->gw = gw;
+    up->name = xstrdup(def->name);
+    up->def = def;
+    up->http = def->type == MF_SERVER_HTTP;
+    if (check_pins(gw, pins, def, up) < 0) {
+        up_free(up);
+        return NULL;
+    }
+    struct resolver res = {0};
+    resolve_refs(gw, chain, sf->rs, def, &res, up);
+    const char *root = sf->m->project_root;
+    if (up->http) {
+        up->url = expand(&res, def->url ? def->url : "");
+        char host[POL_HOST_MAX + 1], norm[POL_HOST_MAX + 1];
+        unsigned port = 0;
+        const char *why = NULL;
+        struct pol_decision d;
+        bool known = ref_url_host_known(up->url) && url_host(up->url, host, sizeof host, &port) &&
+                     pol_host_normalize(host, strlen(host), norm, &why) == 0;
+        int ok = known ? pol_egress(sf->rs, def->name, norm, port, &d)
+                       : pol_egress(sf->rs, def->name, "unknown.invalid", 0, &d);
+        if (!ok) {
+            strbuf t = SB_INIT, detail = SB_INIT;
+            pol_decision_text(&d, &t);
+            if (known)
+                sb_addf(&detail, "skipped: host %s — %s", norm, t.buf);
+            else
+                sb_addf(&detail, "skipped: the server's host is unknown while [policy.egress] "
+                                 "constrains it");
+            gw_note("server '%s' %s", def->name, detail.buf);
+            add_skip(sf, def->name, "egress", detail.buf);
+            gw_audit(gw, def->name, "egress", "", "denied", detail.buf, known ? d.pattern : NULL,
+                     known ? pol_by_name(d.by) : NULL, 0);
+            sb_release(&t);
+            sb_release(&detail);
+            resolver_free(&res);
+            up_free(up);
+            return NULL;
+        }
+        strvec h = STRVEC_INIT;
+        for (size_t i = 0; i < def->headers.n; i++) {
+            char *v = expand(&res, def->headers.v[i].value);
+            strvec_push_take(&h, xasprintf("%s: %s", def->headers.v[i].key, v));
+            free_secure(v);
+        }
+        up->headers = h.v ? h.v : xcalloc(1, sizeof(char *));
+    } else {
+        strvec argv = STRVEC_INIT;
+        strvec_push_take(&argv, expand(&res, def->command ? def->command : ""));
+        for (size_t i = 0; i < def->args.n; i++)
+            strvec_push_take(&argv, expand(&res, def->args.v[i]));
+        up->argv = argv.v;
+        up->envp = build_env(gw, &res, def);
+        if (def->cwd && def->cwd[0]) {
+            char *c = expand(&res, def->cwd);
+            up->cwd = c[0] == '/' ? c : xasprintf("%s/%s", root, c);
+            if (up->cwd != c)
+                free_secure(c);
+        } else {
+            up->cwd = xstrdup(root);
+        }
+        strbuf sub = SB_INIT, log = SB_INIT, fname = SB_INIT;
+        struct as_err err = AS_ERR_INIT;
+        sb_adds(&sub, gw->proj.root_sha12 ? gw->proj.root_sha12 : "none");
+        if (home_ensure_sub(HOME_LOGS_DIR, sub.buf, &log, &err) == 0) {
+            gw_file_safe(def->name, &fname);
+            sb_addf(&log, "/%s.log", fname.buf);
+            up->log_path = sb_detach(&log, NULL);
+        }
+        sb_release(&sub);
+        sb_release(&log);
+        sb_release(&fname);
+    }
+    resolver_free(&res);
+    return up;
+}
+
+static void set_note(struct gw_surface *sf, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void set_note(struct gw_surface *sf, const char *fmt, ...)
+{
+    strbuf s = SB_INIT;
+    va_list ap;
+    va_start(ap, fmt);
+    sb_vaddf(&s, fmt, ap);
+    va_end(ap);
+    free(sf->note);
+    sf->note = sb_detach(&s, NULL);
+}
+
+static struct gw_surface *broken(struct gw *gw, const char *what, const struct as_err *err)
+{
+    char buf[4096];
+    strbuf n = SB_INIT;
+    sb_addf(&n, "%s, so none of this project's MCP servers are proxied: %s", what,
+            as_err_str(err, buf, sizeof buf));
+    if (err->hint[0])
+        sb_addf(&n, "\nFix: %s", err->hint);
+    gw_note("%s", n.buf);
+    struct gw_surface *sf = gw_surface_gated(gw, GW_GATE_BROKEN, n.buf);
+    sb_release(&n);
+    return sf;
+}
+
+/* Loads the machine layer and its [gateway] settings. */
+static struct pol_layer *machine_layer(struct gw *gw, struct as_err *err)
+{
+    strbuf path = SB_INIT;
+    if (pol_machine_path(&path, err) < 0) {
+        sb_release(&path);
+        return NULL;
+    }
+    enum pol_machine_state st;
+    struct pol_layer *l = pol_machine_load(path.buf, &st, err);
+    sb_release(&path);
+    if (!l)
+        return NULL;
+    gw->max_result = GW_RESULT_MAX_DEFAULT;
+    strvec_clear(&gw->passthrough);
+    if (st == POL_CURRENT) {
+        int absent = 0;
+        struct manifest *mm = manifest_load_machine(&absent, err);
+        if (!mm && !absent) {
+            pol_layer_free(l);
+            return NULL;
+        }
+        if (mm) {
+            if (mm->gateway.max_result_bytes > 0)
+                gw->max_result = mm->gateway.max_result_bytes;
+            for (size_t i = 0; i < mm->gateway.env_passthrough.n; i++)
+                strvec_push(&gw->passthrough, mm->gateway.env_passthrough.v[i]);
+            manifest_free(mm);
+        }
+    }
+    return l;
+}
+
+struct gw_surface *gw_surface_build(struct gw *gw, const struct gw_build_in *in)
+{
+    struct as_err err = AS_ERR_INIT;
+    struct manifest *m = manifest_load_snapshot(&gw->proj.paths, in->snap, &err);
+    if (!m)
+        return broken(gw, "The project manifest cannot be loaded", &err);
+    struct pol_layer *ml = machine_layer(gw, &err);
+    if (!ml) {
+        manifest_free(m);
+        return broken(gw, "The machine policy cannot be used (fail closed)", &err);
+    }
+    struct pol_layer *pl = pol_layer_from_toml(m->policy, m->path, POL_PROJECT, &err);
+    if (!pl) {
+        pol_layer_free(ml);
+        manifest_free(m);
+        return broken(gw, "The project's [policy] cannot be used", &err);
+    }
+    const char *home_dir = getenv("HOME");
+    struct pol_ruleset *rs = pol_compile(ml, pl, home_dir, &err);
+    pol_layer_free(ml);
+    pol_layer_free(pl);
+    if (!rs) {
+        manifest_free(m);
+        return broken(gw, "The policy cannot be compiled", &err);
+    }
+    struct gw_surface *sf = gw_surface_gated(gw, GW_GATE_OPEN, NULL);
+    sf->m = m;
+    sf->rs = rs;
+    if (in->trusted && in->digest) {
+        sf->has_anchor = true;
+        snprintf(sf->anchor, sizeof sf->anchor, "%s", in->digest);
+    }
+    /* Which servers: the selected toolset, else (fenced) none, else all. */
+    strvec names = STRVEC_INIT;
+    if (in->toolset) {
+        sf->toolset = xstrdup(in->toolset);
+        const struct mf_toolset *ts = manifest_toolset(m, in->toolset);
+        if (!ts)
+            set_note(sf, "The toolset '%s' is no longer in the manifest, so no upstream MCP "
+                         "servers are proxied.",
+                     in->toolset);
+        for (size_t i = 0; ts && i < ts->servers.n; i++)
+            strvec_push(&names, ts->servers.v[i]);
+    } else if (in->fence && m->toolsets.n > 0) {
+        sf->fenced = true;
+        set_note(sf,
+                 "This project fences its MCP servers behind toolsets and no lease is open: "
+                 "open one with agentstack_lease_open (profile=%s).",
+                 m->toolsets.v[0].name);
+    } else {
+        for (size_t i = 0; i < m->servers.n; i++)
+            strvec_push(&names, m->servers.v[i].name);
+    }
+    if (names.n) {
+        struct trust_pins pins;
+        bool have_pins = trust_verify_pins(m, gw->proj.paths.lock, in->snap->lock.buf,
+                                           in->snap->lock.len, in->snap->has_lock, gw->home,
+                                           &pins, &err) == 0;
+        if (!have_pins)
+            gw_note("pins could not be checked: %s", err.msg);
+        struct sec_chain *chain = sec_chain_default(gw->proj.paths.env_file);
+        for (size_t i = 0; i < names.n; i++) {
+            const struct mf_server *def = manifest_server(m, names.v[i]);
+            if (!def) {
+                gw_note("server '%s' comes from the central library, which this gateway does "
+                        "not serve yet; skipped",
+                        names.v[i]);
+                continue;
+            }
+            if (gw_surface_up(sf, def->name))
+                continue;
+            if (!have_pins && gw->proj.gated) {
+                pin_row(gw, sf, def->name, "pins could not be checked");
+                continue;
+            }
+            struct gw_up *up = up_build(gw, sf, chain, have_pins ? &pins : NULL, def);
+            if (up)
+                vec_push(&sf->ups, up);
+        }
+        sec_chain_free(chain);
+        if (have_pins)
+            trust_pins_free(&pins);
+    }
+    strvec_clear(&names);
+    return sf;
+}
+
+/* ---- clients and discovery ------------------------------------------------- */
+
+static struct mcp_client *make_client(struct gw *gw, struct gw_up *up)
+{
+    struct mcp_client_opts o = {0};
+    o.client_name = "agentstack-gateway";
+    o.client_version = gw->o.version;
+    o.handshake = MCP_HS_DISCOVER;
+    o.start_timeout_ms = up->http ? GW_HTTP_TIMEOUT_MS : gw->start_ms;
+    o.kill_grace_ms = GW_KILL_GRACE_MS;
+    if (up->http) {
+        struct mcp_http_opts ho = {up->url, (const char *const *)up->headers,
+                                   GW_HTTP_TIMEOUT_MS};
+        return mcp_client_http(gw->loop, &ho, &o);
+    }
+    struct mcp_stdio_opts so = {(const char *const *)up->argv, (const char *const *)up->envp,
+                                up->cwd, up->log_path, 0};
+    return mcp_client_stdio(gw->loop, &so, &o);
+}
+
+static void start_done(void *ctx, const struct mcp_reply *r)
+{
+    struct gw_up *up = ctx;
+    if (r->status != MCP_OK)
+        gw_note("upstream '%s' did not start: %s (%s)", up->name, mcp_status_name(r->status),
+                r->message);
+}
+
+int gw_up_ensure(struct gw_up *up, strbuf *why)
+{
+    struct gw *gw = up->gw;
+    if (!up->client)
+        up->client = make_client(gw, up);
+    enum mcp_client_state st = mcp_client_state(up->client);
+    if (st != MCP_ST_IDLE && st != MCP_ST_DEAD)
+        return 0;
+    /* Spawn only the bytes that were pinned: a script edited after the
+     * surface was built is refused, not run. */
+    for (size_t i = 0; i < up->pins.n; i++) {
+        char hex[SHA256_HEX_LEN + 1];
+        struct as_err err = AS_ERR_INIT;
+        if (digest_file(up->pins.v[i].path, hex, &err) < 0 ||
+            strcmp(hex, up->pins.v[i].checksum) != 0) {
+            sb_addf(why, "%s drifted from agentstack.lock since this connection checked it",
+                    up->pins.v[i].rel);
+            return -1;
+        }
+    }
+    struct as_err err = AS_ERR_INIT;
+    mcp_client_start(up->client, start_done, up, &err);
+    return 0;
+}
+
+static void disc_finish(struct gw_surface *sf)
+{
+    if (sf->disc == 2)
+        return;
+    sf->disc = 2;
+    /* Waiters may re-enter (and add waiters); run a detached copy. */
+    struct gw_waiter *w = sf->waiters.v;
+    size_t n = sf->waiters.n;
+    sf->waiters.v = NULL;
+    sf->waiters.n = sf->waiters.cap = 0;
+    for (size_t i = 0; i < n; i++)
+        w[i].fn(sf->gw, w[i].job);
+    free(w);
+    gw_surface_unref(sf); /* the discovery's own reference */
+}
+
+static void disc_deadline(struct mcp_loop *loop, void *ctx)
+{
+    (void)loop;
+    struct gw_surface *sf = ctx;
+    for (size_t i = 0; i < sf->ups.n; i++)
+        if (sf->ups.v[i]->disc == 1) {
+            gw_note("upstream '%s' did not list its tools in time; searching without it",
+                    sf->ups.v[i]->name);
+            sf->ups.v[i]->disc = 2;
+        }
+    sf->disc_left = 0;
+    sf->disc_timer = 0;
+    disc_finish(sf);
+}
+
+static void store_tools(struct gw_up *up, const json_t *result)
+{
+    for (size_t i = 0; i < up->tools.n; i++)
+        tool_free(&up->tools.v[i]);
+    up->tools.n = 0;
+    size_t i;
+    json_t *t;
+    json_array_foreach(json_object_get(result, "tools"), i, t)
+    {
+        const char *name = json_string_value(json_object_get(t, "name"));
+        if (!name || !gw_tool_name_ok(name)) {
+            strbuf shown = SB_INIT;
+            gw_one_line(name ? name : "(no name)", 80, &shown);
+            gw_note("upstream '%s': tool '%s' hidden (its name is not [A-Za-z0-9_.-]{1,128})",
+                    up->name, shown.buf);
+            sb_release(&shown);
+            continue;
+        }
+        bool dup = false;
+        for (size_t k = 0; k < up->tools.n && !dup; k++)
+            dup = strcmp(up->tools.v[k].name, name) == 0;
+        if (dup)
+            continue;
+        struct gw_tool tool = {0};
+        tool.server = xstrdup(up->name);
+        tool.name = xstrdup(name);
+        tool.full = xasprintf("%s__%s", up->name, name);
+        strbuf d = SB_INIT;
+        sb_addf(&d, "[via %s] ", up->name);
+        const char *desc = json_string_value(json_object_get(t, "description"));
+        gw_one_line(desc ? desc : "", GW_DESC_MAX, &d);
+        sb_rtrim(&d);
+        tool.desc = sb_detach(&d, NULL);
+        tool.schema = gw_schema_clean(json_object_get(t, "inputSchema"));
+        vec_push(&up->tools, tool);
+    }
+}
+
+static void on_listed(void *ctx, const struct mcp_reply *r)
+{
+    struct gw_up *up = ctx;
+    struct gw_surface *sf = up->sf;
+    if (!sf)
+        return; /* its surface is gone; the client is shutting down */
+    if (r->status == MCP_OK)
+        store_tools(up, r->result);
+    else
+        gw_note("upstream '%s' could not list its tools: %s (%s)", up->name,
+                mcp_status_name(r->status), r->message);
+    if (up->disc != 1)
+        return; /* late, after the deadline: cached for the next search */
+    up->disc = 2;
+    if (sf->disc_left && --sf->disc_left == 0 && sf->disc == 1) {
+        mcp_loop_timer_cancel(sf->gw->loop, sf->disc_timer);
+        sf->disc_timer = 0;
+        disc_finish(sf);
+    }
+}
+
+void gw_surface_discover(struct gw_surface *sf, void (*fn)(struct gw *, struct job *),
+                         struct job *j)
+{
+    if (sf->disc == 2 || sf->ups.n == 0) {
+        sf->disc = 2;
+        fn(sf->gw, j);
+        return;
+    }
+    struct gw_waiter w = {fn, j};
+    vec_push(&sf->waiters, w);
+    if (sf->disc == 1)
+        return;
+    sf->disc = 1;
+    gw_surface_ref(sf);
+    sf->disc_left = 0;
+    for (size_t i = 0; i < sf->ups.n; i++) {
+        struct gw_up *up = sf->ups.v[i];
+        if (up->disc == 2)
+            continue;
+        strbuf why = SB_INIT;
+        if (gw_up_ensure(up, &why) < 0) {
+            pin_row(sf->gw, NULL, up->name, why.buf);
+            sb_release(&why);
+            up->disc = 2;
+            continue;
+        }
+        sb_release(&why);
+        up->disc = 1;
+        sf->disc_left++;
+    }
+    if (sf->disc_left == 0) {
+        disc_finish(sf);
+        return;
+    }
+    sf->disc_timer = mcp_loop_timer(sf->gw->loop, GW_DISC_DEADLINE_MS, disc_deadline, sf);
+    /* Issue the listings after counting, so a synchronous failure cannot
+     * finish discovery before every upstream was asked. */
+    for (size_t i = 0; i < sf->ups.n; i++) {
+        struct gw_up *up = sf->ups.v[i];
+        if (up->disc == 1)
+            mcp_client_list_tools(up->client, GW_CALL_TIMEOUT_MS, GW_MAX_TOOLS, GW_MAX_PAGES,
+                                  on_listed, up);
+    }
+}
+
+static int tool_cmp(const void *a, const void *b)
+{
+    const struct gw_tool *x = *(const struct gw_tool *const *)a;
+    const struct gw_tool *y = *(const struct gw_tool *const *)b;
+    return strcmp(x->full, y->full);
+}
+
+void gw_surface_allowed(const struct gw_surface *sf, gw_toolvec *out)
+{
+    for (size_t i = 0; i < sf->ups.n; i++) {
+        const struct gw_up *up = sf->ups.v[i];
+        for (size_t k = 0; k < up->tools.n; k++)
+            if (pol_tool(sf->rs, up->name, up->tools.v[k].name, NULL))
+                vec_push(out, &up->tools.v[k]);
+    }
+    if (out->n > 1)
+        qsort(out->v, out->n, sizeof *out->v, tool_cmp);
+}

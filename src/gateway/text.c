@@ -1,0 +1,308 @@
+/*
+ * Text that crosses the gateway: the hostile-text filter every upstream- or
+ * repository-authored string passes before an agent sees it, result
+ * envelopes, the pretty JSON of control-plane answers, and the result cap.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/xalloc.h"
+#include "gateway/gw_int.h"
+
+/* Decodes one UTF-8 sequence at s[0..n); returns its length (0 = invalid). */
+static size_t utf8_dec(const unsigned char *s, size_t n, unsigned *cp)
+{
+    unsigned c, min;
+    size_t k;
+    if (s[0] < 0x80) {
+        *cp = s[0];
+        return 1;
+    }
+    if ((s[0] & 0xE0) == 0xC0)
+        k = 2, c = s[0] & 0x1Fu, min = 0x80;
+    else if ((s[0] & 0xF0) == 0xE0)
+        k = 3, c = s[0] & 0x0Fu, min = 0x800;
+    else if ((s[0] & 0xF8) == 0xF0)
+        k = 4, c = s[0] & 0x07u, min = 0x10000;
+    else
+        return 0;
+    if (n < k)
+        return 0;
+    for (size_t i = 1; i < k; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        c = (c << 6) | (s[i] & 0x3Fu);
+    }
+    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+        return 0;
+    *cp = c;
+    return k;
+}
+
+/* Code points that reorder, hide or smuggle text. */
+static bool invisible(unsigned c)
+{
+    return (c >= 0x80 && c <= 0x9F) ||                  /* C1 controls */
+           c == 0xAD || c == 0x34F || c == 0x61C || c == 0x115F || c == 0x1160 ||
+           c == 0x17B4 || c == 0x17B5 || c == 0x180E ||
+           (c >= 0x200B && c <= 0x200F) ||              /* zero-width, LRM, RLM */
+           (c >= 0x2028 && c <= 0x202E) ||              /* separators, embeddings */
+           (c >= 0x2060 && c <= 0x206F) ||              /* joiners, isolates, invisibles */
+           c == 0x3164 || c == 0xFEFF || c == 0xFFA0 ||
+           (c >= 0xFFF9 && c <= 0xFFFB) ||              /* interlinear annotation */
+           (c >= 0xE0000 && c <= 0xE007F) ||            /* tags */
+           (c >= 0xE0100 && c <= 0xE01EF);              /* variation selectors supplement */
+}
+
+/* Length of an escape sequence starting at s[0] == ESC. */
+static size_t esc_len(const unsigned char *s, size_t n)
+{
+    if (n < 2)
+        return 1;
+    size_t i;
+    if (s[1] == '[') { /* CSI: parameters, intermediates, one final byte */
+        for (i = 2; i < n; i++)
+            if (s[i] >= 0x40 && s[i] <= 0x7E)
+                return i + 1;
+        return n;
+    }
+    if (s[1] == ']' || s[1] == 'P' || s[1] == '_' || s[1] == '^' || s[1] == 'X') {
+        /* OSC / DCS / APC / PM / SOS: up to BEL or ST (ESC \) */
+        for (i = 2; i < n; i++) {
+            if (s[i] == 0x07)
+                return i + 1;
+            if (s[i] == 0x1B && i + 1 < n && s[i + 1] == '\\')
+                return i + 2;
+        }
+        return n;
+    }
+    if (s[1] >= 0x20 && s[1] <= 0x2F) { /* nF: intermediates then a final */
+        for (i = 2; i < n; i++)
+            if (s[i] >= 0x30 && s[i] <= 0x7E)
+                return i + 1;
+        return n;
+    }
+    return 2;
+}
+
+void gw_clean(const char *str, size_t len, int keep_nl, strbuf *out)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    size_t start = out->len;
+    bool pend_space = false; /* one-line form: a whitespace run is pending */
+    for (size_t i = 0; i < len;) {
+        if (s[i] == 0x1B) {
+            i += esc_len(s + i, len - i);
+            continue;
+        }
+        unsigned c;
+        size_t k = utf8_dec(s + i, len - i, &c);
+        if (!k) {
+            i++;
+            continue;
+        }
+        i += k;
+        bool ws = c == ' ' || c == '\t' || ((c == '\n' || c == '\r') && !keep_nl);
+        if (keep_nl && c == '\r')
+            continue;
+        if (ws) {
+            if (keep_nl)
+                sb_addc(out, ' ');
+            else
+                pend_space = true;
+            continue;
+        }
+        if (c == '\n') {
+            sb_addc(out, '\n');
+            continue;
+        }
+        if (c < 0x20 || c == 0x7F || invisible(c))
+            continue;
+        if (pend_space && out->len > start)
+            sb_addc(out, ' ');
+        pend_space = false;
+        sb_add(out, s + i - k, k);
+    }
+}
+
+void gw_one_line(const char *s, size_t max_chars, strbuf *out)
+{
+    strbuf t = SB_INIT;
+    gw_clean(s, strlen(s), 0, &t);
+    size_t chars = 0, i = 0;
+    while (i < t.len && chars < max_chars) {
+        unsigned c;
+        size_t k = utf8_dec((const unsigned char *)t.buf + i, t.len - i, &c);
+        i += k ? k : 1;
+        chars++;
+    }
+    sb_add(out, t.buf, i);
+    if (i < t.len)
+        sb_adds(out, "…");
+    sb_release(&t);
+}
+
+bool gw_tool_name_ok(const char *s)
+{
+    size_t n = 0;
+    for (; s[n]; n++) {
+        char c = s[n];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-'))
+            return false;
+    }
+    return n >= 1 && n <= 128;
+}
+
+int gw_split(const char *name, strbuf *server, strbuf *tool)
+{
+    const char *p = strstr(name, "__");
+    if (!p || p == name || !p[2])
+        return 0;
+    sb_reset(server);
+    sb_reset(tool);
+    sb_add(server, name, (size_t)(p - name));
+    sb_adds(tool, p + 2);
+    return 1;
+}
+
+void gw_file_safe(const char *s, strbuf *out)
+{
+    for (; *s; s++) {
+        char c = *s;
+        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                  c == '_' || c == '-' || c == '.';
+        sb_addc(out, ok ? c : '_');
+    }
+    if (out->len && out->buf[0] == '.')
+        out->buf[0] = '_';
+}
+
+static int dump_cb(const char *buf, size_t size, void *data)
+{
+    sb_add((strbuf *)data, buf, size);
+    return 0;
+}
+
+void gw_pretty(const json_t *v, strbuf *out)
+{
+    json_dump_callback(v, dump_cb, out, JSON_INDENT(2) | JSON_ENCODE_ANY);
+}
+
+json_t *gw_text_result(const char *text, bool is_error)
+{
+    json_t *item = json_object();
+    json_object_set_new(item, "type", json_string("text"));
+    /* json_stringn_nocheck would let invalid UTF-8 through; texts here are
+     * ours or cleaned, and a NULL from json_string must not crash. */
+    json_t *t = json_string(text);
+    json_object_set_new(item, "text", t ? t : json_string("(unprintable text)"));
+    json_t *content = json_array();
+    json_array_append_new(content, item);
+    json_t *r = json_object();
+    json_object_set_new(r, "content", content);
+    json_object_set_new(r, "isError", json_boolean(is_error));
+    return r;
+}
+
+json_t *gw_error_result(const char *fmt, ...)
+{
+    strbuf raw = SB_INIT, t = SB_INIT;
+    va_list ap;
+    va_start(ap, fmt);
+    sb_vaddf(&raw, fmt, ap);
+    va_end(ap);
+    sb_adds(&t, "Error: ");
+    gw_clean(raw.buf, raw.len, 1, &t);
+    json_t *r = gw_text_result(t.buf, true);
+    sb_release(&raw);
+    sb_release(&t);
+    return r;
+}
+
+static json_t *schema_walk(const json_t *v, int depth)
+{
+    if (depth > 64)
+        return json_object(); /* a schema that deep is hostile; keep its shape bounded */
+    if (json_is_object(v)) {
+        json_t *o = json_object();
+        const char *k;
+        json_t *x;
+        json_object_foreach((json_t *)v, k, x)
+        {
+            if ((strcmp(k, "description") == 0 || strcmp(k, "title") == 0) &&
+                json_is_string(x)) {
+                strbuf s = SB_INIT;
+                gw_one_line(json_string_value(x), GW_DESC_MAX, &s);
+                json_object_set_new(o, k, json_string(s.buf));
+                sb_release(&s);
+            } else {
+                json_object_set_new(o, k, schema_walk(x, depth + 1));
+            }
+        }
+        return o;
+    }
+    if (json_is_array(v)) {
+        json_t *a = json_array();
+        size_t i;
+        json_t *x;
+        json_array_foreach(v, i, x) json_array_append_new(a, schema_walk(x, depth + 1));
+        return a;
+    }
+    return json_deep_copy(v);
+}
+
+json_t *gw_schema_clean(const json_t *schema)
+{
+    if (!json_is_object(schema)) {
+        json_t *o = json_object();
+        json_object_set_new(o, "type", json_string("object"));
+        return o;
+    }
+    return schema_walk(schema, 0);
+}
+
+json_t *gw_result_cap(json_t *result, size_t max)
+{
+    strbuf all = SB_INIT;
+    mcp_dump(result, &all);
+    size_t total = all.len;
+    if (total <= max) {
+        sb_release(&all);
+        return json_incref(result);
+    }
+    strbuf text = SB_INIT;
+    json_t *content = json_object_get(result, "content");
+    size_t i;
+    json_t *item;
+    json_array_foreach(content, i, item)
+    {
+        const char *t = json_string_value(json_object_get(item, "text"));
+        if (t) {
+            if (text.len)
+                sb_addc(&text, '\n');
+            sb_add(&text, t, json_string_length(json_object_get(item, "text")));
+        }
+    }
+    if (!text.len)
+        sb_add(&text, all.buf, all.len);
+    sb_release(&all);
+    size_t room = max > 256 ? max - 256 : 0;
+    size_t keep = text.len < room ? text.len : room;
+    /* back up to a character boundary */
+    while (keep > 0 && keep < text.len && ((unsigned char)text.buf[keep] & 0xC0) == 0x80)
+        keep--;
+    strbuf cut = SB_INIT;
+    sb_add(&cut, text.buf, keep);
+    sb_addf(&cut, "\n[agentstack: result truncated at %zu of %zu bytes]", keep, total);
+    json_t *r = gw_text_result(cut.buf, json_is_true(json_object_get(result, "isError")));
+    if (!json_is_string(json_object_get(json_array_get(json_object_get(r, "content"), 0),
+                                        "text"))) {
+        json_decref(r);
+        r = gw_text_result("[agentstack: result truncated]", true);
+    }
+    sb_release(&cut);
+    sb_release(&text);
+    return r;
+}

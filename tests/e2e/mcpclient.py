@@ -1,0 +1,178 @@
+"""A small MCP client for the gateway's end-to-end tests (python3 stdlib only).
+
+Starts `agentstack mcp …` with pipes, reads stdout on a thread, and matches
+replies to requests by id, so out-of-order answers and notifications are
+handled. Timeouts here only stop a hung test; no test asserts on timing.
+"""
+import json
+import os
+import queue
+import subprocess
+import threading
+import time
+
+from aslib import BIN
+
+WAIT = 60  # seconds before a missing reply fails the test (never an assertion on speed)
+
+
+class Gateway:
+    def __init__(self, sb, *args, cwd=None, env=None):
+        self.proc = subprocess.Popen(
+            [BIN, "mcp", *args], cwd=cwd or sb.project, env=env or sb.env(),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.lines = queue.Queue()
+        self.replies = {}
+        self.notes = []
+        self.requests = []  # server → client requests
+        self.raw = []
+        self.err = []
+        self.next_id = 1
+        self.cv = threading.Condition()
+        threading.Thread(target=self._read_out, daemon=True).start()
+        threading.Thread(target=self._read_err, daemon=True).start()
+
+    def _read_out(self):
+        for line in self.proc.stdout:
+            text = line.decode("utf-8", "replace").rstrip("\n")
+            with self.cv:
+                self.raw.append(text)
+                try:
+                    msg = json.loads(text)
+                except ValueError:
+                    msg = {"_unparsable": text}
+                if "id" in msg and ("result" in msg or "error" in msg):
+                    self.replies[json.dumps(msg["id"])] = msg
+                elif "method" in msg and "id" in msg:
+                    self.requests.append(msg)
+                elif "method" in msg:
+                    self.notes.append(msg)
+                else:
+                    self.replies.setdefault("null", msg)
+                self.cv.notify_all()
+        with self.cv:
+            self.cv.notify_all()
+
+    def _read_err(self):
+        for line in self.proc.stderr:
+            self.err.append(line.decode("utf-8", "replace"))
+
+    def stderr(self):
+        return "".join(self.err)
+
+    def send(self, obj):
+        self.send_raw(json.dumps(obj))
+
+    def send_raw(self, text):
+        self.proc.stdin.write(text.encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def new_id(self):
+        i = self.next_id
+        self.next_id += 1
+        return i
+
+    def start(self, method, params=None, rid=None):
+        rid = self.new_id() if rid is None else rid
+        msg = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+        return rid
+
+    def wait(self, rid, timeout=WAIT):
+        key = json.dumps(rid)
+        end = time.monotonic() + timeout
+        with self.cv:
+            while key not in self.replies:
+                left = end - time.monotonic()
+                if left <= 0 or (self.proc.poll() is not None and key not in self.replies
+                                 and not self._reader_alive()):
+                    return None
+                self.cv.wait(min(left, 0.5))
+            return self.replies.pop(key)
+
+    def _reader_alive(self):
+        return not self.proc.stdout.closed and self.proc.poll() is None
+
+    def wait_for(self, pred, timeout=WAIT):
+        end = time.monotonic() + timeout
+        with self.cv:
+            while not pred():
+                left = end - time.monotonic()
+                if left <= 0:
+                    return False
+                self.cv.wait(min(left, 0.5))
+            return True
+
+    def request(self, method, params=None, timeout=WAIT):
+        return self.wait(self.start(method, params), timeout)
+
+    def initialize(self, version="2025-11-25", capabilities=None):
+        r = self.request("initialize", {"protocolVersion": version,
+                                        "capabilities": capabilities or {},
+                                        "clientInfo": {"name": "e2e", "version": "1"}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return r
+
+    def call(self, name, args=None, timeout=WAIT, meta=None):
+        params = {"name": name, "arguments": args if args is not None else {}}
+        if meta:
+            params["_meta"] = meta
+        r = self.request("tools/call", params, timeout)
+        return r.get("result") if r else None
+
+    def tools(self):
+        r = self.request("tools/list", {})
+        return [t["name"] for t in r["result"]["tools"]] if r and "result" in r else None
+
+    def close(self, timeout=30):
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            return None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        if self.proc.poll() is None:
+            self.close()
+
+
+def text(result):
+    """The text of a tools/call result's first content item ("" when absent)."""
+    try:
+        return result["content"][0]["text"]
+    except (TypeError, KeyError, IndexError):
+        return ""
+
+
+def is_error(result):
+    return bool(result and result.get("isError"))
+
+
+def payload(result):
+    """A control-plane JSON answer, parsed."""
+    return json.loads(text(result))
+
+
+def modern_meta(version="2026-07-28", caps=True):
+    m = {"io.modelcontextprotocol/protocolVersion": version}
+    if caps:
+        m["io.modelcontextprotocol/clientCapabilities"] = {}
+    return m
+
+
+def audit_rows(sb):
+    p = os.path.join(sb.ah, "audit", "calls.jsonl")
+    if not os.path.exists(p):
+        return []
+    with open(p) as f:
+        return [json.loads(line) for line in f if line.strip()]
