@@ -1040,7 +1040,7 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
     }
     struct as_lock lk = {-1};
     bool locked = false;
-    if (oo.write) {
+    if (oo.write && !oo.caller_holds_lock) {
         strbuf ah = SB_INIT;
         if (home_ensure(HOME_ROOT_DIR, &ah, err) != 0 ||
             lock_acquire(&lk, ah.buf, LOCK_WAIT_MS, err) != 0) {
@@ -1130,6 +1130,20 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
             n_skill_changes++;
         if (!oo.write)
             continue;
+        strvec made = STRVEC_INIT;
+        if (t->splan.link_names.n) {
+            strbuf probe = SB_INIT;
+            sb_addf(&probe, "%s/x", t->skills_dir);
+            collect_missing_dirs(probe.buf, &made);
+            sb_release(&probe);
+        }
+        if (oo.skills_log && made.n) {
+            json_t *dl = json_array();
+            for (size_t k = 0; k < made.n; k++)
+                json_array_append_new(dl, json_string(made.v[k]));
+            json_array_append_new(oo.skills_log, json_pack("{s:o}", "mkdir", dl));
+        }
+        strvec_clear(&made);
         if (adp_skills_changes(&t->splan) && adp_skills_write(&t->sreq, &t->splan, &t->serr)) {
             t->skills_failed = true;
             n_failed++;
@@ -1137,6 +1151,19 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
             if (!first_fail)
                 first_fail = as_err_str(&t->serr, failbuf, sizeof failbuf);
             continue;
+        }
+        if (oo.skills_log) {
+            for (size_t k = 0; k < t->splan.link_names.n; k++)
+                json_array_append_new(oo.skills_log,
+                                      json_pack("{s:s,s:s,s:s,s:s}", "dir", t->skills_dir, "name",
+                                                t->splan.link_names.v[k], "src",
+                                                t->splan.link_srcs.v[k], "prev",
+                                                t->splan.link_prev.v[k]));
+            for (size_t k = 0; k < t->splan.unlink_names.n; k++)
+                json_array_append_new(oo.skills_log,
+                                      json_pack("{s:s,s:s,s:s,s:s}", "dir", t->skills_dir, "name",
+                                                t->splan.unlink_names.v[k], "src", "", "prev",
+                                                t->splan.unlink_prev.v[k]));
         }
         record_skills(&R, t);
     }
@@ -1168,6 +1195,8 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
                 char buf[2048];
                 fprintf(stderr, "warning: the undo history was not recorded: %s\n",
                         as_err_str(&herr, buf, sizeof buf));
+            } else if (oo.history_id) {
+                *oo.history_id = xstrdup(h->id);
             }
         }
         char *ledger_after = json_dumps(R.ledger, JSON_SORT_KEYS | JSON_COMPACT);
@@ -1223,7 +1252,8 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
         if (n_written || n_skill_changes) {
             fprintf(out, "Restart the affected CLIs (or start a new session) to load the "
                     "change.\n");
-            fprintf(out, "undo: agentstack restore --last --write\n");
+            if (!oo.caller_holds_lock) /* a session is undone by `session end` */
+                fprintf(out, "undo: agentstack restore --last --write\n");
         }
     }
     if (n_trust && !n_blocked && oo.write) {

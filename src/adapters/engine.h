@@ -87,6 +87,11 @@ typedef VEC(struct adp_hist_entry *) adp_hist_list;
 int adp_history_list(adp_hist_list *out, struct as_err *err);
 void adp_hist_list_free(adp_hist_list *l);
 int adp_history_mark_undone(struct adp_hist_entry *e, struct as_err *err);
+/* Previews (write = false) or restores every file of e byte for byte,
+ * deleting files it created and then its created directories once empty;
+ * prints one line per file. The caller holds the writer lock. Returns the
+ * number of files that failed (0 = all good). */
+size_t adp_history_revert(struct adp_hist_entry *e, bool write, FILE *out, size_t *todo);
 
 /* The rolling backup path of a config file (§3f). */
 int adp_backup_path(const char *file, strbuf *out, struct as_err *err);
@@ -112,6 +117,8 @@ struct adp_skills_plan {
     strvec lines;               /* what will happen, one line each */
     strvec placed;              /* names that are ours afterwards */
     strvec link_names, link_srcs, unlink_names;
+    strvec link_prev;           /* parallel to link_names: the link it replaces ("" = none) */
+    strvec unlink_prev;         /* parallel to unlink_names: where the link pointed */
     size_t failed;
 };
 /* Plans the links (read-only): link what is missing, relink our stale
@@ -163,12 +170,30 @@ struct adp_apply_opts {
     void *resolve_ctx;
     const char *operation;         /* history label: "apply", "use 'x'", … */
     bool use;                      /* `use`: also place the toolset's skills */
+    bool caller_holds_lock;        /* sessions: the writer lock is already held */
+    /* Outputs (may be NULL): the history entry recorded, and every skill link
+     * change written ({"dir","name","src","prev"}; src "" = unlinked). */
+    char **history_id;
+    json_t *skills_log;
     FILE *out;
 };
 
 /* Runs apply. Returns the exit code (0, 1) and prints the report. Usage
  * errors (unknown --target) return 2 with err set. */
 int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, struct as_err *err);
+
+/* ---- sessions ($AGENTSTACK_HOME/sessions.json) --------------------------- */
+
+/* session start: refuses an active session for this manifest dir, then
+ * activates the toolset like `use --write` under one lock and records what
+ * to undo. o->toolset names the toolset. */
+int adp_session_start(const struct adp_registry *r, const struct adp_apply_opts *o,
+                      const char *manifest_dir, struct as_err *err);
+/* session end: reverts the session's files byte for byte, removes the links
+ * it placed (restoring ones it replaced) and the ledger entries it changed.
+ * manifest_dir NULL with all = every session. */
+int adp_session_end(const char *manifest_dir, bool all, FILE *out, struct as_err *err);
+int adp_session_list(bool json, FILE *out, struct as_err *err);
 
 /* ---- restore ------------------------------------------------------------- */
 

@@ -127,10 +127,8 @@ static int by_depth_desc(const void *a, const void *b)
     return la < lb ? 1 : la > lb ? -1 : 0;
 }
 
-static int revert_entry(struct adp_hist_entry *e, const struct adp_restore_opts *o,
-                        struct as_err *err)
+size_t adp_history_revert(struct adp_hist_entry *e, bool write, FILE *out, size_t *todo_out)
 {
-    FILE *out = o->out;
     size_t todo = 0, failed = 0;
     for (size_t i = 0; i < e->files.n; i++) {
         struct adp_hist_file *f = &e->files.v[i];
@@ -152,7 +150,7 @@ static int revert_entry(struct adp_hist_entry *e, const struct adp_restore_opts 
             todo++;
             fprintf(out, "  ✗ %s delete %s\n", f->label, dp.buf);
         }
-        if (o->write && !matches) {
+        if (write && !matches) {
             struct as_err we = AS_ERR_INIT;
             int rc;
             if (f->existed) {
@@ -178,7 +176,7 @@ static int revert_entry(struct adp_hist_entry *e, const struct adp_restore_opts 
         sb_release_secure(&cur);
         sb_release(&dp);
     }
-    if (o->write) {
+    if (write) {
         /* Only now, with every file back: a directory two files shared is
          * empty only after both are gone. Deepest first; non-empty stays. */
         strvec dirs = STRVEC_INIT;
@@ -192,6 +190,17 @@ static int revert_entry(struct adp_hist_entry *e, const struct adp_restore_opts 
             (void)rmdir(dirs.v[k]);
         strvec_clear(&dirs);
     }
+    if (todo_out)
+        *todo_out = todo;
+    return failed;
+}
+
+static int revert_entry(struct adp_hist_entry *e, const struct adp_restore_opts *o,
+                        struct as_err *err)
+{
+    FILE *out = o->out;
+    size_t todo = 0;
+    size_t failed = adp_history_revert(e, o->write, out, &todo);
     if (!o->write) {
         if (todo)
             fprintf(out, "Dry run: %zu file%s would be restored. Re-run with --write to "

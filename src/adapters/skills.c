@@ -71,6 +71,7 @@ void adp_skills_plan(const struct adp_skills_req *q, struct adp_skills_plan *p)
                 strvec_pushf(&p->lines, "+ linking skill '%s' → %s", name, src);
                 strvec_push(&p->link_names, name);
                 strvec_push(&p->link_srcs, src);
+                strvec_push(&p->link_prev, cur ? cur : "");
                 strvec_push(&p->placed, name);
             }
             free(cur);
@@ -87,6 +88,7 @@ void adp_skills_plan(const struct adp_skills_req *q, struct adp_skills_plan *p)
         if (cur) {
             strvec_pushf(&p->lines, "− unlinking skill '%s'", name);
             strvec_push(&p->unlink_names, name);
+            strvec_push(&p->unlink_prev, cur);
         }
         free(cur);
         sb_release(&dst);
@@ -144,6 +146,8 @@ void adp_skills_plan_free(struct adp_skills_plan *p)
     strvec_clear(&p->link_names);
     strvec_clear(&p->link_srcs);
     strvec_clear(&p->unlink_names);
+    strvec_clear(&p->link_prev);
+    strvec_clear(&p->unlink_prev);
 }
 
 bool adp_skills_changes(const struct adp_skills_plan *p)
