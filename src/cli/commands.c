@@ -21,6 +21,7 @@ int cmd_report(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_runs(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_guard(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_mcp(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_policy(int argc, char **argv, struct cli_ctx *ctx);
 
 const struct cli_command cli_commands[] = {
     {"help", cmd_help, "show commands, or one command's usage",
@@ -71,6 +72,14 @@ const struct cli_command cli_commands[] = {
      "       agentstack guard check [--protocol claude|codex|gemini|cursor|copilot|antigravity|"
      "windsurf]\n"
      "         (the hook entry the CLIs call; reads the hook JSON on stdin)\n",
+     0},
+    {"policy", cmd_policy, "machine floor + project policy: status, explain, test, presets",
+     "usage: agentstack policy status [--json]\n"
+     "       agentstack policy explain <server> [--json]\n"
+     "       agentstack policy test tool|egress|secret <server> <subject> [--port N]\n"
+     "       agentstack policy test path <path> | workspace\n"
+     "       agentstack policy ruleset\n"
+     "       agentstack policy preset [<name> [--write]]  (developer compatible locked-down ci)\n",
      0},
     {NULL, NULL, NULL, NULL, 0},
 };
