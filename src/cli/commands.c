@@ -20,6 +20,7 @@ int cmd_run(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_report(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_runs(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_guard(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_doctor(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_mcp(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_policy(int argc, char **argv, struct cli_ctx *ctx);
 
@@ -64,6 +65,11 @@ const struct cli_command cli_commands[] = {
      "usage: agentstack runs [--json]\n", 0},
     {"mcp", cmd_mcp, "serve the live MCP gateway on stdio (brokered, policy-checked, audited)",
      "usage: agentstack mcp [--auto-project] [--transparent] [--manifest-dir DIR]\n", 0},
+    {"doctor", cmd_doctor, "check this project on this machine; --ci is the pipeline gate",
+     "usage: agentstack doctor [--ci] [--deep] [--all] [--json]\n"
+     "  --ci    = --all --deep; exit 1 on lock drift, policy violations, unresolved secrets\n"
+     "          and hidden Unicode; never prompts, never reads a keychain, writes nothing\n",
+     0},
     {"guard", cmd_guard, "host guard: judge agents' tool calls before they run",
      "usage: agentstack guard test <command…>\n"
      "       agentstack guard status\n"

@@ -1,0 +1,756 @@
+/*
+ * agentstack doctor [--ci] [--deep] [--all] [--json] — what is wrong with
+ * this project on this machine, and the command that fixes each thing
+ * (spec 06 §5.1, 03 §6, §8, errata 31).
+ *
+ * --ci (= --all + --deep) is the CI gate: deterministic and non-interactive.
+ * It never prompts, never needs a terminal, never reads a keychain, never
+ * writes anything and never touches the network. Errors (exit 1): the
+ * manifest does not load or validate, lock drift (a pin missing, drifted or
+ * unresolvable; no lock at all), policy violations (a broken machine policy;
+ * a policy key naming no server; a secret reference or declared host the
+ * effective ruleset refuses), unresolved required secrets (looked up by
+ * presence only: process environment, $AGENTSTACK_HOME/secrets.env, the
+ * project's .env) and blocking (High) content findings. Native-config drift
+ * (a CLI file that no longer matches what agentstack last wrote) and
+ * prompt-injection heuristics are warnings. Plain doctor shares the code
+ * with human output and exits 0 unless it cannot run at all.
+ */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adapters/adapters.h"
+#include "adapters/engine.h"
+#include "adapters/merge.h"
+#include "base/fs.h"
+#include "base/json.h"
+#include "base/strbuf.h"
+#include "base/term.h"
+#include "base/xalloc.h"
+#include "bundle/digest.h"
+#include "bundle/discover.h"
+#include "bundle/home.h"
+#include "bundle/lockfile.h"
+#include "bundle/manifest.h"
+#include "bundle/ref.h"
+#include "bundle/scan.h"
+#include "cli/cli.h"
+#include "guard/guard.h"
+#include "policy/policy.h"
+#include "trust/trust.h"
+
+int cmd_doctor(int argc, char **argv, struct cli_ctx *ctx);
+
+enum lvl { L_OK, L_INFO, L_WARN, L_ERR };
+
+struct dline {
+    enum lvl level;
+    char *msg;
+    char *fix; /* runnable command or edit, or NULL */
+};
+
+struct dsec {
+    const char *title;
+    VEC(struct dline) lines;
+    char *summary; /* folded form when clean */
+    bool ran;      /* the section checked something */
+};
+
+struct doc {
+    struct dsec sec[8];
+    size_t nsec;
+    size_t errors, warnings, notes;
+    const char *next_cmd;
+    char *next_why;
+    char *next_buf;
+};
+
+enum { S_MANIFEST, S_SECRETS, S_DRIFT, S_SCAN, S_REPRO, S_MPOLICY, S_POLICY, S_COUNT };
+
+static void add(struct doc *d, int s, enum lvl l, const char *fix, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void add(struct doc *d, int s, enum lvl l, const char *fix, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    strbuf m = SB_INIT;
+    sb_vaddf(&m, fmt, ap);
+    va_end(ap);
+    struct dline x = {l, sb_detach(&m, NULL), fix ? xstrdup(fix) : NULL};
+    vec_push(&d->sec[s].lines, x);
+    d->sec[s].ran = true;
+    if (l == L_ERR)
+        d->errors++;
+    else if (l == L_WARN)
+        d->warnings++;
+    if ((l == L_ERR || (l == L_WARN && !d->next_cmd)) && fix && !d->next_buf) {
+        d->next_buf = xstrdup(fix);
+        d->next_why = xstrdup(x.msg);
+    }
+}
+
+static void summary(struct doc *d, int s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void summary(struct doc *d, int s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    strbuf m = SB_INIT;
+    sb_vaddf(&m, fmt, ap);
+    va_end(ap);
+    free(d->sec[s].summary);
+    d->sec[s].summary = sb_detach(&m, NULL);
+    d->sec[s].ran = true;
+}
+
+/* ---- secrets: presence only ---------------------------------------------- */
+
+/* Names defined in a .env-style file (§4.2 reader): values are never kept. */
+static void env_file_names(const char *path, strvec *out)
+{
+    strbuf b = SB_INIT;
+    struct as_err e = AS_ERR_INIT;
+    if (fs_read_file(path, (size_t)8 << 20, 0, &b, &e) < 0) {
+        sb_release_secure(&b);
+        return;
+    }
+    char *save = NULL;
+    for (char *line = strtok_r(b.buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        while (isspace((unsigned char)*line))
+            line++;
+        if (!*line || *line == '#')
+            continue;
+        if (!strncmp(line, "export ", 7))
+            line += 7;
+        char *eq = strchr(line, '=');
+        if (!eq)
+            continue;
+        char *k = line, *ke = eq;
+        while (ke > k && isspace((unsigned char)ke[-1]))
+            ke--;
+        char *v = eq + 1;
+        while (isspace((unsigned char)*v))
+            v++;
+        size_t vl = strlen(v);
+        while (vl && isspace((unsigned char)v[vl - 1]))
+            vl--;
+        if (vl >= 2 && (v[0] == '"' || v[0] == '\'') && v[vl - 1] == v[0])
+            vl -= 2;
+        if (ke > k && vl > 0)
+            strvec_push_take(out, xstrndup(k, (size_t)(ke - k)));
+    }
+    sb_release_secure(&b);
+}
+
+/* ---- sections ------------------------------------------------------------ */
+
+static void check_secrets(struct doc *d, const struct manifest *m, const struct bundle_paths *p,
+                          const char *home, const struct pol_ruleset *rs, bool ci)
+{
+    strvec have = STRVEC_INIT;
+    char *home_env = home ? xasprintf("%s/secrets.env", home) : NULL;
+    if (home_env)
+        env_file_names(home_env, &have);
+    env_file_names(p->env_file, &have);
+    size_t total = 0, missing = 0;
+    strvec seen = STRVEC_INIT;
+    for (size_t i = 0; i < m->servers.n; i++) {
+        const struct mf_server *s = &m->servers.v[i];
+        strvec refs = STRVEC_INIT;
+        ref_server_refs(s, &refs);
+        for (size_t j = 0; j < refs.n; j++) {
+            const char *r = refs.v[j];
+            if (rs && !pol_secret(rs, s->name, r, NULL))
+                continue; /* refused by policy: reported under Policy */
+            if (strvec_find(&seen, r) >= 0)
+                continue;
+            strvec_push(&seen, r);
+            total++;
+            const char *ev = getenv(r);
+            if ((ev && ev[0]) || strvec_find(&have, r) >= 0)
+                continue;
+            missing++;
+            char *fix = xasprintf("agentstack secret set %s", r);
+            add(d, S_SECRETS, L_ERR, fix,
+                "${%s} not found (server '%s') — looked in the environment, %s and %s%s", r,
+                s->name, home_env ? home_env : "$AGENTSTACK_HOME/secrets.env", p->env_file,
+                ci ? " (a keychain is never read in --ci)" : " (the keychain is not consulted)");
+            free(fix);
+        }
+        strvec_clear(&refs);
+    }
+    if (!missing)
+        summary(d, S_SECRETS, total ? "%zu secret reference%s resolved (presence only)"
+                                    : "no secret references",
+                total, total == 1 ? "" : "s");
+    strvec_clear(&seen);
+    strvec_clear(&have);
+    free(home_env);
+}
+
+/* Host of an http(s) URL, or NULL. */
+static char *url_host(const char *url)
+{
+    const char *p = strstr(url, "://");
+    if (!p)
+        return NULL;
+    p += 3;
+    size_t n = strcspn(p, "/?#");
+    const char *at = memchr(p, '@', n);
+    if (at) {
+        n -= (size_t)(at + 1 - p);
+        p = at + 1;
+    }
+    if (*p == '[') {
+        const char *e = memchr(p, ']', n);
+        return e ? xstrndup(p + 1, (size_t)(e - p - 1)) : NULL;
+    }
+    const char *colon = memchr(p, ':', n);
+    return xstrndup(p, colon ? (size_t)(colon - p) : n);
+}
+
+static void check_policy(struct doc *d, const struct manifest *m, struct pol_layer *machine,
+                         enum pol_machine_state mst, const char *machine_err,
+                         struct pol_ruleset **rs_out)
+{
+    static const char *const dims[] = {"tools", "egress", "secrets"};
+    struct as_err err = AS_ERR_INIT;
+    if (mst == POL_BLOCKED)
+        add(d, S_POLICY, L_ERR, "fix ~/.agentstack/agentstack.toml (the error names the line)",
+            "machine policy BLOCKED — %s", machine_err);
+    struct pol_layer *proj = pol_layer_from_toml(m->policy, m->path, POL_PROJECT, &err);
+    if (!proj) {
+        char buf[4096];
+        add(d, S_POLICY, L_ERR, err.hint[0] ? err.hint : NULL, "%s",
+            as_err_str(&err, buf, sizeof buf));
+        return;
+    }
+    for (int dim = 0; dim < POL_NKEYED; dim++)
+        for (size_t k = 0; k < proj->keyed[dim].keys.n; k++) {
+            const struct pol_key *key = &proj->keyed[dim].keys.v[k];
+            if (strcmp(key->name, "*") != 0 && !manifest_server(m, key->name)) {
+                char *fix = xasprintf("rename the key in [policy.%s] to a server of the "
+                                      "manifest, or to \"*\"",
+                                      dims[dim]);
+                add(d, S_POLICY, L_ERR, fix,
+                    "%s:%u:%u: [policy.%s] '%s' — no such server in the manifest", m->path,
+                    key->line, key->col, dims[dim], key->name);
+                free(fix);
+            }
+        }
+    strvec lint = STRVEC_INIT;
+    if (machine)
+        pol_machine_lint(machine, &lint);
+    for (size_t i = 0; i < lint.n; i++)
+        add(d, S_POLICY, L_WARN, "add the same deny under the \"*\" key of the machine file",
+            "%s", lint.v[i]);
+    strvec_clear(&lint);
+    const char *home = getenv("HOME");
+    struct pol_ruleset *rs =
+        mst == POL_BLOCKED ? NULL : pol_compile(machine, proj, home ? home : "/", &err);
+    if (!rs && mst != POL_BLOCKED) {
+        char buf[4096];
+        add(d, S_POLICY, L_ERR, NULL, "%s", as_err_str(&err, buf, sizeof buf));
+    }
+    size_t refused = 0;
+    for (size_t i = 0; rs && i < m->servers.n; i++) {
+        const struct mf_server *s = &m->servers.v[i];
+        strvec refs = STRVEC_INIT;
+        ref_server_refs(s, &refs);
+        for (size_t j = 0; j < refs.n; j++) {
+            struct pol_decision dec;
+            if (pol_secret(rs, s->name, refs.v[j], &dec))
+                continue;
+            strbuf t = SB_INIT;
+            pol_decision_text(&dec, &t);
+            char *fix = xasprintf("remove ${%s} from [servers.%s] in %s (the machine floor "
+                                  "cannot be loosened by a project)",
+                                  refs.v[j], s->name, s->pos.file ? s->pos.file : m->path);
+            add(d, S_POLICY, L_ERR, fix, "%s:%u:%u: server '%s' may not read ${%s} — %s",
+                s->pos.file ? s->pos.file : m->path, s->pos.line, s->pos.col, s->name,
+                refs.v[j], t.buf);
+            free(fix);
+            sb_release(&t);
+            refused++;
+        }
+        strvec_clear(&refs);
+        if (s->type == MF_SERVER_HTTP && s->url && ref_url_host_known(s->url)) {
+            char *host = url_host(s->url);
+            struct pol_decision dec;
+            if (host && !pol_egress(rs, s->name, host, 0, &dec)) {
+                strbuf t = SB_INIT;
+                pol_decision_text(&dec, &t);
+                char *fix = xasprintf("point [servers.%s] url at an allowed host, or ask the "
+                                      "machine owner",
+                                      s->name);
+                add(d, S_POLICY, L_ERR, fix,
+                    "%s:%u:%u: server '%s' contacts %s — ✗ BLOCKED by [policy.egress] at "
+                    "write/spawn time: %s",
+                    s->pos.file ? s->pos.file : m->path, s->pos.line, s->pos.col, s->name,
+                    host, t.buf);
+                free(fix);
+                sb_release(&t);
+                refused++;
+            }
+            free(host);
+        }
+    }
+    if (!d->sec[S_POLICY].lines.n)
+        summary(d, S_POLICY, "the effective ruleset allows every declared secret and host");
+    pol_layer_free(proj);
+    *rs_out = rs;
+    (void)refused;
+}
+
+static void check_lock(struct doc *d, const struct manifest *m, const struct bundle_paths *p,
+                       const struct manifest_snapshot *snap, const char *home, bool *locked)
+{
+    struct as_err err = AS_ERR_INIT;
+    struct lockfile *lock = NULL;
+    *locked = snap->has_lock;
+    if (snap->has_lock) {
+        lock = lockfile_parse(p->lock, snap->lock.buf, snap->lock.len, &err);
+        if (!lock) {
+            char buf[4096];
+            add(d, S_REPRO, L_ERR, "agentstack lock --write", "%s",
+                as_err_str(&err, buf, sizeof buf));
+            return;
+        }
+    }
+    pin_items items = VEC_INIT;
+    struct pin_opts o = {.home = home, .lock = lock};
+    if (pin_collect(m, &o, &items, &err) < 0) {
+        char buf[4096];
+        add(d, S_REPRO, L_ERR, NULL, "%s", as_err_str(&err, buf, sizeof buf));
+        pin_items_free(&items);
+        lockfile_free(lock);
+        return;
+    }
+    const char *fix = "agentstack lock --write   (then review and trust: agentstack trust .)";
+    if (!lock && items.n) {
+        add(d, S_REPRO, L_ERR, fix,
+            "%s does not exist — %zu item%s (skills, servers, instructions, executables) are "
+            "not pinned",
+            p->lock, items.n, items.n == 1 ? "" : "s");
+    }
+    size_t ok = 0;
+    for (size_t i = 0; lock && i < items.n; i++) {
+        struct pin_item *it = &items.v[i];
+        strbuf desc = SB_INIT;
+        if (it->state == PIN_FAILED) {
+            add(d, S_REPRO, L_ERR, fix, "%s '%s': %s", pin_kind_name(it->kind), it->name,
+                it->error ? it->error : "cannot be pinned");
+            sb_release(&desc);
+            continue;
+        }
+        enum pin_status st = pin_verify_item(lock, it);
+        if (st == PIN_MATCHES) {
+            ok++;
+        } else {
+            pin_describe(lock, it, st, &desc);
+            const char *where = it->fs_path ? it->fs_path : it->declared_path;
+            if (st == PIN_UNAVAILABLE)
+                add(d, S_REPRO, L_WARN, "agentstack install", "%s%s%s (not verified)", desc.buf,
+                    where ? " — " : "", where ? where : "");
+            else
+                add(d, S_REPRO, L_ERR, fix, "%s%s%s (lock drift: %s)", desc.buf,
+                    where ? " — " : "", where ? where : "", p->lock);
+        }
+        sb_release(&desc);
+    }
+    if (lock && lock->manifest_digest) {
+        struct digest_blob mb = {snap->has_manifest, snap->manifest.buf, snap->manifest.len};
+        struct digest_blob ob = {snap->has_overlay, snap->overlay.buf, snap->overlay.len};
+        char hex[SHA256_HEX_LEN + 1];
+        digest_manifest_stamp(&mb, &ob, hex);
+        if (strcmp(hex, lock->manifest_digest) != 0)
+            add(d, S_REPRO, L_WARN, fix,
+                "%s is older than the manifest (its manifest stamp differs)", p->lock);
+    }
+    if (!d->sec[S_REPRO].lines.n)
+        summary(d, S_REPRO, lock ? "%zu pin%s match %s" : "nothing to pin", ok,
+                ok == 1 ? "" : "s", lock ? p->lock : "");
+    pin_items_free(&items);
+    lockfile_free(lock);
+}
+
+static void check_scan(struct doc *d, const struct manifest *m, const char *home, bool deep)
+{
+    if (!deep) {
+        add(d, S_SCAN, L_INFO, "agentstack doctor --deep",
+            "not scanned (reads every skill body)");
+        d->notes++;
+        return;
+    }
+    struct scan_report r;
+    scan_report_init(&r);
+    struct as_err err = AS_ERR_INIT;
+    if (scan_bundle(m, home, &r, &err) < 0) {
+        char buf[4096];
+        add(d, S_SCAN, L_ERR, NULL, "content scan failed: %s", as_err_str(&err, buf, sizeof buf));
+        scan_report_free(&r);
+        return;
+    }
+    for (size_t i = 0; i < r.v.n; i++) {
+        const struct scan_finding *f = &r.v.v[i];
+        strbuf t = SB_INIT;
+        scan_finding_format(f, &t);
+        add(d, S_SCAN, f->sev == SCAN_HIGH ? L_ERR : L_WARN, f->fix, "%s%s%s",
+            f->item ? f->item : "", f->item ? ": " : "", t.buf);
+        sb_release(&t);
+    }
+    for (size_t i = 0; i < r.notes.n; i++) {
+        add(d, S_SCAN, L_INFO, NULL, "%s", r.notes.v[i]);
+        d->notes++;
+    }
+    if (!r.v.n)
+        summary(d, S_SCAN, "no hidden-unicode or injection findings (%zu file%s)", r.files,
+                r.files == 1 ? "" : "s");
+    scan_report_free(&r);
+}
+
+static void check_drift(struct doc *d, const struct manifest *m)
+{
+    json_t *ledger = NULL;
+    struct as_err err = AS_ERR_INIT;
+    if (adp_ledger_load(&ledger, &err) < 0) {
+        add(d, S_DRIFT, L_WARN, NULL, "cannot read the ownership ledger: %s", err.msg);
+        return;
+    }
+    struct adp_registry reg = {0};
+    if (adp_registry_load(&reg, true, &err) < 0) {
+        json_decref(ledger);
+        add(d, S_DRIFT, L_WARN, NULL, "cannot load the adapter descriptors: %s", err.msg);
+        return;
+    }
+    json_t *targets = json_object_get(ledger, "targets");
+    const char *key;
+    json_t *e;
+    size_t checked = 0;
+    json_object_foreach(targets, key, e)
+    {
+        const char *hash = json_string_value(json_object_get(e, "last_hash"));
+        if (!hash)
+            continue;
+        const char *at = strstr(key, "@project:");
+        char *id = at ? xstrndup(key, (size_t)(at - key)) : xstrdup(key);
+        const char *root = at ? at + 9 : NULL;
+        const char *src = json_string_value(json_object_get(e, "source_manifest"));
+        bool ours = root ? (m->project_root && !strcmp(root, m->project_root))
+                         : (src && !strcmp(src, m->path));
+        const struct adp_desc *desc = ours ? adp_registry_find(&reg, id) : NULL;
+        const char *rel = desc ? (root ? desc->project_config : desc->config_path) : NULL;
+        strbuf path = SB_INIT, bytes = SB_INIT;
+        if (rel && adp_expand_path(rel, root, &path, &err) == 0) {
+            checked++;
+            char cur[17] = "";
+            if (fs_read_file(path.buf, ADP_INPUT_MAX, 0, &bytes, &err) == 0)
+                adp_fnv1a64_hex(bytes.buf, bytes.len, cur);
+            if (strcmp(cur, hash) != 0)
+                add(d, S_DRIFT, L_WARN, "agentstack diff",
+                    "%s no longer matches what agentstack last wrote (%s) ↳ review: agentstack "
+                    "diff · adopt the on-disk version: agentstack adopt · or re-render: "
+                    "agentstack apply --write",
+                    desc->display, path.buf);
+        }
+        sb_release(&path);
+        sb_release(&bytes);
+        free(id);
+    }
+    if (!d->sec[S_DRIFT].lines.n)
+        summary(d, S_DRIFT, checked ? "%zu rendered file%s match what agentstack wrote"
+                                    : "nothing rendered for this project yet",
+                checked, checked == 1 ? "" : "s");
+    adp_registry_free(&reg);
+    json_decref(ledger);
+}
+
+/* ---- output -------------------------------------------------------------- */
+
+static const char *mark(enum lvl l)
+{
+    return l == L_OK ? "✓" : l == L_INFO ? "·" : l == L_WARN ? "⚠" : "✗";
+}
+
+static const char *lvl_name(enum lvl l)
+{
+    return l == L_OK ? "ok" : l == L_INFO ? "info" : l == L_WARN ? "warn" : "error";
+}
+
+static void print_text(const struct doc *d, const char *root, bool all)
+{
+    printf("agentstack doctor — %s\n", root);
+    for (size_t s = 0; s < d->nsec; s++) {
+        const struct dsec *x = &d->sec[s];
+        if (!x->ran)
+            continue;
+        bool clean = true;
+        for (size_t i = 0; i < x->lines.n; i++)
+            clean &= x->lines.v[i].level <= L_INFO;
+        if (clean && x->summary && !x->lines.n) {
+            printf("%s ✓ %s\n", x->title, x->summary);
+            continue;
+        }
+        if (clean && !all && !x->summary) {
+            /* informational only */
+        }
+        printf("%s\n", x->title);
+        for (size_t i = 0; i < x->lines.n; i++) {
+            strbuf m = SB_INIT;
+            term_sanitize(&m, x->lines.v[i].msg, strlen(x->lines.v[i].msg));
+            printf("  %s %s\n", mark(x->lines.v[i].level), m.buf);
+            if (x->lines.v[i].fix)
+                printf("    ↳ %s\n", x->lines.v[i].fix);
+            sb_release(&m);
+        }
+        if (x->summary && !x->lines.n)
+            printf("  ✓ %s\n", x->summary);
+    }
+    printf("%zu error%s, %zu warning%s", d->errors, d->errors == 1 ? "" : "s", d->warnings,
+           d->warnings == 1 ? "" : "s");
+    if (d->notes)
+        printf(", %zu note%s", d->notes, d->notes == 1 ? "" : "s");
+    printf(".\n");
+}
+
+static json_t *to_json(const struct doc *d, const char *readiness, const char *trust, bool ci,
+                       bool locked, bool guard_on, bool mp)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "schema_version", json_integer(1));
+    json_object_set_new(o, "features", json_pack("[s,s,s]", "ci", "deep", "json"));
+    json_object_set_new(o, "superseded", json_array());
+    json_object_set_new(o, "state", json_string(d->errors ? "needs_attention" : "ready"));
+    json_object_set_new(o, "readiness", json_string(readiness));
+    json_object_set_new(o, "next_action", d->next_buf ? json_string(d->next_buf) : json_null());
+    json_object_set_new(o, "next_step", d->next_why ? json_string(d->next_why) : json_null());
+    json_object_set_new(o, "errors", json_integer((json_int_t)d->errors));
+    json_object_set_new(o, "warnings", json_integer((json_int_t)d->warnings));
+    json_object_set_new(o, "advisories", json_integer((json_int_t)d->notes));
+    json_object_set_new(o, "trust", trust ? json_string(trust) : json_null());
+    json_object_set_new(o, "mode", json_string(ci ? "ci" : "default"));
+    json_object_set_new(o, "locked", json_boolean(locked));
+    json_object_set_new(o, "probe", json_null());
+    json_object_set_new(o, "protection",
+                        json_pack("{s:b,s:b}", "guard", guard_on, "machine_policy", mp));
+    json_t *secs = json_array();
+    for (size_t s = 0; s < d->nsec; s++) {
+        const struct dsec *x = &d->sec[s];
+        json_t *lines = json_array();
+        for (size_t i = 0; i < x->lines.n; i++) {
+            json_t *l = json_pack("{s:s,s:s}", "level", lvl_name(x->lines.v[i].level), "msg",
+                                  x->lines.v[i].msg);
+            if (x->lines.v[i].fix)
+                json_object_set_new(l, "fix", json_string(x->lines.v[i].fix));
+            json_array_append_new(lines, l);
+        }
+        if (x->summary && !x->lines.n)
+            json_array_append_new(lines, json_pack("{s:s,s:s}", "level", "ok", "msg",
+                                                   x->summary));
+        json_array_append_new(secs, json_pack("{s:s,s:b,s:o}", "title", x->title, "relevant",
+                                              x->ran, "lines", lines));
+    }
+    json_object_set_new(o, "sections", secs);
+    return o;
+}
+
+static void doc_free(struct doc *d)
+{
+    for (size_t s = 0; s < d->nsec; s++) {
+        for (size_t i = 0; i < d->sec[s].lines.n; i++) {
+            free(d->sec[s].lines.v[i].msg);
+            free(d->sec[s].lines.v[i].fix);
+        }
+        vec_free(&d->sec[s].lines);
+        free(d->sec[s].summary);
+    }
+    free(d->next_buf);
+    free(d->next_why);
+}
+
+/* ---- the command --------------------------------------------------------- */
+
+int cmd_doctor(int argc, char **argv, struct cli_ctx *ctx)
+{
+    bool ci = false, deep = false, all = false, json = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--ci"))
+            ci = true;
+        else if (!strcmp(argv[i], "--deep"))
+            deep = true;
+        else if (!strcmp(argv[i], "--all"))
+            all = true;
+        else if (!strcmp(argv[i], "--json"))
+            json = true;
+        else if (!strcmp(argv[i], "--live") || !strcmp(argv[i], "--probe") ||
+                 !strcmp(argv[i], "--fix"))
+            return cli_usage_error("doctor", "%s is not available in this build", argv[i]);
+        else
+            return cli_usage_error("doctor", "unknown argument '%s'", argv[i]);
+    }
+    if (ci)
+        all = deep = true;
+    struct doc d = {0};
+    static const char *const titles[S_COUNT] = {"Manifest",     "Secrets",        "Drift",
+                                                "Content scan", "Reproducibility", "Machine policy",
+                                                "Policy"};
+    d.nsec = S_COUNT;
+    for (int s = 0; s < S_COUNT; s++)
+        d.sec[s].title = titles[s];
+
+    struct as_err err = AS_ERR_INIT;
+    struct bundle_paths p = {0};
+    if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0) {
+        cli_error(&err);
+        return EXIT_FAIL;
+    }
+    strbuf home = SB_INIT;
+    if (home_dir(&home, &err) < 0) {
+        bundle_paths_free(&p);
+        cli_error(&err);
+        return EXIT_FAIL;
+    }
+    if (!p.found) {
+        if (ci) {
+            discover_require(&p, &err);
+            cli_error(&err);
+            fprintf(stderr, "doctor found 1 error(s) — see report above\n");
+        } else if (json) {
+            printf("{\"schema_version\":1,\"state\":\"needs_setup\",\"readiness\":\"empty\","
+                   "\"next_action\":\"agentstack init\",\"errors\":0,\"warnings\":0}\n");
+        } else {
+            printf("No agentstack manifest here (needs_setup).\nnext: agentstack init   create "
+                   "a manifest for this project\n");
+        }
+        bundle_paths_free(&p);
+        sb_release(&home);
+        return ci ? EXIT_FAIL : EXIT_OK;
+    }
+
+    /* machine policy */
+    strbuf mpath = SB_INIT;
+    enum pol_machine_state mst = POL_UNCONFIGURED;
+    struct pol_layer *machine = NULL;
+    char mbuf[4096] = "";
+    if (pol_machine_path(&mpath, &err) == 0)
+        machine = pol_machine_load(mpath.buf, &mst, &err);
+    if (mst == POL_BLOCKED) {
+        as_err_str(&err, mbuf, sizeof mbuf);
+        add(&d, S_MPOLICY, L_ERR, err.hint[0] ? err.hint : NULL, "blocked — %s", mbuf);
+    } else if (mst == POL_UNCONFIGURED) {
+        summary(&d, S_MPOLICY, "unconfigured — no %s, so nothing narrows this project",
+                mpath.buf);
+    } else {
+        strbuf why = SB_INIT;
+        const char *word = pol_machine_word(machine, &why);
+        summary(&d, S_MPOLICY, "%s — %s", word, why.buf);
+        sb_release(&why);
+    }
+    as_err_clear(&err);
+
+    struct manifest_snapshot snap;
+    manifest_snapshot_init(&snap);
+    struct manifest *m = NULL;
+    if (manifest_snapshot_read(&p, &snap, &err) == 0)
+        m = manifest_load_snapshot(&p, &snap, &err);
+    const char *trust = NULL;
+    bool locked = false;
+    if (!m) {
+        char buf[4096];
+        add(&d, S_MANIFEST, L_ERR, err.hint[0] ? err.hint : NULL, "%s",
+            as_err_str(&err, buf, sizeof buf));
+    } else {
+        struct adp_registry reg = {0};
+        struct as_err e2 = AS_ERR_INIT;
+        const char **ids = NULL;
+        size_t nids = 0;
+        if (adp_registry_load(&reg, true, &e2) == 0) {
+            ids = xcalloc(reg.v.n + 1, sizeof *ids);
+            for (size_t i = 0; i < reg.v.n; i++)
+                ids[nids++] = reg.v.v[i]->id;
+        }
+        struct manifest_env env = {.adapter_ids = ids, .n_adapter_ids = nids,
+                                   .check_paths = true};
+        mf_diags diags = VEC_INIT;
+        manifest_validate(m, ids ? &env : NULL, &diags);
+        for (size_t i = 0; i < m->warnings.n; i++) {
+            strbuf t = SB_INIT;
+            mf_diag_format(&m->warnings.v[i], &t);
+            add(&d, S_MANIFEST, L_WARN, m->warnings.v[i].fix, "%s", t.buf);
+            sb_release(&t);
+        }
+        for (size_t i = 0; i < diags.n; i++) {
+            const struct mf_diag *g = &diags.v[i];
+            strbuf t = SB_INIT;
+            if (g->pos.file)
+                sb_addf(&t, "%s:%u:%u: ", g->pos.file, g->pos.line, g->pos.col);
+            sb_adds(&t, g->msg);
+            add(&d, S_MANIFEST, g->sev == MF_ERROR ? L_ERR : L_WARN, g->fix, "%s", t.buf);
+            sb_release(&t);
+        }
+        mf_diags_free(&diags);
+        free(ids);
+        adp_registry_free(&reg);
+        if (!d.sec[S_MANIFEST].lines.n)
+            summary(&d, S_MANIFEST, "%s is valid", p.manifest);
+
+        struct pol_ruleset *rs = NULL;
+        check_policy(&d, m, machine, mst, mbuf, &rs);
+        check_secrets(&d, m, &p, home.buf, rs, ci);
+        check_lock(&d, m, &p, &snap, home.buf, &locked);
+        check_scan(&d, m, home.buf, deep);
+        check_drift(&d, m);
+        if (rs)
+            pol_ruleset_free(rs);
+        struct trust_status st = {0};
+        if (trust_check_snapshot(&p, &snap, &st, &e2) == 0)
+            trust = trust_state_name(st.state);
+        trust_status_release(&st);
+    }
+    struct guard_config gc;
+    guard_config_load(&gc, false);
+    bool guard_on = gc.state == GUARD_ON;
+    guard_config_free(&gc);
+
+    const char *readiness = d.errors                              ? "needs_attention"
+                            : trust && strcmp(trust, "trusted")   ? "untrusted"
+                            : !locked                             ? "never_activated"
+                                                                  : "ready";
+    if (json) {
+        json_t *o = to_json(&d, readiness, trust, ci, locked, guard_on, mst == POL_CURRENT);
+        strbuf out = SB_INIT;
+        json_dump_pretty(o, &out);
+        fputs(out.buf, stdout);
+        sb_release(&out);
+        json_decref(o);
+    } else {
+        print_text(&d, p.project_root ? p.project_root : p.base, all);
+        printf("readiness: %s%s\n", readiness,
+               trust ? (strcmp(trust, "trusted") ? " (untrusted: CI checks never need consent)"
+                                                 : " (trusted)")
+                     : "");
+        if (d.next_buf)
+            printf("next: %s   %s\n", d.next_buf, d.next_why);
+        else if (trust && strcmp(trust, "trusted"))
+            printf("next: agentstack trust .   review and approve this project on this "
+                   "machine\n");
+        else
+            printf("next: agentstack status   everything checks out\n");
+    }
+    int rc = EXIT_OK;
+    if (ci && d.errors) {
+        fprintf(stderr, "doctor found %zu error(s) — see report above\n", d.errors);
+        rc = EXIT_FAIL;
+    }
+    manifest_free(m);
+    manifest_snapshot_release(&snap);
+    if (machine)
+        pol_layer_free(machine);
+    doc_free(&d);
+    sb_release(&mpath);
+    sb_release(&home);
+    bundle_paths_free(&p);
+    return rc;
+}
