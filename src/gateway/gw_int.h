@@ -288,6 +288,8 @@ struct gw {
 void gw_reply(struct gw *gw, struct job *j, json_t *result /* stolen */);
 void gw_reply_error(struct gw *gw, struct job *j, int code, const char *msg, json_t *data);
 void gw_job_free(struct job *j);
+/* Stops the loop once shutdown has begun and nothing is left to wait for. */
+void gw_maybe_finish(struct gw *gw);
 void gw_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Marks the tool list changed (a notification follows the next list/call). */
 void gw_set_dirty(struct gw *gw);

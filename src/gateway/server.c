@@ -116,7 +116,6 @@ static struct job *job_new(struct gw *gw, const struct mcp_msg *m, bool modern)
     return j;
 }
 
-static void maybe_finish(struct gw *gw);
 
 void gw_job_free(struct job *j)
 {
@@ -137,7 +136,7 @@ void gw_job_free(struct job *j)
     if (j->sf)
         gw_surface_unref(j->sf);
     free(j);
-    maybe_finish(gw);
+    gw_maybe_finish(gw);
 }
 
 /* ---- methods ------------------------------------------------------------------ */
@@ -464,7 +463,7 @@ static void drain_expired(struct mcp_loop *loop, void *ctx)
     finish(gw);
 }
 
-static void maybe_finish(struct gw *gw)
+void gw_maybe_finish(struct gw *gw)
 {
     if (gw->shutting_down) {
         if (gw->closing == 0 && !gw->jobs)
@@ -483,7 +482,7 @@ static void stdin_closed(struct gw *gw)
     if (gw->roots_pending)
         unpark(gw);
     gw->drain_timer = mcp_loop_timer(gw->loop, GW_DRAIN_MS, drain_expired, gw);
-    maybe_finish(gw);
+    gw_maybe_finish(gw);
 }
 
 static void on_stdin(struct mcp_loop *loop, int fd, unsigned ev, void *ctx)

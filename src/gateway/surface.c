@@ -86,9 +86,11 @@ static void up_closed(void *ctx, const struct mcp_reply *r)
     struct mcp_client *c = up->client;
     up->client = NULL;
     mcp_client_free(c);
-    if (up->gw->closing)
-        up->gw->closing--;
+    struct gw *gw = up->gw;
+    if (gw->closing)
+        gw->closing--;
     up_free(up);
+    gw_maybe_finish(gw);
 }
 
 void gw_surface_ref(struct gw_surface *sf)
