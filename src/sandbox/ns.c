@@ -208,18 +208,29 @@ static void unescape(char *s)
     *o = '\0';
 }
 
-/* A recursive bind brings the source's submounts along writable; make each
- * one read-only too. */
-static void ro_submounts(const char *target)
+static int is_spec_target(const struct sbx_ns_spec *s, const char *path)
 {
-    const char *mi = NEWROOT "/proc/self/mountinfo";
-    FILE *f = fopen(mi, "re");
+    size_t n = strlen(NEWROOT);
+    if (strncmp(path, NEWROOT, n) != 0)
+        return 0;
+    for (size_t i = 0; i < s->nmounts; i++)
+        if (strcmp(s->mounts[i].dst, path + n) == 0)
+            return 1;
+    return 0;
+}
+
+/* A recursive bind brings the source's submounts along writable; make each
+ * one below a read-only bind read-only too. One pass over mountinfo for the
+ * whole tree (reading it costs more than the mounts). Our own mounts are
+ * left as the spec made them. */
+static void ro_submounts(const struct sbx_ns_spec *s)
+{
+    FILE *f = fopen(NEWROOT "/proc/self/mountinfo", "re");
     if (!f)
         f = fopen(OLDROOT "/proc/self/mountinfo", "re");
     if (!f)
-        child_fail("cannot read mountinfo to lock %s read-only: %s", target, strerror(errno));
-    size_t tl = strlen(target);
-    char line[8192];
+        child_fail("cannot read mountinfo to lock binds read-only: %s", strerror(errno));
+    char line[8192], target[4096];
     while (fgets(line, sizeof line, f)) {
         char *save = NULL, *tok = strtok_r(line, " ", &save);
         for (int i = 0; tok && i < 4; i++)
@@ -227,10 +238,19 @@ static void ro_submounts(const char *target)
         if (!tok)
             continue;
         unescape(tok);
-        if (strncmp(tok, target, tl) == 0 && tok[tl] == '/') {
-            if (remount(tok, MS_RDONLY | MS_NOSUID | MS_NODEV) < 0 && errno != ENOENT) {
-                fclose(f);
-                child_fail("cannot make %s read-only: %s", tok, strerror(errno));
+        if (is_spec_target(s, tok))
+            continue;
+        for (size_t i = 0; i < s->nmounts; i++) {
+            if (s->mounts[i].kind != SBX_MNT_RO_BIND)
+                continue;
+            snprintf(target, sizeof target, NEWROOT "%s", s->mounts[i].dst);
+            size_t tl = strlen(target);
+            if (strncmp(tok, target, tl) == 0 && tok[tl] == '/') {
+                if (remount(tok, MS_RDONLY | MS_NOSUID | MS_NODEV) < 0 && errno != ENOENT) {
+                    fclose(f);
+                    child_fail("cannot make %s read-only: %s", tok, strerror(errno));
+                }
+                break;
             }
         }
     }
@@ -276,8 +296,6 @@ static void apply_mount(const struct sbx_mount *m)
             return;
         if (remount(target, MS_NOSUID | MS_NODEV | (m->kind == SBX_MNT_RO_BIND ? MS_RDONLY : 0)) < 0)
             child_fail("remounting %s: %s", what, strerror(errno));
-        if (m->kind == SBX_MNT_RO_BIND)
-            ro_submounts(target);
         return;
     case SBX_MNT_TMPFS:
         if (mkdir_p(target, 0755) < 0)
@@ -371,6 +389,7 @@ static void build_root(const struct sbx_ns_spec *s)
     close(fd);
     for (size_t i = 0; i < s->nmounts; i++)
         apply_mount(&s->mounts[i]);
+    ro_submounts(s);
     if (chdir(NEWROOT) < 0)
         child_fail("chdir into the new root: %s", strerror(errno));
     /* pivot_root(".", "."): the old root ends up stacked on the new one and
@@ -682,7 +701,7 @@ int sbx_ns_start(const struct sbx_ns_spec *s, struct sbx_ns_child *c, struct as_
         if (fd >= 0)
             close(fd);
         if (strncmp(msg, "ready ", 6) == 0) {
-            snprintf(c->layers, sizeof c->layers, "%s", msg + 6);
+            snprintf(c->layers, sizeof c->layers, "%.200s", msg + 6);
             break;
         }
         if (strncmp(msg, "error ", 6) == 0) {

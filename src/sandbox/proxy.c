@@ -186,6 +186,13 @@ static void conn_close(struct sbx_proxy *p, struct conn *c)
     pause_listeners(p, 0);
 }
 
+static void conn_init_slot(struct conn *c)
+{
+    memset(c, 0, sizeof *c);
+    c->cfd = c->ufd = -1;
+    c->pc[0] = c->pc[1] = c->pu[0] = c->pu[1] = -1;
+}
+
 /* ---- evidence ------------------------------------------------------------ */
 
 /* Records the connection's one event. Returns -1 when the write failed. */
@@ -809,8 +816,17 @@ static void do_accept(struct sbx_proxy *p, int lfd)
                 break;
             }
         if (!c) {
-            close(fd);
-            continue;
+            /* Grow the slot table on demand (a run that makes three
+             * connections should not fault in a thousand slots). Only
+             * indices are kept elsewhere, so moving the table is safe here. */
+            int grown = p->nconns ? p->nconns * 2 : 64;
+            if (grown > p->o.max_tunnels)
+                grown = p->o.max_tunnels;
+            p->conns = xrealloc(p->conns, (size_t)grown * sizeof *p->conns);
+            for (int i = p->nconns; i < grown; i++)
+                conn_init_slot(&p->conns[i]);
+            c = &p->conns[p->nconns];
+            p->nconns = grown;
         }
         c->st = C_HEAD;
         c->cfd = fd;
@@ -1020,13 +1036,8 @@ struct sbx_proxy *sbx_proxy_new(const struct sbx_proxy_opts *o, struct as_err *e
             p->o.max_tunnels = fit < 1 ? 1 : (int)fit;
         }
     }
-    p->nconns = p->o.max_tunnels;
-    p->conns = xcalloc((size_t)p->nconns, sizeof *p->conns);
-    for (int i = 0; i < p->nconns; i++) {
-        struct conn *c = &p->conns[i];
-        c->cfd = c->ufd = -1;
-        c->pc[0] = c->pc[1] = c->pu[0] = c->pu[1] = -1;
-    }
+    p->nconns = 0;
+    p->conns = NULL;
     p->ep = epoll_create1(EPOLL_CLOEXEC);
     if (p->ep < 0 || pipe2(p->rpipe, O_CLOEXEC) < 0) {
         as_err_errno(err, "proxy: creating the event loop");
