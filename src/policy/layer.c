@@ -224,7 +224,7 @@ int pol_unknown_key(struct as_err *err, const char *path, const toml_kv *kv, con
     if (sug) {
         as_err_at(err, path, kv->line, kv->col, "unknown key '%s' in %s — did you mean '%s'?",
                   kv->key, table, sug);
-        as_err_hint(err, "rename '%s' to '%s' (known keys: %s)", kv->key, sug, list.buf);
+        as_err_hint(err, "rename '%s' to '%s'", kv->key, sug);
     } else {
         as_err_at(err, path, kv->line, kv->col, "unknown key '%s' in %s", kv->key, table);
         as_err_hint(err, "remove '%s' (known keys: %s)", kv->key, list.buf);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/fs.h"
 #include "policy/pol_internal.h"
 
 #define MACHINE_MAX_BYTES (8u << 20)
@@ -51,7 +52,7 @@ static struct pol_layer *blocked(const char *path, enum pol_machine_state *state
     if (!err->path[0])
         put(err->path, sizeof err->path, path);
     strbuf sb = SB_INIT;
-    sb_addf(&sb, "%s; the machine policy is unusable — refusing to continue", err->msg);
+    sb_addf(&sb, "%s — the machine policy is unusable, refusing to continue", err->msg);
     put(err->msg, sizeof err->msg, sb.buf);
     sb_reset(&sb);
     if (err->hint[0])
@@ -66,32 +67,27 @@ static struct pol_layer *blocked(const char *path, enum pol_machine_state *state
     return NULL;
 }
 
-struct pol_layer *pol_machine_load(const char *path, enum pol_machine_state *state,
-                                   struct as_err *err)
+struct pol_layer *pol_machine_parse(const char *path, const char *data, size_t len,
+                                    struct as_err *err)
 {
     static const char *const root_keys[] = {
         "version", "servers",  "skills",  "instructions", "toolsets", "profiles",
         "default_toolset", "settings", "hooks", "targets", "policy", "extensions",
         "workflows", "packs", "package_overrides", "meta", "delivery", "guard",
         "experimental", "gateway", NULL};
-    struct stat st;
-    if (stat(path, &st) < 0) {
-        if (errno == ENOENT) {
-            *state = POL_UNCONFIGURED;
-            return pol_layer_new(POL_MACHINE, path);
-        }
-        as_err_errno(err, "cannot read the machine policy %s", path);
-        return blocked(path, state, err);
+    if (len > MACHINE_MAX_BYTES) {
+        as_err_at(err, path, 0, 0, "exceeds the %u-byte limit", MACHINE_MAX_BYTES);
+        return NULL;
     }
-    toml_value *root = toml_parse_file(path, MACHINE_MAX_BYTES, err);
+    toml_value *root = toml_parse(path, data, len, err);
     if (!root)
-        return blocked(path, state, err);
+        return NULL;
+    struct pol_layer *l = NULL;
     const toml_kv *ver = toml_get_kv(root, "version");
     if (!ver) {
         as_err_at(err, path, 1, 1, "missing `version = 1`");
         as_err_hint(err, "add `version = 1` as the first line of %s", path);
-        toml_free(root);
-        return blocked(path, state, err);
+        goto out;
     }
     if (ver->val->type != TOML_INTEGER || ver->val->u.i != 1) {
         if (ver->val->type == TOML_INTEGER && ver->val->u.i > 1) {
@@ -104,8 +100,7 @@ struct pol_layer *pol_machine_load(const char *path, enum pol_machine_state *sta
                       "version must be the integer 1");
             as_err_hint(err, "write `version = 1`");
         }
-        toml_free(root);
-        return blocked(path, state, err);
+        goto out;
     }
     for (size_t i = 0; i < toml_len(root); i++) {
         const toml_kv *kv = toml_entry(root, i);
@@ -114,12 +109,34 @@ struct pol_layer *pol_machine_load(const char *path, enum pol_machine_state *sta
             ok |= strcmp(kv->key, root_keys[k]) == 0;
         if (!ok) {
             pol_unknown_key(err, path, kv, "the machine manifest", root_keys);
-            toml_free(root);
-            return blocked(path, state, err);
+            goto out;
         }
     }
-    struct pol_layer *l = pol_layer_from_toml(toml_get(root, "policy"), path, POL_MACHINE, err);
+    l = pol_layer_from_toml(toml_get(root, "policy"), path, POL_MACHINE, err);
+out:
     toml_free(root);
+    return l;
+}
+
+struct pol_layer *pol_machine_load(const char *path, enum pol_machine_state *state,
+                                   struct as_err *err)
+{
+    struct stat st;
+    if (stat(path, &st) < 0) {
+        if (errno == ENOENT) {
+            *state = POL_UNCONFIGURED;
+            return pol_layer_new(POL_MACHINE, path);
+        }
+        as_err_errno(err, "cannot read the machine policy %s", path);
+        return blocked(path, state, err);
+    }
+    strbuf text = SB_INIT;
+    if (fs_read_file(path, MACHINE_MAX_BYTES, 0, &text, err) < 0) {
+        sb_release(&text);
+        return blocked(path, state, err);
+    }
+    struct pol_layer *l = pol_machine_parse(path, text.buf, text.len, err);
+    sb_release(&text);
     if (!l)
         return blocked(path, state, err);
     *state = POL_CURRENT;

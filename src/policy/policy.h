@@ -146,6 +146,11 @@ enum pol_machine_state {
  * last-known-good fallback (errata 17). */
 struct pol_layer *pol_machine_load(const char *path, enum pol_machine_state *state,
                                    struct as_err *err);
+/* The checks of pol_machine_load on bytes already read (for writers that
+ * must validate a new machine file before replacing the old one). NULL +
+ * err (path:line:col, hint) when the text would be BLOCKED. */
+struct pol_layer *pol_machine_parse(const char *path, const char *data, size_t len,
+                                    struct as_err *err);
 /* The machine file path: $AGENTSTACK_HOME/agentstack.toml, else
  * $HOME/.agentstack/agentstack.toml. -1 + err when neither is set. */
 int pol_machine_path(strbuf *out, struct as_err *err);
@@ -317,5 +322,13 @@ struct pol_preset {
 extern const struct pol_preset pol_presets[];
 extern const size_t pol_npresets;
 const struct pol_preset *pol_preset_find(const char *name);
+/* The machine file's new text for preset p (errata 22): old == NULL (no
+ * file) → the preset file whole; else only [policy.tools|egress|secrets|
+ * filesystem] change (replaced, or removed when the preset has none), every
+ * other byte — comments, [guard], [policy] require/forbid/allowed_sources/
+ * workflows — stays. Validate the result with pol_machine_parse before
+ * writing it. -1 + err when old is not TOML. */
+int pol_preset_apply(const struct pol_preset *p, const char *path, const char *old, size_t len,
+                     strbuf *out, struct as_err *err);
 
 #endif

@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "base/toml.h"
 #include "policy/policy.h"
 
 static const char preset_developer[] =
@@ -114,4 +115,37 @@ const struct pol_preset *pol_preset_find(const char *name)
         if (strcmp(pol_presets[i].name, name) == 0)
             return &pol_presets[i];
     return NULL;
+}
+
+int pol_preset_apply(const struct pol_preset *p, const char *path, const char *old, size_t len,
+                     strbuf *out, struct as_err *err)
+{
+    static const char *const dims[] = {"tools", "egress", "secrets", "filesystem"};
+    if (!old) {
+        sb_adds(out, p->text);
+        return 0;
+    }
+    toml_value *pre = toml_parse(p->name, p->text, strlen(p->text), err);
+    if (!pre)
+        return -1;
+    toml_edit *ed = toml_edit_open(path, old, len, err);
+    int rc = -1;
+    if (!ed) {
+        as_err_hint(err, "fix %s first (or move it aside), then rerun the preset", path);
+        goto out;
+    }
+    for (size_t i = 0; i < 4; i++) {
+        const char *kp[] = {"policy", dims[i]};
+        const toml_value *t = toml_get_path(pre, "policy", dims[i], NULL);
+        if (t ? toml_edit_set_table(ed, kp, 2, t, err) : toml_edit_remove(ed, kp, 2, err))
+            goto out;
+    }
+    size_t n;
+    const char *text = toml_edit_text(ed, &n);
+    sb_add(out, text, n);
+    rc = 0;
+out:
+    toml_edit_free(ed);
+    toml_free(pre);
+    return rc;
 }

@@ -316,6 +316,74 @@ static void test_presets_load_and_decide(void **st)
     done(&r);
 }
 
+static void test_preset_apply_keeps_other_bytes(void **st)
+{
+    (void)st;
+    const char *old = "# my machine\nversion = 1 # keep\n\n[guard]\nenabled = true\n\n"
+                      "[policy]\nrequire = [\"a\"]\n\n[policy.tools]\n\"*\" = [\"!x\"] "
+                      "# old rule\ngithub = [\"!push_*\"]\n\n[policy.egress]\n\"*\" = "
+                      "[\"!evil.example\"]\n\n[policy.workflows]\nmax_agents = 2\n";
+    strbuf out = SB_INIT;
+    struct as_err err = AS_ERR_INIT;
+    assert_int_equal(pol_preset_apply(pol_preset_find("compatible"), "m.toml", old, strlen(old),
+                                      &out, &err),
+                     0);
+    assert_non_null(strstr(out.buf, "# my machine\nversion = 1 # keep\n\n[guard]\nenabled = "
+                                    "true\n\n[policy]\nrequire = [\"a\"]\n"));
+    assert_non_null(strstr(out.buf, "[policy.workflows]\nmax_agents = 2\n"));
+    assert_null(strstr(out.buf, "push_"));
+    assert_null(strstr(out.buf, "evil.example"));
+    struct pol_layer *l = pol_machine_parse("m.toml", out.buf, out.len, &err);
+    if (!l)
+        fail_msg("%s\n%s", err.msg, out.buf);
+    assert_int_equal(l->keyed[POL_TOOLS].keys.n, 1);
+    assert_int_equal(l->keyed[POL_TOOLS].keys.v[0].rules.n, 4);
+    assert_int_equal(l->keyed[POL_EGRESS].keys.n, 0);
+    assert_int_equal(l->require.n, 1);
+    assert_int_equal(l->workflows.max_agents, 2);
+    pol_layer_free(l);
+    /* and on to developer: the dimensions compatible lacks come back */
+    strbuf out2 = SB_INIT;
+    assert_int_equal(pol_preset_apply(pol_preset_find("developer"), "m.toml", out.buf, out.len,
+                                      &out2, &err),
+                     0);
+    l = pol_machine_parse("m.toml", out2.buf, out2.len, &err);
+    assert_non_null(l);
+    assert_int_equal(l->keyed[POL_EGRESS].keys.v[0].rules.n, 3);
+    assert_int_equal(l->fs[1].globs.n, 1);
+    assert_non_null(strstr(out2.buf, "[guard]\nenabled = true\n"));
+    pol_layer_free(l);
+    /* no file: the preset text whole */
+    sb_reset(&out);
+    assert_int_equal(pol_preset_apply(pol_preset_find("ci"), "m.toml", NULL, 0, &out, &err), 0);
+    assert_string_equal(out.buf, pol_preset_find("ci")->text);
+    /* not TOML: refused, nothing produced */
+    sb_reset(&out);
+    const char *bad = "version = 1\n[policy.tools\n";
+    assert_int_equal(pol_preset_apply(pol_preset_find("ci"), "m.toml", bad, strlen(bad), &out,
+                                      &err),
+                     -1);
+    assert_int_equal(out.len, 0);
+    /* other spellings of the tables: whatever the editor does, the result is valid or refused */
+    const char *odd[] = {"version = 1\n[policy]\ntools = { \"*\" = [\"!x\"] }\n",
+                         "version = 1\npolicy.tools.\"*\" = [\"!x\"]\n",
+                         "version = 1\n[policy.tools]\n[policy.tools.sub]\n"};
+    for (size_t i = 0; i < 3; i++) {
+        sb_reset(&out);
+        if (pol_preset_apply(pol_preset_find("compatible"), "m.toml", odd[i], strlen(odd[i]),
+                             &out, &err) < 0)
+            continue;
+        struct pol_layer *ol = pol_machine_parse("m.toml", out.buf, out.len, &err);
+        if (!ol)
+            continue; /* the CLI refuses to write this */
+        assert_int_equal(ol->keyed[POL_TOOLS].keys.n, 1);
+        assert_int_equal(ol->keyed[POL_TOOLS].keys.v[0].rules.n, 4);
+        pol_layer_free(ol);
+    }
+    sb_release(&out);
+    sb_release(&out2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -326,6 +394,7 @@ int main(void)
         cmocka_unit_test(test_policy_table_contents),
         cmocka_unit_test(test_presets_match_examples),
         cmocka_unit_test(test_presets_load_and_decide),
+        cmocka_unit_test(test_preset_apply_keeps_other_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
