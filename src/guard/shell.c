@@ -469,7 +469,7 @@ static int write_operand(struct J *j, const struct word *w, const char *what)
 /* rm / chmod -R / find -delete targets: never /, home, the workspace root or
  * an ancestor of them; then the write check. */
 static void destructive_target(struct J *j, const struct word *w, const char *cmd,
-                               bool recursive)
+                               bool recursive, bool protect_ws)
 {
     strbuf abs = SB_INIT;
     bool unres;
@@ -483,7 +483,7 @@ static void destructive_target(struct J *j, const struct word *w, const char *cm
                          "cannot resolve");
         sb_release(&h);
     } else if (!strcmp(abs.buf, "/") || (x->home && gi_under(x->home, abs.buf)) ||
-               gi_under(x->workspace, abs.buf)) {
+               (protect_ws && gi_under(x->workspace, abs.buf))) {
         const char *what = !strcmp(abs.buf, "/")                   ? "/"
                            : x->home && !strcmp(abs.buf, x->home) ? "your home directory"
                            : !strcmp(abs.buf, x->workspace)       ? "the workspace root"
@@ -513,7 +513,7 @@ static void rule_rm(struct J *j, const struct word *w, size_t a, size_t n, bool 
     idxvec ops = VEC_INIT;
     operands(w, a, n, NULL, &ops);
     for (size_t i = 0; i < ops.n && !j->v->deny; i++)
-        destructive_target(j, &w[ops.v[i]], "rm", rec);
+        destructive_target(j, &w[ops.v[i]], "rm", rec, true);
     vec_free(&ops);
 }
 
@@ -571,11 +571,11 @@ static void rule_find(struct J *j, const struct word *w, size_t a, size_t n)
         if (t[0] == '-' || t[0] == '(' || t[0] == '!')
             break;
         any = true;
-        destructive_target(j, &w[i], "find -delete", true);
+        destructive_target(j, &w[i], "find -delete", true, false);
     }
     if (!any && !j->v->deny) {
         struct word dot = {(char *)".", false, false};
-        destructive_target(j, &dot, "find -delete", true);
+        destructive_target(j, &dot, "find -delete", true, false);
     }
 }
 
@@ -593,7 +593,7 @@ static void rule_chmod(struct J *j, const struct word *w, size_t a, size_t n, co
     for (size_t i = first; i < ops.n && !j->v->deny; i++) {
         strbuf label = SB_INIT;
         sb_addf(&label, "%s -R", cmd);
-        destructive_target(j, &w[ops.v[i]], label.buf, true);
+        destructive_target(j, &w[ops.v[i]], label.buf, true, false);
         sb_release(&label);
     }
     vec_free(&ops);
@@ -874,6 +874,8 @@ static void judge_segment(struct J *j, const struct seg *g)
                 continue;
             t = eq + 1;
         }
+        if (t[0] == '@' && t[1])
+            t++; /* curl -d @file, gcc @argsfile */
         if (!t[0])
             continue;
         operand_path(j, t, &abs, &unres);
