@@ -182,6 +182,48 @@ static int glob_match_compiled(const struct pol_glob *g, const char *s, size_t n
 
 /* ---- glob sets ---------------------------------------------------------- */
 
+/* A 64-bit signature of the byte pairs (and, for one-byte runs, the bytes)
+ * in text: if a glob matches s, every piece occurs in s, so the glob's
+ * signature is a subset of s's. One AND rules most general globs out before
+ * the matcher runs. */
+static inline uint64_t pair_bit(unsigned char a, unsigned char b)
+{
+    return 1ULL << ((a * 31u + b) & 63u);
+}
+
+static uint64_t signature(const char *s, size_t n, int nocase)
+{
+    uint64_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char a = nocase ? fold((unsigned char)s[i]) : (unsigned char)s[i];
+        m |= 1ULL << (a & 63u);
+        if (i + 1 < n) {
+            unsigned char b = nocase ? fold((unsigned char)s[i + 1]) : (unsigned char)s[i + 1];
+            m |= pair_bit(a, b);
+        }
+    }
+    return m;
+}
+
+static uint64_t glob_need(const struct pol_glob *g, int nocase)
+{
+    uint64_t m = 0;
+    for (size_t i = 0; i < g->npieces; i++) {
+        const char *p = g->pat + g->poff[i];
+        size_t n = g->plen[i];
+        if (n == 1) {
+            unsigned char a = nocase ? fold((unsigned char)p[0]) : (unsigned char)p[0];
+            m |= 1ULL << (a & 63u);
+        }
+        for (size_t k = 0; k + 1 < n; k++) {
+            unsigned char a = nocase ? fold((unsigned char)p[k]) : (unsigned char)p[k];
+            unsigned char b = nocase ? fold((unsigned char)p[k + 1]) : (unsigned char)p[k + 1];
+            m |= pair_bit(a, b);
+        }
+    }
+    return m;
+}
+
 enum { CLS_EXACT, CLS_PREFIX, CLS_SUFFIX, CLS_ALL, CLS_OTHER, CLS_BAD };
 
 static int glob_class(const struct pol_glob *g)
@@ -330,8 +372,10 @@ void pol_globset_build(struct pol_globset *gs, struct pol_arena *a, const struct
         int c = glob_class(&gs->g[i]);
         if (c == CLS_ALL)
             gs->all[gs->nall++] = i;
-        else if (c == CLS_OTHER)
+        else if (c == CLS_OTHER) {
             gs->other[gs->nother++] = i;
+            gs->g[i].need = glob_need(&gs->g[i], gs->nocase);
+        }
     }
 }
 
@@ -412,12 +456,13 @@ int32_t pol_globset_find(const struct pol_globset *gs, const char *s, size_t n, 
     }
     if (best >= 0 && first_only)
         return best;
+    uint64_t sig = gs->nother ? signature(s, n, nc) : 0;
     for (uint32_t i = 0; i < gs->nother; i++) {
         int32_t id = (int32_t)gs->other[i];
         if (best >= 0 && id > best)
             break;
         const struct pol_glob *g = &gs->g[id];
-        if (port_ok(g, port) && glob_match_compiled(g, s, n, nc)) {
+        if ((g->need & ~sig) == 0 && port_ok(g, port) && glob_match_compiled(g, s, n, nc)) {
             best = id;
             break;
         }

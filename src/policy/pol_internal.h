@@ -35,6 +35,7 @@ struct pol_glob {
     uint16_t port;       /* egress pin, 0 = any */
     uint8_t npieces;     /* 0 = literal, else '*'-separated pieces (>= 2) */
     uint8_t malformed;
+    uint64_t need;       /* byte-pair signature every match must contain (general globs) */
     uint16_t poff[POL_MAX_STARS + 1];
     uint16_t plen[POL_MAX_STARS + 1];
 };
