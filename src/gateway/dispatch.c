@@ -238,9 +238,9 @@ void gw_dispatch(struct gw *gw, struct job *j)
                                     "in [policy.tools] if you meant to, or ask the agent for a "
                                     "different tool",
                                     j->server, j->tool, why.buf);
-        gw_reply(gw, j, r);
         gw_audit(gw, j->server, j->tool, j->digest, "denied", why.buf,
                  rule.len ? rule.buf : NULL, pol_by_name(d.by), 0);
+        gw_reply(gw, j, r);
         sb_release(&why);
         sb_release(&rule);
         gw_job_free(j);
@@ -257,9 +257,9 @@ void gw_dispatch(struct gw *gw, struct job *j)
             sb_addf(&rule, "%s%s", sd.why == POL_DENY_RULE ? "!" : "", sd.pattern);
         json_t *r = gw_error_result("blocked: server '%s' may not read ${%s} — %s\nnothing ran",
                                     j->server, up->denied.v[0], why.buf);
-        gw_reply(gw, j, r);
         gw_audit(gw, j->server, j->tool, j->digest, "denied", why.buf,
                  rule.len ? rule.buf : NULL, pol_by_name(sd.by), 0);
+        gw_reply(gw, j, r);
         sb_release(&why);
         sb_release(&rule);
         gw_job_free(j);
@@ -274,8 +274,8 @@ void gw_dispatch(struct gw *gw, struct job *j)
                                     j->server, j->tool, up->unresolved.n, refs.buf,
                                     up->unresolved_hint ? " Set it with `agentstack secret set`."
                                                         : "");
-        gw_reply(gw, j, r);
         gw_audit(gw, j->server, j->tool, j->digest, "error", "unresolved-secret", NULL, NULL, 0);
+        gw_reply(gw, j, r);
         sb_release(&refs);
         gw_job_free(j);
         return;
@@ -288,8 +288,8 @@ void gw_dispatch(struct gw *gw, struct job *j)
                                     "it, run `agentstack lock --write`, then `agentstack trust "
                                     "%s`",
                                     j->server, j->tool, why.buf, gw->proj.dir);
-        gw_reply(gw, j, r);
         gw_audit(gw, j->server, "pin", "", "denied", why.buf, NULL, NULL, 0);
+        gw_reply(gw, j, r);
         sb_release(&why);
         gw_job_free(j);
         return;

@@ -176,3 +176,101 @@ def audit_rows(sb):
         return []
     with open(p) as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+# A fake upstream MCP server for gateway scenarios, written into a test's
+# project as fake.py. It refuses server/discover with -32601 at once (like the
+# spec's shell fakes), then speaks initialize. Options:
+#   --tools a,b,c     tool names (each answers "<name>: ok")
+#   --marker PATH     touch PATH when started (proves a spawn happened)
+#   --page N          tools/list page size (default: all)
+#   --desc TEXT       description for every tool
+#   --silent          never answer anything
+#   --hang NAME       that tool never answers
+#   --stderr N        write N bytes to stderr at start
+# Built-in tools: env (JSON of the environment), cwd, sleep {ms}, big {bytes},
+# crash (exits mid-call), junk (a non-JSON line, then the answer).
+FAKE = r'''#!/usr/bin/env python3
+import json, os, sys, threading, time
+a = sys.argv[1:]
+def opt(n, d=None):
+    return a[a.index(n) + 1] if n in a else d
+if opt("--marker"):
+    with open(opt("--marker"), "a") as f:
+        f.write("%d\n" % os.getpid())
+if opt("--stderr"):
+    sys.stderr.write("e" * int(opt("--stderr")))
+    sys.stderr.flush()
+names = [n for n in (opt("--tools", "echo") or "").split(",") if n]
+desc = opt("--desc", "a fake tool")
+tools = [{"name": n, "description": desc, "inputSchema": {"type": "object"}} for n in names]
+for n in ("env", "cwd", "sleep", "big", "crash", "junk"):
+    tools.append({"name": n, "description": "built-in " + n, "inputSchema": {"type": "object"}})
+page = int(opt("--page", "0")) or len(tools)
+lock = threading.Lock()
+def send(o):
+    with lock:
+        sys.stdout.write(json.dumps(o) + "\n")
+        sys.stdout.flush()
+def text(t):
+    return {"content": [{"type": "text", "text": t}], "isError": False}
+def call(rid, p):
+    n, args = p.get("name"), p.get("arguments") or {}
+    if n == opt("--hang"):
+        return
+    if n == "env":
+        send({"jsonrpc": "2.0", "id": rid, "result": text(json.dumps(dict(os.environ)))})
+    elif n == "cwd":
+        send({"jsonrpc": "2.0", "id": rid, "result": text(os.getcwd())})
+    elif n == "sleep":
+        time.sleep(args.get("ms", 100) / 1000.0)
+        send({"jsonrpc": "2.0", "id": rid, "result": text("slept")})
+    elif n == "big":
+        send({"jsonrpc": "2.0", "id": rid, "result": text("x" * int(args.get("bytes", 10)))})
+    elif n == "crash":
+        sys.stdout.write('{"jsonrpc":"2.0","id":'); sys.stdout.flush(); os._exit(3)
+    elif n == "junk":
+        with lock:
+            sys.stdout.write("not json at all\n"); sys.stdout.flush()
+        send({"jsonrpc": "2.0", "id": rid, "result": text("after junk")})
+    else:
+        send({"jsonrpc": "2.0", "id": rid, "result": text("%s: ok" % n)})
+for line in sys.stdin:
+    if "--silent" in a:
+        continue
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    rid, meth, p = m.get("id"), m.get("method"), m.get("params") or {}
+    if rid is None:
+        continue
+    if meth == "server/discover":
+        send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "nope"}})
+    elif meth == "initialize":
+        send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": "2025-11-25",
+              "capabilities": {"tools": {}}, "serverInfo": {"name": "fake", "version": "1"}}})
+    elif meth == "tools/list":
+        s = int(p.get("cursor") or 0)
+        r = {"tools": tools[s:s + page]}
+        if s + page < len(tools):
+            r["nextCursor"] = str(s + page)
+        send({"jsonrpc": "2.0", "id": rid, "result": r})
+    elif meth == "tools/call":
+        threading.Thread(target=call, args=(rid, p), daemon=True).start()
+    else:
+        send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "nope"}})
+'''
+
+
+def grant(sb, base=None):
+    """lock --write, then trust with the digest --preview reports."""
+    cwd = base or sb.project
+    r = sb.run("lock", "--write", cwd=cwd)
+    if r.returncode != 0:
+        raise RuntimeError("lock failed: " + r.stderr)
+    r = sb.run("trust", ".", "--preview", cwd=cwd)
+    d = json.loads(r.stdout)["surface_digest"]
+    r = sb.run("trust", ".", "--yes", "--consented", d, cwd=cwd)
+    if r.returncode != 0:
+        raise RuntimeError("trust failed: " + r.stdout + r.stderr)
