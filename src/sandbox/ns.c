@@ -566,6 +566,9 @@ static void __attribute__((noreturn)) child_main(const struct sbx_ns_spec *s, in
                                                  int parent_root)
 {
     g_ctl = ctl;
+    /* Out of the terminal's foreground group: a Ctrl-C reaches agentstack,
+     * which forwards it once, instead of reaching init directly as well. */
+    setsid();
     char msg[MSG_MAX];
     ssize_t n = recv_msg(ctl, msg, sizeof msg, NULL);
     if (n <= 0 || strcmp(msg, "go") != 0)

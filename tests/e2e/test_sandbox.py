@@ -211,6 +211,17 @@ def main():
         for line in pr.stdout:
             if line.strip() == "ready":
                 break
+        # The terminal's Ctrl-C goes to agentstack's process group only:
+        # init must not be in it, or the harness would get SIGINT twice.
+        def stat(pid):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    return f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                return ["", "", ""]
+        kids = [p for p in os.listdir("/proc") if p.isdigit() and stat(p)[1] == str(pr.pid)]
+        check(kids and all(stat(k)[2] != stat(pr.pid)[2] for k in kids),
+              "sandbox-init is outside agentstack's process group", kids)
         pr.send_signal(signal.SIGINT)
         out, err = pr.communicate(timeout=30)
         check(pr.returncode == 3 and "got-int" in out, "SIGINT is forwarded to the harness",
