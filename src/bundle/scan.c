@@ -489,7 +489,7 @@ static void scan_pass(struct file_ctx *c)
     do {                                                                                          \
         if (run_label) {                                                                          \
             char *msg = run_count > 1                                                             \
-                            ? xasprintf("hidden unicode U+%04X (%s) — %u in a row",               \
+                            ? xasprintf("hidden unicode U+%04X (%s) — %u in a row",              \
                                         (unsigned)run_cp, run_label, run_count)                   \
                             : xasprintf("hidden unicode U+%04X (%s)", (unsigned)run_cp,           \
                                         run_label);                                               \

@@ -92,7 +92,8 @@ static void add(struct doc *d, int s, enum lvl l, const char *fix, const char *f
     }
 }
 
-static void summary(struct doc *d, int s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void summary(struct doc *d, int s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void summary(struct doc *d, int s, const char *fmt, ...)
 {
     va_list ap;

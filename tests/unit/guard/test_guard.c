@@ -239,7 +239,8 @@ static void test_claude_codex_payloads(void **state)
 {
     (void)state;
     struct guard_hook_out o;
-    char *p = payload_fmt("{\"session_id\":\"s1\",\"cwd\":\"%s\",\"hook_event_name\":\"PreToolUse\","
+    char *p = payload_fmt("{\"session_id\":\"s1\",\"cwd\":\"%s\","
+                          "\"hook_event_name\":\"PreToolUse\","
                           "\"tool_name\":\"Bash\",\"tool_input\":{\"command\":\"%s\"}}",
                           "cat .env");
     assert_true(hook("claude", p, &o));
