@@ -213,7 +213,8 @@ int sbx_seccomp_install(char *why, size_t whysz)
     struct sock_filter f[160];
     size_t n = 0;
 #define ST(code, k) (f[n++] = (struct sock_filter)BPF_STMT((code), (k)))
-#define JEQ(k, t, fl) (f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (k), (t), (fl)))
+#define JEQ(k, t, fl) \
+    (f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (k), (t), (fl)))
     /* Architecture first: a syscall number means nothing under another ABI. */
     ST(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
     JEQ(SBX_AUDIT_ARCH, 1, 0);

@@ -294,7 +294,8 @@ static void apply_mount(const struct sbx_mount *m)
             child_fail("binding %s at %s: %s", m->src, what, strerror(errno));
         if (m->kind == SBX_MNT_DEV)
             return;
-        if (remount(target, MS_NOSUID | MS_NODEV | (m->kind == SBX_MNT_RO_BIND ? MS_RDONLY : 0)) < 0)
+        if (remount(target,
+                    MS_NOSUID | MS_NODEV | (m->kind == SBX_MNT_RO_BIND ? MS_RDONLY : 0)) < 0)
             child_fail("remounting %s: %s", what, strerror(errno));
         return;
     case SBX_MNT_TMPFS:

@@ -119,8 +119,9 @@ void sbx_proxy_free(struct sbx_proxy *p);
     "literal-IP (numeric-host) CONNECT target refused under lockdown — name the host instead"
 #define SBX_RULE_NON_TLS "non-TLS tunnel refused under lockdown — only TLS egress is permitted"
 #define SBX_RULE_INCOMPLETE "incomplete TLS ClientHello — cannot verify SNI, failing closed"
-#define SBX_RULE_UNVERIFIABLE \
-    "unverifiable TLS ClientHello (truncated or record-fragmented) — cannot check SNI, failing closed"
+#define SBX_RULE_UNVERIFIABLE                                                     \
+    "unverifiable TLS ClientHello (truncated or record-fragmented) — cannot check " \
+    "SNI, failing closed"
 #define SBX_RULE_ECH \
     "encrypted ClientHello (ECH) refused under lockdown — the inner server name cannot be checked"
 

@@ -111,7 +111,8 @@ static void test_plan_basics(void **st)
     fclose(mf);
     assert_null(strstr(out, p->token));
     assert_non_null(strstr(out, "command: /bin/sh -c 'echo hi'\n"));
-    assert_non_null(strstr(out, "🔒 no host route, no internet — the only peer is the egress proxy"));
+    assert_non_null(
+        strstr(out, "🔒 no host route, no internet — the only peer is the egress proxy"));
     free(out);
     sbx_plan_free(p);
     tu_rmtree(dir);
