@@ -322,8 +322,9 @@ static int do_test(int argc, char **argv, struct cli_ctx *ctx)
     strbuf what = SB_INIT;
     if (dim == POL_FS_WRITE) {
         ok = pol_fs_workspace_writable(rs, &d);
-        sb_adds(&what, ok ? "workspace read-write in the sandbox" : "workspace read-only in the "
-                                                                    "sandbox");
+        sb_adds(&what, ok ? "workspace read-write in the sandbox"
+                          : "workspace read-only in the "
+                            "sandbox");
     } else if (dim == POL_FS_DENY) {
         char cwd[4096];
         const char *ws = l.project_root ? l.project_root : getcwd(cwd, sizeof cwd);
@@ -543,9 +544,8 @@ static int do_preset(int argc, char **argv)
         sb_release(&why);
         goto out;
     }
-    printf("%s✓%s wrote preset '%s' to %s\nMachine policy: %s — %s\n",
-           term_color(1, TERM_GREEN), term_color(1, TERM_RESET), p->name, path.buf, word,
-           why.buf);
+    printf("%s✓%s wrote preset '%s' to %s\nMachine policy: %s — %s\n", term_color(1, TERM_GREEN),
+           term_color(1, TERM_RESET), p->name, path.buf, word, why.buf);
     sb_release(&why);
     rc = EXIT_OK;
 out:

@@ -530,8 +530,8 @@ static void lexical(const char *p, strbuf *out)
         sb_addc(out, '/');
 }
 
-void pol_fs_spellings(const char *path, const char *workspace, const char *home,
-                      int with_basename, strvec *out)
+void pol_fs_spellings(const char *path, const char *workspace, const char *home, int with_basename,
+                      strvec *out)
 {
     strbuf e = SB_INIT, abs = SB_INIT, ws = SB_INIT, tmp = SB_INIT;
     if (expand_home(path, home, &e) < 0) {
@@ -591,12 +591,8 @@ const char *pol_by_name(enum pol_by by)
 const char *pol_dim_display(enum pol_dim dim)
 {
     static const char *const names[POL_NDIMS] = {
-        "[policy.tools]",
-        "[policy.egress]",
-        "[policy.secrets]",
-        "[policy.filesystem] read",
-        "[policy.filesystem] write",
-        "[policy.filesystem] deny",
+        "[policy.tools]",           "[policy.egress]",           "[policy.secrets]",
+        "[policy.filesystem] read", "[policy.filesystem] write", "[policy.filesystem] deny",
     };
     return dim < POL_NDIMS ? names[dim] : "[policy]";
 }

@@ -155,8 +155,8 @@ void pol_machine_lint(const struct pol_layer *m, strvec *warnings)
                     continue;
                 int covered = 0;
                 for (size_t s = 0; star && s < star->rules.n && !covered; s++)
-                    covered = star->rules.v[s].deny &&
-                              strcmp(star->rules.v[s].canon, rule->canon) == 0;
+                    covered =
+                        star->rules.v[s].deny && strcmp(star->rules.v[s].canon, rule->canon) == 0;
                 if (!covered)
                     strvec_pushf(warnings,
                                  "[policy.%s] %s denies \"!%s\" but \"*\" does not — it can be "

@@ -33,7 +33,7 @@ static int parse_num_part(const char *s, size_t n, uint64_t *v)
             return -1;
         for (size_t i = 2; i < n; i++) {
             unsigned char c = (unsigned char)s[i];
-            int d = (c >= '0' && c <= '9') ? c - '0'
+            int d = (c >= '0' && c <= '9')   ? c - '0'
                     : (c >= 'a' && c <= 'f') ? c - 'a' + 10
                     : (c >= 'A' && c <= 'F') ? c - 'A' + 10
                                              : -1;

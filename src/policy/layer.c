@@ -57,8 +57,8 @@ void pol_layer_free(struct pol_layer *l)
     free(l);
 }
 
-struct pol_key *pol_layer_key(struct pol_layer *l, enum pol_dim dim, const char *key,
-                              unsigned line, unsigned col)
+struct pol_key *pol_layer_key(struct pol_layer *l, enum pol_dim dim, const char *key, unsigned line,
+                              unsigned col)
 {
     struct pol_keyed *kd = &l->keyed[dim];
     for (size_t i = 0; i < kd->keys.n; i++)
@@ -87,15 +87,13 @@ int pol_layer_add(struct pol_layer *l, enum pol_dim dim, const char *key, const 
         struct pol_fslist *fl = &l->fs[dim - POL_FS_READ];
         const char *name = fs_name[dim - POL_FS_READ];
         if (fl->globs.n >= POL_MAX_ENTRIES) {
-            as_err_set(err, "[policy.filesystem] %s has more than %d globs", name,
-                       POL_MAX_ENTRIES);
+            as_err_set(err, "[policy.filesystem] %s has more than %d globs", name, POL_MAX_ENTRIES);
             as_err_hint(err, "merge globs in [policy.filesystem] %s (e.g. \"secrets/**\")", name);
             locate(err, l, line, col);
             return -1;
         }
         if (pol_fs_glob_check(entry, strlen(entry), &why) < 0) {
-            as_err_set(err, "[policy.filesystem] %s glob \"%s\" is invalid — %s", name, entry,
-                       why);
+            as_err_set(err, "[policy.filesystem] %s glob \"%s\" is invalid — %s", name, entry, why);
             as_err_hint(err, "edit [policy.filesystem] %s and rewrite \"%s\"", name, entry);
             locate(err, l, line, col);
             return -1;
@@ -157,8 +155,8 @@ int pol_layer_add(struct pol_layer *l, enum pol_dim dim, const char *key, const 
         locate(err, l, line, col);
         return -1;
     }
-    struct pol_rule r = {xstrdup(entry), xstrdup(canon), xstrdup(pat), port, entry[0] == '!',
-                         line, col};
+    struct pol_rule r = {xstrdup(entry),  xstrdup(canon), xstrdup(pat), port,
+                         entry[0] == '!', line,           col};
     vec_push(&k->rules, r);
     return 0;
 }
@@ -295,8 +293,7 @@ static int load_keyed(struct pol_layer *l, enum pol_dim dim, const toml_value *t
     return 0;
 }
 
-static int load_fs(struct pol_layer *l, const toml_value *tab, const char *path,
-                   struct as_err *err)
+static int load_fs(struct pol_layer *l, const toml_value *tab, const char *path, struct as_err *err)
 {
     static const char *const known[] = {"read", "write", "deny", NULL};
     if (tab->type != TOML_TABLE) {
@@ -365,9 +362,9 @@ static int load_workflows(struct pol_layer *l, const toml_value *tab, const char
 struct pol_layer *pol_layer_from_toml(const toml_value *pt, const char *path, enum pol_layer_id id,
                                       struct as_err *err)
 {
-    static const char *const known[] = {"require", "forbid",  "allowed_sources", "tools",
-                                        "egress",  "secrets", "filesystem",      "workflows",
-                                        NULL};
+    static const char *const known[] = {"require",    "forbid",    "allowed_sources",
+                                        "tools",      "egress",    "secrets",
+                                        "filesystem", "workflows", NULL};
     struct pol_layer *l = pol_layer_new(id, path);
     if (!pt)
         return l;
@@ -394,8 +391,7 @@ struct pol_layer *pol_layer_from_toml(const toml_value *pt, const char *path, en
         else if (strcmp(k, "forbid") == 0)
             rc = string_array(kv->val, path, "[policy] forbid", &l->forbid, err);
         else if (strcmp(k, "allowed_sources") == 0)
-            rc = string_array(kv->val, path, "[policy] allowed_sources", &l->allowed_sources,
-                              err);
+            rc = string_array(kv->val, path, "[policy] allowed_sources", &l->allowed_sources, err);
         else
             rc = pol_unknown_key(err, path, kv, "[policy]", known);
         if (rc < 0)

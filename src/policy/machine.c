@@ -71,10 +71,11 @@ struct pol_layer *pol_machine_parse(const char *path, const char *data, size_t l
                                     struct as_err *err)
 {
     static const char *const root_keys[] = {
-        "version", "servers",  "skills",  "instructions", "toolsets", "profiles",
-        "default_toolset", "settings", "hooks", "targets", "policy", "extensions",
-        "workflows", "packs", "package_overrides", "meta", "delivery", "guard",
-        "experimental", "gateway", NULL};
+        "version",  "servers",         "skills",    "instructions", "toolsets",
+        "profiles", "default_toolset", "settings",  "hooks",        "targets",
+        "policy",   "extensions",      "workflows", "packs",        "package_overrides",
+        "meta",     "delivery",        "guard",     "experimental", "gateway",
+        NULL};
     if (len > MACHINE_MAX_BYTES) {
         as_err_at(err, path, 0, 0, "exceeds the %u-byte limit", MACHINE_MAX_BYTES);
         return NULL;
@@ -96,8 +97,7 @@ struct pol_layer *pol_machine_parse(const char *path, const char *data, size_t l
                       (long long)ver->val->u.i);
             as_err_hint(err, "upgrade agentstack");
         } else {
-            as_err_at(err, path, ver->val->line, ver->val->col,
-                      "version must be the integer 1");
+            as_err_at(err, path, ver->val->line, ver->val->col, "version must be the integer 1");
             as_err_hint(err, "write `version = 1`");
         }
         goto out;

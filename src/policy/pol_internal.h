@@ -29,13 +29,13 @@ void pol_arena_free(struct pol_arena *a);
 /* ---- globs -------------------------------------------------------------- */
 
 struct pol_glob {
-    const char *disp;    /* canonical rule text without '!' */
-    const char *pat;     /* matched text (egress: the host glob) */
-    uint32_t len;        /* strlen(pat) */
-    uint16_t port;       /* egress pin, 0 = any */
-    uint8_t npieces;     /* 0 = literal, else '*'-separated pieces (>= 2) */
+    const char *disp; /* canonical rule text without '!' */
+    const char *pat;  /* matched text (egress: the host glob) */
+    uint32_t len;     /* strlen(pat) */
+    uint16_t port;    /* egress pin, 0 = any */
+    uint8_t npieces;  /* 0 = literal, else '*'-separated pieces (>= 2) */
     uint8_t malformed;
-    uint64_t need;       /* byte-pair signature every match must contain (general globs) */
+    uint64_t need; /* byte-pair signature every match must contain (general globs) */
     uint16_t poff[POL_MAX_STARS + 1];
     uint16_t plen[POL_MAX_STARS + 1];
 };
@@ -49,22 +49,22 @@ struct pol_item {
 };
 
 struct pol_hidx {
-    uint32_t *slot;      /* glob id + 1; 0 = empty */
-    uint32_t mask;       /* slots - 1, 0 when unused */
-    uint16_t *lens;      /* distinct key lengths, ascending (prefix/suffix tables) */
+    uint32_t *slot; /* glob id + 1; 0 = empty */
+    uint32_t mask;  /* slots - 1, 0 when unused */
+    uint16_t *lens; /* distinct key lengths, ascending (prefix/suffix tables) */
     uint32_t nlens;
 };
 
 struct pol_globset {
-    struct pol_glob *g;     /* sorted by disp, deduplicated */
-    const char **disps;     /* g[i].disp, for rendering allowlists */
+    struct pol_glob *g; /* sorted by disp, deduplicated */
+    const char **disps; /* g[i].disp, for rendering allowlists */
     uint32_t n;
     uint8_t nocase;
     int32_t first_malformed; /* -1 when none */
     struct pol_hidx exact, prefix, suffix;
-    uint32_t *all;          /* ids of "*"-only globs */
+    uint32_t *all; /* ids of "*"-only globs */
     uint32_t nall;
-    uint32_t *other;        /* ids needing the general matcher */
+    uint32_t *other; /* ids needing the general matcher */
     uint32_t nother;
 };
 
@@ -87,22 +87,22 @@ struct pol_side {
     struct pol_globset deny;
     struct pol_globset *allow; /* allow_all_of: every bound must be hit */
     uint32_t nallow;
-    uint8_t inherit_any;       /* also apply the "*" bucket's side */
+    uint8_t inherit_any; /* also apply the "*" bucket's side */
 };
 
 struct pol_bucket {
-    const char *server;                    /* NULL for the "*" bucket */
-    struct pol_side side[POL_NKEYED][2];   /* [dim][machine/project] */
+    const char *server;                  /* NULL for the "*" bucket */
+    struct pol_side side[POL_NKEYED][2]; /* [dim][machine/project] */
 };
 
 struct pol_ruleset {
     struct pol_arena arena;
-    int version;            /* > POL_WIRE_VERSION: deny everything */
-    const char *deny_all;   /* set: deny everything with this reason */
+    int version;          /* > POL_WIRE_VERSION: deny everything */
+    const char *deny_all; /* set: deny everything with this reason */
     struct pol_bucket any;
-    struct pol_bucket *servers;  /* sorted by name */
+    struct pol_bucket *servers; /* sorted by name */
     uint32_t nservers;
-    uint32_t *srv_slot;          /* hash of server names: index + 1 */
+    uint32_t *srv_slot; /* hash of server names: index + 1 */
     uint32_t srv_mask;
     struct pol_globset fs[3][2]; /* [read/write/deny][machine/project] */
     struct pol_globset gw_only;  /* normalized literal hosts */

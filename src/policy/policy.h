@@ -47,12 +47,12 @@
 
 /* Authoring caps (spec 03 §11.5): exceeding one is an error when a layer is
  * built and a fail-closed (malformed) rule when a compiled ruleset is loaded. */
-#define POL_MAX_PATTERN 512       /* bytes, tools/egress/secrets entries */
-#define POL_MAX_FS_PATTERN 4096   /* bytes, filesystem globs */
-#define POL_MAX_STARS 16          /* '*' runs per pattern */
-#define POL_MAX_ENTRIES 4096      /* entries per key / per filesystem list */
-#define POL_MAX_KEYS 4096         /* keys per keyed dimension */
-#define POL_HOST_MAX 253          /* normalized host name bytes */
+#define POL_MAX_PATTERN 512     /* bytes, tools/egress/secrets entries */
+#define POL_MAX_FS_PATTERN 4096 /* bytes, filesystem globs */
+#define POL_MAX_STARS 16        /* '*' runs per pattern */
+#define POL_MAX_ENTRIES 4096    /* entries per key / per filesystem list */
+#define POL_MAX_KEYS 4096       /* keys per keyed dimension */
+#define POL_HOST_MAX 253        /* normalized host name bytes */
 
 enum pol_dim {
     POL_TOOLS,
@@ -70,22 +70,22 @@ enum pol_layer_id { POL_MACHINE = 0, POL_PROJECT = 1 };
 /* ---- layers: the rule lists as one file wrote them ---------------------- */
 
 struct pol_rule {
-    char *text;        /* as written, including a leading '!' */
-    char *canon;       /* normalized rule without '!' (egress: host[:port|:*]) */
-    char *pat;         /* what subjects are matched against (egress: the host glob) */
-    uint16_t port;     /* egress: pinned port, 0 = any */
+    char *text;    /* as written, including a leading '!' */
+    char *canon;   /* normalized rule without '!' (egress: host[:port|:*]) */
+    char *pat;     /* what subjects are matched against (egress: the host glob) */
+    uint16_t port; /* egress: pinned port, 0 = any */
     unsigned deny : 1;
     unsigned line, col;
 };
 
 struct pol_key {
-    char *name;        /* server name, or "*" for every server */
+    char *name; /* server name, or "*" for every server */
     unsigned line, col;
     VEC(struct pol_rule) rules;
 };
 
 struct pol_keyed {
-    VEC(struct pol_key) keys;  /* file order */
+    VEC(struct pol_key) keys; /* file order */
 };
 
 struct pol_fslist {
@@ -102,9 +102,9 @@ struct pol_workflow_caps {
 /* One layer. Read-only for users; build with pol_layer_* functions. */
 struct pol_layer {
     enum pol_layer_id id;
-    char *path;                        /* source file, for messages (may be NULL) */
+    char *path; /* source file, for messages (may be NULL) */
     struct pol_keyed keyed[POL_NKEYED];
-    struct pol_fslist fs[3];           /* read, write, deny */
+    struct pol_fslist fs[3]; /* read, write, deny */
     strvec require, forbid, allowed_sources;
     struct pol_workflow_caps workflows;
 };
@@ -113,8 +113,8 @@ struct pol_layer *pol_layer_new(enum pol_layer_id id, const char *path);
 void pol_layer_free(struct pol_layer *l);
 /* Declares key in a keyed dimension (an empty list is "no rule", but explain
  * shows it). Returns the key. */
-struct pol_key *pol_layer_key(struct pol_layer *l, enum pol_dim dim, const char *key,
-                              unsigned line, unsigned col);
+struct pol_key *pol_layer_key(struct pol_layer *l, enum pol_dim dim, const char *key, unsigned line,
+                              unsigned col);
 /* Adds one entry. Keyed dimensions: key is a server name or "*", entry may
  * start with '!'. Filesystem dimensions: key is ignored, entry is a glob.
  * Validates the grammar; on error err names path:line:col (when line != 0)
@@ -186,23 +186,23 @@ struct pol_ruleset *pol_ruleset_from_json(const char *text, size_t len, struct a
 
 /* Who decided. */
 enum pol_by {
-    POL_BY_NONE,     /* allowed: nothing objected */
+    POL_BY_NONE, /* allowed: nothing objected */
     POL_BY_MACHINE,
     POL_BY_PROJECT,
-    POL_BY_DEFAULT,  /* filesystem write: deny-by-default */
-    POL_BY_SYSTEM,   /* ruleset version, gateway-only host, invalid subject */
+    POL_BY_DEFAULT, /* filesystem write: deny-by-default */
+    POL_BY_SYSTEM,  /* ruleset version, gateway-only host, invalid subject */
 };
 
 enum pol_why {
     POL_ALLOWED,
-    POL_DENY_RULE,        /* a '!' rule matched: pattern */
-    POL_NOT_ALLOWLISTED,  /* an allowlist was missed: allowlist[0..n_allow) */
-    POL_MALFORMED,        /* a malformed compiled pattern: pattern */
-    POL_DEFAULT_DENY,     /* filesystem write with no scope anywhere */
-    POL_VERSION,          /* ruleset newer than this build */
-    POL_GATEWAY_ONLY,     /* lockdown: host served through the gateway relay */
-    POL_BAD_SUBJECT,      /* subject fails its grammar (non-ASCII host, bad tool name) */
-    POL_UNAVAILABLE,      /* deny-all ruleset: reason */
+    POL_DENY_RULE,       /* a '!' rule matched: pattern */
+    POL_NOT_ALLOWLISTED, /* an allowlist was missed: allowlist[0..n_allow) */
+    POL_MALFORMED,       /* a malformed compiled pattern: pattern */
+    POL_DEFAULT_DENY,    /* filesystem write with no scope anywhere */
+    POL_VERSION,         /* ruleset newer than this build */
+    POL_GATEWAY_ONLY,    /* lockdown: host served through the gateway relay */
+    POL_BAD_SUBJECT,     /* subject fails its grammar (non-ASCII host, bad tool name) */
+    POL_UNAVAILABLE,     /* deny-all ruleset: reason */
 };
 
 /* A decision. Pointers refer into the ruleset (and subject into the caller's
@@ -212,12 +212,12 @@ struct pol_decision {
     enum pol_dim dim;
     enum pol_by by;
     enum pol_why why;
-    const char *pattern;              /* rule text without '!' (DENY_RULE, MALFORMED) */
-    const char *const *allowlist;     /* NOT_ALLOWLISTED: the allowlist that missed */
+    const char *pattern;          /* rule text without '!' (DENY_RULE, MALFORMED) */
+    const char *const *allowlist; /* NOT_ALLOWLISTED: the allowlist that missed */
     size_t n_allow;
-    const char *subject;              /* the subject as given */
-    int version;                      /* POL_VERSION: the ruleset's version */
-    const char *reason;               /* POL_UNAVAILABLE */
+    const char *subject; /* the subject as given */
+    int version;         /* POL_VERSION: the ruleset's version */
+    const char *reason;  /* POL_UNAVAILABLE */
 };
 
 /* Keyed decisions. server is the manifest's server name (a server named "*"
@@ -254,8 +254,8 @@ int pol_fs_allowed(const struct pol_ruleset *rs, const char *const *spellings, s
  * pushes the absolute path, the workspace-relative path when inside the
  * workspace, and (with_basename) the bare file name. The host guard adds
  * the symlink-resolved forms itself. */
-void pol_fs_spellings(const char *path, const char *workspace, const char *home,
-                      int with_basename, strvec *out);
+void pol_fs_spellings(const char *path, const char *workspace, const char *home, int with_basename,
+                      strvec *out);
 
 /* Refusal text, errata rule 6:
  *   denied by [policy.tools] rule "!delete_*"
@@ -290,8 +290,7 @@ int pol_host_normalize(const char *host, size_t len, char *out, const char **why
  * Unicode (converted to xn--). On success fills host (normalized glob,
  * POL_HOST_MAX + 1 bytes), *port (0 = any) and canon (the normalized entry,
  * POL_MAX_PATTERN + 1 bytes); on error returns -1 and *why. */
-int pol_egress_parse(const char *entry, char *host, uint16_t *port, char *canon,
-                     const char **why);
+int pol_egress_parse(const char *entry, char *host, uint16_t *port, char *canon, const char **why);
 
 /* ---- explain and doctor ------------------------------------------------- */
 
@@ -315,9 +314,9 @@ void pol_machine_lint(const struct pol_layer *machine, strvec *warnings);
 /* ---- presets ------------------------------------------------------------ */
 
 struct pol_preset {
-    const char *name;     /* developer, compatible, locked-down, ci */
+    const char *name; /* developer, compatible, locked-down, ci */
     const char *summary;
-    const char *text;     /* a complete machine manifest (TOML) */
+    const char *text; /* a complete machine manifest (TOML) */
 };
 extern const struct pol_preset pol_presets[];
 extern const size_t pol_npresets;

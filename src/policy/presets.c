@@ -100,8 +100,7 @@ const struct pol_preset pol_presets[] = {
      "daily work: no destructive/admin/secret-reading tools, no metadata egress, "
      "workspace writable in the sandbox",
      preset_developer},
-    {"compatible", "migration step: blocks only destructive and admin tools",
-     preset_compatible},
+    {"compatible", "migration step: blocks only destructive and admin tools", preset_compatible},
     {"locked-down", "confinement: read-only tools, Anthropic API egress only, no secrets",
      preset_locked_down},
     {"ci", "runners: read/build/test tools, model API + package registries over TLS, no secrets",

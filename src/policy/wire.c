@@ -231,8 +231,8 @@ static int only_keys(json_t *obj, const char *const *known, const char *where, s
 }
 
 /* Items from a JSON string array; malformed entries are kept, flagged. */
-static int read_items(json_t *arr, int dim, const char *where, struct pol_item **items,
-                      size_t *n, strvec *keep, struct as_err *err)
+static int read_items(json_t *arr, int dim, const char *where, struct pol_item **items, size_t *n,
+                      strvec *keep, struct as_err *err)
 {
     if (!json_is_array(arr))
         return as_err_set(err, "policy ruleset: %s must be an array of strings", where);
@@ -318,8 +318,8 @@ static int read_side(json_t *obj, int dim, struct raw_side *r, strvec *keep, str
         r->bounds = xcalloc(nb + 1, sizeof *r->bounds);
         r->nbound = xcalloc(nb + 1, sizeof *r->nbound);
         for (size_t i = 0; i < nb; i++) {
-            if (read_items(json_array_get(a, i), dim, "allow_all_of", &r->bounds[i],
-                           &r->nbound[i], keep, err) < 0) {
+            if (read_items(json_array_get(a, i), dim, "allow_all_of", &r->bounds[i], &r->nbound[i],
+                           keep, err) < 0) {
                 r->nbounds = i + 1;
                 return -1;
             }
@@ -420,9 +420,8 @@ static int read_bucket(json_t *obj, struct pol_bucket *b, const struct pol_bucke
 
 static struct pol_ruleset *load(json_t *root, struct as_err *err)
 {
-    static const char *const known[] = {"version",    "defaults",           "servers",
-                                        "any",        "filesystem",         "gateway_only_hosts",
-                                        "unavailable", NULL};
+    static const char *const known[] = {"version",    "defaults",           "servers",     "any",
+                                        "filesystem", "gateway_only_hosts", "unavailable", NULL};
     static const char *const dflt_keys[] = {"tools", "egress", "secrets", "filesystem", NULL};
     if (!json_is_object(root)) {
         as_err_set(err, "policy ruleset: not a JSON object");

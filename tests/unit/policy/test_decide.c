@@ -36,8 +36,8 @@ static char *layer_err(const char *toml)
     toml_value *root = toml_parse("t.toml", toml, strlen(toml), &err);
     if (!root)
         fail_msg("toml: %s", err.msg);
-    struct pol_layer *l = pol_layer_from_toml(toml_get(root, "policy"), "t.toml", POL_PROJECT,
-                                              &err);
+    struct pol_layer *l =
+        pol_layer_from_toml(toml_get(root, "policy"), "t.toml", POL_PROJECT, &err);
     toml_free(root);
     if (l)
         fail_msg("expected an error for: %s", toml);
@@ -60,16 +60,15 @@ static struct pol_ruleset *rs_of(const char *m, const char *b)
 
 /* Checks one decision: allow, the deciding layer and (when given) the exact text. */
 static void expect(const struct pol_ruleset *rs, enum pol_dim dim, const char *server,
-                   const char *subject, unsigned port, int allow, enum pol_by by,
-                   const char *text)
+                   const char *subject, unsigned port, int allow, enum pol_by by, const char *text)
 {
     struct pol_decision d;
     int got = pol_decide(rs, dim, server, subject, port, &d);
     strbuf sb = SB_INIT;
     pol_decision_text(&d, &sb);
     if (got != allow || d.allow != allow || (!allow && d.by != by))
-        fail_msg("%s %s/%s:%u: got %s by %s (%s), want %s by %s", pol_dim_display(dim),
-                 server, subject, port, got ? "allow" : "deny", pol_by_name(d.by), sb.buf,
+        fail_msg("%s %s/%s:%u: got %s by %s (%s), want %s by %s", pol_dim_display(dim), server,
+                 subject, port, got ? "allow" : "deny", pol_by_name(d.by), sb.buf,
                  allow ? "allow" : "deny", pol_by_name(by));
     if (text && strcmp(sb.buf, text) != 0)
         fail_msg("text:\n got  %s\n want %s", sb.buf, text);
@@ -90,8 +89,7 @@ static void test_row1_star_deny_is_rename_proof(void **st)
 {
     (void)st;
     struct pol_ruleset *rs = rs_of("[policy.tools]\n\"*\" = [\"!delete_*\"]\n", NULL);
-    expect(rs, T, "gh", "delete_repo", 0, 0, M,
-           "denied by [policy.tools] rule \"!delete_*\"" MSUF);
+    expect(rs, T, "gh", "delete_repo", 0, 0, M, "denied by [policy.tools] rule \"!delete_*\"" MSUF);
     expect(rs, T, "any-name", "delete_x", 0, 0, M, NULL);
     expect(rs, T, "gh", "list_repos", 0, 1, N, NULL);
     pol_ruleset_free(rs);
@@ -134,8 +132,8 @@ static void test_row3_intersection(void **st)
 static void test_row4_both_layers_bound(void **st)
 {
     (void)st;
-    struct pol_ruleset *rs = rs_of("[policy.tools]\nfigma = [\"get_*\"]\n",
-                                   "[policy.tools]\nfigma = [\"get_file\"]\n");
+    struct pol_ruleset *rs =
+        rs_of("[policy.tools]\nfigma = [\"get_*\"]\n", "[policy.tools]\nfigma = [\"get_file\"]\n");
     expect(rs, T, "figma", "get_file", 0, 1, N, NULL);
     expect(rs, T, "figma", "get_node", 0, 0, B, NULL);
     expect(rs, T, "figma", "delete_file", 0, 0, M,
@@ -178,8 +176,8 @@ static void test_row8_denies_ignore_case(void **st)
 {
     (void)st;
     /* stricter than the reference (00-overview): !delete_* also blocks DELETE_all */
-    struct pol_ruleset *rs = rs_of("[policy.tools]\n\"*\" = [\"!delete_*\"]\n",
-                                   "[policy.tools]\n\"*\" = [\"Get_*\"]\n");
+    struct pol_ruleset *rs =
+        rs_of("[policy.tools]\n\"*\" = [\"!delete_*\"]\n", "[policy.tools]\n\"*\" = [\"Get_*\"]\n");
     expect(rs, T, "s", "DELETE_all", 0, 0, M, NULL);
     expect(rs, T, "s", "Delete_All", 0, 0, M, NULL);
     /* allows stay case-sensitive */
@@ -194,8 +192,7 @@ static void test_row9_no_secret_regrant(void **st)
     (void)st;
     struct pol_ruleset *rs = rs_of("[policy.secrets]\n\"*\" = [\"!*\"]\n",
                                    "[policy.secrets]\ngithub = [\"GITHUB_TOKEN\"]\n");
-    expect(rs, S, "github", "GITHUB_TOKEN", 0, 0, M,
-           "denied by [policy.secrets] rule \"!*\"" MSUF);
+    expect(rs, S, "github", "GITHUB_TOKEN", 0, 0, M, "denied by [policy.secrets] rule \"!*\"" MSUF);
     pol_ruleset_free(rs);
     /* secret denies fold case too: only narrows */
     rs = rs_of("[policy.secrets]\n\"*\" = [\"!*_PRIVATE_KEY\"]\n", NULL);
@@ -425,8 +422,8 @@ static void test_host_tricks(void **st)
     expect(rs, E, "x", "metadata.google.internal", 80, 0, M,
            "denied by [policy.egress] rule \"!metadata.google.internal\"" MSUF);
     /* numeric IPv4 spellings of the metadata address */
-    const char *v4[] = {"2852039166", "0xA9FEA9FE", "0251.0376.0251.0376", "169.254.43518",
-                        "0xa9.0xfe.0xa9.0xfe", "[::ffff:169.254.169.254]",
+    const char *v4[] = {"2852039166",      "0xA9FEA9FE",          "0251.0376.0251.0376",
+                        "169.254.43518",   "0xa9.0xfe.0xa9.0xfe", "[::ffff:169.254.169.254]",
                         "::ffff:a9fe:a9fe"};
     for (size_t i = 0; i < sizeof v4 / sizeof *v4; i++)
         expect(rs, E, "x", v4[i], 80, 0, M, NULL);
@@ -435,8 +432,9 @@ static void test_host_tricks(void **st)
     expect(rs, E, "x", "xn--bcher-kva.example", 443, 0, M,
            "denied by [policy.egress] rule \"!xn--bcher-kva.example\"" MSUF);
     struct pol_decision d;
-    assert_int_equal(pol_egress(rs, "x", "b\xc3\xbc"
-                                         "cher.example",
+    assert_int_equal(pol_egress(rs, "x",
+                                "b\xc3\xbc"
+                                "cher.example",
                                 443, &d),
                      0);
     assert_int_equal(d.why, POL_BAD_SUBJECT);
@@ -461,15 +459,33 @@ static void test_host_tricks(void **st)
 static void test_egress_pattern_grammar(void **st)
 {
     (void)st;
-    const char *bad[] = {"https://api.example.com", "http://h", "api.example.com/path",
-                         "user@host",              "h?x",      "h#x",
-                         "h:+443",                 "h:0",      "h:65536",
-                         "h:",                     "[::1",     "[::1]x",
-                         "[::1]:",                 "h:443junk", "a b",
-                         "h:44 3",                 "h%2e",     "[example.com]",
-                         "::zz",                   "a..b",     ".",
-                         "",                       "!",        "h:*:1",
-                         "*.b\xc3\xbc*.de",        "x]",       "h\\x"};
+    const char *bad[] = {"https://api.example.com",
+                         "http://h",
+                         "api.example.com/path",
+                         "user@host",
+                         "h?x",
+                         "h#x",
+                         "h:+443",
+                         "h:0",
+                         "h:65536",
+                         "h:",
+                         "[::1",
+                         "[::1]x",
+                         "[::1]:",
+                         "h:443junk",
+                         "a b",
+                         "h:44 3",
+                         "h%2e",
+                         "[example.com]",
+                         "::zz",
+                         "a..b",
+                         ".",
+                         "",
+                         "!",
+                         "h:*:1",
+                         "*.b\xc3\xbc*.de",
+                         "x]",
+                         "h\\x"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char host[POL_HOST_MAX + 1], canon[POL_MAX_PATTERN + 1];
         uint16_t port;
@@ -564,10 +580,18 @@ static void test_ten_thousand_rules(void **st)
     for (int i = 0; i < 10000; i++) {
         const char *key = i < 4000 ? "*" : i < 8000 ? "alpha" : "beta";
         switch (i % 4) {
-        case 0: snprintf(e, sizeof e, "!tool_%d", i); break;
-        case 1: snprintf(e, sizeof e, "!pre%d_*", i); break;
-        case 2: snprintf(e, sizeof e, "!*_suf%d", i); break;
-        default: snprintf(e, sizeof e, "!*mid%d*x", i); break;
+        case 0:
+            snprintf(e, sizeof e, "!tool_%d", i);
+            break;
+        case 1:
+            snprintf(e, sizeof e, "!pre%d_*", i);
+            break;
+        case 2:
+            snprintf(e, sizeof e, "!*_suf%d", i);
+            break;
+        default:
+            snprintf(e, sizeof e, "!*mid%d*x", i);
+            break;
         }
         assert_int_equal(pol_layer_add(m, POL_TOOLS, key, e, 0, 0, &err), 0);
         snprintf(e, sizeof e, "ok_%d*", i);
@@ -589,7 +613,7 @@ static void test_ten_thousand_rules(void **st)
     assert_int_equal(pol_tool(rs, "beta", "zzmid8003qqx", &d), 0);
     assert_int_equal(pol_tool(rs, "alpha", "ok_4001_tool", &d), 1);
     assert_int_equal(pol_tool(rs, "alpha", "ok_9000_tool", &d), 0); /* beta's allowlist */
-    assert_int_equal(pol_tool(rs, "beta", "ok_8012_x", &d), 1); /* "*" bound and beta bound */
+    assert_int_equal(pol_tool(rs, "beta", "ok_8012_x", &d), 1);     /* "*" bound and beta bound */
     /* the wire form round-trips */
     strbuf j1 = SB_INIT, j2 = SB_INIT;
     pol_ruleset_to_json(rs, &j1);
@@ -630,9 +654,8 @@ static void test_caps(void **st)
     assert_int_equal(i, POL_MAX_ENTRIES + 1);
     assert_non_null(strstr(err.msg, "more than 4096 entries"));
     as_err_clear(&err);
-    assert_int_equal(pol_layer_add(l, POL_TOOLS, "s", "a*b*c*d*e*f*g*h*i*j*k*l*m*n*o*p*q*r", 0,
-                                   0, &err),
-                     -1);
+    assert_int_equal(
+        pol_layer_add(l, POL_TOOLS, "s", "a*b*c*d*e*f*g*h*i*j*k*l*m*n*o*p*q*r", 0, 0, &err), -1);
     assert_non_null(strstr(err.msg, "too many '*'"));
     pol_layer_free(l);
 }
@@ -778,8 +801,7 @@ static void test_acceptance_scenarios(void **st)
     struct pol_ruleset *rs =
         rs_of("[policy.tools]\n\"*\" = [\"!delete_*\", \"!*_admin\", \"!admin_*\"]\n",
               "[policy.tools]\nopsbox = [\"get_*\", \"list_*\", \"delete_everything\"]\n");
-    const char *tools[] = {"get_status", "list_items", "delete_everything", "reset_admin",
-                           "run"};
+    const char *tools[] = {"get_status", "list_items", "delete_everything", "reset_admin", "run"};
     int allowed[] = {1, 1, 0, 0, 0};
     for (int i = 0; i < 5; i++)
         assert_int_equal(pol_tool(rs, "opsbox", tools[i], NULL), allowed[i]);

@@ -112,8 +112,8 @@ static void ref_egress_split(const char *t, char *host, unsigned *pin)
         *pin = (unsigned)atoi(c + 1);
 }
 
-static int ref_entry_matches(enum pol_dim dim, const char *body, const char *subject,
-                             unsigned port, int deny)
+static int ref_entry_matches(enum pol_dim dim, const char *body, const char *subject, unsigned port,
+                             int deny)
 {
     if (dim == POL_EGRESS) {
         char host[32];
@@ -191,8 +191,7 @@ static struct pol_layer *build(const struct rlayer *r, enum pol_layer_id id, enu
     return l;
 }
 
-static struct pol_ruleset *compile(const struct rlayer *m, const struct rlayer *b,
-                                   enum pol_dim dim)
+static struct pol_ruleset *compile(const struct rlayer *m, const struct rlayer *b, enum pol_dim dim)
 {
     struct pol_layer *ml = build(m, POL_MACHINE, dim), *bl = build(b, POL_PROJECT, dim);
     struct as_err err = AS_ERR_INIT;
@@ -252,8 +251,7 @@ static void check_case_with(const struct rlayer *m, const struct rlayer *b, enum
                 pol_decide(rm, dim, sv, su, port, &dm);
                 int got = by_code(&d), got_m = by_code(&dm);
                 n_decisions += 2;
-                if (got != want || got_m != want_m || (want_m && got != 1) ||
-                    (got_m && d.allow)) {
+                if (got != want || got_m != want_m || (want_m && got != 1) || (got_m && d.allow)) {
                     dump("M", m);
                     dump("B", b);
                     fail_msg("%s server=%s subject=%s port=%u: compiled %d / reference %d; "
@@ -366,8 +364,8 @@ static void test_exhaustive_tools(void **st)
     for (size_t i = 0; i < nl; i++) {
         struct pol_ruleset *rm = compile(&L[i], NULL, POL_TOOLS);
         for (size_t j = 0; j < nl; j++, combos++)
-            check_case_with(&L[i], &L[j], POL_TOOLS, servers, 3, small_subjects,
-                            n_small_subjects, port0, 1, 0, rm);
+            check_case_with(&L[i], &L[j], POL_TOOLS, servers, 3, small_subjects, n_small_subjects,
+                            port0, 1, 0, rm);
         pol_ruleset_free(rm);
     }
     /* (b) machine with two pairs, project with at most one, entries up to 2 chars
@@ -382,12 +380,12 @@ static void test_exhaustive_tools(void **st)
             m.n = 2;
             struct pol_ruleset *rm = compile(&m, NULL, POL_TOOLS);
             for (size_t j = 0; j < nl; j++, combos++)
-                check_case_with(&m, &L[j], POL_TOOLS, servers, 3, small_subjects,
-                                n_small_subjects, port0, 1, 0, rm);
+                check_case_with(&m, &L[j], POL_TOOLS, servers, 3, small_subjects, n_small_subjects,
+                                port0, 1, 0, rm);
             pol_ruleset_free(rm);
         }
-    printf("policy invariant: exhaustive tools: %llu (M, B) combinations, %llu decisions\n",
-           combos, n_decisions - before);
+    printf("policy invariant: exhaustive tools: %llu (M, B) combinations, %llu decisions\n", combos,
+           n_decisions - before);
 }
 
 /* Egress exhaustive: host patterns of 1-2 labels over {a, b, *, a*}, with
@@ -627,8 +625,7 @@ static void test_random_order_independence(void **st)
                     char host[20];
                     rand_host_glob(host);
                     strcpy(l->e[i].key, rn(2) ? pool[rn(4)] : "*");
-                    snprintf(l->e[i].text, sizeof l->e[i].text, "%s%s", rn(2) ? "!" : "",
-                             host);
+                    snprintf(l->e[i].text, sizeof l->e[i].text, "%s%s", rn(2) ? "!" : "", host);
                 }
             }
         } else {
@@ -720,8 +717,8 @@ static struct pol_ruleset *fs_compile(char m[][24], int nm, char mw[][24], int n
 static void test_random_filesystem(void **st)
 {
     (void)st;
-    static const char *const wpool[] = {"./**", "./*", "*", ".", "./", "src/**", "**", "a*",
-                                        ".*", "./s*"};
+    static const char *const wpool[] = {"./**",   "./*", "*",  ".",  "./",
+                                        "src/**", "**",  "a*", ".*", "./s*"};
     unsigned long long cases = case_budget(), before = n_decisions;
     for (unsigned long long c = 0; c < cases; c++) {
         char md[4][24], bd[4][24], mw[3][24], bw[3][24];
@@ -839,12 +836,9 @@ int main(void)
     printf("policy invariant: seed %llu (replay with AS_POLICY_SEED=%llu)\n",
            (unsigned long long)seed, (unsigned long long)seed);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_glob_matcher_vs_dp),
-        cmocka_unit_test(test_exhaustive_tools),
-        cmocka_unit_test(test_exhaustive_egress),
-        cmocka_unit_test(test_random_tools_and_secrets),
-        cmocka_unit_test(test_random_egress),
-        cmocka_unit_test(test_random_order_independence),
+        cmocka_unit_test(test_glob_matcher_vs_dp), cmocka_unit_test(test_exhaustive_tools),
+        cmocka_unit_test(test_exhaustive_egress),  cmocka_unit_test(test_random_tools_and_secrets),
+        cmocka_unit_test(test_random_egress),      cmocka_unit_test(test_random_order_independence),
         cmocka_unit_test(test_random_filesystem),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

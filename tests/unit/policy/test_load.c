@@ -98,17 +98,16 @@ static void test_machine_broken_fails_closed(void **st)
                    (const char *const[]){":1:1:", "missing `version = 1`", NULL});
     expect_blocked("version = 2\n", (const char *const[]){":1:11:", "upgrade agentstack", NULL});
     expect_blocked("version = 0\n", (const char *const[]){"version must be the integer 1", NULL});
-    expect_blocked("version = 1\n[polcy.tools]\n\"*\" = [\"!delete_*\"]\n",
-                   (const char *const[]){":2:2:", "unknown key 'polcy'", "did you mean 'policy'",
-                                         NULL});
+    expect_blocked(
+        "version = 1\n[polcy.tools]\n\"*\" = [\"!delete_*\"]\n",
+        (const char *const[]){":2:2:", "unknown key 'polcy'", "did you mean 'policy'", NULL});
     expect_blocked("version = 1\n[policy.tool]\n\"*\" = [\"!delete_*\"]\n",
                    (const char *const[]){":2:9:", "unknown key 'tool' in [policy]",
                                          "did you mean 'tools'", NULL});
     expect_blocked("version = 1\n[policy.filesystem]\ndney = [\".env\"]\n",
                    (const char *const[]){":3:1:", "did you mean 'deny'", NULL});
     expect_blocked("version = 1\n[policy.tools]\n\"*\" = \"!delete_*\"\n",
-                   (const char *const[]){":3:7:", "must be an array of strings, not string",
-                                         NULL});
+                   (const char *const[]){":3:7:", "must be an array of strings, not string", NULL});
     expect_blocked("version = 1\n[policy.tools]\n\"*\" = [\"!a\", 3]\n",
                    (const char *const[]){":3:14:", "not integer", NULL});
     expect_blocked("version = 1\n[policy]\ntools = [\"!x\"]\n",
@@ -325,9 +324,8 @@ static void test_preset_apply_keeps_other_bytes(void **st)
                       "[\"!evil.example\"]\n\n[policy.workflows]\nmax_agents = 2\n";
     strbuf out = SB_INIT;
     struct as_err err = AS_ERR_INIT;
-    assert_int_equal(pol_preset_apply(pol_preset_find("compatible"), "m.toml", old, strlen(old),
-                                      &out, &err),
-                     0);
+    assert_int_equal(
+        pol_preset_apply(pol_preset_find("compatible"), "m.toml", old, strlen(old), &out, &err), 0);
     assert_non_null(strstr(out.buf, "# my machine\nversion = 1 # keep\n\n[guard]\nenabled = "
                                     "true\n\n[policy]\nrequire = [\"a\"]\n"));
     assert_non_null(strstr(out.buf, "[policy.workflows]\nmax_agents = 2\n"));
@@ -344,9 +342,8 @@ static void test_preset_apply_keeps_other_bytes(void **st)
     pol_layer_free(l);
     /* and on to developer: the dimensions compatible lacks come back */
     strbuf out2 = SB_INIT;
-    assert_int_equal(pol_preset_apply(pol_preset_find("developer"), "m.toml", out.buf, out.len,
-                                      &out2, &err),
-                     0);
+    assert_int_equal(
+        pol_preset_apply(pol_preset_find("developer"), "m.toml", out.buf, out.len, &out2, &err), 0);
     l = pol_machine_parse("m.toml", out2.buf, out2.len, &err);
     assert_non_null(l);
     assert_int_equal(l->keyed[POL_EGRESS].keys.v[0].rules.n, 3);
@@ -360,9 +357,8 @@ static void test_preset_apply_keeps_other_bytes(void **st)
     /* not TOML: refused, nothing produced */
     sb_reset(&out);
     const char *bad = "version = 1\n[policy.tools\n";
-    assert_int_equal(pol_preset_apply(pol_preset_find("ci"), "m.toml", bad, strlen(bad), &out,
-                                      &err),
-                     -1);
+    assert_int_equal(
+        pol_preset_apply(pol_preset_find("ci"), "m.toml", bad, strlen(bad), &out, &err), -1);
     assert_int_equal(out.len, 0);
     /* other spellings of the tables: whatever the editor does, the result is valid or refused */
     const char *odd[] = {"version = 1\n[policy]\ntools = { \"*\" = [\"!x\"] }\n",
@@ -370,8 +366,8 @@ static void test_preset_apply_keeps_other_bytes(void **st)
                          "version = 1\n[policy.tools]\n[policy.tools.sub]\n"};
     for (size_t i = 0; i < 3; i++) {
         sb_reset(&out);
-        if (pol_preset_apply(pol_preset_find("compatible"), "m.toml", odd[i], strlen(odd[i]),
-                             &out, &err) < 0)
+        if (pol_preset_apply(pol_preset_find("compatible"), "m.toml", odd[i], strlen(odd[i]), &out,
+                             &err) < 0)
             continue;
         struct pol_layer *ol = pol_machine_parse("m.toml", out.buf, out.len, &err);
         if (!ol)
