@@ -441,7 +441,7 @@ static void process_head(struct sbx_proxy *p, struct conn *c, size_t hlen)
 }
 
 static void enter_relay(struct sbx_proxy *p, struct conn *c);
-static void flight_check(struct sbx_proxy *p, struct conn *c, int eof);
+static void flight_check(struct sbx_proxy *p, struct conn *c, int stopped, int eof);
 
 static void begin_dial(struct sbx_proxy *p, struct conn *c, struct sockaddr_storage *sa,
                        socklen_t len)
@@ -505,19 +505,20 @@ static void dial_done(struct sbx_proxy *p, struct conn *c)
     c->deadline = now_ms() + p->o.flight_timeout_ms;
     unreg(p, c, 1);
     reg(p, c, 0, EPOLLIN | EPOLLOUT);
-    flight_check(p, c, 0);
+    flight_check(p, c, 0, 0);
 }
 
-/* Judges the first flight. eof: the client stopped sending (EOF, deadline
- * or cap) so an incomplete record will never complete. */
-static void flight_check(struct sbx_proxy *p, struct conn *c, int eof)
+/* Judges the first flight. stopped: no more bytes will complete the first
+ * record (EOF, the deadline, or the cap); eof: the client really half-closed,
+ * which the relay must carry on to the upstream. */
+static void flight_check(struct sbx_proxy *p, struct conn *c, int stopped, int eof)
 {
     struct sbx_hello h;
     struct sbx_verdict v;
     enum sbx_tls t = sbx_tls_client_hello((const uint8_t *)c->in.buf, c->in.len, &h);
     switch (t) {
     case SBX_TLS_NEED_MORE:
-        if (!eof && c->in.len < SBX_FLIGHT_MAX)
+        if (!stopped && c->in.len < SBX_FLIGHT_MAX)
             return;
         if (c->in.len == 0) {
             if (p->o.lockdown) {
@@ -760,7 +761,7 @@ static void read_client(struct sbx_proxy *p, struct conn *c)
         return;
     }
     if (c->st == C_FLIGHT)
-        flight_check(p, c, eof || c->in.len >= SBX_FLIGHT_MAX);
+        flight_check(p, c, eof || c->in.len >= SBX_FLIGHT_MAX, eof);
 }
 
 static void write_cout(struct sbx_proxy *p, struct conn *c)
@@ -855,7 +856,7 @@ static void on_deadline(struct sbx_proxy *p, struct conn *c)
         deny_reply(p, c, ST_502, &v);
         break;
     case C_FLIGHT:
-        flight_check(p, c, 1);
+        flight_check(p, c, 1, 0);
         break;
     default:
         conn_close(p, c);
