@@ -375,7 +375,7 @@ int pol_decide(const struct pol_ruleset *rs, enum pol_dim dim, const char *serve
         subject = "";
     if (!rs || dim >= POL_NKEYED) {
         fill(d, dim, POL_BY_SYSTEM, POL_UNAVAILABLE, subject);
-        d->reason = "no ruleset";
+        d->reason = rs ? "not a keyed policy dimension" : "no ruleset";
         return 0;
     }
     if (refused_outright(rs, dim, subject, d))
