@@ -23,6 +23,10 @@ int cmd_guard(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_doctor(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_mcp(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_policy(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_lib(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_add(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_upgrade(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_up(int argc, char **argv, struct cli_ctx *ctx);
 
 const struct cli_command cli_commands[] = {
     {"help", cmd_help, "show commands, or one command's usage",
@@ -87,6 +91,25 @@ const struct cli_command cli_commands[] = {
      "       agentstack policy ruleset\n"
      "       agentstack policy preset [<name> [--write]]  (developer compatible locked-down ci)\n",
      0},
+    {"lib", cmd_lib, "the central library: sources, list, add, remove, trash, sync over git",
+     "usage: agentstack lib sources | list [--json]\n"
+     "       agentstack lib link <path> [--name N] [--first] [--note T] [--write]\n"
+     "       agentstack lib unlink <name> [--write] | reorder <name>... [--write]\n"
+     "       agentstack lib add <skill-dir> [--name N] [--replace] [--allow-flagged] [--write]\n"
+     "       agentstack lib add-server <name> (--file F | --from-manifest) [--replace] [--write]\n"
+     "       agentstack lib remove|remove-server|remove-hook|remove-extension <name> [--write]\n"
+     "       agentstack lib trash [--restore ID [--replace] | --empty [--id ID]] [--write]\n"
+     "       agentstack lib new <name> | pack-init [name]\n"
+     "       agentstack lib sync [--source N] [--init] [--remote URL] [--status] [--message M]\n"
+     "                           [--allow-secrets]\n", 0},
+    {"add", cmd_add, "install a pack from git: servers + skills, secrets stay ${REF}s",
+     "usage: agentstack add from git:<owner>/<repo>[@<tag>][#<subdir>] [--toolset N]\n"
+     "                           [--with-instructions] [--write]\n"
+     "git:owner/repo is https://github.com/owner/repo; any other git URL is written in full.\n", 0},
+    {"upgrade", cmd_upgrade, "upgrade an installed pack: preview, then re-install and re-pin",
+     "usage: agentstack upgrade <pack> [--yes] [--with-instructions] [--write]\n", 0},
+    {"up", cmd_up, "set up a second machine: receive the library, install, list what is left",
+     "usage: agentstack up [--library <git-url>] [--toolset N] [--targets ID...] [--write]\n", 0},
     {NULL, NULL, NULL, NULL, 0},
 };
 

@@ -1,0 +1,69 @@
+/*
+ * agentstack upgrade <pack> [--yes] [--with-instructions] [--write]
+ * — re-resolve an installed pack from its [packs.<pack>] ledger (never a
+ * downgrade), preview what changes, and with --write re-install and re-pin
+ * in one transaction (06 §3.4; the seed's spelling, 00-overview).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/lock.h"
+#include "bundle/discover.h"
+#include "cli/cli.h"
+#include "library/library.h"
+#include "library/pack.h"
+#include "trust/trust.h"
+
+int cmd_upgrade(int argc, char **argv, struct cli_ctx *ctx);
+
+int cmd_upgrade(int argc, char **argv, struct cli_ctx *ctx)
+{
+    const char *name = NULL;
+    struct lib_pack_opts o = {.out = stdout, .diag = stderr};
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--write") == 0)
+            o.write = true;
+        else if (strcmp(argv[i], "--yes") == 0 || strcmp(argv[i], "-y") == 0)
+            o.yes = true;
+        else if (strcmp(argv[i], "--with-instructions") == 0)
+            o.with_instructions = true;
+        else if (argv[i][0] == '-')
+            return cli_usage_error("upgrade", "unknown option '%s'", argv[i]);
+        else if (!name)
+            name = argv[i];
+        else
+            return cli_usage_error("upgrade", "upgrade takes one pack name");
+    }
+    if (!name)
+        return cli_usage_error("upgrade", "name the pack to upgrade: agentstack upgrade <pack> "
+                                          "--yes --write");
+    struct as_err err = AS_ERR_INIT;
+    struct bundle_paths p;
+    if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0 ||
+        discover_require(&p, &err) < 0) {
+        cli_error(&err);
+        bundle_paths_free(&p);
+        return EXIT_FAIL;
+    }
+    struct as_lock l;
+    if (trust_lock(&l, &err) < 0) {
+        cli_error(&err);
+        bundle_paths_free(&p);
+        return EXIT_FAIL;
+    }
+    int rc = EXIT_FAIL;
+    struct library *lib = lib_open(NULL, &err);
+    if (!lib) {
+        cli_error(&err);
+    } else {
+        fflush(stdout);
+        if (lib_pack_upgrade(lib, &p, name, &o, &err) < 0)
+            cli_error(&err);
+        else
+            rc = EXIT_OK;
+    }
+    lib_free(lib);
+    lock_release(&l);
+    bundle_paths_free(&p);
+    return rc;
+}

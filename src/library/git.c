@@ -1,0 +1,313 @@
+/* git — the hardened git runner; see git.h. */
+#include "library/git.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/proc.h"
+#include "base/xalloc.h"
+
+extern char **environ;
+
+static const char *const pass_env[] = {
+    "PATH",        "HOME",          "USER",         "LOGNAME",    "TMPDIR",
+    "TZ",          "SSH_AUTH_SOCK", "SSL_CERT_FILE", "SSL_CERT_DIR", "HTTP_PROXY",
+    "HTTPS_PROXY", "NO_PROXY",      "http_proxy",   "https_proxy", "no_proxy",
+    "ALL_PROXY",   "all_proxy",     "GIT_ALLOW_PROTOCOL",
+};
+
+static const char *const fixed_config[] = {
+    "-c", "core.hooksPath=/dev/null",
+    "-c", "filter.lfs.smudge=",
+    "-c", "filter.lfs.process=",
+    "-c", "filter.lfs.required=false",
+    "-c", "protocol.ext.allow=never",
+    "-c", "protocol.fd.allow=never",
+    "-c", "core.fsmonitor=false",
+    "-c", "credential.helper=",
+    "-c", "advice.detachedHead=false",
+    "-c", "init.defaultBranch=main",
+};
+
+static long timeout_ms(void)
+{
+    const char *s = getenv("AGENTSTACK_GIT_TIMEOUT_MS");
+    if (s && *s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (!*end && v > 0)
+            return v;
+    }
+    return LIB_GIT_DEFAULT_TIMEOUT_MS;
+}
+
+static long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void build_env(strvec *env, bool global_config, const char *name, const char *email)
+{
+    bool have_proto = false;
+    for (char **e = environ; e && *e; e++) {
+        for (size_t i = 0; i < sizeof pass_env / sizeof *pass_env; i++) {
+            size_t kl = strlen(pass_env[i]);
+            if (strncmp(*e, pass_env[i], kl) == 0 && (*e)[kl] == '=') {
+                strvec_push(env, *e);
+                if (strcmp(pass_env[i], "GIT_ALLOW_PROTOCOL") == 0)
+                    have_proto = true;
+            }
+        }
+    }
+    if (!have_proto)
+        strvec_push(env, "GIT_ALLOW_PROTOCOL=https:ssh:file");
+    strvec_push(env, "GIT_TERMINAL_PROMPT=0");
+    strvec_push(env, "GIT_SSH_COMMAND=ssh -oBatchMode=yes");
+    strvec_push(env, "GIT_LFS_SKIP_SMUDGE=1");
+    strvec_push(env, "GIT_CONFIG_NOSYSTEM=1");
+    strvec_push(env, "GIT_ASKPASS=");
+    strvec_push(env, "SSH_ASKPASS=");
+    strvec_push(env, "LC_ALL=C");
+    strvec_push(env, "LANGUAGE=C");
+    if (!global_config)
+        strvec_push(env, "GIT_CONFIG_GLOBAL=/dev/null");
+    if (name && email) {
+        strvec_pushf(env, "GIT_AUTHOR_NAME=%s", name);
+        strvec_pushf(env, "GIT_AUTHOR_EMAIL=%s", email);
+        strvec_pushf(env, "GIT_COMMITTER_NAME=%s", name);
+        strvec_pushf(env, "GIT_COMMITTER_EMAIL=%s", email);
+    }
+}
+
+/* Reads one pipe chunk into sb; -1 on overflow. */
+static int drain(int *fd, strbuf *sb, size_t *total)
+{
+    char buf[16384];
+    ssize_t r = read(*fd, buf, sizeof buf);
+    if (r < 0 && (errno == EINTR || errno == EAGAIN))
+        return 0;
+    if (r <= 0) {
+        close(*fd);
+        *fd = -1;
+        return 0;
+    }
+    *total += (size_t)r;
+    if (*total > LIB_GIT_MAX_STREAM)
+        return -1;
+    if (sb)
+        sb_add(sb, buf, (size_t)r);
+    return 0;
+}
+
+static int run(const char *cwd, const char *const *args, strbuf *out, strbuf *errout,
+               bool global_config, struct as_err *err);
+
+/* The user's identity for library commits, read once from their own
+ * global config (a read-only `git config --get`); "agentstack" otherwise. */
+static void identity(char **name, char **email)
+{
+    static char *n, *e;
+    static bool done;
+    if (!done) {
+        done = true;
+        strbuf o = SB_INIT;
+        struct as_err err = AS_ERR_INIT;
+        const char *a1[] = {"config", "--global", "--get", "user.name", NULL};
+        if (run(NULL, a1, &o, NULL, true, &err) == 0) {
+            sb_rtrim(&o);
+            if (o.len)
+                n = xstrdup(o.buf);
+        }
+        sb_reset(&o);
+        const char *a2[] = {"config", "--global", "--get", "user.email", NULL};
+        if (run(NULL, a2, &o, NULL, true, &err) == 0) {
+            sb_rtrim(&o);
+            if (o.len)
+                e = xstrdup(o.buf);
+        }
+        sb_release(&o);
+        if (!n)
+            n = xstrdup("agentstack");
+        if (!e)
+            e = xstrdup("agentstack@localhost");
+    }
+    *name = n;
+    *email = e;
+}
+
+static int run(const char *cwd, const char *const *args, strbuf *out, strbuf *errout,
+               bool global_config, struct as_err *err)
+{
+    strvec argv = STRVEC_INIT, env = STRVEC_INIT;
+    strvec_push(&argv, "git");
+    for (size_t i = 0; i < sizeof fixed_config / sizeof *fixed_config; i++)
+        strvec_push(&argv, fixed_config[i]);
+    for (size_t i = 0; args[i]; i++)
+        strvec_push(&argv, args[i]);
+    char *name = NULL, *email = NULL;
+    if (!global_config)
+        identity(&name, &email);
+    build_env(&env, global_config, name, email);
+
+    struct proc p;
+    proc_init(&p, (const char *const *)argv.v);
+    p.envp = (const char *const *)env.v;
+    p.cwd = cwd;
+    p.in = PROC_NULL;
+    p.out = PROC_PIPE;
+    p.err = PROC_PIPE;
+    p.new_pgroup = 1;
+    int rc = -1;
+    if (proc_start(&p, err) < 0) {
+        if (strstr(err->msg, "command not found"))
+            as_err_hint(err, "install git (apt-get install git) — the library and packs use it");
+        goto out;
+    }
+    long deadline = now_ms() + timeout_ms();
+    size_t tout = 0, terr = 0;
+    bool overflow = false, timed_out = false;
+    while (p.from_child >= 0 || p.err_from_child >= 0) {
+        struct pollfd pf[2];
+        int n = 0;
+        if (p.from_child >= 0)
+            pf[n++] = (struct pollfd){.fd = p.from_child, .events = POLLIN};
+        if (p.err_from_child >= 0)
+            pf[n++] = (struct pollfd){.fd = p.err_from_child, .events = POLLIN};
+        long left = deadline - now_ms();
+        if (left <= 0) {
+            timed_out = true;
+            break;
+        }
+        int pr = poll(pf, (nfds_t)n, (int)(left > 1000 ? 1000 : left));
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr < 0)
+            break;
+        for (int i = 0; i < n; i++) {
+            if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            if (pf[i].fd == p.from_child) {
+                if (drain(&p.from_child, out, &tout) < 0)
+                    overflow = true;
+            } else if (drain(&p.err_from_child, errout, &terr) < 0) {
+                overflow = true;
+            }
+        }
+        if (overflow)
+            break;
+    }
+    if (timed_out || overflow) {
+        proc_close_pipes(&p);
+        proc_terminate(&p, 500);
+        if (timed_out) {
+            as_err_set(err, "git %s timed out after %ld ms and was stopped", args[0],
+                       timeout_ms());
+            as_err_hint(err, "check the network and the URL, or raise AGENTSTACK_GIT_TIMEOUT_MS");
+        } else {
+            as_err_set(err, "git %s produced more than %zu bytes of output and was stopped",
+                       args[0], LIB_GIT_MAX_STREAM);
+        }
+        goto out;
+    }
+    proc_close_pipes(&p);
+    /* The streams closed; the process may still be exiting. Wait under the
+     * same deadline, so one that closed its streams but hangs is stopped. */
+    for (;;) {
+        int st;
+        pid_t w = waitpid(p.pid, &st, WNOHANG);
+        if (w == p.pid) {
+            rc = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+            break;
+        }
+        if (w < 0 && errno != EINTR) {
+            as_err_set(err, "git %s: could not collect its exit status", args[0]);
+            break;
+        }
+        if (now_ms() >= deadline) {
+            proc_terminate(&p, 500);
+            as_err_set(err, "git %s timed out after %ld ms and was stopped", args[0],
+                       timeout_ms());
+            rc = -1;
+            break;
+        }
+        struct timespec step = {0, 5 * 1000000L};
+        nanosleep(&step, NULL);
+    }
+    if (rc >= 0)
+        kill(-p.pid, SIGKILL); /* nothing of the group outlives the call */
+out:
+    strvec_clear(&argv);
+    strvec_clear(&env);
+    return rc;
+}
+
+int lib_git(const char *cwd, const char *const *args, strbuf *out, strbuf *errout,
+            struct as_err *err)
+{
+    return run(cwd, args, out, errout, false, err);
+}
+
+void lib_git_last_line(const char *text, strbuf *out)
+{
+    sb_reset(out);
+    const char *end = text + strlen(text);
+    while (end > text && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
+        end--;
+    const char *start = end;
+    while (start > text && start[-1] != '\n')
+        start--;
+    sb_add(out, start, (size_t)(end - start));
+}
+
+int lib_git_ok(const char *cwd, const char *const *args, strbuf *out, struct as_err *err)
+{
+    strbuf e = SB_INIT;
+    int st = lib_git(cwd, args, out, &e, err);
+    if (st > 0) {
+        strbuf last = SB_INIT;
+        lib_git_last_line(e.buf, &last);
+        as_err_set(err, "git %s failed: %s", args[0], last.len ? last.buf : "(no message)");
+        sb_release(&last);
+        st = -1;
+    }
+    sb_release(&e);
+    return st < 0 ? -1 : 0;
+}
+
+int lib_git_url_check(const char *url, bool ingest, struct as_err *err)
+{
+    if (!url || !*url)
+        return as_err_set(err, "empty git URL");
+    if (url[0] == '-')
+        return as_err_set(err, "refusing git URL '%s': it starts with '-'", url);
+    if (strncmp(url, "ext::", 5) == 0 || strncmp(url, "fd::", 4) == 0 || strstr(url, "::"))
+        return as_err_set(err, "refusing git URL '%s': remote helpers (ext::, fd::) can run "
+                               "commands",
+                          url);
+    if (ingest && strncmp(url, "http://", 7) == 0) {
+        as_err_set(err, "refusing git URL '%s': plain http:// can be tampered with in transit",
+                   url);
+        as_err_hint(err, "use the https:// URL");
+        return -1;
+    }
+    for (const char *p = url; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            return as_err_set(err, "refusing git URL with control characters");
+    return 0;
+}
+
+bool lib_git_available(void)
+{
+    strbuf p = SB_INIT;
+    bool ok = proc_which("git", NULL, &p) == 0;
+    sb_release(&p);
+    return ok;
+}

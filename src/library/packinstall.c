@@ -1,0 +1,1043 @@
+/* pack — installing, upgrading and re-pinning; see pack.h. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/fs.h"
+#include "base/rand.h"
+#include "base/term.h"
+#include "base/xalloc.h"
+#include "bundle/digest.h"
+#include "bundle/lockfile.h"
+#include "bundle/manifest.h"
+#include "library/pack.h"
+#include "policy/policy.h"
+#include "trust/trust.h"
+
+/* ---- re-pinning ---------------------------------------------------------------------- */
+
+int lib_relock(struct library *lib, const struct bundle_paths *p, strbuf *summary,
+               struct as_err *err)
+{
+    struct manifest_snapshot snap;
+    manifest_snapshot_init(&snap);
+    struct manifest *m = NULL;
+    struct lockfile *old = NULL, *nl = NULL;
+    pin_items items = VEC_INIT;
+    mf_diags diags = VEC_INIT;
+    strvec warnings = STRVEC_INIT;
+    int rc = -1;
+    if (manifest_snapshot_read(p, &snap, err) < 0)
+        goto out;
+    m = manifest_load_snapshot(p, &snap, err);
+    if (!m)
+        goto out;
+    struct manifest_env env = {.library_has = lib_manifest_has, .library_ctx = lib,
+                               .check_paths = true};
+    if (manifest_validate(m, &env, &diags)) {
+        for (size_t i = 0; i < diags.n; i++) {
+            if (diags.v[i].sev != MF_ERROR)
+                continue;
+            strbuf d = SB_INIT;
+            mf_diag_format(&diags.v[i], &d);
+            as_err_set(err, "refusing to lock: %s", d.buf);
+            sb_release(&d);
+            break;
+        }
+        goto out;
+    }
+    if (snap.has_lock) {
+        old = lockfile_parse(p->lock, snap.lock.buf, snap.lock.len, err);
+        if (!old)
+            goto out;
+    }
+    struct pin_opts po = {.home = lib->home, .library = lib_pin_lookup, .library_ctx = lib,
+                          .lock = old};
+    if (pin_collect(m, &po, &items, err) < 0)
+        goto out;
+    for (size_t i = 0; i < items.n; i++) {
+        if (items.v[i].state == PIN_FAILED) {
+            as_err_set(err, "refusing to lock: %s", items.v[i].error);
+            goto out;
+        }
+    }
+    nl = pin_build_lock(&items, old, NULL);
+    bool written = false;
+    if (lockfile_save(nl, p->lock, p->project_root, snap.lock.buf, snap.lock.len, snap.has_lock,
+                      &written, err) < 0)
+        goto out;
+    pin_deposit(&items, lib->home, &warnings);
+    if (summary) {
+        size_t n = nl->skills.n + nl->servers.n + nl->instructions.n + nl->executables.n +
+                   nl->settings.n;
+        sb_addf(summary, "%zu pin%s (%zu skill%s, %zu server%s)", n, n == 1 ? "" : "s",
+                nl->skills.n, nl->skills.n == 1 ? "" : "s", nl->servers.n,
+                nl->servers.n == 1 ? "" : "s");
+    }
+    rc = 0;
+out:
+    strvec_clear(&warnings);
+    mf_diags_free(&diags);
+    pin_items_free(&items);
+    lockfile_free(old);
+    lockfile_free(nl);
+    manifest_free(m);
+    manifest_snapshot_release(&snap);
+    return rc;
+}
+
+/* ---- a small transaction over files --------------------------------------------------- */
+
+struct moved {
+    char *from, *aside;
+};
+
+struct txn {
+    strvec created;        /* removed on rollback, newest first */
+    VEC(struct moved) moved; /* renamed back on rollback; removed on commit */
+    const char *manifest;
+    strbuf manifest_old;
+    bool manifest_had, manifest_written;
+    const char *lock;
+    strbuf lock_old;
+    bool lock_had;
+};
+
+static void txn_init(struct txn *t, const struct bundle_paths *p)
+{
+    memset(t, 0, sizeof *t);
+    t->manifest = p->manifest;
+    t->lock = p->lock;
+    struct as_err e = AS_ERR_INIT;
+    t->manifest_had = fs_read_file(p->manifest, LIB_MAX_FILE_BYTES, 0, &t->manifest_old, &e) == 0;
+    as_err_clear(&e);
+    t->lock_had = fs_read_file(p->lock, LIB_MAX_FILE_BYTES, 0, &t->lock_old, &e) == 0;
+}
+
+static int txn_aside(struct txn *t, const char *path, struct as_err *err)
+{
+    char rnd[17];
+    if (rand_hex(rnd, 8, err) < 0)
+        return -1;
+    char *aside = xasprintf("%s.agentstack-old-%s", path, rnd);
+    if (rename(path, aside) != 0) {
+        as_err_errno(err, "cannot move %s aside", path);
+        free(aside);
+        return -1;
+    }
+    struct moved m = {xstrdup(path), aside};
+    vec_push(&t->moved, m);
+    return 0;
+}
+
+static void restore_file(const char *path, const strbuf *old, bool had, const char *root)
+{
+    struct as_err e = AS_ERR_INIT;
+    if (had) {
+        struct fs_write_opts o = {.mode = 0644, .symlinks = FS_SYMLINK_FOLLOW,
+                                  .contain_root = root};
+        fs_write_atomic(path, old->buf, old->len, &o, &e);
+    } else {
+        unlink(path);
+    }
+}
+
+static void txn_rollback(struct txn *t, const char *root)
+{
+    struct as_err e = AS_ERR_INIT;
+    for (size_t i = t->created.n; i-- > 0;)
+        fs_rmtree(t->created.v[i], &e);
+    for (size_t i = t->moved.n; i-- > 0;)
+        (void)rename(t->moved.v[i].aside, t->moved.v[i].from);
+    if (t->manifest_written) {
+        restore_file(t->manifest, &t->manifest_old, t->manifest_had, root);
+        restore_file(t->lock, &t->lock_old, t->lock_had, root);
+    }
+}
+
+static void txn_free(struct txn *t, bool committed)
+{
+    struct as_err e = AS_ERR_INIT;
+    for (size_t i = 0; i < t->moved.n; i++) {
+        if (committed)
+            fs_rmtree(t->moved.v[i].aside, &e);
+        free(t->moved.v[i].from);
+        free(t->moved.v[i].aside);
+    }
+    vec_free(&t->moved);
+    strvec_clear(&t->created);
+    sb_release(&t->manifest_old);
+    sb_release(&t->lock_old);
+}
+
+static int write_manifest(struct txn *t, const struct bundle_paths *p, const char *text,
+                          size_t len, struct as_err *err)
+{
+    struct fs_write_opts o = {.mode = 0644, .symlinks = FS_SYMLINK_FOLLOW,
+                              .contain_root = p->project_root};
+    t->manifest_written = true;
+    return fs_write_atomic(p->manifest, text, len, &o, err);
+}
+
+/* ---- shared pieces ----------------------------------------------------------------------- */
+
+static char *anchored(const char *dir, const char *rel)
+{
+    while (rel[0] == '.' && rel[1] == '/')
+        rel += 2;
+    return xasprintf("%s/%s", dir, rel);
+}
+
+static toml_value *str_array(const strvec *v)
+{
+    toml_value *a = toml_new(TOML_ARRAY);
+    for (size_t i = 0; i < v->n; i++)
+        toml_array_push(a, toml_new_string(v->v[i]));
+    return a;
+}
+
+static toml_value *ledger_table(const struct lib_pack *pk, const struct lib_pack_ref *ref,
+                                bool with_instructions)
+{
+    toml_value *t = toml_new(TOML_TABLE);
+    toml_table_set(t, "version", toml_new_string(pk->tag));
+    if (pk->description)
+        toml_table_set(t, "description", toml_new_string(pk->description));
+    char *id = lib_pack_ledger_id(ref, pk->tag);
+    toml_table_set(t, "source", toml_new_string(id));
+    free(id);
+    toml_table_set(t, "rev", toml_new_string(pk->commit));
+    toml_table_set(t, "targets", str_array(&pk->targets));
+    strvec servers = STRVEC_INIT, skills = STRVEC_INIT, instr = STRVEC_INIT, none = STRVEC_INIT;
+    if (pk->has_server)
+        strvec_push(&servers, pk->name);
+    for (size_t i = 0; i < pk->skills.n; i++)
+        strvec_push(&skills, pk->skills.v[i].name);
+    for (size_t i = 0; with_instructions && i < pk->instructions.n; i++)
+        strvec_push(&instr, pk->instructions.v[i].name);
+    toml_table_set(t, "servers", str_array(&servers));
+    toml_table_set(t, "skills", str_array(&skills));
+    toml_table_set(t, "hooks", str_array(&none));
+    toml_table_set(t, "instructions", str_array(&instr));
+    strvec_clear(&servers);
+    strvec_clear(&skills);
+    strvec_clear(&instr);
+    return t;
+}
+
+static int forbid_check(const struct manifest *m, const struct lib_pack *pk, struct as_err *err)
+{
+    const toml_value *f = m->policy ? toml_get(m->policy, "forbid") : NULL;
+    if (!f || f->type != TOML_ARRAY)
+        return 0;
+    strvec names = STRVEC_INIT;
+    strvec_push(&names, pk->name);
+    for (size_t i = 0; i < pk->skills.n; i++)
+        strvec_push(&names, pk->skills.v[i].name);
+    for (size_t i = 0; i < pk->instructions.n; i++)
+        strvec_push(&names, pk->instructions.v[i].name);
+    int rc = 0;
+    for (size_t i = 0; i < toml_len(f) && rc == 0; i++) {
+        const toml_value *v = toml_at(f, i);
+        if (v->type != TOML_STRING)
+            continue;
+        for (size_t j = 0; j < names.n && rc == 0; j++) {
+            if (pol_glob_match(v->u.str.s, strlen(v->u.str.s), names.v[j], strlen(names.v[j]),
+                               0)) {
+                as_err_set(err, "[policy] forbid names '%s' (rule \"%s\") — nothing installed",
+                           names.v[j], v->u.str.s);
+                rc = -1;
+            }
+        }
+    }
+    strvec_clear(&names);
+    return rc;
+}
+
+/* The toolset a pack's server joins: --toolset, else the effective one. */
+static int pick_toolset(const struct manifest *m, const char *want, const char **out,
+                        struct as_err *err)
+{
+    *out = NULL;
+    if (want) {
+        if (!manifest_toolset(m, want)) {
+            as_err_set(err, "toolset '%s' is not declared in %s", want, m->path);
+            as_err_hint(err, "declare [toolsets.%s], or leave --toolset out", want);
+            return -1;
+        }
+        *out = want;
+        return 0;
+    }
+    const struct mf_toolset *t = manifest_effective_toolset(m);
+    if (t)
+        *out = t->name;
+    return 0;
+}
+
+static int add_to_toolset(toml_edit *ed, const struct manifest *m, const char *ts,
+                          const char *list, const char *name, struct as_err *err)
+{
+    const char *table = m->toolsets_legacy ? "profiles" : "toolsets";
+    const toml_value *cur = toml_get_path(toml_edit_root(ed), table, ts, list, NULL);
+    toml_value *arr = cur && cur->type == TOML_ARRAY ? toml_clone(cur) : toml_new(TOML_ARRAY);
+    for (size_t i = 0; i < toml_len(arr); i++) {
+        const toml_value *v = toml_at(arr, i);
+        if (v->type == TOML_STRING && strcmp(v->u.str.s, name) == 0) {
+            toml_free(arr);
+            return 0;
+        }
+    }
+    toml_array_push(arr, toml_new_string(name));
+    const char *path[] = {table, ts, list};
+    int rc = toml_edit_set(ed, path, 3, arr, err);
+    toml_free(arr);
+    return rc;
+}
+
+/* pre + s (sanitized: it came from a repository) + post. */
+static void say(FILE *f, const char *pre, const char *s, const char *post)
+{
+    strbuf b = SB_INIT;
+    term_sanitize(&b, s, strlen(s));
+    fprintf(f, "%s%s%s", pre, b.buf, post);
+    sb_release(&b);
+}
+
+static int vendor_instruction(const struct lib_pack *pk, const struct lib_pack_member *mb,
+                              strbuf *out, struct as_err *err)
+{
+    char *src = xasprintf("%s/%s", pk->root, mb->path);
+    sb_addf(out, "<!-- agentstack:vendor %s (unofficial) -->\n", pk->name);
+    int rc = fs_read_file(src, (size_t)1 << 20, 1, out, err);
+    free(src);
+    return rc;
+}
+
+static void print_server(FILE *f, const struct lib_pack *pk)
+{
+    if (!pk->has_server)
+        return;
+    if (strcmp(pk->server_type, "stdio") == 0) {
+        fprintf(f, "  + [servers.%s]  stdio: ", pk->name);
+        say(f, "", pk->server_command, "");
+        for (size_t i = 0; i < pk->server_args.n; i++)
+            say(f, " ", pk->server_args.v[i], "");
+        fputc('\n', f);
+        for (size_t i = 0; i < pk->secret_env.n; i++) {
+            strbuf n = SB_INIT;
+            lib_pack_env_name(pk->secret_env.v[i], &n);
+            fprintf(f, "      env %s = \"${%s}\"\n", n.buf, n.buf);
+            sb_release(&n);
+        }
+    } else {
+        fprintf(f, "  + [servers.%s]  http: ", pk->name);
+        say(f, "", pk->server_url, "\n");
+        toml_value *t = lib_pack_server_table(pk);
+        const toml_value *h = toml_get(t, "headers");
+        for (size_t i = 0; i < toml_len(h); i++) {
+            const toml_kv *kv = toml_entry(h, i);
+            fprintf(f, "      header %s = \"%s\"\n", kv->key, kv->val->u.str.s);
+        }
+        toml_free(t);
+    }
+    fprintf(f, "      gateway tools appear as %s__<tool>\n", pk->name);
+}
+
+static void secret_refs(const struct lib_pack *pk, strvec *out)
+{
+    toml_value *t = pk->has_server ? lib_pack_server_table(pk) : NULL;
+    const char *tables[] = {"env", "headers"};
+    for (size_t k = 0; t && k < 2; k++) {
+        const toml_value *h = toml_get(t, tables[k]);
+        for (size_t i = 0; i < toml_len(h); i++) {
+            const char *v = toml_entry(h, i)->val->u.str.s;
+            const char *a = strstr(v, "${");
+            if (!a)
+                continue;
+            const char *b = strchr(a, '}');
+            if (b)
+                strvec_push_take(out, xstrndup(a + 2, (size_t)(b - a - 2)));
+        }
+    }
+    toml_free(t);
+}
+
+/* ---- add from git: ---------------------------------------------------------------------- */
+
+int lib_pack_add(struct library *lib, const struct bundle_paths *p, const char *spec,
+                 const struct lib_pack_opts *o, struct as_err *err)
+{
+    struct lib_pack_ref ref;
+    if (lib_pack_ref_parse(spec, &ref, err) < 0)
+        return -1;
+    struct manifest *m = NULL;
+    struct lib_pack pk;
+    memset(&pk, 0, sizeof pk);
+    char *tag = NULL;
+    toml_edit *ed = NULL;
+    struct txn t;
+    bool txn = false, committed = false;
+    struct trust_status before = {.key = SB_INIT};
+    int rc = -1;
+
+    m = manifest_load(p, err);
+    if (!m)
+        goto out;
+    if (lib_pack_policy_check(m, ref.url, err) < 0)
+        goto out;
+    if (ref.tag) {
+        tag = xstrdup(ref.tag);
+    } else if (lib_pack_newest_tag(ref.url, &tag, err) < 0) {
+        goto out;
+    }
+    if (lib_pack_fetch(lib->home, &ref, tag, &pk, err) < 0)
+        goto out;
+    if (forbid_check(m, &pk, err) < 0)
+        goto out;
+
+    /* Refusals before any write (§3.3). */
+    if (toml_get_path(m->root, "packs", pk.name, NULL)) {
+        as_err_set(err, "pack '%s' is already installed ([packs.%s] in %s)", pk.name, pk.name,
+                   m->path);
+        as_err_hint(err, "upgrade it: agentstack upgrade %s --write", pk.name);
+        goto out;
+    }
+    if (pk.has_server && manifest_server(m, pk.name)) {
+        as_err_set(err, "[servers.%s] already exists in %s — nothing installed", pk.name,
+                   m->path);
+        as_err_hint(err, "rename or remove that server first");
+        goto out;
+    }
+    for (size_t i = 0; i < pk.skills.n; i++) {
+        const struct lib_pack_member *mb = &pk.skills.v[i];
+        char *dst = anchored(p->manifest_dir, mb->path);
+        bool exists = fs_exists(dst);
+        free(dst);
+        if (manifest_skill(m, mb->name) || exists) {
+            as_err_set(err, "%s — nothing installed",
+                       exists ? "a skill directory of the pack already exists in the project"
+                              : "a [skills] entry of the pack already exists");
+            as_err_hint(err, "skill '%s' (%s): remove or rename it first", mb->name, mb->path);
+            goto out;
+        }
+    }
+    for (size_t i = 0; o->with_instructions && i < pk.instructions.n; i++) {
+        const struct lib_pack_member *mb = &pk.instructions.v[i];
+        char *dst = xasprintf("%s/instructions/%s.md", p->manifest_dir, mb->name);
+        bool exists = fs_exists(dst);
+        free(dst);
+        if (manifest_instruction(m, mb->name) || exists) {
+            as_err_set(err, "instruction '%s' already exists in the project — nothing installed",
+                       mb->name);
+            goto out;
+        }
+    }
+    const char *ts = NULL;
+    if (pk.has_server && pick_toolset(m, o->toolset, &ts, err) < 0)
+        goto out;
+
+    /* The manifest edit, in memory. */
+    {
+        strbuf text = SB_INIT;
+        if (fs_read_file(p->manifest, LIB_MAX_FILE_BYTES, 0, &text, err) < 0) {
+            sb_release(&text);
+            goto out;
+        }
+        ed = toml_edit_open(p->manifest, text.buf, text.len, err);
+        sb_release(&text);
+        if (!ed)
+            goto out;
+    }
+    if (pk.has_server) {
+        toml_value *srv = lib_pack_server_table(&pk);
+        const char *path[] = {"servers", pk.name};
+        int r = toml_edit_set_table(ed, path, 2, srv, err);
+        toml_free(srv);
+        if (r < 0 || (ts && add_to_toolset(ed, m, ts, "servers", pk.name, err) < 0))
+            goto out;
+    }
+    for (size_t i = 0; i < pk.skills.n; i++) {
+        toml_value *sk = toml_new(TOML_TABLE);
+        char *rel = xasprintf("./%s", pk.skills.v[i].path);
+        toml_table_set(sk, "path", toml_new_string(rel));
+        free(rel);
+        const char *path[] = {"skills", pk.skills.v[i].name};
+        int r = toml_edit_set_table(ed, path, 2, sk, err);
+        toml_free(sk);
+        if (r < 0)
+            goto out;
+    }
+    for (size_t i = 0; o->with_instructions && i < pk.instructions.n; i++) {
+        toml_value *in = toml_new(TOML_TABLE);
+        char *rel = xasprintf("instructions/%s.md", pk.instructions.v[i].name);
+        toml_table_set(in, "path", toml_new_string(rel));
+        free(rel);
+        const char *path[] = {"instructions", pk.instructions.v[i].name};
+        int r = toml_edit_set_table(ed, path, 2, in, err);
+        toml_free(in);
+        if (r < 0)
+            goto out;
+    }
+    {
+        toml_value *led = ledger_table(&pk, &ref, o->with_instructions);
+        const char *path[] = {"packs", pk.name};
+        int r = toml_edit_set_table(ed, path, 2, led, err);
+        toml_free(led);
+        if (r < 0)
+            goto out;
+    }
+
+    FILE *f = o->out;
+    fprintf(f, "pack '%s' %s (%.12s) from %s%s%s\n", pk.name, pk.tag, pk.commit, ref.url,
+            ref.subdir ? " #" : "", ref.subdir ? ref.subdir : "");
+    if (pk.description)
+        say(f, "  ", pk.description, "\n");
+    print_server(f, &pk);
+    if (pk.has_server && ts)
+        fprintf(f, "  + toolset '%s' servers += \"%s\"\n", ts, pk.name);
+    else if (pk.has_server && m->toolsets.n)
+        fprintf(o->diag, "⚠ the server joins no toolset (several, none default): pass "
+                         "--toolset <name>\n");
+    for (size_t i = 0; i < pk.skills.n; i++)
+        fprintf(f, "  + [skills.%s]  path = \"./%s\"  (copied into %s)\n", pk.skills.v[i].name,
+                pk.skills.v[i].path, p->manifest_dir);
+    for (size_t i = 0; i < pk.instructions.n; i++) {
+        if (o->with_instructions)
+            fprintf(f, "  + [instructions.%s]  instructions/%s.md (vendor house rule)\n",
+                    pk.instructions.v[i].name, pk.instructions.v[i].name);
+        else
+            fprintf(f, "  · house rule '%s' not installed (pass --with-instructions)\n",
+                    pk.instructions.v[i].name);
+    }
+    fprintf(f, "  + [packs.%s]  version = \"%s\", rev = \"%.12s…\"\n", pk.name, pk.tag,
+            pk.commit);
+    if (!o->write) {
+        fprintf(f, "Dry run. Re-run with --write to install pack '%s'.\n", pk.name);
+        rc = 0;
+        goto out;
+    }
+
+    /* Write: files, manifest, lock — or none of them. */
+    if (trust_check(p, &before, err) < 0)
+        goto out;
+    txn_init(&t, p);
+    txn = true;
+    for (size_t i = 0; i < pk.skills.n; i++) {
+        char *src = xasprintf("%s/%s", pk.root, pk.skills.v[i].path);
+        char *dst = anchored(p->manifest_dir, pk.skills.v[i].path);
+        int r = lib_copy_tree(src, dst, err);
+        free(src);
+        if (r < 0) {
+            free(dst);
+            goto out;
+        }
+        strvec_push_take(&t.created, dst);
+    }
+    for (size_t i = 0; o->with_instructions && i < pk.instructions.n; i++) {
+        strbuf body = SB_INIT;
+        char *dir = xasprintf("%s/instructions", p->manifest_dir);
+        char *dst = xasprintf("%s/%s.md", dir, pk.instructions.v[i].name);
+        int r = vendor_instruction(&pk, &pk.instructions.v[i], &body, err);
+        if (r == 0 && !fs_is_dir(dir)) {
+            r = fs_mkdirs(dir, 0755, err);
+            if (r == 0)
+                strvec_push(&t.created, dir);
+        }
+        struct fs_write_opts wo = {.mode = 0644, .symlinks = FS_SYMLINK_REFUSE};
+        if (r == 0)
+            r = fs_write_atomic(dst, body.buf, body.len, &wo, err);
+        sb_release(&body);
+        free(dir);
+        if (r < 0) {
+            free(dst);
+            goto out;
+        }
+        strvec_push_take(&t.created, dst);
+    }
+    size_t len;
+    const char *text = toml_edit_text(ed, &len);
+    if (write_manifest(&t, p, text, len, err) < 0)
+        goto out;
+    strbuf pins = SB_INIT;
+    if (lib_relock(lib, p, &pins, err) < 0) {
+        as_err_prefix(err, "pinning the pack failed, so nothing was installed");
+        sb_release(&pins);
+        goto out;
+    }
+    committed = true;
+    fprintf(f, "✓ installed pack '%s' — servers + skills, secrets stay ${REF}s\n", pk.name);
+    fprintf(f, "✓ pinned %s in %s\n", pins.buf, p->lock);
+    sb_release(&pins);
+    strvec refs = STRVEC_INIT;
+    secret_refs(&pk, &refs);
+    for (size_t i = 0; i < refs.n; i++)
+        fprintf(f, "next: agentstack secret set %s   (the value stays on this machine)\n",
+                refs.v[i]);
+    strvec_clear(&refs);
+    fprintf(f, "next: agentstack trust .   then   agentstack apply --write\n");
+    if (before.state == TRUST_TRUSTED)
+        fprintf(o->diag, "warning: the manifest and lock changed, so this project is no longer "
+                         "trusted until you review it: agentstack trust .\n");
+    rc = 0;
+out:
+    if (txn) {
+        if (!committed)
+            txn_rollback(&t, p->project_root);
+        txn_free(&t, committed);
+    }
+    trust_status_release(&before);
+    toml_edit_free(ed);
+    free(tag);
+    lib_pack_free(&pk);
+    manifest_free(m);
+    lib_pack_ref_free(&ref);
+    return rc;
+}
+
+/* ---- upgrade ------------------------------------------------------------------------------ */
+
+enum change { CH_SAME = '=', CH_ADD = '+', CH_DEL = '-', CH_MOD = '~' };
+
+struct member_change {
+    char *name;
+    enum change ch;
+    char *installed; /* absolute path in the project (existing members) */
+    char *src;       /* absolute path in the new pack (added/changed members) */
+    char *old_pin, *new_pin;
+};
+typedef VEC(struct member_change) member_changes;
+
+static void changes_free(member_changes *c)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        free(c->v[i].name);
+        free(c->v[i].installed);
+        free(c->v[i].src);
+        free(c->v[i].old_pin);
+        free(c->v[i].new_pin);
+    }
+    vec_free(c);
+}
+
+static void ledger_list(const toml_value *ledger, const char *key, strvec *out)
+{
+    const toml_value *a = toml_get(ledger, key);
+    for (size_t i = 0; i < toml_len(a); i++)
+        if (toml_at(a, i)->type == TOML_STRING)
+            strvec_push(out, toml_at(a, i)->u.str.s);
+}
+
+static const char *lstr(const toml_value *t, const char *k)
+{
+    const toml_value *v = toml_get(t, k);
+    return v && v->type == TOML_STRING ? v->u.str.s : NULL;
+}
+
+/* Pack skills live under <manifest dir>/skills/<…>; nothing else is touched. */
+static int managed_skill_dir(const struct bundle_paths *p, const struct manifest *m,
+                             const char *name, char **out, struct as_err *err)
+{
+    const struct mf_skill *s = manifest_skill(m, name);
+    const char *rel = s && s->path ? s->path : NULL;
+    if (!rel)
+        return as_err_set(err, "pack skill '%s' has no [skills.%s] path in %s", name, name,
+                          m->path);
+    while (rel[0] == '.' && rel[1] == '/')
+        rel += 2;
+    if (strncmp(rel, "skills/", 7) != 0 || !rel[7] || strstr(rel, "..")) {
+        as_err_set(err, "pack skill '%s' lives at '%s', outside skills/ — upgrade will not "
+                        "touch it",
+                   name, s->path);
+        as_err_hint(err, "move it back under skills/ or remove [skills.%s]", name);
+        return -1;
+    }
+    *out = xasprintf("%s/%s", p->manifest_dir, rel);
+    return 0;
+}
+
+static int tree_pin(const char *dir, char **out)
+{
+    char hex[SHA256_HEX_LEN + 1];
+    struct as_err e = AS_ERR_INIT;
+    if (!fs_exists(dir) || digest_skill_tree(dir, hex, &e) < 0) {
+        *out = NULL;
+        return -1;
+    }
+    *out = xstrdup(hex);
+    return 0;
+}
+
+static bool file_equals(const char *path, const strbuf *want)
+{
+    strbuf cur = SB_INIT;
+    struct as_err e = AS_ERR_INIT;
+    bool eq = fs_read_file(path, (size_t)2 << 20, 1, &cur, &e) == 0 && cur.len == want->len &&
+              memcmp(cur.buf, want->buf, cur.len) == 0;
+    sb_release(&cur);
+    return eq;
+}
+
+static bool has_vendor_marker(const char *path)
+{
+    strbuf cur = SB_INIT;
+    struct as_err e = AS_ERR_INIT;
+    bool ok = fs_read_file(path, (size_t)2 << 20, 1, &cur, &e) == 0 &&
+              strncmp(cur.buf, "<!-- agentstack:vendor ", 23) == 0;
+    sb_release(&cur);
+    return ok;
+}
+
+int lib_pack_upgrade(struct library *lib, const struct bundle_paths *p, const char *name,
+                     const struct lib_pack_opts *o, struct as_err *err)
+{
+    struct manifest *m = manifest_load(p, err);
+    if (!m)
+        return -1;
+    struct lib_pack_ref ref = {0};
+    struct lib_pack pk;
+    memset(&pk, 0, sizeof pk);
+    char *newest = NULL, *target = NULL;
+    strvec old_skills = STRVEC_INIT, old_instr = STRVEC_INIT;
+    member_changes skills = VEC_INIT, instr = VEC_INIT;
+    toml_value *new_srv = NULL;
+    toml_edit *ed = NULL;
+    struct txn t;
+    bool txn = false, committed = false;
+    struct trust_status before = {.key = SB_INIT};
+    int rc = -1;
+    FILE *f = o->out;
+
+    const toml_value *ledger = toml_get_path(m->root, "packs", name, NULL);
+    if (!ledger || ledger->type != TOML_TABLE) {
+        as_err_set(err, "no pack '%s' is installed: [packs.%s] is not in %s", name, name,
+                   m->path);
+        as_err_hint(err, "install it first: agentstack add from git:<url> --write");
+        goto out;
+    }
+    const char *source = lstr(ledger, "source"), *installed = lstr(ledger, "version");
+    const char *old_rev = lstr(ledger, "rev");
+    if (!source || strncmp(source, "git:", 4) != 0 || !installed) {
+        as_err_set(err, "[packs.%s] in %s has no git `source` and `version` to upgrade from",
+                   name, m->path);
+        goto out;
+    }
+    if (lib_pack_ref_parse(source, &ref, err) < 0)
+        goto out;
+    if (lib_pack_policy_check(m, ref.url, err) < 0)
+        goto out;
+    {
+        struct as_err e2 = AS_ERR_INIT;
+        if (lib_pack_newest_tag(ref.url, &newest, &e2) < 0 &&
+            !strstr(e2.msg, "has no version tags")) {
+            *err = e2;
+            goto out;
+        }
+    }
+    /* Never downgrade: if the newest tag is not newer, re-resolve the
+     * installed one so a moved tag still shows as a diff. */
+    target = xstrdup(newest && lib_version_tag(installed) && lib_version_cmp(newest, installed) > 0
+                         ? newest
+                         : installed);
+    if (lib_pack_fetch(lib->home, &ref, target, &pk, err) < 0)
+        goto out;
+    if (strcmp(pk.name, name) != 0) {
+        as_err_set(err, "the pack at %s@%s is now named '%s', not '%s' — nothing changed",
+                   ref.url, target, pk.name, name);
+        goto out;
+    }
+    if (forbid_check(m, &pk, err) < 0)
+        goto out;
+
+    /* What changes. */
+    ledger_list(ledger, "skills", &old_skills);
+    ledger_list(ledger, "instructions", &old_instr);
+    bool with_instr = o->with_instructions || old_instr.n > 0;
+    const toml_value *old_srv = toml_get_path(m->root, "servers", name, NULL);
+    bool ledger_server = false;
+    {
+        strvec s = STRVEC_INIT;
+        ledger_list(ledger, "servers", &s);
+        ledger_server = strvec_find(&s, name) >= 0;
+        strvec_clear(&s);
+    }
+    new_srv = pk.has_server ? lib_pack_server_table(&pk) : NULL;
+    int srv_change = CH_SAME;
+    if (new_srv && !old_srv)
+        srv_change = CH_ADD;
+    else if (!new_srv && old_srv && ledger_server)
+        srv_change = CH_DEL;
+    else if (new_srv && old_srv && !toml_equal(new_srv, old_srv))
+        srv_change = CH_MOD;
+    if (srv_change == CH_ADD && manifest_server(m, name) && !ledger_server) {
+        as_err_set(err, "[servers.%s] exists but is not the pack's — nothing changed", name);
+        goto out;
+    }
+    for (size_t i = 0; i < pk.skills.n; i++) {
+        const struct lib_pack_member *mb = &pk.skills.v[i];
+        struct member_change c = {.name = xstrdup(mb->name),
+                                  .src = xasprintf("%s/%s", pk.root, mb->path)};
+        tree_pin(c.src, &c.new_pin);
+        if (strvec_find(&old_skills, mb->name) >= 0 && manifest_skill(m, mb->name)) {
+            if (managed_skill_dir(p, m, mb->name, &c.installed, err) < 0) {
+                vec_push(&skills, c);
+                goto out;
+            }
+            tree_pin(c.installed, &c.old_pin);
+            c.ch = c.old_pin && c.new_pin && strcmp(c.old_pin, c.new_pin) == 0 ? CH_SAME : CH_MOD;
+        } else {
+            c.installed = anchored(p->manifest_dir, mb->path);
+            c.ch = CH_ADD;
+            if (manifest_skill(m, mb->name) || fs_exists(c.installed)) {
+                as_err_set(err, "the new version adds skill '%s', which already exists in the "
+                                "project — nothing changed",
+                           mb->name);
+                vec_push(&skills, c);
+                goto out;
+            }
+        }
+        vec_push(&skills, c);
+    }
+    for (size_t i = 0; i < old_skills.n; i++) {
+        bool kept = false;
+        for (size_t j = 0; j < pk.skills.n; j++)
+            kept = kept || strcmp(pk.skills.v[j].name, old_skills.v[i]) == 0;
+        if (kept || !manifest_skill(m, old_skills.v[i]))
+            continue;
+        struct member_change c = {.name = xstrdup(old_skills.v[i]), .ch = CH_DEL};
+        if (managed_skill_dir(p, m, c.name, &c.installed, err) < 0) {
+            vec_push(&skills, c);
+            goto out;
+        }
+        tree_pin(c.installed, &c.old_pin);
+        vec_push(&skills, c);
+    }
+    for (size_t i = 0; with_instr && i < pk.instructions.n; i++) {
+        const struct lib_pack_member *mb = &pk.instructions.v[i];
+        struct member_change c = {.name = xstrdup(mb->name)};
+        c.installed = xasprintf("%s/instructions/%s.md", p->manifest_dir, mb->name);
+        strbuf body = SB_INIT;
+        if (vendor_instruction(&pk, mb, &body, err) < 0) {
+            sb_release(&body);
+            vec_push(&instr, c);
+            goto out;
+        }
+        c.src = sb_detach(&body, NULL);
+        strbuf want = SB_INIT;
+        sb_adds(&want, c.src);
+        if (!fs_exists(c.installed))
+            c.ch = CH_ADD;
+        else
+            c.ch = file_equals(c.installed, &want) ? CH_SAME : CH_MOD;
+        sb_release(&want);
+        if (c.ch != CH_SAME && fs_exists(c.installed) && !has_vendor_marker(c.installed)) {
+            as_err_set(err, "instructions/%s.md has no vendor marker (edited by hand?) — "
+                            "nothing changed",
+                       mb->name);
+            as_err_hint(err, "move it aside to accept the vendor's version");
+            vec_push(&instr, c);
+            goto out;
+        }
+        vec_push(&instr, c);
+    }
+    for (size_t i = 0; i < old_instr.n; i++) {
+        bool kept = false;
+        for (size_t j = 0; j < pk.instructions.n; j++)
+            kept = kept || strcmp(pk.instructions.v[j].name, old_instr.v[i]) == 0;
+        if (kept)
+            continue;
+        struct member_change c = {.name = xstrdup(old_instr.v[i]), .ch = CH_DEL};
+        c.installed = xasprintf("%s/instructions/%s.md", p->manifest_dir, c.name);
+        if (!has_vendor_marker(c.installed)) {
+            free(c.installed);
+            c.installed = NULL; /* keep a hand-edited file; drop only the entry */
+        }
+        vec_push(&instr, c);
+    }
+
+    size_t changes = srv_change != CH_SAME;
+    bool instr_changed = false;
+    for (size_t i = 0; i < skills.n; i++)
+        changes += skills.v[i].ch != CH_SAME;
+    for (size_t i = 0; i < instr.n; i++) {
+        changes += instr.v[i].ch != CH_SAME;
+        instr_changed = instr_changed || instr.v[i].ch != CH_SAME;
+    }
+    bool moved_rev = old_rev && strcmp(old_rev, pk.commit) != 0;
+    bool new_tag = strcmp(target, installed) != 0;
+    if (!new_tag && !moved_rev && !changes) {
+        fprintf(f, "✓ pack '%s' already current.\n", name);
+        rc = 0;
+        goto out;
+    }
+    if (new_tag)
+        fprintf(f, "newer tag '%s': %s -> %s (%.12s)\n", name, installed, target, pk.commit);
+    else if (moved_rev)
+        fprintf(f, "tag '%s' %s moved: %.12s -> %.12s\n", name, installed, old_rev, pk.commit);
+    else
+        fprintf(f, "pack '%s' %s: the installed files differ from the tag\n", name, installed);
+    if (srv_change != CH_SAME)
+        fprintf(f, "  %c [servers.%s]\n", srv_change, name);
+    for (size_t i = 0; i < skills.n; i++) {
+        const struct member_change *c = &skills.v[i];
+        if (c->ch == CH_MOD)
+            fprintf(f, "  ~ skill '%s'  %.12s → %.12s\n", c->name, c->old_pin ? c->old_pin : "?",
+                    c->new_pin ? c->new_pin : "?");
+        else if (c->ch != CH_SAME)
+            fprintf(f, "  %c skill '%s'\n", c->ch, c->name);
+    }
+    for (size_t i = 0; i < instr.n; i++)
+        if (instr.v[i].ch != CH_SAME)
+            fprintf(f, "  %c house rule '%s' (instructions/%s.md)\n", instr.v[i].ch,
+                    instr.v[i].name, instr.v[i].name);
+    fprintf(f, "  %zu change%s; [packs.%s] version = \"%s\", rev = \"%.12s…\"\n", changes,
+            changes == 1 ? "" : "s", name, target, pk.commit);
+    if (instr_changed && !o->with_instructions && !o->yes) {
+        fprintf(f, "house rules are new or rewritten: re-run with --with-instructions or --yes "
+                   "to accept them. Nothing written.\n");
+        rc = 0;
+        goto out;
+    }
+    if (!o->write) {
+        fprintf(f, "Dry run. Re-run with --write to upgrade pack '%s'.\n", name);
+        rc = 0;
+        goto out;
+    }
+
+    /* One transaction: files, manifest, lock. */
+    {
+        strbuf text = SB_INIT;
+        if (fs_read_file(p->manifest, LIB_MAX_FILE_BYTES, 0, &text, err) < 0) {
+            sb_release(&text);
+            goto out;
+        }
+        ed = toml_edit_open(p->manifest, text.buf, text.len, err);
+        sb_release(&text);
+        if (!ed)
+            goto out;
+    }
+    if (srv_change == CH_ADD || srv_change == CH_MOD) {
+        const char *path[] = {"servers", name};
+        if (toml_edit_set_table(ed, path, 2, new_srv, err) < 0)
+            goto out;
+    } else if (srv_change == CH_DEL) {
+        const char *path[] = {"servers", name};
+        if (toml_edit_remove(ed, path, 2, err) < 0)
+            goto out;
+    }
+    for (size_t i = 0; i < skills.n; i++) {
+        const struct member_change *c = &skills.v[i];
+        const char *path[] = {"skills", c->name};
+        if (c->ch == CH_ADD) {
+            toml_value *sk = toml_new(TOML_TABLE);
+            char *rel = xasprintf("./%s", c->installed + strlen(p->manifest_dir) + 1);
+            toml_table_set(sk, "path", toml_new_string(rel));
+            free(rel);
+            int r = toml_edit_set_table(ed, path, 2, sk, err);
+            toml_free(sk);
+            if (r < 0)
+                goto out;
+        } else if (c->ch == CH_DEL && toml_edit_remove(ed, path, 2, err) < 0) {
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < instr.n; i++) {
+        const struct member_change *c = &instr.v[i];
+        const char *path[] = {"instructions", c->name};
+        if (c->ch == CH_ADD) {
+            toml_value *in = toml_new(TOML_TABLE);
+            char *rel = xasprintf("instructions/%s.md", c->name);
+            toml_table_set(in, "path", toml_new_string(rel));
+            free(rel);
+            int r = toml_edit_set_table(ed, path, 2, in, err);
+            toml_free(in);
+            if (r < 0)
+                goto out;
+        } else if (c->ch == CH_DEL && toml_edit_remove(ed, path, 2, err) < 0) {
+            goto out;
+        }
+    }
+    {
+        toml_value *led = ledger_table(&pk, &ref, with_instr);
+        const char *path[] = {"packs", name};
+        int r = toml_edit_set_table(ed, path, 2, led, err);
+        toml_free(led);
+        if (r < 0)
+            goto out;
+    }
+    if (trust_check(p, &before, err) < 0)
+        goto out;
+    txn_init(&t, p);
+    txn = true;
+    for (size_t i = 0; i < skills.n; i++) {
+        const struct member_change *c = &skills.v[i];
+        if ((c->ch == CH_MOD || c->ch == CH_DEL) && fs_exists(c->installed) &&
+            txn_aside(&t, c->installed, err) < 0)
+            goto out;
+        if (c->ch == CH_MOD || c->ch == CH_ADD) {
+            if (lib_copy_tree(c->src, c->installed, err) < 0)
+                goto out;
+            strvec_push(&t.created, c->installed);
+        }
+    }
+    for (size_t i = 0; i < instr.n; i++) {
+        const struct member_change *c = &instr.v[i];
+        if ((c->ch == CH_MOD || c->ch == CH_DEL) && c->installed && fs_exists(c->installed) &&
+            txn_aside(&t, c->installed, err) < 0)
+            goto out;
+        if (c->ch == CH_MOD || c->ch == CH_ADD) {
+            char *dir = xasprintf("%s/instructions", p->manifest_dir);
+            int r = 0;
+            if (!fs_is_dir(dir)) {
+                r = fs_mkdirs(dir, 0755, err);
+                if (r == 0)
+                    strvec_push(&t.created, dir);
+            }
+            free(dir);
+            struct fs_write_opts wo = {.mode = 0644, .symlinks = FS_SYMLINK_REFUSE};
+            if (r == 0)
+                r = fs_write_atomic(c->installed, c->src, strlen(c->src), &wo, err);
+            if (r < 0)
+                goto out;
+            strvec_push(&t.created, c->installed);
+        }
+    }
+    size_t len;
+    const char *text = toml_edit_text(ed, &len);
+    if (write_manifest(&t, p, text, len, err) < 0)
+        goto out;
+    strbuf pins = SB_INIT;
+    if (lib_relock(lib, p, &pins, err) < 0) {
+        as_err_prefix(err, "re-pinning failed, so the upgrade was rolled back");
+        sb_release(&pins);
+        goto out;
+    }
+    committed = true;
+    fprintf(f, "✓ upgraded pack '%s' — previewed, re-pinned @%s\n", name, target);
+    fprintf(f, "✓ pinned %s in %s\n", pins.buf, p->lock);
+    sb_release(&pins);
+    fprintf(f, "next: agentstack trust .   then   agentstack apply --write\n");
+    if (before.state == TRUST_TRUSTED)
+        fprintf(o->diag, "warning: the manifest and lock changed, so this project is no longer "
+                         "trusted until you review it: agentstack trust .\n");
+    rc = 0;
+out:
+    if (txn) {
+        if (!committed)
+            txn_rollback(&t, p->project_root);
+        txn_free(&t, committed);
+    }
+    trust_status_release(&before);
+    toml_edit_free(ed);
+    toml_free(new_srv);
+    changes_free(&skills);
+    changes_free(&instr);
+    strvec_clear(&old_skills);
+    strvec_clear(&old_instr);
+    free(newest);
+    free(target);
+    lib_pack_free(&pk);
+    lib_pack_ref_free(&ref);
+    manifest_free(m);
+    return rc;
+}
