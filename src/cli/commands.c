@@ -27,6 +27,8 @@ int cmd_lib(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_add(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_upgrade(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_up(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_secret(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_init(int argc, char **argv, struct cli_ctx *ctx);
 
 const struct cli_command cli_commands[] = {
     {"help", cmd_help, "show commands, or one command's usage",
@@ -110,6 +112,17 @@ const struct cli_command cli_commands[] = {
      "usage: agentstack upgrade <pack> [--yes] [--with-instructions] [--write]\n", 0},
     {"up", cmd_up, "set up a second machine: receive the library, install, list what is left",
      "usage: agentstack up [--library <git-url>] [--toolset N] [--targets ID...] [--write]\n", 0},
+    {"secret", cmd_secret, "store, read (masked), list and remove secrets on this machine",
+     "usage: agentstack secret set NAME [--stdin] [--store keychain|file | --env-file]\n"
+     "       agentstack secret get NAME [--reveal]\n"
+     "       agentstack secret list [--json]\n"
+     "       agentstack secret rm NAME [--store keychain|file | --env-file]\n"
+     "set prompts without echo on a terminal; the OS keychain is the default store.\n", 0},
+    {"init", cmd_init, "import the servers, skills and secrets your CLIs already have",
+     "usage: agentstack init [--yes] [--dry-run] [--secrets keychain|env|file|skip]\n"
+     "                       [--no-keychain] [--include-tool-managed] [--force] [--global] [-v]\n"
+     "Reads each detected CLI's config (never changes it); inline secrets become ${REF}s.\n",
+     0},
     {NULL, NULL, NULL, NULL, 0},
 };
 

@@ -1,0 +1,489 @@
+/*
+ * agentstack init [--yes] [--dry-run] [--secrets keychain|env|file|skip]
+ *                 [--no-keychain] [--include-tool-managed] [--force] [--global]
+ * (04 §7, 06 §4.5, errata 25).
+ *
+ * Reads the MCP servers and skill folders the detected CLIs already have,
+ * merges them into one manifest (servers inline, skills copied into the
+ * central library and listed in [toolsets.default]), and moves every inline
+ * secret to a store: the OS keychain by default; with none reachable it
+ * refuses and names --secrets env|file|skip. The CLIs' own files are only
+ * read. On a machine with nothing to import it writes a commented starter.
+ * Without a terminal it needs --yes (or --dry-run); on a terminal without
+ * flags it asks before writing. It never renders and never trusts.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "adapters/adapters.h"
+#include "base/fs.h"
+#include "base/xalloc.h"
+#include "bundle/discover.h"
+#include "bundle/home.h"
+#include "bundle/manifest.h"
+#include "cli/cli.h"
+#include "library/library.h"
+#include "onboard/onboard.h"
+#include "secrets/backends.h"
+
+int cmd_init(int argc, char **argv, struct cli_ctx *ctx);
+
+struct init_args {
+    bool yes, dry_run, force, global, include_tool_managed, verbose;
+    bool secrets_set;
+    enum onb_dest dest;
+};
+
+static int parse(int argc, char **argv, struct init_args *a)
+{
+    a->dest = ONB_DEST_KEYCHAIN;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        if (strcmp(s, "--yes") == 0 || strcmp(s, "-y") == 0) {
+            a->yes = true;
+        } else if (strcmp(s, "--dry-run") == 0 || strcmp(s, "--plan") == 0) {
+            a->dry_run = true;
+        } else if (strcmp(s, "--force") == 0) {
+            a->force = true;
+        } else if (strcmp(s, "--global") == 0) {
+            a->global = true;
+        } else if (strcmp(s, "--include-tool-managed") == 0) {
+            a->include_tool_managed = true;
+        } else if (strcmp(s, "-v") == 0 || strcmp(s, "--verbose") == 0) {
+            a->verbose = true;
+        } else if (strcmp(s, "--no-keychain") == 0) {
+            a->dest = ONB_DEST_SKIP;
+            a->secrets_set = true;
+        } else if (strcmp(s, "--secrets") == 0 || strncmp(s, "--secrets=", 10) == 0) {
+            const char *v = s[9] == '=' ? s + 10 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!v)
+                return cli_usage_error("init", "--secrets needs keychain, env, file or skip");
+            if (strcmp(v, "keychain") == 0)
+                a->dest = ONB_DEST_KEYCHAIN;
+            else if (strcmp(v, "env") == 0)
+                a->dest = ONB_DEST_ENV;
+            else if (strcmp(v, "file") == 0)
+                a->dest = ONB_DEST_FILE;
+            else if (strcmp(v, "skip") == 0)
+                a->dest = ONB_DEST_SKIP;
+            else
+                return cli_usage_error("init",
+                                       "--secrets must be keychain, env, file or skip (got '%s')",
+                                       v);
+            a->secrets_set = true;
+        } else {
+            return cli_usage_error("init", "unknown argument '%s'", s);
+        }
+    }
+    if (a->global && a->dest == ONB_DEST_ENV)
+        return cli_usage_error("init", "--secrets env writes a project's .agentstack/.env; with "
+                                       "--global use keychain, file or skip");
+    return 0;
+}
+
+/* ---- taken names: does a store already hold this name? ---------------------- */
+
+struct taken_ctx {
+    struct sec_chain *chain;
+};
+
+static int taken_cb(void *ctx, const char *name, const char *value)
+{
+    struct taken_ctx *t = ctx;
+    strbuf v = SB_INIT;
+    struct sec_result r;
+    enum sec_status s = sec_resolve(t->chain, name, &v, &r);
+    int rc = 0;
+    if (s == SEC_FOUND)
+        rc = strcmp(v.buf, value) == 0 ? 1 : 2;
+    else if (s == SEC_FAILED && r.source && strcmp(r.source, "keychain") != 0)
+        rc = 2; /* unreadable store: do not risk shadowing what it holds */
+    sb_release_secure(&v);
+    return rc;
+}
+
+/* ---- validation ---------------------------------------------------------- */
+
+struct lib_ctx {
+    struct library *lib;
+    const struct onb_import *im;
+};
+
+static bool has_item(void *ctx, enum mf_item_kind kind, const char *name)
+{
+    struct lib_ctx *l = ctx;
+    if (kind == MF_ITEM_SKILL)
+        for (size_t i = 0; i < l->im->skills.n; i++)
+            if (strcmp(l->im->skills.v[i].name, name) == 0)
+                return true;
+    return l->lib && lib_manifest_has(l->lib, kind, name);
+}
+
+static int validate_text(const char *path, const strbuf *text, bool machine,
+                         const struct adp_registry *r, const struct onb_import *im,
+                         struct as_err *err)
+{
+    struct manifest_source src = {
+        .kind = machine ? MANIFEST_MACHINE : MANIFEST_PROJECT,
+        .path = path,
+        .data = text->buf,
+        .len = text->len,
+    };
+    struct manifest *m = manifest_load_bytes(&src, err);
+    if (!m) {
+        as_err_prefix(err, "the imported manifest does not load (a bug; nothing was written)");
+        return -1;
+    }
+    const char **ids = xcalloc(r->v.n + 1, sizeof(char *));
+    for (size_t i = 0; i < r->v.n; i++)
+        ids[i] = r->v.v[i]->id;
+    struct as_err lerr = AS_ERR_INIT;
+    struct lib_ctx lc = {lib_open(NULL, &lerr), im};
+    struct manifest_env env = {.adapter_ids = ids, .n_adapter_ids = r->v.n,
+                               .library_has = has_item, .library_ctx = &lc};
+    mf_diags d = VEC_INIT;
+    size_t nerr = manifest_validate(m, &env, &d);
+    int rc = 0;
+    if (nerr) {
+        strbuf s = SB_INIT;
+        for (size_t i = 0; i < d.n; i++)
+            if (d.v[i].sev == MF_ERROR) {
+                mf_diag_format(&d.v[i], &s);
+                break;
+            }
+        rc = as_err_set(err, "the imported manifest does not validate: %s", s.buf);
+        sb_release(&s);
+    }
+    mf_diags_free(&d);
+    lib_free(lc.lib);
+    free(ids);
+    manifest_free(m);
+    return rc;
+}
+
+/* ---- terminal questions ---------------------------------------------------- */
+
+static int ask(const char *q, const char *def, char *buf, size_t n)
+{
+    printf("%s", q);
+    fflush(stdout);
+    if (!fgets(buf, (int)n, stdin))
+        return -1;
+    buf[strcspn(buf, "\r\n")] = '\0';
+    if (!buf[0])
+        snprintf(buf, n, "%s", def);
+    return 0;
+}
+
+static void rel_display(const char *path, strbuf *out)
+{
+    char cwd[4096];
+    if (getcwd(cwd, sizeof cwd)) {
+        size_t n = strlen(cwd);
+        if (strncmp(path, cwd, n) == 0 && path[n] == '/') {
+            sb_adds(out, path + n + 1);
+            return;
+        }
+    }
+    onb_display_path(path, out);
+}
+
+static const char *dest_label(enum onb_dest d)
+{
+    switch (d) {
+    case ONB_DEST_KEYCHAIN:
+        return "the OS keychain";
+    case ONB_DEST_ENV:
+        return ".agentstack/.env (gitignored)";
+    case ONB_DEST_FILE:
+        return "the file store $AGENTSTACK_HOME/secrets.env";
+    case ONB_DEST_SKIP:
+        return "nowhere (--secrets skip)";
+    }
+    return "?";
+}
+
+static void print_plan(const struct onb_import *im, const onb_lifts *lifts, enum onb_dest dest,
+                       bool verbose)
+{
+    for (size_t i = 0; i < im->servers.n; i++) {
+        const struct onb_server *s = &im->servers.v[i];
+        printf("  + %s  ← ", s->name);
+        for (size_t k = 0; k < s->origins.n; k++)
+            printf("%s%s", k ? " · " : "", s->origins.v[k]);
+        printf("\n");
+    }
+    for (size_t i = 0; i < im->skills.n; i++) {
+        const struct onb_skill *s = &im->skills.v[i];
+        printf("  + skill %s  ← ", s->name);
+        for (size_t k = 0; k < s->origins.n; k++)
+            printf("%s%s", k ? " · " : "", s->origins.v[k]);
+        printf("%s\n", s->in_library ? " (already in the library)" : "");
+    }
+    for (size_t i = 0; i < lifts->n; i++) {
+        const struct onb_lift *l = &lifts->v[i];
+        printf("  🔑 ${%s} ← ", l->name);
+        for (size_t k = 0; k < l->where.n; k++)
+            printf("%s%s", k ? ", " : "", l->where.v[k]);
+        printf(" → %s\n", l->reused ? "already stored with this value" : dest_label(dest));
+    }
+    for (size_t i = 0; i < im->conflicts.n; i++)
+        printf("  ! conflict: %s\n", im->conflicts.v[i]);
+    for (size_t i = 0; i < im->problems.n; i++)
+        printf("  ✗ %s\n", im->problems.v[i]);
+    for (size_t i = 0; i < im->notes.n; i++)
+        if (verbose || strncmp(im->notes.v[i], "skipping", 8) == 0)
+            printf("  ↳ %s\n", im->notes.v[i]);
+}
+
+int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
+{
+    struct init_args a = {0};
+    int rc = parse(argc, argv, &a);
+    if (rc)
+        return rc;
+    struct as_err err = AS_ERR_INIT;
+    struct bundle_paths p = {0};
+    struct adp_registry reg = {0};
+    bool have_reg = false;
+    struct onb_import im = {0};
+    onb_lifts lifts = VEC_INIT;
+    struct onb_stored stored = {0};
+    strbuf target = SB_INIT, text = SB_INIT, disp = SB_INIT, home = SB_INIT;
+    struct sec_chain *chain = NULL;
+    const char *project_root = NULL;
+    const char *dotenv = NULL;
+    char *mkdir_made = NULL; /* the manifest dir, when this run created it */
+    rc = EXIT_FAIL;
+
+    bool interactive = !a.yes && !a.dry_run;
+    if (interactive && !(isatty(0) && isatty(1))) {
+        as_err_set(&err, "refusing to init without a terminal: pass --yes to import "
+                         "non-interactively, or --dry-run to preview");
+        as_err_hint(&err, "agentstack init --yes");
+        goto fail;
+    }
+
+    /* Where the manifest goes. */
+    if (a.global) {
+        if (home_path(HOME_MACHINE_MANIFEST, &target, &err) < 0 || home_dir(&home, &err) < 0)
+            goto fail;
+        if (fs_exists(target.buf) && !a.force) {
+            as_err_set(&err, "%s already exists", target.buf);
+            as_err_hint(&err, "agentstack adopt --scope global --write imports hand edits into "
+                              "it; init --global --force replaces it");
+            goto fail;
+        }
+    } else {
+        char cwd[4096];
+        const char *base = ctx->manifest_dir;
+        if (!base) {
+            if (!getcwd(cwd, sizeof cwd)) {
+                as_err_errno(&err, "cannot read the current directory");
+                goto fail;
+            }
+            base = cwd;
+        }
+        if (discover_at(base, &p, &err) < 0)
+            goto fail;
+        if (discover_is_machine_home(p.base) || discover_is_machine_home(p.manifest_dir) ||
+            discover_is_home_or_ancestor(p.base)) {
+            as_err_set(&err, "%s is your home directory (or holds the machine home); a project "
+                             "manifest does not belong here",
+                       p.base);
+            as_err_hint(&err, "run init inside a project directory, or use agentstack init "
+                              "--global for the machine layer");
+            goto fail;
+        }
+        if (p.found && !a.force) {
+            as_err_set(&err, "%s already exists", p.manifest);
+            as_err_hint(&err, "agentstack adopt imports hand edits into it; init --force "
+                              "replaces it");
+            goto fail;
+        }
+        sb_adds(&target, p.manifest);
+        project_root = p.project_root;
+        dotenv = p.env_file;
+    }
+
+    if (adp_registry_load(&reg, true, &err) < 0)
+        goto fail;
+    have_reg = true;
+    for (size_t i = 0; i < reg.warnings.n; i++)
+        fprintf(stderr, "warning: %s\n", reg.warnings.v[i]);
+
+    struct onb_import_opts io = {.project_root = project_root,
+                                 .include_tool_managed = a.include_tool_managed,
+                                 .skills = true};
+    if (onb_import(&reg, &io, &im, &err) < 0)
+        goto fail;
+
+    if (im.detected_ids.n) {
+        printf("🔍 Detected %zu CLI%s: ", im.detected_ids.n, im.detected_ids.n == 1 ? "" : "s");
+        for (size_t i = 0; i < im.detected_names.n; i++)
+            printf("%s%s", i ? " · " : "", im.detected_names.v[i]);
+        printf("\n");
+    } else {
+        printf("🔍 No supported CLIs detected on this machine\n");
+    }
+
+    /* Lift secrets; names already holding other values in a store are skipped. */
+    struct sec_chain_opts co = {.project_dotenv = dotenv,
+                                .no_keychain = !(sec_keychain_probe(&err) == 0)};
+    as_err_clear(&err);
+    chain = sec_chain_full(&co);
+    struct taken_ctx tc = {chain};
+    onb_lift_secrets(&im, taken_cb, &tc, &lifts);
+    size_t to_store = 0;
+    for (size_t i = 0; i < lifts.n; i++)
+        to_store += !lifts.v[i].reused;
+
+    bool starter = im.servers.n == 0 && im.skills.n == 0;
+    if (starter)
+        onb_starter_text(&text);
+    else
+        onb_manifest_text(&im, &text);
+    if (validate_text(target.buf, &text, a.global, &reg, &im, &err) < 0)
+        goto fail;
+
+    print_plan(&im, &lifts, a.dest, a.verbose);
+
+    if (interactive && !starter) {
+        char buf[64];
+        if (to_store && !a.secrets_set) {
+            if (ask("Where should the secret values go? [k]eychain (default), [e]nv "
+                    "(.agentstack/.env), [f]ile store, [s]kip: ",
+                    "k", buf, sizeof buf) < 0) {
+                printf("\nNot written.\n");
+                rc = EXIT_FAIL;
+                goto out;
+            }
+            a.dest = buf[0] == 'e' ? ONB_DEST_ENV
+                     : buf[0] == 'f' ? ONB_DEST_FILE
+                     : buf[0] == 's' ? ONB_DEST_SKIP
+                                     : ONB_DEST_KEYCHAIN;
+            if (a.global && a.dest == ONB_DEST_ENV)
+                a.dest = ONB_DEST_FILE;
+        }
+        rel_display(target.buf, &disp);
+        char q[4200];
+        snprintf(q, sizeof q, "Write %s? [Y/n] ", disp.buf);
+        sb_reset(&disp);
+        if (ask(q, "y", buf, sizeof buf) < 0 || (buf[0] != 'y' && buf[0] != 'Y')) {
+            printf("Not written. Re-run with --yes to write.\n");
+            rc = EXIT_OK;
+            goto out;
+        }
+    }
+
+    /* No keychain and nowhere else named: refuse before anything is written. */
+    if (to_store && a.dest == ONB_DEST_KEYCHAIN && sec_keychain_probe(&err) < 0 && !a.dry_run) {
+        char why[2048];
+        snprintf(why, sizeof why, "%s", err.msg);
+        as_err_set(&err, "the OS keychain is unreachable (%s) — %zu secret value%s would have "
+                         "nowhere to go; nothing was written",
+                   why, to_store, to_store == 1 ? "" : "s");
+        as_err_hint(&err, "choose where they go: agentstack init --secrets env (.agentstack/.env, "
+                          "gitignored) | --secrets file ($AGENTSTACK_HOME/secrets.env, 0600) | "
+                          "--secrets skip (set them later with agentstack secret set NAME)");
+        goto fail;
+    }
+
+    if (a.dry_run) {
+        if (to_store && a.dest == ONB_DEST_KEYCHAIN && sec_keychain_probe(&err) < 0)
+            printf("  ✗ the OS keychain is unreachable (%s): --yes would refuse; pick "
+                   "--secrets env|file|skip\n",
+                   err.msg);
+        as_err_clear(&err);
+        rel_display(target.buf, &disp);
+        printf("Dry run. Nothing written — would write %s%s.\n", disp.buf,
+               starter ? " (a starter manifest)" : "");
+        rc = EXIT_OK;
+        goto out;
+    }
+
+    /* The manifest dir first (so a .env lands in a 0755 .agentstack/, not one
+     * its writer made 0700), then secrets (rolled back on a later failure),
+     * skills, and the manifest last. */
+    mkdir_made = xstrdup(target.buf);
+    char *slash = strrchr(mkdir_made, '/');
+    if (slash)
+        *slash = '\0';
+    if (fs_exists(mkdir_made)) {
+        free(mkdir_made);
+        mkdir_made = NULL;
+    } else if (fs_mkdirs(mkdir_made, a.global ? 0700 : 0755, &err) < 0) {
+        goto fail;
+    }
+    if (to_store && onb_store_lifts(&lifts, a.dest, dotenv, &stored, &err) < 0)
+        goto fail_rollback;
+    size_t copied = 0;
+    if (onb_write_skills(&im, &copied, &err) < 0)
+        goto fail_rollback;
+    struct fs_write_opts wo = {.mode = a.global ? 0600 : 0644, .symlinks = FS_SYMLINK_REFUSE,
+                               .contain_root = project_root};
+    if (fs_write_atomic(target.buf, text.buf, text.len, &wo, &err) < 0)
+        goto fail_rollback;
+    free(mkdir_made);
+    mkdir_made = NULL;
+    if (to_store && a.dest == ONB_DEST_ENV) {
+        bool added = false;
+        struct as_err gerr = AS_ERR_INIT;
+        if (sec_gitignore_env(project_root, "/.agentstack/.env", &added, &gerr) < 0)
+            fprintf(stderr, "warning: %s\n", gerr.msg);
+    }
+
+    if (starter) {
+        printf("No supported CLIs detected to import — wrote a starter manifest instead.\n");
+    } else {
+        printf("📥 Imported %zu MCP server%s", im.servers.n, im.servers.n == 1 ? "" : "s");
+        if (im.skills.n)
+            printf(" and %zu skill%s", im.skills.n, im.skills.n == 1 ? "" : "s");
+        printf(" from existing configs\n");
+    }
+    if (to_store && a.dest != ONB_DEST_SKIP) {
+        printf("🔑 Stored %zu secret%s in %s:", to_store, to_store == 1 ? "" : "s",
+               dest_label(a.dest));
+        for (size_t i = 0; i < lifts.n; i++)
+            if (!lifts.v[i].reused)
+                printf(" %s", lifts.v[i].name);
+        printf("\n");
+    } else if (to_store) {
+        printf("· %zu secret value%s not stored (--secrets skip) — set each before apply:\n",
+               to_store, to_store == 1 ? " was" : "s were");
+        for (size_t i = 0; i < lifts.n; i++)
+            if (!lifts.v[i].reused)
+                printf("    agentstack secret set %s\n", lifts.v[i].name);
+    }
+    rel_display(target.buf, &disp);
+    printf("✅ Wrote %s\n", disp.buf);
+    printf("Next: agentstack bootstrap   · preflight: CLIs, missing secrets, what apply would "
+           "change\n");
+    rc = EXIT_OK;
+    goto out;
+
+fail_rollback:
+    onb_rollback(&stored);
+fail:
+    cli_error(&err);
+    rc = EXIT_FAIL;
+    if (mkdir_made)
+        rmdir(mkdir_made); /* only when it is still empty */
+out:
+    free(mkdir_made);
+    fflush(stdout);
+    sec_chain_free(chain);
+    onb_stored_free(&stored);
+    onb_lifts_free(&lifts);
+    onb_import_free(&im);
+    if (have_reg)
+        adp_registry_free(&reg);
+    bundle_paths_free(&p);
+    sb_release(&target);
+    sb_release(&text);
+    sb_release(&disp);
+    sb_release(&home);
+    return rc;
+}

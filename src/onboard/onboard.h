@@ -1,0 +1,164 @@
+/*
+ * onboard — turning what a machine already has into a manifest (04 §7 init,
+ * adopt, bootstrap; 06 §4.5; errata 25, 26).
+ *
+ * Why: nobody starts from a blank page. The 13 CLIs already hold MCP
+ * servers (often with tokens pasted inline) and skill folders; init reads
+ * them through the adapter descriptors' inverse mapping, merges them into
+ * one reviewed manifest and moves every inline secret to a store, so the
+ * file that gets committed holds ${REF}s only.
+ *
+ * Guarantees:
+ *  - Reading never writes: the CLIs' configs are opened read-only and left
+ *    byte-identical; a malformed one is reported and skipped, never fatal.
+ *  - Every imported server says where it came from; the same name defined
+ *    differently by two CLIs is a reported conflict (the first definition,
+ *    in the adapter table's order, global before project, wins); equal
+ *    definitions merge and their extra.<id> keys are unioned.
+ *  - The gateway bridge (an entry named "agentstack", or command stem
+ *    "agentstack" with first arg "mcp") is never imported; executables
+ *    inside a macOS .app bundle are skipped unless asked for.
+ *  - Lifting (06 §4.5 key rules, plus value shapes: ghp_, github_pat_,
+ *    sk-, xoxb-, AKIA, JWTs, high entropy) replaces each secret with a
+ *    ${REF}; equal values share one ref; a name already holding a different
+ *    value in a store, or already used, gets _2, _3. The lifted values live
+ *    only in onb_lift entries (wiped on free) and the store they go to.
+ *  - The manifest text written is checked by loading and validating it
+ *    before anything is stored; a store or write failure after keychain
+ *    writes rolls those writes back.
+ *  - Locating a secret (status surfaces) reads presence only: process env,
+ *    keychain attributes, KEY=value names. Never a keychain value, never
+ *    varlock (errata 43).
+ */
+#ifndef AS_ONBOARD_ONBOARD_H
+#define AS_ONBOARD_ONBOARD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "adapters/adapters.h"
+#include "base/err.h"
+#include "base/strbuf.h"
+#include "base/toml.h"
+#include "base/vec.h"
+#include "bundle/manifest.h"
+
+/* ---- presence-only secret locator ----------------------------------------- */
+
+struct onb_locator {
+    bool kc_ok;            /* keychain reachable and listed */
+    char kc_why[512];      /* why not (when kc_ok is false and it was asked for) */
+    strvec kc_names, file_names, dotenv_names;
+    char *file_store;      /* $AGENTSTACK_HOME/secrets.env */
+    char *dotenv;          /* project .env or NULL */
+};
+/* with_keychain false: the keychain is not asked at all. */
+void onb_locator_init(struct onb_locator *l, const char *project_dotenv, bool with_keychain);
+void onb_locator_free(struct onb_locator *l);
+/* The first layer holding name in chain order ("env", "keychain", "file",
+ * ".env") or NULL; every later holder is appended to also (may be NULL). */
+const char *onb_locate(const struct onb_locator *l, const char *name, strvec *also);
+
+/* ---- import ------------------------------------------------------------- */
+
+struct onb_server {
+    char *name;
+    bool http;
+    char *url, *command, *cwd;
+    strvec args;
+    strvec hdr_keys, hdr_vals; /* parallel, file order */
+    strvec env_keys, env_vals;
+    toml_value *extra;         /* table adapter-id → table, or NULL */
+    strvec origins;            /* "Claude Code (~/.claude.json)" */
+    strvec origin_ids;         /* adapter ids, parallel to origins */
+};
+
+struct onb_skill {
+    char *name;
+    char *src;                 /* the directory to copy (symlinks resolved) */
+    char digest[65];
+    strvec origins;
+    bool in_library;           /* the library already holds these bytes */
+};
+
+struct onb_import {
+    strvec detected_ids;       /* registry order */
+    strvec detected_names;     /* display names, parallel */
+    VEC(struct onb_server) servers;
+    VEC(struct onb_skill) skills;
+    strvec notes;              /* skips: "skipping 'x' in <where> — <why>" */
+    strvec conflicts;          /* "'x' in <where> differs from <first> — kept <first>'s" */
+    strvec problems;           /* configs that could not be read */
+};
+
+struct onb_import_opts {
+    const char *project_root;  /* also read project-scope configs (NULL: global only) */
+    bool include_tool_managed; /* import executables inside .app bundles */
+    bool skills;               /* scan skill folders */
+    const strvec *only;        /* adapter ids to read (NULL or empty: all detected) */
+    bool all_adapters;         /* read every adapter's files, detected or not (adopt) */
+};
+
+int onb_import(const struct adp_registry *r, const struct onb_import_opts *o,
+               struct onb_import *out, struct as_err *err);
+void onb_import_free(struct onb_import *im);
+void onb_server_free(struct onb_server *s);
+/* Reads one CLI's MCP servers from a native file's bytes (the inverse of
+ * the descriptor's field mapping). where labels origins and notes. */
+int onb_read_servers(const struct adp_desc *d, enum adp_format fmt, const char *path,
+                     const char *text, size_t len, const char *where, bool include_tool_managed,
+                     struct onb_import *out, struct as_err *err);
+/* True for the gateway bridge entry. */
+bool onb_is_bridge(const char *name, const char *command, const strvec *args);
+/* true when the two definitions are the same server (extras ignored). */
+bool onb_server_same(const struct onb_server *a, const struct onb_server *b);
+/* "~/.claude.json" for a path under $HOME, else the path. */
+void onb_display_path(const char *path, strbuf *out);
+
+/* ---- lifting -------------------------------------------------------------- */
+
+struct onb_lift {
+    char *name;                /* the ${REF} name */
+    char *value;               /* the secret (wiped on free) */
+    strvec where;              /* "github headers.Authorization" */
+    bool reused;               /* a store already holds this exact value */
+};
+typedef VEC(struct onb_lift) onb_lifts;
+
+/* Answers whether a store already holds name: 0 no, 1 with this value,
+ * 2 with another value (the name is then not used). */
+typedef int (*onb_taken_fn)(void *ctx, const char *name, const char *value);
+
+/* Replaces inline secrets in every server by ${REF}s (in place). */
+void onb_lift_secrets(struct onb_import *im, onb_taken_fn taken, void *ctx, onb_lifts *out);
+void onb_lifts_free(onb_lifts *l);
+
+/* ---- manifest text -------------------------------------------------------- */
+
+/* One [servers.<name>] block (with a "# from …" comment line). */
+void onb_server_toml(const struct onb_server *s, strbuf *out);
+/* The imported manifest: header comment, version, servers, [toolsets.default]. */
+void onb_manifest_text(const struct onb_import *im, strbuf *out);
+/* The commented starter manifest for a machine with nothing to import. */
+void onb_starter_text(strbuf *out);
+
+/* ---- writing ---------------------------------------------------------------- */
+
+enum onb_dest { ONB_DEST_KEYCHAIN, ONB_DEST_ENV, ONB_DEST_FILE, ONB_DEST_SKIP };
+const char *onb_dest_name(enum onb_dest d); /* keychain | env | file | skip */
+
+struct onb_stored {
+    strvec kc_created;         /* keychain names written by this run (rolled back) */
+};
+/* Stores every non-reused lift in dest (dotenv: <manifest dir>/.env). */
+int onb_store_lifts(const onb_lifts *l, enum onb_dest dest, const char *dotenv,
+                    struct onb_stored *st, struct as_err *err);
+/* Undoes the keychain writes recorded in st. */
+void onb_rollback(struct onb_stored *st);
+void onb_stored_free(struct onb_stored *st);
+
+/* Copies the skills not yet in the library into its first source and
+ * saves the index, under the writer lock. */
+int onb_write_skills(const struct onb_import *im, size_t *copied, struct as_err *err);
+
+#endif
