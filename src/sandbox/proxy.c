@@ -582,6 +582,22 @@ static int make_pipe(int fds[2], size_t *cap)
     return 0;
 }
 
+/* A pipe that keeps filling carries a bulk transfer: grow it (up to 1 MiB)
+ * so each wakeup moves more. Idle and interactive tunnels keep the default
+ * 64 KiB, which bounds the memory of a thousand mostly-idle tunnels. */
+#define PIPE_GROW_MAX (1 << 20)
+static void maybe_grow(int wfd, size_t *cap)
+{
+    if (*cap >= PIPE_GROW_MAX)
+        return;
+    int want = (int)(*cap * 4 > PIPE_GROW_MAX ? PIPE_GROW_MAX : *cap * 4);
+    int got = fcntl(wfd, F_SETPIPE_SZ, want);
+    if (got > 0)
+        *cap = (size_t)got;
+    else
+        *cap = PIPE_GROW_MAX; /* refused (per-user pipe limits): stop trying */
+}
+
 static void relay_update(struct sbx_proxy *p, struct conn *c)
 {
     uint32_t ce = 0, ue = 0;
@@ -638,6 +654,8 @@ static int relay_pump(struct conn *c)
             if (n > 0) {
                 c->pc_fill += (size_t)n;
                 progress = 1;
+                if (c->pc_fill == c->pc_cap)
+                    maybe_grow(c->pc[1], &c->pc_cap);
             } else if (n == 0) {
                 c->c_eof = 1;
                 progress = 1;
@@ -671,6 +689,8 @@ static int relay_pump(struct conn *c)
             if (n > 0) {
                 c->pu_fill += (size_t)n;
                 progress = 1;
+                if (c->pu_fill == c->pu_cap)
+                    maybe_grow(c->pu[1], &c->pu_cap);
             } else if (n == 0) {
                 c->u_eof = 1;
                 progress = 1;
