@@ -799,7 +799,7 @@ static int do_add_server(struct opts *o, struct cli_ctx *ctx)
         goto out;
     }
     strbuf body = SB_INIT;
-    sb_adds(&body, "# agentstack library server definition — ${REF}s only, never values\n");
+    sb_adds(&body, "# agentstack library server definition: secrets as references, never values\n");
     toml_emit(table, &body);
     printf("%c server '%s' → ", have ? '~' : '+', name);
     sanitized(stdout, dst);

@@ -113,6 +113,25 @@ static void print_clis(void)
     adp_registry_free(&reg);
 }
 
+/* ${REF}s in every string value of a TOML tree (comments are not values). */
+static void toml_refs(const toml_value *v, strvec *out)
+{
+    if (v->type == TOML_STRING) {
+        strvec found = STRVEC_INIT;
+        ref_scan(v->u.str.s, v->u.str.len, &found);
+        for (size_t k = 0; k < found.n; k++)
+            if (strvec_find(out, found.v[k]) < 0)
+                strvec_push(out, found.v[k]);
+        strvec_clear(&found);
+    } else if (v->type == TOML_TABLE) {
+        for (size_t i = 0; i < toml_len(v); i++)
+            toml_refs(toml_entry(v, i)->val, out);
+    } else if (v->type == TOML_ARRAY) {
+        for (size_t i = 0; i < toml_len(v); i++)
+            toml_refs(toml_at(v, i), out);
+    }
+}
+
 /* Every ${REF} the project needs: its own servers and hooks, plus the
  * library servers its toolsets name (one resolved set, 06 §9). */
 static void project_refs(const struct manifest *m, struct library *lib, strvec *out)
@@ -127,16 +146,10 @@ static void project_refs(const struct manifest *m, struct library *lib, strvec *
             struct as_err err = AS_ERR_INIT;
             if (lib_resolve(lib, LIB_SERVER, t->servers.v[j], &it, &err) != 1)
                 continue;
-            strbuf text = SB_INIT;
-            if (fs_read_file(it->body, LIB_MAX_FILE_BYTES, 1, &text, &err) == 0) {
-                strvec found = STRVEC_INIT;
-                ref_scan(text.buf, text.len, &found);
-                for (size_t k = 0; k < found.n; k++)
-                    if (strvec_find(out, found.v[k]) < 0)
-                        strvec_push(out, found.v[k]);
-                strvec_clear(&found);
-            }
-            sb_release(&text);
+            toml_value *t = toml_parse_file(it->body, LIB_MAX_FILE_BYTES, &err);
+            if (t)
+                toml_refs(t, out);
+            toml_free(t);
         }
     }
     strvec_sort(out);
@@ -180,6 +193,8 @@ static int library_step(const struct up_args *a, struct as_err *err)
             goto out;
         if (pulled)
             printf("✓ library: pulled from origin (fast-forward only; nothing was pushed)\n");
+        else
+            printf("✓ library: up to date with origin\n");
     }
     lib_free(lib);
     lib = lib_open(NULL, err);

@@ -357,6 +357,72 @@ static int ensure_gitignore(const char *path, struct as_err *err)
     return rc;
 }
 
+/* .trash/ stays out of every commit even when a cloned library has no
+ * .gitignore: .git/info/exclude is local and never dirties the tree. */
+static int ensure_exclude(const char *path, struct as_err *err)
+{
+    char *f = xasprintf("%s/.git/info/exclude", path);
+    strbuf cur = SB_INIT;
+    struct as_err e2 = AS_ERR_INIT;
+    (void)fs_read_file(f, LIB_MAX_FILE_BYTES, 1, &cur, &e2);
+    int rc = 0;
+    if (!strstr(cur.buf, "\n/.trash/\n") && strncmp(cur.buf, "/.trash/\n", 9) != 0) {
+        if (cur.len && cur.buf[cur.len - 1] != '\n')
+            sb_addc(&cur, '\n');
+        sb_adds(&cur, "/.trash/\n");
+        char *dir = xasprintf("%s/.git/info", path);
+        rc = fs_mkdirs(dir, 0755, err);
+        free(dir);
+        struct fs_write_opts o = {.mode = 0644, .symlinks = FS_SYMLINK_REFUSE};
+        if (rc == 0)
+            rc = fs_write_atomic(f, cur.buf, cur.len, &o, err);
+    }
+    sb_release(&cur);
+    free(f);
+    return rc;
+}
+
+/* A clone whose remote HEAD names a branch that does not exist checks out
+ * nothing; pick the remote's main, master, or first branch instead. */
+static int checkout_default(const char *path, struct as_err *err)
+{
+    strbuf out = SB_INIT;
+    struct as_err e2 = AS_ERR_INIT;
+    if (gitv(path, &out, NULL, &e2, "rev-parse", "--verify", "-q", "HEAD", NULL) == 0) {
+        sb_release(&out);
+        return 0;
+    }
+    sb_reset(&out);
+    if (gitv(path, &out, NULL, err, "for-each-ref", "--format=%(refname:strip=3)",
+             "refs/remotes/origin", NULL) != 0) {
+        sb_release(&out);
+        return as_err_isset(err) ? -1 : 0;
+    }
+    char *pick = NULL;
+    for (char *line = out.buf; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        if (strcmp(line, "HEAD") != 0) {
+            if (!pick || strcmp(line, "main") == 0 ||
+                (strcmp(line, "master") == 0 && strcmp(pick, "main") != 0)) {
+                free(pick);
+                pick = xstrdup(line);
+            }
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    sb_release(&out);
+    if (!pick)
+        return 0; /* an empty remote: nothing to check out yet */
+    char *up = xasprintf("origin/%s", pick);
+    const char *args[] = {"checkout", "-q", "-B", pick, "--track", up, NULL};
+    int rc = lib_git_ok(path, args, NULL, err);
+    free(up);
+    free(pick);
+    return rc;
+}
+
 static int porcelain(const char *path, strbuf *out, struct as_err *err)
 {
     return gitv(path, out, NULL, err, "status", "--porcelain", "--untracked-files=all", NULL) == 0
@@ -610,7 +676,7 @@ int lib_sync_init_folder(const char *path, const char *remote, bool allow_secret
 {
     *action = "existing";
     if (is_repo(path)) {
-        if (ensure_gitignore(path, err) < 0)
+        if (ensure_exclude(path, err) < 0)
             return -1;
         if (remote && set_origin(path, remote, err) < 0)
             return -1;
@@ -658,7 +724,9 @@ int lib_sync_init_folder(const char *path, const char *remote, bool allow_secret
         }
         sb_release(&e);
         *action = "cloned";
-        return ensure_gitignore(path, err);
+        if (checkout_default(path, err) < 0)
+            return -1;
+        return ensure_exclude(path, err);
     }
     int g = gate_tree(path, allow_secrets, diag, err);
     if (g != 0)
@@ -666,7 +734,7 @@ int lib_sync_init_folder(const char *path, const char *remote, bool allow_secret
     const char *init[] = {"init", "-q", "--initial-branch=main", NULL};
     if (lib_git_ok(path, init, NULL, err) < 0)
         return -1;
-    if (ensure_gitignore(path, err) < 0)
+    if (ensure_gitignore(path, err) < 0 || ensure_exclude(path, err) < 0)
         return -1;
     bool committed;
     if (commit_all(path, "agentstack library snapshot", &committed, err) < 0)
@@ -686,6 +754,7 @@ int lib_pull_ff(const char *path, int *pulled, struct as_err *err)
     if (!url)
         return 0;
     int rc = -1;
+    char *was = NULL;
     strbuf st = SB_INIT, br = SB_INIT, e = SB_INIT;
     if (porcelain(path, &st, err) < 0)
         goto out;
@@ -709,6 +778,7 @@ int lib_pull_ff(const char *path, int *pulled, struct as_err *err)
         rc = 0;
         goto out;
     }
+    was = rev_parse(path, "HEAD");
     int s = gitv(path, NULL, &e, err, "pull", "-q", "--ff-only", "origin", br.buf, NULL);
     if (s != 0) {
         if (s > 0) {
@@ -723,9 +793,12 @@ int lib_pull_ff(const char *path, int *pulled, struct as_err *err)
                     path);
         goto out;
     }
-    *pulled = 1;
+    char *now = rev_parse(path, "HEAD");
+    *pulled = !was || !now || strcmp(was, now) != 0;
+    free(now);
     rc = 0;
 out:
+    free(was);
     free(url);
     sb_release(&st);
     sb_release(&br);
@@ -828,7 +901,7 @@ int lib_sync(struct library *lib, const struct lib_sync_opts *o, struct as_err *
             return -1;
         fprintf(o->out, "✓ origin is now %s\n", o->remote);
     }
-    if (ensure_gitignore(path, err) < 0)
+    if (ensure_exclude(path, err) < 0)
         return -1;
     if (o->status)
         return sync_status(path, o->out, err);
