@@ -146,10 +146,10 @@ static void project_refs(const struct manifest *m, struct library *lib, strvec *
             struct as_err err = AS_ERR_INIT;
             if (lib_resolve(lib, LIB_SERVER, t->servers.v[j], &it, &err) != 1)
                 continue;
-            toml_value *t = toml_parse_file(it->body, LIB_MAX_FILE_BYTES, &err);
-            if (t)
-                toml_refs(t, out);
-            toml_free(t);
+            toml_value *def = toml_parse_file(it->body, LIB_MAX_FILE_BYTES, &err);
+            if (def)
+                toml_refs(def, out);
+            toml_free(def);
         }
     }
     strvec_sort(out);
