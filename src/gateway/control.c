@@ -14,6 +14,7 @@
 #include "base/xalloc.h"
 #include "bundle/ref.h"
 #include "gateway/gw_int.h"
+#include "secrets/backends.h"
 #include "secrets/secrets.h"
 #include "trust/trust.h"
 
@@ -363,11 +364,29 @@ static json_t *t_doctor(struct gw *gw, struct job *j, const json_t *args)
                           "trusted\n",
                     refs.n);
         } else {
-            struct sec_chain *c = sec_chain_default(gw->proj.paths.env_file);
+            /* Presence only: keychain values are never read here (06 §4.1);
+             * its item names are listed instead. */
+            struct sec_chain_opts so = {0};
+            so.project_dotenv = gw->proj.paths.env_file;
+            so.no_keychain = true;
+            struct sec_chain *c = sec_chain_full(&so);
+            strvec kc = STRVEC_INIT;
+            struct as_err kerr = AS_ERR_INIT;
+            bool have_kc = false;
             size_t ok = 0;
-            for (size_t i = 0; i < refs.n; i++)
-                if (sec_locate(c, refs.v[i], NULL) == SEC_FOUND)
+            for (size_t i = 0; i < refs.n; i++) {
+                if (sec_locate(c, refs.v[i], NULL) == SEC_FOUND) {
                     ok++;
+                    continue;
+                }
+                if (!have_kc) {
+                    have_kc = true;
+                    sec_keychain_names(&kc, &kerr);
+                }
+                if (strvec_find(&kc, refs.v[i]) >= 0)
+                    ok++;
+            }
+            strvec_clear(&kc);
             sec_chain_free(c);
             sb_addf(&out, "Secrets: %zu/%zu resolvable (presence only)\n", ok, refs.n);
         }

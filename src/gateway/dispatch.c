@@ -300,6 +300,6 @@ void gw_dispatch(struct gw *gw, struct job *j)
     j->up = up;
     j->t0 = now_us();
     j->handle = mcp_client_call_tool(up->client, j->tool, j->args,
-                                     up->http ? GW_HTTP_TIMEOUT_MS : GW_CALL_TIMEOUT_MS, on_called,
+                                     up->http ? GW_HTTP_TIMEOUT_MS : gw->call_ms, on_called,
                                      j);
 }

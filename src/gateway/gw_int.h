@@ -281,6 +281,7 @@ struct gw {
     long long max_result;
     strvec passthrough;        /* [gateway] env_passthrough */
     int start_ms;
+    int call_ms;               /* list/call budget (AGENTSTACK_CALL_TIMEOUT_MS) */
     bool stderr_said_untrusted;
 };
 

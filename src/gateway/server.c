@@ -571,6 +571,10 @@ int gw_serve(const struct gw_opts *o, struct as_err *err)
     gw.start_ms = sm && *sm ? atoi(sm) : GW_START_MS_DEFAULT;
     if (gw.start_ms <= 0)
         gw.start_ms = GW_START_MS_DEFAULT;
+    const char *cm = getenv("AGENTSTACK_CALL_TIMEOUT_MS");
+    gw.call_ms = cm && *cm ? atoi(cm) : GW_CALL_TIMEOUT_MS;
+    if (gw.call_ms <= 0)
+        gw.call_ms = GW_CALL_TIMEOUT_MS;
     const char *rid = getenv("AGENTSTACK_RUN_ID");
     gw.run_id = rid && *rid ? xstrdup(rid) : NULL;
     strbuf home = SB_INIT;

@@ -20,6 +20,7 @@
 #include "bundle/lockfile.h"
 #include "bundle/ref.h"
 #include "gateway/gw_int.h"
+#include "secrets/backends.h"
 #include "secrets/secrets.h"
 #include "trust/trust.h"
 
@@ -642,7 +643,11 @@ struct gw_surface *gw_surface_build(struct gw *gw, const struct gw_build_in *in)
                                            &pins, &err) == 0;
         if (!have_pins)
             gw_note("pins could not be checked: %s", err.msg);
-        struct sec_chain *chain = sec_chain_default(gw->proj.paths.env_file);
+        /* env → keychain → file store → project .env (varlock stays out until
+         * the gateway checks the lock pins .env.schema, errata 43). */
+        struct sec_chain_opts so = {0};
+        so.project_dotenv = gw->proj.paths.env_file;
+        struct sec_chain *chain = sec_chain_full(&so);
         for (size_t i = 0; i < names.n; i++) {
             const struct mf_server *def = manifest_server(m, names.v[i]);
             if (!def) {
@@ -852,7 +857,7 @@ void gw_surface_discover(struct gw_surface *sf, void (*fn)(struct gw *, struct j
     for (size_t i = 0; i < sf->ups.n; i++) {
         struct gw_up *up = sf->ups.v[i];
         if (up->disc == 1)
-            mcp_client_list_tools(up->client, GW_CALL_TIMEOUT_MS, GW_MAX_TOOLS, GW_MAX_PAGES,
+            mcp_client_list_tools(up->client, sf->gw->call_ms, GW_MAX_TOOLS, GW_MAX_PAGES,
                                   on_listed, up);
     }
 }

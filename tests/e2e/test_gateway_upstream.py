@@ -1,0 +1,218 @@
+"""02 §12 scenarios 12–15 and errata 13, 15: upstream stdio clients, secrets
+at build, failures the agent sees, concurrency, hostile upstreams, the result
+cap, transparent mode. Fake upstreams come from mcpclient.FAKE; no assertion
+depends on timing (ordering is asserted through replies, never clocks)."""
+import json
+import os
+import signal
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from aslib import Sandbox, check, done  # noqa: E402
+from mcpclient import FAKE, Gateway, audit_rows, grant, is_error, text  # noqa: E402
+
+
+def project(sb, servers, machine="version = 1\n"):
+    os.makedirs(sb.ah, exist_ok=True)
+    with open(os.path.join(sb.ah, "agentstack.toml"), "w") as f:
+        f.write(machine)
+    sb.write("fake.py", FAKE)
+    sb.write("agentstack.toml", "version = 1\n\n" + servers)
+    grant(sb)
+
+
+def stdio(name, *args, extra=""):
+    a = ", ".join(json.dumps(x) for x in ("./fake.py",) + args)
+    return f'[servers.{name}]\ntype = "stdio"\ncommand = "python3"\nargs = [{a}]\n{extra}\n'
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def failures():
+    with Sandbox() as sb:
+        project(sb, stdio("sec", "--tools", "use", extra='env = { K = "${UNSET_REF_X}" }') +
+                '[servers.nobin]\ntype = "stdio"\ncommand = "/nonexistent/bin/nope"\n\n' +
+                stdio("quiet", "--silent") +
+                stdio("hang", "--tools", "forever", "--hang", "forever"))
+        env = sb.env(AGENTSTACK_STDIO_START_MS="300", AGENTSTACK_CALL_TIMEOUT_MS="500")
+        env.pop("UNSET_REF_X", None)
+        with Gateway(sb, "--auto-project", env=env) as g:
+            g.initialize()
+            s = text(g.call("tools_search", {"query": "use"}))
+            check("sec__use" in s, "12: a server with an unresolved ref still lists", s)
+            c = g.call("sec__use", {})
+            t = text(c)
+            check(is_error(c) and "sec: cannot call 'use' — 1 secret(s) did not resolve on this "
+                  "machine: ${UNSET_REF_X}." in t and "agentstack secret set" in t,
+                  "12: the call names the ref", t)
+            c = g.call("nobin__x", {})
+            check(is_error(c) and text(c).startswith("Error: contacting nobin"),
+                  "12: missing binary → Error: contacting nobin", text(c))
+            c = g.call("quiet__x", {})
+            check(is_error(c) and "timeout" in text(c), "12: silent server, 300 ms → timeout",
+                  text(c))
+            c = g.call("hang__forever", {})
+            check(is_error(c) and "timeout" in text(c), "14: never-answering call → timeout",
+                  text(c))
+            c = g.call("hang__echo", {})
+            check(text(c) == "echo: ok", "14: the same server still answers other calls", c)
+            g.close()
+        rows = {(r["server"], r["tool"]): r for r in audit_rows(sb)}
+        check(rows.get(("sec", "use"), {}).get("detail") == "unresolved-secret",
+              "12: unresolved-secret row", rows.get(("sec", "use")))
+        check(rows.get(("nobin", "x"), {}).get("detail") == "spawn-failed",
+              "12: spawn-failed row", rows.get(("nobin", "x")))
+        check(rows.get(("quiet", "x"), {}).get("detail") == "timeout", "12: timeout row")
+        check(rows.get(("hang", "forever"), {}).get("detail") == "timeout", "14: timeout row")
+
+
+def concurrency():
+    with Sandbox() as sb:
+        marker = os.path.join(sb.root, "a.pid")
+        project(sb, stdio("a", "--tools", "x", "--marker", marker) + stdio("b", "--tools", "y") +
+                stdio("hung", "--silent"))
+        with Gateway(sb, "--auto-project", env=sb.env(AGENTSTACK_STDIO_START_MS="20000")) as g:
+            g.initialize()
+            s = text(g.call("tools_search", {"query": ""}))
+            check("a__x" in s and "b__y" in s, "12: a hung server does not hide healthy tools",
+                  s)
+            slow = g.start("tools/call", {"name": "a__sleep", "arguments": {"ms": 1500}})
+            fast = g.start("tools/call", {"name": "b__y", "arguments": {}})
+            r = g.wait(fast)
+            check(r and text(r["result"]) == "y: ok" and json.dumps(slow) not in g.replies,
+                  "13: a slow call on one server does not delay another", r)
+            r = g.wait(slow)
+            check(r and text(r["result"]) == "slept", "13: the slow call completes")
+            # pipelined: the second (instant) answers before the first (slow)
+            g.wait_for(lambda: True)
+            order_before = len(g.raw)
+            i1 = g.start("tools/call", {"name": "a__sleep", "arguments": {"ms": 800}})
+            i2 = g.start("ping")
+            g.wait(i1)
+            got = [json.loads(x).get("id") for x in g.raw[order_before:] if x.startswith("{")]
+            check(got.index(i2) < got.index(i1), "13: pipelined requests answer out of order",
+                  got)
+            # cancelled: no reply, still audited
+            c = g.start("tools/call", {"name": "a__sleep", "arguments": {"ms": 300}})
+            g.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                    "params": {"requestId": c}})
+            g.request("tools/call", {"name": "a__sleep", "arguments": {"ms": 500}})
+            check(json.dumps(c) not in g.replies, "13: a cancelled request gets no reply")
+            # EOF with a call in flight: the reply is written, exit 0
+            last = g.start("tools/call", {"name": "a__sleep", "arguments": {"ms": 1000}})
+            rc = g.close()
+            check(rc == 0, "13: EOF with a call in flight → exit 0", rc)
+            check(any(json.loads(x).get("id") == last for x in g.raw if x.startswith("{")),
+                  "13: …and its reply was written")
+        sleeps = [r for r in audit_rows(sb) if r["tool"] == "sleep"]
+        check(len(sleeps) == 5, "13: the cancelled call was still audited", len(sleeps))
+        pids = [int(x) for x in open(marker).read().split()]
+        check(pids and not any(alive(p) for p in pids), "12: exit killed the group", pids)
+
+
+def hostile():
+    with Sandbox() as sb:
+        project(sb, stdio("w", "--weird", "--page", "3"),
+                machine="version = 1\n\n[gateway]\nmax_result_bytes = 2000\n")
+        with Gateway(sb, "--auto-project") as g:
+            g.initialize()
+            s = text(g.call("tools_search", {"query": "", "limit": 100}))
+            check("w__ansi" in s and "w__cwd" in s and "w__dup" in s,
+                  "14: paginated list complete, siblings kept", s)
+            check(s.count("`w__dup`") == 1, "14: duplicate names deduped")
+            for bad in ("bad", "bidi", "new", "sp ace", "x" * 129):
+                check(f"w__{bad}" not in s, f"14: hostile name {bad[:8]!r} hidden")
+            check("hidden (its name is not" in g.stderr(), "14: hidden names are named on stderr")
+            check("w__agentstack_load" in s, "14: upstream agentstack_load → w__agentstack_load")
+            names = g.tools()
+            check("agentstack_load" in names and not any(n.startswith("w__") for n in names),
+                  "14: the control plane is intact")
+            e = text(g.call("tools_search", {"entity": "w__ansi:tool"}))
+            check("\x1b" not in e and "\u202e" not in e, "14: ANSI/bidi description sanitized")
+            line = [x for x in s.splitlines() if x.startswith("- `w__ansi`")][0]
+            check(line.endswith("…") and len(line) < 700, "14: description capped (600 + …)",
+                  len(line))
+            check('"description": "line1 line2"' in e and "codemode.w.ansi(input)" in e,
+                  "15: entity → sanitized schema + codemode.S.T", e[-400:])
+            c = g.call("w__junk", {})
+            check(text(c) == "after junk", "14: non-JSON stdout skipped")
+            c = g.call("w__big", {"bytes": 5000})
+            t = text(c)
+            check(t.endswith("[agentstack: result truncated at %s of %s bytes]" %
+                             (t.split("truncated at ")[1].split(" ")[0],
+                              t.split(" of ")[-1].split(" ")[0])) and len(t) < 2200,
+                  "errata 15: result over the cap is cut with the marker", t[-80:])
+            c = g.call("w__big", {"bytes": 20 * 1024 * 1024})
+            check(is_error(c) and "contacting w" in text(c),
+                  "14: a 20 MB frame → bounded error, no crash", text(c))
+            c = g.call("w__crash", {})
+            check(is_error(c), "14: a server dying mid-call → error", text(c))
+            c = g.call("w__echo", {})
+            check(text(c) == "echo: ok", "14: the crashed server respawns", c)
+            check(g.close() == 0, "14: EOF → exit 0")
+
+
+def transparent():
+    with Sandbox() as sb:
+        project(sb, stdio("t", "--tools", "get_a,delete_b"),
+                machine='version = 1\n\n[policy.tools]\n"*" = ["!delete_*"]\n')
+        with Gateway(sb, "--auto-project", "--transparent") as g:
+            g.initialize()
+            r = g.request("tools/list")
+            tools = r["result"]["tools"]
+            names = [t["name"] for t in tools]
+            check("tools_search" in names and "t__get_a" in names and "t__delete_b" not in names,
+                  "15: transparent list = control plane + allowed S__T", names)
+            ga = [t for t in tools if t["name"] == "t__get_a"][0]
+            check(ga["description"].startswith("[via t] ") and
+                  ga["inputSchema"] == {"type": "object"}, "15: descriptor shape", ga)
+            c = g.call("t__get_a", {})
+            check(text(c) == "get_a: ok", "15: same dispatch")
+            g.close()
+
+
+def search_rank():
+    with Sandbox() as sb:
+        project(sb, stdio("alpha", "--tools", "issue,issues_list,get_issue,other") +
+                stdio("issue", "--tools", "zzz"))
+        with Gateway(sb, "--auto-project") as g:
+            g.initialize()
+            s = text(g.call("tools_search", {"query": "issue"}))
+            hits = [x.split("`")[1] for x in s.splitlines() if x.startswith("- `")]
+            check(s.startswith("%d proxied tool(s) for 'issue':" % len(hits)), "15: header", s)
+            check(hits[0] == "alpha__issue", "15: exact name ranks first", hits)
+            check(hits[1:3] == ["alpha__get_issue", "alpha__issues_list"],
+                  "15: ties by full name", hits)
+            check("alpha__other" not in hits, "15: score 0 dropped")
+            lim = text(g.call("tools_search", {"query": "issue", "limit": 1}))
+            check(lim.count("- `") == 1, "15: limit")
+            small = text(g.call("tools_search", {"query": "", "maxResponseSize": 10}))
+            check(small.count("- `") == 1 and "more not shown" in small,
+                  "15: maxResponseSize trims after one card", small)
+            miss = text(g.call("tools_search", {"query": "nothing-like-it"}))
+            check(miss.startswith("No proxied tools match 'nothing-like-it'."), "15: no match")
+            ent = text(g.call("tools_search", {"entity": "nope__x:tool"}))
+            check(ent.startswith("No proxied tool matches entity 'nope__x:tool'"),
+                  "15: unknown entity (not an error)")
+            g.close()
+
+
+def main():
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    failures()
+    concurrency()
+    hostile()
+    transparent()
+    search_rank()
+    done()
+
+
+main()
