@@ -130,5 +130,11 @@ struct sec_chain_opts {
 };
 /* env → varlock → keychain → file store → project .env. */
 struct sec_chain *sec_chain_full(const struct sec_chain_opts *o);
+/* A renderer's resolve callback (the shape of adapters' adp_resolve_fn)
+ * over a chain: 1 + the value appended, 0 missing, -1 + err (never the
+ * value) when a store failed. chain is a struct sec_chain *. [policy.secrets]
+ * is the caller's to apply before asking. */
+int sec_resolve_for_render(void *chain, const char *name, const char *server, strbuf *out,
+                           struct as_err *err);
 
 #endif

@@ -31,3 +31,18 @@ struct sec_chain *sec_chain_full(const struct sec_chain_opts *o)
     }
     return c;
 }
+
+int sec_resolve_for_render(void *chain, const char *name, const char *server, strbuf *out,
+                           struct as_err *err)
+{
+    (void)server;
+    struct sec_result r;
+    strbuf v = SB_INIT;
+    enum sec_status s = sec_resolve(chain, name, &v, &r);
+    if (s == SEC_FOUND)
+        sb_add(out, v.buf, v.len);
+    sb_release_secure(&v);
+    if (s == SEC_FAILED)
+        return as_err_set(err, "%s", r.why);
+    return s == SEC_FOUND ? 1 : 0;
+}
