@@ -263,6 +263,10 @@ struct gw {
     struct gw_surface *cur;    /* the legacy-era (and eager) surface */
     struct gw_surface *modern; /* the stateless era's default surface, or NULL */
     char *modern_sel;          /* toolset that surface selects */
+    uint64_t gen;              /* bumps whenever the legacy surface or the digest changes */
+    uint64_t modern_gen;       /* gen the modern surface was derived at */
+    uint64_t machine_gen;      /* bumps when the machine manifest changed */
+    uint64_t modern_machine_gen;
 
     /* trust tracking (auto mode) */
     int ino_fd;

@@ -332,6 +332,8 @@ static void verdict(struct gw *gw, struct manifest_snapshot *snap)
         trust_status_release(&st);
         return;
     }
+    if (gw->last_state != (int)st.state || strcmp(gw->last_digest, st.digest) != 0)
+        gw->gen++; /* the stateless era re-derives its default from these bytes */
     gw->last_state = (int)st.state;
     snprintf(gw->last_digest, sizeof gw->last_digest, "%s", st.digest);
     trust_status_release(&st);
@@ -357,6 +359,7 @@ static void swap(struct gw *gw, struct gw_surface *sf)
     if (gw->cur)
         gw_surface_unref(gw->cur);
     gw->cur = sf;
+    gw->gen++;
 }
 
 static struct gw_surface *untrusted_surface(struct gw *gw, int state)
@@ -422,6 +425,10 @@ void gw_refresh(struct gw *gw, bool modern, bool skip_default)
     if (need) {
         bool machine_changed = gw->machine_dirty;
         gw->ino_dirty = gw->machine_dirty = false;
+        if (machine_changed) {
+            gw->machine_gen++;
+            gw->gen++;
+        }
         int prev_state = gw->last_state;
         char prev_digest[CONSENT_DIGEST_LEN + 1];
         memcpy(prev_digest, gw->last_digest, sizeof prev_digest);
@@ -470,15 +477,62 @@ void gw_refresh(struct gw *gw, bool modern, bool skip_default)
         (void)prev_digest;
         manifest_snapshot_release(&snap);
     }
-    if (gw->o.auto_project && !skip_default && !gw->lease.active && !gw->default_decided &&
+    if (gw->o.auto_project && !modern && !skip_default && !gw->lease.active &&
+        !gw->default_decided &&
         !gw->lease_closed && gw->cur && gw->cur->gate == GW_GATE_OPEN)
         gw_open_default(gw);
 }
 
+/* The stateless era has no connection to hold a lease: every request
+ * re-derives the default toolset from the bytes on disk (02 §10), so the
+ * surface follows a changed default while the legacy lease stays put. */
+static struct gw_surface *modern_surface(struct gw *gw)
+{
+    if (gw->modern && gw->modern_gen == gw->gen)
+        return gw->modern;
+    struct manifest_snapshot snap;
+    manifest_snapshot_init(&snap);
+    struct as_err err = AS_ERR_INIT;
+    struct manifest *m = NULL;
+    if (manifest_snapshot_read(&gw->proj.paths, &snap, &err) == 0)
+        m = manifest_load_snapshot(&gw->proj.paths, &snap, &err);
+    const struct mf_toolset *ts = m ? manifest_effective_toolset(m) : NULL;
+    const char *sel = ts ? ts->name : NULL;
+    bool same = gw->modern && ((!sel && !gw->modern_sel) ||
+                               (sel && gw->modern_sel && strcmp(sel, gw->modern_sel) == 0));
+    struct gw_surface *cur = gw->cur;
+    if (!same || gw->modern_machine_gen != gw->machine_gen ||
+        (gw->modern && gw->modern->has_anchor != cur->has_anchor) ||
+        (gw->modern && strcmp(gw->modern->anchor, cur->anchor) != 0) || !gw->modern) {
+        struct gw_build_in in = {0};
+        in.toolset = sel;
+        in.fence = true;
+        in.trusted = gw->last_state == TRUST_TRUSTED;
+        in.digest = gw->last_digest;
+        in.snap = &snap;
+        struct gw_surface *sf = gw_surface_build(gw, &in);
+        sf->modern_default = true;
+        if (gw->modern)
+            gw_surface_unref(gw->modern);
+        gw->modern = sf;
+        free(gw->modern_sel);
+        gw->modern_sel = sel ? xstrdup(sel) : NULL;
+        gw->modern_machine_gen = gw->machine_gen;
+        gw_set_dirty(gw);
+    }
+    gw->modern_gen = gw->gen;
+    if (m)
+        manifest_free(m);
+    manifest_snapshot_release(&snap);
+    return gw->modern;
+}
+
 struct gw_surface *gw_surface_for(struct gw *gw, bool modern)
 {
-    (void)modern;
     if (!gw->cur)
         gw_refresh(gw, modern, true);
-    return gw->cur;
+    /* Gated or broken: both eras see the same empty surface. */
+    if (!modern || !gw->o.auto_project || gw->cur->gate != GW_GATE_OPEN)
+        return gw->cur;
+    return modern_surface(gw);
 }

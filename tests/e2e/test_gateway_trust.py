@@ -8,7 +8,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 from aslib import Sandbox, check, done  # noqa: E402
-from mcpclient import FAKE, Gateway, audit_rows, grant, is_error, payload, text  # noqa: E402
+from mcpclient import (FAKE, Gateway, audit_rows, grant, is_error, modern_meta,  # noqa: E402
+                       payload, text)
 
 MACHINE = """version = 1
 
@@ -322,8 +323,62 @@ def roots():
             g.close()
 
 
+DEFAULTS = """version = 1
+default_toolset = "{d}"
+
+[servers.sp]
+type = "stdio"
+command = "python3"
+args = ["./fake.py", "--tools", "pt"]
+
+[servers.sq]
+type = "stdio"
+command = "python3"
+args = ["./fake.py", "--tools", "qt"]
+
+[toolsets.p]
+servers = ["sp"]
+
+[toolsets.q]
+servers = ["sq"]
+"""
+
+
+def modern_default():
+    with Sandbox() as sb:
+        machine(sb, "version = 1\n")
+        sb.write("fake.py", FAKE)
+        sb.write("agentstack.toml", DEFAULTS.format(d="p"))
+        with Gateway(sb, "--auto-project", "--manifest-dir", sb.project) as g:
+            g.initialize()
+            s = text(g.call("tools_search", {"query": ""}))
+            check("sp__pt" in s and "sq__" not in s, "9: legacy: the default toolset p opens", s)
+            m = text(g.call("tools_search", {"query": ""}, meta=modern_meta()))
+            check("sp__pt" in m and "sq__" not in m, "9: modern: serves the default p", m)
+            sb.write("agentstack.toml", DEFAULTS.format(d="q"))
+            m = text(g.call("tools_search", {"query": ""}, meta=modern_meta()))
+            check("sq__qt" in m and "sp__" not in m, "9: disk default p→q: modern serves q", m)
+            s = text(g.call("tools_search", {"query": ""}))
+            check("sp__pt" in s and "sq__" not in s, "9: legacy keeps p", s)
+            c = g.call("sq__qt", {}, meta=modern_meta())
+            check(text(c) == "qt: ok", "9: a modern call reaches q's server", c)
+            c = g.call("sq__qt", {})
+            check(is_error(c) and "profile=q" in text(c), "9: the legacy lease still fences q")
+            g.close()
+        sb.write("agentstack.toml", DEFAULTS.format(d="missing"))
+        with Gateway(sb, "--auto-project", "--manifest-dir", sb.project) as g:
+            g.initialize()
+            s = text(g.call("tools_search", {"query": ""}))
+            check("__" not in s.replace("server__tool", ""),
+                  "9: unopenable default → empty surface", s)
+            st = payload(g.call("agentstack_lease_status", {}))
+            check(st["active"] is False, "9: …and no lease", st)
+            g.close()
+
+
 def main():
     intersection()
+    modern_default()
     fence()
     regate()
     inert()
