@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "adapters/engine.h"
+#include "adapters/internal.h"
 #include "adapters/merge.h"
 #include "base/fs.h"
 #include "base/lock.h"
@@ -18,7 +19,6 @@
 #include "bundle/home.h"
 #include "bundle/lockfile.h"
 
-#define LOCK_WAIT_MS 10000
 #define PREVIEW_LINES 8
 
 struct tplan {
@@ -53,6 +53,10 @@ struct tplan {
     strvec smanaged;
     bool skills_failed;
     struct as_err serr;
+    /* lanes (instructions, settings, hooks) edited in this same file, in
+     * order after the servers; lane_only: a file without a server section */
+    bool lane_only;
+    VEC(struct adp_lane *) lanes;
 };
 
 static void tplan_free(struct tplan *t)
@@ -77,127 +81,17 @@ static void tplan_free(struct tplan *t)
     strvec_clear(&t->created_dirs);
     free(t->skills_dir);
     free(t->skills_note);
+    vec_free(&t->lanes);
     strvec_clear(&t->sreq.names);
     strvec_clear(&t->sreq.sources);
     strvec_clear(&t->smanaged);
     adp_skills_plan_free(&t->splan);
 }
 
-static void display_path(const char *p, strbuf *out)
-{
-    const char *home = getenv("HOME");
-    size_t hl = home ? strlen(home) : 0;
-    if (hl > 1 && strncmp(p, home, hl) == 0 && p[hl] == '/')
-        sb_addf(out, "~%s", p + hl);
-    else
-        sb_adds(out, p);
-}
-
-/* ---- the bridge (connect's entry) ---------------------------------------- */
-
-static bool stem_is_agentstack(const char *cmd)
-{
-    const char *b = strrchr(cmd, '/');
-    b = b ? b + 1 : cmd;
-    return strcmp(b, "agentstack") == 0;
-}
-
-static bool json_is_bridge(const char *name, const json_t *body, const struct adp_desc *d)
-{
-    if (strcmp(name, "agentstack") == 0)
-        return true;
-    json_t *c = json_object_get(body, d->mcp.f_command ? d->mcp.f_command : "command");
-    if (json_is_array(c)) {
-        const char *c0 = json_string_value(json_array_get(c, 0));
-        const char *c1 = json_string_value(json_array_get(c, 1));
-        return c0 && c1 && stem_is_agentstack(c0) && strcmp(c1, "mcp") == 0;
-    }
-    const char *cmd = json_string_value(c);
-    const char *a1 = json_string_value(
-        json_array_get(json_object_get(body, d->mcp.f_args ? d->mcp.f_args : "args"), 0));
-    return cmd && a1 && stem_is_agentstack(cmd) && strcmp(a1, "mcp") == 0;
-}
-
-/* True when `connect` registered the gateway in this CLI's user config. */
-static bool bridge_registered(const struct adp_desc *d)
-{
-    if (!d->has_mcp || !d->config_path)
-        return false;
-    strbuf path = SB_INIT, text = SB_INIT;
-    struct as_err e = AS_ERR_INIT;
-    bool found = false;
-    if (adp_expand_path(d->config_path, NULL, &path, &e) == 0 && fs_exists(path.buf) &&
-        fs_read_file(path.buf, ADP_INPUT_MAX, 0, &text, &e) == 0) {
-        if (d->config_format == ADP_FMT_TOML) {
-            toml_value *root = toml_parse(path.buf, text.buf, text.len, &e);
-            const toml_value *sec = toml_get(root, d->mcp.location);
-            for (size_t i = 0; sec && sec->type == TOML_TABLE && i < sec->u.tab.n; i++) {
-                const toml_kv *kv = &sec->u.tab.kv[i];
-                const toml_value *cmd = toml_get(kv->val, d->mcp.f_command);
-                const toml_value *args = toml_get(kv->val, d->mcp.f_args ? d->mcp.f_args : "");
-                const toml_value *a0 = args ? toml_at(args, 0) : NULL;
-                if (strcmp(kv->key, "agentstack") == 0 ||
-                    (cmd && cmd->type == TOML_STRING && stem_is_agentstack(cmd->u.str.s) && a0 &&
-                     a0->type == TOML_STRING && strcmp(a0->u.str.s, "mcp") == 0))
-                    found = true;
-            }
-            toml_free(root);
-        } else {
-            json_t *sec = NULL;
-            if (adp_json_read(path.buf, text.buf, text.len, d->config_format == ADP_FMT_JSONC,
-                              d->mcp.location, &sec, &e) == 0 && json_is_object(sec)) {
-                const char *k;
-                json_t *v;
-                json_object_foreach(sec, k, v)
-                    if (json_is_bridge(k, v, d))
-                        found = true;
-            }
-            json_decref(sec);
-        }
-    }
-    sb_release(&path);
-    sb_release_secure(&text);
-    return found;
-}
-
-/* ---- paths at project scope --------------------------------------------- */
-
-/* At project scope the file and every existing parent must resolve inside
- * the project root (errata 33): checked before anything is read or created. */
-static int check_contained(const char *path, const char *root, struct as_err *err)
-{
-    strbuf probe = SB_INIT, real = SB_INIT;
-    sb_adds(&probe, path);
-    int rc = 0;
-    for (;;) {
-        struct stat st;
-        if (lstat(probe.buf, &st) == 0) {
-            struct as_err e2 = AS_ERR_INIT;
-            if (fs_realpath(probe.buf, &real, &e2) != 0) {
-                rc = as_err_set(err, "%s: %s — not written", path, e2.msg);
-            } else if (!fs_path_within(root, real.buf)) {
-                rc = as_err_set(err, "%s resolves to %s, outside the project %s — not written "
-                                "(a symlink is followed only when it stays inside the project)",
-                                path, real.buf, root);
-                as_err_hint(err, "replace the symlink with a file inside the project, or apply "
-                            "with --scope global");
-            }
-            break;
-        }
-        char *slash = strrchr(probe.buf, '/');
-        if (!slash || slash == probe.buf)
-            break;
-        sb_setlen(&probe, (size_t)(slash - probe.buf));
-    }
-    sb_release(&probe);
-    sb_release(&real);
-    return rc;
-}
-
 /* ---- merging -------------------------------------------------------------- */
 
-static int merge_into(const struct tplan *t, const char *text, size_t len, bool upserts,
-                      strbuf *out, struct as_err *err)
+static int merge_servers(const struct tplan *t, const char *text, size_t len, bool upserts,
+                         strbuf *out, struct as_err *err)
 {
     const char **rm = xcalloc(t->removed.n + 1, sizeof(char *));
     for (size_t i = 0; i < t->removed.n; i++)
@@ -222,6 +116,32 @@ static int merge_into(const struct tplan *t, const char *text, size_t len, bool 
     }
     free(rm);
     return rc;
+}
+
+/* The servers' edit, then each lane's edit of the same file, in order. */
+static int merge_into(const struct tplan *t, const char *text, size_t len, bool upserts,
+                      strbuf *out, struct as_err *err)
+{
+    strbuf cur = SB_INIT;
+    if (t->lane_only)
+        sb_add(&cur, text, len);
+    else if (merge_servers(t, text, len, upserts, &cur, err) != 0)
+        goto fail;
+    for (size_t i = 0; i < t->lanes.n; i++) {
+        strbuf next = SB_INIT;
+        if (adp_lane_apply(t->lanes.v[i], t->path, cur.buf, cur.len, &next, err) != 0) {
+            sb_release_secure(&next);
+            goto fail;
+        }
+        sb_release_secure(&cur);
+        cur = next;
+    }
+    sb_add(out, cur.buf, cur.len);
+    sb_release_secure(&cur);
+    return 0;
+fail:
+    sb_release_secure(&cur);
+    return -1;
 }
 
 /* True when a project file holds nothing but an empty server section. */
@@ -295,7 +215,7 @@ static void plan_target(struct run *R, struct tplan *t)
         return;
     }
     t->path = sb_detach(&p, NULL);
-    if (!manifest_render_locally(o->m, d->id) && bridge_registered(d)) {
+    if (!manifest_render_locally(o->m, d->id) && adp_i_bridge_registered(d)) {
         t->note = xstrdup("· MCP servers are served live, not written — nothing for `apply` to "
                           "render here");
         return;
@@ -382,8 +302,27 @@ static void plan_target(struct run *R, struct tplan *t)
 
     if (o->trust_refusal && t->rendered.n)
         t->trust_blocked = true;
+}
 
-    if (o->project_scope && check_contained(t->path, o->project_root, &t->err) != 0) {
+static void add_mask(struct run *R, const adp_secrets *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        bool have = false;
+        for (size_t k = 0; k < R->mask.n && !have; k++)
+            have = strcmp(R->mask.v[k].value, s->v[i].value) == 0;
+        if (!have) {
+            struct adp_secret x = {xstrdup(s->v[i].name), xstrdup(s->v[i].value)};
+            vec_push(&R->mask, x);
+        }
+    }
+}
+
+/* Reads the file (once, bounded, regular files only) and computes the
+ * proposed bytes: servers, then every lane edit of the same file. */
+static void read_and_merge(struct run *R, struct tplan *t)
+{
+    const struct adp_apply_opts *o = R->o;
+    if (o->project_scope && adp_i_check_contained(t->path, o->project_root, &t->err) != 0) {
         t->failed = true;
         return;
     }
@@ -411,16 +350,9 @@ static void plan_target(struct run *R, struct tplan *t)
     }
     t->changed = t->after.len != t->before.len ||
                  memcmp(t->after.buf, t->before.buf, t->before.len) != 0;
-    for (size_t i = 0; i < t->secrets.n; i++) {
-        bool have = false;
-        for (size_t k = 0; k < R->mask.n && !have; k++)
-            have = strcmp(R->mask.v[k].value, t->secrets.v[i].value) == 0;
-        if (!have) {
-            struct adp_secret s = {xstrdup(t->secrets.v[i].name),
-                                   xstrdup(t->secrets.v[i].value)};
-            vec_push(&R->mask, s);
-        }
-    }
+    add_mask(R, &t->secrets);
+    for (size_t i = 0; i < t->lanes.n; i++)
+        add_mask(R, &t->lanes.v[i]->secrets);
 }
 
 
@@ -504,7 +436,7 @@ static void plan_skills(struct run *R, struct tplan *t)
         strvec_push(&t->sreq.names, R->skill_names.v[i]);
         strvec_push(&t->sreq.sources, R->skill_srcs.v[i]);
     }
-    if (o->project_scope && check_contained(t->skills_dir, o->project_root, &t->serr) != 0) {
+    if (o->project_scope && adp_i_check_contained(t->skills_dir, o->project_root, &t->serr) != 0) {
         t->skills_failed = true;
         return;
     }
@@ -523,37 +455,10 @@ static void record_skills(struct run *R, struct tplan *t)
 
 /* ---- writing -------------------------------------------------------------- */
 
-static void collect_missing_dirs(const char *file, strvec *out)
-{
-    strbuf dir = SB_INIT;
-    sb_adds(&dir, file);
-    strvec rev = STRVEC_INIT;
-    for (;;) {
-        char *slash = strrchr(dir.buf, '/');
-        if (!slash || slash == dir.buf)
-            break;
-        sb_setlen(&dir, (size_t)(slash - dir.buf));
-        struct stat st;
-        if (lstat(dir.buf, &st) == 0)
-            break;
-        strvec_push(&rev, dir.buf);
-    }
-    for (size_t i = rev.n; i-- > 0;)
-        strvec_push(out, rev.v[i]);
-    strvec_clear(&rev);
-    sb_release(&dir);
-}
-
-static void remove_created(const strvec *dirs)
-{
-    for (size_t i = dirs->n; i-- > 0;)
-        rmdir(dirs->v[i]);
-}
-
 static int write_target(struct run *R, struct tplan *t)
 {
     const struct adp_apply_opts *o = R->o;
-    if (o->project_scope && check_contained(t->path, o->project_root, &t->err) != 0)
+    if (o->project_scope && adp_i_check_contained(t->path, o->project_root, &t->err) != 0)
         return -1;
     /* Claude Code (and others) rewrite their files while running: re-read
      * and re-merge if the bytes moved since planning. */
@@ -588,7 +493,12 @@ static int write_target(struct run *R, struct tplan *t)
         sb_release(&backup);
         return -1;
     }
-    if (o->project_scope && t->existed && t->removed.n && only_empty_section(t, &t->after)) {
+    /* A project file left holding only the empty section, or an instruction
+     * file left empty once our region is gone, is removed (§3g). */
+    bool drop = t->existed && ((!t->lane_only && o->project_scope && t->removed.n &&
+                                only_empty_section(t, &t->after)) ||
+                               (t->lane_only && t->after.len == 0));
+    if (drop) {
         struct fs_write_opts bo = {0600, FS_SYMLINK_FOLLOW, NULL, NULL};
         if (fs_write_atomic(backup.buf, t->before.buf, t->before.len, &bo, &t->err) != 0 ||
             unlink(t->path) != 0) {
@@ -602,54 +512,15 @@ static int write_target(struct run *R, struct tplan *t)
         t->written = true;
         return 0;
     }
-    /* The owner's write bit decides for a directory too, even for root: a
-     * 0555 ~/.codex is someone saying "hands off" (§8.12). */
-    {
-        strbuf anc = SB_INIT;
-        sb_adds(&anc, t->path);
-        struct stat dst;
-        for (;;) {
-            char *slash = strrchr(anc.buf, '/');
-            if (!slash || slash == anc.buf)
-                break;
-            sb_setlen(&anc, (size_t)(slash - anc.buf));
-            if (stat(anc.buf, &dst) == 0)
-                break;
-        }
-        if (anc.len && stat(anc.buf, &dst) == 0 && S_ISDIR(dst.st_mode) &&
-            !(dst.st_mode & S_IWUSR)) {
-            as_err_set(&t->err, "%s is read-only — not written", anc.buf);
-            as_err_hint(&t->err, "make it writable (chmod u+w %s) or leave this CLI out with "
-                        "--target", anc.buf);
-            sb_release(&anc);
-            sb_release(&backup);
-            return -1;
-        }
-        sb_release(&anc);
-    }
-    collect_missing_dirs(t->path, &t->created_dirs);
-    if (t->created_dirs.n) {
-        strbuf parent = SB_INIT;
-        sb_adds(&parent, t->path);
-        sb_setlen(&parent, (size_t)(strrchr(parent.buf, '/') - parent.buf));
-        int mrc = fs_mkdirs(parent.buf, 0755, &t->err);
-        sb_release(&parent);
-        if (mrc != 0) {
-            remove_created(&t->created_dirs);
-            sb_release(&backup);
-            return -1;
-        }
-    }
-    struct fs_write_opts wo = {t->secrets.n ? 0600 : 0644, FS_SYMLINK_FOLLOW,
-                               o->project_scope ? o->project_root : NULL,
-                               t->existed ? backup.buf : NULL};
-    int rc = fs_write_atomic(t->path, t->after.buf, t->after.len, &wo, &t->err);
     sb_release(&backup);
-    if (rc != 0) {
-        remove_created(&t->created_dirs);
-        strvec_clear(&t->created_dirs);
+    bool secret = t->secrets.n > 0;
+    for (size_t i = 0; i < t->lanes.n; i++)
+        secret |= t->lanes.v[i]->secrets.n > 0;
+    struct adp_i_write w = {t->path, t->after.buf, t->after.len, t->existed,
+                            secret ? 0600 : 0644, o->project_scope ? o->project_root : NULL,
+                            &t->created_dirs};
+    if (adp_i_write_file(&w, &t->err) != 0)
         return -1;
-    }
     t->written = true;
     return 0;
 }
@@ -688,13 +559,15 @@ static void record_ledger(struct run *R, struct tplan *t)
 
 /* ---- output --------------------------------------------------------------- */
 
+static const char *lane_summary(const struct tplan *t, strbuf *out);
+
 static void print_target(struct run *R, struct tplan *t)
 {
     const struct adp_apply_opts *o = R->o;
     FILE *out = o->out;
     strbuf dp = SB_INIT;
     if (t->path)
-        display_path(t->path, &dp);
+        adp_i_display_path(t->path, &dp);
     if (t->note && strncmp(t->note, "·", strlen("·")) != 0) {
         fprintf(out, "%s\n", t->note);
         sb_release(&dp);
@@ -770,12 +643,132 @@ static void print_target(struct run *R, struct tplan *t)
             fprintf(out, "    ↳ %s\n", t->err.hint);
     } else if (!o->write) {
         size_t n = t->rendered.n;
+        strbuf sum = SB_INIT;
         if (n)
             fprintf(out, "  → %zu server%s to apply\n", n, n == 1 ? "" : "s");
+        else if (t->lanes.n && lane_summary(t, &sum)[0])
+            fprintf(out, "  → would update %s\n", sum.buf);
         else
             fprintf(out, "  → changes to apply\n");
+        sb_release(&sum);
     }
     sb_release(&dp);
+}
+
+/* Lane-only files come after the server targets in T. */
+static size_t descs_end(const struct tplan *T, size_t nT)
+{
+    size_t k = 0;
+    while (k < nT && !T[k].lane_only)
+        k++;
+    return k;
+}
+
+static const char *lane_summary(const struct tplan *t, strbuf *out)
+{
+    for (size_t i = 0; i < t->lanes.n; i++) {
+        const struct adp_lane *l = t->lanes.v[i];
+        if (l->blocked || (l->trust_blocked && l->kind == ADP_LANE_INSTRUCTIONS))
+            continue;
+        if (out->len)
+            sb_adds(out, " · ");
+        if (l->kind == ADP_LANE_INSTRUCTIONS)
+            sb_adds(out, l->content[0] ? "managed region" : "removal of the managed region");
+        else if (l->trust_blocked || !l->names.n)
+            sb_addf(out, "removal of %zu %s", l->removes.n,
+                    l->kind == ADP_LANE_SETTINGS ? "setting(s)" : "hooks key");
+        else
+            sb_addf(out, "%zu %s%s", l->names.n, l->kind == ADP_LANE_SETTINGS ? "setting" : "hook",
+                    l->names.n == 1 ? "" : "s");
+    }
+    return out->buf;
+}
+
+static void print_lane_head(FILE *out, const struct adp_lane *l, const struct adp_desc *d)
+{
+    strbuf dp = SB_INIT;
+    adp_i_display_path(l->path, &dp);
+    if (l->first != d)
+        fprintf(out, "  · %s → %s (shared with %s)\n", adp_lane_name(l->kind), dp.buf,
+                l->first->display);
+    else
+        fprintf(out, "  · %s → %s\n", adp_lane_name(l->kind), dp.buf);
+    sb_release(&dp);
+    for (size_t k = 0; l->first == d && k < l->lines.n; k++)
+        fprintf(out, "    %s\n", l->lines.v[k]);
+}
+
+static bool lane_owned_by(const struct adp_lane *l, const struct adp_desc *d)
+{
+    for (size_t k = 0; k < l->owners.n; k++)
+        if (l->owners.v[k] == d)
+            return true;
+    return false;
+}
+
+/* Lanes print under each CLI that names them: notes; lanes sharing the
+ * server file (their bytes are in the server diff above); then each file of
+ * their own with its lanes, the diff and the outcome. A file shared with a
+ * CLI printed earlier is only named. */
+static void print_lanes(struct run *R, struct tplan *T, size_t nT, const adp_lane_list *lanes,
+                        const struct tplan *st)
+{
+    const struct adp_apply_opts *o = R->o;
+    FILE *out = o->out;
+    for (size_t i = 0; i < lanes->n; i++)
+        if (lanes->v[i]->kind == ADP_LANE_NOTE && lanes->v[i]->first == st->d)
+            fprintf(out, "  %s\n", lanes->v[i]->note);
+    for (size_t i = 0; i < st->lanes.n && !st->note; i++)
+        print_lane_head(out, st->lanes.v[i], st->d);
+    for (size_t k = descs_end(T, nT); k < nT; k++) {
+        struct tplan *t = &T[k];
+        bool mine = false;
+        for (size_t i = 0; i < t->lanes.n; i++)
+            mine |= lane_owned_by(t->lanes.v[i], st->d);
+        if (!mine)
+            continue;
+        for (size_t i = 0; i < t->lanes.n; i++)
+            if (lane_owned_by(t->lanes.v[i], st->d))
+                print_lane_head(out, t->lanes.v[i], st->d);
+        if (t->d != st->d)
+            continue;
+        if (t->failed) {
+            char buf[4096];
+            fprintf(out, "    ✗ %s\n", as_err_str(&t->err, buf, sizeof buf));
+            if (t->err.hint[0])
+                fprintf(out, "      ↳ %s\n", t->err.hint);
+            continue;
+        }
+        strbuf sum = SB_INIT;
+        lane_summary(t, &sum);
+        if (!t->changed) {
+            if (sum.len)
+                fprintf(out, "    ✓ up to date\n");
+        } else {
+            strbuf diff = SB_INIT;
+            size_t a, r;
+            adp_diff(t->before.buf, t->before.len, t->after.buf, t->after.len, &R->mask,
+                     o->color, o->verbose ? 0 : PREVIEW_LINES, &diff, &a, &r);
+            /* one more level of indent: the file sits under its CLI */
+            for (const char *p = diff.buf; *p;) {
+                const char *nl = strchr(p, '\n');
+                size_t n = nl ? (size_t)(nl - p) : strlen(p);
+                fprintf(out, "  %.*s\n", (int)n, p);
+                p += n + (nl ? 1 : 0);
+            }
+            sb_release_secure(&diff);
+            if (!o->verbose)
+                fprintf(out, "    ~ +%zu / -%zu lines%s\n", a, r,
+                        (r == 0 && a > 0) ? " (new content)" : "");
+            if (o->write && t->deleted)
+                fprintf(out, "    − removed empty %s\n", t->path);
+            else if (o->write && t->written)
+                fprintf(out, "    ✓ wrote %s\n", sum.buf);
+            else if (!o->write)
+                fprintf(out, "    → would update %s\n", sum.buf);
+        }
+        sb_release(&sum);
+    }
 }
 
 static void print_skills(struct run *R, const struct tplan *t)
@@ -890,7 +883,7 @@ static void gitignore_step(struct run *R, const struct adp_registry *r, struct t
     struct as_err e = AS_ERR_INIT;
     if (!fs_exists(git.buf))
         goto out;
-    if (fs_exists(gi.buf) && (check_contained(gi.buf, o->project_root, &e) != 0 ||
+    if (fs_exists(gi.buf) && (adp_i_check_contained(gi.buf, o->project_root, &e) != 0 ||
                               fs_read_file(gi.buf, (size_t)16 << 20, 0, &text, &e) != 0)) {
         char buf[2048];
         sb_addf(report, "✗ .gitignore: %s\n", as_err_str(&e, buf, sizeof buf));
@@ -909,7 +902,7 @@ static void gitignore_step(struct run *R, const struct adp_registry *r, struct t
             continue;
         const struct tplan *t = NULL;
         for (size_t k = 0; k < nt; k++)
-            if (T[k].d == d && T[k].key)
+            if (T[k].d == d && T[k].key && !T[k].lane_only)
                 t = &T[k];
         bool own;
         if (t) {
@@ -939,7 +932,7 @@ static void gitignore_step(struct run *R, const struct adp_registry *r, struct t
         strvec placed = STRVEC_INIT;
         const struct tplan *t = NULL;
         for (size_t k = 0; k < nt; k++)
-            if (T[k].d == d && T[k].skills_on)
+            if (T[k].d == d && T[k].skills_on && !T[k].lane_only)
                 t = &T[k];
         if (t && !o->write) {
             for (size_t k = 0; k < t->splan.placed.n; k++)
@@ -957,6 +950,25 @@ static void gitignore_step(struct run *R, const struct adp_registry *r, struct t
                 free(ent);
         }
         strvec_clear(&placed);
+    }
+    /* Instruction files: written this run or already carrying our region. */
+    for (size_t k = 0; k < nt; k++) {
+        const struct tplan *t = &T[k];
+        bool instr = false;
+        for (size_t j = 0; j < t->lanes.n; j++)
+            instr |= t->lanes.v[j]->kind == ADP_LANE_INSTRUCTIONS;
+        if (!instr || !t->path || !fs_path_within(o->project_root, t->path))
+            continue;
+        const strbuf *now = &t->after;
+        bool marked = memmem(now->buf, now->len, ADP_MD_START, strlen(ADP_MD_START)) != NULL;
+        if (!marked || t->deleted)
+            continue;
+        const char *rel = t->path + strlen(o->project_root);
+        char *ent = xasprintf("%s%s", rel[0] == '/' ? "" : "/", rel);
+        if (strvec_find(&entries, ent) < 0)
+            strvec_push_take(&entries, ent);
+        else
+            free(ent);
     }
     if (entries.n)
         qsort(entries.v, entries.n, sizeof(char *), cmp_strp);
@@ -1013,7 +1025,15 @@ static void hist_add(struct adp_hist_entry *h, struct tplan *t)
     f.existed = t->existed;
     sb_init(&f.before, 0);
     sb_add(&f.before, t->before.buf, t->before.len);
-    f.label = xasprintf("%s · servers", t->d->display);
+    if (t->lane_only) {
+        strbuf what = SB_INIT;
+        for (size_t i = 0; i < t->lanes.n; i++)
+            sb_addf(&what, "%s%s", i ? " + " : "", adp_lane_name(t->lanes.v[i]->kind));
+        f.label = xasprintf("%s · %s", t->d->display, what.buf);
+        sb_release(&what);
+    } else {
+        f.label = xasprintf("%s · servers", t->d->display);
+    }
     for (size_t i = 0; i < t->created_dirs.n; i++)
         strvec_push(&f.created_dirs, t->created_dirs.v[i]);
     vec_push(&h->files, f);
@@ -1043,7 +1063,7 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
     if (oo.write && !oo.caller_holds_lock) {
         strbuf ah = SB_INIT;
         if (home_ensure(HOME_ROOT_DIR, &ah, err) != 0 ||
-            lock_acquire(&lk, ah.buf, LOCK_WAIT_MS, err) != 0) {
+            lock_acquire(&lk, ah.buf, ADP_LOCK_WAIT_MS, err) != 0) {
             as_err_prefix(err, "another agentstack write is in progress");
             sb_release(&ah);
             vec_free(&descs);
@@ -1062,13 +1082,42 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
     }
     char *ledger_before = json_dumps(R.ledger, JSON_SORT_KEYS | JSON_COMPACT);
 
-    struct tplan *T = xcalloc(descs.n + 1, sizeof *T);
+    adp_lane_list lanes = VEC_INIT;
+    adp_lanes_plan(&oo, R.ledger, descs.v, descs.n, &lanes);
+    struct tplan *T = xcalloc(descs.n + lanes.n + 1, sizeof *T);
+    size_t nT = descs.n;
     for (size_t i = 0; i < descs.n; i++) {
         T[i].d = descs.v[i];
         plan_target(&R, &T[i]);
         if (oo.use)
             plan_skills(&R, &T[i]);
     }
+    /* Each lane edits the file it names: the server file when it is the same
+     * (codex config.toml), else a file of its own shared by every lane and
+     * CLI that names it (settings + hooks, a shared AGENTS.md). */
+    for (size_t i = 0; i < lanes.n; i++) {
+        struct adp_lane *l = lanes.v[i];
+        if (!l->path)
+            continue;
+        struct tplan *t = NULL;
+        for (size_t k = 0; k < nT && !t; k++)
+            if (T[k].path && !T[k].note && !T[k].failed && strcmp(T[k].path, l->path) == 0)
+                t = &T[k];
+        if (!t) {
+            t = &T[nT++];
+            t->d = l->first;
+            t->lane_only = true;
+            t->path = xstrdup(l->path);
+            t->fmt = l->fmt;
+            sb_init(&t->before, 0);
+            sb_init(&t->after, 0);
+            t->key = adp_ledger_key(l->first->id, oo.project_scope ? oo.project_root : NULL);
+        }
+        vec_push(&t->lanes, l);
+    }
+    for (size_t i = 0; i < nT; i++)
+        if (T[i].path && !T[i].note && !T[i].failed)
+            read_and_merge(&R, &T[i]);
 
     size_t n_written = 0, n_failed = 0, n_blocked = 0, n_changed = 0, n_removing = 0;
     size_t n_targets = 0, n_trust = 0;
@@ -1076,11 +1125,21 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
     const char *first_fail = NULL;
     char failbuf[2048] = "";
     struct adp_hist_entry *h = xcalloc(1, sizeof *h);
-    for (size_t i = 0; i < descs.n; i++) {
+    const char *trust_what = NULL;
+    for (size_t i = 0; i < lanes.n; i++) {
+        n_blocked += lanes.v[i]->blocked;
+        if (lanes.v[i]->trust_blocked) {
+            n_trust++;
+            if (!trust_what)
+                trust_what = adp_lane_name(lanes.v[i]->kind);
+        }
+    }
+    for (size_t i = 0; i < nT; i++) {
         struct tplan *t = &T[i];
         if (t->note)
             continue;
-        n_targets++;
+        if (!t->lane_only)
+            n_targets++;
         if (t->failed) {
             n_failed++;
             sb_addf(&failed_names, "%s%s", failed_names.len ? ", " : "", t->d->id);
@@ -1092,10 +1151,16 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
             n_blocked++;
             continue;
         }
-        if (t->trust_blocked)
+        if (t->trust_blocked) {
             n_trust++;
-        if (!t->changed)
+            trust_what = "MCP servers";
+        }
+        if (!t->changed) {
+            for (size_t k = 0; oo.write && k < t->lanes.n; k++)
+                adp_lane_record(t->lanes.v[k], R.ledger,
+                                oo.project_scope ? oo.project_root : NULL);
             continue;
+        }
         n_changed++;
         n_removing += t->removed.n;
         if (!oo.write)
@@ -1110,8 +1175,22 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
         if (t->written) {
             n_written++;
             hist_add(h, t);
-            record_ledger(&R, t);
+            if (!t->lane_only)
+                record_ledger(&R, t);
+            for (size_t k = 0; k < t->lanes.n; k++)
+                adp_lane_record(t->lanes.v[k], R.ledger,
+                                oo.project_scope ? oo.project_root : NULL);
         }
+    }
+
+    /* A CLI counts once, however many of its files change. */
+    n_changed = 0;
+    for (size_t i = 0; i < descs.n; i++) {
+        bool c = false;
+        for (size_t k = 0; k < nT && !c; k++)
+            c = T[k].d == descs.v[i] && T[k].changed && !T[k].note && !T[k].failed &&
+                !T[k].blocked;
+        n_changed += c;
     }
 
     size_t n_skill_changes = 0;
@@ -1134,7 +1213,7 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
         if (t->splan.link_names.n) {
             strbuf probe = SB_INIT;
             sb_addf(&probe, "%s/x", t->skills_dir);
-            collect_missing_dirs(probe.buf, &made);
+            adp_i_collect_missing_dirs(probe.buf, &made);
             sb_release(&probe);
         }
         if (oo.skills_log && made.n) {
@@ -1170,11 +1249,12 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
 
     strbuf gi_report = SB_INIT;
     if (oo.project_scope && !n_blocked && !n_trust)
-        gitignore_step(&R, r, T, descs.n, h, &gi_report, &n_written, &n_failed);
+        gitignore_step(&R, r, T, nT, h, &gi_report, &n_written, &n_failed);
 
     fprintf(out, "Scope: %s\n", oo.project_scope ? "project" : "global");
     for (size_t i = 0; i < descs.n; i++) {
         print_target(&R, &T[i]);
+        print_lanes(&R, T, nT, &lanes, &T[i]);
         print_skills(&R, &T[i]);
     }
     fputs(gi_report.buf, out);
@@ -1257,7 +1337,8 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
         }
     }
     if (n_trust && !n_blocked && oo.write) {
-        as_err_set(err, "refusing to render MCP servers: %s", oo.trust_refusal);
+        as_err_set(err, "refusing to render %s: %s", trust_what ? trust_what : "MCP servers",
+                   oo.trust_refusal);
         rc = 1;
     }
     if (n_failed && !n_blocked) {
@@ -1267,9 +1348,10 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
     }
 
     adp_hist_entry_free(h);
-    for (size_t i = 0; i < descs.n; i++)
+    for (size_t i = 0; i < nT; i++)
         tplan_free(&T[i]);
     free(T);
+    adp_lanes_free(&lanes);
     free(ledger_before);
     json_decref(R.ledger);
     adp_secrets_free(&R.mask);

@@ -40,6 +40,8 @@
 #include "bundle/discover.h"
 #include "bundle/manifest.h"
 
+struct lockfile;
+
 /* ---- ledger ($AGENTSTACK_HOME/state.json) -------------------------------- */
 
 /* Loads the ledger; a missing file gives {"version":1,"targets":{}}. A
@@ -169,6 +171,11 @@ struct adp_apply_opts {
     adp_resolve_fn resolve;        /* NULL: the process environment */
     void *resolve_ctx;
     const char *operation;         /* history label: "apply", "use 'x'", … */
+    /* The project's lock (NULL: none): under --write, an instruction
+     * fragment that drifted from its pin refuses to compile (§5). */
+    const struct lockfile *lock;
+    /* $AGENTSTACK_HOME, for library instruction bodies (NULL: none). */
+    const char *home;
     bool use;                      /* `use`: also place the toolset's skills */
     bool caller_holds_lock;        /* sessions: the writer lock is already held */
     /* Outputs (may be NULL): the history entry recorded, and every skill link
@@ -194,6 +201,29 @@ int adp_session_start(const struct adp_registry *r, const struct adp_apply_opts 
  * manifest_dir NULL with all = every session. */
 int adp_session_end(const char *manifest_dir, bool all, FILE *out, struct as_err *err);
 int adp_session_list(bool json, FILE *out, struct as_err *err);
+
+/* ---- connect: the live gateway in every CLI (§7, errata 24) -------------- */
+
+struct adp_connect_opts {
+    const strvec *ids;             /* CLIs named; empty (or all): every detected CLI */
+    bool all;
+    bool transparent;              /* register `mcp --auto-project --transparent` */
+    const char *command;           /* --command PATH (absolute), or NULL: this binary */
+    bool write;
+    bool disconnect;               /* remove our entry instead */
+    bool color;
+    FILE *out;
+};
+/* Registers (or removes) the entry "agentstack" = <binary> mcp --auto-project
+ * in each CLI's user MCP file, each in its own syntax, under the writer
+ * lock, with backup, history ("gateway connect") and ledger ("gateway").
+ * Idempotent. Returns 0, 1 (a target failed; others still written), or 2
+ * (unknown CLI id, bad --command). */
+int adp_connect(const struct adp_registry *r, const struct adp_connect_opts *o,
+                struct as_err *err);
+/* The path connect registers: a $PATH entry resolving to this binary when
+ * there is one, else the binary's real path. */
+int adp_self_path(strbuf *out, struct as_err *err);
 
 /* ---- restore ------------------------------------------------------------- */
 

@@ -85,6 +85,14 @@ int adp_toml_merge(const char *path, const char *text, size_t len, const char *l
                    const char *const *removes, size_t n_removes, strbuf *out,
                    struct as_err *err);
 
+/* The top-level variant (settings, hooks; §3b/§3c): each key of set (a
+ * table) becomes a root key — scalars and arrays as `key = value`, tables
+ * as [key] merged key by key (arrays of tables inline) — and each name in
+ * removes is cut. Everything else keeps its bytes. */
+int adp_toml_merge_root(const char *path, const char *text, size_t len, const toml_value *set,
+                        const char *const *removes, size_t n_removes, strbuf *out,
+                        struct as_err *err);
+
 /* ---- Markdown managed region --------------------------------------------- */
 
 #define ADP_MD_START "<!-- agentstack:start -->"

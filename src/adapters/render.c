@@ -543,3 +543,38 @@ enum adp_render_status adp_render_server(const struct adp_desc *d, enum adp_form
     }
     return ADP_RENDER_OK;
 }
+
+enum adp_render_status adp_render_value(const toml_value *v, enum adp_format fmt, const char *who,
+                                        struct adp_render_ctx *rc, struct adp_rendered *out,
+                                        struct as_err *err)
+{
+    memset(out, 0, sizeof *out);
+    sb_init(&out->reason, 0);
+    struct rstate st = {rc, who, &out->missing, err, false};
+    if (fmt == ADP_FMT_TOML) {
+        out->toml = toml_resolved(&st, v, 0);
+        if (!out->toml && !st.failed) {
+            as_err_set(err, "%s nests too deeply", who);
+            return ADP_RENDER_ERROR;
+        }
+    } else {
+        out->json = toml_to_json(&st, v, 0);
+        if (!out->json && !st.failed) {
+            as_err_set(err, "%s cannot be written as JSON (nan, inf or nested too deeply)", who);
+            return ADP_RENDER_ERROR;
+        }
+    }
+    if (st.failed) {
+        adp_rendered_release(out);
+        sb_init(&out->reason, 0);
+        return ADP_RENDER_ERROR;
+    }
+    if (out->missing.n) {
+        json_decref(out->json);
+        out->json = NULL;
+        toml_free(out->toml);
+        out->toml = NULL;
+        return ADP_RENDER_UNRESOLVED;
+    }
+    return ADP_RENDER_OK;
+}

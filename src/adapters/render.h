@@ -77,6 +77,14 @@ enum adp_render_status adp_render_server(const struct adp_desc *d, enum adp_form
                                          const struct mf_server *s, struct adp_render_ctx *rc,
                                          struct adp_rendered *out, struct as_err *err);
 
+/* Resolves the ${NAME}s of any value (settings, hook fields) for fmt: a
+ * jansson value for JSON/JSONC, a TOML value otherwise. who names the item
+ * in messages and is what the resolver is told ("settings.codex", "hook
+ * 'fmt'"). Same statuses as adp_render_server (never SKIP). */
+enum adp_render_status adp_render_value(const toml_value *v, enum adp_format fmt, const char *who,
+                                        struct adp_render_ctx *rc, struct adp_rendered *out,
+                                        struct as_err *err);
+
 /* True when name passes the descriptor's name charset. */
 bool adp_name_ok(const struct adp_desc *d, const char *name);
 

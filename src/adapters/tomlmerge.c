@@ -27,6 +27,46 @@ static bool standard_table(const toml_value *v)
     return v && v->type == TOML_TABLE && !v->is_inline && !v->implicit;
 }
 
+/* An array made only of tables. The emitter would write it as [[sections]];
+ * the CLIs' hook tables want it inline (codex: PostToolUse = [{ … }]). */
+static bool array_of_tables(const toml_value *v)
+{
+    if (v->type != TOML_ARRAY || !v->u.arr.n)
+        return false;
+    for (size_t i = 0; i < v->u.arr.n; i++)
+        if (v->u.arr.items[i]->type != TOML_TABLE)
+            return false;
+    return true;
+}
+
+/* Adds the standard table at path: header, scalars and subtables through
+ * the editor's table writer, then arrays of tables key by key (inline). */
+static int set_new_table(toml_edit *ed, const char **path, size_t n, const toml_value *want,
+                         struct as_err *err)
+{
+    bool any = false;
+    for (size_t i = 0; i < want->u.tab.n && !any; i++)
+        any = array_of_tables(want->u.tab.kv[i].val);
+    if (!any)
+        return toml_edit_set_table(ed, path, n, want, err);
+    toml_value *head = toml_new(TOML_TABLE);
+    for (size_t i = 0; i < want->u.tab.n; i++)
+        if (!array_of_tables(want->u.tab.kv[i].val))
+            toml_table_set(head, want->u.tab.kv[i].key, toml_clone(want->u.tab.kv[i].val));
+    int rc = toml_edit_set_table(ed, path, n, head, err);
+    toml_free(head);
+    const char **kp = xcalloc(n + 2, sizeof(char *));
+    memcpy(kp, path, n * sizeof(char *));
+    for (size_t i = 0; rc == 0 && i < want->u.tab.n; i++) {
+        if (!array_of_tables(want->u.tab.kv[i].val))
+            continue;
+        kp[n] = want->u.tab.kv[i].key;
+        rc = toml_edit_set(ed, kp, n + 1, want->u.tab.kv[i].val, err);
+    }
+    free(kp);
+    return rc ? -1 : 0;
+}
+
 /* Brings the table at path to want key by key, so comments and keys that did
  * not change keep their bytes (replacing the whole section would also drop
  * comment lines that sit at its end). */
@@ -39,7 +79,7 @@ static int upsert(toml_edit *ed, const char **path, size_t n, const toml_value *
     if (!standard_table(have) || depth > 8) {
         if (have && toml_edit_remove(ed, path, n, err) != 0)
             return -1;
-        return toml_edit_set_table(ed, path, n, want, err);
+        return set_new_table(ed, path, n, want, err);
     }
     const char **kp = xcalloc(n + 2, sizeof(char *));
     memcpy(kp, path, n * sizeof(char *));
@@ -142,4 +182,49 @@ int adp_toml_merge(const char *path, const char *text, size_t len, const char *l
     }
     toml_edit_free(ed);
     return rc;
+}
+
+int adp_toml_merge_root(const char *path, const char *text, size_t len, const toml_value *set,
+                        const char *const *removes, size_t n_removes, strbuf *out,
+                        struct as_err *err)
+{
+    if (len > ADP_INPUT_MAX)
+        return as_err_set(err, "%s: exceeds the %zu-byte limit — not written", path,
+                          ADP_INPUT_MAX);
+    struct as_err perr = AS_ERR_INIT;
+    toml_edit *ed = toml_edit_open(path, text, len, &perr);
+    if (!ed) {
+        as_err_at(err, perr.path[0] ? perr.path : path, perr.line, perr.col,
+                  "existing config is not valid TOML: %s", perr.msg);
+        as_err_hint(err, "fix the file by hand (or move it aside), then re-run — it was not "
+                    "changed");
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n_removes; i++) {
+        if (set && toml_get(set, removes[i]))
+            continue;
+        const char *kp[1] = {removes[i]};
+        rc = toml_edit_remove(ed, kp, 1, err);
+    }
+    for (size_t i = 0; rc == 0 && set && i < set->u.tab.n; i++) {
+        const toml_kv *kv = &set->u.tab.kv[i];
+        const char *kp[1] = {kv->key};
+        const toml_value *have = toml_get(toml_edit_root(ed), kv->key);
+        if (have && toml_equal(have, kv->val))
+            continue;
+        if (kv->val->type == TOML_TABLE)
+            rc = upsert(ed, kp, 1, kv->val, 0, err);
+        else if (standard_table(have))
+            rc = toml_edit_remove(ed, kp, 1, err) || toml_edit_set(ed, kp, 1, kv->val, err);
+        else
+            rc = toml_edit_set(ed, kp, 1, kv->val, err);
+    }
+    if (rc == 0) {
+        size_t n;
+        const char *t = toml_edit_text(ed, &n);
+        sb_add(out, t, n);
+    }
+    toml_edit_free(ed);
+    return rc ? -1 : 0;
 }

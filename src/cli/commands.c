@@ -15,6 +15,8 @@ int cmd_apply(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_restore(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_use(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_session(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_connect(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_gateway(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_audit(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_run(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_report(int argc, char **argv, struct cli_ctx *ctx);
@@ -29,6 +31,7 @@ int cmd_upgrade(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_up(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_secret(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_init(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_bootstrap(int argc, char **argv, struct cli_ctx *ctx);
 
 const struct cli_command cli_commands[] = {
     {"help", cmd_help, "show commands, or one command's usage",
@@ -59,6 +62,13 @@ const struct cli_command cli_commands[] = {
      "usage: agentstack session start [TOOLSET] [--target ID]... [--scope global|project]\n"
      "       agentstack session end [--all]\n"
      "       agentstack session list [--json]\n", 0},
+    {"connect", cmd_connect, "register the live gateway (agentstack mcp --auto-project) in every CLI",
+     "usage: agentstack connect [CLI...] [--all] [--transparent] [--command PATH] [--write]\n"
+     "Previews each CLI's config change; --write registers the gateway (idempotent).\n"
+     "0.19 spelling: agentstack gateway connect | gateway disconnect\n", 0},
+    {"gateway", cmd_gateway, "0.19 spelling of connect: gateway connect | gateway disconnect",
+     "usage: agentstack gateway connect [CLI...] [--all] [--transparent] [--command PATH] "
+     "[--write]\n       agentstack gateway disconnect [CLI...] [--all] [--write]\n", 1},
     {"audit", cmd_audit, "verify the evidence chains; summarize brokered calls",
      "usage: agentstack audit --verify [LOG...]\n"
      "       agentstack audit --calls [--all] [--json]\n", 0},
@@ -123,6 +133,9 @@ const struct cli_command cli_commands[] = {
      "                       [--no-keychain] [--include-tool-managed] [--force] [--global] [-v]\n"
      "Reads each detected CLI's config (never changes it); inline secrets become ${REF}s.\n",
      0},
+    {"bootstrap", cmd_bootstrap, "preflight: CLIs installed, secrets and skills missing, what "
+     "apply would change", "usage: agentstack bootstrap [--json]\n"
+     "Read-only; ends with one Next: action.\n", 0},
     {NULL, NULL, NULL, NULL, 0},
 };
 

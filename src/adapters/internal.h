@@ -1,0 +1,121 @@
+/*
+ * internal — pieces the adapters' writers share (apply, lanes, connect, undo).
+ *
+ * Why: every command that changes a CLI's file must go through the same
+ * containment check, the same atomic writer and the same bridge test, or
+ * one of them would drift from the others. Not part of the public API:
+ * only the adapters module includes this header.
+ *
+ * Guarantees:
+ *  - adp_i_write_file never leaves a partial file: it creates missing
+ *    parent directories (recording them so an undo can remove them), takes
+ *    a rolling backup of an existing file, writes atomically with the
+ *    file's mode and owner kept, and on failure removes the directories it
+ *    created. A directory whose owner write bit is clear is refused, even
+ *    for root ("<dir> is read-only — not written").
+ *  - adp_i_check_contained refuses, at project scope, a path whose file or
+ *    any existing parent resolves outside the project root (errata 33).
+ */
+#ifndef AS_ADAPTERS_INTERNAL_H
+#define AS_ADAPTERS_INTERNAL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "adapters/adapters.h"
+#include "adapters/render.h"
+#include "base/err.h"
+#include "base/lock.h"
+#include "base/strbuf.h"
+#include "base/vec.h"
+
+#define ADP_LOCK_WAIT_MS 10000
+
+/* "~/…" for paths under $HOME, else the path. */
+void adp_i_display_path(const char *p, strbuf *out);
+
+/* errata 33: 0, or -1 + err when path or an existing parent resolves outside root. */
+int adp_i_check_contained(const char *path, const char *root, struct as_err *err);
+
+/* The directories a write of file would create, outermost first. */
+void adp_i_collect_missing_dirs(const char *file, strvec *out);
+/* rmdir each of dirs, deepest first (non-empty ones stay). */
+void adp_i_remove_created(const strvec *dirs);
+
+struct adp_i_write {
+    const char *path;
+    const char *data;
+    size_t len;
+    bool existed;             /* take a rolling backup first */
+    mode_t new_mode;          /* for a new file */
+    const char *contain_root; /* project scope, or NULL */
+    strvec *created_dirs;     /* out: directories created (may be NULL) */
+};
+/* The one writer of agentstack-owned edits (see the guarantees above). */
+int adp_i_write_file(const struct adp_i_write *w, struct as_err *err);
+
+/* Takes the writer lock ($AGENTSTACK_HOME/.lock, 10 s). On failure err says
+ * "another agentstack write is in progress: …". */
+int adp_i_take_lock(struct as_lock *lk, struct as_err *err);
+
+/* ---- the gateway bridge (connect's entry) ------------------------------- */
+
+#define ADP_BRIDGE_NAME "agentstack"
+
+/* True for the bridge: an entry named "agentstack", or a command named
+ * agentstack whose first argument is "mcp" (spec 04 §7). */
+bool adp_i_json_is_bridge(const char *name, const json_t *body, const struct adp_desc *d);
+/* True when `connect` registered the gateway in this CLI's user config. */
+bool adp_i_bridge_registered(const struct adp_desc *d);
+
+
+/* ---- lanes: instructions, settings, hooks (spec 04 §1c, §3b–d, §5) ------- */
+
+struct adp_apply_opts;
+
+enum adp_lane_kind { ADP_LANE_NOTE, ADP_LANE_INSTRUCTIONS, ADP_LANE_SETTINGS, ADP_LANE_HOOKS };
+
+/* One owned edit of one file. Several CLIs may share a lane (project
+ * AGENTS.md): it is compiled once from the union of their fragments. */
+struct adp_lane {
+    enum adp_lane_kind kind;
+    char *path;                 /* resolved file (NULL for a note) */
+    enum adp_format fmt;        /* settings/hooks: the file's format */
+    const struct adp_desc *first;
+    VEC(const struct adp_desc *) owners;
+    /* instructions */
+    char *content;              /* the compiled region; "" removes it */
+    strvec frag_names;          /* union, first-seen order */
+    VEC(long) frag_pick;        /* parallel: variant index, -1 = base body */
+    /* settings / hooks */
+    char *key;                  /* hooks: the owned root key */
+    json_t *jset;               /* JSON: root key → value */
+    toml_value *tset;           /* TOML: root key → value */
+    strvec removes;             /* owned root keys to cut */
+    strvec names;               /* recorded in the ledger (setting keys, hook names) */
+    /* state */
+    strvec lines;               /* ✗ / ⚠ / ↳ lines printed under the lane */
+    char *note;                 /* ADP_LANE_NOTE text */
+    bool blocked;               /* unresolved secret, missing source, drifted pin */
+    bool trust_blocked;         /* untrusted: only removals are written */
+    adp_secrets secrets;
+};
+typedef VEC(struct adp_lane *) adp_lane_list;
+
+/* Plans every lane of descs at o's scope (read-only). ledger says what we
+ * owned before (removals). */
+void adp_lanes_plan(const struct adp_apply_opts *o, json_t *ledger,
+                    const struct adp_desc *const *descs, size_t n, adp_lane_list *out);
+void adp_lanes_free(adp_lane_list *l);
+/* Applies one lane to text (the file's bytes). prune_only: just the
+ * removals. -1 + err when text is malformed. */
+int adp_lane_apply(const struct adp_lane *l, const char *path, const char *text, size_t len,
+                   strbuf *out, struct as_err *err);
+/* Records the lane in the ledger entry of each owner after a write. */
+void adp_lane_record(const struct adp_lane *l, json_t *ledger, const char *project_root);
+/* "instructions", "settings", "hooks". */
+const char *adp_lane_name(enum adp_lane_kind k);
+
+#endif

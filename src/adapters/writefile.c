@@ -1,0 +1,224 @@
+/* writefile — the shared writer, containment check and bridge test used by
+ * apply, lanes, connect and undo (see internal.h for the guarantees). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "adapters/engine.h"
+#include "adapters/internal.h"
+#include "adapters/merge.h"
+#include "base/fs.h"
+#include "base/toml.h"
+#include "base/xalloc.h"
+#include "bundle/home.h"
+
+void adp_i_display_path(const char *p, strbuf *out)
+{
+    const char *home = getenv("HOME");
+    size_t hl = home ? strlen(home) : 0;
+    if (hl > 1 && strncmp(p, home, hl) == 0 && p[hl] == '/')
+        sb_addf(out, "~%s", p + hl);
+    else
+        sb_adds(out, p);
+}
+
+int adp_i_take_lock(struct as_lock *lk, struct as_err *err)
+{
+    strbuf ah = SB_INIT;
+    int rc = home_ensure(HOME_ROOT_DIR, &ah, err);
+    if (rc == 0)
+        rc = lock_acquire(lk, ah.buf, ADP_LOCK_WAIT_MS, err);
+    if (rc != 0)
+        as_err_prefix(err, "another agentstack write is in progress");
+    sb_release(&ah);
+    return rc;
+}
+
+/* ---- containment ---------------------------------------------------------- */
+
+int adp_i_check_contained(const char *path, const char *root, struct as_err *err)
+{
+    strbuf probe = SB_INIT, real = SB_INIT;
+    sb_adds(&probe, path);
+    int rc = 0;
+    for (;;) {
+        struct stat st;
+        if (lstat(probe.buf, &st) == 0) {
+            struct as_err e2 = AS_ERR_INIT;
+            if (fs_realpath(probe.buf, &real, &e2) != 0) {
+                rc = as_err_set(err, "%s: %s — not written", path, e2.msg);
+            } else if (!fs_path_within(root, real.buf)) {
+                rc = as_err_set(err, "%s resolves to %s, outside the project %s — not written "
+                                "(a symlink is followed only when it stays inside the project)",
+                                path, real.buf, root);
+                as_err_hint(err, "replace the symlink with a file inside the project, or apply "
+                            "with --scope global");
+            }
+            break;
+        }
+        char *slash = strrchr(probe.buf, '/');
+        if (!slash || slash == probe.buf)
+            break;
+        sb_setlen(&probe, (size_t)(slash - probe.buf));
+    }
+    sb_release(&probe);
+    sb_release(&real);
+    return rc;
+}
+
+/* ---- writing -------------------------------------------------------------- */
+
+void adp_i_collect_missing_dirs(const char *file, strvec *out)
+{
+    strbuf dir = SB_INIT;
+    sb_adds(&dir, file);
+    strvec rev = STRVEC_INIT;
+    for (;;) {
+        char *slash = strrchr(dir.buf, '/');
+        if (!slash || slash == dir.buf)
+            break;
+        sb_setlen(&dir, (size_t)(slash - dir.buf));
+        struct stat st;
+        if (lstat(dir.buf, &st) == 0)
+            break;
+        strvec_push(&rev, dir.buf);
+    }
+    for (size_t i = rev.n; i-- > 0;)
+        strvec_push(out, rev.v[i]);
+    strvec_clear(&rev);
+    sb_release(&dir);
+}
+
+void adp_i_remove_created(const strvec *dirs)
+{
+    for (size_t i = dirs->n; i-- > 0;)
+        rmdir(dirs->v[i]);
+}
+
+/* The owner's write bit decides for a directory too, even for root: a 0555
+ * ~/.codex is someone saying "hands off" (§8.12). */
+static int check_dir_writable(const char *path, struct as_err *err)
+{
+    strbuf anc = SB_INIT;
+    sb_adds(&anc, path);
+    struct stat dst;
+    int rc = 0;
+    for (;;) {
+        char *slash = strrchr(anc.buf, '/');
+        if (!slash || slash == anc.buf)
+            break;
+        sb_setlen(&anc, (size_t)(slash - anc.buf));
+        if (stat(anc.buf, &dst) == 0)
+            break;
+    }
+    if (anc.len && stat(anc.buf, &dst) == 0 && S_ISDIR(dst.st_mode) && !(dst.st_mode & S_IWUSR)) {
+        rc = as_err_set(err, "%s is read-only — not written", anc.buf);
+        as_err_hint(err, "make it writable (chmod u+w %s) or leave this CLI out with --target",
+                    anc.buf);
+    }
+    sb_release(&anc);
+    return rc;
+}
+
+int adp_i_write_file(const struct adp_i_write *w, struct as_err *err)
+{
+    strbuf backup = SB_INIT;
+    strvec made = STRVEC_INIT;
+    int rc = -1;
+    if (adp_backup_path(w->path, &backup, err) != 0 || check_dir_writable(w->path, err) != 0)
+        goto out;
+    adp_i_collect_missing_dirs(w->path, &made);
+    if (made.n) {
+        strbuf parent = SB_INIT;
+        sb_adds(&parent, w->path);
+        sb_setlen(&parent, (size_t)(strrchr(parent.buf, '/') - parent.buf));
+        int mrc = fs_mkdirs(parent.buf, 0755, err);
+        sb_release(&parent);
+        if (mrc != 0) {
+            adp_i_remove_created(&made);
+            goto out;
+        }
+    }
+    struct fs_write_opts wo = {w->new_mode, FS_SYMLINK_FOLLOW, w->contain_root,
+                               w->existed ? backup.buf : NULL};
+    if (fs_write_atomic(w->path, w->data, w->len, &wo, err) != 0) {
+        adp_i_remove_created(&made);
+        goto out;
+    }
+    if (w->created_dirs)
+        for (size_t i = 0; i < made.n; i++)
+            strvec_push(w->created_dirs, made.v[i]);
+    rc = 0;
+out:
+    strvec_clear(&made);
+    sb_release(&backup);
+    return rc;
+}
+
+/* ---- the bridge ----------------------------------------------------------- */
+
+static bool stem_is_agentstack(const char *cmd)
+{
+    const char *b = strrchr(cmd, '/');
+    b = b ? b + 1 : cmd;
+    return strcmp(b, "agentstack") == 0;
+}
+
+bool adp_i_json_is_bridge(const char *name, const json_t *body, const struct adp_desc *d)
+{
+    if (strcmp(name, ADP_BRIDGE_NAME) == 0)
+        return true;
+    json_t *c = json_object_get(body, d->mcp.f_command ? d->mcp.f_command : "command");
+    if (json_is_array(c)) {
+        const char *c0 = json_string_value(json_array_get(c, 0));
+        const char *c1 = json_string_value(json_array_get(c, 1));
+        return c0 && c1 && stem_is_agentstack(c0) && strcmp(c1, "mcp") == 0;
+    }
+    const char *cmd = json_string_value(c);
+    const char *a1 = json_string_value(
+        json_array_get(json_object_get(body, d->mcp.f_args ? d->mcp.f_args : "args"), 0));
+    return cmd && a1 && stem_is_agentstack(cmd) && strcmp(a1, "mcp") == 0;
+}
+
+bool adp_i_bridge_registered(const struct adp_desc *d)
+{
+    if (!d->has_mcp || !d->config_path)
+        return false;
+    strbuf path = SB_INIT, text = SB_INIT;
+    struct as_err e = AS_ERR_INIT;
+    bool found = false;
+    if (adp_expand_path(d->config_path, NULL, &path, &e) == 0 && fs_exists(path.buf) &&
+        fs_read_file(path.buf, ADP_INPUT_MAX, 0, &text, &e) == 0) {
+        if (d->config_format == ADP_FMT_TOML) {
+            toml_value *root = toml_parse(path.buf, text.buf, text.len, &e);
+            const toml_value *sec = toml_get(root, d->mcp.location);
+            for (size_t i = 0; sec && sec->type == TOML_TABLE && i < sec->u.tab.n; i++) {
+                const toml_kv *kv = &sec->u.tab.kv[i];
+                const toml_value *cmd = toml_get(kv->val, d->mcp.f_command);
+                const toml_value *args = toml_get(kv->val, d->mcp.f_args ? d->mcp.f_args : "");
+                const toml_value *a0 = args ? toml_at(args, 0) : NULL;
+                if (strcmp(kv->key, ADP_BRIDGE_NAME) == 0 ||
+                    (cmd && cmd->type == TOML_STRING && stem_is_agentstack(cmd->u.str.s) && a0 &&
+                     a0->type == TOML_STRING && strcmp(a0->u.str.s, "mcp") == 0))
+                    found = true;
+            }
+            toml_free(root);
+        } else {
+            json_t *sec = NULL;
+            if (adp_json_read(path.buf, text.buf, text.len, d->config_format == ADP_FMT_JSONC,
+                              d->mcp.location, &sec, &e) == 0 && json_is_object(sec)) {
+                const char *k;
+                json_t *v;
+                json_object_foreach(sec, k, v)
+                    if (adp_i_json_is_bridge(k, v, d))
+                        found = true;
+            }
+            json_decref(sec);
+        }
+    }
+    sb_release(&path);
+    sb_release_secure(&text);
+    return found;
+}
