@@ -14,7 +14,7 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from aslib import SRC, Sandbox, check, done  # noqa: E402
+from aslib import BIN, SRC, Sandbox, check, done  # noqa: E402
 from mcpclient import Gateway, audit_rows, is_error, text  # noqa: E402
 
 DEMO = os.path.join(SRC, "examples", "demo")
@@ -110,7 +110,19 @@ def audit(sb):
           "agentstack audit --calls prints the seed's summary line", r.stdout + r.stderr)
 
 
+def drive():
+    """examples/demo/drive.py is what `make demo` runs: it must keep passing."""
+    import subprocess
+    p = subprocess.run([sys.executable, os.path.join(DEMO, "drive.py"), BIN],
+                       capture_output=True, text=True, timeout=300,
+                       env={k: v for k, v in os.environ.items()
+                            if not k.startswith("AGENTSTACK_")})
+    check(p.returncode == 0 and "demo ok" in p.stdout, "examples/demo/drive.py passes",
+          p.stdout[-2000:] + p.stderr[-2000:])
+
+
 def main():
+    drive()
     with Sandbox() as sb:
         setup(sb)
         untrusted(sb)
