@@ -511,7 +511,10 @@ static int read_file_servers(const struct adp_desc *d, const char *raw, enum adp
         goto out;
     found = 1;
     sb_addf(&where, "%s (", d->display);
-    onb_display_path(path.buf, &where);
+    if (project_root)
+        sb_adds(&where, raw); /* project files read best relative to the project */
+    else
+        onb_display_path(path.buf, &where);
     sb_addc(&where, ')');
     if (fs_read_file(path.buf, CONFIG_MAX, 0, &text, &err) < 0 ||
         onb_read_servers(d, fmt, path.buf, text.buf, text.len, where.buf, itm, out, &err) < 0) {
