@@ -171,6 +171,36 @@ static void txn_free(struct txn *t, bool committed)
     sb_release(&t->lock_old);
 }
 
+/* Creates the missing parents of path below base and records the topmost
+ * one, so a rollback leaves no empty directory behind. */
+static int txn_parents(struct txn *t, const char *base, const char *path, struct as_err *err)
+{
+    char *dir = xstrdup(path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    size_t bl = strlen(base);
+    char *top = NULL, *cur = xstrdup(dir);
+    while (strlen(cur) > bl && !fs_exists(cur)) {
+        free(top);
+        top = xstrdup(cur);
+        char *s2 = strrchr(cur, '/');
+        if (!s2)
+            break;
+        *s2 = '\0';
+    }
+    free(cur);
+    int rc = 0;
+    if (top) {
+        rc = fs_mkdirs(dir, 0755, err);
+        if (rc == 0)
+            strvec_push(&t->created, top);
+    }
+    free(top);
+    free(dir);
+    return rc;
+}
+
 static int write_manifest(struct txn *t, const struct bundle_paths *p, const char *text,
                           size_t len, struct as_err *err)
 {
@@ -526,7 +556,9 @@ int lib_pack_add(struct library *lib, const struct bundle_paths *p, const char *
     for (size_t i = 0; i < pk.skills.n; i++) {
         char *src = xasprintf("%s/%s", pk.root, pk.skills.v[i].path);
         char *dst = anchored(p->manifest_dir, pk.skills.v[i].path);
-        int r = lib_copy_tree(src, dst, err);
+        int r = txn_parents(&t, p->manifest_dir, dst, err);
+        if (r == 0)
+            r = lib_copy_tree(src, dst, err);
         free(src);
         if (r < 0) {
             free(dst);
@@ -975,7 +1007,8 @@ int lib_pack_upgrade(struct library *lib, const struct bundle_paths *p, const ch
             txn_aside(&t, c->installed, err) < 0)
             goto out;
         if (c->ch == CH_MOD || c->ch == CH_ADD) {
-            if (lib_copy_tree(c->src, c->installed, err) < 0)
+            if (txn_parents(&t, p->manifest_dir, c->installed, err) < 0 ||
+                lib_copy_tree(c->src, c->installed, err) < 0)
                 goto out;
             strvec_push(&t.created, c->installed);
         }
