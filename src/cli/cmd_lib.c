@@ -589,6 +589,17 @@ static int do_add(struct opts *o)
     print_warnings(lib);
     struct lib_source *first = lib_first(lib);
     dst = xasprintf("%s/skills/%s", first->path, name);
+    {
+        char *rel = xasprintf("skills/%s", name);
+        strbuf safe = SB_INIT;
+        int ok = fs_safe_join(first->path, rel, 1, &safe, &err);
+        sb_release(&safe);
+        free(rel);
+        if (ok < 0) {
+            cli_error(&err);
+            goto out;
+        }
+    }
     struct lib_item *have = lib_source_get(first, LIB_SKILL, name);
     if ((have || fs_exists(dst)) && !o->replace) {
         cli_errorf("the library already has a skill '%s' (in '%s')", name, first->name);
@@ -790,6 +801,17 @@ static int do_add_server(struct opts *o, struct cli_ctx *ctx)
     strbuf rel = SB_INIT;
     lib_item_rel(LIB_SERVER, name, &rel);
     char *dst = xasprintf("%s/%s", first->path, rel.buf);
+    {
+        strbuf safe = SB_INIT;
+        int ok = fs_safe_join(first->path, rel.buf, 1, &safe, &err);
+        sb_release(&safe);
+        if (ok < 0) {
+            sb_release(&rel);
+            free(dst);
+            cli_error(&err);
+            goto out;
+        }
+    }
     sb_release(&rel);
     bool have = lib_source_get(first, LIB_SERVER, name) || fs_exists(dst);
     if (have && !o->replace) {

@@ -210,6 +210,23 @@ static int write_manifest(struct txn *t, const struct bundle_paths *p, const cha
     return fs_write_atomic(p->manifest, text, len, &o, err);
 }
 
+/* A destination inside the project: no existing component below the
+ * manifest dir may be a symlink (a hostile checkout could point skills/
+ * anywhere), and it must not climb out. */
+static int dest_ok(const char *manifest_dir, const char *path, struct as_err *err)
+{
+    size_t n = strlen(manifest_dir);
+    if (strncmp(path, manifest_dir, n) != 0 || path[n] != '/')
+        return as_err_set(err, "%s is outside %s", path, manifest_dir);
+    strbuf out = SB_INIT;
+    int rc = fs_safe_join(manifest_dir, path + n + 1, 1, &out, err);
+    sb_release(&out);
+    if (rc < 0)
+        as_err_hint(err, "the pack writes only real directories under %s — nothing installed",
+                    manifest_dir);
+    return rc;
+}
+
 /* ---- shared pieces ----------------------------------------------------------------------- */
 
 static char *anchored(const char *dir, const char *rel)
@@ -443,7 +460,10 @@ int lib_pack_add(struct library *lib, const struct bundle_paths *p, const char *
         const struct lib_pack_member *mb = &pk.skills.v[i];
         char *dst = anchored(p->manifest_dir, mb->path);
         bool exists = fs_exists(dst);
+        int ok = dest_ok(p->manifest_dir, dst, err);
         free(dst);
+        if (ok < 0)
+            goto out;
         if (manifest_skill(m, mb->name) || exists) {
             as_err_set(err, "%s — nothing installed",
                        exists ? "a skill directory of the pack already exists in the project"
@@ -456,7 +476,10 @@ int lib_pack_add(struct library *lib, const struct bundle_paths *p, const char *
         const struct lib_pack_member *mb = &pk.instructions.v[i];
         char *dst = xasprintf("%s/instructions/%s.md", p->manifest_dir, mb->name);
         bool exists = fs_exists(dst);
+        int ok = dest_ok(p->manifest_dir, dst, err);
         free(dst);
+        if (ok < 0)
+            goto out;
         if (manifest_instruction(m, mb->name) || exists) {
             as_err_set(err, "instruction '%s' already exists in the project — nothing installed",
                        mb->name);
@@ -685,7 +708,7 @@ static int managed_skill_dir(const struct bundle_paths *p, const struct manifest
         return -1;
     }
     *out = xasprintf("%s/%s", p->manifest_dir, rel);
-    return 0;
+    return dest_ok(p->manifest_dir, *out, err);
 }
 
 static int tree_pin(const char *dir, char **out)
@@ -820,6 +843,10 @@ int lib_pack_upgrade(struct library *lib, const struct bundle_paths *p, const ch
         } else {
             c.installed = anchored(p->manifest_dir, mb->path);
             c.ch = CH_ADD;
+            if (dest_ok(p->manifest_dir, c.installed, err) < 0) {
+                vec_push(&skills, c);
+                goto out;
+            }
             if (manifest_skill(m, mb->name) || fs_exists(c.installed)) {
                 as_err_set(err, "the new version adds skill '%s', which already exists in the "
                                 "project — nothing changed",
@@ -848,6 +875,10 @@ int lib_pack_upgrade(struct library *lib, const struct bundle_paths *p, const ch
         const struct lib_pack_member *mb = &pk.instructions.v[i];
         struct member_change c = {.name = xstrdup(mb->name)};
         c.installed = xasprintf("%s/instructions/%s.md", p->manifest_dir, mb->name);
+        if (dest_ok(p->manifest_dir, c.installed, err) < 0) {
+            vec_push(&instr, c);
+            goto out;
+        }
         strbuf body = SB_INIT;
         if (vendor_instruction(&pk, mb, &body, err) < 0) {
             sb_release(&body);
@@ -880,6 +911,10 @@ int lib_pack_upgrade(struct library *lib, const struct bundle_paths *p, const ch
             continue;
         struct member_change c = {.name = xstrdup(old_instr.v[i]), .ch = CH_DEL};
         c.installed = xasprintf("%s/instructions/%s.md", p->manifest_dir, c.name);
+        if (dest_ok(p->manifest_dir, c.installed, err) < 0) {
+            vec_push(&instr, c);
+            goto out;
+        }
         if (!has_vendor_marker(c.installed)) {
             free(c.installed);
             c.installed = NULL; /* keep a hand-edited file; drop only the entry */

@@ -233,6 +233,17 @@ def scenario_bad_input():
               "nothing installed" in r.stderr, "hidden unicode: nothing installed", r.stderr)
         unchanged(sb, before, "hidden unicode")
 
+        # a symlinked skills/ in the project could point anywhere: refused
+        outside = os.path.join(sb.root, "outside")
+        os.makedirs(outside)
+        link = os.path.join(sb.project, ".agentstack", "skills")
+        os.symlink(outside, link)
+        r = sb.run("add", "from", f"git:{d}@v1.0.0", "--write")
+        check(r.returncode == 1 and "symlink" in r.stderr and not os.listdir(outside) and
+              read(manifest(sb)) == before, "symlinked destination refused, nothing written",
+              r.stderr)
+        os.remove(link)
+
         # the pin fails after the files were placed: everything is rolled back
         bad = BASE + '\n[toolsets.t]\nservers = ["ghost"]\n'
         sb.write(".agentstack/agentstack.toml", bad)
