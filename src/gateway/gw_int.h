@@ -340,6 +340,10 @@ json_t *gw_list_loadable(struct gw *gw, const struct gw_surface *sf, const char 
 json_t *gw_load(struct gw *gw, const struct gw_surface *sf, const json_t *args);
 /* The ambient index block for agentstack_list_loadable's description. */
 void gw_loadable_index(struct gw *gw, const struct gw_surface *sf, strbuf *out);
+/* §9.4's block: "Loadable now:", the first 50 entries (descs[i] NULL = bare
+ * name, "" = undescribed), "…and N more", then note. */
+void gw_index_render(const char *const *names, const char *const *descs, size_t n,
+                     const char *note, strbuf *out);
 const char *gw_manual_text(void);
 
 /* lease.c */

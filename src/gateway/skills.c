@@ -376,6 +376,40 @@ json_t *gw_list_loadable(struct gw *gw, const struct gw_surface *sf, const char 
     return r;
 }
 
+void gw_index_render(const char *const *names, const char *const *descs, size_t n,
+                     const char *note, strbuf *out)
+{
+    size_t shown = n < 50 ? n : 50;
+    size_t total = 0;
+    for (size_t i = 0; i < shown; i++)
+        total += strlen(names[i]);
+    /* Names are never dropped; descriptions share what is left of ~4000
+     * characters, and vanish when a share would be too short to read. */
+    long budget = shown ? ((long)4000 - (long)total) / (long)shown : 0;
+    if (budget > 160)
+        budget = 160;
+    sb_adds(out, "Loadable now:\n");
+    for (size_t i = 0; i < shown; i++) {
+        if (!descs[i] || budget < 24) {
+            sb_addf(out, "- %s\n", names[i]);
+        } else if (!*descs[i]) {
+            sb_addf(out, "- %s — (no description, loads by name)\n", names[i]);
+        } else {
+            strbuf d = SB_INIT;
+            const char *nl = strchr(descs[i], '\n');
+            char *first = nl ? xstrndup(descs[i], (size_t)(nl - descs[i])) : xstrdup(descs[i]);
+            gw_one_line(first, (size_t)budget, &d);
+            sb_addf(out, "- %s — %s\n", names[i], d.buf);
+            free(first);
+            sb_release(&d);
+        }
+    }
+    if (n > 50)
+        sb_addf(out, "…and %zu more — call agentstack_list_loadable.\n", n - 50);
+    if (note)
+        sb_adds(out, note);
+}
+
 void gw_loadable_index(struct gw *gw, const struct gw_surface *sf, strbuf *out)
 {
     skvec set = {0};
@@ -383,31 +417,16 @@ void gw_loadable_index(struct gw *gw, const struct gw_surface *sf, strbuf *out)
     strbuf note = SB_INIT;
     build_set(gw, sf, &set, &f, &note);
     bool full = trusted_view(gw);
-    size_t shown = set.n < 50 ? set.n : 50;
-    size_t names = 0;
-    for (size_t i = 0; i < shown; i++)
-        names += strlen(set.v[i].name);
-    long budget = shown ? ((long)4000 - (long)names) / (long)shown : 0;
-    if (budget > 160)
-        budget = 160;
-    sb_adds(out, "Loadable now:\n");
-    for (size_t i = 0; i < shown; i++) {
-        const struct sk *e = &set.v[i];
-        bool builtin = strcmp(e->origin, "builtin") == 0;
-        if ((!full && !builtin) || budget < 24) {
-            sb_addf(out, "- %s\n", e->name);
-        } else if (!e->desc || !*e->desc) {
-            sb_addf(out, "- %s — (no description, loads by name)\n", e->name);
-        } else {
-            strbuf d = SB_INIT;
-            gw_one_line(e->desc, (size_t)budget, &d);
-            sb_addf(out, "- %s — %s\n", e->name, d.buf);
-            sb_release(&d);
-        }
+    const char **names = xcalloc(set.n + 1, sizeof *names);
+    const char **descs = xcalloc(set.n + 1, sizeof *descs);
+    for (size_t i = 0; i < set.n; i++) {
+        names[i] = set.v[i].name;
+        bool builtin = strcmp(set.v[i].origin, "builtin") == 0;
+        descs[i] = !full && !builtin ? NULL : set.v[i].desc ? set.v[i].desc : "";
     }
-    if (set.n > 50)
-        sb_addf(out, "…and %zu more — call agentstack_list_loadable.\n", set.n - 50);
-    sb_add(out, note.buf, note.len);
+    gw_index_render(names, descs, set.n, note.buf, out);
+    free(names);
+    free(descs);
     sb_release(&note);
     skvec_free(&set);
 }

@@ -263,8 +263,47 @@ json_t *gw_schema_clean(const json_t *schema)
     return schema_walk(schema, 0);
 }
 
+/* An upper bound of v's compact JSON size without serializing it: every
+ * string byte may become a 6-byte escape. Stops counting past limit. */
+static size_t size_bound(const json_t *v, size_t limit, int depth)
+{
+    if (depth > 64)
+        return limit + 1;
+    size_t n = 0;
+    if (json_is_string(v))
+        return 2 + 6 * json_string_length(v);
+    if (json_is_object(v)) {
+        const char *k;
+        json_t *x;
+        n = 2;
+        json_object_foreach((json_t *)v, k, x)
+        {
+            n += 4 + 6 * strlen(k) + size_bound(x, limit, depth + 1);
+            if (n > limit)
+                return n;
+        }
+        return n;
+    }
+    if (json_is_array(v)) {
+        size_t i;
+        json_t *x;
+        n = 2;
+        json_array_foreach(v, i, x)
+        {
+            n += 1 + size_bound(x, limit, depth + 1);
+            if (n > limit)
+                return n;
+        }
+        return n;
+    }
+    return 32; /* numbers, true, false, null */
+}
+
 json_t *gw_result_cap(json_t *result, size_t max)
 {
+    /* The common case (a result far below the cap) costs no serialization. */
+    if (size_bound(result, max, 0) <= max)
+        return json_incref(result);
     strbuf all = SB_INIT;
     mcp_dump(result, &all);
     size_t total = all.len;

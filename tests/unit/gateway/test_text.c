@@ -185,6 +185,40 @@ static void test_search(void **state)
         rm(&t[i]);
 }
 
+static void test_index(void **state)
+{
+    (void)state;
+    char *names[60], *descs[60];
+    for (int i = 0; i < 60; i++) {
+        names[i] = xasprintf("%c%099d", 'a' + i % 26, i); /* 100-char names */
+        descs[i] = xstrdup("A description long enough to be squeezed away");
+    }
+    strbuf out = SB_INIT;
+    /* 40 × 100-char names: (4000 − 4000) / 40 = 0 → names only */
+    gw_index_render((const char *const *)names, (const char *const *)descs, 40, "note.", &out);
+    assert_non_null(strstr(out.buf, "Loadable now:\n- "));
+    assert_null(strstr(out.buf, " — "));
+    assert_non_null(strstr(out.buf, names[39]));
+    assert_null(strstr(out.buf, "more"));
+    assert_true(out.len > 40 * 100);
+    sb_reset(&out);
+    gw_index_render((const char *const *)names, (const char *const *)descs, 60, NULL, &out);
+    assert_non_null(strstr(out.buf, "…and 10 more — call agentstack_list_loadable.\n"));
+    assert_null(strstr(out.buf, names[50]));
+    sb_reset(&out);
+    /* short names: descriptions up to the budget, undescribed, bare */
+    const char *n3[] = {"alpha", "beta", "gamma"};
+    const char *d3[] = {"First line\nsecond line", "", NULL};
+    gw_index_render(n3, d3, 3, NULL, &out);
+    assert_string_equal(out.buf, "Loadable now:\n- alpha — First line\n"
+                                 "- beta — (no description, loads by name)\n- gamma\n");
+    sb_release(&out);
+    for (int i = 0; i < 60; i++) {
+        free(names[i]);
+        free(descs[i]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -192,6 +226,7 @@ int main(void)
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_schema_and_cap),
         cmocka_unit_test(test_search),
+        cmocka_unit_test(test_index),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
