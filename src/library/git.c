@@ -74,6 +74,7 @@ static void build_env(strvec *env, bool global_config, const char *name, const c
     strvec_push(env, "GIT_LFS_SKIP_SMUDGE=1");
     strvec_push(env, "GIT_CONFIG_NOSYSTEM=1");
     strvec_push(env, "GIT_ASKPASS=");
+    strvec_push(env, "GIT_PROXY_COMMAND=");
     strvec_push(env, "SSH_ASKPASS=");
     strvec_push(env, "LC_ALL=C");
     strvec_push(env, "LANGUAGE=C");

@@ -16,7 +16,11 @@
  *    aliases), GIT_ALLOW_PROTOCOL=https:ssh:file unless the user set it,
  *    LC_ALL=C (messages we classify), and an author identity.
  *  - `-c core.hooksPath=/dev/null`, LFS filters off, `protocol.ext.allow=never`,
- *    `core.fsmonitor=false` on every call.
+ *    `core.fsmonitor=false` on every call. Callers that talk to a remote
+ *    pass LIB_GIT_UPLOAD_PACK / LIB_GIT_RECEIVE_PACK: a repository's own
+ *    remote.<name>.uploadpack/receivepack (a command line git would run on
+ *    a local or ssh transport) cannot be overridden with -c, since git
+ *    keeps the first value it reads.
  *  - `ext::` and `fd::` URLs, and URLs starting with '-', are refused before
  *    anything is spawned; `http://` is refused for ingestion.
  *  - A deadline (AGENTSTACK_GIT_TIMEOUT_MS, default 300000 ms): past it the
@@ -35,6 +39,8 @@
 
 #define LIB_GIT_DEFAULT_TIMEOUT_MS 300000
 #define LIB_GIT_MAX_STREAM ((size_t)8 << 20)
+#define LIB_GIT_UPLOAD_PACK "--upload-pack=git-upload-pack"
+#define LIB_GIT_RECEIVE_PACK "--receive-pack=git-receive-pack"
 
 /* Runs `git <args…>` in cwd (NULL = inherit). out/errout may be NULL (the
  * stream is then discarded). Returns git's exit status (0..255), or -1 +

@@ -179,7 +179,7 @@ int lib_pack_newest_tag(const char *url, char **tag, struct as_err *err)
 {
     *tag = NULL;
     strbuf out = SB_INIT, e = SB_INIT;
-    const char *args[] = {"ls-remote", "--tags", "--refs", url, NULL};
+    const char *args[] = {"ls-remote", LIB_GIT_UPLOAD_PACK, "--tags", "--refs", url, NULL};
     int st = lib_git(NULL, args, &out, &e, err);
     int rc = -1;
     if (st != 0) {
@@ -599,7 +599,8 @@ int lib_pack_fetch(const char *home, const struct lib_pack_ref *ref, const char 
         if (rand_hex(rnd, 8, err) < 0)
             goto out;
         tmp = xasprintf("%s.tmp-%s", dir.buf, rnd);
-        const char *args[] = {"clone", "-q", "--no-checkout", "--", ref->url, tmp, NULL};
+        const char *args[] = {"clone", "-q", "--no-checkout", LIB_GIT_UPLOAD_PACK, "--",
+                              ref->url, tmp, NULL};
         int st = lib_git(NULL, args, NULL, &e, err);
         if (st != 0) {
             struct as_err e2 = AS_ERR_INIT;
@@ -617,7 +618,8 @@ int lib_pack_fetch(const char *home, const struct lib_pack_ref *ref, const char 
         const char *seturl[] = {"remote", "set-url", "origin", ref->url, NULL};
         if (lib_git_ok(dir.buf, seturl, NULL, err) < 0)
             goto out;
-        const char *fetch[] = {"fetch", "-q", "--tags", "--force", "--prune", "origin", NULL};
+        const char *fetch[] = {"fetch", "-q", LIB_GIT_UPLOAD_PACK, "--tags", "--force",
+                               "--prune", "origin", NULL};
         int st = lib_git(dir.buf, fetch, NULL, &e, err);
         if (st != 0) {
             git_fail(st, "fetch", ref->url, &e, err);

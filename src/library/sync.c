@@ -577,7 +577,8 @@ static int remote_has_branch(const char *path, const char *url, const char *bran
 {
     strbuf out = SB_INIT, e = SB_INIT;
     char *ref = xasprintf("refs/heads/%s", branch);
-    int st = gitv(path, &out, &e, err, "ls-remote", "--heads", "origin", ref, NULL);
+    int st = gitv(path, &out, &e, err, "ls-remote", LIB_GIT_UPLOAD_PACK, "--heads", "origin", ref,
+                  NULL);
     free(ref);
     int rc;
     if (st == 0) {
@@ -694,7 +695,7 @@ int lib_sync_init_folder(const char *path, const char *remote, bool allow_secret
         if (fs_mkdirs(path, 0755, err) < 0)
             return -1;
         strbuf e = SB_INIT;
-        const char *args[] = {"clone", "-q", "--", remote, path, NULL};
+        const char *args[] = {"clone", "-q", LIB_GIT_UPLOAD_PACK, "--", remote, path, NULL};
         int st = lib_git(NULL, args, NULL, &e, err);
         if (st != 0) {
             if (st > 0) {
@@ -779,7 +780,8 @@ int lib_pull_ff(const char *path, int *pulled, struct as_err *err)
         goto out;
     }
     was = rev_parse(path, "HEAD");
-    int s = gitv(path, NULL, &e, err, "pull", "-q", "--ff-only", "origin", br.buf, NULL);
+    int s = gitv(path, NULL, &e, err, "pull", "-q", LIB_GIT_UPLOAD_PACK, "--ff-only", "origin",
+                 br.buf, NULL);
     if (s != 0) {
         if (s > 0) {
             strbuf last = SB_INIT;
@@ -938,7 +940,8 @@ int lib_sync(struct library *lib, const struct lib_sync_opts *o, struct as_err *
         goto out;
     before = rev_parse(path, "HEAD");
     if (has) {
-        int st = gitv(path, NULL, &e, err, "pull", "-q", "--rebase", "origin", br.buf, NULL);
+        int st = gitv(path, NULL, &e, err, "pull", "-q", LIB_GIT_UPLOAD_PACK, "--rebase", "origin",
+                      br.buf, NULL);
         if (st != 0) {
             if (st > 0) {
                 enum pull_class c = classify(e.buf);
@@ -991,7 +994,8 @@ int lib_sync(struct library *lib, const struct lib_sync_opts *o, struct as_err *
         goto out;
     }
     sb_reset(&e);
-    int st = gitv(path, NULL, &e, err, "push", "-q", "-u", "origin", br.buf, NULL);
+    int st = gitv(path, NULL, &e, err, "push", "-q", LIB_GIT_RECEIVE_PACK, "-u", "origin", br.buf,
+                  NULL);
     if (st != 0) {
         if (st > 0) {
             enum pull_class c = classify(e.buf);

@@ -167,6 +167,31 @@ static void test_sync_roundtrip(void **state)
     assert_null(strstr(files, ".trash"));
     free(files);
 
+    /* the library's own git config and hooks run nothing */
+    char *marker = NULL, *cmd = NULL, *hook = NULL;
+    assert_true(asprintf(&marker, "%s/pwned", fx.root) > 0);
+    assert_true(asprintf(&cmd, "touch %s; git-receive-pack", marker) > 0);
+    git_in(fx.lib, "config", "remote.origin.receivepack", cmd, NULL);
+    assert_true(asprintf(&hook, "%s/.git/hooks/pre-commit", fx.lib) > 0);
+    char *hook_text = NULL;
+    assert_true(asprintf(&hook_text, "#!/bin/sh\ntouch %s\n", marker) > 0);
+    FILE *hf = fopen(hook, "w");
+    assert_non_null(hf);
+    fputs(hook_text, hf);
+    fclose(hf);
+    chmod(hook, 0755);
+    free(tu_write(fx.lib, "skills/review/more.md", "more\n"));
+    assert_int_equal(sync_run(&fx, &s, &diag), 0);
+    free(diag);
+    assert_false(fs_exists(marker));
+    files = remote_files(fx.bare);
+    assert_non_null(strstr(files, "skills/review/more.md"));
+    free(files);
+    free(hook_text);
+    free(hook);
+    free(cmd);
+    free(marker);
+
     /* a literal secret refuses the sync and nothing new is pushed */
     free(tu_write(fx.lib, "servers/leak.toml", "type = \"http\"\nurl = \"https://h/?api_key=x\"\n"));
     assert_int_equal(sync_run(&fx, &s, &diag), 1);
