@@ -21,6 +21,8 @@
 
 #define PREVIEW_LINES 8
 
+typedef VEC(const struct adp_desc *) desc_list;
+
 struct tplan {
     const struct adp_desc *d;
     char *path;
@@ -787,8 +789,6 @@ static void print_skills(struct run *R, const struct tplan *t)
 
 /* ---- target and server selection ---------------------------------------- */
 
-typedef VEC(const struct adp_desc *) desc_list;
-
 static int select_targets(const struct adp_registry *r, const struct adp_apply_opts *o,
                           desc_list *out, struct as_err *err)
 {
@@ -1016,6 +1016,87 @@ out:
     sb_release(&next);
 }
 
+/* ---- diff: where the files stand against the manifest (§7) ------------- */
+
+static bool hand_edited(struct run *R, const struct tplan *t)
+{
+    json_t *e = adp_ledger_entry(R->ledger, t->key, false);
+    const char *hash = json_string_value(json_object_get(e, "last_hash"));
+    if (!hash || !t->existed || t->lane_only)
+        return false;
+    char cur[17];
+    adp_fnv1a64_hex(t->before.buf, t->before.len, cur);
+    return strcmp(cur, hash) != 0;
+}
+
+static void print_diff(struct run *R, struct tplan *T, size_t nT, const desc_list *descs)
+{
+    FILE *out = R->o->out;
+    size_t drifted = 0;
+    fprintf(out, "Scope: %s\n", R->o->project_scope ? "project" : "global");
+    for (size_t i = 0; i < descs->n; i++) {
+        bool off = false;
+        for (size_t k = 0; k < nT; k++) {
+            struct tplan *t = &T[k];
+            if (t->d != descs->v[i] || (t->note && k >= descs->n))
+                continue;
+            strbuf dp = SB_INIT;
+            if (t->path)
+                adp_i_display_path(t->path, &dp);
+            if (t->lane_only) {
+                strbuf what = SB_INIT;
+                for (size_t j = 0; j < t->lanes.n; j++)
+                    sb_addf(&what, "%s%s", j ? " + " : "", adp_lane_name(t->lanes.v[j]->kind));
+                fprintf(out, "  · %s → %s\n", what.buf, dp.buf);
+                sb_release(&what);
+            } else {
+                fprintf(out, "%s%s%s%s\n", t->d->display, dp.len ? " (" : "", dp.buf,
+                        dp.len ? ")" : "");
+            }
+            sb_release(&dp);
+            if (t->note) {
+                fprintf(out, "  %s\n", t->note);
+                continue;
+            }
+            if (t->failed) {
+                char buf[2048];
+                fprintf(out, "  ✗ %s\n", as_err_str(&t->err, buf, sizeof buf));
+                off = true;
+                continue;
+            }
+            if (hand_edited(R, t)) {
+                fprintf(out, "  ⚠ hand-edited: this file no longer matches what agentstack "
+                        "last wrote\n");
+                off = true;
+            }
+            for (size_t j = 0; j < t->names.n; j++)
+                fprintf(out, "  managed         %s\n", t->names.v[j]);
+            for (size_t j = 0; j < t->kept_foreign.n; j++)
+                fprintf(out, "  foreign (kept)  %s\n", t->kept_foreign.v[j]);
+            for (size_t j = 0; j < t->removed.n; j++)
+                fprintf(out, "  − %s (no longer in manifest)\n", t->removed.v[j]);
+            if (t->changed) {
+                strbuf diff = SB_INIT;
+                size_t a, r;
+                adp_diff(t->before.buf, t->before.len, t->after.buf, t->after.len, &R->mask,
+                         R->o->color, R->o->verbose ? 0 : PREVIEW_LINES, &diff, &a, &r);
+                fputs(diff.buf, out);
+                sb_release_secure(&diff);
+                fprintf(out, "  ~ differs from the manifest (+%zu / -%zu lines)\n", a, r);
+                off = true;
+            } else {
+                fprintf(out, "  ✓ in sync\n");
+            }
+        }
+        drifted += off;
+    }
+    if (drifted)
+        fprintf(out, "%zu target%s drifted. Run agentstack apply --write to reconcile.\n",
+                drifted, drifted == 1 ? "" : "s");
+    else
+        fprintf(out, "✓ all targets in sync with the manifest.\n");
+}
+
 /* ---- the run -------------------------------------------------------------- */
 
 static void hist_add(struct adp_hist_entry *h, struct tplan *t)
@@ -1045,6 +1126,8 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
     FILE *out = o->out ? o->out : stdout;
     struct adp_apply_opts oo = *o;
     oo.out = out;
+    if (oo.diff)
+        oo.write = false;
     struct run R = {&oo, NULL, VEC_INIT, VEC_INIT, STRVEC_INIT, STRVEC_INIT};
     desc_list descs = VEC_INIT;
     if (select_targets(r, &oo, &descs, err) != 0) {
@@ -1247,6 +1330,12 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
         record_skills(&R, t);
     }
 
+    int rc = 0;
+    if (oo.diff) {
+        print_diff(&R, T, nT, &descs);
+        goto cleanup;
+    }
+
     strbuf gi_report = SB_INIT;
     if (oo.project_scope && !n_blocked && !n_trust)
         gitignore_step(&R, r, T, nT, h, &gi_report, &n_written, &n_failed);
@@ -1263,7 +1352,6 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
         fprintf(out, "· skills are not rendered by apply — place them with: agentstack use "
                 "<toolset> --write\n");
 
-    int rc = 0;
     if (oo.write) {
         if (h->files.n) {
             free(h->scope);
@@ -1347,6 +1435,7 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
         rc = 1;
     }
 
+cleanup:
     adp_hist_entry_free(h);
     for (size_t i = 0; i < nT; i++)
         tplan_free(&T[i]);

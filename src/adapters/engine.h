@@ -150,6 +150,42 @@ void adp_diff(const char *a, size_t alen, const char *b, size_t blen, const adp_
 int adp_trust_gate(const struct bundle_paths *p, const struct manifest_snapshot *snap,
                    const struct manifest *m, char **refusal, struct as_err *err);
 
+/* ---- secrets at render (§4) --------------------------------------------- */
+
+/* The full chain (env → keychain → file store → project_dotenv) behind the
+ * compiled [policy.secrets] of the machine file and (for a project) m. NULL
+ * + err when the machine policy is broken (fail closed) or a layer does not
+ * compile. Pass adp_resolver_fn / the resolver as adp_apply_opts.resolve /
+ * resolve_ctx. */
+struct adp_resolver;
+struct adp_resolver *adp_resolver_new(const struct manifest *m, const char *project_dotenv,
+                                      struct as_err *err);
+void adp_resolver_free(struct adp_resolver *r);
+/* A denied reference fails (-1) with "blocked: server 's' may not read
+ * ${NAME} — denied by [policy.secrets] rule …"; else the chain's answer. */
+int adp_resolver_fn(void *ctx, const char *name, const char *server, strbuf *out,
+                    struct as_err *err);
+
+struct adp_apply_opts;
+
+/* What every rendering command loads before planning. */
+struct adp_render_env {
+    struct adp_resolver *resolver;
+    struct lockfile *lock;     /* the project's lock, or NULL */
+    struct manifest *machine;  /* the machine manifest when its instructions were inherited */
+    strbuf home;               /* $AGENTSTACK_HOME ("" when it cannot be located) */
+};
+/* p/snap: the project (NULL or !p->found for the machine manifest).
+ * global_scope: a project rendering into the user's files inherits the
+ * machine layer's [instructions] (m is changed). -1 + err when the machine
+ * file is broken (fail closed) or policy does not compile. */
+int adp_render_env_init(struct adp_render_env *e, struct manifest *m,
+                        const struct bundle_paths *p, const struct manifest_snapshot *snap,
+                        bool global_scope, struct as_err *err);
+/* Sets o's resolve, resolve_ctx, lock and home. */
+void adp_render_env_apply(const struct adp_render_env *e, struct adp_apply_opts *o);
+void adp_render_env_release(struct adp_render_env *e);
+
 /* ---- apply --------------------------------------------------------------- */
 
 struct adp_apply_opts {
@@ -177,6 +213,8 @@ struct adp_apply_opts {
     /* $AGENTSTACK_HOME, for library instruction bodies (NULL: none). */
     const char *home;
     bool use;                      /* `use`: also place the toolset's skills */
+    bool diff;                     /* `diff`: report managed / foreign / hand-edited, write
+                                    * nothing, exit 0 */
     bool caller_holds_lock;        /* sessions: the writer lock is already held */
     /* Outputs (may be NULL): the history entry recorded, and every skill link
      * change written ({"dir","name","src","prev"}; src "" = unlinked). */
@@ -225,6 +263,29 @@ int adp_connect(const struct adp_registry *r, const struct adp_connect_opts *o,
  * there is one, else the binary's real path. */
 int adp_self_path(strbuf *out, struct as_err *err);
 
+/* ---- drift (§3h): for doctor and diff ------------------------------------ */
+
+struct adp_drift {
+    char *adapter;   /* "claude-code" */
+    char *display;   /* "Claude Code" */
+    char *path;      /* the file */
+    char *key;       /* its ledger key */
+    bool missing;    /* the file is gone */
+    char *line;      /* "<CLI> no longer matches what agentstack last wrote (<path>) ↳ review:
+                      * agentstack diff · adopt the on-disk version: agentstack adopt · or
+                      * re-render: agentstack apply --write" */
+};
+typedef VEC(struct adp_drift) adp_drift_list;
+/* Every ledger entry with a last_hash whose file now hashes differently (or
+ * is gone). Filter: project_root set = that project's entries; else
+ * manifest_path set = the global entries that manifest wrote plus the
+ * gateway's; both NULL = every entry. *checked (may be NULL) = files
+ * compared. Read-only; -1 + err only when the ledger is unreadable. */
+int adp_drift_report(const struct adp_registry *r, const char *manifest_path,
+                     const char *project_root, adp_drift_list *out, size_t *checked,
+                     struct as_err *err);
+void adp_drift_list_free(adp_drift_list *l);
+
 /* ---- restore ------------------------------------------------------------- */
 
 struct adp_restore_opts {
@@ -238,5 +299,18 @@ struct adp_restore_opts {
 };
 int adp_restore(const struct adp_registry *r, const struct adp_restore_opts *o,
                 struct as_err *err);
+
+/* undo: the same history as a numbered timeline (1 = oldest). to == 0
+ * lists it; to = N reverts every write from #N on (newest first, each file
+ * back to its bytes before the oldest of them), marks them undone and
+ * records the revert as a write of its own ("undo --to N"), so it can be
+ * undone too. Returns 0, 1 (a file failed), 2 (no such N). */
+struct adp_undo_opts {
+    size_t to;
+    bool write;
+    bool json;
+    FILE *out;
+};
+int adp_undo(const struct adp_undo_opts *o, struct as_err *err);
 
 #endif

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "adapters/engine.h"
+#include "adapters/internal.h"
 #include "base/fs.h"
 #include "base/lock.h"
 #include "base/xalloc.h"
@@ -330,6 +331,158 @@ int adp_restore(const struct adp_registry *r, const struct adp_restore_opts *o,
             ag);
     rc = revert_entry(target, &oo, err);
 out:
+    adp_hist_list_free(&hl);
+    if (locked)
+        lock_release(&lk);
+    return rc;
+}
+
+/* ---- undo: the history as a numbered timeline (§7) ------------------------ */
+
+static void undo_timeline(const adp_hist_list *hl, const struct adp_undo_opts *o)
+{
+    FILE *out = o->out;
+    size_t n = hl->n;
+    if (o->json) {
+        json_t *a = json_array();
+        for (size_t i = n; i-- > 0;) {
+            const struct adp_hist_entry *e = hl->v[i];
+            json_array_append_new(a, json_pack("{s:I,s:s,s:I,s:s,s:s,s:s,s:b}", "n",
+                                               (json_int_t)(n - i), "id", e->id, "time_unix",
+                                               (json_int_t)e->time_unix, "scope", e->scope,
+                                               "operation", e->operation, "summary", e->summary,
+                                               "undone", e->undone));
+        }
+        char *s = json_dumps(a, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        fprintf(out, "%s\n", s);
+        free(s);
+        json_decref(a);
+        return;
+    }
+    if (!n) {
+        fprintf(out, "No recorded writes yet.\n");
+        return;
+    }
+    fprintf(out, "Timeline (oldest first):\n");
+    for (size_t i = n; i-- > 0;) {
+        const struct adp_hist_entry *e = hl->v[i];
+        char ag[32];
+        age(e->time_unix, ag, sizeof ag);
+        fprintf(out, "  %3zu  %.8s  %-8s  %-7s  %s — %s%s\n", n - i, e->id + 8, ag, e->scope,
+                e->operation, e->summary, e->undone ? " · undone" : "");
+    }
+    fprintf(out, "back to before one: agentstack undo --to <N> --write\n");
+}
+
+int adp_undo(const struct adp_undo_opts *o, struct as_err *err)
+{
+    struct adp_undo_opts oo = *o;
+    if (!oo.out)
+        oo.out = stdout;
+    struct as_lock lk = {-1};
+    bool locked = false;
+    if (oo.write && oo.to) {
+        if (adp_i_take_lock(&lk, err) != 0)
+            return 1;
+        locked = true;
+    }
+    adp_hist_list hl = VEC_INIT;
+    int rc = 0;
+    struct adp_hist_entry *batch = NULL, *rec = NULL;
+    if (adp_history_list(&hl, err) != 0) {
+        rc = 1;
+        goto out;
+    }
+    if (!oo.to) {
+        undo_timeline(&hl, &oo);
+        goto out;
+    }
+    size_t n = hl.n;
+    if (oo.to > n) {
+        as_err_set(err, "there is no write #%zu (the timeline has %zu)", oo.to, n);
+        as_err_hint(err, "agentstack undo   (shows the timeline)");
+        rc = 2;
+        goto out;
+    }
+    /* Entries #to..#n (newest first in hl: indexes 0..n-to). For each file,
+     * the bytes it had before the oldest of them that touched it. */
+    batch = xcalloc(1, sizeof *batch);
+    size_t reverting = 0;
+    for (size_t i = n - oo.to + 1; i-- > 0;) {
+        struct adp_hist_entry *e = hl.v[i];
+        if (e->undone)
+            continue;
+        reverting++;
+        for (size_t k = 0; k < e->files.n; k++) {
+            const struct adp_hist_file *f = &e->files.v[k];
+            size_t j = 0;
+            while (j < batch->files.n && strcmp(batch->files.v[j].path, f->path) != 0)
+                j++;
+            if (j == batch->files.n) {
+                struct adp_hist_file c = {0};
+                c.path = xstrdup(f->path);
+                c.existed = f->existed;
+                sb_init(&c.before, 0);
+                sb_add(&c.before, f->before.buf, f->before.len);
+                c.label = xstrdup(f->label ? f->label : "");
+                vec_push(&batch->files, c);
+            }
+            for (size_t d = 0; d < f->created_dirs.n; d++)
+                strvec_push(&batch->files.v[j].created_dirs, f->created_dirs.v[d]);
+        }
+    }
+    if (!reverting) {
+        fprintf(oo.out, "nothing to undo — no recorded write that isn't already undone\n");
+        goto out;
+    }
+    fprintf(oo.out, "Back to before #%zu (%zu write%s to revert):\n", oo.to, reverting,
+            reverting == 1 ? "" : "s");
+    /* The revert is itself a write: record what it replaces so it can be
+     * undone in turn. */
+    rec = xcalloc(1, sizeof *rec);
+    for (size_t j = 0; j < batch->files.n; j++) {
+        const char *p = batch->files.v[j].path;
+        struct adp_hist_file f = {0};
+        f.path = xstrdup(p);
+        sb_init(&f.before, 0);
+        struct as_err re = AS_ERR_INIT;
+        f.existed = fs_exists(p) && fs_read_file(p, FILE_MAX, 0, &f.before, &re) == 0;
+        f.label = xstrdup(batch->files.v[j].label);
+        vec_push(&rec->files, f);
+    }
+    size_t todo = 0;
+    size_t failed = adp_history_revert(batch, oo.write, oo.out, &todo);
+    if (!oo.write) {
+        fprintf(oo.out, todo ? "Dry run: %zu file%s would be restored. Re-run with --write to "
+                               "restore.\n"
+                             : "Every file already matches — nothing to restore.\n", todo,
+                todo == 1 ? "" : "s");
+        goto out;
+    }
+    if (failed) {
+        as_err_set(err, "undo failed on %zu file%s — see ✗ above", failed, failed == 1 ? "" : "s");
+        rc = 1;
+        goto out;
+    }
+    for (size_t i = n - oo.to + 1; i-- > 0;)
+        if (!hl.v[i]->undone && adp_history_mark_undone(hl.v[i], err) != 0)
+            rc = 1;
+    if (todo) {
+        rec->scope = xstrdup("global");
+        rec->operation = xasprintf("undo --to %zu", oo.to);
+        rec->summary = xasprintf("reverted %zu write%s", reverting, reverting == 1 ? "" : "s");
+        struct as_err herr = AS_ERR_INIT;
+        if (adp_history_record(rec, &herr) != 0) {
+            char buf[2048];
+            fprintf(stderr, "warning: the undo was not recorded: %s\n",
+                    as_err_str(&herr, buf, sizeof buf));
+        }
+    }
+    fprintf(oo.out, "✓ undone — back to before #%zu; reverted files show up as pending again; "
+            "this undo is itself in the timeline (agentstack undo)\n", oo.to);
+out:
+    adp_hist_entry_free(batch);
+    adp_hist_entry_free(rec);
     adp_hist_list_free(&hl);
     if (locked)
         lock_release(&lk);

@@ -17,6 +17,7 @@
 #include "cli/cli.h"
 
 int cmd_apply(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_diff(int argc, char **argv, struct cli_ctx *ctx);
 
 struct apply_args {
     strvec targets;
@@ -25,7 +26,7 @@ struct apply_args {
     bool write, dry_run, allow_unresolved, prune_foreign, no_gitignore, verbose;
 };
 
-static int parse(int argc, char **argv, struct apply_args *a)
+static int parse(int argc, char **argv, struct apply_args *a, const char *cmd)
 {
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
@@ -39,7 +40,7 @@ static int parse(int argc, char **argv, struct apply_args *a)
             a->toolset = val;
         } else if (OPTVAL("--scope")) {
             if (strcmp(val, "global") != 0 && strcmp(val, "project") != 0)
-                return cli_usage_error("apply", "--scope must be global or project (got '%s')",
+                return cli_usage_error(cmd, "--scope must be global or project (got '%s')",
                                        val);
             a->scope = val;
         } else if (strcmp(s, "--write") == 0) {
@@ -56,9 +57,9 @@ static int parse(int argc, char **argv, struct apply_args *a)
             a->verbose = true;
         } else if (strcmp(s, "--target") == 0 || strcmp(s, "--toolset") == 0 ||
                    strcmp(s, "--profile") == 0 || strcmp(s, "--scope") == 0) {
-            return cli_usage_error("apply", "%s needs a value", s);
+            return cli_usage_error(cmd, "%s needs a value", s);
         } else {
-            return cli_usage_error("apply", "unknown argument '%s'", s);
+            return cli_usage_error(cmd, "unknown argument '%s'", s);
         }
 #undef OPTVAL
     }
@@ -77,10 +78,13 @@ static void print_validation(const mf_diags *d)
     }
 }
 
-int cmd_apply(int argc, char **argv, struct cli_ctx *ctx)
+static int run(int argc, char **argv, struct cli_ctx *ctx, bool diff)
 {
     struct apply_args a = {0};
-    int rc = parse(argc, argv, &a);
+    int rc = parse(argc, argv, &a, diff ? "diff" : "apply");
+    if (!rc && diff && (a.write || a.dry_run || a.allow_unresolved || a.prune_foreign ||
+                        a.no_gitignore))
+        rc = cli_usage_error("diff", "diff only reports (try: agentstack apply --write)");
     if (rc) {
         strvec_clear(&a.targets);
         return rc;
@@ -94,6 +98,8 @@ int cmd_apply(int argc, char **argv, struct cli_ctx *ctx)
     bool have_reg = false;
     char *refusal = NULL;
     strbuf machine_path = SB_INIT;
+    struct adp_render_env renv = {0};
+    bool have_renv = false;
     rc = EXIT_FAIL;
 
     if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0) {
@@ -155,6 +161,11 @@ int cmd_apply(int argc, char **argv, struct cli_ctx *ctx)
         cli_error(&err);
         goto out;
     }
+    if (adp_render_env_init(&renv, m, &p, &snap, !project_scope, &err) < 0) {
+        cli_error(&err);
+        goto out;
+    }
+    have_renv = true;
     struct adp_apply_opts o = {
         .m = m,
         .manifest_path = project ? p.manifest : machine_path.buf,
@@ -170,8 +181,10 @@ int cmd_apply(int argc, char **argv, struct cli_ctx *ctx)
         .color = term_use_color(1),
         .trust_refusal = refusal,
         .operation = a.toolset ? NULL : "apply",
+        .diff = diff,
         .out = stdout,
     };
+    adp_render_env_apply(&renv, &o);
     char *op = a.toolset ? xasprintf("apply --toolset %s", a.toolset) : NULL;
     if (op)
         o.operation = op;
@@ -181,6 +194,8 @@ int cmd_apply(int argc, char **argv, struct cli_ctx *ctx)
     if (rc && as_err_isset(&err))
         cli_error(&err);
 out:
+    if (have_renv)
+        adp_render_env_release(&renv);
     free(refusal);
     if (have_reg)
         adp_registry_free(&reg);
@@ -190,4 +205,16 @@ out:
     sb_release(&machine_path);
     strvec_clear(&a.targets);
     return rc;
+}
+
+int cmd_apply(int argc, char **argv, struct cli_ctx *ctx)
+{
+    return run(argc, argv, ctx, false);
+}
+
+/* agentstack diff — each target's files against the manifest: managed,
+ * foreign (kept), hand-edited; writes nothing and exits 0 (04 §7). */
+int cmd_diff(int argc, char **argv, struct cli_ctx *ctx)
+{
+    return run(argc, argv, ctx, true);
 }

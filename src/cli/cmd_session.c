@@ -63,6 +63,8 @@ static int start(int argc, char **argv, struct cli_ctx *ctx)
     bool have_reg = false;
     char *refusal = NULL, *op = NULL;
     strbuf key = SB_INIT, machine_path = SB_INIT;
+    struct adp_render_env renv = {0};
+    bool have_renv = false;
     int rc = EXIT_FAIL;
     if (session_dir(ctx, &p, &key, &err) < 0) {
         cli_error(&err);
@@ -100,11 +102,17 @@ static int start(int argc, char **argv, struct cli_ctx *ctx)
         goto out;
     }
     have_reg = true;
+    bool project_scope = p.found && !(scope && strcmp(scope, "global") == 0);
+    if (adp_render_env_init(&renv, m, &p, &snap, !project_scope, &err) < 0) {
+        cli_error(&err);
+        goto out;
+    }
+    have_renv = true;
     op = xasprintf("session start '%s'", ts->name);
     struct adp_apply_opts o = {
         .m = m,
         .manifest_path = p.found ? p.manifest : machine_path.buf,
-        .project_scope = p.found && !(scope && strcmp(scope, "global") == 0),
+        .project_scope = project_scope,
         .project_root = p.found ? p.project_root : NULL,
         .targets = &targets,
         .toolset = ts->name,
@@ -114,11 +122,14 @@ static int start(int argc, char **argv, struct cli_ctx *ctx)
         .operation = op,
         .out = stdout,
     };
+    adp_render_env_apply(&renv, &o);
     rc = adp_session_start(&reg, &o, key.buf, &err);
     fflush(stdout);
     if (rc)
         cli_error(&err);
 out:
+    if (have_renv)
+        adp_render_env_release(&renv);
     free(op);
     free(refusal);
     if (have_reg)

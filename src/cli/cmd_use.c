@@ -127,6 +127,8 @@ int cmd_use(int argc, char **argv, struct cli_ctx *ctx)
     char *refusal = NULL;
     char *op = NULL;
     strbuf machine_path = SB_INIT;
+    struct adp_render_env renv = {0};
+    bool have_renv = false;
     rc = EXIT_FAIL;
 
     if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0) {
@@ -201,11 +203,17 @@ int cmd_use(int argc, char **argv, struct cli_ctx *ctx)
         cli_error(&err);
         goto out;
     }
+    bool project_scope = project && !(a.scope && strcmp(a.scope, "global") == 0);
+    if (adp_render_env_init(&renv, m, &p, &snap, !project_scope, &err) < 0) {
+        cli_error(&err);
+        goto out;
+    }
+    have_renv = true;
     op = xasprintf("use '%s'", ts->name);
     struct adp_apply_opts o = {
         .m = m,
         .manifest_path = project ? p.manifest : machine_path.buf,
-        .project_scope = project && !(a.scope && strcmp(a.scope, "global") == 0),
+        .project_scope = project_scope,
         .project_root = project ? p.project_root : NULL,
         .targets = &a.targets,
         .toolset = ts->name,
@@ -220,12 +228,15 @@ int cmd_use(int argc, char **argv, struct cli_ctx *ctx)
         .use = true,
         .out = stdout,
     };
+    adp_render_env_apply(&renv, &o);
     printf("Toolset: %s\n", ts->name);
     rc = adp_apply(&reg, &o, &err);
     fflush(stdout);
     if (rc && as_err_isset(&err))
         cli_error(&err);
 out:
+    if (have_renv)
+        adp_render_env_release(&renv);
     free(op);
     free(refusal);
     if (have_reg)

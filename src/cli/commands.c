@@ -17,6 +17,8 @@ int cmd_use(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_session(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_connect(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_gateway(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_undo(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_diff(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_audit(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_run(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_report(int argc, char **argv, struct cli_ctx *ctx);
@@ -53,8 +55,14 @@ const struct cli_command cli_commands[] = {
      "                        [--dry-run] [--write] [--allow-unresolved] [--prune-foreign] [-v]\n"
      "Previews each target as a diff; --write writes atomically, backs up and records an undo.\n",
      0},
+    {"diff", cmd_diff, "compare each CLI's files with the manifest (managed, foreign, hand-edited)",
+     "usage: agentstack diff [--target ID]... [--toolset NAME] [--scope global|project] [-v]\n"
+     "Writes nothing; exit 0. Reconcile with: agentstack apply --write\n", 0},
     {"restore", cmd_restore, "undo a recorded write byte for byte",
      "usage: agentstack restore [ID | ADAPTER | --last] [--write] [--list] [--json]\n", 0},
+    {"undo", cmd_undo, "the recorded writes as a timeline; go back to before one",
+     "usage: agentstack undo [--to N] [--write] [--json]\n"
+     "Lists the timeline (1 = oldest); --to N reverts write N and everything newer.\n", 0},
     {"use", cmd_use, "activate a toolset: its servers and skills in every CLI",
      "usage: agentstack use [TOOLSET] [--target ID]... [--scope global|project] [--write]\n"
      "                      [--allow-unresolved] [--prune-foreign] [--list [--json]]\n", 0},
