@@ -34,6 +34,7 @@ int cmd_up(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_secret(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_init(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_bootstrap(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_adopt(int argc, char **argv, struct cli_ctx *ctx);
 
 const struct cli_command cli_commands[] = {
     {"help", cmd_help, "show commands, or one command's usage",
@@ -144,6 +145,10 @@ const struct cli_command cli_commands[] = {
     {"bootstrap", cmd_bootstrap, "preflight: CLIs installed, secrets and skills missing, what "
      "apply would change", "usage: agentstack bootstrap [--json]\n"
      "Read-only; ends with one Next: action.\n", 0},
+    {"adopt", cmd_adopt, "pull hand edits of a CLI's native config back into the manifest",
+     "usage: agentstack adopt [--target ID]... [--scope project|global] [--write]\n"
+     "                        [--secrets keychain|env|file|skip] [--no-keychain]\n"
+     "Previews what it would adopt; --write edits only the affected manifest keys.\n", 0},
     {NULL, NULL, NULL, NULL, 0},
 };
 

@@ -119,6 +119,98 @@ bool onb_server_same(const struct onb_server *a, const struct onb_server *b)
            map_eq(&a->env_keys, &a->env_vals, &b->env_keys, &b->env_vals);
 }
 
+/* ---- the cwd wrap, undone ----------------------------------------------------- */
+
+/* Reads one '...' word (with '\'' for a quote) at *p; NULL when not one. */
+static char *sh_word(const char **p)
+{
+    const char *s = *p;
+    if (*s != '\'')
+        return NULL;
+    strbuf w = SB_INIT;
+    s++;
+    for (;;) {
+        if (!*s) {
+            sb_release(&w);
+            return NULL;
+        }
+        if (*s == '\'') {
+            if (strncmp(s, "'\\''", 4) == 0) {
+                sb_addc(&w, '\'');
+                s += 4;
+                continue;
+            }
+            s++;
+            break;
+        }
+        sb_addc(&w, *s++);
+    }
+    *p = s;
+    return sb_detach(&w, NULL);
+}
+
+bool onb_unwrap_cwd(struct onb_server *s)
+{
+    if (s->http || !s->command || strcmp(s->command, "sh") != 0 || s->args.n != 2 ||
+        strcmp(s->args.v[0], "-c") != 0 || strncmp(s->args.v[1], "cd ", 3) != 0)
+        return false;
+    const char *p = s->args.v[1] + 3;
+    char *cwd = sh_word(&p);
+    if (!cwd || strncmp(p, " && exec ", 9) != 0) {
+        free(cwd);
+        return false;
+    }
+    p += 9;
+    strvec words = STRVEC_INIT;
+    for (;;) {
+        char *w = sh_word(&p);
+        if (!w) {
+            strvec_clear(&words);
+            free(cwd);
+            return false;
+        }
+        strvec_push_take(&words, w);
+        if (!*p)
+            break;
+        if (*p != ' ') {
+            strvec_clear(&words);
+            free(cwd);
+            return false;
+        }
+        p++;
+    }
+    free(s->command);
+    s->command = xstrdup(words.v[0]);
+    strvec_clear(&s->args);
+    for (size_t i = 1; i < words.n; i++)
+        strvec_push(&s->args, words.v[i]);
+    free(s->cwd);
+    s->cwd = cwd;
+    strvec_clear(&words);
+    return true;
+}
+
+void onb_server_from_manifest(const struct mf_server *m, struct onb_server *out)
+{
+    memset(out, 0, sizeof *out);
+    out->name = xstrdup(m->name);
+    out->http = m->type == MF_SERVER_HTTP;
+    out->url = m->url && out->http ? xstrdup(m->url) : NULL;
+    out->command = m->command && !out->http ? xstrdup(m->command) : NULL;
+    out->cwd = m->cwd && !out->http ? xstrdup(m->cwd) : NULL;
+    for (size_t i = 0; !out->http && i < m->args.n; i++)
+        strvec_push(&out->args, m->args.v[i]);
+    for (size_t i = 0; i < m->headers.n; i++) {
+        strvec_push(&out->hdr_keys, m->headers.v[i].key);
+        strvec_push(&out->hdr_vals, m->headers.v[i].value);
+    }
+    for (size_t i = 0; i < m->env.n; i++) {
+        strvec_push(&out->env_keys, m->env.v[i].key);
+        strvec_push(&out->env_vals, m->env.v[i].value);
+    }
+    out->extra = m->extra ? toml_clone(m->extra) : NULL;
+}
+
 /* ---- JSON → TOML for extra.<id> ------------------------------------------ */
 
 static toml_value *toml_from_json(const json_t *j, int depth)
@@ -654,13 +746,16 @@ int onb_import(const struct adp_registry *r, const struct onb_import_opts *o,
         strvec_push(&out->detected_names, d->display);
         if (d->has_mcp) {
             size_t first = out->servers.n;
-            if (d->config_path)
+            if (d->config_path && !o->skip_global)
                 read_file_servers(d, d->config_path, d->config_format, NULL,
                                   o->include_tool_managed, out);
-            if (o->project_root && d->project_config)
+            if (o->project_root && d->project_config && !o->skip_project)
                 read_file_servers(d, d->project_config, d->project_format, o->project_root,
                                   o->include_tool_managed, out);
-            merge_servers(out, first);
+            for (size_t k = first; k < out->servers.n; k++)
+                onb_unwrap_cwd(&out->servers.v[k]);
+            if (!o->no_merge)
+                merge_servers(out, first);
         }
         if (o->skills) {
             if (d->skills_dir)

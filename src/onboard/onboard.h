@@ -96,7 +96,10 @@ struct onb_import_opts {
     bool include_tool_managed; /* import executables inside .app bundles */
     bool skills;               /* scan skill folders */
     const strvec *only;        /* adapter ids to read (NULL or empty: all detected) */
-    bool all_adapters;         /* read every adapter's files, detected or not (adopt) */
+    bool all_adapters;         /* read every adapter's files, detected or not */
+    bool skip_global;          /* read only the project-scope files (adopt --scope project) */
+    bool skip_project;         /* read only the user-scope files (adopt --scope global) */
+    bool no_merge;             /* keep one entry per file (adopt compares each on its own) */
 };
 
 int onb_import(const struct adp_registry *r, const struct onb_import_opts *o,
@@ -110,6 +113,11 @@ int onb_read_servers(const struct adp_desc *d, enum adp_format fmt, const char *
                      struct onb_import *out, struct as_err *err);
 /* True for the gateway bridge entry. */
 bool onb_is_bridge(const char *name, const char *command, const strvec *args);
+/* Undoes the renderers' cwd "wrap" (sh -c "cd '<cwd>' && exec '<cmd>' '<arg>'…",
+ * 04 §1b): back to command, args and cwd. false when s is not such a wrap. */
+bool onb_unwrap_cwd(struct onb_server *s);
+/* Converts a manifest server into the import shape (origins empty). */
+void onb_server_from_manifest(const struct mf_server *m, struct onb_server *out);
 /* true when the two definitions are the same server (extras ignored). */
 bool onb_server_same(const struct onb_server *a, const struct onb_server *b);
 /* "~/.claude.json" for a path under $HOME, else the path. */
@@ -129,7 +137,9 @@ typedef VEC(struct onb_lift) onb_lifts;
  * 2 with another value (the name is then not used). */
 typedef int (*onb_taken_fn)(void *ctx, const char *name, const char *value);
 
-/* Replaces inline secrets in every server by ${REF}s (in place). */
+/* Replaces inline secrets in every server by ${REF}s (in place). Entries
+ * already in out (e.g. the manifest's refs with their current values,
+ * marked reused) are matched first, so a known value keeps its known name. */
 void onb_lift_secrets(struct onb_import *im, onb_taken_fn taken, void *ctx, onb_lifts *out);
 void onb_lifts_free(onb_lifts *l);
 
