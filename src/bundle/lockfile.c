@@ -37,6 +37,27 @@ static void free_instruction(struct lock_instruction *in)
     vec_free(&in->variants);
 }
 
+static void free_extension(struct lock_extension *e)
+{
+    free(e->name);
+    free(e->target);
+    free(e->source);
+    free(e->path);
+    free(e->git);
+    free(e->rev);
+}
+
+static void free_workflow(struct lock_workflow *w)
+{
+    free(w->name);
+    strvec_clear(&w->roles);
+    free(w->source);
+    free(w->path);
+    free(w->git);
+    free(w->rev);
+    free(w->blueprint);
+}
+
 void lockfile_free(struct lockfile *l)
 {
     if (!l)
@@ -63,8 +84,12 @@ void lockfile_free(struct lockfile *l)
         free(l->settings.v[i].key);
     }
     vec_free(&l->settings);
-    toml_free(l->ext_extension);
-    toml_free(l->ext_workflow);
+    for (size_t i = 0; i < l->extensions.n; i++)
+        free_extension(&l->extensions.v[i]);
+    vec_free(&l->extensions);
+    for (size_t i = 0; i < l->workflows.n; i++)
+        free_workflow(&l->workflows.v[i]);
+    vec_free(&l->workflows);
     toml_free(l->ext_package);
     free(l);
 }
@@ -272,6 +297,83 @@ static int read_settings(struct rd *r, const toml_value *root, struct lockfile *
     return rc;
 }
 
+static int read_extensions(struct rd *r, const toml_value *root, struct lockfile *l)
+{
+    int rc = 0;
+    const toml_value *a = rows(r, root, "extension", &rc);
+    for (size_t i = 0; a && rc == 0 && i < a->u.arr.n; i++) {
+        const toml_value *t = a->u.arr.items[i];
+        struct lock_extension e = {0};
+        rc = get_str(r, t, "extension", "name", true, &e.name);
+        if (rc == 0)
+            rc = get_str(r, t, "extension", "target", false, &e.target);
+        if (rc == 0)
+            rc = get_str(r, t, "extension", "source", false, &e.source);
+        if (rc == 0)
+            rc = get_str(r, t, "extension", "path", false, &e.path);
+        if (rc == 0)
+            rc = get_str(r, t, "extension", "git", false, &e.git);
+        if (rc == 0)
+            rc = get_str(r, t, "extension", "rev", false, &e.rev);
+        if (rc == 0)
+            rc = get_checksum(r, t, "extension", e.checksum);
+        if (rc == 0 && !e.source)
+            e.source = xstrdup(e.git ? "git" : e.path ? "path" : "library");
+        if (rc != 0)
+            free_extension(&e);
+        else
+            vec_push(&l->extensions, e);
+    }
+    return rc;
+}
+
+static int read_workflows(struct rd *r, const toml_value *root, struct lockfile *l)
+{
+    int rc = 0;
+    const toml_value *a = rows(r, root, "workflow", &rc);
+    for (size_t i = 0; a && rc == 0 && i < a->u.arr.n; i++) {
+        const toml_value *t = a->u.arr.items[i];
+        struct lock_workflow w = {0};
+        rc = get_str(r, t, "workflow", "name", true, &w.name);
+        const toml_value *roles = toml_get(t, "roles");
+        if (rc == 0 && roles && roles->type != TOML_ARRAY)
+            rc = bad(r, roles, "`roles` in [[%s]] must be an array of strings%s", "workflow", "");
+        for (size_t j = 0; rc == 0 && roles && j < roles->u.arr.n; j++) {
+            const toml_value *x = roles->u.arr.items[j];
+            if (x->type != TOML_STRING || memchr(x->u.str.s, '\0', x->u.str.len))
+                rc = bad(r, x, "`roles` in [[%s]] must be an array of strings%s", "workflow", "");
+            else
+                strvec_push(&w.roles, x->u.str.s);
+        }
+        if (rc == 0)
+            rc = get_str(r, t, "workflow", "source", false, &w.source);
+        if (rc == 0)
+            rc = get_str(r, t, "workflow", "path", false, &w.path);
+        if (rc == 0)
+            rc = get_str(r, t, "workflow", "git", false, &w.git);
+        if (rc == 0)
+            rc = get_str(r, t, "workflow", "rev", false, &w.rev);
+        if (rc == 0)
+            rc = get_checksum(r, t, "workflow", w.checksum);
+        if (rc == 0)
+            rc = get_str(r, t, "workflow", "blueprint", false, &w.blueprint);
+        const toml_value *bc = toml_get(t, "blueprint_checksum");
+        if (rc == 0 && bc &&
+            (bc->type != TOML_STRING || sha256_normalize_hex(bc->u.str.s, w.blueprint_checksum) < 0))
+            rc = bad(r, bc, "malformed blueprint_checksum in [[%s]]%s: expected 64 hex characters",
+                     "workflow", "");
+        if (rc == 0 && !w.source)
+            w.source = xstrdup(w.git ? "git" : w.path ? "path" : "library");
+        if (rc == 0)
+            strvec_sort(&w.roles);
+        if (rc != 0)
+            free_workflow(&w);
+        else
+            vec_push(&l->workflows, w);
+    }
+    return rc;
+}
+
 struct lockfile *lockfile_parse(const char *path, const char *data, size_t len, struct as_err *err)
 {
     toml_value *root = toml_parse(path, data, len, err);
@@ -314,13 +416,13 @@ struct lockfile *lockfile_parse(const char *path, const char *data, size_t len, 
         rc = read_executables(&r, root, l);
     if (rc == 0)
         rc = read_settings(&r, root, l);
+    if (rc == 0)
+        rc = read_extensions(&r, root, l);
+    if (rc == 0)
+        rc = read_workflows(&r, root, l);
     if (rc == 0) {
         const toml_value *e;
-        if ((e = rows(&r, root, "extension", &rc)) != NULL)
-            l->ext_extension = toml_clone(e);
-        if (rc == 0 && (e = rows(&r, root, "workflow", &rc)) != NULL)
-            l->ext_workflow = toml_clone(e);
-        if (rc == 0 && (e = rows(&r, root, "package", &rc)) != NULL)
+        if ((e = rows(&r, root, "package", &rc)) != NULL)
             l->ext_package = toml_clone(e);
     }
     toml_free(root);
@@ -404,6 +506,35 @@ static int cmp_setting(const void *a, const void *b)
     return c ? c : strcmp(x->key, y->key);
 }
 
+static int cmp_extension(const void *a, const void *b)
+{
+    return strcmp(((const struct lock_extension *)a)->name,
+                  ((const struct lock_extension *)b)->name);
+}
+static int cmp_workflow(const void *a, const void *b)
+{
+    return strcmp(((const struct lock_workflow *)a)->name,
+                  ((const struct lock_workflow *)b)->name);
+}
+
+/* A string array: ≥ 2 elements one per line with a trailing comma (§4.1). */
+static void kv_array(strbuf *out, const char *key, const strvec *v)
+{
+    sb_adds(out, key);
+    sb_adds(out, " = [");
+    if (v->n >= 2) {
+        sb_addc(out, '\n');
+        for (size_t i = 0; i < v->n; i++) {
+            sb_adds(out, "    ");
+            put_str(out, v->v[i]);
+            sb_adds(out, ",\n");
+        }
+    } else if (v->n == 1) {
+        put_str(out, v->v[0]);
+    }
+    sb_adds(out, "]\n");
+}
+
 /* Renders one raw [[key]] array of tables kept from the read lock. */
 static void render_raw(strbuf *out, const char *key, const toml_value *arr)
 {
@@ -447,6 +578,10 @@ void lockfile_render(struct lockfile *l, strbuf *out)
         qsort(l->executables.v, l->executables.n, sizeof *l->executables.v, cmp_executable);
     if (l->settings.n > 1)
         qsort(l->settings.v, l->settings.n, sizeof *l->settings.v, cmp_setting);
+    if (l->extensions.n > 1)
+        qsort(l->extensions.v, l->extensions.n, sizeof *l->extensions.v, cmp_extension);
+    if (l->workflows.n > 1)
+        qsort(l->workflows.v, l->workflows.n, sizeof *l->workflows.v, cmp_workflow);
 
     sb_addf(out, "version = %d\n", LOCKFILE_VERSION);
     kv(out, "manifest_digest", l->manifest_digest);
@@ -491,8 +626,31 @@ void lockfile_render(struct lockfile *l, strbuf *out)
         kv(out, "kind", e->kind);
         kv(out, "checksum", e->checksum);
     }
-    render_raw(out, "extension", l->ext_extension);
-    render_raw(out, "workflow", l->ext_workflow);
+    for (size_t i = 0; i < l->extensions.n; i++) {
+        const struct lock_extension *e = &l->extensions.v[i];
+        sb_adds(out, "\n[[extension]]\n");
+        kv(out, "name", e->name);
+        kv(out, "target", e->target);
+        kv(out, "source", e->source);
+        kv(out, "path", e->path);
+        kv(out, "git", e->git);
+        kv(out, "rev", e->rev);
+        kv(out, "checksum", e->checksum);
+    }
+    for (size_t i = 0; i < l->workflows.n; i++) {
+        struct lock_workflow *w = &l->workflows.v[i];
+        strvec_sort(&w->roles);
+        sb_adds(out, "\n[[workflow]]\n");
+        kv(out, "name", w->name);
+        kv_array(out, "roles", &w->roles);
+        kv(out, "source", w->source);
+        kv(out, "path", w->path);
+        kv(out, "git", w->git);
+        kv(out, "rev", w->rev);
+        kv(out, "checksum", w->checksum);
+        kv(out, "blueprint", w->blueprint);
+        kv(out, "blueprint_checksum", w->blueprint_checksum[0] ? w->blueprint_checksum : NULL);
+    }
     render_raw(out, "package", l->ext_package);
     for (size_t i = 0; i < l->settings.n; i++) {
         const struct lock_setting *s = &l->settings.v[i];
@@ -563,5 +721,21 @@ const struct lock_setting *lockfile_setting(const struct lockfile *l, const char
     for (size_t i = 0; l && i < l->settings.n; i++)
         if (strcmp(l->settings.v[i].target, target) == 0 && strcmp(l->settings.v[i].key, key) == 0)
             return &l->settings.v[i];
+    return NULL;
+}
+
+const struct lock_extension *lockfile_extension(const struct lockfile *l, const char *name)
+{
+    for (size_t i = 0; l && i < l->extensions.n; i++)
+        if (strcmp(l->extensions.v[i].name, name) == 0)
+            return &l->extensions.v[i];
+    return NULL;
+}
+
+const struct lock_workflow *lockfile_workflow(const struct lockfile *l, const char *name)
+{
+    for (size_t i = 0; l && i < l->workflows.n; i++)
+        if (strcmp(l->workflows.v[i].name, name) == 0)
+            return &l->workflows.v[i];
     return NULL;
 }

@@ -63,6 +63,18 @@ struct lock_setting {
     char *target, *key;
     char checksum[SHA256_HEX_LEN + 1];
 };
+struct lock_extension {
+    char *name, *target, *source, *path, *git, *rev; /* source: path | git | library */
+    char checksum[SHA256_HEX_LEN + 1];
+};
+struct lock_workflow {
+    char *name;
+    strvec roles; /* sorted, unique */
+    char *source, *path, *git, *rev;
+    char checksum[SHA256_HEX_LEN + 1];
+    char *blueprint;                              /* as declared, or NULL */
+    char blueprint_checksum[SHA256_HEX_LEN + 1];  /* "" when there is none */
+};
 
 struct lockfile {
     int64_t version;       /* as read (1 or 2); written as 2 */
@@ -72,9 +84,11 @@ struct lockfile {
     VEC(struct lock_instruction) instructions;
     VEC(struct lock_executable) executables;
     VEC(struct lock_setting) settings;
-    /* [ext] tables this build does not pin yet ([[extension]], [[workflow]],
-     * [[package]]): kept verbatim as parsed so a re-lock never drops them. */
-    toml_value *ext_extension, *ext_workflow, *ext_package;
+    VEC(struct lock_extension) extensions;
+    VEC(struct lock_workflow) workflows;
+    /* [[package]] rows belong to the packs chapter: kept verbatim as parsed
+     * so a re-lock never drops them. */
+    toml_value *ext_package;
 };
 
 struct lockfile *lockfile_new(void);
@@ -97,6 +111,8 @@ const struct lock_executable *lockfile_executable(const struct lockfile *l, cons
                                                   const char *kind);
 const struct lock_setting *lockfile_setting(const struct lockfile *l, const char *target,
                                             const char *key);
+const struct lock_extension *lockfile_extension(const struct lockfile *l, const char *name);
+const struct lock_workflow *lockfile_workflow(const struct lockfile *l, const char *name);
 
 /* ---- pinning (§4.2) and verification (§4.5) ----------------------------- */
 
@@ -107,6 +123,9 @@ enum pin_kind {
     PIN_VARIANT,
     PIN_EXECUTABLE, /* name = project-relative path; sub = "file" | "root" */
     PIN_SETTING,    /* name = target (adapter); sub = key */
+    PIN_EXTENSION,  /* strict digest of the source; target kept in item->target */
+    PIN_WORKFLOW,   /* strict digest of the source; roles kept in item->roles */
+    PIN_BLUEPRINT,  /* name = the workflow; plain SHA-256 of the blueprint file */
 };
 const char *pin_kind_name(enum pin_kind k); /* "skill", "server", … */
 
@@ -115,6 +134,13 @@ enum pin_state {
     PIN_UNRESOLVED, /* could not be resolved (missing path, unknown library item) */
     PIN_OFFLINE,    /* git source not cached: unavailable offline */
     PIN_FAILED,     /* hard error (symlink, FIFO, traversal, unreadable) */
+};
+
+/* A standing answer from a terminal review (§6.8), kept in trust.json. */
+enum pin_decision {
+    PIN_DECISION_NONE,
+    PIN_DECISION_KEEP,  /* keep the approved bytes: delivery serves the store copy */
+    PIN_DECISION_BLOCK, /* never deliver this item */
 };
 
 /* One item of the effective surface with its current digest. */
@@ -132,6 +158,16 @@ struct pin_item {
     char *error; /* why, when state != PIN_OK */
     char checksum[SHA256_HEX_LEN + 1];
     char *canon; /* canonical bytes (settings values), for the store */
+    char *target; /* extensions: the adapter id */
+    strvec roles; /* workflows: sorted, unique */
+    /* Decisions (§6.8). For a decided item checksum is the decided pin and
+     * live_checksum the digest of the live bytes ("" when they could not be
+     * hashed); fs_path points at the approved copy in the content store when
+     * a keep-pinned item drifted, and is NULL when the item is omitted. */
+    enum pin_decision decision;
+    bool omitted; /* blocked, or kept while the approved bytes are unavailable */
+    char live_checksum[SHA256_HEX_LEN + 1];
+    char *live_path; /* the live bytes when fs_path no longer points at them */
 };
 typedef VEC(struct pin_item) pin_items;
 void pin_items_free(pin_items *items);
@@ -145,18 +181,50 @@ typedef int (*pin_library_fn)(void *ctx, enum pin_kind kind, const char *name, s
  * <home>/lib/skills/<name>/. Returns 1 with path set when present, else 0. */
 int pin_library_default(const char *home, enum pin_kind kind, const char *name, strbuf *path);
 
+/* Standing decisions of one project, as read from trust.json. */
+struct pin_decision_row {
+    char *kind;    /* "skill" | "instruction" */
+    char *name;
+    char *variant; /* the variant's declared path, for a variant; else NULL */
+    enum pin_decision answer;
+    char pin[SHA256_HEX_LEN + 1]; /* the approved pin ("" when none was recorded) */
+};
+typedef VEC(struct pin_decision_row) pin_decisions;
+void pin_decisions_free(pin_decisions *d);
+/* Reads the decisions recorded for the project whose root is project_root
+ * from <home>/trust.json. Missing or unreadable store → none (0). */
+int pin_decisions_load(const char *home, const char *project_root, pin_decisions *out);
+/* The decision for an item, or NULL. */
+const struct pin_decision_row *pin_decision_find(const pin_decisions *d,
+                                                 const struct pin_item *it);
+
 struct pin_opts {
     const char *toolset;    /* --toolset N: narrows servers (NULL = all toolsets) */
     const char *home;       /* $AGENTSTACK_HOME, for the library and git caches (NULL: none) */
     pin_library_fn library; /* NULL: the implicit local source <home>/lib */
     void *library_ctx;
-    const struct lockfile *lock; /* the current lock: its git revs are used for git skills */
+    const struct lockfile *lock; /* the current lock: its git revs are used for git sources */
+    /* Git: with fetch, sources are cloned/fetched and checked out as needed
+     * (git.h); without, only commits already checked out resolve (offline).
+     * update_all / update (names) re-resolve the manifest rev (else the
+     * upstream head) instead of the lock's commit (lock --update). */
+    bool fetch;
+    bool update_all;
+    const strvec *update;
+    /* Decisions: NULL loads them from <home>/trust.json for this project
+     * unless no_decisions is set (the review needs the raw live pins). */
+    const pin_decisions *decisions;
+    bool no_decisions;
 };
 
 /* Computes every pinnable item of m with current bytes (§4.2). Hard problems
  * (a traversal or symlinked executable, a symlink or FIFO in a skill, an
  * unreadable instruction, an unknown --toolset) are items with state
- * PIN_FAILED; the caller decides (lock refuses, trust blocks). */
+ * PIN_FAILED; the caller decides (lock refuses, trust blocks). Standing
+ * decisions are applied last: a kept item keeps its approved pin (and points
+ * at the approved copy when the live bytes drifted), a blocked item keeps its
+ * pin and is omitted, so lock never re-pins either and delivery (which uses
+ * fs_path) serves approved bytes or nothing. */
 int pin_collect(const struct manifest *m, const struct pin_opts *o, pin_items *out,
                 struct as_err *err);
 
@@ -185,8 +253,14 @@ void pin_describe(const struct lockfile *l, const struct pin_item *it, enum pin_
                   strbuf *out);
 
 /* Deposits the bytes of every OK item in the content store (best-effort):
- * skill trees, instruction/variant bodies, library server files, settings
- * values, small integrity roots. Each failure is appended to warnings. */
+ * skill trees (git checkouts included), instruction/variant/blueprint
+ * bodies, library server files, settings values, small integrity roots.
+ * Decided items are skipped (their approved copy is already there). Each
+ * failure is appended to warnings. */
 void pin_deposit(const pin_items *items, const char *home, strvec *warnings);
+
+/* The decision key of an item: "skill" / "instruction" (variants included),
+ * or NULL for kinds that take no decision. */
+const char *pin_decision_kind(const struct pin_item *it);
 
 #endif

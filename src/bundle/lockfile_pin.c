@@ -9,6 +9,7 @@
 #include "base/fs.h"
 #include "base/xalloc.h"
 #include "bundle/digest.h"
+#include "bundle/git.h"
 #include "bundle/lockfile.h"
 #include "bundle/store.h"
 
@@ -27,6 +28,12 @@ const char *pin_kind_name(enum pin_kind k)
         return "executable";
     case PIN_SETTING:
         return "setting";
+    case PIN_EXTENSION:
+        return "extension";
+    case PIN_WORKFLOW:
+        return "workflow";
+    case PIN_BLUEPRINT:
+        return "blueprint";
     }
     return "item";
 }
@@ -61,6 +68,9 @@ static void item_free(struct pin_item *it)
     free(it->fs_path);
     free(it->error);
     free(it->canon);
+    free(it->target);
+    strvec_clear(&it->roles);
+    free(it->live_path);
 }
 
 void pin_items_free(pin_items *items)
@@ -132,11 +142,18 @@ int pin_library_default(const char *home, enum pin_kind kind, const char *name, 
         sb_adds(path, ".toml");
         return lstat(path->buf, &st) == 0 && S_ISREG(st.st_mode);
     }
-    if (kind == PIN_SKILL) {
-        if (strchr(name, '/') || strcmp(name, "..") == 0 || strcmp(name, ".") == 0)
+    const char *dir = kind == PIN_SKILL       ? "skills"
+                      : kind == PIN_EXTENSION ? "extensions"
+                      : kind == PIN_WORKFLOW  ? "workflows"
+                                              : NULL;
+    if (dir) {
+        if (!name[0] || strchr(name, '/') || strcmp(name, "..") == 0 || strcmp(name, ".") == 0)
             return 0;
-        sb_addf(path, "%s/lib/skills/%s", home, name);
-        return lstat(path->buf, &st) == 0 && S_ISDIR(st.st_mode);
+        sb_addf(path, "%s/lib/%s/%s", home, dir, name);
+        if (lstat(path->buf, &st) != 0)
+            return 0;
+        /* Skills are directories; extension and workflow sources may be one file. */
+        return S_ISDIR(st.st_mode) || (kind != PIN_SKILL && S_ISREG(st.st_mode));
     }
     return 0;
 }
@@ -144,9 +161,13 @@ int pin_library_default(const char *home, enum pin_kind kind, const char *name, 
 static int library_lookup(const struct pin_opts *o, enum pin_kind kind, const char *name,
                           strbuf *path, struct as_err *err)
 {
-    if (o->library)
-        return o->library(o->library_ctx, kind, name, path, err);
-    (void)err;
+    if (o->library) {
+        int r = o->library(o->library_ctx, kind, name, path, err);
+        /* A library source that knows no such kind (extensions, workflows)
+         * leaves them to the implicit local source. */
+        if (r != 0 || kind == PIN_SKILL || kind == PIN_SERVER)
+            return r;
+    }
     return pin_library_default(o->home, kind, name, path);
 }
 
@@ -170,38 +191,75 @@ static void hash_skill_dir(struct pin_item *it, const char *dir)
     }
 }
 
-/* The slug of a git URL: every non-alphanumeric byte becomes '-' (§1.4). */
-static void git_slug(const char *url, strbuf *out)
+/* Whether --update asks to move this git source off its locked commit. */
+static bool wants_update(const struct pin_opts *o, const char *name)
 {
-    for (const unsigned char *p = (const unsigned char *)url; *p; p++)
-        sb_addc(out, isalnum(*p) ? (char)*p : '-');
+    return o->update_all || (o->update && strvec_find(o->update, name) >= 0);
+}
+
+/*
+ * Resolves a git source to a checkout directory (§4.2, §4.7): the lock's
+ * commit beats the manifest rev (when the lock row names the same URL)
+ * unless --update asks for the manifest rev (else the upstream head). The
+ * subpath must be contained in the checkout. Sets it->git, it->rev and
+ * returns the directory to hash in dir; on failure sets the item's state.
+ */
+static bool resolve_git(struct pin_item *it, const struct pin_opts *o, const char *url,
+                        const char *mf_rev, const char *subpath, const char *lock_git,
+                        const char *lock_rev, strbuf *dir)
+{
+    it->source = xstrdup("git");
+    it->git = xstrdup(url);
+    const char *rev = mf_rev;
+    if (lock_rev && lock_git && strcmp(lock_git, url) == 0 && !(o->fetch && wants_update(o, it->name)))
+        rev = lock_rev;
+    struct as_err err = AS_ERR_INIT;
+    strbuf commit = SB_INIT, co = SB_INIT;
+    int r = o->home ? git_resolve(o->home, url, rev, o->fetch, &commit, &co, &err) : 0;
+    bool ok = false;
+    if (r < 0) {
+        char *m = xasprintf("%s '%s': %s", pin_kind_name(it->kind), it->name, err.msg);
+        set_state(it, PIN_UNRESOLVED, m);
+        free(m);
+    } else if (r == 0) {
+        char *m = xasprintf("%s '%s': git source %s%s%s is not cached — pin unverified "
+                            "(offline); fetch it with: agentstack install",
+                            pin_kind_name(it->kind), it->name, url, rev ? "@" : "",
+                            rev ? rev : "");
+        set_state(it, PIN_OFFLINE, m);
+        free(m);
+    } else {
+        it->rev = xstrdup(commit.buf);
+        if (subpath && subpath[0] && strcmp(subpath, ".") != 0) {
+            struct as_err e2 = AS_ERR_INIT;
+            strbuf full = SB_INIT;
+            if (manifest_contained_path(co.buf, subpath, &full, &e2) < 0) {
+                char *m = xasprintf("%s '%s': subpath %s", pin_kind_name(it->kind), it->name,
+                                    e2.msg);
+                set_state(it, PIN_FAILED, m);
+                free(m);
+            } else {
+                sb_adds(dir, full.buf);
+                ok = true;
+            }
+            sb_release(&full);
+        } else {
+            sb_adds(dir, co.buf);
+            ok = true;
+        }
+    }
+    sb_release(&commit);
+    sb_release(&co);
+    return ok;
 }
 
 static void pin_git_skill(const struct mf_skill *s, const struct pin_opts *o, struct pin_item *it)
 {
-    it->source = xstrdup("git");
-    it->git = xstrdup(s->git);
-    /* The commit to hash: the lock's resolved rev beats the manifest's. */
     const struct lock_skill *ls = lockfile_skill(o->lock, s->name);
-    const char *rev = ls && ls->rev && ls->git && strcmp(ls->git, s->git) == 0 ? ls->rev : s->rev;
     strbuf dir = SB_INIT;
-    if (o->home && rev) {
-        sb_addf(&dir, "%s/store/co/", o->home);
-        git_slug(s->git, &dir);
-        sb_addf(&dir, "/%s", rev);
-        if (s->subpath && s->subpath[0])
-            sb_addf(&dir, "/%s", s->subpath);
-    }
-    if (!dir.len || !fs_is_dir(dir.buf)) {
-        char *m = xasprintf("skill '%s': git source %s%s%s is not cached — pin unverified "
-                            "(offline)",
-                            s->name, s->git, rev ? "@" : "", rev ? rev : "");
-        set_state(it, PIN_OFFLINE, m);
-        free(m);
-    } else {
-        it->rev = xstrdup(rev);
+    if (resolve_git(it, o, s->git, s->rev, s->subpath, ls ? ls->git : NULL, ls ? ls->rev : NULL,
+                    &dir))
         hash_skill_dir(it, dir.buf);
-    }
     sb_release(&dir);
 }
 
@@ -514,6 +572,179 @@ static void pin_settings(const struct manifest *m, pin_items *out)
     }
 }
 
+/* ---- extensions, workflows, blueprints (strict digests) ------------------ */
+
+/* The strict digest of an extension or workflow source: the integrity-root
+ * framing (symlinks and special files are errors, .git is content, a single
+ * file is one entry). */
+static void hash_strict(struct pin_item *it, const char *path)
+{
+    struct as_err err = AS_ERR_INIT;
+    free(it->fs_path);
+    it->fs_path = xstrdup(path);
+    if (digest_integrity_root(path, it->checksum, &err) < 0) {
+        char *m = xasprintf("%s '%s': %s", pin_kind_name(it->kind), it->name, err.msg);
+        set_state(it, PIN_FAILED, m);
+        free(m);
+    }
+}
+
+/* A path source: contained in the manifest dir (§2.6), then hashed. */
+static void pin_contained(const struct manifest *m, struct pin_item *it, const char *rel,
+                          bool single_file)
+{
+    struct as_err err = AS_ERR_INIT;
+    strbuf full = SB_INIT;
+    it->declared_path = xstrdup(rel);
+    if (manifest_contained_path(m->manifest_dir, rel, &full, &err) < 0) {
+        char *msg = xasprintf("%s '%s': %s", pin_kind_name(it->kind), it->name, err.msg);
+        /* A missing source cannot be pinned; traversal and symlinks are hard errors. */
+        set_state(it, strstr(err.msg, "traversal") || strstr(err.msg, "symlink") ? PIN_FAILED
+                                                                                : PIN_UNRESOLVED,
+                  msg);
+        free(msg);
+    } else if (single_file) {
+        it->fs_path = xstrdup(full.buf);
+        if (digest_file(full.buf, it->checksum, &err) < 0) {
+            char *msg = xasprintf("%s of workflow '%s': %s", pin_kind_name(it->kind), it->name,
+                                  err.msg);
+            set_state(it, PIN_FAILED, msg);
+            free(msg);
+        }
+    } else {
+        hash_strict(it, full.buf);
+    }
+    sb_release(&full);
+}
+
+static void pin_library_source(const struct pin_opts *o, struct pin_item *it)
+{
+    it->library = true;
+    it->source = xstrdup("library");
+    strbuf p = SB_INIT;
+    struct as_err err = AS_ERR_INIT;
+    int r = library_lookup(o, it->kind, it->name, &p, &err);
+    if (r == 1) {
+        hash_strict(it, p.buf);
+    } else {
+        char *msg = r < 0 ? xasprintf("%s '%s': %s", pin_kind_name(it->kind), it->name, err.msg)
+                          : xasprintf("%s '%s' has no source and the library has none of that "
+                                      "name", pin_kind_name(it->kind), it->name);
+        set_state(it, PIN_UNRESOLVED, msg);
+        free(msg);
+    }
+    sb_release(&p);
+}
+
+static void pin_extensions(const struct manifest *m, const struct pin_opts *o, pin_items *out)
+{
+    for (size_t i = 0; i < m->extensions.n; i++) {
+        const struct mf_extension *e = &m->extensions.v[i];
+        struct pin_item *it = add_item(out, PIN_EXTENSION, e->name, NULL);
+        it->target = e->target ? xstrdup(e->target) : NULL;
+        if (e->source == MF_SOURCE_GIT) {
+            const struct lock_extension *le = lockfile_extension(o->lock, e->name);
+            strbuf dir = SB_INIT;
+            if (resolve_git(it, o, e->git, e->rev, e->subpath, le ? le->git : NULL,
+                            le ? le->rev : NULL, &dir))
+                hash_strict(it, dir.buf);
+            sb_release(&dir);
+        } else if (e->source == MF_SOURCE_PATH && e->path) {
+            it->source = xstrdup("path");
+            pin_contained(m, it, e->path, false);
+        } else {
+            pin_library_source(o, it);
+        }
+    }
+}
+
+static void pin_workflows(const struct manifest *m, const struct pin_opts *o, pin_items *out)
+{
+    for (size_t i = 0; i < m->workflows.n; i++) {
+        const struct mf_workflow *w = &m->workflows.v[i];
+        struct pin_item *it = add_item(out, PIN_WORKFLOW, w->name, NULL);
+        for (size_t j = 0; j < w->roles.n; j++)
+            if (strvec_find(&it->roles, w->roles.v[j]) < 0)
+                strvec_push(&it->roles, w->roles.v[j]);
+        strvec_sort(&it->roles);
+        if (w->source == MF_SOURCE_GIT) {
+            const struct lock_workflow *lw = lockfile_workflow(o->lock, w->name);
+            strbuf dir = SB_INIT;
+            if (resolve_git(it, o, w->git, w->rev, w->subpath, lw ? lw->git : NULL,
+                            lw ? lw->rev : NULL, &dir))
+                hash_strict(it, dir.buf);
+            sb_release(&dir);
+        } else if (w->source == MF_SOURCE_PATH && w->path) {
+            it->source = xstrdup("path");
+            pin_contained(m, it, w->path, false);
+        } else {
+            pin_library_source(o, it);
+        }
+        if (w->blueprint) {
+            struct pin_item *bp = add_item(out, PIN_BLUEPRINT, w->name, NULL);
+            bp->source = xstrdup("path");
+            pin_contained(m, bp, w->blueprint, true);
+        }
+    }
+}
+
+/* ---- decisions (§6.8) ------------------------------------------------------- */
+
+static void apply_decisions(const struct manifest *m, const struct pin_opts *o, pin_items *out)
+{
+    pin_decisions own = VEC_INIT;
+    const pin_decisions *d = o->decisions;
+    if (!d) {
+        if (o->no_decisions || !o->home || m->kind != MANIFEST_PROJECT)
+            return;
+        pin_decisions_load(o->home, m->project_root, &own);
+        d = &own;
+    }
+    for (size_t i = 0; i < out->n; i++) {
+        struct pin_item *it = &out->v[i];
+        const struct pin_decision_row *row = pin_decision_find(d, it);
+        if (!row)
+            continue;
+        it->decision = row->answer;
+        snprintf(it->live_checksum, sizeof it->live_checksum, "%s",
+                 it->state == PIN_OK ? it->checksum : "");
+        const char *pin = row->pin[0] ? row->pin : pin_locked_checksum(o->lock, it);
+        it->live_path = it->fs_path ? xstrdup(it->fs_path) : NULL;
+        if (!pin) {
+            /* Nothing approved to fall back on: verified as usual, never served. */
+            if (row->answer == PIN_DECISION_BLOCK) {
+                it->omitted = true;
+                free(it->fs_path);
+                it->fs_path = NULL;
+            }
+            continue;
+        }
+        bool live_is_approved = it->state == PIN_OK && strcmp(it->checksum, pin) == 0;
+        snprintf(it->checksum, sizeof it->checksum, "%s", pin);
+        it->state = PIN_OK;
+        free(it->error);
+        it->error = NULL;
+        if (row->answer == PIN_DECISION_BLOCK) {
+            it->omitted = true;
+            free(it->fs_path);
+            it->fs_path = NULL;
+        } else if (!live_is_approved) {
+            /* Serve the approved bytes, re-proved from the store, or nothing. */
+            strbuf sp = SB_INIT;
+            struct as_err err = AS_ERR_INIT;
+            enum store_kind k = it->kind == PIN_SKILL ? STORE_SKILL_TREE : STORE_FILE;
+            free(it->fs_path);
+            it->fs_path = NULL;
+            if (o->home && store_open(o->home, pin, k, &sp, &err) == 1)
+                it->fs_path = sb_detach(&sp, NULL);
+            else
+                it->omitted = true;
+            sb_release(&sp);
+        }
+    }
+    pin_decisions_free(&own);
+}
+
 /* ---- collect ------------------------------------------------------------ */
 
 static bool toolset_selected(const struct mf_toolset *t, const struct pin_opts *o)
@@ -565,332 +796,9 @@ int pin_collect(const struct manifest *m, const struct pin_opts *o, pin_items *o
     }
     pin_instructions(m, o, out);
     pin_settings(m, out);
+    pin_extensions(m, o, out);
+    pin_workflows(m, o, out);
+    apply_decisions(m, o, out);
     return 0;
 }
 
-/* ---- building the lock -------------------------------------------------- */
-
-static char *dupn(const char *s)
-{
-    return s ? xstrdup(s) : NULL;
-}
-
-static const struct lock_variant *old_variant(const struct lock_instruction *li,
-                                              const struct pin_item *v)
-{
-    for (size_t i = 0; li && i < li->variants.n; i++) {
-        const struct lock_variant *lv = &li->variants.v[i];
-        if (strcmp(lv->path, v->declared_path) == 0 &&
-            ((!lv->cli && !v->cli) || (lv->cli && v->cli && strcmp(lv->cli, v->cli) == 0)) &&
-            ((!lv->model && !v->model) ||
-             (lv->model && v->model && strcmp(lv->model, v->model) == 0)))
-            return lv;
-    }
-    return NULL;
-}
-
-static void copy_old_skill(struct lockfile *l, const struct lock_skill *s)
-{
-    struct lock_skill c = {0};
-    c.name = xstrdup(s->name);
-    c.source = dupn(s->source);
-    c.path = dupn(s->path);
-    c.git = dupn(s->git);
-    c.rev = dupn(s->rev);
-    memcpy(c.checksum, s->checksum, sizeof c.checksum);
-    c.license = dupn(s->license);
-    c.origin = dupn(s->origin);
-    vec_push(&l->skills, c);
-}
-
-static void add_server_row(struct lockfile *l, const char *name, const char *source,
-                           const char *checksum)
-{
-    struct lock_server s = {0};
-    s.name = xstrdup(name);
-    s.source = xstrdup(source);
-    memcpy(s.checksum, checksum, sizeof s.checksum);
-    vec_push(&l->servers, s);
-}
-
-struct lockfile *pin_build_lock(const pin_items *items, const struct lockfile *old,
-                                const char *stamp)
-{
-    struct lockfile *l = lockfile_new();
-    l->manifest_digest = stamp ? xstrdup(stamp) : NULL;
-    for (size_t i = 0; i < items->n; i++) {
-        const struct pin_item *it = &items->v[i];
-        bool ok = it->state == PIN_OK;
-        switch (it->kind) {
-        case PIN_SKILL: {
-            const struct lock_skill *os = lockfile_skill(old, it->name);
-            if (!ok) {
-                if (os)
-                    copy_old_skill(l, os);
-                break;
-            }
-            struct lock_skill s = {0};
-            s.name = xstrdup(it->name);
-            s.source = xstrdup(it->source ? it->source : "path");
-            s.path = it->library ? NULL : dupn(it->declared_path);
-            s.git = dupn(it->git);
-            s.rev = dupn(it->rev);
-            memcpy(s.checksum, it->checksum, sizeof s.checksum);
-            /* Re-locks never erase attribution. */
-            s.license = os ? dupn(os->license) : NULL;
-            s.origin = os ? dupn(os->origin) : NULL;
-            vec_push(&l->skills, s);
-            break;
-        }
-        case PIN_SERVER: {
-            const struct lock_server *os = lockfile_server(old, it->name);
-            if (ok)
-                add_server_row(l, it->name, it->source, it->checksum);
-            else if (os)
-                add_server_row(l, os->name, os->source, os->checksum);
-            break;
-        }
-        case PIN_INSTRUCTION: {
-            const struct lock_instruction *oi = lockfile_instruction(old, it->name);
-            struct lock_instruction in = {0};
-            in.name = xstrdup(it->name);
-            in.path = dupn(it->declared_path);
-            if (ok)
-                memcpy(in.checksum, it->checksum, sizeof in.checksum);
-            else if (oi)
-                memcpy(in.checksum, oi->checksum, sizeof in.checksum);
-            else {
-                free(in.name);
-                free(in.path);
-                break;
-            }
-            vec_push(&l->instructions, in);
-            break;
-        }
-        case PIN_VARIANT: {
-            struct lock_instruction *in = NULL;
-            for (size_t j = 0; j < l->instructions.n; j++)
-                if (strcmp(l->instructions.v[j].name, it->name) == 0)
-                    in = &l->instructions.v[j];
-            if (!in)
-                break;
-            const struct lock_variant *ov = old_variant(lockfile_instruction(old, it->name), it);
-            if (!ok && !ov)
-                break;
-            struct lock_variant v = {0};
-            v.cli = dupn(it->cli);
-            v.model = dupn(it->model);
-            v.path = xstrdup(it->declared_path);
-            memcpy(v.checksum, ok ? it->checksum : ov->checksum, sizeof v.checksum);
-            vec_push(&in->variants, v);
-            break;
-        }
-        case PIN_EXECUTABLE:
-            if (ok) {
-                struct lock_executable e = {0};
-                e.path = xstrdup(it->name);
-                e.kind = xstrdup(it->sub);
-                memcpy(e.checksum, it->checksum, sizeof e.checksum);
-                vec_push(&l->executables, e);
-            }
-            break;
-        case PIN_SETTING:
-            if (ok) {
-                struct lock_setting s = {0};
-                s.target = xstrdup(it->name);
-                s.key = xstrdup(it->sub);
-                memcpy(s.checksum, it->checksum, sizeof s.checksum);
-                vec_push(&l->settings, s);
-            }
-            break;
-        }
-    }
-    /* Stale skill and server rows stay (install prunes skills, §4.7). */
-    for (size_t i = 0; old && i < old->skills.n; i++)
-        if (!lockfile_skill(l, old->skills.v[i].name))
-            copy_old_skill(l, &old->skills.v[i]);
-    for (size_t i = 0; old && i < old->servers.n; i++)
-        if (!lockfile_server(l, old->servers.v[i].name))
-            add_server_row(l, old->servers.v[i].name, old->servers.v[i].source,
-                           old->servers.v[i].checksum);
-    if (old) {
-        l->ext_extension = old->ext_extension ? toml_clone(old->ext_extension) : NULL;
-        l->ext_workflow = old->ext_workflow ? toml_clone(old->ext_workflow) : NULL;
-        l->ext_package = old->ext_package ? toml_clone(old->ext_package) : NULL;
-    }
-    return l;
-}
-
-/* ---- verification ------------------------------------------------------- */
-
-const char *pin_locked_checksum(const struct lockfile *l, const struct pin_item *it)
-{
-    if (!l)
-        return NULL;
-    switch (it->kind) {
-    case PIN_SKILL: {
-        const struct lock_skill *s = lockfile_skill(l, it->name);
-        return s ? s->checksum : NULL;
-    }
-    case PIN_SERVER: {
-        const struct lock_server *s = lockfile_server(l, it->name);
-        return s ? s->checksum : NULL;
-    }
-    case PIN_INSTRUCTION: {
-        const struct lock_instruction *in = lockfile_instruction(l, it->name);
-        return in ? in->checksum : NULL;
-    }
-    case PIN_VARIANT: {
-        const struct lock_variant *v = old_variant(lockfile_instruction(l, it->name), it);
-        return v ? v->checksum : NULL;
-    }
-    case PIN_EXECUTABLE: {
-        const struct lock_executable *e = lockfile_executable(l, it->name, it->sub);
-        return e ? e->checksum : NULL;
-    }
-    case PIN_SETTING: {
-        const struct lock_setting *s = lockfile_setting(l, it->name, it->sub);
-        return s ? s->checksum : NULL;
-    }
-    }
-    return NULL;
-}
-
-enum pin_status pin_verify_item(const struct lockfile *l, const struct pin_item *it)
-{
-    if (it->state == PIN_OFFLINE)
-        return PIN_UNAVAILABLE;
-    if (it->state != PIN_OK)
-        return PIN_RESOLVE_FAILED;
-    const char *c = pin_locked_checksum(l, it);
-    if (!c)
-        return PIN_UNPINNED;
-    if (strcmp(c, it->checksum) != 0)
-        return PIN_DRIFTED;
-    if (it->kind == PIN_SKILL && it->rev) {
-        const struct lock_skill *s = lockfile_skill(l, it->name);
-        if (!s->rev || strcmp(s->rev, it->rev) != 0)
-            return PIN_DRIFTED;
-    }
-    return PIN_MATCHES;
-}
-
-static const char *content_word(enum pin_kind k)
-{
-    switch (k) {
-    case PIN_SKILL:
-        return "skill content";
-    case PIN_SERVER:
-        return "server definition";
-    case PIN_INSTRUCTION:
-    case PIN_VARIANT:
-        return "instruction content";
-    case PIN_EXECUTABLE:
-        return "executable content";
-    case PIN_SETTING:
-        return "setting value";
-    }
-    return "content";
-}
-
-void pin_describe(const struct lockfile *l, const struct pin_item *it, enum pin_status st,
-                  strbuf *out)
-{
-    if (it->kind == PIN_SETTING)
-        sb_addf(out, "setting %s.%s", it->name, it->sub);
-    else if (it->kind == PIN_EXECUTABLE)
-        sb_addf(out, "%s '%s'", strcmp(it->sub, "root") == 0 ? "integrity root" : "executable",
-                it->name);
-    else if (it->kind == PIN_VARIANT)
-        sb_addf(out, "instruction '%s' variant %s", it->name, it->declared_path);
-    else
-        sb_addf(out, "%s%s '%s'", it->library ? "library " : "", pin_kind_name(it->kind), it->name);
-    switch (st) {
-    case PIN_MATCHES:
-        sb_adds(out, ": pinned");
-        break;
-    case PIN_UNPINNED:
-        sb_adds(out, ": not pinned in agentstack.lock");
-        break;
-    case PIN_DRIFTED: {
-        const char *c = pin_locked_checksum(l, it);
-        sb_addf(out, ": %s drifted from agentstack.lock (locked %.12s, current %.12s)",
-                content_word(it->kind), c ? c : "", it->checksum);
-        break;
-    }
-    case PIN_UNAVAILABLE:
-    case PIN_RESOLVE_FAILED:
-        sb_addf(out, ": %s", it->error ? it->error : pin_status_name(st));
-        break;
-    }
-}
-
-/* ---- deposits ----------------------------------------------------------- */
-
-static bool plain_name(const char *s)
-{
-    if (!s[0] || strcmp(s, ".") == 0 || strcmp(s, "..") == 0 || strncmp(s, ".tmp-", 5) == 0)
-        return false;
-    for (const char *p = s; *p; p++)
-        if (*p == '/' || (unsigned char)*p < 0x20)
-            return false;
-    return strlen(s) < 200;
-}
-
-static const char *base_name(const char *p)
-{
-    const char *s = strrchr(p, '/');
-    return s ? s + 1 : p;
-}
-
-void pin_deposit(const pin_items *items, const char *home, strvec *warnings)
-{
-    if (!home)
-        return;
-    for (size_t i = 0; i < items->n; i++) {
-        const struct pin_item *it = &items->v[i];
-        if (it->state != PIN_OK)
-            continue;
-        struct as_err err = AS_ERR_INIT;
-        int rc = 0;
-        switch (it->kind) {
-        case PIN_SKILL:
-            rc = store_deposit_tree(home, it->fs_path, STORE_SKILL_TREE, it->checksum, NULL, &err);
-            break;
-        case PIN_INSTRUCTION:
-        case PIN_VARIANT:
-            rc = store_deposit_file(home, it->fs_path, base_name(it->fs_path), it->checksum, &err);
-            break;
-        case PIN_SERVER:
-            if (it->library && it->fs_path) {
-                char *n =
-                    plain_name(it->name) ? xasprintf("%s.toml", it->name) : xstrdup("server.toml");
-                rc = store_deposit_file(home, it->fs_path, n, it->checksum, &err);
-                free(n);
-            }
-            break;
-        case PIN_SETTING: {
-            char *n = xasprintf("%s.%s.json", it->name, it->sub);
-            if (!plain_name(n)) {
-                free(n);
-                n = xstrdup("setting.json");
-            }
-            rc = store_deposit_bytes(home, it->canon, strlen(it->canon), n, it->checksum, &err);
-            free(n);
-            break;
-        }
-        case PIN_EXECUTABLE:
-            if (strcmp(it->sub, "root") == 0) {
-                enum store_kind k = fs_is_dir(it->fs_path) ? STORE_ROOT_TREE : STORE_ROOT_FILE;
-                rc = store_deposit_tree(home, it->fs_path, k, it->checksum, NULL, &err);
-            }
-            break;
-        }
-        if (rc < 0) {
-            strbuf w = SB_INIT;
-            sb_addf(&w, "could not keep a copy of %s '%s' in the content store: %s",
-                    pin_kind_name(it->kind), it->name, err.msg);
-            strvec_push_take(warnings, sb_detach(&w, NULL));
-        }
-    }
-}

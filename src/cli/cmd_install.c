@@ -1,11 +1,15 @@
 /*
- * agentstack install [--locked] — resolve every skill against the lock
- * (01 §4.7). --locked writes nothing and fails ("lockfile is out of date")
- * on any missing, differing or prunable skill pin or resolve failure,
- * comparing source, path, git, rev and checksum only (attribution such as
- * license never counts as drift). Without --locked the skill rows are
- * updated, stale ones pruned, and the lock saved atomically under the writer
- * lock when its bytes change.
+ * agentstack install [--locked] [--allow-flagged] — resolve every skill
+ * against the lock (01 §4.7). Git skills are fetched into the machine home's
+ * store (the locked commit beats the manifest rev). Everything the project
+ * puts into agents' context is content-scanned (03 §8): a High finding
+ * refuses unless --allow-flagged, and nothing is locked. --locked writes
+ * nothing in the project and fails ("lockfile is out of date") on any
+ * missing, differing or prunable skill pin or resolve failure, comparing
+ * source, path, git, rev and checksum only (attribution such as license never
+ * counts as drift). Without --locked the skill rows are updated, stale ones
+ * pruned, and the lock saved atomically under the writer lock when its bytes
+ * change.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +23,7 @@
 #include "bundle/home.h"
 #include "bundle/lockfile.h"
 #include "bundle/manifest.h"
+#include "bundle/scan.h"
 #include "cli/cli.h"
 #include "trust/trust.h"
 
@@ -38,6 +43,46 @@ static bool row_matches(const struct lock_skill *row, const struct pin_item *it)
            strcmp(row->checksum, it->checksum) == 0;
 }
 
+/* Scans what the resolved items deliver; prints every finding. */
+static int scan_items(const struct manifest *m, const pin_items *items, struct scan_report *r,
+                      struct as_err *err)
+{
+    for (size_t i = 0; i < items->n; i++) {
+        const struct pin_item *it = &items->v[i];
+        if ((it->kind != PIN_SKILL && it->kind != PIN_INSTRUCTION && it->kind != PIN_VARIANT &&
+             it->kind != PIN_EXTENSION) ||
+            it->state != PIN_OK || !it->fs_path)
+            continue;
+        char *item = it->kind == PIN_VARIANT ? xasprintf("instruction '%s' variant", it->name)
+                                             : xasprintf("%s '%s'", pin_kind_name(it->kind),
+                                                         it->name);
+        size_t rl = strlen(m->project_root);
+        const char *disp = it->fs_path;
+        if (strncmp(disp, m->project_root, rl) == 0 && disp[rl] == '/')
+            disp += rl + 1;
+        int rc = scan_tree(item, it->fs_path, disp, r, err);
+        free(item);
+        if (rc < 0)
+            return -1;
+    }
+    for (size_t i = 0; i < r->v.n; i++) {
+        const struct scan_finding *f = &r->v.v[i];
+        strbuf line = SB_INIT;
+        sb_adds(&line, f->sev == SCAN_HIGH ? "✗ " : "⚠ ");
+        if (f->item)
+            sb_addf(&line, "%s: ", f->item);
+        scan_finding_format(f, &line);
+        strbuf clean = SB_INIT;
+        term_sanitize(&clean, line.buf, line.len);
+        fprintf(stderr, "%s\n", clean.buf);
+        if (f->fix)
+            fprintf(stderr, "    ↳ %s\n", f->fix);
+        sb_release(&line);
+        sb_release(&clean);
+    }
+    return 0;
+}
+
 static void say(const char *mark, const char *name, const char *rest)
 {
     strbuf sb = SB_INIT;
@@ -51,10 +96,12 @@ static void say(const char *mark, const char *name, const char *rest)
 
 int cmd_install(int argc, char **argv, struct cli_ctx *ctx)
 {
-    bool locked_only = false;
+    bool locked_only = false, allow_flagged = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--locked") == 0)
             locked_only = true;
+        else if (strcmp(argv[i], "--allow-flagged") == 0)
+            allow_flagged = true;
         else
             return cli_usage_error("install", "unknown argument '%s'", argv[i]);
     }
@@ -75,6 +122,8 @@ int cmd_install(int argc, char **argv, struct cli_ctx *ctx)
     pin_items items = VEC_INIT;
     strbuf home = SB_INIT;
     strvec warnings = STRVEC_INIT;
+    struct scan_report scan;
+    scan_report_init(&scan);
     if (home_dir(&home, &err) < 0)
         goto fail;
     if (!locked_only) {
@@ -98,9 +147,31 @@ int cmd_install(int argc, char **argv, struct cli_ctx *ctx)
     } else {
         lock = lockfile_new();
     }
-    struct pin_opts po = {.home = home.buf, .lock = lock};
+    /* The store is a machine cache: --locked may fetch git sources into it. */
+    for (size_t i = 0; i < m->skills.n; i++)
+        if (m->skills.v[i].source == MF_SOURCE_GIT) {
+            strbuf line = SB_INIT;
+            sb_addf(&line, "→ resolving git skill '%s' from %s", m->skills.v[i].name,
+                    m->skills.v[i].git);
+            strbuf clean = SB_INIT;
+            term_sanitize(&clean, line.buf, line.len);
+            fprintf(stderr, "%s\n", clean.buf);
+            sb_release(&line);
+            sb_release(&clean);
+        }
+    struct pin_opts po = {.home = home.buf, .lock = lock, .fetch = true};
     if (pin_collect(m, &po, &items, &err) < 0)
         goto fail;
+    if (scan_items(m, &items, &scan, &err) < 0)
+        goto fail;
+    if (scan_report_blocking(&scan) && !allow_flagged) {
+        cli_errorf("install refused: the content scan found %zu high finding%s — nothing was "
+                   "locked",
+                   scan.high, scan.high == 1 ? "" : "s");
+        fprintf(stderr, "  review the findings above; to install anyway: agentstack install "
+                        "--allow-flagged\n");
+        goto out;
+    }
 
     size_t problems = 0, changed = 0;
     for (size_t i = 0; i < items.n; i++) {
@@ -182,14 +253,16 @@ int cmd_install(int argc, char **argv, struct cli_ctx *ctx)
     nl->instructions = lock->instructions;
     nl->executables = lock->executables;
     nl->settings = lock->settings;
-    nl->ext_extension = lock->ext_extension;
-    nl->ext_workflow = lock->ext_workflow;
+    nl->extensions = lock->extensions;
+    nl->workflows = lock->workflows;
     nl->ext_package = lock->ext_package;
     memset(&lock->servers, 0, sizeof lock->servers);
     memset(&lock->instructions, 0, sizeof lock->instructions);
     memset(&lock->executables, 0, sizeof lock->executables);
     memset(&lock->settings, 0, sizeof lock->settings);
-    lock->ext_extension = lock->ext_workflow = lock->ext_package = NULL;
+    memset(&lock->extensions, 0, sizeof lock->extensions);
+    memset(&lock->workflows, 0, sizeof lock->workflows);
+    lock->ext_package = NULL;
     /* A partial write drops the manifest stamp (§4.4). */
     bool written = false;
     if (!changed) {
@@ -212,6 +285,7 @@ fail:
 out:
     if (held)
         lock_release(&wl);
+    scan_report_free(&scan);
     strvec_clear(&warnings);
     sb_release(&home);
     pin_items_free(&items);

@@ -1,8 +1,13 @@
 /*
  * agentstack trust [PATH] [--list | --revoke | --preview | --yes --consented D]
- * (01 §6.4–§6.9). The review, the blockers and the grant all derive from one
- * snapshot of the three files; --consented recomputes the digest from disk
- * inside the writer lock and must match exactly.
+ * [--allow-flagged] (01 §6.4–§6.9). The review, the blockers and the grant
+ * all derive from one snapshot of the three files; --consented recomputes the
+ * digest from disk inside the writer lock and must match exactly. At a
+ * terminal, drifted skills and instructions are answered one by one (accept /
+ * keep the approved bytes / block, §6.8); accepting re-hashes and patches the
+ * lock inside the writer lock. High content-scan findings refuse the grant
+ * unless --allow-flagged: delivery needs Trusted and matching pins, so the
+ * grant is where hidden text is stopped.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +22,9 @@
 #include "base/xalloc.h"
 #include "bundle/consent.h"
 #include "bundle/discover.h"
+#include "bundle/lockfile.h"
 #include "bundle/manifest.h"
+#include "bundle/scan.h"
 #include "cli/cli.h"
 #include "trust/trust.h"
 
@@ -25,7 +32,7 @@ int cmd_trust(int argc, char **argv, struct cli_ctx *ctx);
 
 struct trust_args {
     const char *path;
-    bool list, revoke, preview, yes;
+    bool list, revoke, preview, yes, allow_flagged;
     const char *consented;
 };
 
@@ -41,6 +48,8 @@ static int parse(int argc, char **argv, struct trust_args *a)
             a->preview = true;
         else if (strcmp(s, "--yes") == 0 || strcmp(s, "-y") == 0)
             a->yes = true;
+        else if (strcmp(s, "--allow-flagged") == 0)
+            a->allow_flagged = true;
         else if (strcmp(s, "--consented") == 0 || strcmp(s, "--consented-digest") == 0) {
             if (i + 1 >= argc)
                 return cli_usage_error("trust", "%s needs the digest from --preview", s);
@@ -59,8 +68,8 @@ static int parse(int argc, char **argv, struct trust_args *a)
     int modes = a->list + a->revoke + a->preview;
     if (modes > 1)
         return cli_usage_error("trust", "--list, --revoke and --preview exclude each other");
-    if (modes && (a->yes || a->consented))
-        return cli_usage_error("trust", "--yes/--consented only apply to a grant");
+    if (modes && (a->yes || a->consented || a->allow_flagged))
+        return cli_usage_error("trust", "--yes/--consented/--allow-flagged only apply to a grant");
     return 0;
 }
 
@@ -209,17 +218,276 @@ static int consented_mismatch(const char *given, const char *fresh)
     return EXIT_FAIL;
 }
 
+/* One line from the terminal, trimmed; false at EOF. */
+static bool read_answer(char *buf, size_t n)
+{
+    if (!fgets(buf, (int)n, stdin))
+        return false;
+    size_t len = strlen(buf);
+    while (len && (buf[len - 1] == '\n' || buf[len - 1] == '\r' || buf[len - 1] == ' '))
+        buf[--len] = '\0';
+    return true;
+}
+
 static bool ask_terminal(const char *base)
 {
     printf("\nTrust %s with exactly these bytes? [y/N] ", base);
     fflush(stdout);
     char line[64];
-    if (!fgets(line, sizeof line, stdin))
+    if (!read_answer(line, sizeof line))
         return false;
     return line[0] == 'y' || line[0] == 'Y';
 }
 
-static int grant(const struct trust_review *r, const char *consented)
+/* ---- drift answers (§6.8) ------------------------------------------------- */
+
+enum answer { ANS_NONE, ANS_ACCEPT, ANS_KEEP, ANS_BLOCK };
+
+struct drift_answer {
+    const struct trust_pin_result *x;
+    enum answer ans;
+    char live[SHA256_HEX_LEN + 1];     /* the live digest the reviewer saw */
+    char approved[SHA256_HEX_LEN + 1]; /* "" when there is none */
+};
+typedef VEC(struct drift_answer) drift_answers;
+
+static void item_label(const struct pin_item *it, strbuf *out)
+{
+    if (it->kind == PIN_VARIANT)
+        sb_addf(out, "instruction '%s' variant ", it->name);
+    else
+        sb_addf(out, "%s '%s'", pin_kind_name(it->kind), it->name);
+    if (it->kind == PIN_VARIANT)
+        term_sanitize(out, it->declared_path, strlen(it->declared_path));
+}
+
+/* Asks about every answerable item. Returns the number of drifted items that
+ * were left unanswered (each keeps its blocker). */
+static size_t ask_drift(const struct trust_review *r, drift_answers *out)
+{
+    size_t open = 0;
+    bool header = false;
+    for (size_t i = 0; i < r->pins.results.n; i++) {
+        const struct trust_pin_result *x = &r->pins.results.v[i];
+        if (!trust_answerable(x))
+            continue;
+        if (!header) {
+            printf("\nDrifted content — for each: [a]ccept the live bytes, [k]eep the approved "
+                   "bytes (delivered from the content store), [b]lock it (never delivered), or "
+                   "Enter to %s\n",
+                   "leave it as it is (a drifted item keeps blocking)");
+            header = true;
+        }
+        struct drift_answer a = {x, ANS_NONE, "", ""};
+        snprintf(a.live, sizeof a.live, "%s", trust_live_pin(x->item));
+        const char *ap = trust_approved_pin(r, x);
+        snprintf(a.approved, sizeof a.approved, "%s", ap ? ap : "");
+        strbuf label = SB_INIT;
+        item_label(x->item, &label);
+        const char *now = x->item->decision == PIN_DECISION_KEEP    ? "kept"
+                          : x->item->decision == PIN_DECISION_BLOCK ? "blocked"
+                                                                    : "drifted";
+        printf("  %s — %s (approved %.12s, live %.12s): ", label.buf, now,
+               a.approved[0] ? a.approved : "none", a.live[0] ? a.live : "unreadable");
+        fflush(stdout);
+        sb_release(&label);
+        char line[64];
+        if (read_answer(line, sizeof line)) {
+            if (line[0] == 'a' || line[0] == 'A')
+                a.ans = a.live[0] ? ANS_ACCEPT : ANS_NONE;
+            else if (line[0] == 'k' || line[0] == 'K')
+                a.ans = a.approved[0] ? ANS_KEEP : ANS_NONE;
+            else if (line[0] == 'b' || line[0] == 'B')
+                a.ans = ANS_BLOCK;
+        }
+        if (a.ans == ANS_NONE && x->status == PIN_DRIFTED)
+            open++;
+        vec_push(out, a);
+    }
+    return open;
+}
+
+static const struct drift_answer *answer_for(const drift_answers *ans, const struct pin_item *it)
+{
+    for (size_t i = 0; ans && i < ans->n; i++)
+        if (ans->v[i].x->item == it)
+            return &ans->v[i];
+    return NULL;
+}
+
+/* A decision row in trust.json's shape (§6.1). */
+static json_t *decision_json(const struct pin_item *it, enum answer a, const char *pin)
+{
+    json_t *d = json_object();
+    json_object_set_new(d, "kind", json_string(pin_decision_kind(it)));
+    json_object_set_new(d, "name", json_string(it->name));
+    if (it->kind == PIN_VARIANT)
+        json_object_set_new(d, "variant", json_string(it->declared_path));
+    json_t *ans = json_object();
+    json_object_set_new(ans, "answer", json_string(a == ANS_KEEP ? "keep-pinned" : "blocked"));
+    if (pin && pin[0])
+        json_object_set_new(ans, "pin", json_string(pin));
+    json_object_set_new(d, "answer", ans);
+    return d;
+}
+
+static bool decision_is(json_t *d, const struct pin_item *it)
+{
+    const char *k = json_get_str(d, "kind"), *n = json_get_str(d, "name");
+    const char *v = json_get_str(d, "variant");
+    const char *want = pin_decision_kind(it);
+    const char *wv = it->kind == PIN_VARIANT ? it->declared_path : NULL;
+    return k && n && want && strcmp(k, want) == 0 && strcmp(n, it->name) == 0 &&
+           ((!v && !wv) || (v && wv && strcmp(v, wv) == 0));
+}
+
+/* The decisions to record: prior ones for items still present and not
+ * answered now, then this review's keep/block answers. */
+static json_t *merge_decisions(const struct trust_review *r, const drift_answers *ans,
+                               size_t *decided, size_t *undecided)
+{
+    json_t *out = json_array();
+    for (size_t i = 0; i < json_array_size(r->prior_decisions); i++) {
+        json_t *d = json_array_get(r->prior_decisions, i);
+        const struct pin_item *match = NULL;
+        for (size_t j = 0; j < r->pins.results.n && !match; j++)
+            if (decision_is(d, r->pins.results.v[j].item))
+                match = r->pins.results.v[j].item;
+        const struct drift_answer *a = match ? answer_for(ans, match) : NULL;
+        if (!match || (a && a->ans == ANS_ACCEPT)) {
+            (*undecided)++;
+            continue;
+        }
+        if (a && a->ans != ANS_NONE)
+            continue; /* replaced below */
+        json_array_append_new(out, json_deep_copy(d));
+    }
+    for (size_t i = 0; ans && i < ans->n; i++) {
+        const struct drift_answer *a = &ans->v[i];
+        if (a->ans != ANS_KEEP && a->ans != ANS_BLOCK)
+            continue;
+        json_array_append_new(out, decision_json(a->x->item, a->ans, a->approved));
+        (*decided)++;
+    }
+    return out;
+}
+
+/* The surface as recorded: accepted items at their live pin, kept and
+ * blocked ones at the approved pin. */
+static json_t *surface_with_answers(const struct trust_review *r, const drift_answers *ans)
+{
+    json_t *s = trust_review_surface(r);
+    for (size_t i = 0; ans && i < ans->n; i++) {
+        const struct drift_answer *a = &ans->v[i];
+        const struct pin_item *it = a->x->item;
+        if (it->kind == PIN_VARIANT || a->ans == ANS_NONE)
+            continue;
+        const char *kind = it->kind == PIN_SKILL ? "skill" : "instruction";
+        const char *pin = a->ans == ANS_ACCEPT ? a->live : a->approved;
+        for (size_t j = 0; j < json_array_size(s); j++) {
+            json_t *e = json_array_get(s, j);
+            const char *k = json_get_str(e, "kind"), *n = json_get_str(e, "name");
+            if (k && n && strcmp(k, kind) == 0 && strcmp(n, it->name) == 0 && pin[0])
+                json_object_set_new(e, "pin", json_string(pin));
+        }
+    }
+    return s;
+}
+
+static bool same_blob(bool ha, const strbuf *a, bool hb, const strbuf *b)
+{
+    return ha == hb && (!ha || (a->len == b->len && memcmp(a->buf, b->buf, a->len) == 0));
+}
+
+/* Accepting re-hashes each accepted item, refuses if its bytes are not those
+ * shown, patches those checksums into the snapshot's lock, deposits the
+ * accepted bytes and returns the digest of the files as written. */
+static int accept_pins(const struct trust_review *r, const drift_answers *ans, char *digest,
+                       struct as_err *err)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < ans->n; i++)
+        n += ans->v[i].ans == ANS_ACCEPT;
+    if (!n)
+        return 0;
+    pin_items fresh = VEC_INIT;
+    struct pin_opts po = {.home = r->home, .lock = r->pins.lock, .no_decisions = true};
+    struct lockfile *l = NULL;
+    pin_items accepted = VEC_INIT;
+    strvec warnings = STRVEC_INIT;
+    struct manifest_snapshot after;
+    manifest_snapshot_init(&after);
+    int rc = -1;
+    if (pin_collect(r->m, &po, &fresh, err) < 0)
+        goto out;
+    for (size_t i = 0; i < ans->n; i++) {
+        const struct drift_answer *a = &ans->v[i];
+        if (a->ans != ANS_ACCEPT)
+            continue;
+        const struct pin_item *want = a->x->item, *got = NULL;
+        for (size_t j = 0; j < fresh.n && !got; j++) {
+            const struct pin_item *f = &fresh.v[j];
+            if (f->kind == want->kind && strcmp(f->name, want->name) == 0 &&
+                ((!f->declared_path && !want->declared_path) ||
+                 (f->declared_path && want->declared_path &&
+                  strcmp(f->declared_path, want->declared_path) == 0)))
+                got = f;
+        }
+        if (!got || got->state != PIN_OK || strcmp(got->checksum, a->live) != 0) {
+            strbuf label = SB_INIT;
+            item_label(want, &label);
+            as_err_set(err, "changed while you were reviewing: %s no longer has the bytes "
+                            "shown (%.12s); nothing was written", label.buf, a->live);
+            as_err_hint(err, "review it again: agentstack trust .");
+            sb_release(&label);
+            goto out;
+        }
+        vec_push(&accepted, *got); /* borrowed: fresh owns the strings */
+    }
+    if (!r->snap.has_lock || !(l = lockfile_parse(r->paths->lock, r->snap.lock.buf,
+                                                  r->snap.lock.len, err)))
+        goto out;
+    for (size_t i = 0; i < accepted.n; i++) {
+        const struct pin_item *it = &accepted.v[i];
+        char *c = (char *)pin_locked_checksum(l, it);
+        if (!c) {
+            as_err_set(err, "%s '%s' has no row in agentstack.lock to patch", pin_kind_name(it->kind),
+                       it->name);
+            goto out;
+        }
+        memcpy(c, it->checksum, SHA256_HEX_LEN + 1);
+    }
+    /* The stamp still describes the manifest: only pins moved. */
+    bool written = false;
+    if (lockfile_save(l, r->paths->lock, r->paths->project_root, r->snap.lock.buf,
+                      r->snap.lock.len, true, &written, err) < 0)
+        goto out;
+    pin_deposit(&accepted, r->home, &warnings);
+    for (size_t i = 0; i < warnings.n; i++)
+        fprintf(stderr, "warning: %s\n", warnings.v[i]);
+    /* The digest comes from the bytes as written; the manifest and overlay
+     * must still be the ones reviewed. */
+    if (manifest_snapshot_read(r->paths, &after, err) < 0)
+        goto out;
+    if (!same_blob(after.has_manifest, &after.manifest, r->snap.has_manifest, &r->snap.manifest) ||
+        !same_blob(after.has_overlay, &after.overlay, r->snap.has_overlay, &r->snap.overlay)) {
+        as_err_set(err, "changed while you were reviewing: the manifest was edited; "
+                        "agentstack.lock holds the accepted pins, but nothing was trusted");
+        as_err_hint(err, "review it again: agentstack trust .");
+        goto out;
+    }
+    consent_digest_snapshot(&after, digest);
+    rc = 1;
+out:
+    manifest_snapshot_release(&after);
+    strvec_clear(&warnings);
+    vec_free(&accepted);
+    pin_items_free(&fresh);
+    lockfile_free(l);
+    return rc;
+}
+
+static int grant(const struct trust_review *r, const char *consented, const drift_answers *ans)
 {
     struct as_err err = AS_ERR_INIT;
     struct as_lock wl = {-1};
@@ -228,9 +496,10 @@ static int grant(const struct trust_review *r, const char *consented)
         return EXIT_FAIL;
     }
     int rc = EXIT_FAIL;
-    const char *record = r->status.digest; /* the snapshot, never re-read */
+    char record[CONSENT_DIGEST_LEN + 1];
+    snprintf(record, sizeof record, "%s", r->status.digest); /* the snapshot, never re-read */
     char fresh[CONSENT_DIGEST_LEN + 1];
-    if (consented) {
+    if (consented || ans) {
         struct manifest_snapshot snap;
         manifest_snapshot_init(&snap);
         if (manifest_snapshot_read(r->paths, &snap, &err) < 0) {
@@ -240,16 +509,22 @@ static int grant(const struct trust_review *r, const char *consented)
         }
         consent_digest_snapshot(&snap, fresh);
         manifest_snapshot_release(&snap);
-        if (strcmp(consented, fresh) != 0) {
+        if (consented && strcmp(consented, fresh) != 0) {
             rc = consented_mismatch(consented, fresh);
             goto out;
         }
         if (strcmp(fresh, r->status.digest) != 0) {
-            cli_errorf("the project changed while you were reviewing it; nothing was written — "
-                       "run agentstack trust . again");
+            cli_errorf("changed while you were reviewing: the manifest, overlay or lock was "
+                       "edited; nothing was written — run agentstack trust . again");
             goto out;
         }
-        record = fresh;
+    }
+    if (ans) {
+        int a = accept_pins(r, ans, record, &err);
+        if (a < 0) {
+            cli_error(&err);
+            goto out;
+        }
     }
     struct trust_store s;
     if (trust_store_load(&s, &err) < 0) {
@@ -262,10 +537,17 @@ static int grant(const struct trust_review *r, const char *consented)
     const char *prev = trust_store_digest(&s, key);
     bool existed = prev != NULL;
     bool same = existed && strcmp(prev, record) == 0;
+    size_t decided = 0, undecided = 0;
+    json_t *decisions = ans ? merge_decisions(r, ans, &decided, &undecided)
+                            : json_deep_copy(json_object_get(trust_store_entry(&s, key),
+                                                             "decisions"));
     json_t *e = json_object();
     json_object_set_new(e, "digest", json_string(record));
     json_object_set_new(e, "trusted_at", json_integer((json_int_t)time(NULL)));
-    json_object_set_new(e, "surface", trust_review_surface(r));
+    json_object_set_new(e, "surface", surface_with_answers(r, ans));
+    if (json_array_size(decisions))
+        json_object_set_new(e, "decisions", json_incref(decisions));
+    json_decref(decisions);
     json_object_set_new(json_object_get(s.root, "trusted"), key, e);
     if (trust_store_save(&s, &err) < 0) {
         cli_error(&err);
@@ -273,12 +555,27 @@ static int grant(const struct trust_review *r, const char *consented)
         goto out;
     }
     trust_store_free(&s);
-    if (!same) {
-        struct as_err lerr = AS_ERR_INIT;
-        if (trust_log(existed ? "regrant" : "grant", key, record, &lerr) < 0)
-            fprintf(stderr, "warning: trust.jsonl not written: %s\n", lerr.msg);
-    }
+    struct as_err lerr = AS_ERR_INIT;
+    if (!same && trust_log(existed ? "regrant" : "grant", key, record, &lerr) < 0)
+        fprintf(stderr, "warning: trust.jsonl not written: %s\n", lerr.msg);
+    /* Decisions are stored after the grant, and logged after it. */
+    if (decided && trust_log("decide", key, record, &lerr) < 0)
+        fprintf(stderr, "warning: trust.jsonl not written: %s\n", lerr.msg);
+    if (undecided && trust_log("undecide", key, record, &lerr) < 0)
+        fprintf(stderr, "warning: trust.jsonl not written: %s\n", lerr.msg);
     printf("✓ trusted at %s.\n", record);
+    for (size_t i = 0; ans && i < ans->n; i++) {
+        const struct drift_answer *a = &ans->v[i];
+        if (a->ans == ANS_NONE)
+            continue;
+        strbuf label = SB_INIT;
+        item_label(a->x->item, &label);
+        printf("  %s: %s\n", label.buf,
+               a->ans == ANS_ACCEPT ? "accepted — agentstack.lock now pins the live bytes"
+               : a->ans == ANS_KEEP ? "kept — the approved bytes are delivered from the store"
+                                    : "blocked — it is not delivered");
+        sb_release(&label);
+    }
     printf("  any edit to agentstack.toml, agentstack.local.toml or agentstack.lock needs a new "
            "review;\n  drifted skills, instructions or executables block use until re-pinned;\n"
            "  undo with: agentstack trust --revoke\n");
@@ -286,6 +583,25 @@ static int grant(const struct trust_review *r, const char *consented)
 out:
     lock_release(&wl);
     return rc;
+}
+
+/* Blockers a terminal answer can lift: drifted skills and instructions. */
+static size_t hard_blockers(const struct trust_review *r)
+{
+    size_t soft = 0;
+    for (size_t i = 0; i < r->pins.results.n; i++) {
+        const struct trust_pin_result *x = &r->pins.results.v[i];
+        soft += x->blocks && trust_answerable(x);
+    }
+    return r->blockers.n - soft;
+}
+
+static void print_blockers(const struct trust_review *r)
+{
+    strbuf b = SB_INIT;
+    trust_review_blockers(r, &b);
+    cli_errorf("%s", b.buf);
+    sb_release(&b);
 }
 
 static int do_trust(const struct trust_args *a, struct cli_ctx *ctx)
@@ -298,6 +614,7 @@ static int do_trust(const struct trust_args *a, struct cli_ctx *ctx)
         return EXIT_FAIL;
     }
     struct trust_review r;
+    drift_answers answers = VEC_INIT;
     int rc = EXIT_FAIL;
     if (trust_review_build(&p, &r, &err) < 0) {
         cli_error(&err);
@@ -324,14 +641,12 @@ static int do_trust(const struct trust_args *a, struct cli_ctx *ctx)
     if (r.lock_first)
         fprintf(stderr, "warning: no agentstack.lock yet, but this project has content to pin: "
                         "agentstack lock --write\n");
-    if (r.blockers.n) {
-        strbuf b = SB_INIT;
-        trust_review_blockers(&r, &b);
-        cli_errorf("%s", b.buf);
-        sb_release(&b);
+    bool tty = term_isatty(0);
+    bool interactive = tty && !a->yes && !a->consented;
+    if (r.blockers.n && (!interactive || hard_blockers(&r))) {
+        print_blockers(&r);
         goto out;
     }
-    bool tty = term_isatty(0);
     if (a->yes && !a->consented) {
         cli_errorf("refusing to trust: --yes requires --consented <surface_digest> (from "
                    "agentstack trust . --preview)");
@@ -342,13 +657,35 @@ static int do_trust(const struct trust_args *a, struct cli_ctx *ctx)
                    "--preview, then agentstack trust . --yes --consented <surface_digest>");
         goto out;
     }
-    if (!a->yes && !ask_terminal(p.base)) {
-        printf("not trusted; nothing was written\n");
-        rc = EXIT_FAIL;
+    if ((scan_report_blocking(&r.scan) || r.scan_error) && !a->allow_flagged) {
+        if (r.scan_error)
+            cli_errorf("refusing to trust: the content scan could not run (%s)", r.scan_error);
+        else
+            cli_errorf("refusing to trust: the content scan found %zu high finding%s (hidden "
+                       "text in what this project puts into agents' context) — nothing was "
+                       "written",
+                       r.scan.high, r.scan.high == 1 ? "" : "s");
+        fprintf(stderr, "  review the findings above; to trust it anyway: agentstack trust . "
+                        "--allow-flagged\n");
         goto out;
     }
-    rc = grant(&r, a->consented);
+    if (interactive) {
+        size_t open = ask_drift(&r, &answers);
+        if (open) {
+            cli_errorf("cannot trust %s: %zu drifted item%s left unanswered — nothing was "
+                       "written",
+                       p.base, open, open == 1 ? "" : "s");
+            fprintf(stderr, "  answer a, k or b for each, or re-pin: agentstack lock --write\n");
+            goto out;
+        }
+        if (!ask_terminal(p.base)) {
+            printf("not trusted; nothing was written\n");
+            goto out;
+        }
+    }
+    rc = grant(&r, a->consented, interactive ? &answers : NULL);
 out:
+    vec_free(&answers);
     trust_review_free(&r);
     bundle_paths_free(&p);
     return rc;

@@ -28,6 +28,7 @@ static void item_free(struct trust_item *it)
     free(it->prior_pin);
     free(it->fix);
     free(it->tag);
+    json_decref(it->diff);
 }
 
 void trust_review_free(struct trust_review *r)
@@ -55,6 +56,9 @@ void trust_review_free(struct trust_review *r)
     manifest_snapshot_release(&r->snap);
     free(r->machine_ceiling);
     free(r->home);
+    scan_report_free(&r->scan);
+    free(r->scan_error);
+    json_decref(r->prior_decisions);
     memset(r, 0, sizeof *r);
 }
 
@@ -154,6 +158,24 @@ static void add_servers(struct trust_review *r)
     }
 }
 
+/* "pinned", or what a standing decision does to the item. */
+static const char *decided_status(const struct pin_item *pi, enum pin_status st)
+{
+    if (pi->decision == PIN_DECISION_BLOCK)
+        return "blocked by your decision — not delivered";
+    if (pi->decision == PIN_DECISION_KEEP && pi->omitted)
+        return "kept, but the approved copy is missing — not delivered";
+    if (pi->decision == PIN_DECISION_KEEP && strcmp(pi->live_checksum, pi->checksum) != 0)
+        return "kept at the approved bytes — the live copy drifted";
+    return tag_status(st);
+}
+
+static void join(strbuf *out, const strvec *v)
+{
+    for (size_t i = 0; i < v->n; i++)
+        sb_addf(out, "%s%s", i ? ", " : "", v->v[i]);
+}
+
 static void add_pinned_kind(struct trust_review *r, enum pin_kind kind, const char *item_kind)
 {
     for (size_t i = 0; i < r->pins.results.n; i++) {
@@ -161,28 +183,47 @@ static void add_pinned_kind(struct trust_review *r, enum pin_kind kind, const ch
         const struct pin_item *pi = x->item;
         if (pi->kind != kind)
             continue;
-        const char *identity = "";
+        strbuf id = SB_INIT;
         if (kind == PIN_SKILL)
-            identity = pi->library ? (pi->state == PIN_OK ? "library" : "?") : "inline";
+            sb_adds(&id, pi->library ? (pi->state == PIN_OK ? "library" : "?") : "inline");
         else if (kind == PIN_EXECUTABLE)
-            identity = pi->sub;
+            sb_adds(&id, pi->sub);
+        else if (kind == PIN_EXTENSION)
+            sb_adds(&id, pi->target ? pi->target : "");
+        else if (kind == PIN_WORKFLOW)
+            join(&id, &pi->roles);
         struct trust_item *it =
-            add_item(r, item_kind, pi->name, identity, pi->state == PIN_OK ? pi->checksum : NULL);
+            add_item(r, item_kind, pi->name, id.buf, pi->state == PIN_OK ? pi->checksum : NULL);
+        sb_release(&id);
         it->drifted = x->status == PIN_DRIFTED;
         if (kind == PIN_SKILL)
-            it->tag =
-                xasprintf("[%s, %s]", pi->library ? "library" : "inline", tag_status(x->status));
+            it->tag = xasprintf("[%s, %s]", pi->library ? "library" : pi->git ? "git" : "inline",
+                                decided_status(pi, x->status));
+        else if (kind == PIN_EXTENSION || kind == PIN_WORKFLOW)
+            it->tag = xasprintf("[%s, %s]", pi->source ? pi->source : "?", tag_status(x->status));
         else
-            it->tag = xasprintf("[%s]", tag_status(x->status));
+            it->tag = xasprintf("[%s]", decided_status(pi, x->status));
+        /* A workflow drifts when its blueprint does. */
+        if (kind == PIN_WORKFLOW)
+            for (size_t j = 0; j < r->pins.results.n; j++) {
+                const struct trust_pin_result *b = &r->pins.results.v[j];
+                if (b->item->kind == PIN_BLUEPRINT && strcmp(b->item->name, pi->name) == 0 &&
+                    b->status != PIN_MATCHES) {
+                    it->drifted = it->drifted || b->status == PIN_DRIFTED;
+                    free(it->tag);
+                    it->tag = xasprintf("[blueprint %s]", tag_status(b->status));
+                }
+            }
         /* An instruction drifts when any of its variants does. */
         if (kind == PIN_INSTRUCTION)
             for (size_t j = 0; j < r->pins.results.n; j++) {
                 const struct trust_pin_result *v = &r->pins.results.v[j];
                 if (v->item->kind == PIN_VARIANT && strcmp(v->item->name, pi->name) == 0 &&
-                    v->status != PIN_MATCHES) {
+                    (v->status != PIN_MATCHES || v->item->decision != PIN_DECISION_NONE)) {
                     it->drifted = it->drifted || v->status == PIN_DRIFTED;
                     free(it->tag);
-                    it->tag = xasprintf("[variant %s]", tag_status(v->status));
+                    it->tag = xasprintf("[variant %s: %s]", v->item->declared_path,
+                                        decided_status(v->item, v->status));
                 }
             }
     }
@@ -307,6 +348,8 @@ static const char *blocker_kind(const struct pin_item *it)
         return "instruction";
     case PIN_EXECUTABLE:
         return "executable";
+    case PIN_BLUEPRINT:
+        return "workflow";
     default:
         return pin_kind_name(it->kind);
     }
@@ -333,6 +376,83 @@ static void collect_blockers(struct trust_review *r, const mf_diags *diags)
         int group = it->kind == PIN_SERVER ? 0 : x->status == PIN_DRIFTED ? 1 : 2;
         const char *fix = x->status == PIN_RESOLVE_FAILED ? NULL : "agentstack lock --write";
         add_blocker(r, blocker_kind(it), it->name, x->message, fix, group);
+    }
+}
+
+/* ---- drift answers and diffs ------------------------------------------- */
+
+const char *trust_live_pin(const struct pin_item *it)
+{
+    if (it->decision != PIN_DECISION_NONE)
+        return it->live_checksum;
+    return it->state == PIN_OK ? it->checksum : "";
+}
+
+bool trust_answerable(const struct trust_pin_result *x)
+{
+    const struct pin_item *it = x->item;
+    if (it->kind != PIN_SKILL && it->kind != PIN_INSTRUCTION && it->kind != PIN_VARIANT)
+        return false;
+    return x->status == PIN_DRIFTED || it->decision != PIN_DECISION_NONE;
+}
+
+static const struct trust_item *find_item(const struct trust_review *r, const char *kind,
+                                          const char *name)
+{
+    for (size_t i = 0; i < r->items.n; i++)
+        if (strcmp(r->items.v[i].kind, kind) == 0 && strcmp(r->items.v[i].name, name) == 0)
+            return &r->items.v[i];
+    return NULL;
+}
+
+const char *trust_approved_pin(const struct trust_review *r, const struct trust_pin_result *x)
+{
+    const struct pin_item *it = x->item;
+    if (it->decision != PIN_DECISION_NONE)
+        return it->checksum;
+    /* The pin recorded at consent covers skills and instruction bases. */
+    if (it->kind != PIN_VARIANT) {
+        const struct trust_item *ti =
+            find_item(r, it->kind == PIN_SKILL ? "skill" : "instruction", it->name);
+        if (ti && ti->prior_pin)
+            return ti->prior_pin;
+    }
+    return pin_locked_checksum(r->pins.lock, it);
+}
+
+/* Diffs of skills and instructions whose bytes moved from the approved ones:
+ * drifted from the lock, kept at approved bytes, or re-pinned since consent. */
+static void add_diffs(struct trust_review *r)
+{
+    for (size_t i = 0; i < r->items.n; i++) {
+        struct trust_item *ti = &r->items.v[i];
+        bool skill = strcmp(ti->kind, "skill") == 0;
+        if (!skill && strcmp(ti->kind, "instruction") != 0)
+            continue;
+        size_t budget = TRUST_DIFF_LINES;
+        json_t *d = NULL;
+        for (size_t j = 0; j < r->pins.results.n; j++) {
+            const struct trust_pin_result *x = &r->pins.results.v[j];
+            const struct pin_item *it = x->item;
+            bool mine = strcmp(it->name, ti->name) == 0 &&
+                        (skill ? it->kind == PIN_SKILL
+                               : it->kind == PIN_INSTRUCTION || it->kind == PIN_VARIANT);
+            if (!mine)
+                continue;
+            const char *live = trust_live_pin(it);
+            const char *approved = trust_approved_pin(r, x);
+            if (x->status != PIN_DRIFTED && it->decision == PIN_DECISION_NONE &&
+                it->kind != PIN_VARIANT && ti->prior_pin)
+                approved = ti->prior_pin; /* re-pinned since consent: pin to pin */
+            if (!approved || !live[0] || strcmp(approved, live) == 0)
+                continue;
+            if (!d)
+                d = trust_diff_new();
+            const char *path = it->live_path ? it->live_path : it->fs_path;
+            const char *disp = it->declared_path ? it->declared_path : it->name;
+            trust_diff_add(d, r->home, skill, approved, live, path, disp, &budget);
+        }
+        ti->diff = d;
     }
 }
 
@@ -383,6 +503,8 @@ int trust_review_build(const struct bundle_paths *p, struct trust_review *r, str
     add_pinned_kind(r, PIN_EXECUTABLE, "executable");
     add_pinned_kind(r, PIN_SKILL, "skill");
     add_pinned_kind(r, PIN_INSTRUCTION, "instruction");
+    add_pinned_kind(r, PIN_EXTENSION, "extension");
+    add_pinned_kind(r, PIN_WORKFLOW, "workflow");
     add_hooks(r);
     add_settings(r);
     add_aggregates(r);
@@ -396,10 +518,13 @@ int trust_review_build(const struct bundle_paths *p, struct trust_review *r, str
         r->prior_recorded = json_is_array(s);
         r->store_corrupt = st.corrupt;
         prior = json_incref(s);
+        json_t *d = json_object_get(e, "decisions");
+        r->prior_decisions = json_is_array(d) ? json_deep_copy(d) : NULL;
         trust_store_free(&st);
     }
     compare_prior(r, prior);
     json_decref(prior);
+    add_diffs(r);
     collect_blockers(r, &diags);
     mf_diags_free(&diags);
 
@@ -409,6 +534,10 @@ int trust_review_build(const struct bundle_paths *p, struct trust_review *r, str
         r->machine_ceiling = sb_detach(&mp, NULL);
     sb_release(&mp);
     r->lock_first = !r->snap.has_lock && r->pins.items.n > 0;
+    scan_report_init(&r->scan);
+    struct as_err serr = AS_ERR_INIT;
+    if (scan_bundle(r->m, r->home, &r->scan, &serr) < 0)
+        r->scan_error = xstrdup(serr.msg);
     for (size_t i = 0; i < r->pins.results.n; i++)
         if (r->pins.results.v[i].status == PIN_DRIFTED && r->pins.results.v[i].blocks)
             r->content_drift = true;

@@ -177,12 +177,55 @@ static void section(const struct trust_review *r, strbuf *out, const char *kind,
             san(out, it->name);
             if (strcmp(kind, "executable") == 0 && strcmp(it->identity, "root") == 0)
                 sb_adds(out, " (integrity root)");
+            if (strcmp(kind, "extension") == 0) {
+                sb_adds(out, " for ");
+                san(out, it->identity);
+            }
+            if (strcmp(kind, "workflow") == 0) {
+                sb_adds(out, " (roles: ");
+                san(out, it->identity[0] ? it->identity : "none");
+                sb_adds(out, ")");
+            }
             if (it->tag) {
                 sb_adds(out, "   ");
-                sb_adds(out, it->tag);
+                san(out, it->tag);
             }
         }
         sb_addc(out, '\n');
+        if (it->diff)
+            trust_diff_render(it->diff, "      ", out);
+    }
+}
+
+void trust_review_scan(const struct trust_review *r, strbuf *out)
+{
+    if (r->scan_error) {
+        sb_adds(out, "\nContent scan — could not run: ");
+        san(out, r->scan_error);
+        sb_addc(out, '\n');
+        return;
+    }
+    if (!r->scan.v.n)
+        return;
+    sb_addf(out, "\nContent scan — %zu high, %zu warning%s\n", r->scan.high, r->scan.warn,
+            r->scan.warn == 1 ? "" : "s");
+    for (size_t i = 0; i < r->scan.v.n; i++) {
+        const struct scan_finding *f = &r->scan.v.v[i];
+        strbuf line = SB_INIT;
+        scan_finding_format(f, &line);
+        sb_adds(out, f->sev == SCAN_HIGH ? "  ✗ " : "  ⚠ ");
+        if (f->item) {
+            san(out, f->item);
+            sb_adds(out, ": ");
+        }
+        san(out, line.buf);
+        sb_addc(out, '\n');
+        if (f->fix) {
+            sb_adds(out, "      ↳ ");
+            san(out, f->fix);
+            sb_addc(out, '\n');
+        }
+        sb_release(&line);
     }
 }
 
@@ -207,6 +250,8 @@ void trust_review_render(const struct trust_review *r, strbuf *out)
     section(r, out, "executable", "Local executables");
     section(r, out, "skill", "Skills");
     section(r, out, "instruction", "Instructions");
+    section(r, out, "extension", "Extensions");
+    section(r, out, "workflow", "Workflows");
     section(r, out, "hook", "Hooks");
     section(r, out, "settings", "Settings");
     section(r, out, "policy", "Requested policy");
@@ -235,6 +280,7 @@ void trust_review_render(const struct trust_review *r, strbuf *out)
         san(out, x->message);
         sb_addc(out, '\n');
     }
+    trust_review_scan(r, out);
 }
 
 void trust_review_blockers(const struct trust_review *r, strbuf *out)
@@ -283,16 +329,12 @@ static json_t *item_json(const struct trust_item *it)
     json_object_set_new(o, "pin", str_or_null(it->pin));
     json_object_set_new(o, "prior_pin", str_or_null(it->prior_pin));
     json_object_set_new(o, "recognized_other_projects", json_array());
-    if (it->drifted && (strcmp(it->kind, "skill") == 0 || strcmp(it->kind, "instruction") == 0)) {
-        json_t *d = json_object();
-        json_object_set_new(d, "status", json_string("no_snapshot"));
-        json_object_set_new(d, "headline", json_string("content changed since it was pinned"));
-        json_object_set_new(d, "files", json_array());
-        json_object_set_new(d, "capped", json_false());
-        json_object_set_new(o, "diff", d);
-    } else {
+    if (it->diff)
+        json_object_set_new(o, "diff", json_incref(it->diff));
+    else if (strcmp(it->kind, "skill") == 0 || strcmp(it->kind, "instruction") == 0)
+        json_object_set_new(o, "diff", trust_diff_new());
+    else
         json_object_set_new(o, "diff", json_null());
-    }
     json_object_set_new(o, "drifted", json_boolean(it->drifted));
     json_object_set_new(
         o, "fix", it->drifted ? json_string("agentstack lock --write") : str_or_null(it->fix));
@@ -502,10 +544,19 @@ json_t *trust_review_preview(const struct trust_review *r)
     json_object_set_new(o, "schema_version", json_integer(1));
     json_t *features = json_array();
     const char *f[] = {"trust-preview",        "trust-consent",      "trust-server-blockers-v1",
-                       "trust-review-card-v1", "trust-card-diff-v1", "trust-card-groups-v1"};
+                       "trust-review-card-v1", "trust-card-diff-v1", "trust-card-groups-v1",
+                       "trust-content-scan-v1", "trust-decisions-v1"};
     for (size_t i = 0; i < sizeof f / sizeof *f; i++)
         json_array_append_new(features, json_string(f[i]));
     json_object_set_new(o, "features", features);
     json_object_set_new(o, "superseded", json_array());
+    /* [ext] after the spec's keys: the content scan the grant checks. */
+    json_t *scan = json_object();
+    json_object_set_new(scan, "high", json_integer((json_int_t)r->scan.high));
+    json_object_set_new(scan, "warn", json_integer((json_int_t)r->scan.warn));
+    json_object_set_new(scan, "blocking", json_boolean(scan_report_blocking(&r->scan)));
+    json_object_set_new(scan, "error", str_or_null(r->scan_error));
+    json_object_set_new(scan, "findings", scan_report_json(&r->scan));
+    json_object_set_new(o, "scan", scan);
     return o;
 }

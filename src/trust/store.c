@@ -221,6 +221,7 @@ void trust_pins_free(struct trust_pins *t)
     vec_free(&t->results);
     pin_items_free(&t->items);
     free(t->lock_error);
+    lockfile_free(t->lock);
     memset(t, 0, sizeof *t);
 }
 
@@ -251,6 +252,9 @@ static void classify(struct trust_pin_result *r)
     case PIN_INSTRUCTION:
     case PIN_VARIANT:
     case PIN_EXECUTABLE:
+    case PIN_EXTENSION: /* unpinned, drifted, retargeted or unresolvable */
+    case PIN_WORKFLOW:  /* … or role-changed */
+    case PIN_BLUEPRINT:
         r->blocks = true;
         break;
     case PIN_SETTING:
@@ -293,6 +297,6 @@ int trust_verify_pins(const struct manifest *m, const char *lock_path, const cha
             out->blocking++;
         vec_push(&out->results, r);
     }
-    lockfile_free(lock);
+    out->lock = lock;
     return 0;
 }

@@ -33,6 +33,7 @@
 #include "bundle/discover.h"
 #include "bundle/lockfile.h"
 #include "bundle/manifest.h"
+#include "bundle/scan.h"
 
 #define TRUST_LOCK_TIMEOUT_MS 10000
 
@@ -113,6 +114,7 @@ struct trust_pins {
     bool lock_unreadable;
     char *lock_error;
     bool lock_absent;
+    struct lockfile *lock; /* the parsed lock, or NULL (absent or unreadable) */
 };
 /* Verifies every pin of m against current bytes and the lock bytes given
  * (has_lock = false: no lock file). home may be NULL (no library). */
@@ -135,6 +137,7 @@ struct trust_item {
     bool drifted;
     char *fix;
     char *tag; /* card tag, e.g. "[inline, pinned]" (or NULL) */
+    json_t *diff; /* skills/instructions: §6.6 diff object, or NULL */
 };
 
 struct trust_blocker {
@@ -160,6 +163,13 @@ struct trust_review {
     bool content_drift;    /* a pinned body drifted: JSON state "drifted" */
     bool store_corrupt;    /* trust.json was unreadable: everything reads untrusted */
     char *home;
+    /* Content scan of everything the project puts into agents' context
+     * (03 §8): shown on the card; High findings refuse the grant unless
+     * --allow-flagged. scan_error is set when the scan itself failed. */
+    struct scan_report scan;
+    char *scan_error;
+    /* The prior decisions, as recorded in trust.json (§6.8). */
+    json_t *prior_decisions;
 };
 
 /* Reads the snapshot once, loads the model from it, verifies every pin and
@@ -175,5 +185,33 @@ void trust_review_blockers(const struct trust_review *r, strbuf *out);
 json_t *trust_review_preview(const struct trust_review *r);
 /* The surface to record at grant: [{kind, name, identity, pin}]. */
 json_t *trust_review_surface(const struct trust_review *r);
+/* The content scan section of the card ("" when nothing was found). */
+void trust_review_scan(const struct trust_review *r, strbuf *out);
+
+/* ---- drift answers at a terminal (§6.8) ---------------------------------- */
+
+/* A pin item a reviewer may answer at a terminal: a drifted skill,
+ * instruction or variant, or one that already carries a decision. */
+bool trust_answerable(const struct trust_pin_result *x);
+/* The approved pin of an answerable item (decision pin, else the pin
+ * recorded at consent, else the lock pin), or NULL. */
+const char *trust_approved_pin(const struct trust_review *r, const struct trust_pin_result *x);
+/* The live digest of an item ("" when it cannot be hashed). */
+const char *trust_live_pin(const struct pin_item *it);
+
+/* ---- diffs (§6.6) -------------------------------------------------------- */
+
+#define TRUST_DIFF_LINES 40
+/* {status: "unchanged", headline, files: [], capped: false} */
+json_t *trust_diff_new(void);
+/* Adds the difference between the approved bytes (content store at
+ * approved_pin; a tree when tree, else one file) and the live bytes at
+ * live_path under the name display. Equal pins add nothing. A missing
+ * snapshot makes status "no_snapshot". budget counts the lines still shown. */
+int trust_diff_add(json_t *diff, const char *home, bool tree, const char *approved_pin,
+                   const char *current_pin, const char *live_path, const char *display,
+                   size_t *budget);
+/* Indented text of a diff (nothing when unchanged). */
+void trust_diff_render(const json_t *diff, const char *indent, strbuf *out);
 
 #endif

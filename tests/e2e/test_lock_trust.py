@@ -413,7 +413,7 @@ with Sandbox() as sb:
             "content_drift", "surface_unpinned", "blockers", "grantable", "lock_first", "fix",
             "next_step", "secrets", "skills", "workflows", "extensions", "instructions", "hooks",
             "settings", "policy_requested", "machine_policy_ceiling", "counts", "review",
-            "schema_version", "features", "superseded"]
+            "schema_version", "features", "superseded", "scan"]
     check(keys == want, "20: preview keys in the spec's order", str(keys))
     d = j["surface_digest"]
     hexd = d[len("sha256:"):]

@@ -1,0 +1,56 @@
+/*
+ * git — fetching git sources of skills, extensions and workflows into the
+ * machine home (01-manifest-lock-trust.md §1.4, §4.2, §4.6): a bare clone per
+ * repository in store/git/<slug>/ and one immutable checkout per commit in
+ * store/co/<slug>/<commit>/.
+ *
+ * Why: a git skill is pinned by the tree digest of its subpath at a resolved
+ * commit. Verification must hash those exact bytes without the network, so
+ * resolution leaves a checkout that the lock's commit names.
+ *
+ * Guarantees:
+ *  - git runs by argv (never a shell) with an environment built from scratch:
+ *    no GIT_* variable of the caller leaks in, the user's and system git
+ *    config are ignored (no hooks, filters, credential helpers or aliases
+ *    run), GIT_TERMINAL_PROMPT=0 and ssh in batch mode (never a prompt),
+ *    core.hooksPath=/dev/null, and the protocol allowlist is file, https
+ *    and ssh only (git:// , http:// and ext:: transports are refused).
+ *  - URLs and revisions that could be read as options ("-…") or that hold
+ *    control characters are refused before git runs.
+ *  - A clone or a checkout appears whole or not at all: it is built under a
+ *    .tmp-<random> name and renamed into place without replacing anything.
+ *  - A bare clone records the URL it was made from; a different URL whose slug
+ *    collides is refused, never mixed into the same clone.
+ *  - Offline lookups (fetch = false) run no process and write nothing.
+ */
+#ifndef AS_BUNDLE_GIT_H
+#define AS_BUNDLE_GIT_H
+
+#include <stdbool.h>
+
+#include "base/err.h"
+#include "base/strbuf.h"
+
+/* The slug of a git URL: every byte outside [A-Za-z0-9] becomes '-' (§1.4). */
+void git_slug(const char *url, strbuf *out);
+
+/* True for a full commit id (40 or 64 lowercase hex). */
+bool git_is_commit(const char *rev);
+
+/* Checks a source URL: https://, ssh://, user@host:path, file:// or an
+ * absolute local path. -1 + err naming the problem. */
+int git_check_url(const char *url, struct as_err *err);
+
+/*
+ * Resolves url at rev (NULL: the upstream HEAD) to a commit and makes sure
+ * store/co/<slug>/<commit>/ exists. With fetch = false nothing runs: only a
+ * full commit id whose checkout is already there resolves (returns 1), else 0
+ * ("not cached"). With fetch = true a missing clone is made, the clone is
+ * fetched unless rev is a commit it already holds, and a missing checkout is
+ * created. Returns 1 with commit and dir set, 0 (offline, not cached), or
+ * -1 + err.
+ */
+int git_resolve(const char *home, const char *url, const char *rev, bool fetch, strbuf *commit,
+                strbuf *dir, struct as_err *err);
+
+#endif
