@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -521,6 +523,25 @@ static void on_write_error(void *ctx, int errnum)
     }
 }
 
+/* SIGTERM/SIGINT/SIGHUP end the session like stdin EOF (drain, stop every
+ * upstream group, exit 0); a second one stops without draining. */
+static void on_signal(struct mcp_loop *loop, int fd, unsigned ev, void *ctx)
+{
+    (void)loop;
+    (void)ev;
+    struct gw *gw = ctx;
+    struct signalfd_siginfo si;
+    while (read(fd, &si, sizeof si) == (ssize_t)sizeof si) {
+        gw_note("signal %u: shutting down", si.ssi_signo);
+        if (gw->stdin_open) {
+            mcp_loop_del(gw->loop, gw->o.in_fd);
+            stdin_closed(gw);
+        } else {
+            finish(gw);
+        }
+    }
+}
+
 /* ---- serve ----------------------------------------------------------------------- */
 
 static void gw_free(struct gw *gw)
@@ -602,6 +623,17 @@ int gw_serve(const struct gw_opts *o, struct as_err *err)
     struct as_err aerr = AS_ERR_INIT;
     if (mcp_loop_add(gw.loop, o->in_fd, MCP_EV_IN, on_stdin, &gw, &aerr) < 0)
         mcp_loop_timer(gw.loop, 0, on_stdin_timer, &gw);
+    sigset_t sigs, old_sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP);
+    sigprocmask(SIG_BLOCK, &sigs, &old_sigs);
+    int sfd = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (sfd >= 0 && mcp_loop_add(gw.loop, sfd, MCP_EV_IN, on_signal, &gw, &aerr) < 0) {
+        close(sfd);
+        sfd = -1;
+    }
     if (!o->auto_project || o->manifest_dir)
         gw_project_resolve(&gw); /* eager: the set is built at startup, children lazy */
 
@@ -616,6 +648,11 @@ int gw_serve(const struct gw_opts *o, struct as_err *err)
             break;
     }
     gw_free(&gw);
+    if (sfd >= 0) {
+        mcp_loop_del(gw.loop, sfd);
+        close(sfd);
+    }
+    sigprocmask(SIG_SETMASK, &old_sigs, NULL);
     mcp_loop_free(gw.loop);
     if (in_fl >= 0)
         fcntl(o->in_fd, F_SETFL, in_fl);

@@ -8,7 +8,7 @@ import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from aslib import Sandbox, check, done  # noqa: E402
+from aslib import SRC, Sandbox, check, done  # noqa: E402
 from mcpclient import FAKE, Gateway, audit_rows, grant, is_error, text  # noqa: E402
 
 
@@ -120,7 +120,7 @@ def concurrency():
 
 def hostile():
     with Sandbox() as sb:
-        project(sb, stdio("w", "--weird", "--page", "3"),
+        project(sb, stdio("w", "--weird", "--page", "3", "--stderr", "4321"),
                 machine="version = 1\n\n[gateway]\nmax_result_bytes = 2000\n")
         with Gateway(sb, "--auto-project") as g:
             g.initialize()
@@ -158,6 +158,12 @@ def hostile():
             c = g.call("w__echo", {})
             check(text(c) == "echo: ok", "14: the crashed server respawns", c)
             check(g.close() == 0, "14: EOF → exit 0")
+        import hashlib
+        sha12 = hashlib.sha256(os.path.realpath(sb.project).encode()).hexdigest()[:12]
+        log = os.path.join(sb.ah, "logs", sha12, "w.log")
+        st = os.stat(log) if os.path.exists(log) else None
+        check(st is not None and st.st_mode & 0o777 == 0o600 and st.st_size >= 4321,
+              "errata 15: upstream stderr → logs/<root-sha12>/<server>.log, 0600", log)
 
 
 def transparent():
@@ -205,8 +211,62 @@ def search_rank():
             g.close()
 
 
+def signals():
+    with Sandbox() as sb:
+        marker = os.path.join(sb.root, "s.pid")
+        project(sb, stdio("s", "--tools", "x", "--marker", marker))
+        g = Gateway(sb, "--auto-project")
+        g.initialize()
+        check(text(g.call("s__x", {})) == "x: ok", "signal: a live upstream")
+        g.proc.send_signal(signal.SIGTERM)
+        rc = g.proc.wait(30)
+        check(rc == 0, "signal: SIGTERM → orderly exit 0", rc)
+        pids = [int(x) for x in open(marker).read().split()]
+        check(pids and not any(alive(p) for p in pids), "signal: the upstream group is gone")
+
+
+def http():
+    """Streamable HTTP upstream: headers carry resolved secrets; egress policy
+    can refuse the host at build (the server is then never contacted)."""
+    import subprocess
+    fixture = os.path.join(SRC, "tests", "fixtures", "mcp", "http_server.py")
+    srv = subprocess.Popen([sys.executable, fixture, "--require", "Authorization:Bearer tok-551"],
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        port = srv.stdout.readline().split()[1]
+        entry = ('[servers.web]\ntype = "http"\nurl = "http://127.0.0.1:%s/mcp"\n'
+                 'headers = { Authorization = "Bearer ${WEB_TOKEN}" }\n' % port)
+        with Sandbox() as sb:
+            project(sb, entry)
+            with Gateway(sb, "--auto-project", env=sb.env(WEB_TOKEN="tok-551")) as g:
+                g.initialize()
+                s = text(g.call("tools_search", {"query": "echo"}))
+                check("web__echo" in s, "http: tools listed through the authorized session", s)
+                c = g.call("web__echo", {"message": "over http"})
+                check(text(c) == "Echo: over http", "http: a call with the resolved header", c)
+                g.close()
+                check("tok-551" not in "\n".join(g.raw) + g.stderr(),
+                      "http: the secret never reaches the agent or stderr")
+        with Sandbox() as sb:
+            project(sb, entry, machine='version = 1\n\n[policy.egress]\n"*" = ["!127.0.0.1"]\n')
+            with Gateway(sb, "--auto-project", env=sb.env(WEB_TOKEN="tok-551")) as g:
+                g.initialize()
+                c = g.call("web__echo", {"message": "x"})
+                check(is_error(c) and "not served" in text(c) and "!127.0.0.1" in text(c),
+                      "http: an egress-denied host is skipped and the call says why", text(c))
+                g.close()
+            fam = [r for r in audit_rows(sb) if r["tool"] == "egress"]
+            check(fam and fam[0]["server"] == "web" and fam[0]["outcome"] == "denied",
+                  "http: an egress row", audit_rows(sb))
+    finally:
+        srv.kill()
+        srv.wait()
+
+
 def main():
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    signals()
+    http()
     failures()
     concurrency()
     hostile()
