@@ -240,6 +240,26 @@ int adp_session_start(const struct adp_registry *r, const struct adp_apply_opts 
 int adp_session_end(const char *manifest_dir, bool all, FILE *out, struct as_err *err);
 int adp_session_list(bool json, FILE *out, struct as_err *err);
 
+/* `run <cli> --profile T` (errata 28), clean at rest. The sandbox's run
+ * calls, in order:
+ *   adp_run_recover   before anything: finishes the revert of every earlier
+ *                     run whose launcher died (its pid is gone or recycled);
+ *   adp_run_inject    after its own gates, before spawning: activates the
+ *                     toolset exactly like `session start` (same trust gate,
+ *                     lock, history, sessions.json record) and records run_id
+ *                     and this process's pid + start time;
+ *   adp_run_revert    after the child exits, on SIGINT/SIGTERM/SIGHUP, or on
+ *                     a failed launch: `session end` for manifest_dir — files
+ *                     byte for byte, links, ledger.
+ * inject returns 0, or 1 + err (refused: untrusted, a session already
+ * active here, a target failed — then nothing is left behind). A session
+ * begun with `session start` has no pid and is never recovered
+ * automatically. */
+int adp_run_inject(const struct adp_registry *r, const struct adp_apply_opts *o,
+                   const char *manifest_dir, const char *run_id, struct as_err *err);
+int adp_run_revert(const char *manifest_dir, FILE *out, struct as_err *err);
+int adp_run_recover(FILE *out, size_t *recovered, struct as_err *err);
+
 /* ---- connect: the live gateway in every CLI (§7, errata 24) -------------- */
 
 struct adp_connect_opts {

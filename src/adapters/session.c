@@ -164,8 +164,84 @@ static int end_one(const char *dir, json_t *s, adp_hist_list *hl, json_t *ledger
     return 0;
 }
 
+/* The start time of a process (field 22 of /proc/<pid>/stat), so a
+ * recycled pid is never mistaken for a live launcher. "" when unknown. */
+static void proc_start(pid_t pid, char *out, size_t n)
+{
+    out[0] = '\0';
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = '\0';
+    char *p = strrchr(buf, ')'); /* the comm field may hold spaces and parens */
+    for (int field = 2; p && field < 22; field++)
+        p = strchr(p + 1, ' ');
+    if (p)
+        snprintf(out, n, "%.*s", (int)strcspn(p + 1, " "), p + 1);
+}
+
+static int session_start(const struct adp_registry *r, const struct adp_apply_opts *o,
+                         const char *manifest_dir, const char *run_id, struct as_err *err);
+
 int adp_session_start(const struct adp_registry *r, const struct adp_apply_opts *o,
                       const char *manifest_dir, struct as_err *err)
+{
+    return session_start(r, o, manifest_dir, NULL, err);
+}
+
+int adp_run_inject(const struct adp_registry *r, const struct adp_apply_opts *o,
+                   const char *manifest_dir, const char *run_id, struct as_err *err)
+{
+    return session_start(r, o, manifest_dir, run_id ? run_id : "", err);
+}
+
+int adp_run_revert(const char *manifest_dir, FILE *out, struct as_err *err)
+{
+    return adp_session_end(manifest_dir, false, out, err);
+}
+
+int adp_run_recover(FILE *out, size_t *recovered, struct as_err *err)
+{
+    if (recovered)
+        *recovered = 0;
+    json_t *sessions = NULL;
+    if (sessions_load(&sessions, err) != 0)
+        return -1;
+    strvec dead = STRVEC_INIT;
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(sessions, "sessions"), k, v) {
+        json_t *jp = json_object_get(v, "pid");
+        if (!json_is_integer(jp))
+            continue; /* a `session start`: ended by hand, never behind the user's back */
+        pid_t pid = (pid_t)json_integer_value(jp);
+        const char *was = json_string_value(json_object_get(v, "pid_start"));
+        char now[32];
+        proc_start(pid, now, sizeof now);
+        bool alive = now[0] && (!was || strcmp(was, now) == 0);
+        if (!alive)
+            strvec_push(&dead, k);
+    }
+    json_decref(sessions);
+    int rc = 0;
+    for (size_t i = 0; i < dead.n; i++) {
+        fprintf(out, "↩ finishing the revert of a run whose launcher is gone (%s)\n",
+                dead.v[i]);
+        if (adp_session_end(dead.v[i], false, out, err) != 0)
+            rc = -1;
+        else if (recovered)
+            (*recovered)++;
+    }
+    strvec_clear(&dead);
+    return rc;
+}
+
+static int session_start(const struct adp_registry *r, const struct adp_apply_opts *o,
+                         const char *manifest_dir, const char *run_id, struct as_err *err)
 {
     if (o->trust_refusal) {
         as_err_set(err, "refusing to start a session: %s", o->trust_refusal);
@@ -209,6 +285,13 @@ int adp_session_start(const struct adp_registry *r, const struct adp_apply_opts 
                             o->project_scope ? "project" : "global", "history_id",
                             hid ? json_string(hid) : json_null(), "ledger_before", lb, "skills",
                             log);
+    if (run_id) {
+        char st[32];
+        proc_start(getpid(), st, sizeof st);
+        json_object_set_new(rec, "run_id", json_string(run_id));
+        json_object_set_new(rec, "pid", json_integer((json_int_t)getpid()));
+        json_object_set_new(rec, "pid_start", json_string(st));
+    }
     if (arc != 0) {
         /* A partial activation is not a session: put back what was done. */
         adp_hist_list hl = VEC_INIT;
