@@ -6,18 +6,21 @@
  * the middle of a call is answered. Curl callbacks only collect bytes: the
  * client is entered only after curl returns, because curl forbids touching
  * its handles from inside its own callbacks.
+ *
+ * libcurl is reached only through mcp_curl_load (curl_dl.h): it is loaded
+ * when an HTTP upstream first starts, so no other command pays for it, and
+ * a machine without it loses only its HTTP upstreams, each with an error
+ * saying what to install.
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include <curl/curl.h>
-
 #include "base/vec.h"
 #include "base/xalloc.h"
 #include "mcp/client_int.h"
+#include "mcp/curl_dl.h"
 
 struct http_tr;
 
@@ -41,6 +44,7 @@ struct xfer {
 
 struct http_tr {
     struct mcp_client *c;
+    const struct mcp_curl *cu; /* set with multi, at the first successful open */
     CURLM *multi;
     uint64_t timer;
     char *url;
@@ -51,17 +55,12 @@ struct http_tr {
     uint64_t close_timer;
 };
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init_once(void)
-{
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 static void xfer_free(struct xfer *x)
 {
+    const struct mcp_curl *cu = x->tr->cu;
     if (x->easy)
-        curl_easy_cleanup(x->easy);
-    curl_slist_free_all(x->hdrs); /* holds header values: may be secrets */
+        cu->easy_cleanup(x->easy);
+    cu->slist_free_all(x->hdrs); /* holds header values: may be secrets */
     free(x->body);
     sb_release(&x->resp);
     sb_release(&x->line);
@@ -85,7 +84,7 @@ static void xfer_abort(struct http_tr *tr, struct xfer *x)
 {
     xfer_unlink(tr, x);
     if (x->easy)
-        curl_multi_remove_handle(tr->multi, x->easy);
+        tr->cu->multi_remove_handle(tr->multi, x->easy);
     if (x->busy)
         x->aborted = 1;
     else
@@ -248,7 +247,7 @@ static void loop_timer_cb(struct mcp_loop *loop, void *ctx)
     struct mcp_client *c = tr->c;
     mcp__enter(c);
     int running;
-    curl_multi_socket_action(tr->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    tr->cu->multi_socket_action(tr->multi, CURL_SOCKET_TIMEOUT, 0, &running);
     process(tr);
     mcp__leave(c);
 }
@@ -279,7 +278,7 @@ static void loop_sock_cb(struct mcp_loop *loop, int fd, unsigned events, void *c
     struct mcp_client *c = tr->c;
     mcp__enter(c);
     int running;
-    curl_multi_socket_action(tr->multi, fd, flags, &running);
+    tr->cu->multi_socket_action(tr->multi, fd, flags, &running);
     process(tr);
     mcp__leave(c);
 }
@@ -325,9 +324,9 @@ static void finish_xfer(struct http_tr *tr, struct xfer *x, CURLcode rc)
 {
     struct mcp_client *c = tr->c;
     long status = 0;
-    curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+    tr->cu->easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
     xfer_unlink(tr, x);
-    curl_multi_remove_handle(tr->multi, x->easy);
+    tr->cu->multi_remove_handle(tr->multi, x->easy);
     if (x->sse && x->data.len && !x->too_large)
         sse_dispatch_event(x); /* a stream may end without the final blank line */
     if (!x->sse && !x->too_large)
@@ -354,7 +353,7 @@ static void finish_xfer(struct http_tr *tr, struct xfer *x, CURLcode rc)
             snprintf(msg, sizeof msg, "HTTP request timed out");
         } else if (rc != CURLE_OK) {
             st = MCP_E_HTTP;
-            snprintf(msg, sizeof msg, "HTTP request failed: %s", curl_easy_strerror(rc));
+            snprintf(msg, sizeof msg, "HTTP request failed: %s", tr->cu->easy_strerror(rc));
         } else if (status >= 300) {
             st = MCP_E_HTTP;
             snprintf(msg, sizeof msg, "HTTP %ld", status);
@@ -392,11 +391,11 @@ static void process(struct http_tr *tr)
     }
     CURLMsg *m;
     int left;
-    while ((m = curl_multi_info_read(tr->multi, &left))) {
+    while ((m = tr->cu->multi_info_read(tr->multi, &left))) {
         if (m->msg != CURLMSG_DONE)
             continue;
         struct xfer *x = NULL;
-        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+        tr->cu->easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
         if (x)
             finish_xfer(tr, x, m->data.result);
     }
@@ -404,9 +403,28 @@ static void process(struct http_tr *tr)
 
 /* ---- transfers ---- */
 
+/* http and https only, whichever libcurl the loader found: the string form
+ * exists from 7.85 on, the bitmask before (and is deprecated after). -1 if
+ * neither took, and the transfer is not made. */
+static int restrict_protocols(const struct mcp_curl *cu, CURL *e)
+{
+#if LIBCURL_VERSION_NUM >= 0x075500
+    if (cu->easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK)
+        return 0;
+#endif
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    CURLcode rc = cu->easy_setopt(e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#pragma GCC diagnostic pop
+    return rc == CURLE_OK ? 0 : -1;
+}
+
 static struct xfer *xfer_new(struct http_tr *tr, uint64_t id)
 {
     struct mcp_client *c = tr->c;
+    const struct mcp_curl *cu = tr->cu;
+    if (!tr->multi)
+        return NULL; /* never opened: libcurl may not even be loaded */
     struct xfer *x = xcalloc(1, sizeof *x);
     x->tr = tr;
     x->id = id;
@@ -414,49 +432,44 @@ static struct xfer *xfer_new(struct http_tr *tr, uint64_t id)
     sb_init(&x->line, 0);
     sb_init(&x->data, 0);
     sb_init(&x->event, 0);
-    x->easy = curl_easy_init();
-    if (!x->easy) {
-        free(x);
+    x->easy = cu->easy_init();
+    if (!x->easy || restrict_protocols(cu, x->easy) < 0) {
+        xfer_free(x);
         return NULL;
     }
     CURL *e = x->easy;
-    curl_easy_setopt(e, CURLOPT_URL, tr->url);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_PRIVATE, (char *)x);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_cb);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)tr->connect_timeout_ms);
-    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-#if LIBCURL_VERSION_NUM >= 0x075500
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-    x->hdrs = curl_slist_append(x->hdrs, "Accept: application/json, text/event-stream");
+    cu->easy_setopt(e, CURLOPT_URL, tr->url);
+    cu->easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    cu->easy_setopt(e, CURLOPT_PRIVATE, (char *)x);
+    cu->easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb);
+    cu->easy_setopt(e, CURLOPT_WRITEDATA, x);
+    cu->easy_setopt(e, CURLOPT_HEADERFUNCTION, header_cb);
+    cu->easy_setopt(e, CURLOPT_HEADERDATA, x);
+    cu->easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
+    cu->easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)tr->connect_timeout_ms);
+    cu->easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+    x->hdrs = cu->slist_append(x->hdrs, "Accept: application/json, text/event-stream");
     if (c->session_id) {
         char *h = xasprintf("Mcp-Session-Id: %s", c->session_id);
-        x->hdrs = curl_slist_append(x->hdrs, h);
+        x->hdrs = cu->slist_append(x->hdrs, h);
         free(h);
     }
     if (c->version) {
         char *h = xasprintf("MCP-Protocol-Version: %s", c->version);
-        x->hdrs = curl_slist_append(x->hdrs, h);
+        x->hdrs = cu->slist_append(x->hdrs, h);
         free(h);
     }
     for (size_t i = 0; tr->headers && tr->headers[i]; i++)
-        x->hdrs = curl_slist_append(x->hdrs, tr->headers[i]);
+        x->hdrs = cu->slist_append(x->hdrs, tr->headers[i]);
     return x;
 }
 
 static void xfer_start(struct http_tr *tr, struct xfer *x)
 {
-    curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->hdrs);
+    tr->cu->easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->hdrs);
     x->next = tr->xfers;
     tr->xfers = x;
-    curl_multi_add_handle(tr->multi, x->easy);
+    tr->cu->multi_add_handle(tr->multi, x->easy);
 }
 
 static void h_send(struct mcp_client *c, const json_t *msg, uint64_t id)
@@ -471,11 +484,12 @@ static void h_send(struct mcp_client *c, const json_t *msg, uint64_t id)
     strbuf sb = SB_INIT;
     mcp_dump(msg, &sb);
     x->body = sb_detach(&sb, NULL);
-    x->hdrs = curl_slist_append(x->hdrs, "Content-Type: application/json");
-    curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, x->body);
-    curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE, (long)strlen(x->body));
+    const struct mcp_curl *cu = tr->cu;
+    x->hdrs = cu->slist_append(x->hdrs, "Content-Type: application/json");
+    cu->easy_setopt(x->easy, CURLOPT_POSTFIELDS, x->body);
+    cu->easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE, (long)strlen(x->body));
     if (!id) /* notifications and replies: the 202 must not linger */
-        curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, 10000L);
+        cu->easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, 10000L);
     xfer_start(tr, x);
 }
 
@@ -495,13 +509,27 @@ static void abort_all(struct http_tr *tr)
         xfer_abort(tr, tr->xfers);
 }
 
+/* Loads libcurl on the first start. A failed load is retried at the next
+ * start, so installing libcurl needs no restart of the gateway. */
 static int h_open(struct mcp_client *c, struct as_err *err)
 {
     struct http_tr *tr = c->tr;
     if (!tr->url || !*tr->url)
         return as_err_set(err, "no URL to contact");
-    if (!tr->multi)
-        return as_err_set(err, "libcurl is unavailable");
+    if (tr->multi)
+        return 0;
+    const struct mcp_curl *cu = mcp_curl_load(err);
+    if (!cu)
+        return -1;
+    CURLM *m = cu->multi_init();
+    if (!m)
+        return as_err_set(err, "libcurl could not create a transfer set");
+    cu->multi_setopt(m, CURLMOPT_SOCKETFUNCTION, sock_cb);
+    cu->multi_setopt(m, CURLMOPT_SOCKETDATA, tr);
+    cu->multi_setopt(m, CURLMOPT_TIMERFUNCTION, timer_cb);
+    cu->multi_setopt(m, CURLMOPT_TIMERDATA, tr);
+    tr->cu = cu;
+    tr->multi = m;
     return 0;
 }
 
@@ -532,8 +560,8 @@ static void h_close(struct mcp_client *c, int grace_ms)
     if (x) {
         /* Ends the server's session (Streamable HTTP); best effort. */
         x->is_delete = 1;
-        curl_easy_setopt(x->easy, CURLOPT_CUSTOMREQUEST, "DELETE");
-        curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, (long)grace_ms);
+        tr->cu->easy_setopt(x->easy, CURLOPT_CUSTOMREQUEST, "DELETE");
+        tr->cu->easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, (long)grace_ms);
         xfer_start(tr, x);
         free(c->session_id);
         c->session_id = NULL;
@@ -548,7 +576,7 @@ static void h_destroy(struct mcp_client *c)
     mcp_loop_timer_cancel(c->loop, tr->timer);
     mcp_loop_timer_cancel(c->loop, tr->close_timer);
     if (tr->multi)
-        curl_multi_cleanup(tr->multi);
+        tr->cu->multi_cleanup(tr->multi);
     if (tr->headers) {
         for (size_t i = 0; tr->headers[i]; i++) {
             explicit_bzero(tr->headers[i], strlen(tr->headers[i]));
@@ -571,7 +599,6 @@ static const struct mcp_transport_ops http_ops = {
 struct mcp_client *mcp_client_http(struct mcp_loop *loop, const struct mcp_http_opts *ho,
                                    const struct mcp_client_opts *o)
 {
-    pthread_once(&curl_once, curl_init_once);
     struct mcp_client *c = mcp__client_new(loop, o, &http_ops);
     struct http_tr *tr = xcalloc(1, sizeof *tr);
     tr->c = c;
@@ -589,13 +616,6 @@ struct mcp_client *mcp_client_http(struct mcp_loop *loop, const struct mcp_http_
     }
     if (tr->connect_timeout_ms <= 0)
         tr->connect_timeout_ms = 5000;
-    tr->multi = curl_multi_init();
-    if (tr->multi) {
-        curl_multi_setopt(tr->multi, CURLMOPT_SOCKETFUNCTION, sock_cb);
-        curl_multi_setopt(tr->multi, CURLMOPT_SOCKETDATA, tr);
-        curl_multi_setopt(tr->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
-        curl_multi_setopt(tr->multi, CURLMOPT_TIMERDATA, tr);
-    }
     c->tr = tr;
     return c;
 }
