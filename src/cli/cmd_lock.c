@@ -1,9 +1,12 @@
 /*
- * agentstack lock [--write] [--toolset N] — pin every capability's bytes
- * (01 §4.2, §4.6). The preview computes the new lock in memory and writes
- * nothing; --write holds the writer lock from the first read to the atomic
- * replace, writes nothing when the bytes are unchanged, and leaves the old
- * lock on any failure.
+ * agentstack lock [--write] [--toolset N] [--update [NAME]] — pin every
+ * capability's bytes (01 §4.2, §4.6). The preview computes the new lock in
+ * memory and writes nothing in the project (git sources may be fetched into
+ * the machine home's store, and it says so); --write holds the writer lock
+ * from the first read to the atomic replace, writes nothing when the bytes
+ * are unchanged, and leaves the old lock on any failure. --update moves git
+ * sources (all, or the NAMEd ones) off their locked commit to the manifest rev
+ * (else the upstream head) and needs --write.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +26,8 @@
 
 static size_t rows(const struct lockfile *l)
 {
-    size_t n = l->skills.n + l->servers.n + l->instructions.n + l->executables.n + l->settings.n;
+    size_t n = l->skills.n + l->servers.n + l->instructions.n + l->executables.n + l->settings.n +
+               l->extensions.n + l->workflows.n;
     for (size_t i = 0; i < l->instructions.n; i++)
         n += l->instructions.v[i].variants.n;
     return n;
@@ -42,6 +46,8 @@ static void summary(const struct lockfile *l, strbuf *out)
                  {l->instructions.n, "instruction"},
                  {variants, "variant"},
                  {l->executables.n, "executable"},
+                 {l->extensions.n, "extension"},
+                 {l->workflows.n, "workflow"},
                  {l->settings.n, "setting"}};
     bool first = true;
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
@@ -72,13 +78,88 @@ static void diff_row(strbuf *out, const char *kind, const char *name, const char
         sb_addf(out, "  %.12s → %.12s\n", oldc, newc);
 }
 
+static bool same(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* "~ <kind> <name>  <what>": a row whose bytes match but whose identity moved. */
+static void diff_identity(strbuf *out, const char *kind, const char *name, const char *what,
+                          size_t *changes)
+{
+    (*changes)++;
+    sb_addf(out, "  ~ %s ", kind);
+    term_sanitize(out, name, strlen(name));
+    sb_adds(out, "  ");
+    term_sanitize(out, what, strlen(what));
+    sb_addc(out, '\n');
+}
+
+static void join_roles(strbuf *out, const strvec *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        sb_addf(out, "%s%s", i ? "," : "", r->v[i]);
+}
+
+static void diff_ext(const struct lockfile *o, const struct lockfile *n, strbuf *out, size_t *c)
+{
+    for (size_t i = 0; i < n->extensions.n; i++) {
+        const struct lock_extension *e = &n->extensions.v[i];
+        const struct lock_extension *x = o ? lockfile_extension(o, e->name) : NULL;
+        diff_row(out, "extension", e->name, x ? x->checksum : NULL, e->checksum, c);
+        if (x && strcmp(x->checksum, e->checksum) == 0 && !same(x->target, e->target)) {
+            char *w = xasprintf("target %s → %s", x->target ? x->target : "none",
+                                e->target ? e->target : "none");
+            diff_identity(out, "extension", e->name, w, c);
+            free(w);
+        }
+    }
+    for (size_t i = 0; o && i < o->extensions.n; i++)
+        if (!lockfile_extension(n, o->extensions.v[i].name))
+            diff_row(out, "extension", o->extensions.v[i].name, o->extensions.v[i].checksum, NULL,
+                     c);
+    for (size_t i = 0; i < n->workflows.n; i++) {
+        const struct lock_workflow *w = &n->workflows.v[i];
+        const struct lock_workflow *x = o ? lockfile_workflow(o, w->name) : NULL;
+        diff_row(out, "workflow", w->name, x ? x->checksum : NULL, w->checksum, c);
+        if (x && strcmp(x->checksum, w->checksum) == 0) {
+            strbuf a = SB_INIT, b = SB_INIT;
+            join_roles(&a, &x->roles);
+            join_roles(&b, &w->roles);
+            if (strcmp(a.buf, b.buf) != 0) {
+                char *what = xasprintf("roles %s → %s", a.buf, b.buf);
+                diff_identity(out, "workflow", w->name, what, c);
+                free(what);
+            }
+            sb_release(&a);
+            sb_release(&b);
+        }
+        if (w->blueprint_checksum[0] || (x && x->blueprint_checksum[0])) {
+            char *nm = xasprintf("%s blueprint", w->name);
+            diff_row(out, "workflow", nm, x && x->blueprint_checksum[0] ? x->blueprint_checksum
+                                                                         : NULL,
+                     w->blueprint_checksum[0] ? w->blueprint_checksum : NULL, c);
+            free(nm);
+        }
+    }
+    for (size_t i = 0; o && i < o->workflows.n; i++)
+        if (!lockfile_workflow(n, o->workflows.v[i].name))
+            diff_row(out, "workflow", o->workflows.v[i].name, o->workflows.v[i].checksum, NULL, c);
+}
+
 static size_t lock_diff(const struct lockfile *o, const struct lockfile *n, strbuf *out)
 {
     size_t c = 0;
     for (size_t i = 0; i < n->skills.n; i++) {
-        const struct lock_skill *x = o ? lockfile_skill(o, n->skills.v[i].name) : NULL;
-        diff_row(out, "skill", n->skills.v[i].name, x ? x->checksum : NULL, n->skills.v[i].checksum,
-                 &c);
+        const struct lock_skill *s = &n->skills.v[i];
+        const struct lock_skill *x = o ? lockfile_skill(o, s->name) : NULL;
+        diff_row(out, "skill", s->name, x ? x->checksum : NULL, s->checksum, &c);
+        if (x && strcmp(x->checksum, s->checksum) == 0 && !same(x->rev, s->rev)) {
+            char *w = xasprintf("commit %.12s → %.12s", x->rev ? x->rev : "none",
+                                s->rev ? s->rev : "none");
+            diff_identity(out, "skill", s->name, w, &c);
+            free(w);
+        }
     }
     for (size_t i = 0; o && i < o->skills.n; i++)
         if (!lockfile_skill(n, o->skills.v[i].name))
@@ -136,6 +217,7 @@ static size_t lock_diff(const struct lockfile *o, const struct lockfile *n, strb
             free(nm);
         }
     }
+    diff_ext(o, n, out, &c);
     const char *om = o ? o->manifest_digest : NULL, *nmd = n->manifest_digest;
     if ((om || nmd) && !(om && nmd && strcmp(om, nmd) == 0)) {
         c++;
@@ -152,6 +234,8 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx);
 struct lock_args {
     bool write;
     const char *toolset;
+    bool update;
+    strvec update_names;
 };
 
 static int parse(int argc, char **argv, struct lock_args *a)
@@ -159,6 +243,13 @@ static int parse(int argc, char **argv, struct lock_args *a)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--write") == 0) {
             a->write = true;
+        } else if (strcmp(argv[i], "--update") == 0) {
+            a->update = true;
+            if (i + 1 < argc && argv[i + 1][0] != '-')
+                strvec_push(&a->update_names, argv[++i]);
+        } else if (strncmp(argv[i], "--update=", 9) == 0) {
+            a->update = true;
+            strvec_push(&a->update_names, argv[i] + 9);
         } else if (strcmp(argv[i], "--toolset") == 0 || strcmp(argv[i], "--profile") == 0) {
             if (i + 1 >= argc)
                 return cli_usage_error("lock", "%s needs a toolset name", argv[i]);
@@ -181,8 +272,62 @@ static bool library_has(void *ctx, enum mf_item_kind kind, const char *name)
         r = pin_library_default(ctx, PIN_SERVER, name, &p);
     else if (kind == MF_ITEM_SKILL)
         r = pin_library_default(ctx, PIN_SKILL, name, &p);
+    else if (kind == MF_ITEM_EXTENSION)
+        r = pin_library_default(ctx, PIN_EXTENSION, name, &p);
+    else if (kind == MF_ITEM_WORKFLOW)
+        r = pin_library_default(ctx, PIN_WORKFLOW, name, &p);
     sb_release(&p);
     return r == 1;
+}
+
+/* Each --update NAME must name a git source of the manifest. */
+static int check_update_names(const struct manifest *m, const strvec *names)
+{
+    for (size_t i = 0; i < names->n; i++) {
+        const char *n = names->v[i];
+        const struct mf_skill *s = manifest_skill(m, n);
+        bool git = s && s->source == MF_SOURCE_GIT;
+        for (size_t j = 0; !git && j < m->extensions.n; j++)
+            git = strcmp(m->extensions.v[j].name, n) == 0 &&
+                  m->extensions.v[j].source == MF_SOURCE_GIT;
+        for (size_t j = 0; !git && j < m->workflows.n; j++)
+            git = strcmp(m->workflows.v[j].name, n) == 0 &&
+                  m->workflows.v[j].source == MF_SOURCE_GIT;
+        if (!git) {
+            strbuf b = SB_INIT;
+            term_sanitize(&b, n, strlen(n));
+            cli_errorf("refusing to update pins: '%s' is not a git skill, extension or workflow "
+                       "of this manifest",
+                       b.buf);
+            sb_release(&b);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void announce(const char *kind, const char *name, const char *url)
+{
+    strbuf b = SB_INIT, clean = SB_INIT;
+    sb_addf(&b, "→ resolving git %s '%s' from %s (may fetch)", kind, name, url);
+    term_sanitize(&clean, b.buf, b.len);
+    fprintf(stderr, "%s\n", clean.buf);
+    sb_release(&b);
+    sb_release(&clean);
+}
+
+/* Resolution may reach the network: say so before it happens (§4.6). */
+static void announce_git(const struct manifest *m)
+{
+    for (size_t i = 0; i < m->skills.n; i++)
+        if (m->skills.v[i].source == MF_SOURCE_GIT)
+            announce("skill", m->skills.v[i].name, m->skills.v[i].git);
+    for (size_t i = 0; i < m->extensions.n; i++)
+        if (m->extensions.v[i].source == MF_SOURCE_GIT)
+            announce("extension", m->extensions.v[i].name, m->extensions.v[i].git);
+    for (size_t i = 0; i < m->workflows.n; i++)
+        if (m->workflows.v[i].source == MF_SOURCE_GIT)
+            announce("workflow", m->workflows.v[i].name, m->workflows.v[i].git);
 }
 
 static void print_refusal(const char *what)
@@ -194,8 +339,18 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
 {
     struct lock_args a = {0};
     int rc = parse(argc, argv, &a);
-    if (rc)
+    if (rc) {
+        strvec_clear(&a.update_names);
         return rc;
+    }
+    if (a.update && !a.write) {
+        cli_errorf("refusing to update pins without --write — git sources would move to new "
+                   "commits; preview with agentstack lock, then: agentstack lock --update%s%s "
+                   "--write",
+                   a.update_names.n ? " " : "", a.update_names.n ? a.update_names.v[0] : "");
+        strvec_clear(&a.update_names);
+        return EXIT_FAIL;
+    }
     struct as_err err = AS_ERR_INIT;
     struct bundle_paths p;
     if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0 || discover_require(&p, &err) < 0) {
@@ -261,7 +416,15 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
             goto out;
         }
     }
-    struct pin_opts po = {.toolset = a.toolset, .home = home.buf, .lock = old};
+    if (check_update_names(m, &a.update_names) < 0)
+        goto out;
+    announce_git(m);
+    struct pin_opts po = {.toolset = a.toolset,
+                          .home = home.buf,
+                          .lock = old,
+                          .fetch = true,
+                          .update_all = a.update && !a.update_names.n,
+                          .update = &a.update_names};
     if (pin_collect(m, &po, &items, &err) < 0) {
         print_refusal(err.msg);
         goto out;
@@ -360,5 +523,6 @@ out:
     manifest_free(m);
     manifest_snapshot_release(&snap);
     bundle_paths_free(&p);
+    strvec_clear(&a.update_names);
     return rc;
 }

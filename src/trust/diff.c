@@ -193,12 +193,12 @@ static void diff_lines(const struct lines *a, const struct lines *b, struct out 
         if (i < ma && j < mb && line_eq(a, pre + i, b, pre + j)) {
             i++;
             j++;
-        } else if (j < mb && (i == ma || T(i, j + 1) >= T(i + 1, j))) {
-            emit(o, '+', b->s.v[pre + j], b->n.v[pre + j]);
-            j++;
-        } else {
+        } else if (i < ma && (j == mb || T(i + 1, j) >= T(i, j + 1))) {
             emit(o, '-', a->s.v[pre + i], a->n.v[pre + i]);
             i++;
+        } else {
+            emit(o, '+', b->s.v[pre + j], b->n.v[pre + j]);
+            j++;
         }
     }
 #undef T

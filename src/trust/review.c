@@ -465,6 +465,10 @@ static bool library_has(void *ctx, enum mf_item_kind kind, const char *name)
         r = pin_library_default(home, PIN_SERVER, name, &p);
     else if (kind == MF_ITEM_SKILL)
         r = pin_library_default(home, PIN_SKILL, name, &p);
+    else if (kind == MF_ITEM_EXTENSION)
+        r = pin_library_default(home, PIN_EXTENSION, name, &p);
+    else if (kind == MF_ITEM_WORKFLOW)
+        r = pin_library_default(home, PIN_WORKFLOW, name, &p);
     sb_release(&p);
     return r == 1;
 }
