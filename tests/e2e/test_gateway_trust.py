@@ -376,8 +376,42 @@ def modern_default():
             g.close()
 
 
+def pins():
+    """Executables are checked against the lock when the surface is built and
+    hashed again right before each spawn: edited bytes are refused, not run."""
+    with Sandbox() as sb:
+        marker = os.path.join(sb.root, "p.started")
+        machine(sb, "version = 1\n")
+        sb.write("fake.py", FAKE)
+        sb.write("agentstack.toml", 'version = 1\n\n[servers.p]\ntype = "stdio"\n'
+                 'command = "python3"\nargs = ["./fake.py", "--tools", "t", "--marker", "%s"]\n'
+                 % marker)
+        grant(sb)
+        with Gateway(sb, "--auto-project") as g:
+            g.initialize()
+            g.tools()  # builds the surface; compact mode spawns nothing
+            with open(os.path.join(sb.project, "fake.py"), "a") as f:
+                f.write("# tampered after the check\n")
+            c = g.call("p__t", {})
+            check(is_error(c) and "drifted from agentstack.lock" in text(c) and
+                  not os.path.exists(marker), "pins: an edit before the spawn is refused",
+                  text(c))
+            check(audit_rows(sb)[-1]["tool"] == "pin", "pins: a pin row")
+            g.close()
+        with Gateway(sb, "--auto-project") as g:
+            g.initialize()
+            c = g.call("p__t", {})
+            check(is_error(c) and "not served" in text(c) and not os.path.exists(marker),
+                  "pins: a drifted executable is skipped at build", text(c))
+            g.close()
+        rows = [r for r in audit_rows(sb) if r["tool"] == "pin"]
+        check(len(rows) >= 2 and all(r["args_digest"] == "" for r in rows),
+              "pins: pin rows are family rows", rows)
+
+
 def main():
     intersection()
+    pins()
     modern_default()
     fence()
     regate()
