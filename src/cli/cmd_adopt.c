@@ -537,6 +537,7 @@ int cmd_adopt(int argc, char **argv, struct cli_ctx *ctx)
 fail_rollback:
     onb_rollback(&stored);
 fail:
+    fflush(stdout); /* the plan above, before the error, even through a pipe */
     cli_error(&err);
     rc = EXIT_FAIL;
 out:

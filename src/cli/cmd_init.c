@@ -467,6 +467,7 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
 fail_rollback:
     onb_rollback(&stored);
 fail:
+    fflush(stdout); /* the plan above, before the error, even through a pipe */
     cli_error(&err);
     rc = EXIT_FAIL;
     if (mkdir_made)
