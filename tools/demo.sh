@@ -1,15 +1,8 @@
 #!/bin/sh
-# make demo: the product's main job on a built-in example, in a throwaway
-# HOME so it never touches your real configuration.
+# make demo: the trust gate on a built-in example project (examples/demo/),
+# in a throwaway HOME and AGENTSTACK_HOME — never your real configuration.
 set -eu
-BIN=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-work=$(mktemp -d /tmp/agentstack-demo.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-export HOME="$work/home" AGENTSTACK_HOME="$work/home/.agentstack" NO_COLOR=1
-mkdir -p "$HOME"
-say() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
-
-say agentstack --version
-"$BIN" --version
-say agentstack help
-"$BIN" help
+bin=$1
+command -v python3 >/dev/null 2>&1 || { echo "demo: python3 is needed to drive the MCP client" >&2; exit 1; }
+"$bin" --version
+exec python3 "$(dirname "$0")/../examples/demo/drive.py" "$bin"
