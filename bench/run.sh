@@ -39,7 +39,10 @@ for n in $order; do
     [ -f "$s" ] || continue
     timeout "$budget" sh "$s" "$B" 2>"$err"
     rc=$?
-    if [ $rc -ne 0 ]; then
+    if [ $rc -eq 0 ]; then
+        # a script's stderr carries its notes (percentiles, rates): show them
+        sed -e '/^[[:space:]]*$/d' -e 's/^\([^[:space:]]\)/  \1/' "$err"
+    else
         if [ $rc -eq 124 ]; then
             why="timed out after ${budget}s"
         else
