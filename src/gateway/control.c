@@ -33,7 +33,7 @@ static json_t *t_lease_freeze(struct gw *gw, struct job *j, const json_t *args);
 
 struct ctl_tool {
     const char *name;
-    ctl_fn fn;     /* NULL: not built, not listed (errata 16) */
+    ctl_fn fn; /* NULL: not built, not listed (errata 16) */
     const char *desc;
     const char *schema; /* JSON */
 };
@@ -209,13 +209,11 @@ static void search_finish(struct gw *gw, struct job *j)
     const char *entity = json_string_value(json_object_get(j->args, "entity"));
     const char *query = json_string_value(json_object_get(j->args, "query"));
     json_t *lim = json_object_get(j->args, "limit");
-    long limit = json_is_integer(lim) && json_integer_value(lim) > 0
-                     ? (long)json_integer_value(lim)
-                     : 20;
+    long limit =
+        json_is_integer(lim) && json_integer_value(lim) > 0 ? (long)json_integer_value(lim) : 20;
     json_t *mrs = json_object_get(j->args, "maxResponseSize");
-    long max_size = json_is_integer(mrs) && json_integer_value(mrs) > 0
-                        ? (long)json_integer_value(mrs)
-                        : 0;
+    long max_size =
+        json_is_integer(mrs) && json_integer_value(mrs) > 0 ? (long)json_integer_value(mrs) : 0;
     gw_toolvec v = {0};
     gw_surface_allowed(sf, &v);
     strbuf out = SB_INIT;
@@ -223,8 +221,9 @@ static void search_finish(struct gw *gw, struct job *j)
         if (!gw_entity_render(v.v, v.n, entity, &out)) {
             strbuf e = SB_INIT;
             gw_one_line(entity, 200, &e);
-            sb_addf(&out, "No proxied tool matches entity '%s'. Search with a query to see "
-                          "the names.",
+            sb_addf(&out,
+                    "No proxied tool matches entity '%s'. Search with a query to see "
+                    "the names.",
                     e.buf);
             sb_release(&e);
         }
@@ -236,6 +235,14 @@ static void search_finish(struct gw *gw, struct job *j)
             sb_addf(&out, "\n%s", sf->note);
     }
     vec_free(&v);
+    strbuf late = SB_INIT;
+    for (size_t i = 0; i < sf->ups.n; i++)
+        if (sf->ups.v[i]->late)
+            sb_addf(&late, "%s%s", late.len ? ", " : "", sf->ups.v[i]->name);
+    if (late.len)
+        sb_addf(&out, "\n(still starting, not searched yet: %s — search again shortly)",
+                late.buf);
+    sb_release(&late);
     gw_reply(gw, j, gw_text_result(out.buf, false));
     sb_release(&out);
     gw_job_free(j);
@@ -274,8 +281,8 @@ void gw_tools_call(struct gw *gw, struct job *j)
     }
     j->name = xstrdup(name);
     j->args = json_is_object(args) ? json_incref(args) : json_object();
-    bool lease_verb = strcmp(name, "agentstack_lease_open") == 0 ||
-                      strcmp(name, "agentstack_lease_close") == 0;
+    bool lease_verb =
+        strcmp(name, "agentstack_lease_open") == 0 || strcmp(name, "agentstack_lease_close") == 0;
     gw_refresh(gw, j->modern, lease_verb);
     if (is_search(name)) {
         do_search(gw, j);
@@ -333,8 +340,7 @@ static json_t *t_doctor(struct gw *gw, struct job *j, const json_t *args)
     strbuf out = SB_INIT;
     int det = 0, known = 0;
     if (gw->o.harness_count && gw->o.harness_count(&det, &known) == 0)
-        sb_addf(&out, "Harnesses: %d/%d known coding CLIs detected on this machine\n", det,
-                known);
+        sb_addf(&out, "Harnesses: %d/%d known coding CLIs detected on this machine\n", det, known);
     else
         sb_adds(&out, "Harnesses: not counted by this gateway (run `agentstack doctor`)\n");
     struct as_err err = AS_ERR_INIT;
@@ -360,8 +366,9 @@ static json_t *t_doctor(struct gw *gw, struct job *j, const json_t *args)
         if (refs.n == 0) {
             sb_adds(&out, "Secrets: none referenced\n");
         } else if (!may_resolve) {
-            sb_addf(&out, "Secrets: %zu referenced — not looked up while this project is not "
-                          "trusted\n",
+            sb_addf(&out,
+                    "Secrets: %zu referenced — not looked up while this project is not "
+                    "trusted\n",
                     refs.n);
         } else {
             /* Presence only: keychain values are never read here (06 §4.1);
@@ -443,8 +450,7 @@ static json_t *t_list(struct gw *gw, struct job *j, const json_t *args)
         const struct mf_server *s = &m->servers.v[i];
         json_t *e = json_object();
         json_object_set_new(e, "name", json_string(s->name));
-        json_object_set_new(e, "type",
-                            json_string(s->type == MF_SERVER_HTTP ? "http" : "stdio"));
+        json_object_set_new(e, "type", json_string(s->type == MF_SERVER_HTTP ? "http" : "stdio"));
         if (s->type == MF_SERVER_HTTP) {
             json_object_set_new(e, "url", json_string(s->url ? s->url : ""));
         } else {
@@ -458,9 +464,9 @@ static json_t *t_list(struct gw *gw, struct job *j, const json_t *args)
             sb_release(&cmd);
             sb_release(&c2);
         }
-        json_object_set_new(e, "proxied",
-                            json_boolean(sf->gate == GW_GATE_OPEN &&
-                                         gw_surface_up(sf, s->name) != NULL));
+        json_object_set_new(
+            e, "proxied",
+            json_boolean(sf->gate == GW_GATE_OPEN && gw_surface_up(sf, s->name) != NULL));
         json_array_append_new(servers, e);
     }
     json_object_set_new(o, "servers", servers);

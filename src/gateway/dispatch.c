@@ -177,8 +177,9 @@ void gw_dispatch(struct gw *gw, struct job *j)
             const char *ts = toolset_with(sf->m, j->server);
             strbuf fix = SB_INIT;
             if (ts)
-                sb_addf(&fix, "open a lease for the toolset that selects it: "
-                              "`agentstack_lease_open` profile=%s",
+                sb_addf(&fix,
+                        "open a lease for the toolset that selects it: "
+                        "`agentstack_lease_open` profile=%s",
                         ts);
             else
                 sb_adds(&fix, "no toolset selects it yet; a person adds it to one in the "
@@ -234,12 +235,12 @@ void gw_dispatch(struct gw *gw, struct job *j)
                 sb_addf(&rule, "%s%s", i ? ", " : "", d.allowlist[i]);
         else if (d.pattern)
             sb_adds(&rule, d.pattern);
-        json_t *r = gw_error_result("blocked: %s tried to call %s — %s\n  nothing ran · allow it "
-                                    "in [policy.tools] if you meant to, or ask the agent for a "
-                                    "different tool",
+        json_t *r = gw_error_result("blocked: %s tried to call %s — %s\n  nothing ran · "
+                                    "allow it in [policy.tools] if you meant to, or ask the "
+                                    "agent for a different tool",
                                     j->server, j->tool, why.buf);
-        gw_audit(gw, j->server, j->tool, j->digest, "denied", why.buf,
-                 rule.len ? rule.buf : NULL, pol_by_name(d.by), 0);
+        gw_audit(gw, j->server, j->tool, j->digest, "denied", why.buf, rule.len ? rule.buf : NULL,
+                 pol_by_name(d.by), 0);
         gw_reply(gw, j, r);
         sb_release(&why);
         sb_release(&rule);
@@ -257,8 +258,8 @@ void gw_dispatch(struct gw *gw, struct job *j)
             sb_addf(&rule, "%s%s", sd.why == POL_DENY_RULE ? "!" : "", sd.pattern);
         json_t *r = gw_error_result("blocked: server '%s' may not read ${%s} — %s\nnothing ran",
                                     j->server, up->denied.v[0], why.buf);
-        gw_audit(gw, j->server, j->tool, j->digest, "denied", why.buf,
-                 rule.len ? rule.buf : NULL, pol_by_name(sd.by), 0);
+        gw_audit(gw, j->server, j->tool, j->digest, "denied", why.buf, rule.len ? rule.buf : NULL,
+                 pol_by_name(sd.by), 0);
         gw_reply(gw, j, r);
         sb_release(&why);
         sb_release(&rule);
@@ -269,11 +270,11 @@ void gw_dispatch(struct gw *gw, struct job *j)
         strbuf refs = SB_INIT;
         for (size_t i = 0; i < up->unresolved.n; i++)
             sb_addf(&refs, "%s${%s}", i ? ", " : "", up->unresolved.v[i]);
-        json_t *r = gw_error_result("%s: cannot call '%s' — %zu secret(s) did not resolve on "
-                                    "this machine: %s.%s",
-                                    j->server, j->tool, up->unresolved.n, refs.buf,
-                                    up->unresolved_hint ? " Set it with `agentstack secret set`."
-                                                        : "");
+        json_t *r =
+            gw_error_result("%s: cannot call '%s' — %zu secret(s) did not resolve on "
+                            "this machine: %s.%s",
+                            j->server, j->tool, up->unresolved.n, refs.buf,
+                            up->unresolved_hint ? " Set it with `agentstack secret set`." : "");
         gw_audit(gw, j->server, j->tool, j->digest, "error", "unresolved-secret", NULL, NULL, 0);
         gw_reply(gw, j, r);
         sb_release(&refs);
@@ -300,6 +301,5 @@ void gw_dispatch(struct gw *gw, struct job *j)
     j->up = up;
     j->t0 = now_us();
     j->handle = mcp_client_call_tool(up->client, j->tool, j->args,
-                                     up->http ? GW_HTTP_TIMEOUT_MS : gw->call_ms, on_called,
-                                     j);
+                                     up->http ? GW_HTTP_TIMEOUT_MS : gw->call_ms, on_called, j);
 }

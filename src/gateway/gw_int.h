@@ -29,7 +29,7 @@
 
 #define GW_SERVER_NAME "agentstack"
 #define GW_MANUAL_NAME "using-agentstack"
-#define GW_DESC_MAX 600            /* proxied tool description, chars */
+#define GW_DESC_MAX 600 /* proxied tool description, chars */
 #define GW_RESULT_MAX_DEFAULT 1048576
 #define GW_CALL_TIMEOUT_MS 60000
 #define GW_HTTP_TIMEOUT_MS 5000
@@ -78,19 +78,18 @@ void gw_file_safe(const char *s, strbuf *out);
 
 struct gw_tool {
     char *server, *name, *full; /* full = server__name */
-    char *desc;                  /* "[via S] " + cleaned one-line text */
-    json_t *schema;              /* cleaned */
+    char *desc;                 /* "[via S] " + cleaned one-line text */
+    json_t *schema;             /* cleaned */
 };
 typedef VEC(const struct gw_tool *) gw_toolvec;
 
 /* §4.2 scoring of one tool for lowercased tokens. */
 int gw_search_score(const struct gw_tool *t, const strvec *tokens);
 /* Renders the tools_search answer for a list of allowed tools. */
-void gw_search_render(const struct gw_tool *const *tools, size_t n, const char *query,
-                      long limit, long max_size, strbuf *out);
+void gw_search_render(const struct gw_tool *const *tools, size_t n, const char *query, long limit,
+                      long max_size, strbuf *out);
 /* Renders the entity card; 0 if no tool matches. */
-int gw_entity_render(const struct gw_tool *const *tools, size_t n, const char *entity,
-                     strbuf *out);
+int gw_entity_render(const struct gw_tool *const *tools, size_t n, const char *entity, strbuf *out);
 
 /* ---- upstreams and surfaces (surface.c) ---------------------------------------- */
 
@@ -101,7 +100,7 @@ struct gw_exec_pin {
 };
 
 struct gw_up {
-    struct gw_surface *sf;       /* NULL once detached from a freed surface */
+    struct gw_surface *sf; /* NULL once detached from a freed surface */
     struct gw *gw;
     char *name;
     const struct mf_server *def; /* into sf->m */
@@ -109,14 +108,15 @@ struct gw_up {
     char **argv, **envp; /* resolved (secrets: wiped on free) */
     char *cwd, *url;
     char **headers;
-    strvec unresolved;           /* refs that did not resolve */
-    strvec denied;               /* refs [policy.secrets] denied */
-    bool unresolved_hint;        /* show "Set it with `agentstack secret set`." */
+    strvec unresolved;            /* refs that did not resolve */
+    strvec denied;                /* refs [policy.secrets] denied */
+    bool unresolved_hint;         /* show "Set it with `agentstack secret set`." */
     VEC(struct gw_exec_pin) pins; /* re-proved before every spawn */
     struct mcp_client *client;
     /* discovery */
-    int disc;                    /* 0 not yet, 1 running, 2 done */
-    VEC(struct gw_tool) tools;   /* every valid tool, upstream order, deduped */
+    int disc;                  /* 0 not yet, 1 running, 2 done */
+    bool late;                 /* missed the discovery deadline, answer pending */
+    VEC(struct gw_tool) tools; /* every valid tool, upstream order, deduped */
     char *log_path;
 };
 
@@ -143,18 +143,18 @@ struct gw_surface {
     int refs;
     struct gw *gw;
     enum gw_gate gate;
-    char *note;          /* trust/fence/broken note for answers (one paragraph) */
-    char *regate_why;    /* REGATED: changed | revoked | unreadable */
-    strvec prior;        /* REGATED: servers the lost surface served */
-    struct manifest *m;  /* OPEN: the manifest the surface was built from */
+    char *note;         /* trust/fence/broken note for answers (one paragraph) */
+    char *regate_why;   /* REGATED: changed | revoked | unreadable */
+    strvec prior;       /* REGATED: servers the lost surface served */
+    struct manifest *m; /* OPEN: the manifest the surface was built from */
     struct pol_ruleset *rs;
     bool has_anchor;
     char anchor[CONSENT_DIGEST_LEN + 1];
-    char *toolset;       /* selected toolset, or NULL (union / none) */
-    bool fenced;         /* toolsets declared and none selected */
+    char *toolset; /* selected toolset, or NULL (union / none) */
+    bool fenced;   /* toolsets declared and none selected */
     VEC(struct gw_up *) ups;
     VEC(struct gw_skip) skipped;
-    int disc;            /* 0 not yet, 1 running, 2 done */
+    int disc; /* 0 not yet, 1 running, 2 done */
     size_t disc_left;
     uint64_t disc_timer;
     VEC(struct gw_waiter) waiters;
@@ -163,10 +163,10 @@ struct gw_surface {
 
 /* What the build starts from: fresh bytes and the trust verdict on them. */
 struct gw_build_in {
-    const char *toolset;  /* lease selection or NULL */
-    bool fence;           /* apply the toolset fence (auto mode) */
-    bool trusted;         /* the project is trusted now (anchor) */
-    const char *digest;   /* the consent digest of the snapshot */
+    const char *toolset; /* lease selection or NULL */
+    bool fence;          /* apply the toolset fence (auto mode) */
+    bool trusted;        /* the project is trusted now (anchor) */
+    const char *digest;  /* the consent digest of the snapshot */
     const struct manifest_snapshot *snap;
 };
 
@@ -206,11 +206,11 @@ struct gw_lease {
 struct gw_project {
     bool resolved;
     bool found;
-    bool gated;               /* auto mode without --manifest-dir */
-    const char *how;          /* manifest-dir | roots | env | cwd */
+    bool gated;      /* auto mode without --manifest-dir */
+    const char *how; /* manifest-dir | roots | env | cwd */
     struct bundle_paths paths;
-    char *root;               /* canonical project root (audit "project") */
-    char *dir;                /* the dir named in notes and fixes */
+    char *root; /* canonical project root (audit "project") */
+    char *dir;  /* the dir named in notes and fixes */
     char *root_sha12;
 };
 
@@ -222,13 +222,13 @@ struct job {
     bool modern;
     bool cancelled;
     bool replied;
-    struct job *next, *prev;   /* in gw->jobs */
+    struct job *next, *prev; /* in gw->jobs */
     /* tools/call */
     char *name;
     json_t *args;
-    struct gw_surface *sf;     /* held while an upstream call is in flight */
+    struct gw_surface *sf; /* held while an upstream call is in flight */
     struct gw_up *up;
-    uint64_t handle;           /* the upstream request, for cancellation */
+    uint64_t handle; /* the upstream request, for cancellation */
     char *server, *tool;
     char digest[16];
     uint64_t t0;
@@ -244,20 +244,20 @@ struct gw {
     int exit_code;
     bool shutting_down;
     uint64_t drain_timer;
-    size_t closing;            /* upstream clients still shutting down */
+    size_t closing; /* upstream clients still shutting down */
 
-    char *home;                /* $AGENTSTACK_HOME */
-    char *run_id;              /* AGENTSTACK_RUN_ID */
-    char *negotiated;          /* initialize's answered version, or NULL */
+    char *home;       /* $AGENTSTACK_HOME */
+    char *run_id;     /* AGENTSTACK_RUN_ID */
+    char *negotiated; /* initialize's answered version, or NULL */
     bool client_roots;
     bool roots_pending;
     uint64_t roots_timer;
     json_t *roots_req_id;
-    json_t *roots_answer;      /* the roots array, when it came */
+    json_t *roots_answer; /* the roots array, when it came */
     long next_client_id;
-    VEC(struct job *) parked;  /* waiting for the roots answer */
+    VEC(struct job *) parked; /* waiting for the roots answer */
 
-    struct job *jobs;          /* live jobs */
+    struct job *jobs; /* live jobs */
 
     struct gw_project proj;
     struct gw_surface *cur;    /* the legacy-era (and eager) surface */
@@ -274,18 +274,18 @@ struct gw {
     bool machine_dirty;
     uint64_t last_hash;
     char last_digest[CONSENT_DIGEST_LEN + 1];
-    int last_state;            /* enum trust_state, -1 = unreadable */
+    int last_state; /* enum trust_state, -1 = unreadable */
 
     struct gw_lease lease;
     bool default_decided;
-    bool lease_closed;         /* an explicit close: never auto-open again */
-    bool dirty;                /* tools/list_changed owed */
-    strvec trail;              /* skills loaded without a lease (dedup) */
+    bool lease_closed; /* an explicit close: never auto-open again */
+    bool dirty;        /* tools/list_changed owed */
+    strvec trail;      /* skills loaded without a lease (dedup) */
 
     long long max_result;
-    strvec passthrough;        /* [gateway] env_passthrough */
+    strvec passthrough; /* [gateway] env_passthrough */
     int start_ms;
-    int call_ms;               /* list/call budget (AGENTSTACK_CALL_TIMEOUT_MS) */
+    int call_ms; /* list/call budget (AGENTSTACK_CALL_TIMEOUT_MS) */
     bool stderr_said_untrusted;
 };
 
@@ -342,8 +342,8 @@ json_t *gw_load(struct gw *gw, const struct gw_surface *sf, const json_t *args);
 void gw_loadable_index(struct gw *gw, const struct gw_surface *sf, strbuf *out);
 /* §9.4's block: "Loadable now:", the first 50 entries (descs[i] NULL = bare
  * name, "" = undescribed), "…and N more", then note. */
-void gw_index_render(const char *const *names, const char *const *descs, size_t n,
-                     const char *note, strbuf *out);
+void gw_index_render(const char *const *names, const char *const *descs, size_t n, const char *note,
+                     strbuf *out);
 const char *gw_manual_text(void);
 
 /* lease.c */

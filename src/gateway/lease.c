@@ -235,9 +235,10 @@ json_t *gw_lease_open(struct gw *gw, const json_t *args, bool modern)
     json_object_set_new(o, "instance", json_string(l->instance));
     json_object_set_new(o, "registry_note", reg ? json_string(reg) : json_null());
     strbuf note = SB_INIT;
-    sb_addf(&note, "This connection now serves exactly toolset '%s' (%zu upstream server(s)); "
-                   "its skills load with agentstack_load. Nothing was written into the "
-                   "project.",
+    sb_addf(&note,
+            "This connection now serves exactly toolset '%s' (%zu upstream server(s)); "
+            "its skills load with agentstack_load. Nothing was written into the "
+            "project.",
             l->profile, sf && sf->gate == GW_GATE_OPEN ? sf->ups.n : 0);
     json_object_set_new(o, "note", json_string(note.buf));
     sb_release(&note);
@@ -351,8 +352,8 @@ json_t *gw_lease_freeze(struct gw *gw, const json_t *args, bool modern)
         goto out;
     }
     if (manifest_toolset(m, name)) {
-        res = gw_error_result("toolset '%s' already exists in %s — pick another name", name,
-                              m->path);
+        res =
+            gw_error_result("toolset '%s' already exists in %s — pick another name", name, m->path);
         goto out;
     }
     const struct mf_toolset *ts = manifest_toolset(m, l->profile);

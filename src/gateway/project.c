@@ -24,8 +24,8 @@
 #include "gateway/gw_int.h"
 #include "trust/trust.h"
 
-#define WATCH_MASK                                                                          \
-    (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE |     \
+#define WATCH_MASK                                                                                 \
+    (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE |            \
      IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF)
 
 /* ---- discovery ------------------------------------------------------------------ */
@@ -420,8 +420,8 @@ void gw_refresh(struct gw *gw, bool modern, bool skip_default)
     }
     gw_watch_drain(gw);
     uint64_t now = mcp_now_ms();
-    bool need = !gw->cur || gw->ino_dirty || gw->machine_dirty ||
-                now - gw->last_hash >= GW_REHASH_MS;
+    bool need =
+        !gw->cur || gw->ino_dirty || gw->machine_dirty || now - gw->last_hash >= GW_REHASH_MS;
     if (need) {
         bool machine_changed = gw->machine_dirty;
         gw->ino_dirty = gw->machine_dirty = false;
@@ -455,8 +455,7 @@ void gw_refresh(struct gw *gw, bool modern, bool skip_default)
                             gw->proj.dir, sf->regate_why);
                     swap(gw, sf);
                     gw_set_dirty(gw);
-                } else if (!cur || (cur->gate != GW_GATE_REGATED &&
-                                    prev_state != gw->last_state)) {
+                } else if (!cur || (cur->gate != GW_GATE_REGATED && prev_state != gw->last_state)) {
                     swap(gw, untrusted_surface(gw, gw->last_state));
                     if (prev_state != -2)
                         gw_set_dirty(gw);
@@ -478,8 +477,7 @@ void gw_refresh(struct gw *gw, bool modern, bool skip_default)
         manifest_snapshot_release(&snap);
     }
     if (gw->o.auto_project && !modern && !skip_default && !gw->lease.active &&
-        !gw->default_decided &&
-        !gw->lease_closed && gw->cur && gw->cur->gate == GW_GATE_OPEN)
+        !gw->default_decided && !gw->lease_closed && gw->cur && gw->cur->gate == GW_GATE_OPEN)
         gw_open_default(gw);
 }
 

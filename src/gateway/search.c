@@ -97,8 +97,8 @@ static void card(const struct gw_tool *t, strbuf *out)
             t->full);
 }
 
-void gw_search_render(const struct gw_tool *const *tools, size_t n, const char *query,
-                      long limit, long max_size, strbuf *out)
+void gw_search_render(const struct gw_tool *const *tools, size_t n, const char *query, long limit,
+                      long max_size, strbuf *out)
 {
     strvec tokens = STRVEC_INIT;
     tokenize(query ? query : "", &tokens);
@@ -159,8 +159,8 @@ static bool js_ident(const char *s)
     if (!*s || (*s >= '0' && *s <= '9'))
         return false;
     for (; *s; s++)
-        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
-              (*s >= '0' && *s <= '9') || *s == '_' || *s == '$'))
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+              *s == '_' || *s == '$'))
             return false;
     return true;
 }
@@ -173,8 +173,7 @@ static void js_member(const char *name, strbuf *out)
         sb_addf(out, "[\"%s\"]", name); /* names are [A-Za-z0-9_.-]: no escaping needed */
 }
 
-int gw_entity_render(const struct gw_tool *const *tools, size_t n, const char *entity,
-                     strbuf *out)
+int gw_entity_render(const struct gw_tool *const *tools, size_t n, const char *entity, strbuf *out)
 {
     size_t len = strlen(entity);
     if (len > 5 && strcmp(entity + len - 5, ":tool") == 0)
@@ -199,8 +198,9 @@ int gw_entity_render(const struct gw_tool *const *tools, size_t n, const char *e
     sb_adds(out, "## Input schema\n\n```json\n");
     gw_pretty(t->schema, out);
     sb_adds(out, "\n```\n\n## Call it\n\n");
-    sb_addf(out, "Invoke with `tools/call` and the name `%s`. In code mode:\n\n```ts\n"
-                 "const result = await codemode",
+    sb_addf(out,
+            "Invoke with `tools/call` and the name `%s`. In code mode:\n\n```ts\n"
+            "const result = await codemode",
             t->full);
     js_member(t->server, out);
     js_member(t->name, out);

@@ -20,8 +20,8 @@
 #include "gateway/gw_int.h"
 
 /* Versions initialize echoes (errata 8); anything else gets the newest. */
-static const char *const echo_versions[] = {"2024-11-05", "2025-03-26", "2025-06-18",
-                                            "2025-11-25", NULL};
+static const char *const echo_versions[] = {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25",
+                                            NULL};
 /* What a stateless request may name, newest first (02 §2.2). */
 static const char *const supported_versions[] = {"2026-07-28", "2025-11-25", "2025-06-18",
                                                  "2025-03-26", NULL};
@@ -117,7 +117,6 @@ static struct job *job_new(struct gw *gw, const struct mcp_msg *m, bool modern)
     gw->jobs = j;
     return j;
 }
-
 
 void gw_job_free(struct job *j)
 {
@@ -313,9 +312,9 @@ static void on_request(struct gw *gw, const struct mcp_msg *m)
             return;
         }
         if (!has_caps) {
-            gw_reply_error(gw, j, MCP_INVALID_PARAMS,
-                           "Invalid params: _meta must carry " MCP_META_VERSION " and " MCP_META_CAPS,
-                           NULL);
+            gw_reply_error(
+                gw, j, MCP_INVALID_PARAMS,
+                "Invalid params: _meta must carry " MCP_META_VERSION " and " MCP_META_CAPS, NULL);
             gw_job_free(j);
             return;
         }
@@ -377,8 +376,7 @@ static void on_line(void *ctx, enum mcp_line_kind kind, const char *data, size_t
         }
         gw_note("dropped a %zu-byte message over the 4 MiB line limit", len);
         send_json(gw, mcp_error_new(id, MCP_INVALID_REQUEST,
-                                    "Invalid request: message exceeds the 4 MiB line limit",
-                                    NULL));
+                                    "Invalid request: message exceeds the 4 MiB line limit", NULL));
         return;
     }
     struct mcp_msg m;

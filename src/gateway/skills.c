@@ -76,7 +76,7 @@ static const char manual_desc[] =
 
 struct sk {
     char *name;
-    char *desc;        /* NULL: none */
+    char *desc; /* NULL: none */
     const char *origin;
     bool pinned;       /* a lock row exists */
     bool has_desc_key; /* show description key */
@@ -243,8 +243,8 @@ static void build_set(struct gw *gw, const struct gw_surface *sf, skvec *out, st
     const struct manifest *m = view_manifest(gw, sf, &owned, &err);
     if (!m) {
         char buf[2300];
-        sb_addf(note, "Only the built-in manual is loadable: %s.", as_err_str(&err, buf,
-                                                                             sizeof buf));
+        sb_addf(note, "Only the built-in manual is loadable: %s.",
+                as_err_str(&err, buf, sizeof buf));
         return;
     }
     bool full = trusted_view(gw);
@@ -360,8 +360,8 @@ json_t *gw_list_loadable(struct gw *gw, const struct gw_surface *sf, const char 
         json_object_set_new(o, "loadable", arr);
         json_object_set_new(o, "fenced", json_boolean(full && f.fenced));
         if (full)
-            json_object_set_new(o, "lease", gw->lease.active ? json_string(gw->lease.profile)
-                                                             : json_null());
+            json_object_set_new(o, "lease",
+                                gw->lease.active ? json_string(gw->lease.profile) : json_null());
         json_object_set_new(o, "session", json_null());
         json_object_set_new(o, "note", json_string(note.buf));
         strbuf t = SB_INIT;
@@ -376,8 +376,8 @@ json_t *gw_list_loadable(struct gw *gw, const struct gw_surface *sf, const char 
     return r;
 }
 
-void gw_index_render(const char *const *names, const char *const *descs, size_t n,
-                     const char *note, strbuf *out)
+void gw_index_render(const char *const *names, const char *const *descs, size_t n, const char *note,
+                     strbuf *out)
 {
     size_t shown = n < 50 ? n : 50;
     size_t total = 0;
@@ -446,9 +446,8 @@ static void record_load(struct gw *gw, const char *name, const char *reason, boo
     }
 }
 
-static json_t *load_result(struct gw *gw, const char *name, const char *origin,
-                           const char *body, size_t len, bool newly, const char *note,
-                           const char *warning)
+static json_t *load_result(struct gw *gw, const char *name, const char *origin, const char *body,
+                           size_t len, bool newly, const char *note, const char *warning)
 {
     json_t *o = json_object();
     json_object_set_new(o, "loaded", json_string(name));
@@ -532,8 +531,7 @@ json_t *gw_load(struct gw *gw, const struct gw_surface *sf, const json_t *args)
     }
     if (!m) {
         char buf[2300];
-        res = gw_error_result("cannot load '%s': %s", shown.buf,
-                              as_err_str(&err, buf, sizeof buf));
+        res = gw_error_result("cannot load '%s': %s", shown.buf, as_err_str(&err, buf, sizeof buf));
         goto out;
     }
     struct fence f;
@@ -542,19 +540,20 @@ json_t *gw_load(struct gw *gw, const struct gw_surface *sf, const json_t *args)
     bool in_fence = strvec_find(&names, name) >= 0;
     strvec_clear(&names);
     if (f.fenced && !in_fence) {
-        res = gw_error_result("'%s' is not loadable in toolset '%s' — add it to the toolset to allow it",
-                     shown.buf, gw->lease.profile);
+        res = gw_error_result("'%s' is not loadable in toolset '%s' — add it to the toolset "
+                              "to allow it",
+                              shown.buf, gw->lease.profile);
         goto out;
     }
     if (!in_fence) {
-        res = gw_error_result("no loadable skill '%s'%s — see agentstack_list_loadable", shown.buf, "");
+        res = gw_error_result("no loadable skill '%s' — see agentstack_list_loadable", shown.buf);
         goto out;
     }
     lock = read_lock(gw);
     const char *origin = "manifest";
     if (!skill_dir(gw, m, lock, name, &dir, &origin)) {
-        res = gw_error_result("cannot load '%s': its source is not available on this machine%s",
-                     shown.buf, "");
+        res = gw_error_result("cannot load '%s': its source is not available on this machine",
+                              shown.buf);
         goto out;
     }
     const struct lock_skill *ls = lock ? lockfile_skill(lock, name) : NULL;
@@ -570,9 +569,10 @@ json_t *gw_load(struct gw *gw, const struct gw_surface *sf, const json_t *args)
     const char *pin = NULL;
     if (!ls) {
         if (!library) {
-            res = gw_error_result("refusing to load '%s': it is not pinned in agentstack.lock — a "
-                         "person reviews it and runs `agentstack lock --write`%s",
-                         shown.buf, "");
+            res = gw_error_result("refusing to load '%s': it is not pinned in "
+                                  "agentstack.lock — a person reviews it and runs "
+                                  "`agentstack lock --write`",
+                                  shown.buf);
             goto out;
         }
         warning = "this library skill is not pinned in agentstack.lock; the live copy was "
@@ -580,8 +580,8 @@ json_t *gw_load(struct gw *gw, const struct gw_surface *sf, const json_t *args)
     } else if (strcmp(ls->checksum, cur) != 0) {
         strbuf probe = SB_INIT;
         struct as_err e2 = AS_ERR_INIT;
-        bool stored = library && store_open(gw->home, ls->checksum, STORE_SKILL_TREE, &probe,
-                                            &e2) == 1;
+        bool stored =
+            library && store_open(gw->home, ls->checksum, STORE_SKILL_TREE, &probe, &e2) == 1;
         sb_release(&probe);
         if (!stored) {
             char a[13], b[13];

@@ -193,10 +193,24 @@ static char *expand(struct resolver *r, const char *s)
 
 static bool env_allowed(const char *name, size_t n, const strvec *extra)
 {
-    static const char *const fixed[] = {
-        "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TZ", "TERM", "TMPDIR",
-        "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
-        "http_proxy", "https_proxy", "no_proxy", NULL};
+    static const char *const fixed[] = {"PATH",
+                                        "HOME",
+                                        "USER",
+                                        "LOGNAME",
+                                        "SHELL",
+                                        "LANG",
+                                        "TZ",
+                                        "TERM",
+                                        "TMPDIR",
+                                        "SSL_CERT_FILE",
+                                        "NODE_EXTRA_CA_CERTS",
+                                        "HTTP_PROXY",
+                                        "HTTPS_PROXY",
+                                        "NO_PROXY",
+                                        "http_proxy",
+                                        "https_proxy",
+                                        "no_proxy",
+                                        NULL};
     for (size_t i = 0; fixed[i]; i++)
         if (strlen(fixed[i]) == n && memcmp(fixed[i], name, n) == 0)
             return true;
@@ -292,8 +306,7 @@ static void exec_rels(const struct mf_server *s, strvec *out)
     sb_release(&base);
 }
 
-static void add_skip(struct gw_surface *sf, const char *name, const char *family,
-                     const char *why)
+static void add_skip(struct gw_surface *sf, const char *name, const char *family, const char *why)
 {
     struct gw_skip k = {xstrdup(name), xstrdup(why), family};
     vec_push(&sf->skipped, k);
@@ -407,8 +420,8 @@ static void resolve_refs(struct gw *gw, struct sec_chain *chain, const struct po
             /* A denied reference never reaches a store. */
             strbuf why = SB_INIT, detail = SB_INIT;
             pol_decision_text(&d, &why);
-            sb_addf(&detail, "blocked: server '%s' may not read ${%s} — %s", def->name,
-                    refs.v[i], why.buf);
+            sb_addf(&detail, "blocked: server '%s' may not read ${%s} — %s", def->name, refs.v[i],
+                    why.buf);
             gw_note("%s", detail.buf);
             gw_audit(gw, def->name, "secret", "", "denied", detail.buf, d.pattern,
                      pol_by_name(d.by), 0);
@@ -621,8 +634,9 @@ struct gw_surface *gw_surface_build(struct gw *gw, const struct gw_build_in *in)
         sf->toolset = xstrdup(in->toolset);
         const struct mf_toolset *ts = manifest_toolset(m, in->toolset);
         if (!ts)
-            set_note(sf, "The toolset '%s' is no longer in the manifest, so no upstream MCP "
-                         "servers are proxied.",
+            set_note(sf,
+                     "The toolset '%s' is no longer in the manifest, so no upstream MCP "
+                     "servers are proxied.",
                      in->toolset);
         for (size_t i = 0; ts && i < ts->servers.n; i++)
             strvec_push(&names, ts->servers.v[i]);
@@ -638,9 +652,9 @@ struct gw_surface *gw_surface_build(struct gw *gw, const struct gw_build_in *in)
     }
     if (names.n) {
         struct trust_pins pins;
-        bool have_pins = trust_verify_pins(m, gw->proj.paths.lock, in->snap->lock.buf,
-                                           in->snap->lock.len, in->snap->has_lock, gw->home,
-                                           &pins, &err) == 0;
+        bool have_pins =
+            trust_verify_pins(m, gw->proj.paths.lock, in->snap->lock.buf, in->snap->lock.len,
+                              in->snap->has_lock, gw->home, &pins, &err) == 0;
         if (!have_pins)
             gw_note("pins could not be checked: %s", err.msg);
         /* env → keychain → file store → project .env (varlock stays out until
@@ -685,8 +699,7 @@ static struct mcp_client *make_client(struct gw *gw, struct gw_up *up)
     o.start_timeout_ms = up->http ? GW_HTTP_TIMEOUT_MS : gw->start_ms;
     o.kill_grace_ms = GW_KILL_GRACE_MS;
     if (up->http) {
-        struct mcp_http_opts ho = {up->url, (const char *const *)up->headers,
-                                   GW_HTTP_TIMEOUT_MS};
+        struct mcp_http_opts ho = {up->url, (const char *const *)up->headers, GW_HTTP_TIMEOUT_MS};
         return mcp_client_http(gw->loop, &ho, &o);
     }
     struct mcp_stdio_opts so = {(const char *const *)up->argv, (const char *const *)up->envp,
@@ -752,6 +765,7 @@ static void disc_deadline(struct mcp_loop *loop, void *ctx)
             gw_note("upstream '%s' did not list its tools in time; searching without it",
                     sf->ups.v[i]->name);
             sf->ups.v[i]->disc = 2;
+            sf->ups.v[i]->late = true;
         }
     sf->disc_left = 0;
     sf->disc_timer = 0;
@@ -802,6 +816,7 @@ static void on_listed(void *ctx, const struct mcp_reply *r)
     struct gw_surface *sf = up->sf;
     if (!sf)
         return; /* its surface is gone; the client is shutting down */
+    up->late = false;
     if (r->status == MCP_OK)
         store_tools(up, r->result);
     else

@@ -43,16 +43,15 @@ static size_t utf8_dec(const unsigned char *s, size_t n, unsigned *cp)
 /* Code points that reorder, hide or smuggle text. */
 static bool invisible(unsigned c)
 {
-    return (c >= 0x80 && c <= 0x9F) ||                  /* C1 controls */
-           c == 0xAD || c == 0x34F || c == 0x61C || c == 0x115F || c == 0x1160 ||
-           c == 0x17B4 || c == 0x17B5 || c == 0x180E ||
-           (c >= 0x200B && c <= 0x200F) ||              /* zero-width, LRM, RLM */
-           (c >= 0x2028 && c <= 0x202E) ||              /* separators, embeddings */
-           (c >= 0x2060 && c <= 0x206F) ||              /* joiners, isolates, invisibles */
+    return (c >= 0x80 && c <= 0x9F) || /* C1 controls */
+           c == 0xAD || c == 0x34F || c == 0x61C || c == 0x115F || c == 0x1160 || c == 0x17B4 ||
+           c == 0x17B5 || c == 0x180E || (c >= 0x200B && c <= 0x200F) || /* zero-width, LRM, RLM */
+           (c >= 0x2028 && c <= 0x202E) || /* separators, embeddings */
+           (c >= 0x2060 && c <= 0x206F) || /* joiners, isolates, invisibles */
            c == 0x3164 || c == 0xFEFF || c == 0xFFA0 ||
-           (c >= 0xFFF9 && c <= 0xFFFB) ||              /* interlinear annotation */
-           (c >= 0xE0000 && c <= 0xE007F) ||            /* tags */
-           (c >= 0xE0100 && c <= 0xE01EF);              /* variation selectors supplement */
+           (c >= 0xFFF9 && c <= 0xFFFB) ||   /* interlinear annotation */
+           (c >= 0xE0000 && c <= 0xE007F) || /* tags */
+           (c >= 0xE0100 && c <= 0xE01EF);   /* variation selectors supplement */
 }
 
 /* Length of an escape sequence starting at s[0] == ESC. */
@@ -231,8 +230,7 @@ static json_t *schema_walk(const json_t *v, int depth)
         json_t *x;
         json_object_foreach((json_t *)v, k, x)
         {
-            if ((strcmp(k, "description") == 0 || strcmp(k, "title") == 0) &&
-                json_is_string(x)) {
+            if ((strcmp(k, "description") == 0 || strcmp(k, "title") == 0) && json_is_string(x)) {
                 strbuf s = SB_INIT;
                 gw_one_line(json_string_value(x), GW_DESC_MAX, &s);
                 json_object_set_new(o, k, json_string(s.buf));
@@ -336,8 +334,8 @@ json_t *gw_result_cap(json_t *result, size_t max)
     sb_add(&cut, text.buf, keep);
     sb_addf(&cut, "\n[agentstack: result truncated at %zu of %zu bytes]", keep, total);
     json_t *r = gw_text_result(cut.buf, json_is_true(json_object_get(result, "isError")));
-    if (!json_is_string(json_object_get(json_array_get(json_object_get(r, "content"), 0),
-                                        "text"))) {
+    if (!json_is_string(
+            json_object_get(json_array_get(json_object_get(r, "content"), 0), "text"))) {
         json_decref(r);
         r = gw_text_result("[agentstack: result truncated]", true);
     }

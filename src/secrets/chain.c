@@ -68,8 +68,7 @@ void sec_chain_append(struct sec_chain *c, const struct sec_backend *b)
     vec_push(&c->b, *b);
 }
 
-void sec_chain_insert_before(struct sec_chain *c, const char *before,
-                             const struct sec_backend *b)
+void sec_chain_insert_before(struct sec_chain *c, const char *before, const struct sec_backend *b)
 {
     size_t at = c->b.n;
     for (size_t i = 0; i < c->b.n; i++)
@@ -97,8 +96,8 @@ static int name_ok(const char *s)
     if (!s || !((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
         return 0;
     for (s++; *s; s++)
-        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
-              (*s >= '0' && *s <= '9') || *s == '_'))
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+              *s == '_'))
             return 0;
     return 1;
 }
@@ -332,8 +331,7 @@ static void dotenv_load(struct dotenv *d)
     d->state = SEC_FOUND;
 }
 
-static enum sec_status dotenv_lookup(void *ctx, const char *name, strbuf *out,
-                                     struct as_err *err)
+static enum sec_status dotenv_lookup(void *ctx, const char *name, strbuf *out, struct as_err *err)
 {
     struct dotenv *d = ctx;
     if (!d->loaded)

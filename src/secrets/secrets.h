@@ -63,8 +63,7 @@ void sec_chain_free(struct sec_chain *c);
 /* Appends a backend; the chain owns b->ctx from now on. */
 void sec_chain_append(struct sec_chain *c, const struct sec_backend *b);
 /* Inserts before the backend called `before` (appends when there is none). */
-void sec_chain_insert_before(struct sec_chain *c, const char *before,
-                             const struct sec_backend *b);
+void sec_chain_insert_before(struct sec_chain *c, const char *before, const struct sec_backend *b);
 /* Number of backends and the name of the i-th (for status surfaces). */
 size_t sec_chain_count(const struct sec_chain *c);
 const char *sec_chain_name(const struct sec_chain *c, size_t i);
@@ -98,8 +97,8 @@ enum sec_status sec_locate(struct sec_chain *c, const char *name, struct sec_res
 
 /* One KEY=value entry; key and value are not NUL-terminated. Return non-zero
  * to stop. */
-typedef int (*sec_dotenv_fn)(void *ctx, const char *key, size_t klen, const char *val,
-                             size_t vlen, unsigned line);
+typedef int (*sec_dotenv_fn)(void *ctx, const char *key, size_t klen, const char *val, size_t vlen,
+                             unsigned line);
 /* Reader: each line trimmed; blank and '#' lines skipped; an optional
  * "export " prefix; split at the first '='; key and value trimmed; one
  * surrounding pair of '"' or '\'' stripped; no escapes. Lines without '='

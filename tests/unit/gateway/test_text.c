@@ -16,7 +16,9 @@ static char *clean(const char *s, int keep_nl)
 static void test_clean(void **state)
 {
     (void)state;
-    char *s = clean("  a\x1b[31mred\x1b[0m \x1b]0;title\x07" "b\tc\n\nd  ", 0);
+    char *s = clean("  a\x1b[31mred\x1b[0m \x1b]0;title\x07"
+                    "b\tc\n\nd  ",
+                    0);
     assert_string_equal(s, "ared b c d");
     free(s);
     s = clean("x\u202ey\u200bz\xef\xbb\xbf\xc2\x85w\x7f", 0);
@@ -103,9 +105,8 @@ static void test_schema_and_cap(void **state)
         sb_adds(&big, "é");
     r = gw_text_result(big.buf, true);
     c = gw_result_cap(r, 600);
-    const char *t =
-        json_string_value(json_object_get(json_array_get(json_object_get(c, "content"), 0),
-                                          "text"));
+    const char *t = json_string_value(
+        json_object_get(json_array_get(json_object_get(c, "content"), 0), "text"));
     assert_non_null(t);
     assert_non_null(strstr(t, "[agentstack: result truncated at "));
     assert_true(strlen(t) < 600);
@@ -138,17 +139,16 @@ static void rm(struct gw_tool *t)
 static void test_search(void **state)
 {
     (void)state;
-    struct gw_tool t[4] = {mk("gh", "get_issue", "Fetch one issue"),
-                           mk("gh", "issue", "An exact match"),
-                           mk("jira", "search", "Find tickets and issues"),
-                           mk("issue-tracker", "list", "Everything")};
+    struct gw_tool t[4] = {
+        mk("gh", "get_issue", "Fetch one issue"), mk("gh", "issue", "An exact match"),
+        mk("jira", "search", "Find tickets and issues"), mk("issue-tracker", "list", "Everything")};
     const struct gw_tool *v[4] = {&t[0], &t[1], &t[2], &t[3]};
     strvec tok = STRVEC_INIT;
     strvec_push(&tok, "issue");
-    assert_int_equal(gw_search_score(&t[1], &tok), 10);         /* equals */
-    assert_int_equal(gw_search_score(&t[0], &tok), 3 + 1);      /* contains + description */
-    assert_int_equal(gw_search_score(&t[2], &tok), 1);          /* description only */
-    assert_int_equal(gw_search_score(&t[3], &tok), 2 + 1);      /* server + prefixed desc */
+    assert_int_equal(gw_search_score(&t[1], &tok), 10);    /* equals */
+    assert_int_equal(gw_search_score(&t[0], &tok), 3 + 1); /* contains + description */
+    assert_int_equal(gw_search_score(&t[2], &tok), 1);     /* description only */
+    assert_int_equal(gw_search_score(&t[3], &tok), 2 + 1); /* server + prefixed desc */
     strvec_clear(&tok);
 
     strbuf out = SB_INIT;
@@ -222,10 +222,8 @@ static void test_index(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_clean),
-        cmocka_unit_test(test_names),
-        cmocka_unit_test(test_schema_and_cap),
-        cmocka_unit_test(test_search),
+        cmocka_unit_test(test_clean),          cmocka_unit_test(test_names),
+        cmocka_unit_test(test_schema_and_cap), cmocka_unit_test(test_search),
         cmocka_unit_test(test_index),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
