@@ -12,7 +12,8 @@ budget=${BENCH_TIMEOUT:-150}
 t0=$(date +%s)
 
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1)
-rev=$(git -C "$here/.." rev-parse --short HEAD 2>/dev/null || echo unknown)
+# BENCH_REV names the commit when the build came from a snapshot (git archive)
+rev=${BENCH_REV:-$(git -C "$here/.." rev-parse --short HEAD 2>/dev/null || echo unknown)}
 printf '# %s  commit %s  %s cores  %s  load %s\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$rev" \
     "$(nproc 2>/dev/null || echo ?)" "${cpu:-unknown CPU}" \
     "$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo ?)"
