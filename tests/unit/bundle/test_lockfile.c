@@ -166,6 +166,75 @@ static void test_save_unchanged(void **state)
     tu_rmtree(t);
 }
 
+/* [[extension]] and [[workflow]] are real rows: parsed, sorted, roles sorted
+ * and laid out one per line, blueprint checksum kept, written after
+ * [[executable]] and before [[setting]]. */
+static void test_extension_workflow_rows(void **state)
+{
+    (void)state;
+    const char *src = "version = 2\n"
+                      "\n[[setting]]\ntarget = \"claude\"\nkey = \"k\"\nchecksum = \"" H1 "\"\n"
+                      "\n[[workflow]]\nname = \"wf\"\nroles = [\"writer\", \"critic\"]\n"
+                      "source = \"path\"\npath = \"wf\"\nchecksum = \"" H1 "\"\n"
+                      "blueprint = \"bp.toml\"\nblueprint_checksum = \"SHA256:" H2 "\"\n"
+                      "\n[[extension]]\nname = \"zz\"\ntarget = \"pi\"\nsource = \"path\"\n"
+                      "path = \"ext/zz\"\nchecksum = \"" H2 "\"\n"
+                      "\n[[extension]]\nname = \"aa\"\ntarget = \"opencode\"\n"
+                      "checksum = \"" H1 "\"\n";
+    struct as_err err = AS_ERR_INIT;
+    struct lockfile *l = parse(src, &err);
+    assert_non_null(l);
+    assert_int_equal(l->extensions.n, 2);
+    assert_string_equal(lockfile_extension(l, "aa")->source, "library");
+    const struct lock_workflow *w = lockfile_workflow(l, "wf");
+    assert_non_null(w);
+    assert_string_equal(w->roles.v[0], "critic");
+    assert_string_equal(w->blueprint_checksum, H2);
+    strbuf out = SB_INIT;
+    lockfile_render(l, &out);
+    const char *want =
+        "version = 2\n"
+        "\n[[extension]]\nname = \"aa\"\ntarget = \"opencode\"\nsource = \"library\"\n"
+        "checksum = \"" H1 "\"\n"
+        "\n[[extension]]\nname = \"zz\"\ntarget = \"pi\"\nsource = \"path\"\npath = \"ext/zz\"\n"
+        "checksum = \"" H2 "\"\n"
+        "\n[[workflow]]\nname = \"wf\"\nroles = [\n    \"critic\",\n    \"writer\",\n]\n"
+        "source = \"path\"\npath = \"wf\"\nchecksum = \"" H1 "\"\nblueprint = \"bp.toml\"\n"
+        "blueprint_checksum = \"" H2 "\"\n"
+        "\n[[setting]]\ntarget = \"claude\"\nkey = \"k\"\nchecksum = \"" H1 "\"\n";
+    assert_string_equal(out.buf, want);
+    /* A re-parse of the output renders the same bytes. */
+    struct lockfile *l2 = parse(out.buf, &err);
+    assert_non_null(l2);
+    strbuf out2 = SB_INIT;
+    lockfile_render(l2, &out2);
+    assert_string_equal(out.buf, out2.buf);
+    sb_release(&out);
+    sb_release(&out2);
+    lockfile_free(l);
+    lockfile_free(l2);
+}
+
+static void test_extension_workflow_errors(void **state)
+{
+    (void)state;
+    const char *bad[] = {
+        "version = 2\n[[workflow]]\nname = \"w\"\nroles = \"x\"\nchecksum = \"" H1 "\"\n",
+        "version = 2\n[[workflow]]\nname = \"w\"\nroles = [1]\nchecksum = \"" H1 "\"\n",
+        "version = 2\n[[workflow]]\nname = \"w\"\nchecksum = \"" H1 "\"\n"
+        "blueprint_checksum = \"xyz\"\n",
+        "version = 2\n[[extension]]\nname = \"e\"\n",
+        "version = 2\nextension = 3\n",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct as_err err = AS_ERR_INIT;
+        struct lockfile *l = parse(bad[i], &err);
+        assert_null(l);
+        assert_true(err.line > 0 || err.msg[0]);
+        assert_non_null(strstr(err.path, "agentstack.lock"));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -173,6 +242,8 @@ int main(void)
         cmocka_unit_test(test_versions),
         cmocka_unit_test(test_checksums),
         cmocka_unit_test(test_save_unchanged),
+        cmocka_unit_test(test_extension_workflow_rows),
+        cmocka_unit_test(test_extension_workflow_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
