@@ -29,8 +29,10 @@ class Gateway:
         self.err = []
         self.next_id = 1
         self.cv = threading.Condition()
-        threading.Thread(target=self._read_out, daemon=True).start()
-        threading.Thread(target=self._read_err, daemon=True).start()
+        self.threads = [threading.Thread(target=self._read_out, daemon=True),
+                        threading.Thread(target=self._read_err, daemon=True)]
+        for t in self.threads:
+            t.start()
 
     def _read_out(self):
         for line in self.proc.stdout:
@@ -58,6 +60,7 @@ class Gateway:
             self.err.append(line.decode("utf-8", "replace"))
 
     def stderr(self):
+        """What the gateway wrote to stderr so far (complete after close())."""
         return "".join(self.err)
 
     def send(self, obj):
@@ -127,16 +130,21 @@ class Gateway:
         return [t["name"] for t in r["result"]["tools"]] if r and "result" in r else None
 
     def close(self, timeout=30):
+        """Closes stdin and waits for the exit; stdout and stderr are read to
+        the end before this returns, so stderr() is complete afterwards."""
         try:
             self.proc.stdin.close()
         except OSError:
             pass
         try:
-            return self.proc.wait(timeout)
+            rc = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-            return None
+            rc = None
+        for t in self.threads:
+            t.join(timeout)
+        return rc
 
     def __enter__(self):
         return self
