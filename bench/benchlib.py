@@ -154,6 +154,25 @@ def hyperfine_pair(hf, base, ours, cwd, env, runs, out):
     return res[0]["median"], res[1]["median"]
 
 
+def perf_cpu(cmd, cwd, env, runs=50):
+    """Mean CPU seconds (perf stat task-clock) of cmd over runs, or None.
+    CPU time barely moves when other jobs share the cores; wall time does."""
+    perf = shutil.which("perf")
+    if not perf:
+        return None
+    r = subprocess.run([perf, "stat", "-r", str(runs), "-x", ",", "-e", "task-clock", "--"] + cmd,
+                       cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                       timeout=300)
+    for line in r.stderr.decode("utf-8", "replace").splitlines():
+        f = line.split(",")
+        if len(f) > 2 and f[2].startswith("task-clock") and f[1] == "msec":
+            try:
+                return float(f[0]) / 1e3
+            except ValueError:
+                return None
+    return None
+
+
 def callgrind_ir(cmd, cwd, env, out, stdin_fn=None):
     """Instructions executed by cmd (callgrind's total Ir; children are not
     traced). stdin_fn, when given, drives the process: it receives the full

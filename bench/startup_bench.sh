@@ -4,6 +4,8 @@
 # `agentstack mcp` from spawn to its reply to initialize beside `cat`
 # echoing the same line. Runs in a temporary HOME/AGENTSTACK_HOME with a
 # small locked and trusted project (one server, one skill, a repo policy).
+# Then the CPU time (perf stat task-clock, mean of 50) of each command vs
+# /bin/true, which other jobs on the machine move far less than wall time.
 # Uses hyperfine when it is installed (as root it is installed with apt-get
 # unless BENCH_NO_INSTALL=1); otherwise an interleaved python loop.
 # Usage: bench/startup_bench.sh <builddir>
@@ -27,7 +29,7 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 PYTHONPATH=$here python3 -B - "$bin" "$tmp" "$here/.." "${STARTUP_RUNS:-100}" <<'PY'
 import os, shutil, sys
 from benchlib import (env_for, first_reply, fmt_ms, hyperfine_pair, interleaved, make_project,
-                      row, run_ok, skip, timed_run)
+                      perf_cpu, row, run_ok, skip, timed_run)
 
 binpath, root, src, runs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 env = env_for(root)
@@ -40,10 +42,11 @@ print("  (start-up rows: median of %d runs, %s; ours vs /bin/true)"
 rows = [
     ("--version", [binpath, "--version"], False),
     ("help", [binpath, "help"], False),
-    ("trust --preview (small project)", [binpath, "trust", ".", "--preview"], True),
-    ("lock preview (small project)", [binpath, "lock"], True),
-    ("doctor --ci (small project)", [binpath, "doctor", "--ci"], True),
+    ("trust --preview (small)", [binpath, "trust", ".", "--preview"], True),
+    ("lock preview (small)", [binpath, "lock"], True),
+    ("doctor --ci (small)", [binpath, "doctor", "--ci"], True),
 ]
+cpu = []
 for name, cmd, needs_proj in rows:
     if needs_proj and why_proj:
         skip(name, "project setup failed: " + why_proj)
@@ -59,6 +62,15 @@ for name, cmd, needs_proj in rows:
         res = interleaved([timed_run(true, proj, env), timed_run(cmd, proj, env)], runs)
     base, ours = res
     row(name, fmt_ms(ours), fmt_ms(base), "+" + fmt_ms(ours - base))
+    cpu.append((name, cmd))
+
+# CPU time of the same commands: steadier than wall time on a busy machine
+for name, cmd in cpu:
+    c_true, c_ours = perf_cpu(true, proj, env), perf_cpu(cmd, proj, env)
+    if c_true is None or c_ours is None:
+        skip("cpu: " + name, "perf stat task-clock unavailable")
+        break
+    row("cpu: " + name, fmt_ms(c_ours), fmt_ms(c_true), "+" + fmt_ms(c_ours - c_true))
 
 name = "mcp initialize -> reply vs cat"
 if why_proj:
