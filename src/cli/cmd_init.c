@@ -1,6 +1,7 @@
 /*
  * agentstack init [--yes] [--dry-run] [--secrets keychain|env|file|skip]
  *                 [--no-keychain] [--include-tool-managed] [--force] [--global]
+ *                 [--connect]
  * (04 §7, 06 §4.5, errata 25).
  *
  * Reads the MCP servers and skill folders the detected CLIs already have,
@@ -29,9 +30,10 @@
 #include "secrets/backends.h"
 
 int cmd_init(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_connect(int argc, char **argv, struct cli_ctx *ctx);
 
 struct init_args {
-    bool yes, dry_run, force, global, include_tool_managed, verbose;
+    bool yes, dry_run, force, global, include_tool_managed, verbose, connect;
     bool secrets_set;
     enum onb_dest dest;
 };
@@ -45,6 +47,8 @@ static int parse(int argc, char **argv, struct init_args *a)
             a->yes = true;
         } else if (strcmp(s, "--dry-run") == 0 || strcmp(s, "--plan") == 0) {
             a->dry_run = true;
+        } else if (strcmp(s, "--connect") == 0) {
+            a->connect = true;
         } else if (strcmp(s, "--force") == 0) {
             a->force = true;
         } else if (strcmp(s, "--global") == 0) {
@@ -398,8 +402,9 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
                    err.msg);
         as_err_clear(&err);
         rel_display(target.buf, &disp);
-        printf("Dry run. Nothing written — would write %s%s.\n", disp.buf,
-               starter ? " (a starter manifest)" : "");
+        printf("Dry run. Nothing written — would write %s%s%s.\n", disp.buf,
+               starter ? " (a starter manifest)" : "",
+               a.connect ? ", then run agentstack connect --all --write" : "");
         rc = EXIT_OK;
         goto out;
     }
@@ -459,9 +464,22 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
     }
     rel_display(target.buf, &disp);
     printf("✅ Wrote %s\n", disp.buf);
+    rc = EXIT_OK;
+    if (a.connect) {
+        /* --connect (never implied by --yes): register the live gateway too. */
+        printf("🔌 agentstack connect --all --write\n");
+        fflush(stdout);
+        char *cargv[] = {"connect", "--all", "--write", NULL};
+        if (cmd_connect(3, cargv, ctx) != 0) {
+            fflush(stdout);
+            cli_errorf("the manifest was written, but connecting the gateway failed (see above)"
+                       "; retry with: agentstack connect --all --write");
+            rc = EXIT_FAIL;
+            goto out;
+        }
+    }
     printf("Next: agentstack bootstrap   · preflight: CLIs, missing secrets, what apply would "
            "change\n");
-    rc = EXIT_OK;
     goto out;
 
 fail_rollback:

@@ -139,7 +139,8 @@ const struct cli_command cli_commands[] = {
      "set prompts without echo on a terminal; the OS keychain is the default store.\n", 0},
     {"init", cmd_init, "import the servers, skills and secrets your CLIs already have",
      "usage: agentstack init [--yes] [--dry-run] [--secrets keychain|env|file|skip]\n"
-     "                       [--no-keychain] [--include-tool-managed] [--force] [--global] [-v]\n"
+     "                       [--no-keychain] [--include-tool-managed] [--force] [--global]\n"
+     "                       [--connect] [-v]\n"
      "Reads each detected CLI's config (never changes it); inline secrets become ${REF}s.\n",
      0},
     {"bootstrap", cmd_bootstrap, "preflight: CLIs installed, secrets and skills missing, what "

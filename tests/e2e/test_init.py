@@ -181,6 +181,26 @@ def wizard():
               "the wizard asks where secrets go, then before writing", t)
 
 
+def connect_flag():
+    """--connect also registers the live gateway (never implied by --yes)."""
+    with Sandbox() as sb:
+        H.fake_bin(sb, "claude")
+        e = fenced_env(sb)
+        r = H.run(sb, "init", "--yes", e=e)
+        check(not os.path.exists(os.path.join(sb.home, ".claude.json")),
+              "--yes alone never connects the gateway", r.stdout)
+    with Sandbox() as sb:
+        H.fake_bin(sb, "claude")
+        e = fenced_env(sb)
+        r = H.run(sb, "init", "--yes", "--connect", e=e)
+        cj = os.path.join(sb.home, ".claude.json")
+        reg = json.load(open(cj)) if os.path.exists(cj) else {}
+        check(r.returncode == 0 and "agentstack connect --all --write" in r.stdout
+              and "agentstack" in reg.get("mcpServers", {}),
+              "init --connect: manifest written, then the gateway registered in Claude Code",
+              r.stdout + r.stderr)
+
+
 def with_keychain():
     with Sandbox() as sb:
         seed(sb)
@@ -282,6 +302,7 @@ if os.environ.get("AS_KEYRING_INNER"):
     home_refused()
     no_keychain()
     wizard()
+    connect_flag()
     done()
 elif all(shutil.which(b) for b in ("dbus-run-session", "gnome-keyring-daemon", "secret-tool")):
     reexec_in_keyring_session()
@@ -292,4 +313,5 @@ else:
     home_refused()
     no_keychain()
     wizard()
+    connect_flag()
     done()
