@@ -51,27 +51,32 @@ int git_check_url(const char *url, struct as_err *err)
     if (!url || !url[0])
         return as_err_set(err, "empty git URL");
     if (url[0] == '-')
-        return as_err_set(err, "git URL '%s' starts with '-' (it would be read as an option)",
-                          url);
+        return as_err_set(err, "git URL '%s' starts with '-' (it would be read as an option)", url);
     if (has_control(url))
         return as_err_set(err, "git URL contains a control character");
     if (strncmp(url, "https://", 8) == 0 || strncmp(url, "ssh://", 6) == 0 ||
         strncmp(url, "file://", 7) == 0 || url[0] == '/')
         return 0;
     if (strstr(url, "::"))
-        return as_err_set(err, "git URL '%s' names a remote helper; only https, ssh and local "
-                               "sources are fetched", url);
+        return as_err_set(err,
+                          "git URL '%s' names a remote helper; only https, ssh and local "
+                          "sources are fetched",
+                          url);
     const char *scheme = strstr(url, "://");
     if (scheme)
-        return as_err_set(err, "git URL '%s': the %.*s protocol is not allowed (use https, ssh "
-                               "or a local path)", url, (int)(scheme - url), url);
+        return as_err_set(err,
+                          "git URL '%s': the %.*s protocol is not allowed (use https, ssh "
+                          "or a local path)",
+                          url, (int)(scheme - url), url);
     /* scp-like user@host:path is ssh; a bare relative path is ambiguous. */
     const char *colon = strchr(url, ':');
     const char *slash = strchr(url, '/');
     if (colon && (!slash || colon < slash))
         return 0;
-    return as_err_set(err, "git URL '%s' is a relative path; write an absolute path, file://, "
-                           "https:// or ssh://", url);
+    return as_err_set(err,
+                      "git URL '%s' is a relative path; write an absolute path, file://, "
+                      "https:// or ssh://",
+                      url);
 }
 
 static int check_rev(const char *rev, struct as_err *err)
@@ -108,12 +113,12 @@ static void build_env(strvec *env, const char *index_file)
 
 /* The hardening every invocation carries, ahead of the subcommand. */
 static const char *const git_config[] = {
-    "-c", "core.hooksPath=/dev/null",    "-c", "core.fsmonitor=false",
-    "-c", "core.autocrlf=false",         "-c", "protocol.allow=never",
-    "-c", "protocol.file.allow=always",  "-c", "protocol.https.allow=always",
-    "-c", "protocol.ssh.allow=always",   "-c", "submodule.recurse=false",
-    "-c", "transfer.fsckObjects=true",   "-c", "init.defaultBranch=main",
-    "-c", "advice.detachedHead=false",   "-c", "http.lowSpeedLimit=1000",
+    "-c", "core.hooksPath=/dev/null",   "-c", "core.fsmonitor=false",
+    "-c", "core.autocrlf=false",        "-c", "protocol.allow=never",
+    "-c", "protocol.file.allow=always", "-c", "protocol.https.allow=always",
+    "-c", "protocol.ssh.allow=always",  "-c", "submodule.recurse=false",
+    "-c", "transfer.fsckObjects=true",  "-c", "init.defaultBranch=main",
+    "-c", "advice.detachedHead=false",  "-c", "http.lowSpeedLimit=1000",
     "-c", "http.lowSpeedTime=60",
 };
 
@@ -163,8 +168,8 @@ static int run_git(const char *git_dir, const char *work_tree, const char *index
         av[i] = argv.v[i];
     for (size_t i = 0; i < env.n; i++)
         ev[i] = env.v[i];
-    int rc = proc_run_capture((const char *const *)av, (const char *const *)ev, NULL, NULL, 0,
-                              out, errout, err);
+    int rc = proc_run_capture((const char *const *)av, (const char *const *)ev, NULL, NULL, 0, out,
+                              errout, err);
     free(av);
     free(ev);
     strvec_clear(&argv);
@@ -346,8 +351,8 @@ static int make_checkout(const char *bare, const char *co_parent, const char *fi
     return rc;
 }
 
-int git_resolve(const char *home, const char *url, const char *rev, bool fetch_ok,
-                strbuf *commit, strbuf *dir, struct as_err *err)
+int git_resolve(const char *home, const char *url, const char *rev, bool fetch_ok, strbuf *commit,
+                strbuf *dir, struct as_err *err)
 {
     if (git_check_url(url, err) < 0 || check_rev(rev, err) < 0)
         return -1;
@@ -383,8 +388,7 @@ int git_resolve(const char *home, const char *url, const char *rev, bool fetch_o
             if (f < 0) {
                 rc = -1;
             } else if (f == 0) {
-                as_err_set(err, "%s has no branch, tag or commit '%s'", url,
-                           rev ? rev : "HEAD");
+                as_err_set(err, "%s has no branch, tag or commit '%s'", url, rev ? rev : "HEAD");
                 rc = -1;
             }
         }

@@ -359,7 +359,8 @@ static int read_workflows(struct rd *r, const toml_value *root, struct lockfile 
             rc = get_str(r, t, "workflow", "blueprint", false, &w.blueprint);
         const toml_value *bc = toml_get(t, "blueprint_checksum");
         if (rc == 0 && bc &&
-            (bc->type != TOML_STRING || sha256_normalize_hex(bc->u.str.s, w.blueprint_checksum) < 0))
+            (bc->type != TOML_STRING ||
+             sha256_normalize_hex(bc->u.str.s, w.blueprint_checksum) < 0))
             rc = bad(r, bc, "malformed blueprint_checksum in [[%s]]%s: expected 64 hex characters",
                      "workflow", "");
         if (rc == 0 && !w.source)

@@ -211,7 +211,8 @@ static bool resolve_git(struct pin_item *it, const struct pin_opts *o, const cha
     it->source = xstrdup("git");
     it->git = xstrdup(url);
     const char *rev = mf_rev;
-    if (lock_rev && lock_git && strcmp(lock_git, url) == 0 && !(o->fetch && wants_update(o, it->name)))
+    bool update = o->fetch && wants_update(o, it->name);
+    if (lock_rev && lock_git && strcmp(lock_git, url) == 0 && !update)
         rev = lock_rev;
     struct as_err err = AS_ERR_INIT;
     strbuf commit = SB_INIT, co = SB_INIT;

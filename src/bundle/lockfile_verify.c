@@ -238,8 +238,7 @@ struct lockfile *pin_build_lock(const pin_items *items, const struct lockfile *o
             if (ok)
                 memcpy(w->blueprint_checksum, it->checksum, sizeof w->blueprint_checksum);
             else if (ow && ow->blueprint_checksum[0] && same_str(ow->blueprint, it->declared_path))
-                memcpy(w->blueprint_checksum, ow->blueprint_checksum,
-                       sizeof w->blueprint_checksum);
+                memcpy(w->blueprint_checksum, ow->blueprint_checksum, sizeof w->blueprint_checksum);
             break;
         }
         }
@@ -519,8 +518,10 @@ void pin_deposit(const pin_items *items, const char *home, strvec *warnings)
             n = xstrdup("setting.json");
         }
         if (store_deposit_bytes(home, it->canon, strlen(it->canon), n, it->checksum, &err) < 0)
-            strvec_pushf(warnings, "could not keep a copy of setting '%s.%s' in the content "
-                         "store: %s", it->name, it->sub, err.msg);
+            strvec_pushf(warnings,
+                         "could not keep a copy of setting '%s.%s' in the content "
+                         "store: %s",
+                         it->name, it->sub, err.msg);
         free(n);
     }
 }

@@ -451,8 +451,8 @@ static int accept_pins(const struct trust_review *r, const drift_answers *ans, c
         const struct pin_item *it = &accepted.v[i];
         char *c = (char *)pin_locked_checksum(l, it);
         if (!c) {
-            as_err_set(err, "%s '%s' has no row in agentstack.lock to patch", pin_kind_name(it->kind),
-                       it->name);
+            as_err_set(err, "%s '%s' has no row in agentstack.lock to patch",
+                       pin_kind_name(it->kind), it->name);
             goto out;
         }
         memcpy(c, it->checksum, SHA256_HEX_LEN + 1);

@@ -67,8 +67,11 @@ static bool utf8_ok(const char *s, size_t n)
     size_t i = 0;
     while (i < n) {
         unsigned c = p[i];
-        size_t k = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2
-                                  : (c & 0xF8) == 0xF0 ? 3 : 9;
+        size_t k = c < 0x80             ? 0
+                   : (c & 0xE0) == 0xC0 ? 1
+                   : (c & 0xF0) == 0xE0 ? 2
+                   : (c & 0xF8) == 0xF0 ? 3
+                                        : 9;
         if (c == 0 || k == 9 || (k == 1 && c < 0xC2) || i + k >= n + (k ? 0 : 1))
             return false;
         for (size_t j = 1; j <= k; j++)
@@ -282,9 +285,8 @@ int trust_diff_add(json_t *d, const char *home, bool tree, const char *approved_
     const char *status = json_string_value(json_object_get(d, "status"));
     strbuf ap = SB_INIT;
     struct as_err err = AS_ERR_INIT;
-    int have = home ? store_open(home, approved_pin, tree ? STORE_SKILL_TREE : STORE_FILE, &ap,
-                                 &err)
-                    : 0;
+    int have =
+        home ? store_open(home, approved_pin, tree ? STORE_SKILL_TREE : STORE_FILE, &ap, &err) : 0;
     if (have != 1) {
         json_object_set_new(d, "status", json_string("no_snapshot"));
         char *h = have < 0 ? xasprintf("no snapshot of the approved bytes (%s)", err.msg)

@@ -14,9 +14,8 @@ static void test_urls(void **state)
     (void)state;
     const char *ok[] = {"https://example.com/a/b.git", "ssh://git@example.com/a.git",
                         "git@example.com:a/b.git", "file:///srv/repo", "/srv/repo"};
-    const char *bad[] = {"",           "-uhelp",         "ext::sh -c id", "http://x/y",
-                         "git://x/y",  "ftp://x/y",      "relative/repo", "./repo",
-                         "https://x/\n", "fd::17"};
+    const char *bad[] = {"",          "-uhelp",        "ext::sh -c id", "http://x/y",   "git://x/y",
+                         "ftp://x/y", "relative/repo", "./repo",        "https://x/\n", "fd::17"};
     for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
         struct as_err err = AS_ERR_INIT;
         assert_int_equal(git_check_url(ok[i], &err), 0);

@@ -21,9 +21,8 @@ static char *deposit_file(const char *home, const char *text, char pin[SHA256_HE
 
 static const char *line(json_t *d, size_t f, size_t i)
 {
-    return json_string_value(
-        json_array_get(json_object_get(json_array_get(json_object_get(d, "files"), f), "lines"),
-                       i));
+    return json_string_value(json_array_get(
+        json_object_get(json_array_get(json_object_get(d, "files"), f), "lines"), i));
 }
 
 static void test_file_diff(void **state)
@@ -76,8 +75,9 @@ static void test_cap_and_snapshot(void **state)
     /* No deposit for the approved pin: no_snapshot, no lines. */
     d = trust_diff_new();
     budget = TRUST_DIFF_LINES;
-    trust_diff_add(d, home, false, "00000000000000000000000000000000000000000000000000000000000000"
-                                   "00",
+    trust_diff_add(d, home, false,
+                   "00000000000000000000000000000000000000000000000000000000000000"
+                   "00",
                    "x", live, "body.md", &budget);
     assert_string_equal(json_string_value(json_object_get(d, "status")), "no_snapshot");
     assert_int_equal(json_array_size(json_object_get(d, "files")), 0);
