@@ -16,6 +16,7 @@
 
 #include "audit/audit.h"
 #include "base/fs.h"
+#include "base/json.h"
 #include "base/xalloc.h"
 #include "bundle/digest.h"
 #include "bundle/lockfile.h"
@@ -80,6 +81,7 @@ struct sk {
     const char *origin;
     bool pinned;       /* a lock row exists */
     bool has_desc_key; /* show description key */
+    bool unavailable;  /* keep-pinned, but the approved copy is not in the store */
 };
 typedef VEC(struct sk) skvec;
 
@@ -230,11 +232,48 @@ static const struct manifest *view_manifest(struct gw *gw, const struct gw_surfa
     return *owned;
 }
 
+/* The trust decision recorded for skill `name` (01 §6.1 "decisions"):
+ * 0 none, 1 keep-pinned (pin gets the approved digest), 2 blocked. */
+static int skill_decision(struct gw *gw, const char *name, char pin[SHA256_HEX_LEN + 1])
+{
+    pin[0] = '\0';
+    if (!gw->proj.found)
+        return 0;
+    struct trust_store ts;
+    struct as_err err = AS_ERR_INIT;
+    if (trust_store_load(&ts, &err) < 0)
+        return 0;
+    strbuf key = SB_INIT;
+    discover_project_key(gw->proj.paths.base, &key);
+    json_t *e = trust_store_entry(&ts, key.buf);
+    int r = 0;
+    size_t i;
+    json_t *d;
+    json_array_foreach(json_object_get(e, "decisions"), i, d)
+    {
+        const char *k = json_get_str(d, "kind"), *n = json_get_str(d, "name");
+        if (!k || !n || strcmp(k, "skill") != 0 || strcmp(n, name) != 0)
+            continue;
+        json_t *ans = json_object_get(d, "answer");
+        const char *a = json_get_str(ans, "answer");
+        const char *p = json_get_str(ans, "pin");
+        if (a && strcmp(a, "blocked") == 0)
+            r = 2;
+        else if (a && strcmp(a, "keep-pinned") == 0 && p && strlen(p) == SHA256_HEX_LEN) {
+            r = 1;
+            memcpy(pin, p, SHA256_HEX_LEN + 1);
+        }
+    }
+    sb_release(&key);
+    trust_store_free(&ts);
+    return r;
+}
+
 /* Builds the set; note receives the listing's note. */
 static void build_set(struct gw *gw, const struct gw_surface *sf, skvec *out, struct fence *f,
                       strbuf *note)
 {
-    struct sk man = {xstrdup(GW_MANUAL_NAME), xstrdup(manual_desc), "builtin", false, true};
+    struct sk man = {xstrdup(GW_MANUAL_NAME), xstrdup(manual_desc), "builtin", false, true, false};
     vec_push(out, man);
     f->fenced = false;
     f->ts = NULL;
@@ -254,12 +293,31 @@ static void build_set(struct gw *gw, const struct gw_surface *sf, skvec *out, st
     for (size_t i = 0; i < names.n; i++) {
         if (strcmp(names.v[i], GW_MANUAL_NAME) == 0 && !full)
             continue; /* an untrusted project's copy never overrides the manual */
-        struct sk e = {xstrdup(names.v[i]), NULL, "manifest", false, full};
+        struct sk e = {xstrdup(names.v[i]), NULL, "manifest", false, full, false};
         strbuf dir = SB_INIT;
         const char *origin = "manifest";
         int found = skill_dir(gw, m, lock, names.v[i], &dir, &origin);
         e.origin = origin;
-        if (full) {
+        char approved[SHA256_HEX_LEN + 1];
+        int dec = full ? skill_decision(gw, names.v[i], approved) : 0;
+        if (dec == 2) { /* blocked on this machine: omitted */
+            free(e.name);
+            sb_release(&dir);
+            continue;
+        }
+        if (dec == 1) {
+            strbuf sp = SB_INIT;
+            struct as_err se = AS_ERR_INIT;
+            e.pinned = true;
+            if (store_open(gw->home, approved, STORE_SKILL_TREE, &sp, &se) == 1) {
+                e.origin = "approved-copy";
+                e.desc = skill_desc(gw, NULL, approved);
+            } else {
+                e.origin = "unavailable";
+                e.unavailable = true;
+            }
+            sb_release(&sp);
+        } else if (full) {
             const struct lock_skill *ls = lock ? lockfile_skill(lock, names.v[i]) : NULL;
             e.pinned = ls != NULL;
             e.desc = skill_desc(gw, found ? dir.buf : NULL, ls ? ls->checksum : NULL);
@@ -342,6 +400,10 @@ json_t *gw_list_loadable(struct gw *gw, const struct gw_surface *sf, const char 
             if (e->pinned)
                 json_object_set_new(o, "pinned", json_true());
             json_object_set_new(o, "loaded", json_boolean(loaded(gw, e->name)));
+            if (e->unavailable) {
+                json_object_set_new(o, "loadable", json_false());
+                json_object_set_new(o, "action", json_string("agentstack trust"));
+            }
         }
         json_array_append_new(arr, o);
     }
@@ -423,6 +485,8 @@ void gw_loadable_index(struct gw *gw, const struct gw_surface *sf, strbuf *out)
         names[i] = set.v[i].name;
         bool builtin = strcmp(set.v[i].origin, "builtin") == 0;
         descs[i] = !full && !builtin ? NULL : set.v[i].desc ? set.v[i].desc : "";
+        if (set.v[i].unavailable)
+            descs[i] = "NOT LOADABLE: the approved copy is missing; run `agentstack trust`";
     }
     gw_index_render(names, descs, set.n, note.buf, out);
     free(names);
@@ -547,6 +611,36 @@ json_t *gw_load(struct gw *gw, const struct gw_surface *sf, const json_t *args)
     }
     if (!in_fence) {
         res = gw_error_result("no loadable skill '%s' — see agentstack_list_loadable", shown.buf);
+        goto out;
+    }
+    char approved[SHA256_HEX_LEN + 1];
+    int dec = skill_decision(gw, name, approved);
+    if (dec == 2) {
+        res = gw_error_result("'%s' is blocked on this machine by a review decision — a person "
+                              "changes that with `agentstack trust %s`",
+                              shown.buf, gw->proj.dir);
+        goto out;
+    }
+    if (dec == 1) {
+        /* keep-pinned: the approved bytes, whatever the live directory holds */
+        strbuf sp = SB_INIT;
+        int so = store_open(gw->home, approved, STORE_SKILL_TREE, &sp, &err);
+        char *p = so == 1 ? xasprintf("%s/SKILL.md", sp.buf) : NULL;
+        sb_release(&sp);
+        if (!p || fs_read_file(p, SKILL_MD_MAX_BYTES, 1, &body, &err) < 0) {
+            free(p);
+            res = gw_error_result("'%s' is unavailable: the approved copy is not in the content "
+                                  "store — a person re-reviews it with `agentstack trust %s`",
+                                  shown.buf, gw->proj.dir);
+            goto out;
+        }
+        free(p);
+        bool newly;
+        record_load(gw, name, reason, &newly);
+        struct as_err le = AS_ERR_INIT;
+        aud_load_append(gw->home, name, reason, gw->proj.root, gw->run_id, &le);
+        res = load_result(gw, name, "approved-copy", body.buf, body.len, newly,
+                          "the live copy changed since review; the approved copy was served", NULL);
         goto out;
     }
     lock = read_lock(gw);

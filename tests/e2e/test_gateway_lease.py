@@ -170,7 +170,52 @@ def docs_lease():
               loads[0]["reason"] == "api", "5: loads.jsonl records successful loads", loads)
 
 
+def decisions():
+    """Review decisions recorded in trust.json (01 §6.1): keep-pinned serves the
+    approved copy from the content store; blocked omits the skill."""
+    with Sandbox() as sb:
+        sb.write("agentstack.toml", "version = 1\n\n[skills.notes]\npath = \"skills/notes\"\n")
+        sb.write("skills/notes/SKILL.md", API)
+        r = sb.run("lock", "--write")
+        check(r.returncode == 0, "decisions: lock", r.stderr)
+        j = json.loads(sb.run("trust", ".", "--preview").stdout)
+        sb.run("trust", ".", "--yes", "--consented", j["surface_digest"])
+        with open(os.path.join(sb.project, "agentstack.lock")) as f:
+            pin = [x.split('"')[1] for x in f if x.startswith("checksum")][0]
+        with open(os.path.join(sb.project, "skills/notes/SKILL.md"), "a") as f:
+            f.write("drifted after review\n")
+        tj = os.path.join(sb.ah, "trust.json")
+
+        def decide(answer):
+            with open(tj) as f:
+                t = json.load(f)
+            for e in t["trusted"].values():
+                e["decisions"] = [{"kind": "skill", "name": "notes",
+                                   "answer": {"answer": answer, "pin": pin}}]
+            with open(tj, "w") as f:
+                json.dump(t, f)
+
+        decide("keep-pinned")
+        with Gateway(sb, "--auto-project") as g:
+            g.initialize()
+            lst = payload(g.call("agentstack_list_loadable", {}))
+            e = [x for x in lst["loadable"] if x["name"] == "notes"]
+            check(e and e[0]["origin"] == "approved-copy", "keep-pinned: listed as approved copy",
+                  lst)
+            ld = payload(g.call("agentstack_load", {"name": "notes", "reason": "r"}))
+            check(ld["instructions"] == API and ld["origin"] == "approved-copy",
+                  "keep-pinned: the approved bytes are served, not the drifted ones", ld)
+            decide("blocked")
+            lst = payload(g.call("agentstack_list_loadable", {}))
+            check("notes" not in [x["name"] for x in lst["loadable"]], "blocked: omitted", lst)
+            b = g.call("agentstack_load", {"name": "notes", "reason": "r"})
+            check(is_error(b) and "blocked on this machine" in text(b), "blocked: refused",
+                  text(b))
+            g.close()
+
+
 def main():
+    decisions()
     lease_demo()
     docs_lease()
     done()
