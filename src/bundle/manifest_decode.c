@@ -741,7 +741,7 @@ static int dec_experimental(struct dec *d, const struct tctx *t)
         int rc_ = 0;                                                                           \
         for (size_t i_ = 0; found_ && i_ < toml_len(map_.tab) && rc_ == 0; i_++) {            \
             const toml_kv *ekv = toml_entry(map_.tab, i_);                                     \
-            struct tctx et;                                                                    \
+            struct tctx et = {0};                                                              \
             rc_ = enter((d), &map_, ekv, &et, (what));                                         \
             if (rc_ == 0) {                                                                    \
                 struct mf_pos epos = {et.file, et.tab->line, et.tab->col};                     \

@@ -16,7 +16,7 @@ static toml_value *tab(const char *src)
 static char *tmerge(const char *text, const char *n1, const toml_value *t1, const char *rm,
                     struct as_err *err, int *rc)
 {
-    struct adp_toml_entry u[1];
+    struct adp_toml_entry u[1] = {{0}};
     size_t nu = 0;
     if (n1)
         u[nu++] = (struct adp_toml_entry){n1, t1};
