@@ -35,6 +35,7 @@ int cmd_secret(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_init(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_bootstrap(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_adopt(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_status(int argc, char **argv, struct cli_ctx *ctx);
 
 const struct cli_command cli_commands[] = {
     {"help", cmd_help, "show commands, or one command's usage",
@@ -150,6 +151,8 @@ const struct cli_command cli_commands[] = {
      "usage: agentstack adopt [--target ID]... [--scope project|global] [--write]\n"
      "                        [--secrets keychain|env|file|skip] [--no-keychain]\n"
      "Previews what it would adopt; --write edits only the affected manifest keys.\n", 0},
+    {"status", cmd_status, "readiness at a glance, and the one next action",
+     "usage: agentstack status [--json] [--verbose]\n", 0},
     {NULL, NULL, NULL, NULL, 0},
 };
 

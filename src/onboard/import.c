@@ -551,6 +551,66 @@ int onb_read_servers(const struct adp_desc *d, enum adp_format fmt, const char *
     return 0;
 }
 
+bool onb_bridge_registered(const struct adp_desc *d)
+{
+    if (!d->has_mcp || !d->mcp.location || !d->config_path)
+        return false;
+    strbuf path = SB_INIT, text = SB_INIT;
+    struct as_err err = AS_ERR_INIT;
+    bool found = false;
+    if (adp_expand_path(d->config_path, NULL, &path, &err) < 0 || !fs_exists(path.buf) ||
+        fs_read_file(path.buf, CONFIG_MAX, 0, &text, &err) < 0)
+        goto out;
+    /* Read with the bridge filter off: count what onb_read_servers would drop. */
+    if (d->config_format == ADP_FMT_TOML) {
+        toml_value *root = toml_parse(path.buf, text.buf, text.len, &err);
+        const toml_value *sec = root ? toml_get(root, d->mcp.location) : NULL;
+        for (size_t i = 0; sec && sec->type == TOML_TABLE && i < toml_len(sec); i++) {
+            const toml_kv *kv = toml_entry(sec, i);
+            const toml_value *c = toml_get(kv->val, d->mcp.f_command ? d->mcp.f_command
+                                                                      : "command");
+            const toml_value *a = toml_get(kv->val, d->mcp.f_args ? d->mcp.f_args : "args");
+            strvec args = STRVEC_INIT;
+            if (a && a->type == TOML_ARRAY && toml_len(a) && toml_at(a, 0)->type == TOML_STRING)
+                strvec_push(&args, toml_at(a, 0)->u.str.s);
+            found |= onb_is_bridge(kv->key, c && c->type == TOML_STRING ? c->u.str.s : NULL,
+                                   &args);
+            strvec_clear(&args);
+        }
+        toml_free(root);
+    } else {
+        json_t *sec = NULL;
+        if (adp_json_read(path.buf, text.buf, text.len, d->config_format == ADP_FMT_JSONC,
+                          d->mcp.location, &sec, &err) == 0 && json_is_object(sec)) {
+            const char *k;
+            json_t *v;
+            json_object_foreach(sec, k, v)
+            {
+                json_t *c = json_object_get(v, d->mcp.f_command ? d->mcp.f_command : "command");
+                strvec args = STRVEC_INIT;
+                const char *cmd = NULL;
+                if (json_is_array(c)) { /* opencode: [cmd, args…] */
+                    cmd = json_string_value(json_array_get(c, 0));
+                    if (json_is_string(json_array_get(c, 1)))
+                        strvec_push(&args, json_string_value(json_array_get(c, 1)));
+                } else {
+                    cmd = json_string_value(c);
+                    json_t *a = json_object_get(v, d->mcp.f_args ? d->mcp.f_args : "args");
+                    if (json_is_string(json_array_get(a, 0)))
+                        strvec_push(&args, json_string_value(json_array_get(a, 0)));
+                }
+                found |= onb_is_bridge(k, cmd, &args);
+                strvec_clear(&args);
+            }
+        }
+        json_decref(sec);
+    }
+out:
+    sb_release(&path);
+    sb_release_secure(&text);
+    return found;
+}
+
 /* ---- merging ------------------------------------------------------------- */
 
 /* Folds servers[first_new..] into the ones before them (and each other):

@@ -111,6 +111,8 @@ void onb_server_free(struct onb_server *s);
 int onb_read_servers(const struct adp_desc *d, enum adp_format fmt, const char *path,
                      const char *text, size_t len, const char *where, bool include_tool_managed,
                      struct onb_import *out, struct as_err *err);
+/* true when d's user-scope config holds the gateway bridge (connect ran). */
+bool onb_bridge_registered(const struct adp_desc *d);
 /* True for the gateway bridge entry. */
 bool onb_is_bridge(const char *name, const char *command, const strvec *args);
 /* Undoes the renderers' cwd "wrap" (sh -c "cd '<cwd>' && exec '<cmd>' '<arg>'…",

@@ -1,0 +1,337 @@
+/*
+ * agentstack status [--json] [--verbose] (06 §5.2): readiness at a glance —
+ * which CLIs are here, which manifest is in play, its toolsets, whether it
+ * is locked and trusted, how servers are delivered, whether the gateway is
+ * connected, shadowed library names, secrets by presence — and one next
+ * action. Read-only; it never reads a keychain value and never runs
+ * varlock (presence only, errata 43); it renders nothing.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adapters/adapters.h"
+#include "base/xalloc.h"
+#include "bundle/discover.h"
+#include "bundle/home.h"
+#include "bundle/manifest.h"
+#include "bundle/ref.h"
+#include "cli/cli.h"
+#include "library/library.h"
+#include "onboard/onboard.h"
+#include "trust/trust.h"
+
+int cmd_status(int argc, char **argv, struct cli_ctx *ctx);
+
+struct st {
+    strvec clis, cli_names, connected;
+    bool project, machine, loaded, valid, locked;
+    char *manifest_path, *load_error;
+    size_t servers, skills;
+    strvec toolsets;
+    char *default_toolset;
+    enum trust_state trust;
+    bool render_locally;
+    bool kc_unchecked;      /* the keychain could not be asked */
+    strvec shadowed;
+    strvec sec_ok, sec_missing;
+    char *next_cmd, *next_why;
+};
+
+static void next(struct st *s, const char *cmd, const char *why)
+{
+    if (!s->next_cmd) {
+        s->next_cmd = xstrdup(cmd);
+        s->next_why = xstrdup(why);
+    }
+}
+
+static void st_free(struct st *s)
+{
+    strvec_clear(&s->clis);
+    strvec_clear(&s->cli_names);
+    strvec_clear(&s->connected);
+    free(s->manifest_path);
+    free(s->load_error);
+    strvec_clear(&s->toolsets);
+    free(s->default_toolset);
+    strvec_clear(&s->shadowed);
+    strvec_clear(&s->sec_ok);
+    strvec_clear(&s->sec_missing);
+    free(s->next_cmd);
+    free(s->next_why);
+}
+
+static void gather(struct cli_ctx *ctx, struct st *s)
+{
+    struct as_err err = AS_ERR_INIT;
+    struct adp_registry reg = {0};
+    struct bundle_paths p = {0};
+    struct manifest_snapshot snap;
+    manifest_snapshot_init(&snap);
+    struct manifest *m = NULL;
+    bool have_reg = adp_registry_load(&reg, true, &err) == 0;
+    as_err_clear(&err);
+    if (discover_project(ctx->manifest_dir, NULL, &p, &err) == 0 && p.found) {
+        s->project = true;
+        s->manifest_path = xstrdup(p.manifest);
+        if (manifest_snapshot_read(&p, &snap, &err) == 0)
+            m = manifest_load_snapshot(&p, &snap, &err);
+        s->locked = snap.has_lock;
+    } else {
+        int absent = 0;
+        as_err_clear(&err);
+        m = manifest_load_machine(&absent, &err);
+        strbuf mp = SB_INIT;
+        struct as_err e2 = AS_ERR_INIT;
+        if (!absent && home_path(HOME_MACHINE_MANIFEST, &mp, &e2) == 0) {
+            s->machine = true;
+            s->manifest_path = sb_detach(&mp, NULL);
+        }
+        sb_release(&mp);
+    }
+    if ((s->project || s->machine) && !m) {
+        char b[4096];
+        s->load_error = xstrdup(as_err_str(&err, b, sizeof b));
+    }
+    for (size_t i = 0; have_reg && i < reg.v.n; i++) {
+        const struct adp_desc *d = reg.v.v[i];
+        if (!adp_detected(d, s->project ? p.project_root : NULL))
+            continue;
+        strvec_push(&s->clis, d->id);
+        strvec_push(&s->cli_names, d->display);
+        if (onb_bridge_registered(d))
+            strvec_push(&s->connected, d->display);
+    }
+    struct library *lib = lib_open(NULL, &err);
+    if (lib) {
+        lib_collisions cs = VEC_INIT;
+        lib_find_collisions(lib, &cs);
+        for (size_t i = 0; i < cs.n; i++) {
+            strbuf line = SB_INIT;
+            lib_collision_format(lib, &cs.v[i], &line);
+            strvec_push(&s->shadowed, line.buf);
+            sb_release(&line);
+        }
+        lib_collisions_free(&cs);
+    }
+    if (m) {
+        s->loaded = true;
+        s->servers = m->servers.n;
+        s->skills = m->skills.n;
+        for (size_t i = 0; i < m->toolsets.n; i++)
+            strvec_push(&s->toolsets, m->toolsets.v[i].name);
+        const struct mf_toolset *eff = manifest_effective_toolset(m);
+        s->default_toolset = eff ? xstrdup(eff->name) : NULL;
+        s->render_locally = m->delivery_render_locally;
+        const char **ids = xcalloc(reg.v.n + 1, sizeof(char *));
+        for (size_t i = 0; have_reg && i < reg.v.n; i++)
+            ids[i] = reg.v.v[i]->id;
+        struct manifest_env env = {.adapter_ids = ids, .n_adapter_ids = have_reg ? reg.v.n : 0,
+                                   .library_has = lib ? lib_manifest_has : NULL,
+                                   .library_ctx = lib};
+        mf_diags d = VEC_INIT;
+        s->valid = manifest_validate(m, &env, &d) == 0;
+        mf_diags_free(&d);
+        free(ids);
+        strvec refs = STRVEC_INIT;
+        ref_manifest_refs(m, &refs);
+        struct onb_locator l;
+        onb_locator_init(&l, s->project ? p.env_file : NULL, refs.n > 0);
+        for (size_t i = 0; i < refs.n; i++)
+            strvec_push(onb_locate(&l, refs.v[i], NULL) ? &s->sec_ok : &s->sec_missing,
+                        refs.v[i]);
+        s->kc_unchecked = refs.n && !l.kc_ok;
+        onb_locator_free(&l);
+        strvec_clear(&refs);
+        if (s->project) {
+            struct trust_status ts;
+            memset(&ts, 0, sizeof ts);
+            if (trust_check_snapshot(&p, &snap, &ts, &err) == 0)
+                s->trust = ts.state;
+            trust_status_release(&ts);
+        } else {
+            s->trust = TRUST_TRUSTED; /* the machine layer is never gated */
+        }
+    }
+    /* One next action, most urgent first. */
+    if (!s->project && !s->machine)
+        next(s, "agentstack init", "no manifest here — import what your CLIs already have");
+    else if (!s->loaded)
+        next(s, "agentstack doctor", "the manifest does not load");
+    else if (!s->valid)
+        next(s, "agentstack doctor", "the manifest does not validate");
+    else if (s->sec_missing.n) {
+        char *c = xasprintf("agentstack secret set %s", s->sec_missing.v[0]);
+        next(s, c, "a secret the manifest names is not set on this machine");
+        free(c);
+    } else if (s->project && !s->locked && (s->servers || s->skills || s->toolsets.n))
+        next(s, "agentstack lock --write", "nothing is pinned yet");
+    else if (s->project && s->trust != TRUST_TRUSTED)
+        next(s, "agentstack trust .", s->trust == TRUST_CHANGED
+                                          ? "the content changed since you trusted it"
+                                          : "review what this project declares");
+    else if (!s->clis.n)
+        next(s, "agentstack doctor", "no supported CLI is installed here");
+    else
+        next(s, "agentstack apply", "preview what each CLI's config would get");
+    lib_free(lib);
+    manifest_free(m);
+    manifest_snapshot_release(&snap);
+    bundle_paths_free(&p);
+    if (have_reg)
+        adp_registry_free(&reg);
+}
+
+static void join(const strvec *v, const char *sep)
+{
+    for (size_t i = 0; i < v->n; i++)
+        printf("%s%s", i ? sep : "", v->v[i]);
+}
+
+static const char *trust_label(enum trust_state t)
+{
+    return t == TRUST_TRUSTED ? "trusted"
+           : t == TRUST_CHANGED ? "trust stale (content changed)"
+                                : "untrusted";
+}
+
+static void print_human(const struct st *s, bool verbose)
+{
+    printf("CLIs       ");
+    if (s->clis.n) {
+        join(&s->cli_names, " · ");
+        printf("\n");
+    } else {
+        printf("none detected\n");
+    }
+    printf("Setup      ");
+    if (s->project || s->machine) {
+        strbuf d = SB_INIT;
+        onb_display_path(s->manifest_path, &d);
+        printf("%s %s", s->project ? "project" : "machine", d.buf);
+        sb_release(&d);
+        if (s->loaded)
+            printf(" · %zu server%s · %zu skill%s%s", s->servers, s->servers == 1 ? "" : "s",
+                   s->skills, s->skills == 1 ? "" : "s", s->valid ? "" : " · ✗ invalid");
+        else
+            printf(" · ✗ does not load");
+        printf("\n");
+    } else {
+        printf("no manifest here\n");
+    }
+    if (s->loaded) {
+        printf("Toolsets   ");
+        if (s->toolsets.n)
+            join(&s->toolsets, " · ");
+        else
+            printf("none");
+        printf("\n");
+        if (s->project)
+            printf("Status     %s · %s\n", s->locked ? "locked" : "not locked",
+                   trust_label(s->trust));
+        printf("Toolset    %s\n", s->default_toolset ? s->default_toolset : "— (every server)");
+        printf("Delivery   %s\n", s->render_locally ? "rendered locally (apply writes native files)"
+                                                    : "live where the gateway is connected, "
+                                                      "rendered elsewhere");
+        printf("Secrets    %zu resolved · %zu missing", s->sec_ok.n, s->sec_missing.n);
+        if (s->sec_missing.n) {
+            printf(" (");
+            join(&s->sec_missing, ", ");
+            printf(")");
+            if (s->kc_unchecked)
+                printf(" · the keychain could not be asked");
+        }
+        printf("\n");
+    }
+    printf("Gateway    ");
+    if (s->connected.n) {
+        printf("connected in ");
+        join(&s->connected, " · ");
+        printf("\n");
+    } else {
+        printf("not connected (agentstack connect --all --write)\n");
+    }
+    printf("Library    %s\n", s->shadowed.n ? "shadowed names:" : "no shadowed names");
+    for (size_t i = 0; i < s->shadowed.n && (verbose || i < 5); i++)
+        printf("  %s\n", s->shadowed.v[i]);
+    if (s->load_error && verbose)
+        printf("  ✗ %s\n", s->load_error);
+    printf("Next: %s · %s\n", s->next_cmd, s->next_why);
+}
+
+static json_t *strarr(const strvec *v)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < v->n; i++)
+        json_array_append_new(a, json_string(v->v[i]));
+    return a;
+}
+
+static void print_json(const struct st *s)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "schema_version", json_integer(1));
+    json_object_set_new(o, "command", json_string("status"));
+    json_object_set_new(o, "clis_detected", strarr(&s->clis));
+    json_object_set_new(o, "gateway_connected", strarr(&s->connected));
+    if (s->project || s->machine) {
+        json_t *m = json_object();
+        json_object_set_new(m, "path", json_string(s->manifest_path));
+        json_object_set_new(m, "scope", json_string(s->project ? "project" : "machine"));
+        json_object_set_new(m, "loaded", json_boolean(s->loaded));
+        json_object_set_new(m, "valid", json_boolean(s->valid));
+        json_object_set_new(m, "servers", json_integer((json_int_t)s->servers));
+        json_object_set_new(m, "skills", json_integer((json_int_t)s->skills));
+        json_object_set_new(m, "toolsets", strarr(&s->toolsets));
+        json_object_set_new(m, "locked", json_boolean(s->locked));
+        json_object_set_new(m, "trust", json_string(trust_state_name(s->trust)));
+        json_object_set_new(o, "manifest", m);
+    } else {
+        json_object_set_new(o, "manifest", json_null());
+    }
+    if (s->loaded) {
+        json_t *pr = json_object(), *sec = json_object();
+        json_object_set_new(sec, "resolved", strarr(&s->sec_ok));
+        json_object_set_new(sec, "missing", strarr(&s->sec_missing));
+        json_object_set_new(pr, "secrets", sec);
+        json_object_set_new(o, "project", pr);
+    } else {
+        json_object_set_new(o, "project", json_null());
+    }
+    json_object_set_new(o, "library_shadowed", strarr(&s->shadowed));
+    json_t *na = json_object();
+    json_object_set_new(na, "command", json_string(s->next_cmd));
+    char *sentence = xasprintf("Next: %s · %s", s->next_cmd, s->next_why);
+    json_object_set_new(na, "sentence", json_string(sentence));
+    free(sentence);
+    json_object_set_new(na, "why", json_string(s->next_why));
+    json_object_set_new(o, "next_action", na);
+    char *t = json_dumps(o, JSON_INDENT(2));
+    printf("%s\n", t);
+    free(t);
+    json_decref(o);
+}
+
+int cmd_status(int argc, char **argv, struct cli_ctx *ctx)
+{
+    bool json = false, verbose = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = true;
+        else if (strcmp(argv[i], "--verbose") == 0 || strcmp(argv[i], "-v") == 0)
+            verbose = true;
+        else
+            return cli_usage_error("status", "unknown argument '%s'", argv[i]);
+    }
+    struct st s = {0};
+    gather(ctx, &s);
+    if (json)
+        print_json(&s);
+    else
+        print_human(&s, verbose);
+    fflush(stdout);
+    st_free(&s);
+    return EXIT_OK;
+}
