@@ -212,7 +212,8 @@ static int edit_file(const char *path, const char *name, const char *value, size
 {
     struct as_lock lk = {-1};
     if (lock_dir) {
-        if (fs_mkdirs(lock_dir, 0700, err) < 0 || lock_acquire(&lk, lock_dir, LOCK_WAIT_MS, err) < 0)
+        if (fs_mkdirs(lock_dir, 0700, err) < 0 ||
+            lock_acquire(&lk, lock_dir, LOCK_WAIT_MS, err) < 0)
             return -1;
     }
     strbuf text = SB_INIT, out = SB_INIT;

@@ -91,7 +91,8 @@ static void test_opencode_jsonc_and_windsurf(void **state)
     struct onb_import im = {0};
     const char *t = "{\n // comment\n \"mcp\": {\"n\": {\"type\": \"local\", \"command\": "
                     "[\"node\", \"s.js\", \"-v\"], \"environment\": {\"T\": \"v\"}, "
-                    "\"enabled\": true,},\n \"r\": {\"type\": \"remote\", \"url\": \"https://r\"}},}";
+                    "\"enabled\": true,},\n \"r\": {\"type\": \"remote\", "
+                    "\"url\": \"https://r\"}},}";
     assert_int_equal(read_one("opencode", ADP_FMT_JSONC, t, &im, false), 0);
     const struct onb_server *n = srv(&im, "n");
     assert_string_equal(n->command, "node");

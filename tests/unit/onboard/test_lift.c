@@ -100,7 +100,8 @@ static void test_rules(void **state)
     onb_manifest_text(&im, &text);
     assert_null(strstr(text.buf, "abcdef123"));
     assert_null(strstr(text.buf, "pa55word"));
-    struct manifest_source src = {.kind = MANIFEST_PROJECT, .path = "/p/.agentstack/agentstack.toml",
+    struct manifest_source src = {.kind = MANIFEST_PROJECT,
+                                  .path = "/p/.agentstack/agentstack.toml",
                                   .data = text.buf, .len = text.len};
     struct as_err err = AS_ERR_INIT;
     struct manifest *m = manifest_load_bytes(&src, &err);
