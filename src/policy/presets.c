@@ -128,14 +128,25 @@ int pol_preset_apply(const struct pol_preset *p, const char *path, const char *o
     if (!pre)
         return -1;
     toml_edit *ed = toml_edit_open(path, old, len, err);
+    toml_value *cur = NULL;
     int rc = -1;
     if (!ed) {
         as_err_hint(err, "fix %s first (or move it aside), then rerun the preset", path);
         goto out;
     }
+    /* (the editor parsed old, so this parse succeeds) */
+    cur = toml_parse(path, old, len, err);
+    if (!cur)
+        goto out;
     for (size_t i = 0; i < 4; i++) {
         const char *kp[] = {"policy", dims[i]};
         const toml_value *t = toml_get_path(pre, "policy", dims[i], NULL);
+        const toml_value *have = toml_get_path(cur, "policy", dims[i], NULL);
+        /* a table that already holds the preset's rules is left byte for byte:
+         * rewriting it would only reflow it, and applying a preset twice must
+         * change nothing */
+        if (t ? (have && toml_equal(have, t)) : !have)
+            continue;
         if (t ? toml_edit_set_table(ed, kp, 2, t, err) : toml_edit_remove(ed, kp, 2, err))
             goto out;
     }
@@ -145,6 +156,7 @@ int pol_preset_apply(const struct pol_preset *p, const char *path, const char *o
     rc = 0;
 out:
     toml_edit_free(ed);
+    toml_free(cur);
     toml_free(pre);
     return rc;
 }
