@@ -25,7 +25,11 @@ int cmd_help(int argc, char **argv, struct cli_ctx *ctx)
         print_overview();
         return EXIT_OK;
     }
-    const struct cli_command *c = cli_find(argv[1]);
+    /* `help --help` is help's own usage, like every other command's --help */
+    const char *name = argv[1];
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0)
+        name = "help";
+    const struct cli_command *c = cli_find(name);
     if (!c)
         return cli_usage_error(NULL, "unknown command '%s'", argv[1]);
     return cli_print_usage(c);
