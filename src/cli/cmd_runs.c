@@ -62,6 +62,11 @@ int cmd_runs(int argc, char **argv, struct cli_ctx *ctx)
             sb_addf(&line, "  exit %lld", (long long)json_integer_value(code));
         else if (json_is_integer(sig))
             sb_addf(&line, "  signal %lld", (long long)json_integer_value(sig));
+        else if (json_is_string(json_object_get(r, "outcome"))) {
+            const char *oc = json_string_value(json_object_get(r, "outcome"));
+            sb_adds(&line, "  ");
+            term_sanitize(&line, oc, strlen(oc));
+        }
         else
             sb_adds(&line, "  running or unfinished");
         sb_addf(&line, "  egress %lld (%lld denied)  %s  ",

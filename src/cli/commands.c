@@ -82,9 +82,14 @@ const struct cli_command cli_commands[] = {
     {"audit", cmd_audit, "verify the evidence chains; summarize brokered calls",
      "usage: agentstack audit --verify [LOG...]\n"
      "       agentstack audit --calls [--all] [--json]\n", 0},
-    {"run", cmd_run, "run a CLI or command confined: --sandbox (proxied) or --lockdown (no route)",
-     "usage: agentstack run [--sandbox | --lockdown] [--plan] <cli-or-command> [-- ARG...]\n"
-     "--plan shows trust state, posture, mounts and the exact command; nothing is started.\n", 0},
+    {"run", cmd_run, "run a CLI gated (default), confined (--sandbox, --lockdown) or unprotected",
+     "usage: agentstack run <cli-or-command> [--locked | --unprotected | --sandbox | --lockdown]\n"
+     "                      [--plan] [--toolset T | --profile T] [--scope project|global]\n"
+     "                      [--keep] [-- ARG...]\n"
+     "Default (--locked): trust, lock and policy gates, the toolset frozen into a grant, the\n"
+     "CLI's MCP config given the gateway entry for the run and reverted at exit.\n"
+     "--plan shows trust state, mode, mounts, the gates and the exact command; nothing is "
+     "started.\n", 0},
     {"report", cmd_report, "show a run's flight record: posture, egress decisions, exit",
      "usage: agentstack report <run-id> [--json]\n", 0},
     {"runs", cmd_runs, "list recorded runs, newest first",

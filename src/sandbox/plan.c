@@ -1,5 +1,6 @@
 /* The run plan builder and its display (see plan.h). */
 #include "sandbox/plan.h"
+#include "sandbox/plan_int.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include "bundle/home.h"
 #include "bundle/manifest.h"
 #include "policy/policy.h"
+#include "sandbox/record.h"
 #include "trust/trust.h"
 
 #define WS_DENY_BY_DEFAULT                                                              \
@@ -47,7 +49,7 @@ static int path_within(const char *dir, const char *path)
     return strncmp(dir, path, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
-static char *canon(const char *path)
+char *sbx_i_canon(const char *path)
 {
     char buf[PATH_MAX];
     return realpath(path, buf) ? xstrdup(buf) : NULL;
@@ -117,7 +119,7 @@ static void shadow_secrets(struct sbx_plan *p, const char *dir)
     for (size_t i = 0; i < names.n; i++) {
         strbuf full = SB_INIT;
         sb_addf(&full, "%s/%s", dir, names.v[i]);
-        char *real = canon(full.buf);
+        char *real = sbx_i_canon(full.buf);
         struct stat st;
         /* A symlink is shadowed at its target, when that is inside the
          * workspace (outside it, the target is not mounted at all). */
@@ -223,7 +225,7 @@ static int harness_path(struct sbx_plan *p, const char *bin, const char *home_ca
                         const char *ah_canon, strbuf *exec_path, strbuf *extra_path,
                         struct as_err *err)
 {
-    char *real = canon(bin);
+    char *real = sbx_i_canon(bin);
     if (!real)
         return as_err_errno(err, "%s", bin);
     p->harness_host_bin = xstrdup(real);
@@ -270,8 +272,7 @@ static int harness_path(struct sbx_plan *p, const char *bin, const char *home_ca
     return 0;
 }
 
-/* Host of an http(s) URL, normalized; -1 when it cannot be classified. */
-static int url_host(const char *url, char out[POL_HOST_MAX + 1])
+int sbx_i_url_host(const char *url, char out[POL_HOST_MAX + 1])
 {
     const char *p;
     if (strncasecmp(url, "https://", 8) == 0)
@@ -354,25 +355,38 @@ int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, str
     strbuf sb = SB_INIT, exec_path = SB_INIT, extra_path = SB_INIT;
 
     p->mode = rq->mode;
-    p->posture_slug = rq->mode == SBX_MODE_LOCKDOWN ? "lockdown" : "sandbox";
-    p->posture_label = rq->mode == SBX_MODE_LOCKDOWN ? "LOCKDOWN / ENFORCED · NO DIRECT ROUTE"
-                                                     : "SANDBOX / PROXIED · DIRECT ROUTE OPEN";
+    switch (rq->mode) {
+    case SBX_MODE_LOCKDOWN: p->posture_slug = "lockdown"; break;
+    case SBX_MODE_HOST: p->posture_slug = "host-protected"; break;
+    case SBX_MODE_HOST_ADVISORY: p->posture_slug = "host"; break;
+    default: p->posture_slug = "sandbox"; break;
+    }
+    p->posture_label = sbx_posture_label(p->posture_slug);
     p->harness_id = xstrdup(rq->harness_id);
     if (rand_hex(p->run_id + 2, 5, err) < 0 || rand_hex(p->token, 32, err) < 0)
         goto fail;
     p->run_id[0] = 'r';
     p->run_id[1] = '-';
+    if (rq->mode == SBX_MODE_HOST || rq->mode == SBX_MODE_HOST_ADVISORY) {
+        /* The host modes share the run id and nothing else of the
+         * confinement: no mounts, no proxy, no token. */
+        memset(p->token, 0, sizeof p->token);
+        if (sbx_i_plan_host(rq, p, err) < 0)
+            goto fail;
+        *out = p;
+        return 0;
+    }
     const char *al = getenv("AGENTSTACK_ALLOW_LOCAL_TARGETS");
     p->allow_local = al && (!strcmp(al, "1") || !strcmp(al, "true") || !strcmp(al, "yes"));
 
     if (home_dir(&sb, err) < 0)
         goto fail;
     p->home = xstrdup(sb.buf);
-    ah_canon = canon(p->home);
+    ah_canon = sbx_i_canon(p->home);
     if (!ah_canon)
         ah_canon = xstrdup(p->home);
     const char *h = getenv("HOME");
-    home_canon = h && h[0] ? canon(h) : NULL;
+    home_canon = h && h[0] ? sbx_i_canon(h) : NULL;
 
     /* The project, and its trust state. */
     char cwdbuf[PATH_MAX];
@@ -384,7 +398,7 @@ int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, str
         }
         cwd = cwdbuf;
     }
-    cwd_canon = canon(cwd);
+    cwd_canon = sbx_i_canon(cwd);
     if (!cwd_canon) {
         as_err_errno(err, "%s", cwd);
         goto fail;
@@ -392,7 +406,7 @@ int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, str
     if (discover_project(rq->manifest_dir, cwd, &bp, err) < 0)
         goto fail;
     if (bp.found) {
-        p->project_root = canon(bp.project_root);
+        p->project_root = sbx_i_canon(bp.project_root);
         if (!p->project_root) {
             as_err_errno(err, "%s", bp.project_root);
             goto fail;
@@ -441,14 +455,33 @@ int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, str
         pol_decision_text(&d, &t);
         p->workspace_reason = sb_detach(&t, NULL);
     }
+    if (mf && rq->toolset) {
+        /* A toolset narrows what the run names as the bundle's servers; it
+         * never widens what the proxy allows. */
+        const struct mf_toolset *ts = manifest_toolset(mf, rq->toolset);
+        if (!ts) {
+            as_err_set(err, "no toolset '%s' in %s", rq->toolset, mf->path);
+            sbx_i_toolset_hint(mf, err);
+            goto fail;
+        }
+        p->toolset = xstrdup(ts->name);
+        for (size_t i = 0; i < ts->servers.n; i++)
+            strvec_push(&p->fence_servers, ts->servers.v[i]);
+        p->servers_declared = (int)ts->servers.n;
+    } else if (rq->toolset) {
+        strvec_pushf(&p->notes, "note: --toolset %s is not applied: nothing from %s bundle is "
+                                "delivered", rq->toolset,
+                     p->trust == SBX_TRUST_NO_PROJECT ? "a missing" : "an unreviewed");
+    }
     if (mf) {
-        p->servers_declared = (int)mf->servers.n;
+        if (!rq->toolset)
+            p->servers_declared = (int)mf->servers.n;
         for (size_t i = 0; i < mf->servers.n; i++) {
             const struct mf_server *s = &mf->servers.v[i];
             if (!s->url)
                 continue;
             char host[POL_HOST_MAX + 1];
-            if (url_host(s->url, host) < 0) {
+            if (sbx_i_url_host(s->url, host) < 0) {
                 if (p->mode == SBX_MODE_LOCKDOWN) {
                     as_err_set(err, "server '%s': the host of its url cannot be classified; "
                                     "refusing to start a lockdown run", s->name);
@@ -470,7 +503,7 @@ int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, str
     /* Mounts, in order. */
     const char *rootfs = getenv("AGENTSTACK_SANDBOX_ROOTFS");
     if (rootfs && rootfs[0]) {
-        char *rc = canon(rootfs);
+        char *rc = sbx_i_canon(rootfs);
         if (!rc) {
             as_err_errno(err, "AGENTSTACK_SANDBOX_ROOTFS %s", rootfs);
             goto fail;
@@ -507,7 +540,7 @@ int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, str
      * legacy root names); .agentstack/ is covered even with no manifest. */
     sb_reset(&sb);
     sb_addf(&sb, "%s/" BUNDLE_DIR_NAME, p->workspace);
-    char *md = bp.found && bp.manifest_dir ? canon(bp.manifest_dir) : NULL;
+    char *md = bp.found && bp.manifest_dir ? sbx_i_canon(bp.manifest_dir) : NULL;
     if (md && path_within(p->workspace, md) && strcmp(md, p->workspace) != 0 &&
         strcmp(md, sb.buf) != 0)
         shadow_secrets(p, md);
@@ -545,9 +578,9 @@ int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, str
         p->proxy_port = 0;
     }
     if (p->trust == SBX_TRUST_TRUSTED && p->servers_declared)
-        strvec_pushf(&p->notes, "note: %d MCP server(s) declared by the bundle are not routed "
-                                "into sandboxed runs by this build; none is reachable from inside",
-                     p->servers_declared);
+        strvec_pushf(&p->notes, "note: %d MCP server(s) %s are not routed into sandboxed runs "
+                                "by this build; none is reachable from inside",
+                     p->servers_declared, p->toolset ? "of the toolset" : "declared by the bundle");
 
     manifest_free(mf);
     bundle_paths_free(&bp);
@@ -599,6 +632,25 @@ void sbx_plan_free(struct sbx_plan *p)
     pol_ruleset_free(p->ruleset);
     free(p->policy_note);
     strvec_clear(&p->notes);
+    free(p->harness_display);
+    free(p->toolset);
+    strvec_clear(&p->fence_servers);
+    strvec_clear(&p->fence_skills);
+    for (size_t i = 0; i < p->gates.n; i++) {
+        free(p->gates.v[i].detail);
+        free(p->gates.v[i].hint);
+    }
+    vec_free(&p->gates);
+    free(p->consent_digest);
+    free(p->session_key);
+    free(p->manifest_path);
+    free(p->grant_path);
+    json_decref(p->grant);
+    free(p->inject_path);
+    free(p->inject_scope);
+    free(p->inject_note);
+    strvec_clear(&p->inject_argv);
+    free(p->host_cwd);
     memset(p->token, 0, sizeof p->token);
     free(p);
 }
@@ -656,6 +708,10 @@ static const char *kind_label(enum sbx_mount_kind k)
 
 void sbx_plan_print(const struct sbx_plan *p, FILE *f, int full)
 {
+    if (p->mode == SBX_MODE_HOST || p->mode == SBX_MODE_HOST_ADVISORY) {
+        sbx_i_print_host(p, f, full);
+        return;
+    }
     fprintf(f, "▶ sandboxing %s (run %s) — %s\n", p->harness_id, p->run_id, p->trust_detail);
     fprintf(f, "  posture: %s\n", p->posture_label);
     if (p->workspace_writable)
@@ -699,6 +755,8 @@ void sbx_plan_print(const struct sbx_plan *p, FILE *f, int full)
         fprintf(f, "  command: %s\n", c.buf);
         sb_release(&c);
     }
+    if (p->toolset)
+        fprintf(f, "  toolset: %s\n", p->toolset);
     if (p->trust == SBX_TRUST_TRUSTED && p->servers_declared)
         fprintf(f, "  %d MCP server(s) not routed (no gateway relay in sandboxed runs yet)\n",
                 p->servers_declared);

@@ -1,8 +1,11 @@
 /*
- * plan — the run plan of a sandboxed run: one function decides everything
- * (project, trust state, compiled machine ∩ project policy, workspace
- * mode, mounts, identity, command, environment, egress mode, run id,
- * token), and the executor only carries the result out (spec 05 §2).
+ * plan — the run plan of every `agentstack run`: one function decides
+ * everything (project, trust state, compiled machine ∩ project policy, and
+ * then per mode: workspace mode, mounts, identity, environment, egress and
+ * proxy token for the confined modes; the gates, the toolset fence, the
+ * authority grant and the native-config injection for the host modes; the
+ * command and the run id for all), and the executors (run.h, host.h) only
+ * carry the result out (spec 05 §1.1, §2).
  *
  * Why: `--plan` must show exactly what a live run would do, so both must
  * come from the same object, and nothing may be re-derived on the way.
@@ -22,10 +25,16 @@
  *    a writable workspace keeps `.git/config` and `.git/hooks` read-only
  *    (they would run code on the host later).
  *  - The harness runs as the invoking uid outside and never uid 0 inside.
+ *  - Host modes: the gates of spec 05 §1.1 are all evaluated read-only (so
+ *    `--plan` aggregates every blocker); the grant is the complete frozen
+ *    authority (fence, servers with ${REF}s only — never a secret value —,
+ *    compiled ruleset, consent digest, exact argv and binary) and is built
+ *    here, not at launch.
  */
 #ifndef AS_SANDBOX_PLAN_H
 #define AS_SANDBOX_PLAN_H
 
+#include <jansson.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -35,7 +44,12 @@
 #include "sandbox/ns.h"
 #include "sandbox/proxy.h"
 
-enum sbx_mode { SBX_MODE_SANDBOX = 1, SBX_MODE_LOCKDOWN };
+enum sbx_mode {
+    SBX_MODE_SANDBOX = 1,
+    SBX_MODE_LOCKDOWN,
+    SBX_MODE_HOST,          /* the protected host run (default, --locked): HOST / PROTECTED */
+    SBX_MODE_HOST_ADVISORY, /* --unprotected: no gate, no grant: HOST / ADVISORY */
+};
 
 enum sbx_trust {
     SBX_TRUST_NO_PROJECT, /* no manifest at or above the cwd: nothing to deliver */
@@ -57,6 +71,25 @@ struct sbx_plan_request {
     const char *const *args;      /* the arguments after "--" (NULL-terminated, may be NULL) */
     const char *manifest_dir;     /* --manifest-dir, or NULL */
     const char *cwd;              /* NULL = the process cwd */
+    const char *toolset;          /* --toolset/--profile, or NULL (the default toolset, if any) */
+    /* Host modes. */
+    const char *harness_display;  /* "Claude Code" (NULL: the id) */
+    const char *harness_for;      /* adapter id a toolset's `harness` must match (NULL: none) */
+    const char *self_bin;         /* this binary, for the injected `agentstack mcp --grant` */
+    /* Where the harness's native MCP config gets the gateway entry, asked
+     * once the project root is known: sets path (absolute) and scope, or
+     * leaves path empty and says why in note. NULL: nothing to inject. */
+    int (*inject_resolve)(void *ctx, const char *project_root, strbuf *path, strbuf *scope,
+                          strbuf *note, struct as_err *err);
+    void *inject_ctx;
+};
+
+/* One gate of the protected host run (spec 05 §1.1 step 4), in order. */
+struct sbx_gate {
+    const char *name;             /* "trust", "locked-verify", … */
+    int passed;
+    char *detail;                 /* why (failure), or what was checked (pass) */
+    char *hint;                   /* the fix (failures), or NULL */
 };
 
 struct sbx_plan_mount {
@@ -95,7 +128,28 @@ struct sbx_plan {
     struct pol_ruleset *ruleset;  /* compiled machine ∩ project */
     char *policy_note;            /* e.g. "machine policy ~/.agentstack/agentstack.toml" */
     strvec notes;                 /* stderr lines (warnings) */
+
+    /* Host modes (SBX_MODE_HOST, SBX_MODE_HOST_ADVISORY). */
+    char *harness_display;
+    char *toolset;                /* the selected toolset, or NULL (the whole bundle) */
+    strvec fence_servers;         /* what the grant admits */
+    strvec fence_skills;
+    VEC(struct sbx_gate) gates;   /* HOST: every gate, evaluated read-only */
+    size_t blockers;              /* failed gates */
+    char *consent_digest;         /* "sha256:…" of the reviewed bytes ("" when unknown) */
+    char *session_key;            /* the injection's session key (canonical project base) */
+    char *manifest_path;
+    char *grant_path;             /* $AGENTSTACK_HOME/runs/<id>/grant.json */
+    json_t *grant;                /* HOST: the authority to freeze (NULL when refused early) */
+    char *inject_path;            /* native config that gets the gateway entry, or NULL */
+    char *inject_scope;           /* "project" | "global" */
+    char *inject_note;            /* why nothing is injected, or NULL */
+    strvec inject_argv;           /* the entry's command: <self> mcp --grant <grant_path> */
+    char *host_cwd;               /* host runs start here: the project root (else the cwd) */
 };
+
+/* The name of the MCP entry a protected host run injects. */
+#define SBX_GATEWAY_ENTRY "agentstack-gateway"
 
 /* Builds the plan. -1 + err on a refusal (err->hint = the fix). */
 int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, struct as_err *err);

@@ -296,6 +296,49 @@ static const char *signame(int sig)
     return s ? s : "?";
 }
 
+/* "Locked run <cli> · HOST / PROTECTED" (gates, grant, outcome) or
+ * "Host run <cli> · HOST" (spec 05 §5). */
+static void render_host(const json_t *events, const json_t *start, const json_t *end, int locked,
+                        strbuf *out)
+{
+    sb_addf(out, "  %s ", locked ? "Locked run" : "Host run");
+    add_clean(out, jstr(start, "harness"));
+    sb_addf(out, " · %s\n", locked ? "HOST / PROTECTED" : "HOST");
+    sb_addf(out, "    %-9s ", "Workspace");
+    add_clean(out, jstr(start, "workspace"));
+    sb_addc(out, '\n');
+    if (jstr(start, "toolset")[0]) {
+        sb_addf(out, "    %-9s ", "Toolset");
+        add_clean(out, jstr(start, "toolset"));
+        sb_addc(out, '\n');
+    }
+    size_t i;
+    const json_t *e;
+    json_array_foreach(events, i, e) {
+        if (strcmp(jstr(e, "event"), "gate_decision") != 0)
+            continue;
+        int ok = json_is_true(json_object_get(e, "passed"));
+        sb_addf(out, "    %s ", ok ? "✓" : "✗");
+        add_clean(out, jstr(e, "gate"));
+        if (!ok || strcmp(jstr(e, "gate"), "trust") == 0) {
+            sb_adds(out, "  ");
+            add_clean(out, jstr(e, "detail"));
+        }
+        sb_addc(out, '\n');
+    }
+    const json_t *g = find_event(events, "grant_frozen");
+    if (g) {
+        sb_addf(out, "    %-9s ", "Grant");
+        add_clean(out, jstr(g, "grant_digest"));
+        sb_addc(out, '\n');
+    }
+    if (end) {
+        sb_addf(out, "    %-9s ", "Outcome");
+        add_clean(out, jstr(end, "outcome"));
+        sb_addc(out, '\n');
+    }
+}
+
 void sbx_report_render(const char *run_id, const char *posture, const json_t *events,
                        const json_t *calls, strbuf *out)
 {
@@ -307,6 +350,13 @@ void sbx_report_render(const char *run_id, const char *posture, const json_t *ev
     if (start && json_is_true(json_object_get(start, "allow_local_targets")))
         sb_adds(out, " · LOCAL TARGETS ALLOWED (AGENTSTACK_ALLOW_LOCAL_TARGETS, tests only)");
     sb_addc(out, '\n');
+    const json_t *hstart = find_event(events, "attempt_started");
+    int locked = hstart != NULL;
+    if (!hstart)
+        hstart = find_event(events, "host_started");
+    const json_t *hend = find_event(events, locked ? "locked_outcome" : "host_exited");
+    if (hstart)
+        render_host(events, hstart, hend, locked, out);
     if (start) {
         sb_addf(out, "  %-9s ", "Sandbox");
         add_clean(out, jstr(start, "image"));
@@ -316,12 +366,13 @@ void sbx_report_render(const char *run_id, const char *posture, const json_t *ev
             sb_adds(out, " (read-write)");
         sb_addc(out, '\n');
     }
-    sb_adds(out, "  Egress\n");
     size_t i, n_egress = 0;
     const json_t *e;
     json_array_foreach(events, i, e) {
         if (strcmp(jstr(e, "event"), "egress") != 0)
             continue;
+        if (!n_egress)
+            sb_adds(out, "  Egress\n");
         n_egress++;
         int allowed = json_is_true(json_object_get(e, "allowed"));
         long long port = json_integer_value(json_object_get(e, "port"));
@@ -340,8 +391,8 @@ void sbx_report_render(const char *run_id, const char *posture, const json_t *ev
         }
         sb_addc(out, '\n');
     }
-    if (!n_egress)
-        sb_adds(out, "    (no egress recorded)\n");
+    if (!n_egress && !hstart)
+        sb_adds(out, "  Egress\n    (no egress recorded)\n");
     size_t ncalls = 0;
     long long call_ms = 0;
     json_array_foreach(calls, i, e) {
@@ -362,7 +413,32 @@ void sbx_report_render(const char *run_id, const char *posture, const json_t *ev
         }
         sb_addc(out, '\n');
     }
-    if (end) {
+    if (hstart) {
+        if (hend && json_is_integer(json_object_get(hend, "duration_ms"))) {
+            sb_addf(out, "  %-9s ", "Wall time");
+            fmt_ms(json_integer_value(json_object_get(hend, "duration_ms")), out);
+            sb_adds(out, " host");
+            if (ncalls)
+                sb_addf(out, "; %zu tool call%s, %lldms in-tool", ncalls, ncalls == 1 ? "" : "s",
+                        call_ms);
+            sb_addc(out, '\n');
+        }
+        json_t *code = hend ? json_object_get(hend, locked ? "exit_code" : "code") : NULL;
+        json_t *sig = hend ? json_object_get(hend, "signal") : NULL;
+        const char *oc = hend ? jstr(hend, "outcome") : "";
+        if (json_is_integer(code))
+            sb_addf(out, "  %-9s %lld\n", "Exit", (long long)json_integer_value(code));
+        else if (json_is_integer(sig))
+            sb_addf(out, "  %-9s killed by SIG%s (%lld)\n", "Exit",
+                    signame((int)json_integer_value(sig)), 128 + json_integer_value(sig));
+        else if (!strcmp(oc, "refused"))
+            sb_addf(out, "  %-9s refused before launch (nothing was launched)\n", "Exit");
+        else if (!strcmp(oc, "launch-failed"))
+            sb_addf(out, "  %-9s the harness could not be launched\n", "Exit");
+        else
+            sb_addf(out, "  %-9s still running, or its launcher was killed (the next `run` "
+                         "reverts what it injected)\n", "Exit");
+    } else if (end) {
         sb_addf(out, "  %-9s ", "Wall time");
         fmt_ms(json_integer_value(json_object_get(end, "duration_ms")), out);
         sb_adds(out, " sandbox");
@@ -443,17 +519,25 @@ json_t *sbx_runs_list(const char *home, struct as_err *err)
         if (!s)
             s = json_array_get(events, 0);
         const json_t *x = find_event(events, "sandbox_exited");
+        const char *codekey = "code";
+        if (!x && (x = find_event(events, "locked_outcome")))
+            codekey = "exit_code";
+        if (!x)
+            x = find_event(events, "host_exited");
+        if (x && jstr(x, "outcome")[0])
+            json_object_set_new(o, "outcome", json_string(jstr(x, "outcome")));
         json_object_set_new(o, "harness", json_string(s ? jstr(s, "harness") : ""));
         json_object_set_new(o, "started",
                             json_integer(s ? json_integer_value(json_object_get(s, "ts")) : 0));
         json_object_set_new(o, "workspace", json_string(s ? jstr(s, "workspace") : ""));
         if (x) {
-            json_t *c = json_object_get(x, "code"), *g = json_object_get(x, "signal");
+            json_t *c = json_object_get(x, codekey), *g = json_object_get(x, "signal");
             if (json_is_integer(c))
                 json_object_set(o, "exit", c);
             if (json_is_integer(g))
                 json_object_set(o, "signal", g);
-            json_object_set(o, "duration_ms", json_object_get(x, "duration_ms"));
+            if (json_object_get(x, "duration_ms"))
+                json_object_set(o, "duration_ms", json_object_get(x, "duration_ms"));
         }
         size_t egress = 0, denied = 0, i;
         const json_t *e;
