@@ -191,6 +191,90 @@ static bool declared_package(const struct manifest *m, const char *name)
     return m->packs && toml_get(m->packs, name);
 }
 
+/* A qualified library reference (06 §1.3): "<source>:<name>" or
+ * "lib:<source>/<name>", the source a library name. Mirrors the library's
+ * own split (bundle may not depend on it). *src (malloc'd) and *name
+ * (pointing into ref) are set when ref is qualified. */
+static bool qualified_ref(const char *ref, char **src, const char **name)
+{
+    if (strncmp(ref, "lib:", 4) == 0) {
+        const char *slash = strchr(ref + 4, '/');
+        if (slash && slash > ref + 4 && slash[1]) {
+            *src = xstrndup(ref + 4, (size_t)(slash - ref - 4));
+            *name = slash + 1;
+            return true;
+        }
+    }
+    const char *colon = strchr(ref, ':');
+    if (!colon || colon == ref || !colon[1])
+        return false;
+    char *s = xstrndup(ref, (size_t)(colon - ref));
+    if (!skill_name_valid(s)) {
+        free(s);
+        return false;
+    }
+    *src = s;
+    *name = colon + 1;
+    return true;
+}
+
+/* The name a reference takes in a CLI's config or skills dir. */
+static const char *bare_name(const char *ref)
+{
+    char *src = NULL;
+    const char *name = ref;
+    if (qualified_ref(ref, &src, &name))
+        free(src);
+    return name;
+}
+
+/* The name a toolset's server reference takes in a CLI's config: a declared
+ * [servers] name as written (it may hold ':'), else the library's bare name. */
+static const char *server_cli_name(const struct manifest *m, const char *ref)
+{
+    return manifest_server(m, ref) ? ref : bare_name(ref);
+}
+
+/* Two references of one toolset that a CLI would see under one name
+ * ("review" and "team:review"): the second would silently replace the first. */
+static void check_same_name(struct val *v, const struct mf_toolset *t, bool servers,
+                            const char *tbl)
+{
+    const strvec *refs = servers ? &t->servers : &t->skills;
+    const char *kind = servers ? "server" : "skill";
+    for (size_t j = 0; j < refs->n; j++) {
+        if (strcmp(refs->v[j], "*") == 0)
+            continue;
+        const char *nj = servers ? server_cli_name(v->m, refs->v[j]) : bare_name(refs->v[j]);
+        for (size_t k = 0; k < j; k++) {
+            const char *nk =
+                servers ? server_cli_name(v->m, refs->v[k]) : bare_name(refs->v[k]);
+            if (strcmp(refs->v[k], refs->v[j]) == 0 || strcmp(nk, nj) != 0)
+                continue;
+            char fix[1024];
+            snprintf(fix, sizeof fix, "keep one of them in [%s.%s] %ss", tbl, t->name, kind);
+            issue(v, t->pos, fix,
+                  "toolset '%s' names %s '%s' twice ('%s' and '%s'): a CLI holds one '%s'",
+                  t->name, kind, nj, refs->v[k], refs->v[j], nj);
+            break;
+        }
+    }
+}
+
+/* A qualified reference the library does not resolve: name the source. */
+static void unknown_qualified(struct val *v, const struct mf_toolset *t, const char *kind,
+                              const char *ref, const char *src, const char *name,
+                              const char *tbl)
+{
+    char fix[1024];
+    snprintf(fix, sizeof fix,
+             "check that source '%s' is linked and holds %s '%s' (agentstack lib sources, "
+             "agentstack lib list), or remove it from [%s.%s] %ss",
+             src, kind, name, tbl, t->name, kind);
+    issue(v, t->pos, fix, "toolset '%s' references %s '%s', which the central library does "
+                          "not resolve", t->name, kind, ref);
+}
+
 static void check_toolsets(struct val *v)
 {
     const struct manifest *m = v->m;
@@ -202,6 +286,13 @@ static void check_toolsets(struct val *v)
             const char *x = t->servers.v[j];
             if (manifest_server(m, x) || lib_has(v, MF_ITEM_SERVER, x))
                 continue;
+            char *src = NULL;
+            const char *name = NULL;
+            if (qualified_ref(x, &src, &name)) {
+                unknown_qualified(v, t, "server", x, src, name, tbl);
+                free(src);
+                continue;
+            }
             snprintf(fix, sizeof fix,
                      "declare [servers.%s], add it to the library, or remove it from "
                      "[%s.%s] servers", x, tbl, t->name);
@@ -211,6 +302,17 @@ static void check_toolsets(struct val *v)
             const char *x = t->skills.v[j];
             if (strcmp(x, "*") == 0)
                 continue;
+            char *src = NULL;
+            const char *name = NULL;
+            if (!skill_name_valid(x) && qualified_ref(x, &src, &name)) {
+                /* `<source>:<name>` pins one library source; never [skills]. */
+                if (!skill_name_valid(name))
+                    check_skill_name(v, t->pos, name);
+                else if (!lib_has(v, MF_ITEM_SKILL, x))
+                    unknown_qualified(v, t, "skill", x, src, name, tbl);
+                free(src);
+                continue;
+            }
             if (!skill_name_valid(x)) {
                 check_skill_name(v, t->pos, x);
                 continue;
@@ -230,6 +332,8 @@ static void check_toolsets(struct val *v)
                      tbl, t->name);
             issue(v, t->pos, fix, "toolset '%s' references unknown package '%s'", t->name, x);
         }
+        check_same_name(v, t, true, tbl);
+        check_same_name(v, t, false, tbl);
         if (t->harness && !adapter_ok(v, t->harness))
             bad_adapter(v, t->pos, t->harness, "a toolset's `harness`");
     }

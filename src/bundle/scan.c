@@ -735,11 +735,12 @@ static void note(struct scan_report *r, const char *item, const char *why)
     strvec_pushf(&r->notes, "%s not scanned: %s", item, why);
 }
 
-int scan_bundle(const struct manifest *m, const char *home, struct scan_report *r,
-                struct as_err *err)
+int scan_bundle_lib(const struct manifest *m, const char *home, pin_library_fn library,
+                    void *library_ctx, struct scan_report *r, struct as_err *err)
 {
     pin_items items = VEC_INIT;
-    struct pin_opts o = {.home = home};
+    /* The same resolution lock uses, so what is scanned is what gets pinned. */
+    struct pin_opts o = {.home = home, .library = library, .library_ctx = library_ctx};
     if (pin_collect(m, &o, &items, err) < 0) {
         pin_items_free(&items);
         return -1;
@@ -767,11 +768,26 @@ int scan_bundle(const struct manifest *m, const char *home, struct scan_report *
     for (size_t i = 0; i < m->extensions.n; i++) {
         const struct mf_extension *x = &m->extensions.v[i];
         char *item = xasprintf("extension '%s'", x->name);
-        if (x->source != MF_SOURCE_PATH || !x->path) {
-            note(r, item, "not a local path source");
+        char *p = NULL;
+        const char *why = "not available on this machine";
+        if (x->source == MF_SOURCE_PATH && x->path) {
+            p = x->path[0] == '/' ? xstrdup(x->path)
+                                  : xasprintf("%s/%s", m->manifest_dir, x->path);
         } else {
-            char *p = x->path[0] == '/' ? xstrdup(x->path)
-                                        : xasprintf("%s/%s", m->manifest_dir, x->path);
+            /* Library and cached git sources: where pin_collect found them. */
+            for (size_t k = 0; k < items.n && !p; k++) {
+                const struct pin_item *it = &items.v[k];
+                if (it->kind != PIN_EXTENSION || strcmp(it->name, x->name) != 0)
+                    continue;
+                if (it->state == PIN_OK && it->fs_path)
+                    p = xstrdup(it->fs_path);
+                else if (it->error)
+                    why = it->error;
+            }
+        }
+        if (!p) {
+            note(r, item, why);
+        } else {
             char *disp = display_for(m, p);
             struct as_err e2 = AS_ERR_INIT;
             if (scan_tree(item, p, disp, r, &e2) < 0)
@@ -783,6 +799,12 @@ int scan_bundle(const struct manifest *m, const char *home, struct scan_report *
     }
     pin_items_free(&items);
     return rc;
+}
+
+int scan_bundle(const struct manifest *m, const char *home, struct scan_report *r,
+                struct as_err *err)
+{
+    return scan_bundle_lib(m, home, NULL, NULL, r, err);
 }
 
 /* ---- rendering ----------------------------------------------------------- */

@@ -37,6 +37,7 @@
 #include "base/err.h"
 #include "base/strbuf.h"
 #include "base/vec.h"
+#include "bundle/lockfile.h"
 #include "bundle/manifest.h"
 
 #define SCAN_MAX_FILE_BYTES ((size_t)2 << 20)
@@ -83,7 +84,14 @@ int scan_tree(const char *item, const char *dir, const char *display_prefix,
 /* Scans everything m delivers into agents' context: every skill (path skills,
  * library skills, cached git skills), every instruction body and variant,
  * every extension source. home ($AGENTSTACK_HOME) may be NULL (no library).
- * Items that cannot be located are noted in r->notes, not errors. */
+ * Library names resolve through library/library_ctx (a pin_library_fn, e.g.
+ * the library module's lib_pin_lookup, so linked sources and qualified
+ * `<source>:<name>` refs are scanned where lock pins them); library NULL =
+ * the implicit local source <home>/lib only. Items that cannot be located
+ * are noted in r->notes, not errors. */
+int scan_bundle_lib(const struct manifest *m, const char *home, pin_library_fn library,
+                    void *library_ctx, struct scan_report *r, struct as_err *err);
+/* scan_bundle_lib without a library callback (the implicit local source). */
 int scan_bundle(const struct manifest *m, const char *home, struct scan_report *r,
                 struct as_err *err);
 
