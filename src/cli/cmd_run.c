@@ -169,6 +169,47 @@ static void release_capture(FILE *f, char **buf, int show)
     *buf = NULL;
 }
 
+/* The MCP server names a native file lists, except skip (read-only; a
+ * missing or unreadable file lists nothing). */
+static void list_entries(const struct adp_desc *d, enum adp_format fmt, const char *path,
+                         const char *skip, strbuf *names, size_t *n)
+{
+    strbuf text = SB_INIT;
+    struct as_err e = AS_ERR_INIT;
+    struct onb_import im;
+    memset(&im, 0, sizeof im);
+    *n = 0;
+    if (fs_exists(path) && fs_read_file(path, (size_t)16 << 20, 0, &text, &e) == 0 &&
+        onb_read_servers(d, fmt, path, text.buf, text.len, path, false, &im, &e) == 0) {
+        for (size_t i = 0; i < im.servers.n; i++) {
+            if (skip && strcmp(im.servers.v[i].name, skip) == 0)
+                continue;
+            sb_addf(names, "%s%s", (*n)++ ? ", " : "", im.servers.v[i].name);
+        }
+    }
+    onb_import_free(&im);
+    sb_release_secure(&text);
+}
+
+/* MCP entries the harness can still start around the gateway during a
+ * protected run (spec 05 §1.1 step 2): the other entries of the file we
+ * injected into, and those of its user file. */
+static void note_entries(const struct adp_desc *d, const char *path, enum adp_format fmt,
+                         const char *skip, const char *what)
+{
+    strbuf names = SB_INIT, shown = SB_INIT;
+    size_t n;
+    list_entries(d, fmt, path, skip, &names, &n);
+    if (n) {
+        onb_display_path(path, &shown);
+        fprintf(stderr, "note: %s %s also lists %zu MCP server(s) agentstack does not gate — "
+                        "reachable around the gateway during this run: %s\n", what, shown.buf,
+                n, names.buf);
+    }
+    sb_release(&names);
+    sb_release(&shown);
+}
+
 /* Protected: the harness's native MCP config holds exactly one entry for
  * the run, `agentstack-gateway` = <self> mcp --grant <grant file>, written
  * through the clean-at-rest session API (04 §7): same lock, history and
@@ -319,47 +360,6 @@ static int revert(void *vctx, const struct sbx_plan *p, struct as_err *err)
     fprintf(stderr, "↩ reverted: %s's native config is back to its bytes before the run\n",
             p->harness_id);
     return 0;
-}
-
-/* The MCP server names a native file lists, except skip (read-only; a
- * missing or unreadable file lists nothing). */
-static void list_entries(const struct adp_desc *d, enum adp_format fmt, const char *path,
-                         const char *skip, strbuf *names, size_t *n)
-{
-    strbuf text = SB_INIT;
-    struct as_err e = AS_ERR_INIT;
-    struct onb_import im;
-    memset(&im, 0, sizeof im);
-    *n = 0;
-    if (fs_exists(path) && fs_read_file(path, (size_t)16 << 20, 0, &text, &e) == 0 &&
-        onb_read_servers(d, fmt, path, text.buf, text.len, path, false, &im, &e) == 0) {
-        for (size_t i = 0; i < im.servers.n; i++) {
-            if (skip && strcmp(im.servers.v[i].name, skip) == 0)
-                continue;
-            sb_addf(names, "%s%s", (*n)++ ? ", " : "", im.servers.v[i].name);
-        }
-    }
-    onb_import_free(&im);
-    sb_release_secure(&text);
-}
-
-/* MCP entries the harness can still start around the gateway during a
- * protected run (spec 05 §1.1 step 2): the other entries of the file we
- * injected into, and those of its user file. */
-static void note_entries(const struct adp_desc *d, const char *path, enum adp_format fmt,
-                         const char *skip, const char *what)
-{
-    strbuf names = SB_INIT, shown = SB_INIT;
-    size_t n;
-    list_entries(d, fmt, path, skip, &names, &n);
-    if (n) {
-        onb_display_path(path, &shown);
-        fprintf(stderr, "note: %s %s also lists %zu MCP server(s) agentstack does not gate — "
-                        "reachable around the gateway during this run: %s\n", what, shown.buf,
-                n, names.buf);
-    }
-    sb_release(&names);
-    sb_release(&shown);
 }
 
 static void note_user_entries(const struct adp_desc *d, const struct sbx_plan *p)
