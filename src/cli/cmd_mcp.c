@@ -1,6 +1,8 @@
 /*
  * agentstack mcp [--auto-project] [--transparent] — the live MCP gateway on
- * stdio (02-gateway.md). stdout carries whole JSON-RPC frames only: the real
+ * stdio (02-gateway.md). Hidden: --grant PATH, the entry a protected run
+ * (`run <cli> --locked`) hands its harness: serve that run's frozen grant
+ * and nothing else (gateway/grant.h). stdout carries whole JSON-RPC frames only: the real
  * stdout is duplicated for the gateway's writer and fd 1 is pointed at
  * stderr, so a stray printf anywhere can never corrupt the stream.
  */
@@ -41,6 +43,10 @@ int cmd_mcp(int argc, char **argv, struct cli_ctx *ctx)
             o.auto_project = true;
         else if (strcmp(a, "--transparent") == 0)
             o.transparent = true;
+        else if (strcmp(a, "--grant") == 0 && i + 1 < argc)
+            o.grant_path = argv[++i];
+        else if (strncmp(a, "--grant=", 8) == 0)
+            o.grant_path = a + 8;
         else if (strcmp(a, "--manifest-dir") == 0 && i + 1 < argc)
             o.manifest_dir = argv[++i];
         else if (strncmp(a, "--manifest-dir=", 15) == 0)
@@ -48,6 +54,13 @@ int cmd_mcp(int argc, char **argv, struct cli_ctx *ctx)
         else
             return cli_usage_error("mcp", "unknown argument '%s'", a);
     }
+    if (o.grant_path && (o.auto_project || o.manifest_dir))
+        return cli_usage_error("mcp",
+                               "--grant serves the project its run froze; it cannot be "
+                               "combined with %s",
+                               o.auto_project ? "--auto-project" : "--manifest-dir");
+    if (o.grant_path && !*o.grant_path)
+        return cli_usage_error("mcp", "--grant needs the path of a run's grant.json");
     fflush(stdout);
     int out = dup(1);
     if (out < 0 || dup2(2, 1) < 0) {

@@ -172,6 +172,18 @@ void gw_dispatch(struct gw *gw, struct job *j)
             finish_refusal(gw, j, r);
             return;
         }
+        if (sf->gate == GW_GATE_OPEN && gw->grant && manifest_server(sf->m, j->server)) {
+            json_t *r = gw_error_result("blocked: %s tried to call %s — the frozen grant of run "
+                                        "%s does not admit this server\nnothing ran · a new "
+                                        "run with a toolset that selects it would",
+                                        j->server, j->tool, gw->grant->run_id);
+            strbuf d = SB_INIT;
+            sb_addf(&d, "fenced: run %s's grant does not admit %s", gw->grant->run_id, j->server);
+            gw_audit(gw, j->server, "fence", "", "denied", d.buf, NULL, NULL, 0);
+            sb_release(&d);
+            finish_refusal(gw, j, r);
+            return;
+        }
         if (sf->gate == GW_GATE_OPEN && (sf->fenced || sf->toolset) &&
             manifest_server(sf->m, j->server)) {
             const char *ts = toolset_with(sf->m, j->server);

@@ -22,6 +22,9 @@
  *  - One epoll loop serves stdin, stdout and every upstream; no thread per
  *    request or upstream. Replies may be out of order; a slow upstream
  *    never delays another or a control-plane answer.
+ *  - --grant PATH serves only a grant that proves itself (grant.h): its
+ *    fence, its frozen ruleset, anchored at its consent digest; leases and
+ *    manifest edits are refused. A bad grant serves the control plane only.
  *  - Nothing is written into the project except by agentstack_lease_freeze
  *    (the manifest only, errata 14). Gateway state lives under
  *    $AGENTSTACK_HOME (leases/, logs/, audit/).
@@ -39,6 +42,7 @@ struct gw_opts {
     const char *manifest_dir; /* --manifest-dir: pins the project, no trust gate */
     bool auto_project;        /* --auto-project: discovered, trust-gated */
     bool transparent;         /* --transparent: list policy-filtered upstream tools */
+    const char *grant_path;   /* --grant: serve a run's frozen grant (grant.h), nothing else */
     int in_fd, out_fd;        /* the JSON-RPC streams */
     const char *version;      /* serverInfo.version */
     /* Doctor's harness line: how many known CLIs are installed (NULL: the

@@ -24,6 +24,7 @@
 #include "bundle/discover.h"
 #include "bundle/manifest.h"
 #include "gateway/gateway.h"
+#include "gateway/grant.h"
 #include "mcp/mcp.h"
 #include "policy/policy.h"
 
@@ -163,10 +164,12 @@ struct gw_surface {
 
 /* What the build starts from: fresh bytes and the trust verdict on them. */
 struct gw_build_in {
-    const char *toolset; /* lease selection or NULL */
-    bool fence;          /* apply the toolset fence (auto mode) */
-    bool trusted;        /* the project is trusted now (anchor) */
-    const char *digest;  /* the consent digest of the snapshot */
+    const char *toolset;      /* lease selection or NULL */
+    const strvec *servers;    /* explicit selection (a grant's fence): overrides toolset */
+    const char *ruleset_json; /* a frozen ruleset (wire form) instead of machine + project */
+    bool fence;               /* apply the toolset fence (auto mode) */
+    bool trusted;             /* the project is trusted now (anchor) */
+    const char *digest;       /* the consent digest of the snapshot */
     const struct manifest_snapshot *snap;
 };
 
@@ -276,6 +279,9 @@ struct gw {
     char last_digest[CONSENT_DIGEST_LEN + 1];
     int last_state; /* enum trust_state, -1 = unreadable */
 
+    struct gw_grant *grant; /* --grant that proved itself, or NULL */
+    bool grant_refused;     /* --grant given and refused: control plane only */
+
     struct gw_lease lease;
     bool default_decided;
     bool lease_closed; /* an explicit close: never auto-open again */
@@ -311,6 +317,11 @@ void gw_rebuild(struct gw *gw);
 struct gw_surface *gw_surface_for(struct gw *gw, bool modern);
 /* The trust note for the current project ("… not trusted …"). */
 void gw_trust_note(struct gw *gw, int state, strbuf *out);
+/* Grant mode: the live project is trusted at the grant's consent digest. */
+bool gw_grant_anchored(const struct gw *gw);
+/* The name of what fences skills (the lease's or the grant's toolset, else
+ * the grant's run id), for messages; NULL when nothing fences them. */
+const char *gw_fence_label(const struct gw *gw);
 /* Fresh trust verdict: 1 trusted, 0 not (why = untrusted|changed|unreadable). */
 int gw_trust_now(struct gw *gw, char digest[CONSENT_DIGEST_LEN + 1], const char **why);
 void gw_watch_init(struct gw *gw);

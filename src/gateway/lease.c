@@ -200,8 +200,22 @@ void gw_open_default(struct gw *gw)
     free(name);
 }
 
+/* --grant: the run's toolset was frozen before the harness started; nothing
+ * over MCP may widen, narrow or rewrite it. */
+static json_t *grant_fixed(struct gw *gw, const char *tool)
+{
+    return gw_error_result("%s is refused: this connection serves the frozen grant of run %s "
+                           "(%s%s), which no lease, session or manifest edit can change",
+                           tool, gw->grant->run_id, gw->grant->toolset ? "toolset " : "",
+                           gw->grant->toolset ? gw->grant->toolset : "the whole bundle");
+}
+
 json_t *gw_lease_open(struct gw *gw, const json_t *args, bool modern)
 {
+    if (gw->grant || gw->grant_refused)
+        return gw->grant ? grant_fixed(gw, "agentstack_lease_open")
+                         : gw_error_result("agentstack_lease_open is refused: this connection "
+                                           "was started with a grant that was refused");
     if (modern)
         return legacy_only("agentstack_lease_open");
     const char *profile = json_string_value(json_object_get(args, "profile"));
@@ -250,6 +264,16 @@ json_t *gw_lease_status(struct gw *gw)
 {
     struct gw_lease *l = &gw->lease;
     json_t *o = json_object();
+    if (!l->active && gw->grant) {
+        json_object_set_new(o, "active", json_false());
+        char *note = xasprintf("no lease: this connection serves the frozen grant of run %s "
+                               "(%s%s)",
+                               gw->grant->run_id, gw->grant->toolset ? "toolset " : "",
+                               gw->grant->toolset ? gw->grant->toolset : "the whole bundle");
+        json_object_set_new(o, "note", json_string(note));
+        free(note);
+        return pretty_result(o, false);
+    }
     if (!l->active) {
         json_object_set_new(o, "active", json_false());
         json_object_set_new(o, "note", json_string("no active MCP toolset lease"));
@@ -274,6 +298,8 @@ json_t *gw_lease_status(struct gw *gw)
 
 json_t *gw_lease_close(struct gw *gw, bool modern)
 {
+    if (gw->grant)
+        return grant_fixed(gw, "agentstack_lease_close");
     if (modern)
         return legacy_only("agentstack_lease_close");
     struct gw_lease *l = &gw->lease;
@@ -314,6 +340,10 @@ static toml_value *str_array(const strvec *v)
 
 json_t *gw_lease_freeze(struct gw *gw, const json_t *args, bool modern)
 {
+    if (gw->grant || gw->grant_refused)
+        return gw->grant ? grant_fixed(gw, "agentstack_lease_freeze")
+                         : gw_error_result("agentstack_lease_freeze is refused: this connection "
+                                           "was started with a grant that was refused");
     if (modern)
         return legacy_only("agentstack_lease_freeze");
     struct gw_lease *l = &gw->lease;

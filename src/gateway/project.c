@@ -106,7 +106,26 @@ void gw_project_resolve(struct gw *gw)
     pr->resolved = true;
     pr->gated = gw->o.auto_project && !gw->o.manifest_dir;
     struct as_err err = AS_ERR_INIT;
-    if (gw->o.manifest_dir) {
+    if (gw->grant_refused) {
+        return; /* control plane only: a refused grant names no project we believe */
+    } else if (gw->grant) {
+        /* The grant names its project; it must still be the same directory. */
+        struct bundle_paths p = {0};
+        strbuf root = SB_INIT;
+        if (discover_at(gw->grant->manifest_dir, &p, &err) == 0 && p.found &&
+            fs_realpath(p.project_root, &root, &err) == 0 &&
+            strcmp(root.buf, gw->grant->project_root) == 0) {
+            pr->paths = p;
+            pr->found = true;
+            pr->how = "grant";
+        } else {
+            bundle_paths_free(&p);
+            gw_note("--grant: the project the grant names (%s) is not there any more; serving "
+                    "the control plane only",
+                    gw->grant->project_root);
+        }
+        sb_release(&root);
+    } else if (gw->o.manifest_dir) {
         struct bundle_paths p = {0};
         if (discover_at(gw->o.manifest_dir, &p, &err) == 0 && p.found) {
             pr->paths = p;
@@ -375,9 +394,53 @@ static struct gw_surface *untrusted_surface(struct gw *gw, int state)
     return sf;
 }
 
+bool gw_grant_anchored(const struct gw *gw)
+{
+    return gw->grant && gw->last_state == TRUST_TRUSTED &&
+           strcmp(gw->last_digest, gw->grant->consent_digest) == 0;
+}
+
+const char *gw_fence_label(const struct gw *gw)
+{
+    if (gw->lease.active)
+        return gw->lease.profile;
+    if (gw->grant)
+        return gw->grant->toolset ? gw->grant->toolset : gw->grant->run_id;
+    return NULL;
+}
+
+/* A grant whose project is no longer trusted at the frozen digest serves
+ * nothing: no secret is resolved for bytes nobody admitted, and a call to a
+ * fenced server says why (with a `trust` row), as a re-gate does. */
+static struct gw_surface *grant_regated(struct gw *gw)
+{
+    struct gw_surface *sf = gw_surface_gated(gw, GW_GATE_REGATED, NULL);
+    sf->regate_why = xstrdup(gw->last_state == TRUST_UNTRUSTED ? "revoked"
+                             : gw->last_state == -1            ? "unreadable"
+                                                               : "changed");
+    for (size_t i = 0; i < gw->grant->servers.n; i++)
+        strvec_push(&sf->prior, gw->grant->servers.v[i]);
+    sf->note = xasprintf("This connection serves the frozen grant of run %s, but the project "
+                         "(%s) is no longer trusted at the digest the run was admitted at (%s), "
+                         "so none of its MCP servers are proxied.",
+                         gw->grant->run_id, gw->proj.dir, sf->regate_why);
+    gw_note("%s", sf->note);
+    return sf;
+}
+
 static struct gw_surface *build_from(struct gw *gw, const struct manifest_snapshot *snap)
 {
     struct gw_build_in in = {0};
+    if (gw->grant) {
+        if (!gw_grant_anchored(gw))
+            return grant_regated(gw);
+        in.servers = &gw->grant->servers;
+        in.ruleset_json = gw->grant->ruleset_json;
+        in.trusted = true;
+        in.digest = gw->grant->consent_digest;
+        in.snap = snap;
+        return gw_surface_build(gw, &in);
+    }
     in.toolset = gw->lease.active ? gw->lease.profile : NULL;
     in.fence = gw->o.auto_project;
     in.trusted = gw->last_state == TRUST_TRUSTED;
@@ -464,6 +527,14 @@ void gw_refresh(struct gw *gw, bool modern, bool skip_default)
                        strcmp(cur->anchor, gw->last_digest) != 0) {
                 if (cur && cur->gate != GW_GATE_OPEN)
                     gw_note("%s is trusted; serving its servers", gw->proj.dir);
+                swap(gw, build_from(gw, &snap));
+                if (cur)
+                    gw_set_dirty(gw);
+            }
+        } else if (gw->grant) {
+            /* The ruleset is frozen: a machine edit changes nothing here. A
+             * project that regained the frozen digest is served again. */
+            if (!cur || (cur->gate == GW_GATE_REGATED && gw_grant_anchored(gw))) {
                 swap(gw, build_from(gw, &snap));
                 if (cur)
                     gw_set_dirty(gw);

@@ -567,6 +567,10 @@ static void gw_free(struct gw *gw)
         gw_surface_unref(gw->modern);
     gw_lease_release(gw);
     gw_project_free(gw);
+    if (gw->grant) {
+        gw_grant_free(gw->grant);
+        free(gw->grant);
+    }
     json_decref(gw->roots_req_id);
     json_decref(gw->roots_answer);
     free(gw->negotiated);
@@ -631,6 +635,25 @@ int gw_serve(const struct gw_opts *o, struct as_err *err)
     if (sfd >= 0 && mcp_loop_add(gw.loop, sfd, MCP_EV_IN, on_signal, &gw, &aerr) < 0) {
         close(sfd);
         sfd = -1;
+    }
+    if (o->grant_path) {
+        struct gw_grant *g = xcalloc(1, sizeof *g);
+        struct as_err gerr = AS_ERR_INIT;
+        if (gw_grant_open(gw.home, o->grant_path, g, &gerr) == 0) {
+            gw.grant = g;
+            if (!gw.run_id)
+                gw.run_id = xstrdup(g->run_id);
+        } else {
+            free(g);
+            gw.grant_refused = true;
+            char *note = xasprintf("--grant refused: %s. Nothing is proxied on this connection "
+                                   "(control plane only); start the run again with `agentstack "
+                                   "run <cli> --locked`.",
+                                   gerr.msg);
+            gw_note("%s", note);
+            gw.cur = gw_surface_gated(&gw, GW_GATE_BROKEN, note);
+            free(note);
+        }
     }
     if (!o->auto_project || o->manifest_dir)
         gw_project_resolve(&gw); /* eager: the set is built at startup, children lazy */

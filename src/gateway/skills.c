@@ -96,6 +96,8 @@ static void skvec_free(skvec *v)
 
 static bool trusted_view(struct gw *gw)
 {
+    if (gw->grant)
+        return gw_grant_anchored(gw); /* only the bytes the run was admitted at */
     return !gw->proj.gated || gw->last_state == TRUST_TRUSTED;
 }
 
@@ -192,6 +194,14 @@ static void fence_names(struct gw *gw, const struct manifest *m, struct fence *f
 {
     f->fenced = false;
     f->ts = NULL;
+    if (gw->grant) {
+        /* The run's frozen fence ("*" was expanded when it was frozen). */
+        f->fenced = true;
+        for (size_t i = 0; i < gw->grant->skills.n; i++)
+            if (strvec_find(out, gw->grant->skills.v[i]) < 0)
+                strvec_push(out, gw->grant->skills.v[i]);
+        return;
+    }
     if (gw->lease.active && m) {
         f->fenced = true;
         f->ts = manifest_toolset(m, gw->lease.profile);
@@ -338,7 +348,7 @@ static void build_set(struct gw *gw, const struct gw_surface *sf, skvec *out, st
         gw_trust_note(gw, gw->last_state, note);
         sb_adds(note, " Only names are shown; only the manual loads.");
     } else if (f->fenced) {
-        sb_addf(note, "Fenced to toolset '%s': only its skills load.", gw->lease.profile);
+        sb_addf(note, "Fenced to toolset '%s': only its skills load.", gw_fence_label(gw));
     } else {
         sb_adds(note, "Load a skill with agentstack_load(name, reason) when the task needs it.");
     }
@@ -520,7 +530,7 @@ static json_t *load_result(struct gw *gw, const char *name, const char *origin, 
     json_object_set_new(o, "instructions", ins ? ins : json_string("(SKILL.md is not UTF-8)"));
     json_object_set_new(o, "sticky", json_boolean(gw->lease.active));
     json_object_set_new(o, "newly_loaded", json_boolean(newly));
-    json_object_set_new(o, "fenced", json_boolean(gw->lease.active));
+    json_object_set_new(o, "fenced", json_boolean(gw->lease.active || gw->grant));
     json_object_set_new(o, "lease",
                         gw->lease.active ? json_string(gw->lease.profile) : json_null());
     if (note)
@@ -606,7 +616,7 @@ json_t *gw_load(struct gw *gw, const struct gw_surface *sf, const json_t *args)
     if (f.fenced && !in_fence) {
         res = gw_error_result("'%s' is not loadable in toolset '%s' — add it to the toolset "
                               "to allow it",
-                              shown.buf, gw->lease.profile);
+                              shown.buf, gw_fence_label(gw));
         goto out;
     }
     if (!in_fence) {

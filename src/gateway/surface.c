@@ -327,7 +327,7 @@ static void pin_row(struct gw *gw, struct gw_surface *sf, const char *server, co
 static int check_pins(struct gw *gw, const struct trust_pins *pins, const struct mf_server *def,
                       struct gw_up *up)
 {
-    bool gated = gw->proj.gated;
+    bool gated = gw->proj.gated || gw->grant; /* a grant serves only pinned bytes */
     strvec rels = STRVEC_INIT;
     exec_rels(def, &rels);
     int rc = 0;
@@ -607,19 +607,31 @@ struct gw_surface *gw_surface_build(struct gw *gw, const struct gw_build_in *in)
         manifest_free(m);
         return broken(gw, "The machine policy cannot be used (fail closed)", &err);
     }
-    struct pol_layer *pl = pol_layer_from_toml(m->policy, m->path, POL_PROJECT, &err);
-    if (!pl) {
+    struct pol_ruleset *rs = NULL;
+    if (in->ruleset_json) {
+        /* A frozen grant: the ruleset the run was admitted under, whatever
+         * the policy files say now (the machine file still gives [gateway]). */
         pol_layer_free(ml);
-        manifest_free(m);
-        return broken(gw, "The project's [policy] cannot be used", &err);
-    }
-    const char *home_dir = getenv("HOME");
-    struct pol_ruleset *rs = pol_compile(ml, pl, home_dir, &err);
-    pol_layer_free(ml);
-    pol_layer_free(pl);
-    if (!rs) {
-        manifest_free(m);
-        return broken(gw, "The policy cannot be compiled", &err);
+        rs = pol_ruleset_from_json(in->ruleset_json, strlen(in->ruleset_json), &err);
+        if (!rs) {
+            manifest_free(m);
+            return broken(gw, "The grant's frozen ruleset cannot be used", &err);
+        }
+    } else {
+        struct pol_layer *pl = pol_layer_from_toml(m->policy, m->path, POL_PROJECT, &err);
+        if (!pl) {
+            pol_layer_free(ml);
+            manifest_free(m);
+            return broken(gw, "The project's [policy] cannot be used", &err);
+        }
+        const char *home_dir = getenv("HOME");
+        rs = pol_compile(ml, pl, home_dir, &err);
+        pol_layer_free(ml);
+        pol_layer_free(pl);
+        if (!rs) {
+            manifest_free(m);
+            return broken(gw, "The policy cannot be compiled", &err);
+        }
     }
     struct gw_surface *sf = gw_surface_gated(gw, GW_GATE_OPEN, NULL);
     sf->m = m;
@@ -630,7 +642,12 @@ struct gw_surface *gw_surface_build(struct gw *gw, const struct gw_build_in *in)
     }
     /* Which servers: the selected toolset, else (fenced) none, else all. */
     strvec names = STRVEC_INIT;
-    if (in->toolset) {
+    if (in->servers) {
+        if (gw->grant && gw->grant->toolset)
+            sf->toolset = xstrdup(gw->grant->toolset);
+        for (size_t i = 0; i < in->servers->n; i++)
+            strvec_push(&names, in->servers->v[i]);
+    } else if (in->toolset) {
         sf->toolset = xstrdup(in->toolset);
         const struct mf_toolset *ts = manifest_toolset(m, in->toolset);
         if (!ts)
