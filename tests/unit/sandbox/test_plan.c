@@ -211,6 +211,133 @@ static void test_argv_display(void **st)
     sb_release(&out);
 }
 
+/* ---- host modes ---------------------------------------------------------------------- */
+
+static int resolved_calls;
+static char resolved_root[4096];
+
+static int fake_resolve(void *ctx, const char *project_root, strbuf *path, strbuf *scope,
+                        strbuf *note, struct as_err *err)
+{
+    (void)ctx;
+    (void)note;
+    (void)err;
+    resolved_calls++;
+    snprintf(resolved_root, sizeof resolved_root, "%s", project_root ? project_root : "");
+    sb_addf(path, "%s/.fake.json", project_root);
+    sb_adds(scope, "project");
+    return 0;
+}
+
+static const struct sbx_gate *gate_named(const struct sbx_plan *p, const char *name)
+{
+    for (size_t i = 0; i < p->gates.n; i++)
+        if (!strcmp(p->gates.v[i].name, name))
+            return &p->gates.v[i];
+    return NULL;
+}
+
+static struct sbx_plan *build_host(const char *cwd, const char *toolset, struct as_err *err)
+{
+    const char *args[] = {"x", NULL};
+    struct sbx_plan_request rq = {.mode = SBX_MODE_HOST,
+                                  .harness_id = "fakecli",
+                                  .harness_bin = "/bin/sh",
+                                  .args = args,
+                                  .cwd = cwd,
+                                  .toolset = toolset,
+                                  .harness_for = "fakecli",
+                                  .self_bin = "/bin/true",
+                                  .inject_resolve = fake_resolve};
+    struct sbx_plan *p = NULL;
+    if (sbx_plan_build(&rq, &p, err) < 0)
+        return NULL;
+    return p;
+}
+
+static void test_plan_host(void **st)
+{
+    (void)st;
+    char *dir = tu_tmpdir();
+    char *f = tu_write(dir, "proj/.agentstack/agentstack.toml",
+                       "version = 1\n\n[servers.a]\ntype = \"stdio\"\ncommand = \"a\"\n"
+                       "env = { T = \"${API_TOKEN}\" }\n\n[servers.b]\ntype = \"http\"\n"
+                       "url = \"https://b.example/mcp\"\n\n[toolsets.one]\nservers = [\"a\"]\n"
+                       "harness = \"other\"\n\n[toolsets.two]\nservers = [\"b\"]\n");
+    free(f);
+    char proj[2048];
+    snprintf(proj, sizeof proj, "%s/proj", dir);
+    struct as_err err = AS_ERR_INIT;
+
+    /* Untrusted: every gate is still evaluated; trust blocks. */
+    resolved_calls = 0;
+    struct sbx_plan *p = build_host(proj, "two", &err);
+    if (!p)
+        fail_msg("%s", err.msg);
+    assert_string_equal(p->posture_label, "HOST / PROTECTED");
+    assert_string_equal(p->posture_slug, "host-protected");
+    assert_int_equal(p->gates.n, 9);
+    assert_string_equal(p->gates.v[0].name, "trust");
+    assert_false(p->gates.v[0].passed);
+    assert_int_equal(p->blockers, 1);
+    assert_int_equal(p->mounts.n, 0);
+    assert_int_equal(resolved_calls, 1);
+    assert_string_equal(resolved_root, p->project_root);
+    assert_non_null(strstr(p->inject_path, "/proj/.fake.json"));
+    assert_string_equal(p->inject_argv.v[0], "/bin/true");
+    assert_string_equal(p->inject_argv.v[2], "--grant");
+    assert_string_equal(p->inject_argv.v[3], p->grant_path);
+    assert_string_equal(p->toolset, "two");
+    assert_int_equal(p->fence_servers.n, 1);
+    assert_string_equal(p->fence_servers.v[0], "b");
+    json_t *servers = json_object_get(p->grant, "servers");
+    assert_non_null(json_object_get(servers, "b"));
+    assert_null(json_object_get(servers, "a")); /* outside the fence */
+    assert_string_equal(p->argv.v[0], "/bin/sh");
+    assert_string_equal(p->host_cwd, p->project_root);
+    sbx_plan_free(p);
+
+    /* A toolset for another harness is a model-effort blocker; its ${REF}
+     * stays a reference in the grant. */
+    setenv("API_TOKEN", "sekrit-value", 1);
+    p = build_host(proj, "one", &err);
+    assert_non_null(p);
+    assert_false(gate_named(p, "model-effort")->passed);
+    char *g = json_dumps(p->grant, 0);
+    assert_non_null(strstr(g, "${API_TOKEN}"));
+    assert_null(strstr(g, "sekrit-value"));
+    free(g);
+    sbx_plan_free(p);
+    unsetenv("API_TOKEN");
+
+    /* An unknown toolset is a refusal, not a gate. */
+    assert_null(build_host(proj, "nope", &err));
+    assert_non_null(strstr(err.msg, "no toolset 'nope'"));
+    assert_non_null(strstr(err.hint, "one, two"));
+
+    /* No project: trust blocks, nothing to freeze. */
+    char lone[2048];
+    snprintf(lone, sizeof lone, "%s/lone", dir);
+    assert_int_equal(mkdir(lone, 0755), 0);
+    p = build_host(lone, NULL, &err);
+    assert_non_null(p);
+    assert_false(gate_named(p, "trust")->passed);
+    assert_false(gate_named(p, "grant-freeze")->passed);
+    assert_null(p->grant);
+    sbx_plan_free(p);
+
+    /* --unprotected: no gates at all. */
+    const char *args[] = {NULL};
+    struct sbx_plan_request rq = {.mode = SBX_MODE_HOST_ADVISORY, .harness_id = "fakecli",
+                                  .harness_bin = "/bin/sh", .args = args, .cwd = proj};
+    assert_int_equal(sbx_plan_build(&rq, &p, &err), 0);
+    assert_string_equal(p->posture_label, "HOST / ADVISORY");
+    assert_int_equal(p->gates.n, 0);
+    assert_null(p->grant);
+    sbx_plan_free(p);
+    tu_rmtree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -219,6 +346,7 @@ int main(void)
         cmocka_unit_test(test_plan_harness_prefix),
         cmocka_unit_test(test_plan_decide),
         cmocka_unit_test(test_argv_display),
+        cmocka_unit_test(test_plan_host),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
