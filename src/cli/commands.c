@@ -26,6 +26,7 @@ int cmd_runs(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_guard(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_doctor(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_mcp(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_demo_server(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_policy(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_lib(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_add(int argc, char **argv, struct cli_ctx *ctx);
@@ -36,6 +37,7 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_bootstrap(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_adopt(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_status(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_self(int argc, char **argv, struct cli_ctx *ctx);
 
 const struct cli_command cli_commands[] = {
     {"help", cmd_help, "show commands, or one command's usage",
@@ -96,6 +98,8 @@ const struct cli_command cli_commands[] = {
      "usage: agentstack runs [--json]\n", 0},
     {"mcp", cmd_mcp, "serve the live MCP gateway on stdio (brokered, policy-checked, audited)",
      "usage: agentstack mcp [--auto-project] [--transparent] [--manifest-dir DIR]\n", 0},
+    {"demo-server", cmd_demo_server, "the demo's stdio MCP server (echo, secret_read, delete_all)",
+     "usage: agentstack demo-server\n", 1},
     {"doctor", cmd_doctor, "check this project on this machine; --ci is the pipeline gate",
      "usage: agentstack doctor [--ci] [--deep] [--all] [--json]\n"
      "  --ci    = --all --deep; exit 1 on lock drift, policy violations, unresolved secrets\n"
@@ -157,7 +161,12 @@ const struct cli_command cli_commands[] = {
      "                        [--secrets keychain|env|file|skip] [--no-keychain]\n"
      "Previews what it would adopt; --write edits only the affected manifest keys.\n", 0},
     {"status", cmd_status, "readiness at a glance, and the one next action",
-     "usage: agentstack status [--json] [--verbose]\n", 0},
+     "usage: agentstack status [--json] [--verbose] [--short]\n"
+     "--short is what bare `agentstack` prints.\n", 0},
+    {"self", cmd_self, "put this binary on your PATH (a symlink in ~/.local/bin or --prefix)",
+     "usage: agentstack self link [--prefix DIR] [--force]\n"
+     "Links into --prefix, $AGENTSTACK_PREFIX, a writable /usr/local/bin, else ~/.local/bin;\n"
+     "idempotent; a regular file there is replaced only with --force.\n", 0},
     {NULL, NULL, NULL, NULL, 0},
 };
 
