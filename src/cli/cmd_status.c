@@ -1,5 +1,6 @@
 /*
- * agentstack status [--json] [--verbose] (06 §5.2): readiness at a glance —
+ * agentstack status [--json] [--verbose] [--short] (06 §5.2; --short is bare
+ * `agentstack`): readiness at a glance —
  * which CLIs are here, which manifest is in play, its toolsets, whether it
  * is locked and trusted, how servers are delivered, whether the gateway is
  * connected, shadowed library names, secrets by presence — and one next
@@ -261,6 +262,34 @@ static void print_human(const struct st *s, bool verbose)
     printf("Next: %s · %s\n", s->next_cmd, s->next_why);
 }
 
+/* Bare `agentstack` (06 §5.2 "shortest form"): one line of state, the next
+ * action, and where the rest is — a newcomer typing the bare name learns
+ * both what to do and how to see every command. */
+static void print_short(const struct st *s)
+{
+    printf("agentstack · ");
+    if (s->project || s->machine) {
+        strbuf d = SB_INIT;
+        onb_display_path(s->manifest_path, &d);
+        printf("%s %s", s->project ? "project" : "machine", d.buf);
+        sb_release(&d);
+        if (!s->loaded)
+            printf(" · ✗ does not load");
+        else if (!s->valid)
+            printf(" · ✗ invalid");
+        if (s->loaded && s->project)
+            printf(" · %s · %s", s->locked ? "locked" : "not locked", trust_label(s->trust));
+        if (s->sec_missing.n)
+            printf(" · %zu secret%s missing", s->sec_missing.n,
+                   s->sec_missing.n == 1 ? "" : "s");
+    } else {
+        printf("no manifest here");
+    }
+    printf(" · %zu CLI%s\n", s->clis.n, s->clis.n == 1 ? "" : "s");
+    printf("Next: %s · %s\n", s->next_cmd, s->next_why);
+    printf("agentstack status: the full picture · agentstack help: every command\n");
+}
+
 static json_t *strarr(const strvec *v)
 {
     json_t *a = json_array();
@@ -316,10 +345,12 @@ static void print_json(const struct st *s)
 
 int cmd_status(int argc, char **argv, struct cli_ctx *ctx)
 {
-    bool json = false, verbose = false;
+    bool json = false, verbose = false, brief = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0)
             json = true;
+        else if (strcmp(argv[i], "--short") == 0)
+            brief = true;
         else if (strcmp(argv[i], "--verbose") == 0 || strcmp(argv[i], "-v") == 0)
             verbose = true;
         else
@@ -329,6 +360,8 @@ int cmd_status(int argc, char **argv, struct cli_ctx *ctx)
     gather(ctx, &s);
     if (json)
         print_json(&s);
+    else if (brief)
+        print_short(&s);
     else
         print_human(&s, verbose);
     fflush(stdout);

@@ -48,9 +48,11 @@ int main(int argc, char **argv)
         }
     }
     if (i >= argc) {
-        char *v[] = {"help", NULL};
-        cmd_help(1, v, &ctx);
-        return EXIT_USAGE;
+        /* Bare `agentstack` is status's shortest form (06 §5.2); it ends by
+         * naming `agentstack help`, so the command list is one step away. */
+        const struct cli_command *st = cli_find("status");
+        char *v[] = {"status", "--short", NULL};
+        return st->fn(2, v, &ctx);
     }
     const struct cli_command *c = cli_find(argv[i]);
     if (!c)

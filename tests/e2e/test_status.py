@@ -72,5 +72,23 @@ with Sandbox() as sb:
     after = {p: open(os.path.join(sb.project, ".agentstack", p), "rb").read()
              for p in os.listdir(os.path.join(sb.project, ".agentstack"))}
     check(before == after, "status writes nothing in the project")
+    r = H.run(sb, e=e2)
+    lines = r.stdout.splitlines()
+    check(r.returncode == 0 and len(lines) == 3
+          and lines[0] == f"agentstack · project {sb.project}/.agentstack/agentstack.toml"
+                         " · locked · trusted · 2 CLIs"
+          and lines[1].startswith("Next: agentstack apply ·") and "agentstack help" in lines[2],
+          "bare agentstack: the shortest status — one state line, Next:, where help is",
+          r.stdout + r.stderr)
+
+with Sandbox() as sb:
+    e = env(sb)
+    r = H.run(sb, e=e)
+    check(r.returncode == 0 and "agentstack · no manifest here · 0 CLIs" in r.stdout
+          and "Next: agentstack init ·" in r.stdout and r.stderr == "",
+          "bare agentstack on a clean machine: exit 0, Next: agentstack init", r.stdout + r.stderr)
+    r = H.run(sb, "status", "--short", e=e)
+    check(r.returncode == 0 and r.stdout == H.run(sb, e=e).stdout,
+          "status --short is what bare agentstack prints", r.stdout)
 
 done()
