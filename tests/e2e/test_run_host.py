@@ -31,6 +31,29 @@ print("TTY %s %s" % (os.isatty(0), os.isatty(1)))
 if os.isatty(0):
     print("TTYNAME " + os.ttyname(0))
 print("CONFIG " + (json.dumps(json.load(open(cfg))) if os.path.exists(cfg) else "<none>"))
+if os.environ.get("FAKE_MCP") and os.path.exists(cfg):
+    # Start the injected entry the way a harness would and ask it two things.
+    import subprocess
+    e = json.load(open(cfg))["mcpServers"]["agentstack-gateway"]
+    g = subprocess.Popen([e["command"]] + e["args"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    def rpc(i, method, params):
+        g.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method,
+                                  "params": params}) + "\n")
+        g.stdin.flush()
+        while True:
+            m = json.loads(g.stdout.readline())
+            if m.get("id") == i:
+                return m
+    rpc(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                          "clientInfo": {"name": "fake", "version": "1"}})
+    g.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+    for i, tool in ((2, "agentstack_lease_status"), (3, "agentstack_list_loadable")):
+        r = rpc(i, "tools/call", {"name": tool, "arguments": {}})
+        print("MCP %s %s" % (tool, r["result"]["content"][0]["text"].replace("\n", " ")))
+    g.stdin.close()
+    print("MCPERR " + g.stderr.read().replace("\n", " | "))
+    print("MCPRC %d" % g.wait(), flush=True)
 if os.environ.get("FAKE_IGNORE_TERM"):
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 print("READY", flush=True)
@@ -288,6 +311,26 @@ def trusted_run(s):
           g2.get("fence"))
 
 
+def gateway_handoff(s):
+    # The closed loop: the harness starts the entry it was given; the gateway
+    # accepts the run's grant and serves exactly its fence.
+    r = run(s, "run", "fakecli", "--profile", "backend", FAKE_MCP="1")
+    out = r.stdout
+    rid = run_id(out)
+    st = field(out, "MCP agentstack_lease_status")
+    check(r.returncode == 0 and st and rid in st and "--grant refused" not in out,
+          "the injected gateway serves this run's grant", out + r.stderr)
+    ld = json.loads(field(out, "MCP agentstack_list_loadable") or "{}")
+    names = sorted(x["name"] for x in ld.get("loadable", []) if x.get("origin") != "builtin")
+    check(names == ["s1"], "the gateway serves the frozen fence only (skill s1, not s2)", ld)
+    check(field(out, "MCPRC") == "0", "the gateway exits 0 at EOF", out)
+    grant = os.path.join(s.ah, "runs", rid or "x", "grant.json")
+    after = subprocess.run([BIN, "mcp", "--grant", grant], input="", capture_output=True,
+                           text=True, env=env(s), cwd=s.project, timeout=60)
+    check("--grant refused" in after.stderr, "the grant is refused once its run has ended",
+          after.stderr)
+
+
 def exit_codes(s):
     r = run(s, "run", "fakecli", FAKE_EXIT="7")
     check(r.returncode == 7, "exit code 7 propagates", r.returncode)
@@ -503,6 +546,7 @@ def main():
         trust(s)
         plan(s)
         trusted_run(s)
+        gateway_handoff(s)
         exit_codes(s)
         sigterm(s)
         sigterm_ignored(s)
