@@ -1,7 +1,7 @@
 """The landing page's trust-gate demo, end to end (seed 001 "The trust gate").
 
-examples/demo is the project: a stdio server `demo` (python3 ./server.py)
-with tools echo, secret_read, delete_all; the repo denies secret_read, the
+examples/demo is the project: a stdio server `demo` (`agentstack demo-server`,
+built in) with tools echo, secret_read, delete_all; the repo denies secret_read, the
 machine policy denies delete_*. Untrusted, the project is inert (the server
 touches a marker file when it starts: it must never start). After lock +
 trust: echo is brokered, secret_read is denied by the repo, delete_all by the
@@ -22,8 +22,14 @@ SENTINEL = "argument-value-sentinel-7f3a"
 
 
 def setup(sb):
-    for f in ("agentstack.toml", "server.py"):
-        shutil.copy(os.path.join(DEMO, f), os.path.join(sb.project, f))
+    with open(os.path.join(DEMO, "agentstack.toml")) as f:
+        m = f.read()
+    # As drive.py does: the built-in demo server, this exact binary.
+    check('command = "agentstack"' in m and 'args = ["demo-server"]' in m,
+          "the demo manifest runs the built-in demo-server", m)
+    m = m.replace('command = "agentstack"', "command = " + json.dumps(BIN))
+    with open(os.path.join(sb.project, "agentstack.toml"), "w") as f:
+        f.write(m)
     os.makedirs(sb.ah, exist_ok=True)
     shutil.copy(os.path.join(DEMO, "machine.toml"), os.path.join(sb.ah, "agentstack.toml"))
 
