@@ -27,7 +27,6 @@ int cmd_guard(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_doctor(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_mcp(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_demo_server(int argc, char **argv, struct cli_ctx *ctx);
-int cmd_demo_server(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_policy(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_lib(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_add(int argc, char **argv, struct cli_ctx *ctx);
@@ -99,8 +98,6 @@ const struct cli_command cli_commands[] = {
      "usage: agentstack runs [--json]\n", 0},
     {"mcp", cmd_mcp, "serve the live MCP gateway on stdio (brokered, policy-checked, audited)",
      "usage: agentstack mcp [--auto-project] [--transparent] [--manifest-dir DIR]\n", 0},
-    {"demo-server", cmd_demo_server, "the demo's stdio MCP server (echo, secret_read, delete_all)",
-     "usage: agentstack demo-server\n", 1},
     {"demo-server", cmd_demo_server, "the demo's stdio MCP server (echo, secret_read, delete_all)",
      "usage: agentstack demo-server\n", 1},
     {"doctor", cmd_doctor, "check this project on this machine; --ci is the pipeline gate",
