@@ -30,6 +30,7 @@ print("CWD " + os.getcwd())
 print("TTY %s %s" % (os.isatty(0), os.isatty(1)))
 if os.isatty(0):
     print("TTYNAME " + os.ttyname(0))
+    print("FG %s" % (os.tcgetpgrp(0) == os.getpgrp()))
 print("CONFIG " + (json.dumps(json.load(open(cfg))) if os.path.exists(cfg) else "<none>"))
 if os.environ.get("FAKE_MCP") and os.path.exists(cfg):
     # Start the injected entry the way a harness would and ask it two things.
@@ -248,6 +249,7 @@ def plan(s):
 
 
 def trusted_run(s):
+    s.write(".fake.json", '{"mcpServers": {"glob": {"command": "g"}}}\n', base=s.home)
     before = tree(s.project)
     r = run(s, "run", "fakecli", "--profile", "backend", "--", "one", "two words",
             cwd=os.path.join(s.project, "sub"))
@@ -291,6 +293,11 @@ def trusted_run(s):
     check(last["event"] == "locked_outcome" and last["outcome"] == "completed" and
           last["exit_code"] == 0 and last["grant_digest"] == frozen[0]["grant_digest"],
           "locked_outcome completed", last)
+    check("also lists 1 MCP server(s) agentstack does not gate" in r.stderr and
+          "this run: mine" in r.stderr, "hand-written entries beside the gateway are named",
+          r.stderr)
+    check("its user config ~/.fake.json also lists 1 MCP server(s)" in r.stderr and
+          "this run: glob" in r.stderr, "the CLI's user-scope entries are named", r.stderr)
     check(fake_json(s) == HAND, "after exit the config is byte-identical")
     check(tree(s.project) == before, "after exit the project tree is exactly as before")
     check(sessions(s) == {}, "after exit no session is left")
@@ -538,6 +545,28 @@ def pty(s):
     check(fake_json(s) == HAND, "reverted after a terminal run")
 
 
+def tty_stdin_only(s):
+    # stdin a terminal (the launcher's controlling one), stdout a pipe: the
+    # harness's group is the terminal's foreground group for the run.
+    import fcntl
+    import pty as ptymod
+    import termios
+    master, slave = ptymod.openpty()
+
+    def ctty():
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    p = subprocess.Popen([BIN, "run", "fakecli"], cwd=s.project, env=env(s), stdin=slave,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=ctty)
+    os.close(slave)
+    out, err = p.communicate(timeout=60)
+    os.close(master)
+    check(p.returncode == 0 and "TTY True False" in out and "FG True" in out,
+          "stdin-only terminal: the harness's group is in the foreground", out + err)
+
+
 def main():
     with Sandbox() as s:
         setup(s)
@@ -558,6 +587,7 @@ def main():
         changed(s)
         unprotected(s)
         pty(s)
+        tty_stdin_only(s)
     done()
 
 
