@@ -146,7 +146,9 @@ enum pin_decision {
 /* One item of the effective surface with its current digest. */
 struct pin_item {
     enum pin_kind kind;
-    char *name;
+    char *name;          /* the bare name: the lock row's key (06 §1.2) */
+    char *ref;           /* the reference as written when it is qualified
+                          * ("<source>:<name>", "lib:<source>/<name>"), else NULL */
     char *sub;           /* variant index ("0", "1", …), executable kind, setting key */
     bool library;        /* resolved from the central library */
     char *source;        /* lock row source: path|git|inline|library */
@@ -173,13 +175,24 @@ typedef VEC(struct pin_item) pin_items;
 void pin_items_free(pin_items *items);
 
 /* Finds the central library's copy of an item: a server file or a skill dir.
- * Return 1 and set path when found, 0 when not, -1 + err on error. */
+ * name is the reference as written, so it may be qualified ("<source>:<name>"
+ * or "lib:<source>/<name>"). Return 1 and set path when found, 0 when not,
+ * -1 + err on error (e.g. a qualifier naming no linked source). */
 typedef int (*pin_library_fn)(void *ctx, enum pin_kind kind, const char *name, strbuf *path,
                               struct as_err *err);
 
 /* The implicit local library source: <home>/lib/servers/<stem>.toml and
- * <home>/lib/skills/<name>/. Returns 1 with path set when present, else 0. */
+ * <home>/lib/skills/<name>/. Returns 1 with path set when present, else 0.
+ * It knows no linked sources: a qualified name is never found here. */
 int pin_library_default(const char *home, enum pin_kind kind, const char *name, strbuf *path);
+
+/* The bare name of a toolset reference (06 §1.2): "<source>:<name>" and
+ * "lib:<source>/<name>", source matching ^[a-z0-9][a-z0-9._-]{0,63}$, name
+ * <name> in that one library source; anything else is a bare name. Returns
+ * a pointer into ref (ref itself when it is not qualified) and, when src is
+ * not NULL, sets *src to the allocated source name (NULL when bare). The
+ * same split as the library module's lib_ref_split. */
+const char *pin_ref_name(const char *ref, char **src);
 
 /* Standing decisions of one project, as read from trust.json. */
 struct pin_decision_row {
@@ -201,7 +214,12 @@ const struct pin_decision_row *pin_decision_find(const pin_decisions *d,
 struct pin_opts {
     const char *toolset;    /* --toolset N: narrows servers (NULL = all toolsets) */
     const char *home;       /* $AGENTSTACK_HOME, for the library and git caches (NULL: none) */
-    pin_library_fn library; /* NULL: the implicit local source <home>/lib */
+    /* Library skills and servers resolve through library (the library
+     * module's lib_pin_lookup, ctx a struct library *, reads every linked
+     * source and qualified refs). NULL: the implicit local source <home>/lib
+     * only, where a qualified ref stays unresolved. Other kinds, and names
+     * library answers 0 for beyond skills and servers, fall back to it. */
+    pin_library_fn library;
     void *library_ctx;
     const struct lockfile *lock; /* the current lock: its git revs are used for git sources */
     /* Git: with fetch, sources are cloned/fetched and checked out as needed
@@ -217,7 +235,12 @@ struct pin_opts {
     bool no_decisions;
 };
 
-/* Computes every pinnable item of m with current bytes (§4.2). Hard problems
+/* Computes every pinnable item of m with current bytes (§4.2). Library skills
+ * and servers named by a qualified ref are keyed by their bare name (the lock
+ * row, the rendered dir and the gateway name, 06 §1.2) with item->ref kept;
+ * two references that share a bare name but not a source ("review" and
+ * "team:review", or [skills.review] and "team:review") cannot share one row:
+ * the item is PIN_FAILED naming both. Hard problems
  * (a traversal or symlinked executable, a symlink or FIFO in a skill, an
  * unreadable instruction, an unknown --toolset) are items with state
  * PIN_FAILED; the caller decides (lock refuses, trust blocks). Standing

@@ -11,6 +11,7 @@
 #include "bundle/digest.h"
 #include "bundle/git.h"
 #include "bundle/lockfile.h"
+#include "bundle/skill_md.h"
 #include "bundle/store.h"
 
 const char *pin_kind_name(enum pin_kind k)
@@ -58,6 +59,7 @@ const char *pin_status_name(enum pin_status s)
 static void item_free(struct pin_item *it)
 {
     free(it->name);
+    free(it->ref);
     free(it->sub);
     free(it->source);
     free(it->declared_path);
@@ -158,17 +160,108 @@ int pin_library_default(const char *home, enum pin_kind kind, const char *name, 
     return 0;
 }
 
-static int library_lookup(const struct pin_opts *o, enum pin_kind kind, const char *name,
+const char *pin_ref_name(const char *ref, char **src)
+{
+    if (src)
+        *src = NULL;
+    if (strncmp(ref, "lib:", 4) == 0) {
+        const char *slash = strchr(ref + 4, '/');
+        if (slash && slash > ref + 4 && slash[1]) {
+            if (src)
+                *src = xstrndup(ref + 4, (size_t)(slash - ref - 4));
+            return slash + 1;
+        }
+    }
+    const char *colon = strchr(ref, ':');
+    if (!colon || colon == ref || !colon[1])
+        return ref;
+    char *s = xstrndup(ref, (size_t)(colon - ref));
+    if (!skill_name_valid(s)) {
+        free(s);
+        return ref;
+    }
+    if (src)
+        *src = s;
+    else
+        free(s);
+    return colon + 1;
+}
+
+/* ref is the reference as written (possibly qualified). */
+static int library_lookup(const struct pin_opts *o, enum pin_kind kind, const char *ref,
                           strbuf *path, struct as_err *err)
 {
     if (o->library) {
-        int r = o->library(o->library_ctx, kind, name, path, err);
+        int r = o->library(o->library_ctx, kind, ref, path, err);
         /* A library source that knows no such kind (extensions, workflows)
          * leaves them to the implicit local source. */
         if (r != 0 || kind == PIN_SKILL || kind == PIN_SERVER)
             return r;
     }
-    return pin_library_default(o->home, kind, name, path);
+    char *src = NULL;
+    if (pin_ref_name(ref, &src) != ref) {
+        /* Only the library module reads sources.toml: never guess that a
+         * qualified name means the local copy of the bare one. */
+        as_err_set(err, "'%s' names library source '%s', and linked sources are not read here "
+                        "(only %s/lib)",
+                   ref, src, o->home ? o->home : "$AGENTSTACK_HOME");
+        free(src);
+        return -1;
+    }
+    return pin_library_default(o->home, kind, ref, path);
+}
+
+static bool same_str(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* The library source a reference pins, or NULL for a bare one (allocated). */
+static char *ref_source(const char *ref)
+{
+    char *src = NULL;
+    if (ref)
+        pin_ref_name(ref, &src);
+    return src;
+}
+
+/* "no skill 'review' in library 'team'" (06 §3.5's wording). */
+static char *not_in_source(const char *kind, const char *ref, const char *name)
+{
+    char *src = ref_source(ref);
+    char *m = xasprintf("%s '%s': no %s '%s' in library '%s'", kind, ref, kind, name,
+                        src ? src : "?");
+    free(src);
+    return m;
+}
+
+/*
+ * One row per bare name (06 §1.2): when an item of this kind and name was
+ * collected already, returns true — and when it came from another reference
+ * (another source, or inline against qualified), marks it failed, since one
+ * lock row, one rendered dir and one gateway name cannot hold two bodies.
+ */
+static bool seen_ref(pin_items *out, enum pin_kind kind, const char *name, const char *ref)
+{
+    for (size_t i = 0; i < out->n; i++) {
+        struct pin_item *it = &out->v[i];
+        if (it->kind != kind || strcmp(it->name, name) != 0 || it->sub)
+            continue;
+        char *a = ref_source(it->ref), *b = ref_source(ref);
+        bool same = same_str(a, b);
+        free(a);
+        free(b);
+        if (!same) {
+            const char *k = pin_kind_name(kind);
+            char *msg = xasprintf("%s '%s' is named twice, as '%s' and as '%s': the lock, the "
+                                  "CLIs and the gateway hold one '%s' — keep one of them",
+                                  k, name, it->ref ? it->ref : it->name, ref ? ref : name, name);
+            set_state(it, PIN_FAILED, msg);
+            free(msg);
+        }
+        return true;
+    }
+    return false;
 }
 
 /* ---- skills ------------------------------------------------------------- */
@@ -264,13 +357,16 @@ static void pin_git_skill(const struct mf_skill *s, const struct pin_opts *o, st
     sb_release(&dir);
 }
 
-static void pin_skill(const struct manifest *m, const struct pin_opts *o, const char *name,
+static void pin_skill(const struct manifest *m, const struct pin_opts *o, const char *ref,
                       pin_items *out)
 {
-    if (have_item(out, PIN_SKILL, name, NULL))
+    const struct mf_skill *s = manifest_skill(m, ref);
+    const char *name = s ? ref : pin_ref_name(ref, NULL);
+    const char *qual = name != ref ? ref : NULL;
+    if (seen_ref(out, PIN_SKILL, name, qual))
         return;
     struct pin_item *it = add_item(out, PIN_SKILL, name, NULL);
-    const struct mf_skill *s = manifest_skill(m, name);
+    it->ref = qual ? xstrdup(qual) : NULL;
     if (s && s->source == MF_SOURCE_GIT) {
         pin_git_skill(s, o, it);
         return;
@@ -287,12 +383,14 @@ static void pin_skill(const struct manifest *m, const struct pin_opts *o, const 
     it->source = xstrdup("path");
     strbuf p = SB_INIT;
     struct as_err err = AS_ERR_INIT;
-    int r = library_lookup(o, PIN_SKILL, name, &p, &err);
+    int r = library_lookup(o, PIN_SKILL, ref, &p, &err);
     if (r == 1) {
         hash_skill_dir(it, p.buf);
     } else {
-        char *msg = r < 0 ? xasprintf("skill '%s': %s", name, err.msg)
-                          : xasprintf("skill '%s' is neither in [skills] nor in the library", name);
+        char *msg = r < 0  ? xasprintf("skill '%s': %s", ref, err.msg)
+                    : qual ? not_in_source("skill", ref, name)
+                           : xasprintf("skill '%s' is neither in [skills] nor in the library",
+                                       name);
         set_state(it, PIN_UNRESOLVED, msg);
         free(msg);
     }
@@ -301,13 +399,17 @@ static void pin_skill(const struct manifest *m, const struct pin_opts *o, const 
 
 /* ---- servers and their executables --------------------------------------- */
 
-static void pin_server(const struct manifest *m, const struct pin_opts *o, const char *name,
+static void pin_server(const struct manifest *m, const struct pin_opts *o, const char *ref,
                        pin_items *out)
 {
-    if (have_item(out, PIN_SERVER, name, NULL))
+    /* A declared [servers] name is taken as written (server names are free-form). */
+    const struct mf_server *s = manifest_server(m, ref);
+    const char *name = s ? ref : pin_ref_name(ref, NULL);
+    const char *qual = name != ref ? ref : NULL;
+    if (seen_ref(out, PIN_SERVER, name, qual))
         return;
     struct pin_item *it = add_item(out, PIN_SERVER, name, NULL);
-    const struct mf_server *s = manifest_server(m, name);
+    it->ref = qual ? xstrdup(qual) : NULL;
     if (s) {
         it->source = xstrdup("inline");
         digest_inline_server(s->table, it->checksum);
@@ -317,18 +419,19 @@ static void pin_server(const struct manifest *m, const struct pin_opts *o, const
     it->source = xstrdup("library");
     strbuf p = SB_INIT;
     struct as_err err = AS_ERR_INIT;
-    int r = library_lookup(o, PIN_SERVER, name, &p, &err);
+    int r = library_lookup(o, PIN_SERVER, ref, &p, &err);
     if (r == 1) {
         it->fs_path = xstrdup(p.buf);
         if (digest_file(p.buf, it->checksum, &err) < 0) {
-            char *msg = xasprintf("server '%s': %s", name, err.msg);
+            char *msg = xasprintf("server '%s': %s", ref, err.msg);
             set_state(it, PIN_FAILED, msg);
             free(msg);
         }
     } else {
-        char *msg = r < 0
-                        ? xasprintf("server '%s': %s", name, err.msg)
-                        : xasprintf("server '%s' is neither in [servers] nor in the library", name);
+        char *msg = r < 0  ? xasprintf("server '%s': %s", ref, err.msg)
+                    : qual ? not_in_source("server", ref, name)
+                           : xasprintf("server '%s' is neither in [servers] nor in the library",
+                                       name);
         set_state(it, PIN_UNRESOLVED, msg);
         free(msg);
     }

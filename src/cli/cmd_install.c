@@ -9,7 +9,8 @@
  * source, path, git, rev and checksum only (attribution such as license never
  * counts as drift). Without --locked the skill rows are updated, stale ones
  * pruned, and the lock saved atomically under the writer lock when its bytes
- * change.
+ * change. Library skills resolve through every linked source (06 §1.2), as
+ * `lock` pins them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@
 #include "bundle/manifest.h"
 #include "bundle/scan.h"
 #include "cli/cli.h"
+#include "library/library.h"
 #include "trust/trust.h"
 
 int cmd_install(int argc, char **argv, struct cli_ctx *ctx);
@@ -124,12 +126,22 @@ int cmd_install(int argc, char **argv, struct cli_ctx *ctx)
     strvec warnings = STRVEC_INIT;
     struct scan_report scan;
     scan_report_init(&scan);
+    struct library *lib = NULL;
     if (home_dir(&home, &err) < 0)
         goto fail;
     if (!locked_only) {
         if (trust_lock(&wl, &err) < 0)
             goto fail;
         held = true;
+    }
+    lib = lib_open(home.buf, &err);
+    if (!lib)
+        goto fail;
+    for (size_t i = 0; i < lib->warnings.n; i++) {
+        strbuf b = SB_INIT;
+        term_sanitize(&b, lib->warnings.v[i], strlen(lib->warnings.v[i]));
+        fprintf(stderr, "warning: %s\n", b.buf);
+        sb_release(&b);
     }
     if (manifest_snapshot_read(&p, &snap, &err) < 0)
         goto fail;
@@ -159,7 +171,11 @@ int cmd_install(int argc, char **argv, struct cli_ctx *ctx)
             sb_release(&line);
             sb_release(&clean);
         }
-    struct pin_opts po = {.home = home.buf, .lock = lock, .fetch = true};
+    struct pin_opts po = {.home = home.buf,
+                          .library = lib_pin_lookup,
+                          .library_ctx = lib,
+                          .lock = lock,
+                          .fetch = true};
     if (pin_collect(m, &po, &items, &err) < 0)
         goto fail;
     if (scan_items(m, &items, &scan, &err) < 0)
@@ -286,6 +302,7 @@ out:
     if (held)
         lock_release(&wl);
     scan_report_free(&scan);
+    lib_free(lib);
     strvec_clear(&warnings);
     sb_release(&home);
     pin_items_free(&items);

@@ -6,7 +6,14 @@
  * from the first read to the atomic replace, writes nothing when the bytes
  * are unchanged, and leaves the old lock on any failure. --update moves git
  * sources (all, or the NAMEd ones) off their locked commit to the manifest rev
- * (else the upstream head) and needs --write.
+ * (else the upstream head) and needs --write. Library names resolve through
+ * every linked source (06 §1.2), qualified ones in their source only, and
+ * pin under their bare name.
+ *
+ * agentstack lock --upgrade (<pack> | --all) [--with-instructions] [--yes]
+ * [--write] — the 0.19 spelling of `upgrade <pack>` (06 §3.4): re-resolve
+ * installed packs from their [packs.<n>] ledgers; --all goes on past a
+ * failed pack and ends "N packs failed to upgrade".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +29,8 @@
 #include "bundle/lockfile.h"
 #include "bundle/manifest.h"
 #include "cli/cli.h"
+#include "library/library.h"
+#include "library/pack.h"
 #include "trust/trust.h"
 
 static size_t rows(const struct lockfile *l)
@@ -236,6 +245,8 @@ struct lock_args {
     const char *toolset;
     bool update;
     strvec update_names;
+    bool upgrade, upgrade_all, with_instructions, yes;
+    const char *upgrade_name;
 };
 
 static int parse(int argc, char **argv, struct lock_args *a)
@@ -243,6 +254,19 @@ static int parse(int argc, char **argv, struct lock_args *a)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--write") == 0) {
             a->write = true;
+        } else if (strcmp(argv[i], "--upgrade") == 0) {
+            a->upgrade = true;
+            if (i + 1 < argc && argv[i + 1][0] != '-')
+                a->upgrade_name = argv[++i];
+        } else if (strncmp(argv[i], "--upgrade=", 10) == 0) {
+            a->upgrade = true;
+            a->upgrade_name = argv[i] + 10;
+        } else if (strcmp(argv[i], "--all") == 0) {
+            a->upgrade_all = true;
+        } else if (strcmp(argv[i], "--with-instructions") == 0) {
+            a->with_instructions = true;
+        } else if (strcmp(argv[i], "--yes") == 0 || strcmp(argv[i], "-y") == 0) {
+            a->yes = true;
         } else if (strcmp(argv[i], "--update") == 0) {
             a->update = true;
             if (i + 1 < argc && argv[i + 1][0] != '-')
@@ -256,28 +280,108 @@ static int parse(int argc, char **argv, struct lock_args *a)
             a->toolset = argv[++i];
         } else if (strncmp(argv[i], "--toolset=", 10) == 0) {
             a->toolset = argv[i] + 10;
+        } else if (argv[i][0] != '-' && a->upgrade && !a->upgrade_name) {
+            a->upgrade_name = argv[i];
         } else {
             return cli_usage_error("lock", "unknown argument '%s'", argv[i]);
         }
     }
+    if (a->upgrade) {
+        if (a->toolset || a->update)
+            return cli_usage_error("lock", "--upgrade re-resolves packs; it takes no --toolset "
+                                           "or --update");
+        if (!a->upgrade_name == !a->upgrade_all)
+            return cli_usage_error("lock", "name one pack or pass --all: agentstack lock "
+                                           "--upgrade <pack> --yes --write");
+    } else if (a->upgrade_all || a->with_instructions || a->yes) {
+        return cli_usage_error("lock", "%s goes with --upgrade",
+                               a->upgrade_all         ? "--all"
+                               : a->with_instructions ? "--with-instructions"
+                                                      : "--yes");
+    }
     return 0;
 }
 
-/* The implicit local library source, so toolsets may name library items. */
-static bool library_has(void *ctx, enum mf_item_kind kind, const char *name)
+/* The central library with every linked source; a skipped source (an index
+ * that cannot be used) is a warning, never silent. NULL + err when
+ * sources.toml itself is unusable. */
+static struct library *open_library(const char *home, struct as_err *err)
 {
-    strbuf p = SB_INIT;
-    int r = 0;
-    if (kind == MF_ITEM_SERVER)
-        r = pin_library_default(ctx, PIN_SERVER, name, &p);
-    else if (kind == MF_ITEM_SKILL)
-        r = pin_library_default(ctx, PIN_SKILL, name, &p);
-    else if (kind == MF_ITEM_EXTENSION)
-        r = pin_library_default(ctx, PIN_EXTENSION, name, &p);
-    else if (kind == MF_ITEM_WORKFLOW)
-        r = pin_library_default(ctx, PIN_WORKFLOW, name, &p);
-    sb_release(&p);
-    return r == 1;
+    struct library *lib = lib_open(home, err);
+    for (size_t i = 0; lib && i < lib->warnings.n; i++) {
+        strbuf b = SB_INIT;
+        term_sanitize(&b, lib->warnings.v[i], strlen(lib->warnings.v[i]));
+        fprintf(stderr, "warning: %s\n", b.buf);
+        sb_release(&b);
+    }
+    return lib;
+}
+
+/* `lock --upgrade`: one pack, or every pack of the [packs] ledger. */
+static int do_upgrade(const struct lock_args *a, struct cli_ctx *ctx)
+{
+    struct as_err err = AS_ERR_INIT;
+    struct bundle_paths p;
+    if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0 ||
+        discover_require(&p, &err) < 0) {
+        cli_error(&err);
+        bundle_paths_free(&p);
+        return EXIT_FAIL;
+    }
+    struct as_lock wl = {-1};
+    if (trust_lock(&wl, &err) < 0) {
+        cli_error(&err);
+        bundle_paths_free(&p);
+        return EXIT_FAIL;
+    }
+    int rc = EXIT_FAIL;
+    strvec names = STRVEC_INIT;
+    struct library *lib = open_library(NULL, &err);
+    if (!lib) {
+        cli_error(&err);
+        goto out;
+    }
+    if (a->upgrade_all) {
+        struct manifest *m = manifest_load(&p, &err);
+        if (!m) {
+            cli_error(&err);
+            goto out;
+        }
+        for (size_t i = 0; m->packs && i < toml_len(m->packs); i++)
+            strvec_push(&names, toml_entry(m->packs, i)->key);
+        manifest_free(m);
+        if (!names.n) {
+            printf("no packs installed in %s — nothing to upgrade.\n", p.manifest);
+            rc = EXIT_OK;
+            goto out;
+        }
+    } else {
+        strvec_push(&names, a->upgrade_name);
+    }
+    struct lib_pack_opts o = {.with_instructions = a->with_instructions,
+                              .write = a->write,
+                              .yes = a->yes,
+                              .out = stdout,
+                              .diag = stderr};
+    size_t failed = 0;
+    for (size_t i = 0; i < names.n; i++) {
+        struct as_err e = AS_ERR_INIT;
+        fflush(stdout);
+        if (lib_pack_upgrade(lib, &p, names.v[i], &o, &e) < 0) {
+            cli_error(&e);
+            failed++;
+        }
+        fflush(stdout);
+    }
+    if (failed && names.n > 1)
+        cli_errorf("%zu pack%s failed to upgrade", failed, failed == 1 ? "" : "s");
+    rc = failed ? EXIT_FAIL : EXIT_OK;
+out:
+    strvec_clear(&names);
+    lib_free(lib);
+    lock_release(&wl);
+    bundle_paths_free(&p);
+    return rc;
 }
 
 /* Each --update NAME must name a git source of the manifest. */
@@ -339,9 +443,9 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
 {
     struct lock_args a = {0};
     int rc = parse(argc, argv, &a);
-    if (rc) {
+    if (rc || a.upgrade) {
         strvec_clear(&a.update_names);
-        return rc;
+        return rc ? rc : do_upgrade(&a, ctx);
     }
     if (a.update && !a.write) {
         cli_errorf("refusing to update pins without --write — git sources would move to new "
@@ -367,6 +471,7 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
     pin_items items = VEC_INIT;
     strbuf home = SB_INIT, out = SB_INIT;
     strvec warnings = STRVEC_INIT;
+    struct library *lib = NULL;
     rc = EXIT_FAIL;
     struct trust_status before = {.key = SB_INIT};
 
@@ -380,6 +485,15 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
             goto out;
         }
         locked = true;
+    }
+    /* Read under the writer lock, so the sources pinned are the sources read. */
+    lib = open_library(home.buf, &err);
+    if (!lib) {
+        char buf[4096];
+        print_refusal(as_err_str(&err, buf, sizeof buf));
+        if (err.hint[0])
+            fprintf(stderr, "  %s\n", err.hint);
+        goto out;
     }
     if (manifest_snapshot_read(&p, &snap, &err) < 0) {
         cli_error(&err);
@@ -395,7 +509,7 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
     }
     mf_diags diags = VEC_INIT;
     struct manifest_env env = {
-        .library_has = library_has, .library_ctx = home.buf, .check_paths = true};
+        .library_has = lib_manifest_has, .library_ctx = lib, .check_paths = true};
     size_t nerr = manifest_validate(m, &env, &diags);
     for (size_t i = 0; i < diags.n; i++) {
         strbuf d = SB_INIT;
@@ -421,6 +535,8 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
     announce_git(m);
     struct pin_opts po = {.toolset = a.toolset,
                           .home = home.buf,
+                          .library = lib_pin_lookup,
+                          .library_ctx = lib,
                           .lock = old,
                           .fetch = true,
                           .update_all = a.update && !a.update_names.n,
@@ -514,6 +630,7 @@ out:
     if (locked)
         lock_release(&wl);
     trust_status_release(&before);
+    lib_free(lib);
     strvec_clear(&warnings);
     sb_release(&out);
     sb_release(&home);

@@ -26,6 +26,7 @@
 #include "bundle/manifest.h"
 #include "bundle/scan.h"
 #include "cli/cli.h"
+#include "library/library.h"
 #include "trust/trust.h"
 
 int cmd_trust(int argc, char **argv, struct cli_ctx *ctx);
@@ -411,7 +412,11 @@ static int accept_pins(const struct trust_review *r, const drift_answers *ans, c
     if (!n)
         return 0;
     pin_items fresh = VEC_INIT;
-    struct pin_opts po = {.home = r->home, .lock = r->pins.lock, .no_decisions = true};
+    struct pin_opts po = {.home = r->home,
+                          .library = r->lib.pin,
+                          .library_ctx = r->lib.ctx,
+                          .lock = r->pins.lock,
+                          .no_decisions = true};
     struct lockfile *l = NULL;
     pin_items accepted = VEC_INIT;
     strvec warnings = STRVEC_INIT;
@@ -614,9 +619,24 @@ static int do_trust(const struct trust_args *a, struct cli_ctx *ctx)
         return EXIT_FAIL;
     }
     struct trust_review r;
+    memset(&r, 0, sizeof r);
     drift_answers answers = VEC_INIT;
     int rc = EXIT_FAIL;
-    if (trust_review_build(&p, &r, &err) < 0) {
+    /* Library names are verified where `lock` pinned them: every linked
+     * source, qualified refs in theirs (06 §1.2). */
+    struct library *lib = lib_open(NULL, &err);
+    if (!lib) {
+        cli_error(&err);
+        goto out;
+    }
+    for (size_t i = 0; i < lib->warnings.n; i++) {
+        strbuf b = SB_INIT;
+        term_sanitize(&b, lib->warnings.v[i], strlen(lib->warnings.v[i]));
+        fprintf(stderr, "warning: %s\n", b.buf);
+        sb_release(&b);
+    }
+    struct trust_library tl = {.pin = lib_pin_lookup, .has = lib_manifest_has, .ctx = lib};
+    if (trust_review_build(&p, &tl, &r, &err) < 0) {
         cli_error(&err);
         goto out;
     }
@@ -687,6 +707,7 @@ static int do_trust(const struct trust_args *a, struct cli_ctx *ctx)
 out:
     vec_free(&answers);
     trust_review_free(&r);
+    lib_free(lib);
     bundle_paths_free(&p);
     return rc;
 }

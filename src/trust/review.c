@@ -456,7 +456,8 @@ static void add_diffs(struct trust_review *r)
     }
 }
 
-static bool library_has(void *ctx, enum mf_item_kind kind, const char *name)
+/* The implicit local source, when the caller passed no library hooks. */
+static bool library_has_default(void *ctx, enum mf_item_kind kind, const char *name)
 {
     const char *home = ctx;
     strbuf p = SB_INIT;
@@ -473,10 +474,13 @@ static bool library_has(void *ctx, enum mf_item_kind kind, const char *name)
     return r == 1;
 }
 
-int trust_review_build(const struct bundle_paths *p, struct trust_review *r, struct as_err *err)
+int trust_review_build(const struct bundle_paths *p, const struct trust_library *lib,
+                       struct trust_review *r, struct as_err *err)
 {
     memset(r, 0, sizeof *r);
     r->paths = p;
+    if (lib)
+        r->lib = *lib;
     manifest_snapshot_init(&r->snap);
     sb_init(&r->status.key, 64);
     strbuf home = SB_INIT;
@@ -493,13 +497,14 @@ int trust_review_build(const struct bundle_paths *p, struct trust_review *r, str
     r->m = manifest_load_snapshot(p, &r->snap, err);
     if (!r->m)
         return -1;
-    if (trust_verify_pins(r->m, p->lock, r->snap.lock.buf, r->snap.lock.len, r->snap.has_lock,
-                          r->home, &r->pins, err) < 0)
+    if (trust_verify_pins_lib(r->m, p->lock, r->snap.lock.buf, r->snap.lock.len,
+                              r->snap.has_lock, r->home, &r->lib, &r->pins, err) < 0)
         return -1;
     ref_manifest_refs(r->m, &r->secrets);
 
-    struct manifest_env env = {
-        .library_has = library_has, .library_ctx = r->home, .check_paths = true};
+    struct manifest_env env = {.library_has = r->lib.has ? r->lib.has : library_has_default,
+                               .library_ctx = r->lib.has ? r->lib.ctx : r->home,
+                               .check_paths = true};
     mf_diags diags = VEC_INIT;
     manifest_validate(r->m, &env, &diags);
 
@@ -540,7 +545,7 @@ int trust_review_build(const struct bundle_paths *p, struct trust_review *r, str
     r->lock_first = !r->snap.has_lock && r->pins.items.n > 0;
     scan_report_init(&r->scan);
     struct as_err serr = AS_ERR_INIT;
-    if (scan_bundle(r->m, r->home, &r->scan, &serr) < 0)
+    if (scan_bundle_lib(r->m, r->home, r->lib.pin, r->lib.ctx, &r->scan, &serr) < 0)
         r->scan_error = xstrdup(serr.msg);
     for (size_t i = 0; i < r->pins.results.n; i++)
         if (r->pins.results.v[i].status == PIN_DRIFTED && r->pins.results.v[i].blocks)

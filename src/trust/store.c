@@ -267,6 +267,15 @@ int trust_verify_pins(const struct manifest *m, const char *lock_path, const cha
                       size_t lock_len, bool has_lock, const char *home, struct trust_pins *out,
                       struct as_err *err)
 {
+    return trust_verify_pins_lib(m, lock_path, lock_data, lock_len, has_lock, home, NULL, out,
+                                 err);
+}
+
+int trust_verify_pins_lib(const struct manifest *m, const char *lock_path, const char *lock_data,
+                          size_t lock_len, bool has_lock, const char *home,
+                          const struct trust_library *lib, struct trust_pins *out,
+                          struct as_err *err)
+{
     memset(out, 0, sizeof *out);
     struct lockfile *lock = NULL;
     out->lock_absent = !has_lock;
@@ -280,7 +289,10 @@ int trust_verify_pins(const struct manifest *m, const char *lock_path, const cha
             out->blocking++;
         }
     }
-    struct pin_opts o = {.home = home, .lock = lock};
+    struct pin_opts o = {.home = home,
+                         .lock = lock,
+                         .library = lib ? lib->pin : NULL,
+                         .library_ctx = lib ? lib->ctx : NULL};
     if (pin_collect(m, &o, &out->items, err) < 0) {
         lockfile_free(lock);
         return -1;

@@ -18,6 +18,11 @@
  *    the SHA-256 of the previous line's bytes.
  *  - A missing or corrupt trust.json reads as empty: everything untrusted.
  *  - Pin verification (trust_verify_pins) hashes current bytes every time.
+ *  - Library names resolve through the caller's struct trust_library (trust
+ *    may not depend on the library module): given the library's hooks, a
+ *    linked source or a qualified `<source>:<name>` is verified exactly where
+ *    `lock` pinned it; without, only the implicit local source is read and a
+ *    name it does not hold is unresolvable — which blocks, never passes.
  */
 #ifndef AS_TRUST_TRUST_H
 #define AS_TRUST_TRUST_H
@@ -98,6 +103,20 @@ int trust_check(const struct bundle_paths *p, struct trust_status *out, struct a
 int trust_check_snapshot(const struct bundle_paths *p, const struct manifest_snapshot *snap,
                          struct trust_status *out, struct as_err *err);
 
+/* ---- library resolution ------------------------------------------------- */
+
+/* How library names resolve when pins are verified and the manifest is
+ * validated. The CLI fills it with the library module's hooks — pin =
+ * lib_pin_lookup, has = lib_manifest_has, ctx = a struct library * from
+ * lib_open — so every linked source and qualified ref is read as `lock`
+ * reads it. A NULL struct (or NULL fields) = the implicit local source
+ * <home>/lib only. */
+struct trust_library {
+    pin_library_fn pin;
+    bool (*has)(void *ctx, enum mf_item_kind kind, const char *name);
+    void *ctx;
+};
+
 /* ---- pin verification (§4.5) -------------------------------------------- */
 
 struct trust_pin_result {
@@ -117,7 +136,15 @@ struct trust_pins {
     struct lockfile *lock; /* the parsed lock, or NULL (absent or unreadable) */
 };
 /* Verifies every pin of m against current bytes and the lock bytes given
- * (has_lock = false: no lock file). home may be NULL (no library). */
+ * (has_lock = false: no lock file). home may be NULL (no library); lib NULL =
+ * the implicit local source only. */
+int trust_verify_pins_lib(const struct manifest *m, const char *lock_path, const char *lock_data,
+                          size_t lock_len, bool has_lock, const char *home,
+                          const struct trust_library *lib, struct trust_pins *out,
+                          struct as_err *err);
+/* trust_verify_pins_lib with lib NULL: for modules that cannot see the
+ * library (gateway, sandbox, adapters) until their callers pass its hooks. A
+ * project naming linked-source items fails closed here (unresolvable). */
 int trust_verify_pins(const struct manifest *m, const char *lock_path, const char *lock_data,
                       size_t lock_len, bool has_lock, const char *home, struct trust_pins *out,
                       struct as_err *err);
@@ -170,12 +197,17 @@ struct trust_review {
     char *scan_error;
     /* The prior decisions, as recorded in trust.json (§6.8). */
     json_t *prior_decisions;
+    /* How library names resolved for this review (zeroes: local only); a
+     * re-hash after the review (accepting drift) must resolve the same way. */
+    struct trust_library lib;
 };
 
-/* Reads the snapshot once, loads the model from it, verifies every pin and
+/* Reads the snapshot once, loads the model from it, verifies every pin
+ * (library names through lib, NULL = the implicit local source only) and
  * compares with the recorded surface. Fails (closed) when the manifest cannot
  * be loaded. Writes nothing anywhere. */
-int trust_review_build(const struct bundle_paths *p, struct trust_review *r, struct as_err *err);
+int trust_review_build(const struct bundle_paths *p, const struct trust_library *lib,
+                       struct trust_review *r, struct as_err *err);
 void trust_review_free(struct trust_review *r);
 /* The card and the grouped detail (§6.5 steps 1–3). */
 void trust_review_render(const struct trust_review *r, strbuf *out);
