@@ -15,6 +15,7 @@
 #include "as_version.h"
 #include "cli/cli.h"
 #include "gateway/gateway.h"
+#include "library/library.h"
 
 int cmd_mcp(int argc, char **argv, struct cli_ctx *ctx);
 
@@ -31,6 +32,18 @@ static int harness_count(int *detected, int *known)
             (*detected)++;
     adp_registry_free(&r);
     return 0;
+}
+
+/* Library servers resolve through the linked sources (sources.toml), the
+ * same lookup `lib` uses; the gateway then proves the bytes against the lock. */
+static int library_server(const char *name, strbuf *path, struct as_err *err)
+{
+    struct library *lib = lib_open(NULL, err);
+    if (!lib)
+        return -1;
+    int r = lib_pin_lookup(lib, PIN_SERVER, name, path, err);
+    lib_free(lib);
+    return r;
 }
 
 int cmd_mcp(int argc, char **argv, struct cli_ctx *ctx)
@@ -72,6 +85,7 @@ int cmd_mcp(int argc, char **argv, struct cli_ctx *ctx)
     o.out_fd = out;
     o.version = AS_VERSION;
     o.harness_count = harness_count;
+    o.library_server = library_server;
     struct as_err err = AS_ERR_INIT;
     int rc = gw_serve(&o, &err);
     if (rc != 0 && as_err_isset(&err))

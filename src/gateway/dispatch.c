@@ -172,7 +172,10 @@ void gw_dispatch(struct gw *gw, struct job *j)
             finish_refusal(gw, j, r);
             return;
         }
-        if (sf->gate == GW_GATE_OPEN && gw->grant && manifest_server(sf->m, j->server)) {
+        /* Declared: inline, or taken from the library by some toolset. */
+        bool declared = sf->gate == GW_GATE_OPEN &&
+                        (manifest_server(sf->m, j->server) || toolset_with(sf->m, j->server));
+        if (declared && gw->grant) {
             json_t *r = gw_error_result("blocked: %s tried to call %s — the frozen grant of run "
                                         "%s does not admit this server\nnothing ran · a new "
                                         "run with a toolset that selects it would",
@@ -184,8 +187,7 @@ void gw_dispatch(struct gw *gw, struct job *j)
             finish_refusal(gw, j, r);
             return;
         }
-        if (sf->gate == GW_GATE_OPEN && (sf->fenced || sf->toolset) &&
-            manifest_server(sf->m, j->server)) {
+        if (declared && (sf->fenced || sf->toolset)) {
             const char *ts = toolset_with(sf->m, j->server);
             strbuf fix = SB_INIT;
             if (ts)

@@ -22,6 +22,9 @@
  *  - One epoll loop serves stdin, stdout and every upstream; no thread per
  *    request or upstream. Replies may be out of order; a slow upstream
  *    never delays another or a control-plane answer.
+ *  - A server a toolset takes from the central library is served only when
+ *    the definition's bytes match its agentstack.lock pin; drifted, unpinned
+ *    or unreadable ones are skipped with a `pin` row (02 §6.1).
  *  - --grant PATH serves only a grant that proves itself (grant.h): its
  *    fence, its frozen ruleset, anchored at its consent digest; leases and
  *    manifest edits are refused. A bad grant serves the control plane only.
@@ -37,6 +40,7 @@
 #include <stdbool.h>
 
 #include "base/err.h"
+#include "base/strbuf.h"
 
 struct gw_opts {
     const char *manifest_dir; /* --manifest-dir: pins the project, no trust gate */
@@ -48,6 +52,10 @@ struct gw_opts {
     /* Doctor's harness line: how many known CLIs are installed (NULL: the
      * line says the count is unavailable). */
     int (*harness_count)(int *detected, int *known);
+    /* Finds a library server's definition file through the linked sources
+     * (library/, above this module): 1 + path, 0 none, -1 + err. NULL: the
+     * implicit local source $AGENTSTACK_HOME/lib/servers/ only. */
+    int (*library_server)(const char *name, strbuf *path, struct as_err *err);
 };
 
 /* Serves until stdin EOF; returns the process exit status (0 after a clean

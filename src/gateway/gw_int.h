@@ -155,7 +155,8 @@ struct gw_surface {
     bool fenced;   /* toolsets declared and none selected */
     VEC(struct gw_up *) ups;
     VEC(struct gw_skip) skipped;
-    int disc; /* 0 not yet, 1 running, 2 done */
+    VEC(struct manifest *) libm; /* one-server models of the library definitions served */
+    int disc;                    /* 0 not yet, 1 running, 2 done */
     size_t disc_left;
     uint64_t disc_timer;
     VEC(struct gw_waiter) waiters;

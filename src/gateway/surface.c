@@ -14,6 +14,9 @@
 #include <unistd.h>
 
 #include "audit/audit.h"
+#include "base/fs.h"
+#include "base/sha256.h"
+#include "base/toml.h"
 #include "base/xalloc.h"
 #include "bundle/digest.h"
 #include "bundle/home.h"
@@ -134,6 +137,9 @@ void gw_surface_unref(struct gw_surface *sf)
         pol_ruleset_free(sf->rs);
     if (sf->m)
         manifest_free(sf->m);
+    for (size_t i = 0; i < sf->libm.n; i++)
+        manifest_free(sf->libm.v[i]);
+    vec_free(&sf->libm);
     free(sf);
 }
 
@@ -323,9 +329,11 @@ static void pin_row(struct gw *gw, struct gw_surface *sf, const char *server, co
     sb_release(&d);
 }
 
-/* Checks a server's pins; 0 ok (exec pins recorded on up), -1 skipped. */
+/* Checks a server's pins; 0 ok (exec pins recorded on up), -1 skipped. A
+ * library definition (lib_verified) was already proved against the lock on
+ * the very bytes it was built from; only its executables are checked here. */
 static int check_pins(struct gw *gw, const struct trust_pins *pins, const struct mf_server *def,
-                      struct gw_up *up)
+                      struct gw_up *up, bool lib_verified)
 {
     bool gated = gw->proj.gated || gw->grant; /* a grant serves only pinned bytes */
     strvec rels = STRVEC_INIT;
@@ -335,7 +343,7 @@ static int check_pins(struct gw *gw, const struct trust_pins *pins, const struct
         const struct trust_pin_result *r = &pins->results.v[i];
         const struct pin_item *it = r->item;
         bool mine = false;
-        if (it->kind == PIN_SERVER && strcmp(it->name, def->name) == 0)
+        if (it->kind == PIN_SERVER && strcmp(it->name, def->name) == 0 && !lib_verified)
             mine = true;
         if (it->kind == PIN_EXECUTABLE && it->sub && strcmp(it->sub, "file") == 0 &&
             strvec_find(&rels, it->name) >= 0)
@@ -455,7 +463,8 @@ static void resolver_free(struct resolver *r)
 }
 
 static struct gw_up *up_build(struct gw *gw, struct gw_surface *sf, struct sec_chain *chain,
-                              const struct trust_pins *pins, const struct mf_server *def)
+                              const struct trust_pins *pins, const struct mf_server *def,
+                              bool lib_verified)
 {
     struct gw_up *up = xcalloc(1, sizeof *up);
     up->sf = sf;
@@ -463,7 +472,7 @@ static struct gw_up *up_build(struct gw *gw, struct gw_surface *sf, struct sec_c
     up->name = xstrdup(def->name);
     up->def = def;
     up->http = def->type == MF_SERVER_HTTP;
-    if (check_pins(gw, pins, def, up) < 0) {
+    if (check_pins(gw, pins, def, up, lib_verified) < 0) {
         up_free(up);
         return NULL;
     }
@@ -534,6 +543,121 @@ static struct gw_up *up_build(struct gw *gw, struct gw_surface *sf, struct sec_c
     }
     resolver_free(&res);
     return up;
+}
+
+/* ---- library servers (02 §6.1) ------------------------------------------- */
+
+static int library_path(struct gw *gw, const char *name, strbuf *path, struct as_err *err)
+{
+    if (gw->o.library_server)
+        return gw->o.library_server(name, path, err);
+    return pin_library_default(gw->home, PIN_SERVER, name, path);
+}
+
+/* A library definition as a one-server model, decoded and checked exactly
+ * like an inline [servers.<name>] table (anchored at this project). */
+static struct manifest *library_model(struct gw *gw, const char *name, const char *path,
+                                      const strbuf *bytes, struct as_err *err)
+{
+    toml_value *doc = toml_parse(path, bytes->buf, bytes->len, err);
+    if (!doc)
+        return NULL;
+    if (doc->type != TOML_TABLE) {
+        toml_free(doc);
+        as_err_set(err, "%s is not a TOML table", path);
+        return NULL;
+    }
+    /* Stored bare (lib add-server); a one-server [servers.<name>] file is accepted too. */
+    const toml_value *inner = toml_get_path(doc, "servers", name, NULL);
+    toml_value *root = toml_new(TOML_TABLE);
+    toml_table_set(root, "version", toml_new_int(MANIFEST_VERSION));
+    toml_value *servers = toml_new(TOML_TABLE);
+    toml_table_set(servers, name, toml_clone(inner && inner->type == TOML_TABLE ? inner : doc));
+    toml_table_set(root, "servers", servers);
+    toml_free(doc);
+    strbuf text = SB_INIT;
+    toml_emit(root, &text);
+    toml_free(root);
+    struct manifest_source src = {0};
+    src.kind = MANIFEST_PROJECT;
+    src.path = path;
+    src.data = text.buf;
+    src.len = text.len;
+    src.manifest_dir = gw->proj.paths.manifest_dir;
+    src.project_root = gw->proj.paths.project_root;
+    struct manifest *m = manifest_load_bytes(&src, err);
+    sb_release_secure(&text); /* a definition may carry a literal value */
+    if (m && !manifest_server(m, name)) {
+        manifest_free(m);
+        as_err_set(err, "%s defines no server '%s'", path, name);
+        return NULL;
+    }
+    return m;
+}
+
+/* The definition of a server the manifest takes from the central library,
+ * served only when the bytes read match its lock pin; else a `pin` row and
+ * NULL. The model lives as long as the surface. */
+static const struct mf_server *library_server(struct gw *gw, struct gw_surface *sf,
+                                              const char *name, const struct trust_pins *pins)
+{
+    if (!pins || pins->lock_unreadable) {
+        pin_row(gw, sf, name,
+                "a library server, and agentstack.lock cannot be read to check its pin");
+        return NULL;
+    }
+    const struct lock_server *ls = pins->lock ? lockfile_server(pins->lock, name) : NULL;
+    strbuf path = SB_INIT, bytes = SB_INIT;
+    struct as_err err = AS_ERR_INIT;
+    const struct mf_server *def = NULL;
+    char buf[2300];
+    int found = library_path(gw, name, &path, &err);
+    if (found < 0) {
+        strbuf why = SB_INIT;
+        sb_addf(&why, "its library definition cannot be found: %s",
+                as_err_str(&err, buf, sizeof buf));
+        pin_row(gw, sf, name, why.buf);
+        sb_release(&why);
+    } else if (found == 0) {
+        pin_row(gw, sf, name, "neither in [servers] nor in the central library");
+    } else if (!ls) {
+        pin_row(gw, sf, name,
+                "a library server that is not pinned in agentstack.lock — a person reviews it "
+                "and runs `agentstack lock --write`");
+    } else if (fs_read_file(path.buf, MANIFEST_MAX_BYTES, 1, &bytes, &err) < 0) {
+        strbuf why = SB_INIT;
+        sb_addf(&why, "its library definition cannot be read: %s",
+                as_err_str(&err, buf, sizeof buf));
+        pin_row(gw, sf, name, why.buf);
+        sb_release(&why);
+    } else {
+        char hex[SHA256_HEX_LEN + 1];
+        sha256_hex(bytes.buf, bytes.len, hex);
+        if (strcmp(hex, ls->checksum) != 0) {
+            strbuf why = SB_INIT;
+            sb_addf(&why,
+                    "its library definition drifted from agentstack.lock (locked %.12s, current "
+                    "%.12s) — a person reviews it and runs `agentstack lock --write`",
+                    ls->checksum, hex);
+            pin_row(gw, sf, name, why.buf);
+            sb_release(&why);
+        } else {
+            struct manifest *lm = library_model(gw, name, path.buf, &bytes, &err);
+            if (!lm) {
+                strbuf why = SB_INIT;
+                sb_addf(&why, "its library definition cannot be used: %s",
+                        as_err_str(&err, buf, sizeof buf));
+                pin_row(gw, sf, name, why.buf);
+                sb_release(&why);
+            } else {
+                vec_push(&sf->libm, lm);
+                def = manifest_server(lm, name);
+            }
+        }
+    }
+    sb_release(&path);
+    sb_release_secure(&bytes);
+    return def;
 }
 
 static void set_note(struct gw_surface *sf, const char *fmt, ...)
@@ -680,20 +804,17 @@ struct gw_surface *gw_surface_build(struct gw *gw, const struct gw_build_in *in)
         so.project_dotenv = gw->proj.paths.env_file;
         struct sec_chain *chain = sec_chain_full(&so);
         for (size_t i = 0; i < names.n; i++) {
-            const struct mf_server *def = manifest_server(m, names.v[i]);
-            if (!def) {
-                gw_note("server '%s' comes from the central library, which this gateway does "
-                        "not serve yet; skipped",
-                        names.v[i]);
+            if (gw_surface_up(sf, names.v[i]))
                 continue;
-            }
-            if (gw_surface_up(sf, def->name))
+            const struct mf_server *def = manifest_server(m, names.v[i]);
+            bool lib = def == NULL;
+            if (lib && !(def = library_server(gw, sf, names.v[i], have_pins ? &pins : NULL)))
                 continue;
             if (!have_pins && gw->proj.gated) {
                 pin_row(gw, sf, def->name, "pins could not be checked");
                 continue;
             }
-            struct gw_up *up = up_build(gw, sf, chain, have_pins ? &pins : NULL, def);
+            struct gw_up *up = up_build(gw, sf, chain, have_pins ? &pins : NULL, def, lib);
             if (up)
                 vec_push(&sf->ups, up);
         }
