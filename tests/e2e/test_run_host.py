@@ -58,6 +58,8 @@ if os.environ.get("FAKE_MCP") and os.path.exists(cfg):
 if os.environ.get("FAKE_IGNORE_TERM"):
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 print("READY", flush=True)
+if os.environ.get("FAKE_READ"):
+    print("GOT " + sys.stdin.readline().strip(), flush=True)
 if os.environ.get("FAKE_BG"):
     import subprocess
     subprocess.Popen(["sleep", "1000"])  # same process group, holds stdout
@@ -519,11 +521,15 @@ def pty(s):
     import select
     master, slave = ptymod.openpty()
     ours = os.ttyname(slave)
-    p = subprocess.Popen([BIN, "run", "fakecli"], cwd=s.project, env=env(s),
+    p = subprocess.Popen([BIN, "run", "fakecli"], cwd=s.project, env=env(s, FAKE_READ="1"),
                          stdin=slave, stdout=slave, stderr=slave, close_fds=True)
     os.close(slave)
     buf = b""
+    sent = False
     while True:
+        if not sent and b"READY" in buf:
+            os.write(master, b"typed-line\n")  # keyboard input, relayed into the harness's pty
+            sent = True
         r, _, _ = select.select([master], [], [], 60)
         if not r:
             break
@@ -539,6 +545,7 @@ def pty(s):
     out = buf.decode(errors="replace").replace("\r\n", "\n")
     check(p.returncode == 0 and "TTY True True" in out, "on a terminal the harness gets a "
           "terminal", out)
+    check("GOT typed-line" in out, "keyboard input reaches the harness through the relay", out)
     name = field(out, "TTYNAME")
     check(name and name.startswith("/dev/pts/") and name != ours,
           "it is a pseudo-terminal of its own, not the caller's", (name, ours))
