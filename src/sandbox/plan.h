@@ -159,8 +159,10 @@ void sbx_plan_free(struct sbx_plan *p);
  * for the given port (HTTPS_PROXY, https_proxy, HTTP_PROXY, http_proxy). */
 void sbx_plan_env(const struct sbx_plan *p, int port, strvec *out);
 
-/* The banner (spec 05 §2). full: the --plan form, adding the trust, identity,
- * egress, mounts and the exact command. */
+/* The banner (spec 05 §2; host modes §1.1). full: the --plan form, adding
+ * the trust, identity, egress, mounts and the exact command (host: trust,
+ * mode, mounts, every gate, the redacted proposed grant, the command and the
+ * verdict line). */
 void sbx_plan_print(const struct sbx_plan *p, FILE *f, int full);
 
 /* The egress decision callback over the plan's ruleset (ctx = the plan). */

@@ -51,14 +51,18 @@ void sbx_rec_close(struct sbx_rec *r);
  * run, -1 + err. */
 int sbx_report_load(const char *home, const char *run_id, json_t **events, char **posture,
                     json_t **calls, struct as_err *err);
-/* The human report (spec 05 §5 and the seed's form). */
+/* The human report (spec 05 §5 and the seed's form); host runs add the
+ * "Locked run <cli> · HOST / PROTECTED" block (gates, grant, outcome) or
+ * "Host run <cli> · HOST". */
 void sbx_report_render(const char *run_id, const char *posture, const json_t *events,
                        const json_t *calls, strbuf *out);
 /* {"run", "posture", "events", "calls"} (calls minus those already in events). */
 json_t *sbx_report_json(const char *run_id, const char *posture, json_t *events, json_t *calls);
 
-/* Every run under runs/, newest first: [{id, posture, harness, started,
- * exit?, signal?, duration_ms?, workspace}]. */
+/* Every run under runs/ (sandboxed and host runs), newest first: [{id,
+ * posture, harness, started, exit?, signal?, outcome? (host runs:
+ * completed, refused, launch-failed, exited, signaled), duration_ms?,
+ * workspace}]. */
 json_t *sbx_runs_list(const char *home, struct as_err *err);
 
 /* The exact posture label for a slug ("lockdown" → "LOCKDOWN / ENFORCED ·
