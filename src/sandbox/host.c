@@ -219,10 +219,17 @@ static int spawn_wait(const struct sbx_plan *p, struct sbx_host_result *res, str
     sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
     int status = 0, exited = 0, armed = 0, in_open = c.tty == TTY_PTY, m_open = c.mfd >= 0;
+    /* Keyboard input not yet taken by the pty: while some is pending, stdin
+     * is not read, and the master never blocks us (a harness that neither
+     * reads nor stops writing cannot wedge the relay). */
+    char pend[4096];
+    size_t plen = 0, poff = 0;
+    if (c.mfd >= 0)
+        fcntl(c.mfd, F_SETFL, O_NONBLOCK);
     while (!exited || m_open) {
         struct pollfd pf[4] = {{sfd, POLLIN, 0}, {tfd, POLLIN, 0},
-                               {in_open ? STDIN_FILENO : -1, POLLIN, 0},
-                               {m_open ? c.mfd : -1, POLLIN, 0}};
+                               {in_open && !plen ? STDIN_FILENO : -1, POLLIN, 0},
+                               {m_open ? c.mfd : -1, (short)(POLLIN | (plen ? POLLOUT : 0)), 0}};
         if (exited) {
             /* The harness is gone: copy out what the pty still holds. */
             fcntl(c.mfd, F_SETFL, O_NONBLOCK);
@@ -241,12 +248,22 @@ static int spawn_wait(const struct sbx_plan *p, struct sbx_host_result *res, str
         if ((pf[3].revents & (POLLIN | POLLHUP | POLLERR)) && pty_pump(c.mfd) == 0)
             m_open = 0;
         if (pf[2].revents & (POLLIN | POLLHUP | POLLERR)) {
-            char buf[4096];
-            ssize_t r = read(STDIN_FILENO, buf, sizeof buf);
-            if (r > 0)
-                write_all(c.mfd, buf, (size_t)r);
-            else if (r == 0 || errno != EINTR)
+            ssize_t r = read(STDIN_FILENO, pend, sizeof pend);
+            if (r > 0) {
+                plen = (size_t)r;
+                poff = 0;
+            } else if (r == 0 || errno != EINTR) {
                 in_open = 0;
+            }
+        }
+        if (plen && m_open) {
+            ssize_t w = write(c.mfd, pend + poff, plen - poff);
+            if (w > 0)
+                poff += (size_t)w;
+            else if (w < 0 && errno != EAGAIN && errno != EINTR)
+                poff = plen; /* the pty is gone: drop it */
+            if (poff >= plen)
+                plen = poff = 0;
         }
         if (pf[1].revents & POLLIN) {
             uint64_t x;
