@@ -2,7 +2,9 @@
  * The OS keychain through the freedesktop Secret Service (libsecret), see
  * backends.h. Items are service=agentstack, account=<NAME>. Without
  * libsecret at build time every call fails with "no keychain support in
- * this build" — never a fallback.
+ * this build"; without it at run time (it is dlopened on the first keychain
+ * call, see secret_dl.h) every call fails with "libsecret is not installed:
+ * apt-get install libsecret-1-0" — never a fallback.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -17,7 +19,11 @@
 #include "secrets/backends.h"
 
 #ifdef AS_HAVE_LIBSECRET
-#include <libsecret/secret.h>
+#include "secrets/secret_dl.h"
+
+/* Set by the probe once libsecret is loaded; every libsecret or glib call
+ * below runs after a successful probe, so through this table. */
+static const struct sec_libsecret *ls;
 
 static const SecretSchema kc_schema = {
     "org.agentstack.Secret",
@@ -71,7 +77,7 @@ static void *kc_watch_main(void *arg)
         if (pthread_cond_timedwait(&w->cv, &w->mu, &until) == ETIMEDOUT) {
             if (!w->done) {
                 w->fired = 1;
-                g_cancellable_cancel(w->cancel);
+                ls->g_cancellable_cancel(w->cancel);
             }
             break;
         }
@@ -83,7 +89,7 @@ static void *kc_watch_main(void *arg)
 static void kc_watch_start(struct kc_watch *w)
 {
     memset(w, 0, sizeof *w);
-    w->cancel = g_cancellable_new();
+    w->cancel = ls->g_cancellable_new();
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     w->started = pthread_create(&w->thread, NULL, kc_watch_main, w) == 0;
@@ -100,7 +106,7 @@ static int kc_watch_stop(struct kc_watch *w)
         pthread_join(w->thread, NULL);
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
-    g_object_unref(w->cancel);
+    ls->g_object_unref(w->cancel);
     return w->fired;
 }
 
@@ -144,7 +150,8 @@ static int session_bus_present(void)
 
 static int probe_done;
 static int probe_ok;
-static char probe_why[1024];
+/* As long as an error message: it carries the loader's error verbatim. */
+static char probe_why[sizeof(((struct as_err *)0)->msg)];
 
 #ifdef AS_HAVE_LIBSECRET
 /* Checks that something owns (or can be activated as) org.freedesktop.secrets. */
@@ -153,17 +160,17 @@ static int probe_service(char *why, size_t n)
     struct kc_watch w;
     kc_watch_start(&w);
     GError *gerr = NULL;
-    SecretService *svc = secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, w.cancel, &gerr);
+    SecretService *svc = ls->service_get_sync(SECRET_SERVICE_OPEN_SESSION, w.cancel, &gerr);
     int fired = kc_watch_stop(&w);
     if (!svc) {
         snprintf(why, n, "no Secret Service on the session bus: %s",
                  fired ? "it did not answer in time"
                        : (gerr && gerr->message ? gerr->message : "unknown error"));
         if (gerr)
-            g_error_free(gerr);
+            ls->g_error_free(gerr);
         return -1;
     }
-    g_object_unref(svc);
+    ls->g_object_unref(svc);
     return 0;
 }
 #endif
@@ -174,10 +181,15 @@ int sec_keychain_probe(struct as_err *err)
         probe_done = 1;
         probe_ok = 0;
 #ifdef AS_HAVE_LIBSECRET
+        /* The bus first: where there is none, the keychain is unusable
+         * anyway and libsecret is never loaded. */
+        struct as_err lerr = AS_ERR_INIT;
         if (!session_bus_present())
             snprintf(probe_why, sizeof probe_why,
                      "no Secret Service on the session bus: no D-Bus session bus "
                      "(DBUS_SESSION_BUS_ADDRESS is unset)");
+        else if (!(ls = sec_libsecret_load(&lerr)))
+            snprintf(probe_why, sizeof probe_why, "%s", lerr.msg);
         else if (probe_service(probe_why, sizeof probe_why) == 0)
             probe_ok = 1;
 #else
@@ -200,19 +212,19 @@ int sec_keychain_store(const char *name, const char *value, size_t len, struct a
 #ifdef AS_HAVE_LIBSECRET
     char label[256];
     snprintf(label, sizeof label, "agentstack: %s", name);
-    SecretValue *sv = secret_value_new(value, (gssize)len, "text/plain");
+    SecretValue *sv = ls->value_new(value, (gssize)len, "text/plain");
     struct kc_watch w;
     kc_watch_start(&w);
     GError *gerr = NULL;
-    gboolean ok = secret_password_store_binary_sync(&kc_schema, SECRET_COLLECTION_DEFAULT, label,
-                                                    sv, w.cancel, &gerr, "service",
-                                                    SEC_KEYCHAIN_SERVICE, "account", name, NULL);
+    gboolean ok = ls->password_store_binary_sync(&kc_schema, SECRET_COLLECTION_DEFAULT, label,
+                                                 sv, w.cancel, &gerr, "service",
+                                                 SEC_KEYCHAIN_SERVICE, "account", name, NULL);
     int fired = kc_watch_stop(&w);
-    secret_value_unref(sv);
+    ls->value_unref(sv);
     if (!ok) {
         kc_cause(gerr, fired, err, "keychain write failed");
         if (gerr)
-            g_error_free(gerr);
+            ls->g_error_free(gerr);
         return -1;
     }
     return 0;
@@ -228,24 +240,23 @@ static enum sec_status lookup_once(const char *name, strbuf *out, struct as_err 
     struct kc_watch w;
     kc_watch_start(&w);
     GError *gerr = NULL;
-    SecretValue *sv = secret_password_lookup_binary_sync(&kc_schema, w.cancel, &gerr, "service",
-                                                         SEC_KEYCHAIN_SERVICE, "account", name,
-                                                         NULL);
+    SecretValue *sv = ls->password_lookup_binary_sync(&kc_schema, w.cancel, &gerr, "service",
+                                                      SEC_KEYCHAIN_SERVICE, "account", name, NULL);
     int fired = kc_watch_stop(&w);
     if (gerr || fired) {
         kc_cause(gerr, fired, err, "keychain read failed");
         if (gerr)
-            g_error_free(gerr);
+            ls->g_error_free(gerr);
         if (sv)
-            secret_value_unref(sv);
+            ls->value_unref(sv);
         return SEC_FAILED;
     }
     if (!sv)
         return SEC_MISSING;
     gsize n = 0;
-    const gchar *p = secret_value_get(sv, &n);
+    const gchar *p = ls->value_get(sv, &n);
     sb_add(out, p, n);
-    secret_value_unref(sv);
+    ls->value_unref(sv);
     return SEC_FOUND;
 }
 #endif
@@ -283,13 +294,13 @@ int sec_keychain_delete(const char *name, bool *existed, struct as_err *err)
     struct kc_watch w;
     kc_watch_start(&w);
     GError *gerr = NULL;
-    gboolean had = secret_password_clear_sync(&kc_schema, w.cancel, &gerr, "service",
-                                               SEC_KEYCHAIN_SERVICE, "account", name, NULL);
+    gboolean had = ls->password_clear_sync(&kc_schema, w.cancel, &gerr, "service",
+                                           SEC_KEYCHAIN_SERVICE, "account", name, NULL);
     int fired = kc_watch_stop(&w);
     if (gerr || fired) {
         kc_cause(gerr, fired, err, "keychain delete failed");
         if (gerr)
-            g_error_free(gerr);
+            ls->g_error_free(gerr);
         return -1;
     }
     if (existed)
@@ -310,25 +321,28 @@ int sec_keychain_names(strvec *names, struct as_err *err)
     kc_watch_start(&w);
     GError *gerr = NULL;
     /* No SECRET_SEARCH_UNLOCK / LOAD_SECRETS: attributes only. */
-    GList *items = secret_password_search_sync(&kc_schema, SECRET_SEARCH_ALL, w.cancel, &gerr,
-                                               "service", SEC_KEYCHAIN_SERVICE, NULL);
+    GList *items = ls->password_search_sync(&kc_schema, SECRET_SEARCH_ALL, w.cancel, &gerr,
+                                            "service", SEC_KEYCHAIN_SERVICE, NULL);
     int fired = kc_watch_stop(&w);
     if (gerr || fired) {
         kc_cause(gerr, fired, err, "keychain search failed");
         if (gerr)
-            g_error_free(gerr);
-        g_list_free_full(items, g_object_unref);
+            ls->g_error_free(gerr);
+        ls->g_list_free_full(items, ls->g_object_unref);
         return -1;
     }
     for (GList *l = items; l; l = l->next) {
-        GHashTable *attrs = secret_retrievable_get_attributes(SECRET_RETRIEVABLE(l->data));
-        const char *acct = attrs ? g_hash_table_lookup(attrs, "account") : NULL;
+        /* A plain cast, not SECRET_RETRIEVABLE(): the checked cast calls two
+         * more glib functions, and the search returns SecretRetrievable items
+         * by contract. */
+        GHashTable *attrs = ls->retrievable_get_attributes((SecretRetrievable *)l->data);
+        const char *acct = attrs ? ls->g_hash_table_lookup(attrs, "account") : NULL;
         if (acct && strvec_find(names, acct) < 0)
             strvec_push(names, acct);
         if (attrs)
-            g_hash_table_unref(attrs);
+            ls->g_hash_table_unref(attrs);
     }
-    g_list_free_full(items, g_object_unref);
+    ls->g_list_free_full(items, ls->g_object_unref);
     strvec_sort(names);
     return 0;
 #else
