@@ -46,18 +46,60 @@ def run_ok(cmd, cwd, env, stdin=None):
     return ""
 
 
-def make_project(root, src, binpath, env):
-    """The small project every per-command row runs in: the demo's one stdio
-    server and repo policy, plus one inline skill; locked and trusted."""
+ECHO_SERVER = r"""import json, sys
+TOOLS = [{"name": "echo", "description": "Echo the message back.",
+          "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}},
+         {"name": "secret_read", "description": "Denied by the repo policy.",
+          "inputSchema": {"type": "object", "properties": {}}}]
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    meth, r = m.get("method"), None
+    if meth == "initialize":
+        r = {"protocolVersion": m["params"].get("protocolVersion", "2025-11-25"),
+             "capabilities": {"tools": {}}, "serverInfo": {"name": "echo", "version": "1"}}
+    elif meth == "tools/list":
+        r = {"tools": TOOLS}
+    elif meth == "tools/call":
+        t = "echo: " + str(m["params"].get("arguments", {}).get("message", ""))
+        r = {"content": [{"type": "text", "text": t}], "isError": False}
+    out = {"jsonrpc": "2.0", "id": m["id"]}
+    if r is None:
+        out["error"] = {"code": -32601, "message": "method not found"}
+    else:
+        out["result"] = r
+    sys.stdout.write(json.dumps(out) + "\n")
+    sys.stdout.flush()
+"""
+
+MANIFEST = """version = 1
+
+[servers.demo]
+type = "stdio"
+command = "python3"
+args = ["./server.py"]
+
+[skills.hello]
+path = "skills/hello"
+
+[policy.tools]
+demo = ["!secret_read"]
+"""
+
+
+def make_project(root, binpath, env):
+    """The small project every per-command row runs in: one stdio server
+    (a python echo server written here), one inline skill and a repo
+    policy; locked and trusted. Returns (path, why-not or "")."""
     proj = os.path.join(root, "proj")
     os.makedirs(os.path.join(proj, "skills", "hello"))
-    demo = os.path.join(src, "examples", "demo")
-    for f in ("agentstack.toml", "server.py"):
-        shutil.copy(os.path.join(demo, f), os.path.join(proj, f))
+    with open(os.path.join(proj, "server.py"), "w") as f:
+        f.write(ECHO_SERVER)
+    with open(os.path.join(proj, "agentstack.toml"), "w") as f:
+        f.write(MANIFEST)
     with open(os.path.join(proj, "skills", "hello", "SKILL.md"), "w") as f:
         f.write("---\nname: hello\ndescription: says hello\n---\nSay hello.\n")
-    with open(os.path.join(proj, "agentstack.toml"), "a") as f:
-        f.write('\n[skills.hello]\npath = "skills/hello"\n')
     why = run_ok([binpath, "lock", "--write"], proj, env)
     if why:
         return proj, "lock --write: " + why
@@ -197,4 +239,6 @@ def fmt_ms(s):
 def fmt_ir(n):
     if abs(n) >= 1e6:
         return "%.2fM" % (n / 1e6)
-    return "%.0fk" % (n / 1e3) if abs(n) >= 1e4 else "%.0f" % n
+    if abs(n) < 1e3:
+        return "<1k"  # below callgrind's run-to-run jitter for a whole process
+    return "%.0fk" % (n / 1e3) if abs(n) >= 1e4 else "%.1fk" % (n / 1e3)

@@ -3,7 +3,7 @@
 # machine are not. Start-up (--version vs /bin/true), one trust check
 # (trust --preview on the small project vs --version: the difference is the
 # check), and one brokered gateway call in steady state (tools/call to the
-# demo's echo tool: a session of 110 calls minus one of 10, per call, vs
+# project's echo tool: a session of 110 calls minus one of 10, per call, vs
 # `cat` echoing the same lines). Only our process
 # is counted (children, like the python upstream, are not traced).
 # Usage: bench/callgrind_bench.sh <builddir>
@@ -21,13 +21,13 @@ if [ ! -x "$bin" ]; then
 fi
 tmp=$(mktemp -d /tmp/as-bench-cg-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT INT TERM
-PYTHONPATH=$here python3 -B - "$bin" "$tmp" "$here/.." <<'PY'
+PYTHONPATH=$here python3 -B - "$bin" "$tmp" <<'PY'
 import os, shutil, sys
 from benchlib import callgrind_ir, env_for, fmt_ir, make_project, mcp_session, row, skip
 
-binpath, root, src = sys.argv[1], sys.argv[2], sys.argv[3]
+binpath, root = sys.argv[1], sys.argv[2]
 env = env_for(root)
-proj, why_proj = make_project(root, src, binpath, env)
+proj, why_proj = make_project(root, binpath, env)
 out = os.path.join(root, "cg.out")
 true = [shutil.which("true") or "/bin/true"]
 K0, K1 = 10, 110

@@ -26,14 +26,14 @@ if ! command -v hyperfine >/dev/null 2>&1 && [ "$(id -u)" = 0 ] &&
 fi
 tmp=$(mktemp -d /tmp/as-bench-startup-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT INT TERM
-PYTHONPATH=$here python3 -B - "$bin" "$tmp" "$here/.." "${STARTUP_RUNS:-100}" <<'PY'
+PYTHONPATH=$here python3 -B - "$bin" "$tmp" "${STARTUP_RUNS:-100}" <<'PY'
 import os, shutil, sys
 from benchlib import (env_for, first_reply, fmt_ms, hyperfine_pair, interleaved, make_project,
                       perf_cpu, row, run_ok, skip, timed_run)
 
-binpath, root, src, runs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+binpath, root, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
 env = env_for(root)
-proj, why_proj = make_project(root, src, binpath, env)
+proj, why_proj = make_project(root, binpath, env)
 hf = shutil.which("hyperfine")
 true = [shutil.which("true") or "/bin/true"]
 print("  (start-up rows: median of %d runs, %s; ours vs /bin/true)"
