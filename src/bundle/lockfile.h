@@ -217,8 +217,9 @@ struct pin_opts {
     /* Library skills and servers resolve through library (the library
      * module's lib_pin_lookup, ctx a struct library *, reads every linked
      * source and qualified refs). NULL: the implicit local source <home>/lib
-     * only, where a qualified ref stays unresolved. Other kinds, and names
-     * library answers 0 for beyond skills and servers, fall back to it. */
+     * only, where a qualified ref stays unresolved. library is also asked
+     * for library instructions (their instruction.toml), extensions and
+     * workflows; answering 0 for those leaves them to the local source. */
     pin_library_fn library;
     void *library_ctx;
     const struct lockfile *lock; /* the current lock: its git revs are used for git sources */

@@ -640,11 +640,27 @@ static void pin_instructions(const struct manifest *m, const struct pin_opts *o,
             it->declared_path = xstrdup(in->path);
             p = anchored(anchor, in->path);
         } else {
+            /* A library callback that knows instructions names the body in
+             * whichever source holds it; else the implicit local source. */
             it->library = true;
-            p = xasprintf("%s/lib/instructions/%s/instruction.toml", o->home ? o->home : "",
-                          in->name);
+            strbuf lp = SB_INIT;
+            struct as_err le = AS_ERR_INIT;
+            int r = o->library ? o->library(o->library_ctx, PIN_INSTRUCTION, in->name, &lp, &le)
+                               : 0;
+            p = r == 1 ? sb_detach(&lp, NULL)
+                       : xasprintf("%s/lib/instructions/%s/instruction.toml",
+                                   o->home ? o->home : "", in->name);
+            sb_release(&lp);
+            if (r < 0) {
+                char *msg = xasprintf("instruction '%s': %s", in->name, le.msg);
+                set_state(it, PIN_UNRESOLVED, msg);
+                free(msg);
+                free(p);
+                p = NULL;
+            }
         }
-        pin_body(it, p, "instruction");
+        if (p)
+            pin_body(it, p, "instruction");
         free(p);
         for (size_t j = 0; j < in->variants.n; j++) {
             const struct mf_variant *v = &in->variants.v[j];

@@ -16,6 +16,7 @@ struct fx {
     char *dir, *home, *proj, *team_skill, *local_skill, *team_server;
     char team_pin[SHA256_HEX_LEN + 1], local_pin[SHA256_HEX_LEN + 1];
     char server_pin[SHA256_HEX_LEN + 1];
+    char *team_rules;
     strvec asked; /* every name the callback was given */
 };
 
@@ -35,6 +36,10 @@ static int fake_lib(void *ctx, enum pin_kind kind, const char *name, strbuf *pat
         hit = f->local_skill;
     else if (kind == PIN_SERVER && strcmp(name, "team:kibana") == 0)
         hit = f->team_server;
+    else if (kind == PIN_INSTRUCTION && strcmp(name, "rules") == 0)
+        hit = f->team_rules;
+    else if (kind == PIN_INSTRUCTION && strcmp(name, "broken") == 0)
+        return as_err_set(err, "library instruction 'broken' is listed but missing");
     if (!hit)
         return 0;
     sb_reset(path);
@@ -55,6 +60,8 @@ static void setup_fx(struct fx *f)
     f->team_skill = xasprintf("%s/team/skills/review", f->dir);
     f->local_skill = xasprintf("%s/lib/skills/review", f->home);
     f->team_server = xasprintf("%s/team/servers/kibana.toml", f->dir);
+    f->team_rules = tu_write(f->dir, "team/instructions/rules/instruction.toml", "x = 1\n");
+    free(tu_write(f->dir, "home/.agentstack/lib/instructions/local/instruction.toml", "y\n"));
     struct as_err err = AS_ERR_INIT;
     assert_int_equal(digest_skill_tree(f->team_skill, f->team_pin, &err), 0);
     assert_int_equal(digest_skill_tree(f->local_skill, f->local_pin, &err), 0);
@@ -70,6 +77,7 @@ static void teardown_fx(struct fx *f)
     free(f->team_skill);
     free(f->local_skill);
     free(f->team_server);
+    free(f->team_rules);
     tu_rmtree(f->dir);
 }
 
@@ -285,6 +293,34 @@ static void test_unresolved(void **state)
     teardown_fx(&f);
 }
 
+/* Library instructions ask the callback too; 0 leaves them to <home>/lib. */
+static void test_library_instructions(void **state)
+{
+    (void)state;
+    struct fx f;
+    setup_fx(&f);
+    pin_items items = VEC_INIT;
+    collect(&f,
+            "version = 1\n[instructions.rules]\n[instructions.local]\n"
+            "[instructions.broken]\n",
+            true, &items);
+    const struct pin_item *in = find(&items, PIN_INSTRUCTION, "rules");
+    assert_non_null(in);
+    assert_int_equal(in->state, PIN_OK);
+    assert_true(in->library);
+    assert_string_equal(in->fs_path, f.team_rules);
+    in = find(&items, PIN_INSTRUCTION, "local");
+    assert_non_null(in);
+    assert_int_equal(in->state, PIN_OK);
+    assert_non_null(strstr(in->fs_path, "/lib/instructions/local/instruction.toml"));
+    in = find(&items, PIN_INSTRUCTION, "broken");
+    assert_non_null(in);
+    assert_int_equal(in->state, PIN_UNRESOLVED);
+    assert_non_null(strstr(in->error, "listed but missing"));
+    pin_items_free(&items);
+    teardown_fx(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -292,6 +328,7 @@ int main(void)
         cmocka_unit_test(test_qualified_pins_bare),
         cmocka_unit_test(test_two_sources_one_name_fail),
         cmocka_unit_test(test_unresolved),
+        cmocka_unit_test(test_library_instructions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
