@@ -29,12 +29,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(c, what)                                                 \
-    do {                                                               \
-        if (!(c)) {                                                    \
-            fprintf(stderr, "fuzz_policy: property failed: %s\n", what); \
-            abort();                                                   \
-        }                                                              \
+#define CHECK(c, what)                                                                             \
+    do {                                                                                           \
+        if (!(c)) {                                                                                \
+            fprintf(stderr, "fuzz_policy: property failed: %s\n", what);                           \
+            abort();                                                                               \
+        }                                                                                          \
     } while (0)
 
 #define MAX_INPUT 2048

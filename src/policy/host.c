@@ -221,10 +221,13 @@ static int host_pattern_norm(const char *h, size_t n, int ipv6, char *out, const
         *why = "too many '*' in one pattern";
         return -1;
     }
-    /* "[*.]" has no colon: it is a name glob in brackets, and must normalize
-     * (trailing dot, labels) exactly as its bracket-less re-rendering does */
-    if (ipv6 && !memchr(h, ':', n))
-        ipv6 = 0;
+    /* brackets hold an IPv6 address: "[example.com]" is refused, and so is a
+     * colon-less glob such as "[*.]", whose bracket-less re-rendering "*."
+     * would parse as a different (name) pattern */
+    if (ipv6 && !memchr(h, ':', n)) {
+        *why = "brackets hold an IPv6 address; write a host name or name glob without them";
+        return -1;
+    }
     if (ipv6) {
         for (size_t i = 0; i < n; i++) {
             unsigned char c = (unsigned char)h[i];
