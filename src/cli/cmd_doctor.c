@@ -24,7 +24,6 @@
 
 #include "adapters/adapters.h"
 #include "adapters/engine.h"
-#include "adapters/merge.h"
 #include "base/fs.h"
 #include "base/json.h"
 #include "base/strbuf.h"
@@ -90,6 +89,15 @@ static void add(struct doc *d, int s, enum lvl l, const char *fix, const char *f
         d->next_buf = xstrdup(fix);
         d->next_why = xstrdup(x.msg);
     }
+}
+
+/* True when section s holds nothing worse than a note. */
+static bool section_clean(const struct doc *d, int s)
+{
+    for (size_t i = 0; i < d->sec[s].lines.n; i++)
+        if (d->sec[s].lines.v[i].level > L_INFO)
+            return false;
+    return true;
 }
 
 static void summary(struct doc *d, int s, const char *fmt, ...)
@@ -183,8 +191,8 @@ static void check_secrets(struct doc *d, const struct manifest *m, const struct 
         strvec_clear(&refs);
     }
     if (!missing)
-        summary(d, S_SECRETS, total ? "%zu secret reference%s resolved (presence only)"
-                                    : "no secret references",
+        summary(d, S_SECRETS,
+                total ? "%zu secret reference%s resolved (presence only)" : "no secret references",
                 total, total == 1 ? "" : "s");
     strvec_clear(&seen);
     strvec_clear(&have);
@@ -212,14 +220,189 @@ static char *url_host(const char *url)
     return xstrndup(p, colon ? (size_t)(colon - p) : n);
 }
 
+/* ---- [policy] require / forbid / allowed_sources ------------------------- */
+
+/* One named thing the manifest declares, for forbid and allowed_sources. */
+struct named {
+    const char *kind;  /* "server", "skill", ... */
+    const char *table; /* "servers", "skills", ... */
+    const char *name;
+    const char *git; /* git URL it comes from, or NULL */
+    struct mf_pos pos;
+};
+typedef VEC(struct named) named_list;
+
+static void named_push(named_list *v, const char *kind, const char *table, const char *name,
+                       const char *git, struct mf_pos pos)
+{
+    struct named x = {kind, table, name, git, pos};
+    vec_push(v, x);
+}
+
+/* The URL of a pack ledger id git:<url>@<tag>[#<subdir>] (spec 06 §3.1), or
+ * NULL when the source is not a git id. */
+static char *pack_url(const char *source)
+{
+    if (strncmp(source, "git:", 4) != 0)
+        return NULL;
+    const char *u = source + 4;
+    size_t n = strcspn(u, "#");
+    const char *at = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (u[i] == '@')
+            at = u + i;
+    if (at && at + 1 < u + n && !memchr(at + 1, '/', (size_t)(u + n - at - 1)) &&
+        !memchr(at + 1, ':', (size_t)(u + n - at - 1)))
+        n = (size_t)(at - u);
+    return n ? xstrndup(u, n) : NULL;
+}
+
+static void collect_named(const struct manifest *m, named_list *out, strvec *owned)
+{
+    for (size_t i = 0; i < m->servers.n; i++)
+        named_push(out, "server", "servers", m->servers.v[i].name, NULL, m->servers.v[i].pos);
+    for (size_t i = 0; i < m->skills.n; i++)
+        named_push(out, "skill", "skills", m->skills.v[i].name, m->skills.v[i].git,
+                   m->skills.v[i].pos);
+    for (size_t i = 0; i < m->instructions.n; i++)
+        named_push(out, "instruction", "instructions", m->instructions.v[i].name, NULL,
+                   m->instructions.v[i].pos);
+    for (size_t i = 0; i < m->extensions.n; i++)
+        named_push(out, "extension", "extensions", m->extensions.v[i].name, m->extensions.v[i].git,
+                   m->extensions.v[i].pos);
+    for (size_t i = 0; i < m->workflows.n; i++)
+        named_push(out, "workflow", "workflows", m->workflows.v[i].name, m->workflows.v[i].git,
+                   m->workflows.v[i].pos);
+    if (m->packs && m->packs->type == TOML_TABLE) {
+        for (size_t i = 0; i < m->packs->u.tab.n; i++) {
+            const toml_kv *kv = &m->packs->u.tab.kv[i];
+            const toml_value *src = toml_get(kv->val, "source");
+            char *url = src && src->type == TOML_STRING ? pack_url(src->u.str.s) : NULL;
+            if (url)
+                strvec_push_take(owned, url);
+            struct mf_pos pos = {.file = m->path, .line = kv->line, .col = kv->col};
+            named_push(out, "pack", "packs", kv->key, url, pos);
+        }
+    }
+}
+
+/* Where a layer's lists live, for messages. */
+static const char *layer_where(const struct pol_layer *l, strbuf *buf)
+{
+    sb_reset(buf);
+    if (l->id == POL_MACHINE)
+        sb_adds(buf, "machine policy — ~/.agentstack/agentstack.toml");
+    else
+        sb_addf(buf, "project policy — %s", l->path ? l->path : "the manifest");
+    return buf->buf;
+}
+
+/* allowed_sources is matched as `add from git:` matches it (library/pack.c):
+ * against git:<url>, its scheme-less form, and the URL as written. */
+static bool source_allowed(const strvec *allowed, const char *url, char **bare_out)
+{
+    const char *u = strncmp(url, "git:", 4) == 0 ? url + 4 : url;
+    char *full = xasprintf("git:%s", u);
+    const char *p = strstr(u, "://");
+    char *bare = xasprintf("git:%s", p ? p + 3 : u);
+    bool ok = false;
+    for (size_t i = 0; i < allowed->n && !ok; i++) {
+        const char *pat = allowed->v[i];
+        size_t pl = strlen(pat);
+        ok = pol_glob_match(pat, pl, full, strlen(full), 0) ||
+             pol_glob_match(pat, pl, bare, strlen(bare), 0) ||
+             pol_glob_match(pat, pl, u, strlen(u), 0);
+    }
+    free(full);
+    *bare_out = bare;
+    return ok;
+}
+
+/* Spec 03 §6 lists require/forbid/allowed_sources under doctor's Policy
+ * section; chapter 06 §3 defines two of them: `forbid` names what may not be
+ * installed (checked here against every name the manifest declares), and
+ * `allowed_sources` where git content may come from (checked against every
+ * git source: skills, extensions, workflows, installed packs). Both layers'
+ * lists apply, as `add from git:` applies the machine's allowed_sources.
+ * `require` has no defined meaning in the spec: it is reported, never
+ * guessed at. */
+static void check_lists(struct doc *d, const struct manifest *m, const struct pol_layer *proj,
+                        const struct pol_layer *machine)
+{
+    named_list items = VEC_INIT;
+    strvec owned = STRVEC_INIT;
+    strbuf where = SB_INIT;
+    collect_named(m, &items, &owned);
+    const struct pol_layer *layers[2] = {machine, proj};
+    for (int li = 0; li < 2; li++) {
+        const struct pol_layer *l = layers[li];
+        if (!l)
+            continue;
+        const char *policy_file =
+            l->id == POL_MACHINE ? "~/.agentstack/agentstack.toml" : (l->path ? l->path : m->path);
+        for (size_t r = 0; r < l->forbid.n; r++) {
+            const char *pat = l->forbid.v[r];
+            for (size_t i = 0; i < items.n; i++) {
+                const struct named *x = &items.v[i];
+                if (!pol_glob_match(pat, strlen(pat), x->name, strlen(x->name), 0))
+                    continue;
+                char *fix = xasprintf("remove [%s.%s] from %s, or drop \"%s\" from [policy] "
+                                      "forbid in %s",
+                                      x->table, x->name, x->pos.file ? x->pos.file : m->path, pat,
+                                      policy_file);
+                add(d, S_POLICY, L_ERR, fix,
+                    "%s:%u:%u: %s '%s' is forbidden by [policy] forbid rule \"%s\" (%s)",
+                    x->pos.file ? x->pos.file : m->path, x->pos.line, x->pos.col, x->kind, x->name,
+                    pat, layer_where(l, &where));
+                free(fix);
+            }
+        }
+        if (!l->allowed_sources.n)
+            continue;
+        for (size_t i = 0; i < items.n; i++) {
+            const struct named *x = &items.v[i];
+            char *bare = NULL;
+            if (!x->git || source_allowed(&l->allowed_sources, x->git, &bare)) {
+                free(bare);
+                continue;
+            }
+            char *fix = xasprintf("add a matching pattern (e.g. \"%s\") to [policy] "
+                                  "allowed_sources in %s, or take the %s from an allowed source",
+                                  bare, policy_file, x->kind);
+            add(d, S_POLICY, L_ERR, fix,
+                "%s:%u:%u: %s '%s' comes from %s, which is not in [policy] allowed_sources "
+                "(%s)",
+                x->pos.file ? x->pos.file : m->path, x->pos.line, x->pos.col, x->kind, x->name,
+                x->git, layer_where(l, &where));
+            free(fix);
+            free(bare);
+        }
+    }
+    for (int li = 0; li < 2; li++) {
+        if (layers[li] && layers[li]->require.n) {
+            add(d, S_POLICY, L_INFO, NULL,
+                "[policy] require (%zu entr%s, %s) is not checked: the spec gives it no "
+                "meaning yet",
+                layers[li]->require.n, layers[li]->require.n == 1 ? "y" : "ies",
+                layer_where(layers[li], &where));
+            d->notes++;
+        }
+    }
+    sb_release(&where);
+    strvec_clear(&owned);
+    vec_free(&items);
+}
+
 static void check_policy(struct doc *d, const struct manifest *m, struct pol_layer *machine,
                          enum pol_machine_state mst, const char *machine_err,
-                         struct pol_ruleset **rs_out)
+                         const char *machine_hint, struct pol_ruleset **rs_out)
 {
     static const char *const dims[] = {"tools", "egress", "secrets"};
     struct as_err err = AS_ERR_INIT;
     if (mst == POL_BLOCKED)
-        add(d, S_POLICY, L_ERR, "fix ~/.agentstack/agentstack.toml (the error names the line)",
+        add(d, S_POLICY, L_ERR,
+            machine_hint[0] ? machine_hint
+                            : "fix ~/.agentstack/agentstack.toml (the error names the line)",
             "machine policy BLOCKED — %s", machine_err);
     struct pol_layer *proj = pol_layer_from_toml(m->policy, m->path, POL_PROJECT, &err);
     if (!proj) {
@@ -241,12 +424,13 @@ static void check_policy(struct doc *d, const struct manifest *m, struct pol_lay
                 free(fix);
             }
         }
+    check_lists(d, m, proj, mst == POL_BLOCKED ? NULL : machine);
     strvec lint = STRVEC_INIT;
     if (machine)
         pol_machine_lint(machine, &lint);
     for (size_t i = 0; i < lint.n; i++)
-        add(d, S_POLICY, L_WARN, "add the same deny under the \"*\" key of the machine file",
-            "%s", lint.v[i]);
+        add(d, S_POLICY, L_WARN, "add the same deny under the \"*\" key of the machine file", "%s",
+            lint.v[i]);
     strvec_clear(&lint);
     const char *home = getenv("HOME");
     struct pol_ruleset *rs =
@@ -270,8 +454,8 @@ static void check_policy(struct doc *d, const struct manifest *m, struct pol_lay
                                   "cannot be loosened by a project)",
                                   refs.v[j], s->name, s->pos.file ? s->pos.file : m->path);
             add(d, S_POLICY, L_ERR, fix, "%s:%u:%u: server '%s' may not read ${%s} — %s",
-                s->pos.file ? s->pos.file : m->path, s->pos.line, s->pos.col, s->name,
-                refs.v[j], t.buf);
+                s->pos.file ? s->pos.file : m->path, s->pos.line, s->pos.col, s->name, refs.v[j],
+                t.buf);
             free(fix);
             sb_release(&t);
             refused++;
@@ -289,8 +473,8 @@ static void check_policy(struct doc *d, const struct manifest *m, struct pol_lay
                 add(d, S_POLICY, L_ERR, fix,
                     "%s:%u:%u: server '%s' contacts %s — ✗ BLOCKED by [policy.egress] at "
                     "write/spawn time: %s",
-                    s->pos.file ? s->pos.file : m->path, s->pos.line, s->pos.col, s->name,
-                    host, t.buf);
+                    s->pos.file ? s->pos.file : m->path, s->pos.line, s->pos.col, s->name, host,
+                    t.buf);
                 free(fix);
                 sb_release(&t);
                 refused++;
@@ -298,7 +482,7 @@ static void check_policy(struct doc *d, const struct manifest *m, struct pol_lay
             free(host);
         }
     }
-    if (!d->sec[S_POLICY].lines.n)
+    if (section_clean(d, S_POLICY) && mst != POL_BLOCKED && rs)
         summary(d, S_POLICY, "the effective ruleset allows every declared secret and host");
     pol_layer_free(proj);
     *rs_out = rs;
@@ -356,8 +540,8 @@ static void check_lock(struct doc *d, const struct manifest *m, const struct bun
                 add(d, S_REPRO, L_WARN, "agentstack install", "%s%s%s (not verified)", desc.buf,
                     where ? " — " : "", where ? where : "");
             else
-                add(d, S_REPRO, L_ERR, fix, "%s%s%s (lock drift: %s)", desc.buf,
-                    where ? " — " : "", where ? where : "", p->lock);
+                add(d, S_REPRO, L_ERR, fix, "%s%s%s (lock drift: %s)", desc.buf, where ? " — " : "",
+                    where ? where : "", p->lock);
         }
         sb_release(&desc);
     }
@@ -371,8 +555,8 @@ static void check_lock(struct doc *d, const struct manifest *m, const struct bun
                 "%s is older than the manifest (its manifest stamp differs)", p->lock);
     }
     if (!d->sec[S_REPRO].lines.n)
-        summary(d, S_REPRO, lock ? "%zu pin%s match %s" : "nothing to pin", ok,
-                ok == 1 ? "" : "s", lock ? p->lock : "");
+        summary(d, S_REPRO, lock ? "%zu pin%s match %s" : "nothing to pin", ok, ok == 1 ? "" : "s",
+                lock ? p->lock : "");
     pin_items_free(&items);
     lockfile_free(lock);
 }
@@ -380,8 +564,7 @@ static void check_lock(struct doc *d, const struct manifest *m, const struct bun
 static void check_scan(struct doc *d, const struct manifest *m, const char *home, bool deep)
 {
     if (!deep) {
-        add(d, S_SCAN, L_INFO, "agentstack doctor --deep",
-            "not scanned (reads every skill body)");
+        add(d, S_SCAN, L_INFO, "agentstack doctor --deep", "not scanned (reads every skill body)");
         d->notes++;
         return;
     }
@@ -412,60 +595,35 @@ static void check_scan(struct doc *d, const struct manifest *m, const char *home
     scan_report_free(&r);
 }
 
+/* Native-config drift comes from the adapters' own report (the same one
+ * `diff` uses), which also covers the gateway entries `connect` wrote into
+ * the CLIs' user files. Always a warning, never an error (errata 31): the
+ * project still verifies; the file on disk just is not what we last wrote. */
 static void check_drift(struct doc *d, const struct manifest *m)
 {
-    json_t *ledger = NULL;
     struct as_err err = AS_ERR_INIT;
-    if (adp_ledger_load(&ledger, &err) < 0) {
-        add(d, S_DRIFT, L_WARN, NULL, "cannot read the ownership ledger: %s", err.msg);
-        return;
-    }
     struct adp_registry reg = {0};
     if (adp_registry_load(&reg, true, &err) < 0) {
-        json_decref(ledger);
         add(d, S_DRIFT, L_WARN, NULL, "cannot load the adapter descriptors: %s", err.msg);
         return;
     }
-    json_t *targets = json_object_get(ledger, "targets");
-    const char *key;
-    json_t *e;
+    adp_drift_list drift = VEC_INIT;
     size_t checked = 0;
-    json_object_foreach(targets, key, e)
-    {
-        const char *hash = json_string_value(json_object_get(e, "last_hash"));
-        if (!hash)
-            continue;
-        const char *at = strstr(key, "@project:");
-        char *id = at ? xstrndup(key, (size_t)(at - key)) : xstrdup(key);
-        const char *root = at ? at + 9 : NULL;
-        const char *src = json_string_value(json_object_get(e, "source_manifest"));
-        bool ours = root ? (m->project_root && !strcmp(root, m->project_root))
-                         : (src && !strcmp(src, m->path));
-        const struct adp_desc *desc = ours ? adp_registry_find(&reg, id) : NULL;
-        const char *rel = desc ? (root ? desc->project_config : desc->config_path) : NULL;
-        strbuf path = SB_INIT, bytes = SB_INIT;
-        if (rel && adp_expand_path(rel, root, &path, &err) == 0) {
-            checked++;
-            char cur[17] = "";
-            if (fs_read_file(path.buf, ADP_INPUT_MAX, 0, &bytes, &err) == 0)
-                adp_fnv1a64_hex(bytes.buf, bytes.len, cur);
-            if (strcmp(cur, hash) != 0)
-                add(d, S_DRIFT, L_WARN, "agentstack diff",
-                    "%s no longer matches what agentstack last wrote (%s) ↳ review: agentstack "
-                    "diff · adopt the on-disk version: agentstack adopt · or re-render: "
-                    "agentstack apply --write",
-                    desc->display, path.buf);
-        }
-        sb_release(&path);
-        sb_release(&bytes);
-        free(id);
+    if (adp_drift_report(&reg, m->path, m->project_root, &drift, &checked, &err) < 0) {
+        char buf[4096];
+        add(d, S_DRIFT, L_WARN, err.hint[0] ? err.hint : NULL,
+            "cannot read the ownership ledger: %s", as_err_str(&err, buf, sizeof buf));
+    } else {
+        for (size_t i = 0; i < drift.n; i++)
+            add(d, S_DRIFT, L_WARN, "agentstack diff", "%s", drift.v[i].line);
+        if (!drift.n)
+            summary(d, S_DRIFT,
+                    checked ? "%zu rendered file%s match what agentstack wrote"
+                            : "nothing rendered for this project yet",
+                    checked, checked == 1 ? "" : "s");
     }
-    if (!d->sec[S_DRIFT].lines.n)
-        summary(d, S_DRIFT, checked ? "%zu rendered file%s match what agentstack wrote"
-                                    : "nothing rendered for this project yet",
-                checked, checked == 1 ? "" : "s");
+    adp_drift_list_free(&drift);
     adp_registry_free(&reg);
-    json_decref(ledger);
 }
 
 /* ---- output -------------------------------------------------------------- */
@@ -506,7 +664,7 @@ static void print_text(const struct doc *d, const char *root, bool all)
                 printf("    ↳ %s\n", x->lines.v[i].fix);
             sb_release(&m);
         }
-        if (x->summary && !x->lines.n)
+        if (x->summary && clean)
             printf("  ✓ %s\n", x->summary);
     }
     printf("%zu error%s, %zu warning%s", d->errors, d->errors == 1 ? "" : "s", d->warnings,
@@ -547,9 +705,11 @@ static json_t *to_json(const struct doc *d, const char *readiness, const char *t
                 json_object_set_new(l, "fix", json_string(x->lines.v[i].fix));
             json_array_append_new(lines, l);
         }
-        if (x->summary && !x->lines.n)
-            json_array_append_new(lines, json_pack("{s:s,s:s}", "level", "ok", "msg",
-                                                   x->summary));
+        bool clean = true;
+        for (size_t i = 0; i < x->lines.n; i++)
+            clean &= x->lines.v[i].level <= L_INFO;
+        if (x->summary && clean)
+            json_array_append_new(lines, json_pack("{s:s,s:s}", "level", "ok", "msg", x->summary));
         json_array_append_new(secs, json_pack("{s:s,s:b,s:o}", "title", x->title, "relevant",
                                               x->ran, "lines", lines));
     }
@@ -594,7 +754,7 @@ int cmd_doctor(int argc, char **argv, struct cli_ctx *ctx)
     if (ci)
         all = deep = true;
     struct doc d = {0};
-    static const char *const titles[S_COUNT] = {"Manifest",     "Secrets",        "Drift",
+    static const char *const titles[S_COUNT] = {"Manifest",     "Secrets",         "Drift",
                                                 "Content scan", "Reproducibility", "Machine policy",
                                                 "Policy"};
     d.nsec = S_COUNT;
@@ -634,15 +794,15 @@ int cmd_doctor(int argc, char **argv, struct cli_ctx *ctx)
     strbuf mpath = SB_INIT;
     enum pol_machine_state mst = POL_UNCONFIGURED;
     struct pol_layer *machine = NULL;
-    char mbuf[4096] = "";
+    char mbuf[4096] = "", mhint[sizeof err.hint] = "";
     if (pol_machine_path(&mpath, &err) == 0)
         machine = pol_machine_load(mpath.buf, &mst, &err);
     if (mst == POL_BLOCKED) {
         as_err_str(&err, mbuf, sizeof mbuf);
+        snprintf(mhint, sizeof mhint, "%s", err.hint);
         add(&d, S_MPOLICY, L_ERR, err.hint[0] ? err.hint : NULL, "blocked — %s", mbuf);
     } else if (mst == POL_UNCONFIGURED) {
-        summary(&d, S_MPOLICY, "unconfigured — no %s, so nothing narrows this project",
-                mpath.buf);
+        summary(&d, S_MPOLICY, "unconfigured — no %s, so nothing narrows this project", mpath.buf);
     } else {
         strbuf why = SB_INIT;
         const char *word = pol_machine_word(machine, &why);
@@ -672,8 +832,7 @@ int cmd_doctor(int argc, char **argv, struct cli_ctx *ctx)
             for (size_t i = 0; i < reg.v.n; i++)
                 ids[nids++] = reg.v.v[i]->id;
         }
-        struct manifest_env env = {.adapter_ids = ids, .n_adapter_ids = nids,
-                                   .check_paths = true};
+        struct manifest_env env = {.adapter_ids = ids, .n_adapter_ids = nids, .check_paths = true};
         mf_diags diags = VEC_INIT;
         manifest_validate(m, ids ? &env : NULL, &diags);
         for (size_t i = 0; i < m->warnings.n; i++) {
@@ -698,7 +857,7 @@ int cmd_doctor(int argc, char **argv, struct cli_ctx *ctx)
             summary(&d, S_MANIFEST, "%s is valid", p.manifest);
 
         struct pol_ruleset *rs = NULL;
-        check_policy(&d, m, machine, mst, mbuf, &rs);
+        check_policy(&d, m, machine, mst, mbuf, mhint, &rs);
         check_secrets(&d, m, &p, home.buf, rs, ci);
         check_lock(&d, m, &p, &snap, home.buf, &locked);
         check_scan(&d, m, home.buf, deep);
@@ -715,10 +874,10 @@ int cmd_doctor(int argc, char **argv, struct cli_ctx *ctx)
     bool guard_on = gc.state == GUARD_ON;
     guard_config_free(&gc);
 
-    const char *readiness = d.errors                              ? "needs_attention"
-                            : trust && strcmp(trust, "trusted")   ? "untrusted"
-                            : !locked                             ? "never_activated"
-                                                                  : "ready";
+    const char *readiness = d.errors                            ? "needs_attention"
+                            : trust && strcmp(trust, "trusted") ? "untrusted"
+                            : !locked                           ? "never_activated"
+                                                                : "ready";
     if (json) {
         json_t *o = to_json(&d, readiness, trust, ci, locked, guard_on, mst == POL_CURRENT);
         strbuf out = SB_INIT;

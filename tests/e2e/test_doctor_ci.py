@@ -2,7 +2,9 @@
 `doctor --ci`; then, one at a time, lock drift, a policy violation, a
 zero-width joiner in an instruction, an unresolved required secret — each
 exits 1 naming the file and the fix. Warnings alone (prompt-injection
-heuristics, native-config drift) pass. Never a keychain or a terminal."""
+heuristics, native-config drift — including the gateway entries `connect`
+wrote) pass. [policy] forbid and allowed_sources violations are errors;
+require is reported as unchecked. Never a keychain or a terminal."""
 import json
 import os
 import shutil
@@ -138,10 +140,80 @@ with Sandbox() as sb:
           r.stdout)
 
 with Sandbox() as sb:
+    # native-config drift comes from the adapters' report, which also covers
+    # the gateway entry `connect` wrote into a CLI's user file: a warning in
+    # --ci and in --json, never an error (errata 31)
+    fixture(sb)
+    env = sb.env(API_TOKEN="x")
+    r = sb.run("connect", "codex", "--write")
+    check(r.returncode == 0, "connect codex --write registers the gateway", r.stdout + r.stderr)
+    r = doctor(sb, env=env)
+    check(r.returncode == 0 and "Drift ✓ 1 rendered file match" in r.stdout,
+          "gateway entry in sync: Drift checks it", r.stdout)
+    codex = os.path.join(sb.home, ".codex", "config.toml")
+    with open(codex, "a") as f:
+        f.write('\n[mcp_servers.hand]\ncommand = "x"\n')
+    r = doctor(sb, env=env)
+    check(r.returncode == 0 and "Codex" in r.stdout and codex in r.stdout and
+          "no longer matches what agentstack last wrote" in r.stdout and
+          "↳ agentstack diff" in r.stdout and "1 warning" in r.stdout,
+          "hand-edited gateway file: a drift warning naming the CLI, the file and the fix",
+          r.stdout + r.stderr)
+    j = json.loads(doctor(sb, "--json", env=env).stdout)
+    drift = [s for s in j["sections"] if s["title"] == "Drift"][0]
+    check(j["errors"] == 0 and j["warnings"] == 1 and
+          [l["level"] for l in drift["lines"]] == ["warn"] and
+          drift["lines"][0].get("fix") == "agentstack diff",
+          "--json: drift is level warn with its fix; no error", drift)
+    os.unlink(codex)
+    r = doctor(sb, env=env)
+    check(r.returncode == 0 and "now missing" in r.stdout,
+          "a deleted gateway file is drift too (warning)", r.stdout)
+
+    # [policy] forbid (spec 06 §3.3): a declared name the policy forbids
+    proj = os.path.join(sb.project, ".agentstack/agentstack.toml")
+    sb.write(".agentstack/agentstack.toml", MANIFEST + '\n[policy]\nforbid = ["rev*"]\n')
+    sb.run("lock", "--write")
+    fails(doctor(sb, env=env), "project forbid names a skill", f"{proj}:7:1",
+          "skill 'review' is forbidden by [policy] forbid rule \"rev*\"", "project policy",
+          "remove [skills.review]")
+    sb.write(".agentstack/agentstack.toml", MANIFEST)
+    sb.run("lock", "--write")
+    sb.write("agentstack.toml", 'version = 1\n[policy]\nforbid = ["api"]\n', base=sb.ah)
+    fails(doctor(sb, env=env), "machine forbid names a server", f"{proj}:2:1",
+          "server 'api' is forbidden", "machine policy — ~/.agentstack/agentstack.toml")
+    os.unlink(os.path.join(sb.ah, "agentstack.toml"))
+
+    # [policy] allowed_sources (spec 06 §3.1): an installed pack from elsewhere
+    pack = ('\n[packs.acme]\nversion = "v1.0.0"\n'
+            'source = "git:https://git.example.org/acme/tools@v1.0.0"\n'
+            'rev = "0123456789abcdef0123456789abcdef01234567"\n')
+    sb.write(".agentstack/agentstack.toml", MANIFEST + pack +
+             '\n[policy]\nallowed_sources = ["git:github.com/acme/*"]\n')
+    sb.run("lock", "--write")
+    r = doctor(sb, env=env)
+    fails(r, "pack from a source outside allowed_sources", "pack 'acme' comes from",
+          "https://git.example.org/acme/tools", "not in [policy] allowed_sources",
+          '"git:git.example.org/acme/tools"')
+    sb.write(".agentstack/agentstack.toml", MANIFEST + pack +
+             '\n[policy]\nallowed_sources = ["git:git.example.org/acme/*"]\n')
+    sb.run("lock", "--write")
+    r = doctor(sb, env=env)
+    check("allowed_sources" not in r.stdout, "a matching allowed_sources pattern passes",
+          r.stdout)
+
+    # [policy] require has no meaning in the spec: a note, never a guess
+    sb.write(".agentstack/agentstack.toml", MANIFEST + '\n[policy]\nrequire = ["review"]\n')
+    sb.run("lock", "--write")
+    r = doctor(sb, env=env)
+    check(r.returncode == 0 and "[policy] require (1 entry" in r.stdout and
+          "not checked" in r.stdout, "require: reported as unchecked, exit 0", r.stdout)
+
+with Sandbox() as sb:
     # a broken machine file fails closed in CI too (errata 17)
     fixture(sb)
     sb.write("agentstack.toml", "version = 1\n[policy\n", base=sb.ah)
-    fails(doctor(sb, env=sb.env(API_TOKEN="x")), "broken machine policy", "agentstack.toml",
-          "refusing to continue")
+    fails(doctor(sb, env=sb.env(API_TOKEN="x")), "broken machine policy", "agentstack.toml:2:8",
+          "refusing to continue", "fix " + os.path.join(sb.ah, "agentstack.toml"))
 
 done()
