@@ -120,9 +120,20 @@ static void gather(struct cli_ctx *ctx, struct st *s)
     if (m) {
         s->loaded = true;
         s->servers = m->servers.n;
-        s->skills = m->skills.n;
-        for (size_t i = 0; i < m->toolsets.n; i++)
-            strvec_push(&s->toolsets, m->toolsets.v[i].name);
+        /* Skills: the [skills] tables plus library skills a toolset names
+         * (init imports skills into the library, errata 25), each once. */
+        strvec sk = STRVEC_INIT;
+        for (size_t i = 0; i < m->skills.n; i++)
+            strvec_push(&sk, m->skills.v[i].name);
+        for (size_t i = 0; i < m->toolsets.n; i++) {
+            const struct mf_toolset *t = &m->toolsets.v[i];
+            strvec_push(&s->toolsets, t->name);
+            for (size_t k = 0; k < t->skills.n; k++)
+                if (strcmp(t->skills.v[k], "*") != 0 && strvec_find(&sk, t->skills.v[k]) < 0)
+                    strvec_push(&sk, t->skills.v[k]);
+        }
+        s->skills = sk.n;
+        strvec_clear(&sk);
         const struct mf_toolset *eff = manifest_effective_toolset(m);
         s->default_toolset = eff ? xstrdup(eff->name) : NULL;
         s->render_locally = m->delivery_render_locally;
