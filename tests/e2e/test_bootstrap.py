@@ -98,8 +98,16 @@ def seed_transcript():
         check("+ [mcp_servers.filesystem]" in codex and "✓ wrote 1 server" in codex,
               "Codex CLI + [mcp_servers.filesystem] ✓ wrote 1 server", codex)
         a = H.run(sb, "apply", e=e)
-        check("✓ nothing to write — every target in sync" in a.stdout,
-              "apply: ✓ nothing to write — every target in sync", a.stdout)
+        lines = a.stdout.splitlines()
+        check(a.returncode == 0 and "✓ nothing to write — every target in sync" in lines,
+              "apply: the seed's line `✓ nothing to write — every target in sync`", a.stdout)
+        would = [ln for ln in lines if ln.startswith("→") or " would " in ln]
+        check(not would, "apply: nothing would change — the .gitignore block included", would)
+        with open(os.path.join(sb.project, ".gitignore")) as f:
+            gi = f.read()
+        check("/.codex/config.toml" in gi and "/.mcp.json" not in gi,
+              "the managed .gitignore block lists what apply wrote, never the hand-made "
+              ".mcp.json it left up to date", gi)
         b = H.run(sb, "bootstrap", e=e)
         check("✓ every target in sync" in b.stdout and "Next: agentstack doctor" in b.stdout,
               "bootstrap after apply: in sync, Next: agentstack doctor", b.stdout)
