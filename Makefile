@@ -4,7 +4,7 @@ DESTDIR ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE ?= cmake
 
-.PHONY: all deps build asan check demo bench fuzz install clean format
+.PHONY: all deps build asan check demo bench fuzz interop install clean format
 
 all: build
 
@@ -29,6 +29,9 @@ demo: build
 
 bench: build
 	@sh bench/run.sh build
+
+interop: build
+	@sh tests/interop/run.sh build/agentstack
 
 fuzz: deps
 	@sh tools/fuzz.sh

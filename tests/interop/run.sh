@@ -1,0 +1,29 @@
+#!/bin/sh
+# make interop: the real coding CLIs and MCP peers from the npm registry read
+# and drive what agentstack writes and serves. Installs the pinned packages
+# into a cache outside the repository (tests/interop/setup_clis.sh), then runs
+# every tests/interop/test_*.py against the given binary. A test that cannot
+# reach the registry exits 77 and is reported as skipped, loudly.
+set -u
+bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+here=$(dirname "$0")
+sh "$here/setup_clis.sh"
+rc=$?
+if [ $rc -eq 77 ]; then
+    echo "interop: SKIPPED — the npm registry is unreachable" >&2
+    exit 0
+elif [ $rc -ne 0 ]; then
+    exit $rc
+fi
+pass=0 fail=0 skip=0
+for t in "$here"/test_*.py; do
+    echo "== interop: $(basename "$t")"
+    AS_BIN=$bin python3 "$t"
+    case $? in
+        0) pass=$((pass + 1)) ;;
+        77) skip=$((skip + 1)); echo "interop: $(basename "$t") SKIPPED" >&2 ;;
+        *) fail=$((fail + 1)) ;;
+    esac
+done
+echo "interop: $pass passed, $fail failed, $skip skipped"
+[ $fail -eq 0 ]
