@@ -1,14 +1,18 @@
 /*
- * The hash chain — see audit.h. An append is: open, flock, make sure the
- * locked file is still the one at the path (a rotation may have renamed it
- * while we waited), hash the last line, maybe rotate, write one line.
+ * The hash chain — see audit.h. An append is: open (or reuse the open log),
+ * flock, make sure the locked file is still the one at the path (a rotation
+ * may have renamed it while we waited), hash the last line (or reuse the
+ * hash of the line this process wrote, when nothing was appended since),
+ * maybe rotate, write one line, unlock.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -126,12 +130,221 @@ static int ensure_dir(const char *path, struct as_err *err)
         *slash = '\0';
         r = fs_mkdirs(dir, 0700, err);
         struct stat st;
-        if (r == 0 && lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) &&
-            st.st_uid == geteuid() && (st.st_mode & 077))
+        if (r == 0 && lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+            (st.st_mode & 077))
             chmod(dir, 0700); /* the evidence dir is ours alone */
     }
     free(dir);
     return r;
+}
+
+/* ---- the per-process open-log cache ----------------------------------------
+ *
+ * A long-lived writer (the gateway appends one row per brokered call) keeps
+ * each log open between appends, with its directory known to exist, and
+ * remembers the hash of the line it wrote last and the size the file had
+ * right after. Correctness never rests on the cache: every append still
+ * takes flock, checks that the locked file is the one at the path (another
+ * process may have rotated or replaced it), and uses the remembered hash
+ * only when the file is exactly as this process left it (same inode, same
+ * size: every cooperating writer appends under the lock, so any other
+ * append changes the size). Anything else falls back to the full path:
+ * reopen, re-create the directory, re-hash the last line. Entries belong to
+ * the process that made them; a forked child never shares them (a shared
+ * open file description would also share the flock). */
+
+#define LOG_CACHE_N 4
+
+struct log_ent {
+    char *path;
+    int fd;
+    pid_t pid;
+    dev_t dev;
+    ino_t ino;
+    off_t size;                    /* after our last append */
+    char last[SHA256_HEX_LEN + 1]; /* hash of that line */
+    unsigned long long used;
+};
+static struct log_ent log_cache[LOG_CACHE_N];
+static unsigned long long log_tick;
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void ent_drop(struct log_ent *e)
+{
+    if (e->fd >= 0)
+        close(e->fd); /* in a forked child: its own copy; the parent's stays open */
+    free(e->path);
+    memset(e, 0, sizeof *e);
+    e->fd = -1;
+}
+
+static struct log_ent *ent_find(const char *path)
+{
+    for (size_t i = 0; i < LOG_CACHE_N; i++) {
+        struct log_ent *e = &log_cache[i];
+        if (e->path && strcmp(e->path, path) == 0) {
+            if (e->pid != getpid()) {
+                ent_drop(e);
+                return NULL;
+            }
+            return e;
+        }
+    }
+    return NULL;
+}
+
+/* Remembers fd for path (taking it over), evicting the least recently used. */
+static void ent_store(const char *path, int fd, const struct stat *st, off_t size,
+                      const char last[SHA256_HEX_LEN + 1])
+{
+    struct log_ent *e = ent_find(path);
+    if (e && e->fd != fd) {
+        close(e->fd);
+        e->fd = -1;
+    }
+    if (!e) {
+        e = &log_cache[0];
+        for (size_t i = 0; i < LOG_CACHE_N; i++) {
+            if (!log_cache[i].path) {
+                e = &log_cache[i];
+                break;
+            }
+            if (log_cache[i].used < e->used)
+                e = &log_cache[i];
+        }
+        if (e->path)
+            ent_drop(e);
+        e->path = xstrdup(path);
+    }
+    e->fd = fd;
+    e->pid = getpid();
+    e->dev = st->st_dev;
+    e->ino = st->st_ino;
+    e->size = size;
+    memcpy(e->last, last, SHA256_HEX_LEN + 1);
+    e->used = ++log_tick;
+}
+
+static void ent_forget(const char *path)
+{
+    struct log_ent *e = ent_find(path);
+    if (e)
+        ent_drop(e);
+}
+
+static void unlock_close(int fd, int keep)
+{
+    flock(fd, LOCK_UN);
+    if (!keep)
+        close(fd);
+}
+
+static int append_locked(const char *path, const strbuf *body, size_t rotate, int timeout,
+                         struct as_err *err)
+{
+    int rc = -1;
+    for (int attempt = 0; attempt < 16; attempt++) {
+        struct log_ent *e = ent_find(path);
+        int fd = e ? e->fd : -1;
+        int cached = fd >= 0;
+        if (!cached) {
+            if (ensure_dir(path, err) < 0)
+                break;
+            fd = open_log(path, 0, err);
+            if (fd < 0)
+                break;
+        }
+        if (lock_fd(fd, timeout, err) < 0) {
+            if (!cached)
+                close(fd);
+            break;
+        }
+        struct stat fst, pst;
+        if (fstat(fd, &fst) != 0 || lstat(path, &pst) != 0 || fst.st_ino != pst.st_ino ||
+            fst.st_dev != pst.st_dev) {
+            /* rotated (or replaced, or removed) since: start over from the path */
+            unlock_close(fd, cached);
+            if (cached)
+                ent_forget(path);
+            continue;
+        }
+        if ((fst.st_mode & 07777) != 0600)
+            fchmod(fd, 0600); /* re-tightened on every append */
+        char prev[SHA256_HEX_LEN + 1];
+        int terminated = 1;
+        if (fst.st_size == 0) {
+            if (predecessor_hash(path, prev, err) < 0) {
+                unlock_close(fd, cached);
+                break;
+            }
+        } else if (cached && e->ino == fst.st_ino && e->dev == fst.st_dev &&
+                   e->size == fst.st_size) {
+            memcpy(prev, e->last, sizeof prev); /* the file is as we left it */
+        } else if (last_line_hash(fd, fst.st_size, prev, &terminated, err) < 0) {
+            unlock_close(fd, cached);
+            break;
+        }
+        if (fst.st_size > 0 && rotate && (size_t)fst.st_size > rotate) {
+            char *old = xasprintf("%s.1", path);
+            if (rename(path, old) != 0) {
+                as_err_errno(err, "cannot rotate %s", path);
+                free(old);
+                unlock_close(fd, cached);
+                break;
+            }
+            free(old);
+            int nfd = open_log(path, 1, err);
+            if (nfd == -2) {
+                unlock_close(fd, cached); /* another writer already started the new file */
+                if (cached)
+                    ent_forget(path);
+                continue;
+            }
+            if (nfd < 0 || lock_fd(nfd, timeout, err) < 0) {
+                if (nfd >= 0)
+                    close(nfd);
+                unlock_close(fd, cached);
+                if (cached)
+                    ent_forget(path);
+                break;
+            }
+            unlock_close(fd, 0); /* the rotated file is never appended to again */
+            if (cached)
+                ent_forget(path);
+            cached = 0;
+            fd = nfd;
+            if (fstat(fd, &fst) != 0) {
+                unlock_close(fd, 0);
+                as_err_errno(err, "cannot stat %s", path);
+                break;
+            }
+            terminated = 1; /* the old file's state no longer matters */
+        }
+        strbuf line = SB_INIT;
+        if (!terminated)
+            sb_addc(&line, '\n'); /* close a torn line; the verifier will name it */
+        size_t from = line.len;
+        sb_add(&line, body->buf, body->len - 1);
+        if (body->len > 2)
+            sb_addc(&line, ',');
+        sb_addf(&line, "\"prev\":\"%s\"}", prev);
+        char mine[SHA256_HEX_LEN + 1];
+        sha256_hex(line.buf + from, line.len - from, mine);
+        sb_addc(&line, '\n');
+        if (write_all(fd, line.buf, line.len) != 0) {
+            as_err_errno(err, "cannot append to %s", path);
+            unlock_close(fd, 0);
+            if (cached)
+                ent_forget(path);
+        } else {
+            rc = 0;
+            flock(fd, LOCK_UN);
+            ent_store(path, fd, &fst, fst.st_size + (off_t)line.len, mine);
+        }
+        sb_release(&line);
+        break;
+    }
+    return rc;
 }
 
 int aud_append(const char *path, const json_t *rec, const struct aud_append_opts *opts,
@@ -143,8 +356,6 @@ int aud_append(const char *path, const json_t *rec, const struct aud_append_opts
         return as_err_set(err, "audit record already carries \"prev\"");
     size_t rotate = opts ? opts->rotate_bytes : 0;
     int timeout = opts && opts->lock_timeout_ms > 0 ? opts->lock_timeout_ms : AUD_LOCK_TIMEOUT_MS;
-    if (ensure_dir(path, err) < 0)
-        return -1;
 
     strbuf body = SB_INIT;
     char *dump = json_dumps(rec, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -153,70 +364,9 @@ int aud_append(const char *path, const json_t *rec, const struct aud_append_opts
     sb_adds(&body, dump);
     free(dump);
 
-    int rc = -1;
-    for (int attempt = 0; attempt < 16; attempt++) {
-        int fd = open_log(path, 0, err);
-        if (fd < 0)
-            break;
-        if (lock_fd(fd, timeout, err) < 0) {
-            close(fd);
-            break;
-        }
-        struct stat fst, pst;
-        if (fstat(fd, &fst) != 0 || lstat(path, &pst) != 0 || fst.st_ino != pst.st_ino ||
-            fst.st_dev != pst.st_dev) {
-            close(fd); /* rotated (or replaced) while we waited: start over */
-            continue;
-        }
-        char prev[SHA256_HEX_LEN + 1];
-        int terminated = 1;
-        if (fst.st_size == 0) {
-            if (predecessor_hash(path, prev, err) < 0) {
-                close(fd);
-                break;
-            }
-        } else if (last_line_hash(fd, fst.st_size, prev, &terminated, err) < 0) {
-            close(fd);
-            break;
-        } else if (rotate && (size_t)fst.st_size > rotate) {
-            char *old = xasprintf("%s.1", path);
-            if (rename(path, old) != 0) {
-                as_err_errno(err, "cannot rotate %s", path);
-                free(old);
-                close(fd);
-                break;
-            }
-            free(old);
-            int nfd = open_log(path, 1, err);
-            if (nfd == -2) {
-                close(fd); /* another writer already started the new file */
-                continue;
-            }
-            if (nfd < 0 || lock_fd(nfd, timeout, err) < 0) {
-                if (nfd >= 0)
-                    close(nfd);
-                close(fd);
-                break;
-            }
-            close(fd);
-            fd = nfd;
-            terminated = 1; /* the old file's state no longer matters */
-        }
-        strbuf line = SB_INIT;
-        if (!terminated)
-            sb_addc(&line, '\n'); /* close a torn line; the verifier will name it */
-        sb_add(&line, body.buf, body.len - 1);
-        if (body.len > 2)
-            sb_addc(&line, ',');
-        sb_addf(&line, "\"prev\":\"%s\"}\n", prev);
-        if (write_all(fd, line.buf, line.len) != 0)
-            as_err_errno(err, "cannot append to %s", path);
-        else
-            rc = 0;
-        sb_release(&line);
-        close(fd);
-        break;
-    }
+    pthread_mutex_lock(&log_mu);
+    int rc = append_locked(path, &body, rotate, timeout, err);
+    pthread_mutex_unlock(&log_mu);
     if (rc < 0 && !as_err_isset(err))
         as_err_set(err, "cannot append to %s: it keeps being rotated", path);
     sb_release(&body);
@@ -270,8 +420,7 @@ static int verify_file(const char *file, char expected[SHA256_HEX_LEN + 1], stru
         static const char tag[] = "\"prev\":\"";
         size_t tl = sizeof tag - 1;
         if (n < (ssize_t)(tl + 64 + 3) || buf[n - 1] != '}' || buf[n - 2] != '"' ||
-            memcmp(buf + n - 2 - 64 - tl, tag, tl) != 0 ||
-            !is_hex64(buf + n - 2 - 64) ||
+            memcmp(buf + n - 2 - 64 - tl, tag, tl) != 0 || !is_hex64(buf + n - 2 - 64) ||
             (buf[n - 3 - 64 - tl] != ',' && buf[n - 3 - 64 - tl] != '{')) {
             r = set_break(b, file, ln, "line does not end with \"prev\"");
             break;

@@ -9,6 +9,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -104,8 +106,7 @@ static void sniff_byte(struct mcp_idsniff *s, char c)
         }
         break;
     default:
-        if (s->depth == 1 && s->want == 1 && s->key_is_id &&
-            ((c >= '0' && c <= '9') || c == '-')) {
+        if (s->depth == 1 && s->want == 1 && s->key_is_id && ((c >= '0' && c <= '9') || c == '-')) {
             s->cap = 3;
             s->len = 0;
             s->bad = 0;
@@ -309,11 +310,20 @@ static ssize_t write_nosigpipe(int fd, const void *p, size_t n)
     return r;
 }
 
+static ssize_t writer_write(const struct mcp_writer *w, const void *p, size_t n)
+{
+    if (w->how == 1)
+        return write(w->fd, p, n);
+    if (w->how == 2)
+        return send(w->fd, p, n, MSG_NOSIGNAL);
+    return write_nosigpipe(w->fd, p, n);
+}
+
 /* Writes until done or EAGAIN. Returns 0, or -1 after writer_fail. */
 static int writer_drain(struct mcp_writer *w)
 {
     while (w->off < w->q.len) {
-        ssize_t n = write_nosigpipe(w->fd, w->q.buf + w->off, w->q.len - w->off);
+        ssize_t n = writer_write(w, w->q.buf + w->off, w->q.len - w->off);
         if (n > 0) {
             w->off += (size_t)n;
             continue;
@@ -364,6 +374,13 @@ void mcp_writer_init(struct mcp_writer *w, struct mcp_loop *loop, int fd,
     memset(w, 0, sizeof *w);
     w->loop = loop;
     w->fd = fd;
+    /* Three syscalls per write only when nothing cheaper is safe. */
+    struct stat st;
+    struct sigaction sa;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode))
+        w->how = 2;
+    else if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+        w->how = 1;
     sb_init(&w->q, 0);
     w->on_error = on_error;
     w->ctx = ctx;

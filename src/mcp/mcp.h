@@ -42,7 +42,7 @@
 #define MCP_INTERNAL_ERROR (-32603)
 #define MCP_UNSUPPORTED_VERSION (-32022)
 
-#define MCP_STDIN_LINE_MAX ((size_t)4 << 20)     /* client -> gateway line cap */
+#define MCP_STDIN_LINE_MAX ((size_t)4 << 20)      /* client -> gateway line cap */
 #define MCP_UPSTREAM_FRAME_MAX ((size_t)16 << 20) /* upstream message cap */
 #define MCP_STDERR_LOG_MAX ((size_t)1 << 20)      /* upstream stderr log rotation */
 
@@ -86,8 +86,7 @@ enum mcp_parse_status {
  * params object|array, a response's result-xor-error and error shape;
  * duplicate keys and batches are invalid. reply may be NULL; when set and the
  * status is NOT_JSON/INVALID it receives a new reference to the error reply. */
-enum mcp_parse_status mcp_parse(const char *data, size_t len, struct mcp_msg *m,
-                                json_t **reply);
+enum mcp_parse_status mcp_parse(const char *data, size_t len, struct mcp_msg *m, json_t **reply);
 void mcp_msg_clear(struct mcp_msg *m);
 
 /* Builders. "stolen" arguments are owned by the new message. */
@@ -157,7 +156,7 @@ typedef void (*mcp_line_fn)(void *ctx, enum mcp_line_kind kind, const char *data
 
 struct mcp_reader {
     strbuf buf;
-    size_t cap;      /* longest accepted line, bytes without '\n' */
+    size_t cap; /* longest accepted line, bytes without '\n' */
     int discarding;
     size_t dropped;
     struct mcp_idsniff sniff;
@@ -179,10 +178,16 @@ enum mcp_read_status mcp_reader_read(struct mcp_reader *r, int fd, mcp_line_fn f
  * interleave because one buffer is written strictly in order. The fd must
  * not be registered in the loop by anyone else (use separate read/write fds
  * for pipes). Writes never raise SIGPIPE; EPIPE is reported through
- * on_error, called from the loop, never from inside mcp_writer_send. */
+ * on_error, called from the loop, never from inside mcp_writer_send. How a
+ * write avoids SIGPIPE is decided once, at init: send(MSG_NOSIGNAL) on a
+ * socket; a plain write(2) when the process already ignores SIGPIPE (the
+ * gateway does; code that restores SIGPIPE's default later must init its
+ * writers after that); else SIGPIPE is held back around each write for the
+ * calling thread only. */
 struct mcp_writer {
     struct mcp_loop *loop;
     int fd;
+    int how; /* 0 guarded write, 1 plain write (SIGPIPE ignored), 2 send(MSG_NOSIGNAL) */
     strbuf q;
     size_t off;
     int registered;
@@ -245,20 +250,20 @@ struct mcp_client_opts {
     const char *client_version;   /* default "0.1.0" */
     const char *protocol_version; /* sent in initialize; default MCP_VERSION_DEFAULT */
     enum mcp_handshake handshake;
-    int start_timeout_ms;         /* spawn + handshake budget; default 10000 */
-    int discover_silence_ms;      /* default 1500 */
-    int kill_grace_ms;            /* shutdown after a transport failure; default 3000 */
-    size_t max_frame;             /* default MCP_UPSTREAM_FRAME_MAX */
+    int start_timeout_ms;    /* spawn + handshake budget; default 10000 */
+    int discover_silence_ms; /* default 1500 */
+    int kill_grace_ms;       /* shutdown after a transport failure; default 3000 */
+    size_t max_frame;        /* default MCP_UPSTREAM_FRAME_MAX */
     mcp_notify_fn on_notification;
     void *notify_ctx;
 };
 
 struct mcp_stdio_opts {
-    const char *const *argv;   /* argv[0] looked up in PATH when it has no '/' */
-    const char *const *envp;   /* NULL = inherit; copied and zeroed on free */
-    const char *cwd;           /* NULL = inherit */
-    const char *stderr_log;    /* 0600 file (parent made 0700), rotated to .1; NULL = discard */
-    size_t stderr_log_max;     /* default MCP_STDERR_LOG_MAX */
+    const char *const *argv; /* argv[0] looked up in PATH when it has no '/' */
+    const char *const *envp; /* NULL = inherit; copied and zeroed on free */
+    const char *cwd;         /* NULL = inherit */
+    const char *stderr_log;  /* 0600 file (parent made 0700), rotated to .1; NULL = discard */
+    size_t stderr_log_max;   /* default MCP_STDERR_LOG_MAX */
 };
 
 struct mcp_http_opts {
@@ -278,7 +283,7 @@ enum mcp_client_state {
     MCP_ST_IDLE,     /* never started */
     MCP_ST_STARTING, /* spawned/connecting, handshake in flight */
     MCP_ST_READY,
-    MCP_ST_DEAD,     /* handshake or transport failed; start() again respawns */
+    MCP_ST_DEAD, /* handshake or transport failed; start() again respawns */
     MCP_ST_CLOSING,
     MCP_ST_CLOSED,
 };
@@ -303,8 +308,7 @@ uint64_t mcp_client_call_tool(struct mcp_client *c, const char *name, const json
 void mcp_client_list_tools(struct mcp_client *c, int timeout_ms, int max_tools, int max_pages,
                            mcp_reply_fn cb, void *ctx);
 /* Sends a notification; -1 + err unless READY. params stolen. */
-int mcp_client_notify(struct mcp_client *c, const char *method, json_t *params,
-                      struct as_err *err);
+int mcp_client_notify(struct mcp_client *c, const char *method, json_t *params, struct as_err *err);
 /* Cancels a request: notifications/cancelled goes upstream when it was sent;
  * the callback gets MCP_E_CANCELLED; a late answer is dropped. */
 void mcp_client_cancel(struct mcp_client *c, uint64_t handle, const char *reason);
