@@ -183,9 +183,20 @@ struct run {
     json_t *ledger;
     VEC(const struct mf_server *) servers;
     adp_secrets mask;        /* every resolved value, for previews */
-    strvec skill_names;      /* use: the toolset's skills */
+    strvec skill_names;      /* use: the toolset's skills (as placed: bare names) */
     strvec skill_srcs;       /* parallel: resolved source dirs ("" = unresolved) */
+    struct adp_i_libset lib; /* library servers selected */
+    strvec skill_notes;      /* use: why a library skill is not placed */
 };
+
+static void run_release(struct run *R)
+{
+    vec_free(&R->servers);
+    strvec_clear(&R->skill_names);
+    strvec_clear(&R->skill_srcs);
+    adp_i_libset_free(&R->lib);
+    strvec_clear(&R->skill_notes);
+}
 
 static bool listed(const strvec *v, const char *s)
 {
@@ -360,48 +371,10 @@ static void read_and_merge(struct run *R, struct tplan *t)
 
 /* ---- skills (use) --------------------------------------------------------- */
 
-/* The toolset's skills and where each one lives (pin_collect resolves inline
- * paths, the library and git caches the same way lock and trust do). */
+/* The toolset's skills and where each one lives (libservers.c). */
 static int resolve_skills(struct run *R, struct as_err *err)
 {
-    const struct manifest *m = R->o->m;
-    const struct mf_toolset *ts = R->o->toolset ? manifest_toolset(m, R->o->toolset) : NULL;
-    if (!ts)
-        return 0;
-    for (size_t i = 0; i < ts->skills.n; i++) {
-        if (strcmp(ts->skills.v[i], "*") == 0) {
-            for (size_t k = 0; k < m->skills.n; k++)
-                if (strvec_find(&R->skill_names, m->skills.v[k].name) < 0)
-                    strvec_push(&R->skill_names, m->skills.v[k].name);
-        } else if (strvec_find(&R->skill_names, ts->skills.v[i]) < 0) {
-            strvec_push(&R->skill_names, ts->skills.v[i]);
-        }
-    }
-    if (!R->skill_names.n)
-        return 0;
-    strbuf home = SB_INIT;
-    struct as_err herr = AS_ERR_INIT;
-    bool have_home = home_dir(&home, &herr) == 0;
-    struct pin_opts po = {.toolset = R->o->toolset, .home = have_home ? home.buf : NULL};
-    pin_items items = VEC_INIT;
-    int rc = pin_collect(m, &po, &items, err);
-    for (size_t i = 0; rc == 0 && i < R->skill_names.n; i++) {
-        const char *src = "";
-        for (size_t k = 0; k < items.n; k++)
-            if (items.v[k].kind == PIN_SKILL && strcmp(items.v[k].name, R->skill_names.v[i]) == 0 &&
-                items.v[k].state == PIN_OK && items.v[k].fs_path)
-                src = items.v[k].fs_path;
-        strbuf abs = SB_INIT;
-        struct as_err re = AS_ERR_INIT;
-        if (src[0] && fs_realpath(src, &abs, &re) == 0)
-            strvec_push(&R->skill_srcs, abs.buf);
-        else
-            strvec_push(&R->skill_srcs, "");
-        sb_release(&abs);
-    }
-    pin_items_free(&items);
-    sb_release(&home);
-    return rc;
+    return adp_i_toolset_skills(R->o, &R->skill_names, &R->skill_srcs, &R->skill_notes, err);
 }
 
 static void plan_skills(struct run *R, struct tplan *t)
@@ -817,12 +790,60 @@ static int select_targets(const struct adp_registry *r, const struct adp_apply_o
     return 0;
 }
 
+static void describe_server(const struct run *R, const struct mf_server *s, strbuf *out)
+{
+    const char *ref = adp_i_libset_ref(&R->lib, s);
+    if (ref)
+        sb_addf(out, "library server '%s'", ref);
+    else
+        sb_addf(out, "[servers.%s]", s->name);
+}
+
+/* Adds what a toolset reference names: a [servers] entry, else the library's
+ * definition. Two different servers that a CLI would hold under one name
+ * ("kibana" and "team:kibana") refuse the run rather than one hiding the
+ * other. */
+static int add_server_ref(struct run *R, const char *ref, struct as_err *err)
+{
+    const struct mf_server *s = manifest_server(R->o->m, ref);
+    if (!s && !(s = adp_i_libset_get(&R->lib, R->o, ref, adp_i_check_library_pins(R->o), err)))
+        return -1;
+    for (size_t i = 0; i < R->servers.n; i++) {
+        if (R->servers.v[i] == s)
+            return 0;
+        if (strcmp(R->servers.v[i]->name, s->name) == 0) {
+            strbuf a = SB_INIT, b = SB_INIT;
+            describe_server(R, R->servers.v[i], &a);
+            describe_server(R, s, &b);
+            as_err_set(err, "%s and %s would both be written as '%s' — not rendered", a.buf,
+                       b.buf, s->name);
+            as_err_hint(err, "name only one of them in the toolsets (or select one with "
+                             "--toolset)");
+            sb_release(&a);
+            sb_release(&b);
+            return -1;
+        }
+    }
+    vec_push(&R->servers, s);
+    return 0;
+}
+
 static int select_servers(struct run *R, struct as_err *err)
 {
     const struct manifest *m = R->o->m;
     if (!R->o->toolset) {
         for (size_t i = 0; i < m->servers.n; i++)
             vec_push(&R->servers, &m->servers.v[i]);
+        /* Library servers exist for a manifest only through its toolsets:
+         * every toolset's, as lock pins them. */
+        for (size_t i = 0; i < m->toolsets.n; i++)
+            for (size_t j = 0; j < m->toolsets.v[i].servers.n; j++) {
+                const char *ref = m->toolsets.v[i].servers.v[j];
+                if (!manifest_server(m, ref) && add_server_ref(R, ref, err) != 0) {
+                    as_err_prefix(err, "toolset '%s'", m->toolsets.v[i].name);
+                    return -1;
+                }
+            }
         return 0;
     }
     const struct mf_toolset *ts = manifest_toolset(m, R->o->toolset);
@@ -837,14 +858,10 @@ static int select_servers(struct run *R, struct as_err *err)
         return -1;
     }
     for (size_t i = 0; i < ts->servers.n; i++) {
-        const struct mf_server *s = manifest_server(m, ts->servers.v[i]);
-        if (!s) {
-            as_err_set(err, "toolset '%s' references server '%s', which is not defined in %s "
-                       "(library servers are not rendered by this build)", ts->name,
-                       ts->servers.v[i], m->path);
+        if (add_server_ref(R, ts->servers.v[i], err) != 0) {
+            as_err_prefix(err, "toolset '%s'", ts->name);
             return -1;
         }
-        vec_push(&R->servers, s);
     }
     return 0;
 }
@@ -1128,7 +1145,7 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
     oo.out = out;
     if (oo.diff)
         oo.write = false;
-    struct run R = {&oo, NULL, VEC_INIT, VEC_INIT, STRVEC_INIT, STRVEC_INIT};
+    struct run R = {.o = &oo};
     desc_list descs = VEC_INIT;
     if (select_targets(r, &oo, &descs, err) != 0) {
         vec_free(&descs);
@@ -1136,9 +1153,7 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
     }
     if (select_servers(&R, err) != 0 || (oo.use && resolve_skills(&R, err) != 0)) {
         vec_free(&descs);
-        vec_free(&R.servers);
-        strvec_clear(&R.skill_names);
-        strvec_clear(&R.skill_srcs);
+        run_release(&R);
         return 1;
     }
     struct as_lock lk = {-1};
@@ -1150,7 +1165,7 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
             as_err_prefix(err, "another agentstack write is in progress");
             sb_release(&ah);
             vec_free(&descs);
-            vec_free(&R.servers);
+            run_release(&R);
             return 1;
         }
         locked = true;
@@ -1160,7 +1175,7 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
         if (locked)
             lock_release(&lk);
         vec_free(&descs);
-        vec_free(&R.servers);
+        run_release(&R);
         return 1;
     }
     char *ledger_before = json_dumps(R.ledger, JSON_SORT_KEYS | JSON_COMPACT);
@@ -1341,6 +1356,8 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
         gitignore_step(&R, r, T, nT, h, &gi_report, &n_written, &n_failed);
 
     fprintf(out, "Scope: %s\n", oo.project_scope ? "project" : "global");
+    for (size_t i = 0; i < R.skill_notes.n; i++)
+        fprintf(out, "%s\n", R.skill_notes.v[i]);
     for (size_t i = 0; i < descs.n; i++) {
         print_target(&R, &T[i]);
         print_lanes(&R, T, nT, &lanes, &T[i]);
@@ -1348,7 +1365,10 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
     }
     fputs(gi_report.buf, out);
     sb_release(&gi_report);
-    if (oo.m->skills.n && !oo.use)
+    bool toolset_skills = false;
+    for (size_t i = 0; i < oo.m->toolsets.n; i++)
+        toolset_skills |= oo.m->toolsets.v[i].skills.n > 0;
+    if ((oo.m->skills.n || toolset_skills) && !oo.use)
         fprintf(out, "· skills are not rendered by apply — place them with: agentstack use "
                 "<toolset> --write\n");
 
@@ -1444,9 +1464,7 @@ cleanup:
     free(ledger_before);
     json_decref(R.ledger);
     adp_secrets_free(&R.mask);
-    vec_free(&R.servers);
-    strvec_clear(&R.skill_names);
-    strvec_clear(&R.skill_srcs);
+    run_release(&R);
     vec_free(&descs);
     sb_release(&failed_names);
     if (locked)

@@ -38,9 +38,8 @@
 #include "base/strbuf.h"
 #include "base/vec.h"
 #include "bundle/discover.h"
+#include "bundle/lockfile.h"
 #include "bundle/manifest.h"
-
-struct lockfile;
 
 /* ---- ledger ($AGENTSTACK_HOME/state.json) -------------------------------- */
 
@@ -149,6 +148,15 @@ void adp_diff(const char *a, size_t alen, const char *b, size_t blen, const adp_
  * itself fails (callers refuse). */
 int adp_trust_gate(const struct bundle_paths *p, const struct manifest_snapshot *snap,
                    const struct manifest *m, char **refusal, struct as_err *err);
+/* The same gate with library names verified through lib (trust.h: the
+ * library module's hooks, handed in by the CLI), so a linked source or a
+ * qualified `<source>:<name>` is checked where lock pinned it. lib NULL =
+ * adp_trust_gate: the implicit local source only, where a linked-source
+ * item is unresolvable and refuses. */
+struct trust_library;
+int adp_trust_gate_lib(const struct bundle_paths *p, const struct manifest_snapshot *snap,
+                       const struct manifest *m, const struct trust_library *lib,
+                       char **refusal, struct as_err *err);
 
 /* ---- secrets at render (§4) --------------------------------------------- */
 
@@ -212,6 +220,15 @@ struct adp_apply_opts {
     const struct lockfile *lock;
     /* $AGENTSTACK_HOME, for library instruction bodies (NULL: none). */
     const char *home;
+    /* The central library, for what a toolset names that [servers] and
+     * [skills] do not declare (library servers are rendered, library skills
+     * placed by `use`): the resolver lock pins through, handed in by the
+     * caller so this module does not depend on src/library (e.g. the
+     * library module's lib_pin_lookup). NULL: the implicit local source
+     * <home>/lib. A trusted project's library server is rendered only from
+     * bytes that match its agentstack.lock row. */
+    pin_library_fn library;
+    void *library_ctx;
     bool use;                      /* `use`: also place the toolset's skills */
     bool diff;                     /* `diff`: report managed / foreign / hand-edited, write
                                     * nothing, exit 0 */

@@ -2,7 +2,8 @@
  *
  * Kept in one function so every delivery path refuses the same way: an
  * untrusted project, a project whose manifest/overlay/lock bytes changed
- * since consent, and a trusted project whose pinned content drifted. */
+ * since consent, and a trusted project whose pinned content drifted —
+ * library items verified where the caller's library hooks resolve them. */
 #include <stdlib.h>
 
 #include "adapters/engine.h"
@@ -10,8 +11,9 @@
 #include "bundle/home.h"
 #include "trust/trust.h"
 
-int adp_trust_gate(const struct bundle_paths *p, const struct manifest_snapshot *snap,
-                   const struct manifest *m, char **refusal, struct as_err *err)
+int adp_trust_gate_lib(const struct bundle_paths *p, const struct manifest_snapshot *snap,
+                       const struct manifest *m, const struct trust_library *lib,
+                       char **refusal, struct as_err *err)
 {
     *refusal = NULL;
     struct trust_status st;
@@ -29,8 +31,9 @@ int adp_trust_gate(const struct bundle_paths *p, const struct manifest_snapshot 
         struct as_err herr = AS_ERR_INIT;
         int hrc = home_dir(&home, &herr);
         struct trust_pins pins;
-        int rc = trust_verify_pins(m, p->lock, snap->lock.buf, snap->lock.len, snap->has_lock,
-                                   hrc == 0 ? home.buf : NULL, &pins, err);
+        int rc = trust_verify_pins_lib(m, p->lock, snap->lock.buf, snap->lock.len,
+                                       snap->has_lock, hrc == 0 ? home.buf : NULL, lib, &pins,
+                                       err);
         sb_release(&home);
         if (rc != 0) {
             trust_status_release(&st);
@@ -51,4 +54,10 @@ int adp_trust_gate(const struct bundle_paths *p, const struct manifest_snapshot 
     }
     trust_status_release(&st);
     return 0;
+}
+
+int adp_trust_gate(const struct bundle_paths *p, const struct manifest_snapshot *snap,
+                   const struct manifest *m, char **refusal, struct as_err *err)
+{
+    return adp_trust_gate_lib(p, snap, m, NULL, refusal, err);
 }

@@ -30,6 +30,7 @@
 #include "base/lock.h"
 #include "base/strbuf.h"
 #include "base/vec.h"
+#include "bundle/manifest.h"
 
 #define ADP_LOCK_WAIT_MS 10000
 
@@ -117,5 +118,50 @@ int adp_lane_apply(const struct adp_lane *l, const char *path, const char *text,
 void adp_lane_record(const struct adp_lane *l, json_t *ledger, const char *project_root);
 /* "instructions", "settings", "hooks". */
 const char *adp_lane_name(enum adp_lane_kind k);
+
+/* ---- central library items (apply, use) ---------------------------------- */
+
+/* The name a toolset reference takes in a CLI: "<source>:<name>" and
+ * "lib:<source>/<name>" give name (pointing into ref); else ref itself. */
+const char *adp_i_ref_bare(const char *ref);
+
+/* The library server ref names, resolved through o->library (NULL: the
+ * implicit local source under o->home), read once (regular file, no
+ * symlink, ≤ 8 MiB) and decoded with the manifest's own checks as a
+ * one-server manifest: *out (caller frees) holds it as servers.v[0], named
+ * by the bare name. check_pin: those same bytes must hash to the library
+ * row of o->lock for ref, else -1 ("not pinned" / "no longer matches
+ * agentstack.lock … — not rendered"). -1 + err (with the fix) otherwise
+ * when it cannot be found, read or decoded. */
+int adp_i_library_server(const struct adp_apply_opts *o, const char *ref, bool check_pin,
+                         struct manifest **out, struct as_err *err);
+
+/* The library servers one run selected, each loaded once however many
+ * toolsets name it (zero-initialised = empty). */
+struct adp_i_libset {
+    VEC(struct manifest *) defs; /* one-server manifests */
+    strvec refs;                 /* parallel: the reference that named each */
+};
+/* The server ref names (loaded by adp_i_library_server on first use; the
+ * pointer lives until adp_i_libset_free), or NULL + err. */
+const struct mf_server *adp_i_libset_get(struct adp_i_libset *set,
+                                         const struct adp_apply_opts *o, const char *ref,
+                                         bool check_pin, struct as_err *err);
+/* The reference s was loaded for, or NULL when s is not from the library. */
+const char *adp_i_libset_ref(const struct adp_i_libset *set, const struct mf_server *s);
+void adp_i_libset_free(struct adp_i_libset *set);
+
+/* Only a delivering run of a project checks library bytes against the lock
+ * (a preview without a lock still shows them; the gate refuses the write). */
+bool adp_i_check_library_pins(const struct adp_apply_opts *o);
+
+/* `use`: o->toolset's skills as placed (names: bare names, one link each)
+ * and where each lives (srcs, parallel; "" = not placed), resolved by
+ * pin_collect the way lock and trust resolve them (inline paths, git
+ * caches, the library through o->library, standing decisions). A library
+ * skill whose bytes do not match o->lock on a delivering run, or a name
+ * given twice, is not placed and says why in notes. */
+int adp_i_toolset_skills(const struct adp_apply_opts *o, strvec *names, strvec *srcs,
+                         strvec *notes, struct as_err *err);
 
 #endif

@@ -3,6 +3,9 @@
  * config file (04 §3, §7). Previews by default; --write writes atomically,
  * backs up, records ownership and one undo entry. A project must be Trusted
  * for its servers to be written; the machine manifest is never gated.
+ * Names a toolset takes from the central library (linked sources, qualified
+ * `<source>:<name>`) resolve through src/library, handed to the validator
+ * and the renderer as callbacks (the adapters do not depend on the library).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +18,8 @@
 #include "bundle/home.h"
 #include "bundle/manifest.h"
 #include "cli/cli.h"
+#include "library/library.h"
+#include "trust/trust.h"
 
 int cmd_apply(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_diff(int argc, char **argv, struct cli_ctx *ctx);
@@ -78,6 +83,25 @@ static void print_validation(const mf_diags *d)
     }
 }
 
+/* The central library, or NULL when sources.toml cannot be used: then no
+ * library name resolves (validation says which) and the rest still runs. */
+static struct library *open_library(void)
+{
+    struct as_err err = AS_ERR_INIT;
+    struct library *lib = lib_open(NULL, &err);
+    if (!lib) {
+        char buf[4096];
+        fprintf(stderr, "warning: the central library cannot be read: %s\n",
+                as_err_str(&err, buf, sizeof buf));
+        if (err.hint[0])
+            fprintf(stderr, "  %s\n", err.hint);
+        return NULL;
+    }
+    for (size_t i = 0; i < lib->warnings.n; i++)
+        fprintf(stderr, "warning: %s\n", lib->warnings.v[i]);
+    return lib;
+}
+
 static int run(int argc, char **argv, struct cli_ctx *ctx, bool diff)
 {
     struct apply_args a = {0};
@@ -100,6 +124,7 @@ static int run(int argc, char **argv, struct cli_ctx *ctx, bool diff)
     strbuf machine_path = SB_INIT;
     struct adp_render_env renv = {0};
     bool have_renv = false;
+    struct library *lib = NULL;
     rc = EXIT_FAIL;
 
     if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0) {
@@ -143,7 +168,11 @@ static int run(int argc, char **argv, struct cli_ctx *ctx, bool diff)
     const char **ids = xcalloc(reg.v.n + 1, sizeof(char *));
     for (size_t i = 0; i < reg.v.n; i++)
         ids[i] = reg.v.v[i]->id;
-    struct manifest_env env = {.adapter_ids = ids, .n_adapter_ids = reg.v.n};
+    lib = open_library();
+    struct manifest_env env = {.adapter_ids = ids,
+                               .n_adapter_ids = reg.v.n,
+                               .library_has = lib ? lib_manifest_has : NULL,
+                               .library_ctx = lib};
     mf_diags diags = VEC_INIT;
     size_t nerr = manifest_validate(m, &env, &diags);
     free(ids);
@@ -156,7 +185,10 @@ static int run(int argc, char **argv, struct cli_ctx *ctx, bool diff)
     }
 
     bool project_scope = project && !(a.scope && strcmp(a.scope, "global") == 0);
-    if (project && adp_trust_gate(&p, &snap, m, &refusal, &err) < 0) {
+    struct trust_library tl = {.pin = lib ? lib_pin_lookup : NULL,
+                               .has = lib ? lib_manifest_has : NULL,
+                               .ctx = lib};
+    if (project && adp_trust_gate_lib(&p, &snap, m, &tl, &refusal, &err) < 0) {
         as_err_prefix(&err, "cannot check trust");
         cli_error(&err);
         goto out;
@@ -183,6 +215,8 @@ static int run(int argc, char **argv, struct cli_ctx *ctx, bool diff)
         .operation = a.toolset ? NULL : "apply",
         .diff = diff,
         .out = stdout,
+        .library = lib ? lib_pin_lookup : NULL,
+        .library_ctx = lib,
     };
     adp_render_env_apply(&renv, &o);
     char *op = a.toolset ? xasprintf("apply --toolset %s", a.toolset) : NULL;
@@ -196,6 +230,7 @@ static int run(int argc, char **argv, struct cli_ctx *ctx, bool diff)
 out:
     if (have_renv)
         adp_render_env_release(&renv);
+    lib_free(lib);
     free(refusal);
     if (have_reg)
         adp_registry_free(&reg);

@@ -17,9 +17,9 @@ static bool fake_has(void *ctx, enum mf_item_kind kind, const char *name)
     (void)ctx;
     static const char *const skills[] = {"review", "b:review", "lib:b/review", NULL};
     static const char *const servers[] = {"kibana", "team:kibana", "lib:team/kibana", NULL};
-    const char *const *set = kind == MF_ITEM_SKILL ? skills
+    const char *const *set = kind == MF_ITEM_SKILL    ? skills
                              : kind == MF_ITEM_SERVER ? servers
-                                                       : NULL;
+                                                      : NULL;
     for (size_t i = 0; set && set[i]; i++)
         if (strcmp(set[i], name) == 0)
             return true;
