@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "adapters/adapters.h"
 #include "adapters/engine.h"
@@ -38,6 +40,8 @@
 #include "bundle/scan.h"
 #include "cli/cli.h"
 #include "guard/guard.h"
+#include "library/library.h"
+#include "onboard/onboard.h"
 #include "policy/policy.h"
 #include "trust/trust.h"
 
@@ -114,55 +118,40 @@ static void summary(struct doc *d, int s, const char *fmt, ...)
     d->sec[s].ran = true;
 }
 
-/* ---- secrets: presence only ---------------------------------------------- */
-
-/* Names defined in a .env-style file (§4.2 reader): values are never kept. */
-static void env_file_names(const char *path, strvec *out)
-{
-    strbuf b = SB_INIT;
-    struct as_err e = AS_ERR_INIT;
-    if (fs_read_file(path, (size_t)8 << 20, 0, &b, &e) < 0) {
-        sb_release_secure(&b);
-        return;
-    }
-    char *save = NULL;
-    for (char *line = strtok_r(b.buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        while (isspace((unsigned char)*line))
-            line++;
-        if (!*line || *line == '#')
-            continue;
-        if (!strncmp(line, "export ", 7))
-            line += 7;
-        char *eq = strchr(line, '=');
-        if (!eq)
-            continue;
-        char *k = line, *ke = eq;
-        while (ke > k && isspace((unsigned char)ke[-1]))
-            ke--;
-        char *v = eq + 1;
-        while (isspace((unsigned char)*v))
-            v++;
-        size_t vl = strlen(v);
-        while (vl && isspace((unsigned char)v[vl - 1]))
-            vl--;
-        if (vl >= 2 && (v[0] == '"' || v[0] == '\'') && v[vl - 1] == v[0])
-            vl -= 2;
-        if (ke > k && vl > 0)
-            strvec_push_take(out, xstrndup(k, (size_t)(ke - k)));
-    }
-    sb_release_secure(&b);
-}
-
 /* ---- sections ------------------------------------------------------------ */
 
+/* Where each reference would resolve, by presence only (06 §4.1: status
+ * surfaces locate, they never read a value): the environment, the keychain's
+ * item names (attributes only; --ci never asks a keychain), the file store
+ * and the project .env. A reference held in the file store is flagged: the
+ * value sits in plaintext on disk (errata 45) — a warning where a keychain
+ * answers (move it), a note where none does (the deliberate headless
+ * choice). A file store that is not private is an error: the chain refuses
+ * to read it. */
 static void check_secrets(struct doc *d, const struct manifest *m, const struct bundle_paths *p,
                           const char *home, const struct pol_ruleset *rs, bool ci)
 {
-    strvec have = STRVEC_INIT;
-    char *home_env = home ? xasprintf("%s/secrets.env", home) : NULL;
-    if (home_env)
-        env_file_names(home_env, &have);
-    env_file_names(p->env_file, &have);
+    (void)home;
+    strvec all = STRVEC_INIT;
+    ref_manifest_refs(m, &all);
+    struct onb_locator l;
+    onb_locator_init(&l, p->env_file, !ci && all.n > 0);
+    strvec_clear(&all);
+    const char *store = l.file_store ? l.file_store : "$AGENTSTACK_HOME/secrets.env";
+    /* The chain refuses a file store that is not private to this user
+     * (secrets/chain.c): every secret in it would fail at apply. */
+    struct stat fst;
+    bool store_ok = true;
+    if (l.file_store && lstat(l.file_store, &fst) == 0 && S_ISREG(fst.st_mode) &&
+        ((fst.st_mode & 077) || fst.st_uid != geteuid())) {
+        store_ok = false;
+        char *fix = xasprintf("chmod 600 %s", l.file_store);
+        add(d, S_SECRETS, L_ERR, fix,
+            "the file store %s is not private to you (mode %03o, owner %ld) — none of its "
+            "secrets resolve until it is",
+            l.file_store, (unsigned)(fst.st_mode & 0777), (long)fst.st_uid);
+        free(fix);
+    }
     size_t total = 0, missing = 0;
     strvec seen = STRVEC_INIT;
     for (size_t i = 0; i < m->servers.n; i++) {
@@ -177,26 +166,39 @@ static void check_secrets(struct doc *d, const struct manifest *m, const struct 
                 continue;
             strvec_push(&seen, r);
             total++;
-            const char *ev = getenv(r);
-            if ((ev && ev[0]) || strvec_find(&have, r) >= 0)
+            const char *where = onb_locate(&l, r, NULL);
+            if (where && strcmp(where, "file") == 0 && store_ok) {
+                char *fix = xasprintf("agentstack secret set %s && agentstack secret rm %s "
+                                      "--store file",
+                                      r, r);
+                add(d, S_SECRETS, l.kc_ok ? L_WARN : L_INFO, l.kc_ok ? fix : NULL,
+                    "${%s} is held in the file store %s — plaintext on disk%s", r, store,
+                    ci        ? " (--ci never asks a keychain)"
+                    : l.kc_ok ? "; the OS keychain is reachable, move it there"
+                              : " (no keychain answered here)");
+                free(fix);
+            }
+            if (where)
                 continue;
             missing++;
             char *fix = xasprintf("agentstack secret set %s", r);
             add(d, S_SECRETS, L_ERR, fix,
-                "${%s} not found (server '%s') — looked in the environment, %s and %s%s", r,
-                s->name, home_env ? home_env : "$AGENTSTACK_HOME/secrets.env", p->env_file,
-                ci ? " (a keychain is never read in --ci)" : " (the keychain is not consulted)");
+                "${%s} not found (server '%s') — looked in the environment, %s%s and %s%s%s%s", r,
+                s->name, l.kc_ok ? "the OS keychain, " : "", store, p->env_file,
+                ci        ? " (a keychain is never read in --ci)"
+                : l.kc_ok ? ""
+                          : " (the OS keychain could not be asked: ",
+                !ci && !l.kc_ok ? l.kc_why : "", !ci && !l.kc_ok ? ")" : "");
             free(fix);
         }
         strvec_clear(&refs);
     }
-    if (!missing)
+    if (!missing && section_clean(d, S_SECRETS))
         summary(d, S_SECRETS,
                 total ? "%zu secret reference%s resolved (presence only)" : "no secret references",
                 total, total == 1 ? "" : "s");
     strvec_clear(&seen);
-    strvec_clear(&have);
-    free(home_env);
+    onb_locator_free(&l);
 }
 
 /* Host of an http(s) URL, or NULL. */
@@ -832,7 +834,15 @@ int cmd_doctor(int argc, char **argv, struct cli_ctx *ctx)
             for (size_t i = 0; i < reg.v.n; i++)
                 ids[nids++] = reg.v.v[i]->id;
         }
-        struct manifest_env env = {.adapter_ids = ids, .n_adapter_ids = nids, .check_paths = true};
+        /* The central library answers for skills a toolset names without a
+         * [skills.X] table (init puts imported skills there, errata 25). */
+        struct as_err le = AS_ERR_INIT;
+        struct library *lib = lib_open(NULL, &le);
+        struct manifest_env env = {.adapter_ids = ids,
+                                   .n_adapter_ids = nids,
+                                   .check_paths = true,
+                                   .library_has = lib ? lib_manifest_has : NULL,
+                                   .library_ctx = lib};
         mf_diags diags = VEC_INIT;
         manifest_validate(m, ids ? &env : NULL, &diags);
         for (size_t i = 0; i < m->warnings.n; i++) {
@@ -851,6 +861,7 @@ int cmd_doctor(int argc, char **argv, struct cli_ctx *ctx)
             sb_release(&t);
         }
         mf_diags_free(&diags);
+        lib_free(lib);
         free(ids);
         adp_registry_free(&reg);
         if (!d.sec[S_MANIFEST].lines.n)

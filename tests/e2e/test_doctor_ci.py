@@ -107,8 +107,15 @@ with Sandbox() as sb:
           "agentstack secret set API_TOKEN")
     env = sb.env(API_TOKEN="set-in-ci")
     check(doctor(sb, env=env).returncode == 0, "secret from the process environment passes")
-    sb.write("secrets.env", "API_TOKEN=file-store\n", base=sb.ah)
-    check(doctor(sb).returncode == 0, "secret from $AGENTSTACK_HOME/secrets.env passes")
+    store = sb.write("secrets.env", "API_TOKEN=file-store\n", base=sb.ah)
+    r = doctor(sb)
+    check(r.returncode == 1 and f"chmod 600 {store}" in r.stdout and "not private" in r.stdout,
+          "a file store others can read is an error (the chain refuses to read it)", r.stdout)
+    os.chmod(store, 0o600)
+    r = doctor(sb)
+    check(r.returncode == 0 and "${API_TOKEN} is held in the file store" in r.stdout,
+          "secret from $AGENTSTACK_HOME/secrets.env passes, flagged as plaintext on disk",
+          r.stdout + r.stderr)
 
     # warnings only pass: injection heuristics and native-config drift
     with open(body, "w") as f:

@@ -93,6 +93,21 @@ def keychain_half():
         check(names["GH_PAT"]["source"] == "keychain" and not names["MISSING_ONE"]["resolved"],
               "list --json: names, sources, resolved flags", j.stdout)
 
+        # doctor locates keychain-held secrets by name, never reading a value
+        d = sb.run("doctor")
+        check("${GH_PAT}" not in d.stdout and "${MISSING_ONE} not found" in d.stdout
+              and "looked in the environment, the OS keychain," in d.stdout
+              and TOKEN not in d.stdout + d.stderr,
+              "doctor: a keychain-held secret is present; the missing one was looked for in "
+              "the keychain", d.stdout)
+        r = sb.run("secret", "set", "MISSING_ONE", "--store", "file", "--stdin", input="fs-v1\n")
+        d = sb.run("doctor")
+        check(r.returncode == 0 and "⚠ ${MISSING_ONE} is held in the file store" in d.stdout
+              and "agentstack secret set MISSING_ONE && agentstack secret rm MISSING_ONE "
+              "--store file" in d.stdout,
+              "doctor: a file-store secret with a keychain at hand is a warning with the move",
+              d.stdout)
+
         # env beats the keychain; the keychain is listed as also holding it
         lst = sb.run("secret", "list", env=sb.env(GH_PAT="from-env"))
         check("✓ GH_PAT resolved (env; also in keychain)" in lst.stdout,
@@ -153,6 +168,16 @@ def no_keychain_half():
         lst = sb.run("secret", "list", env=e)
         check("✓ T resolved (file)" in lst.stdout and "keychain:" in lst.stdout,
               "list: resolved from the file store; says why the keychain is out", lst.stdout)
+        d = sb.run("doctor", env=e)
+        check("· ${T} is held in the file store " + store in d.stdout
+              and "(no keychain answered here)" in d.stdout,
+              "doctor flags the file store (a note: no keychain here)", d.stdout)
+        os.chmod(store, 0o644)
+        d = sb.run("doctor", env=e)
+        check("not private to you" in d.stdout and "chmod 600 " + store in d.stdout,
+              "doctor: a file store others can read is an error (the chain refuses it)",
+              d.stdout)
+        os.chmod(store, 0o600)
 
         r = sb.run("secret", "set", "E1", "--env-file", "--stdin", input="env v 1\n", env=e)
         dotenv = os.path.join(sb.project, ".agentstack", ".env")
