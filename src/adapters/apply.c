@@ -868,9 +868,14 @@ static int select_servers(struct run *R, struct as_err *err)
 
 /* ---- the managed .gitignore block (§6) ------------------------------------ */
 
+/* Whether the ledger lists this target's file once this run is written.
+ * record_ledger runs only for a target that changes, so a preview predicts
+ * the same: an unchanged file keeps what the ledger says now. (A hand-made
+ * .mcp.json that already matches stays unowned: out of the block in the
+ * write and in every later preview alike, seed "nothing to write".) */
 static bool target_owns(const struct run *R, const struct tplan *t)
 {
-    if (R->o->write) {
+    if (R->o->write || !t->changed || t->failed || t->blocked) {
         json_t *e = adp_ledger_entry(R->ledger, t->key, false);
         strvec a = STRVEC_INIT;
         adp_ledger_names(e, "managed_servers", &a);
