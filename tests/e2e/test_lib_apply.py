@@ -6,8 +6,10 @@ central-library items validates, previews and renders them.
   `apply --write` renders the server into the CLI's config from the pinned
   definition; a library edit re-gates; the content scan (doctor --deep)
   flags hidden Unicode inside a library skill.
-- A linked source: qualified `team:name` refs validate and preview; a linked
-  source moved ahead of the pinned copy is never rendered unchecked.
+- A linked source: qualified `team:name` refs validate, preview, pin, pass
+  trust and render under the bare name; an edit there re-gates; the trust
+  card's scan reads its skill; a linked source moved ahead of the pinned copy
+  is never rendered.
 - Bad input: a library definition with an unknown key, two servers a CLI
   would hold under one name, an unknown source — each a clear error, nothing
   written.
@@ -149,6 +151,17 @@ def scenario_linked_source():
         check(r.returncode == 1 and "drifted" in out(r) and
               H.read(os.path.join(sb.project, ".mcp.json")) == before,
               "an edit in the linked source re-gates: nothing rendered", out(r))
+
+        # the content scan reads the linked source's skill where lock pins it
+        with open(os.path.join(team, "skills", "review", "SKILL.md"), "w") as f:
+            f.write("---\ndescription: Team review\n---\nbe\u200b careful\n")
+        r = H.run(sb, "trust", "--preview", e=e)
+        scan = json.loads(r.stdout).get("scan") or {}
+        hits = [x for x in scan.get("findings", []) if x.get("code_point") == "U+200B"]
+        check(scan.get("blocking") and hits and
+              hits[0]["file"].endswith("team/skills/review/SKILL.md"),
+              "the trust card's scan flags a zero-width space in the linked source's skill",
+              r.stdout)
 
         # an unknown source is a validation error naming it
         H.write_manifest(sb, 'version = 1\n\n[toolsets.t]\nservers = ["ghost:search"]\n')
