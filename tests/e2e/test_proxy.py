@@ -6,7 +6,8 @@ CONNECT relays bytes to a loopback echo server (local targets allowed for
 the test only), a denied host gets 403, missing/wrong tokens get 407, SNI
 mismatch / fragmented / truncated ClientHellos are refused, a hello without
 SNI passes, plain-HTTP absolute-form requests are forwarded, 1,000
-concurrent tunnels plus a slowloris client do not stall another client, and
+concurrent tunnels plus a slowloris client do not stall another client, past
+the connection cap a client gets EOF without a byte and service resumes, and
 without the allowance every loopback/private/metadata target is refused
 by the SSRF guard. Every decision must appear in the run's record.
 """
@@ -144,9 +145,12 @@ class Run:
         out, err = self.p.communicate(timeout=60)
         return self.head + out, err
 
-    def egress(self):
+    def events(self):
         with open(os.path.join(self.s.ah, "runs", self.rid, "events.jsonl")) as f:
-            return [e for e in map(json.loads, f) if e["event"] == "egress"]
+            return list(map(json.loads, f))
+
+    def egress(self):
+        return [e for e in self.events() if e["event"] == "egress"]
 
 
 def main():
@@ -259,6 +263,38 @@ def main():
         c, head = r.connect(target)
         check(head.startswith("HTTP/1.1 200 "), "another client is served meanwhile", head)
         c.close()
+        # Flood: fill the proxy up to its connection cap (the run's `limits`
+        # event); the next connection is closed without a byte, and service
+        # resumes once a slot frees.
+        cap = [e for e in r.events() if e["event"] == "limits"][0]["tunnels"]
+        refused_at, got = None, b"x"
+        for i in range(cap + 8 - len(tunnels)):
+            c = socket.create_connection(("127.0.0.1", r.port), timeout=30)
+            c.sendall(f"CONNECT {target} HTTP/1.1\r\nProxy-Authorization: {r.auth}\r\n\r\n"
+                      .encode())
+            try:
+                got = c.recv(64)
+            except OSError:
+                got = b""
+            if not got.startswith(b"HTTP/1.1 200 "):
+                c.close()
+                refused_at = len(tunnels) + 1  # + the slowloris client
+                break
+            c.sendall(hello("localhost"))
+            tunnels.append(c)
+        check(refused_at is not None and got == b"" and cap - 2 <= refused_at <= cap,
+              f"flood: past the cap ({cap}) a connection gets EOF/RST and no byte",
+              (cap, refused_at, got))
+        tunnels.pop().close()
+        served = False
+        for attempt in range(200):
+            c, head = r.connect(target)
+            c.close()
+            if head.startswith("HTTP/1.1 200 "):
+                served = True
+                break
+            time.sleep(0.01)
+        check(served, "flood: service resumes as a slot frees")
         for c in tunnels:
             c.close()
         # The slowloris client: one byte a second never completes a head; it
@@ -289,6 +325,7 @@ def main():
         check(any(e["host"] == "blocked.invalid" and e["layer"] == "machine" for e in denies),
               "the denied host is recorded with its layer", rules)
         check(any(e["port"] == 22 for e in denies), "the port denial is recorded")
+        check(not any(e["port"] == 1 for e in eg), "the slowloris client left no event")
         check(sum("credentials" in e.get("rule", "") for e in denies) == 2,
               "both 407s are recorded", rules)
         for part in ("does not match CONNECT host 'localhost'", "unverifiable TLS ClientHello",

@@ -3,8 +3,9 @@
 The seed's transcript (BLOCKED without the proxy, the denied host refused
 and shown by `report`), host-loopback services unreachable from inside while
 the proxy works, domain fronting (SNI mismatch) with openssl s_client, the
-token (407), literal IPs and the metadata address, non-TLS tunnels, plain
-HTTP forwarding, `runs`, and the evidence chain. Upstreams are local HTTP
+token (407), literal IPs and the metadata address (mapped and 6to4 forms
+too), non-TLS tunnels, plain HTTP forwarding, SIGINT (recorded, nothing
+left behind), `runs`, and the evidence chain. Upstreams are local HTTP
 and TLS servers on 127.0.0.1; nothing leaves the machine.
 """
 import http.server
@@ -12,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import ssl
 import subprocess
 import sys
@@ -164,11 +166,16 @@ def main():
 
         # Literal IPs (incl. the metadata address) under lockdown.
         r, rid = lockdown(s, "curl -sS -m 5 https://1.1.1.1/; "
-                             "curl -sS -m 5 https://169.254.169.254/; "
-                             "curl -sS -m 5 'https://[::ffff:169.254.169.254]/'; true")
+                             "curl -sS -m 5 http://169.254.169.254/latest/meta-data/; "
+                             "curl -sS -m 5 'https://[::ffff:169.254.169.254]/'; "
+                             "curl -sS -m 5 'https://[2002:a9fe:a9fe::]/'; "
+                             "curl -sS -m 5 'https://[::1]/'; "
+                             "curl -sS -m 5 https://2130706433/; true",
+                          AGENTSTACK_ALLOW_LOCAL_TARGETS="1")
         eg = events(s, rid, "egress")
-        check(len(eg) == 3 and all("literal-IP" in e["rule"] for e in eg),
-              "literal IPs are refused under lockdown", eg)
+        check(len(eg) == 6 and all("literal-IP" in e["rule"] and not e["allowed"] for e in eg),
+              "literal IPs (metadata, mapped, 6to4, ::1, 2130706433) are refused under lockdown "
+              "— even with the test allowance", eg)
 
         # Non-TLS through a tunnel under lockdown.
         r, rid = lockdown(s, f"curl -sS -m 5 -p http://localhost:{P}/tunnelled; true",
@@ -176,6 +183,39 @@ def main():
         eg = events(s, rid, "egress")
         check(eg and "non-TLS" in eg[-1]["rule"] and "hello-from" not in r.stdout,
               "a plaintext tunnel is refused under lockdown", eg)
+
+        # SIGINT during a lockdown run: the harness ends, the exit is
+        # recorded, no process of the run is left, nothing is staged.
+        marker = "31337.25"
+        pr = subprocess.Popen([BIN, "run", "--lockdown", "shtest", "--", "-c",
+                               f"sleep {marker} & echo ready; wait"],
+                              cwd=s.project, env=s.env(), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+        head = ""
+        for line in pr.stdout:
+            head += line
+            if line.strip() == "ready":
+                break
+        pr.send_signal(signal.SIGINT)
+        out, err = pr.communicate(timeout=60)
+        rid = run_id(head)
+        ex = events(s, rid, "sandbox_exited") if rid else []
+        check(pr.returncode != 0 and len(ex) == 1
+              and (ex[0].get("signal") == signal.SIGINT or ex[0].get("code") == 130
+                   or ("code" not in ex[0] and "signal" not in ex[0])),
+              "SIGINT ends a lockdown run and sandbox_exited is recorded", (pr.returncode, ex))
+        left = []
+        for p in os.listdir("/proc"):
+            if p.isdigit():
+                try:
+                    with open(f"/proc/{p}/cmdline", "rb") as f:
+                        if marker.encode() in f.read():
+                            left.append(p)
+                except OSError:
+                    pass
+        check(left == [], "no process of the interrupted run is left", left)
+        check(rid and sorted(os.listdir(os.path.join(s.ah, "runs", rid)))
+              == ["events.jsonl", "posture"], "nothing is staged or left beside the record")
 
         # runs, unknown ids, the chain.
         r = s.run("runs")

@@ -6,7 +6,9 @@ the workspace writable, and the banner says UNTRUSTED. Once trusted, the
 project's write scope applies, its [policy.egress] narrows egress (project
 layer), and under --lockdown its declared HTTP server hosts are refused at
 the proxy ("gateway relay"). A changed bundle is CHANGED and again delivers
-nothing. A broken machine policy refuses every run (errata 17).
+nothing. Under --lockdown an untrusted bundle's declared servers are neither
+named nor fenced and nothing is rendered into the sandbox home. A broken
+machine policy refuses every run (errata 17).
 """
 import json
 import os
@@ -51,6 +53,36 @@ def main():
         check("read-only" in r.stdout and not os.path.exists(os.path.join(s.project, "p.txt")),
               "an untrusted project cannot grant itself a writable workspace", r.stdout)
         check("routed through the gateway" not in r.stdout, "no gateway routing untrusted")
+
+        # Untrusted under --lockdown: the banner says nothing is delivered,
+        # and nothing is: no declared server is named or fenced, nothing is
+        # rendered into the sandbox home, the project's policy layer is unused.
+        r = s.run("run", "--lockdown", "shtest", "--", "-c",
+                  "ls -A /root | wc -l; cat /workspace/.agentstack/agentstack.toml >/dev/null "
+                  "&& echo can-read-manifest")
+        rid = run_id(r.stdout)
+        check(r.returncode == 0 and "UNTRUSTED" in r.stdout
+              and "nothing from the bundle is delivered" in r.stdout,
+              "lockdown, untrusted: the banner says nothing from the bundle is delivered",
+              r.stdout + r.stderr)
+        check("nothing from it is delivered (no servers, skills or secrets)" in r.stderr
+              and "not routed" not in r.stderr and "mcp.example.com" not in r.stderr,
+              "lockdown, untrusted: no declared server is named or routed", r.stderr)
+        check(r.stdout.splitlines()[-1:] == ["can-read-manifest"] and "\n0\n" in r.stdout,
+              "lockdown, untrusted: the sandbox home is empty (nothing rendered into it)",
+              r.stdout)
+        home = os.path.join(s.ah, "sandbox-home", "shtest")
+        check(os.path.isdir(home) and os.listdir(home) == [],
+              "lockdown, untrusted: nothing was written for the harness on the host", home)
+        with open(os.path.join(s.ah, "runs", rid or "x", "events.jsonl")) as f:
+            st = json.loads(f.readline())
+        check(st.get("event") == "sandbox_started" and st.get("trust") == "untrusted",
+              "lockdown, untrusted: the record says untrusted", st)
+        p = s.run("run", "--lockdown", "--plan", "shtest", "--", "-c", "true")
+        check("gateway-only host" not in p.stdout and "no servers to route" in p.stdout
+              and "read-only" in p.stdout,
+              "lockdown, untrusted --plan: no server, no gateway-only host, no write grant",
+              p.stdout)
 
         # Trust it.
         p = s.run("trust", ".", "--preview")
