@@ -192,7 +192,9 @@ def validate(env, logs):
         return {"error": r.stdout[-2000:] + r.stderr[-2000:]}
 
 
-def check_schema(env, logs, label, want_versions):
+def check_schema(env, logs, label, want_versions, known=None):
+    """Validates the logs; `known(error)` may name a known gateway bug, whose
+    errors are printed as xfail lines instead of failing the check."""
     rep = validate(env, logs)
     if "error" in rep:
         check(False, f"{label}: the schema validator ran", rep["error"])
@@ -200,6 +202,14 @@ def check_schema(env, logs, label, want_versions):
     for log in logs:
         e = rep.get(log, {})
         seen = set(e.get("versions", {}))
+        errors = []
+        for err in e.get("errors", []):
+            why = known(err) if known else None
+            if why:
+                print(f"xfail {label}: {why}: {err['def']} {err['problems'][:2]}")
+            else:
+                errors.append(err)
+        e["errors"] = errors
         check(e.get("checked", 0) > 0 and not e.get("errors") and seen <= set(want_versions)
               and seen,
               f"{label}: {e.get('checked', 0)} gateway messages in {os.path.basename(log)} "
