@@ -9,9 +9,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <openssl/params.h>
 
 /* A failing digest primitive means a broken libcrypto, not bad input: there is
  * no caller that could recover, so stop like an out-of-memory condition. */
@@ -21,12 +24,48 @@ static void crypto_fail(const char *what)
     abort();
 }
 
+/* OpenSSL 3 resolves EVP_sha256() and HMAC() by name through the provider
+ * store on every use (an implicit fetch: locks, a hash lookup, refcounts),
+ * which cost more than hashing a short audit line. Both are fetched once per
+ * process and kept for its life; a fetched EVP_MD/EVP_MAC and a configured
+ * EVP_MAC_CTX are read-only afterwards, so threads may share them. */
+static pthread_once_t fetch_once = PTHREAD_ONCE_INIT;
+static EVP_MD *g_md;
+static EVP_MAC_CTX *g_hmac; /* HMAC with SHA-256 set, no key: dup'ed per call */
+
+static void fetch_all(void)
+{
+    g_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+    EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    if (mac) {
+        g_hmac = EVP_MAC_CTX_new(mac);
+        EVP_MAC_free(mac); /* the context holds its own reference */
+        char digest[] = "SHA256";
+        OSSL_PARAM params[] = {
+            OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+            OSSL_PARAM_construct_end(),
+        };
+        if (g_hmac && EVP_MAC_CTX_set_params(g_hmac, params) != 1) {
+            EVP_MAC_CTX_free(g_hmac);
+            g_hmac = NULL;
+        }
+    }
+}
+
+static const EVP_MD *md_sha256(void)
+{
+    if (pthread_once(&fetch_once, fetch_all) != 0 || !g_md)
+        crypto_fail("EVP_MD_fetch(SHA256)");
+    return g_md;
+}
+
 void sha256_init(sha256_ctx *c)
 {
+    const EVP_MD *alg = md_sha256();
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     if (!md)
         crypto_fail("EVP_MD_CTX_new");
-    if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
+    if (EVP_DigestInit_ex2(md, alg, NULL) != 1)
         crypto_fail("EVP_DigestInit_ex");
     c->md = md;
 }
@@ -190,14 +229,22 @@ void hmac_sha256(const void *key, size_t keylen, const void *data, size_t len,
                  uint8_t out[SHA256_LEN])
 {
     static const unsigned char empty[1];
-    unsigned int n = 0;
     if (keylen > INT32_MAX)
         crypto_fail("HMAC key length");
-    /* OpenSSL treats a NULL key specially; an empty key must still be a key. */
-    if (!HMAC(EVP_sha256(), key ? key : empty, (int)keylen,
-              data ? (const unsigned char *)data : empty, len, out, &n) ||
-        n != SHA256_LEN)
+    md_sha256(); /* runs fetch_all once */
+    if (!g_hmac)
+        crypto_fail("EVP_MAC_fetch(HMAC)");
+    EVP_MAC_CTX *c = EVP_MAC_CTX_dup(g_hmac);
+    if (!c)
+        crypto_fail("EVP_MAC_CTX_dup");
+    size_t n = 0;
+    /* An empty key must still be a key: a NULL one would mean "keep the
+     * previous key", which a fresh duplicate does not have. */
+    if (EVP_MAC_init(c, key ? key : empty, keylen, NULL) != 1 ||
+        EVP_MAC_update(c, data ? (const unsigned char *)data : empty, data ? len : 0) != 1 ||
+        EVP_MAC_final(c, out, &n, SHA256_LEN) != 1 || n != SHA256_LEN)
         crypto_fail("HMAC");
+    EVP_MAC_CTX_free(c);
 }
 
 int ct_equal(const void *a, const void *b, size_t n)
