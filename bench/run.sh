@@ -3,7 +3,8 @@
 # same run (a direct connection, a raw syscall, a peer tool), because
 # absolute times on shared machines drift. Runs every bench/*_bench.sh with
 # the build dir; a script that fails or overruns its time budget becomes a
-# "skipped: <why>" row and the table goes on.
+# "skipped: <why>" row and the table goes on (exit 77 means "skipped", with
+# the reason as the last line on stderr).
 # Usage: sh bench/run.sh <builddir>   (a Release build; see docs/performance.md)
 set -u
 B=${1:-build}
@@ -28,7 +29,7 @@ printf '%-34s %12s %12s %10s\n' "benchmark" "ours" "baseline" "delta"
 
 # Fixed order (start-up first, the slow callgrind rows last), then any
 # script added later.
-order="startup gateway proxy lock toml callgrind"
+order="startup gateway interop proxy lock toml callgrind"
 for s in "$here"/*_bench.sh; do
     n=$(basename "$s" _bench.sh)
     case " $order " in *" $n "*) ;; *) order="$order $n" ;; esac
@@ -46,6 +47,8 @@ for n in $order; do
     else
         if [ $rc -eq 124 ]; then
             why="timed out after ${budget}s"
+        elif [ $rc -eq 77 ]; then # the automake/ctest "skipped" code: the reason is on stderr
+            why=$(grep -v '^[[:space:]]*$' "$err" | tail -n 1)
         else
             why="exit $rc: $(grep -v '^[[:space:]]*$' "$err" | tail -n 1)"
         fi
