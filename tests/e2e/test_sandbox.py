@@ -2,7 +2,8 @@
 
 Plan output, identity (never uid 0 inside, no capabilities, no-new-privs,
 seccomp), the read-only workspace and the [policy.filesystem] write grant,
-.env shadowing, host files invisible, the seccomp deny-list (AF_UNIX,
+.env shadowing, host files invisible, host submounts below a read-only
+bind read-only too, the seccomp deny-list (AF_UNIX,
 clone3, unshare, mount, TIOCSTI), exit-code and signal propagation, the
 whole tree dying with the run, refusals when user namespaces or a fresh
 /proc are unavailable, and the same run as an unprivileged user.
@@ -277,6 +278,22 @@ def main():
             check(r.returncode == 1 and "unobserved" in r.stderr
                   and "SHOULD-NOT-RUN" not in r.stdout, "unobserved runs are refused", r.stderr)
             os.unlink(runs)
+
+        # A host mount below a read-only bind (here a tmpfs on /usr/local/src,
+        # in a private mount namespace of this test only) is read-only inside.
+        if os.geteuid() == 0 and os.path.isdir("/usr/local/src"):
+            r = subprocess.run(
+                ["unshare", "-m", "--propagation", "private", "sh", "-c",
+                 'mount -t tmpfs none /usr/local/src && touch /usr/local/src/host-ok && '
+                 'exec "$@"', "sh", BIN, "run", "--sandbox", "shtest", "--", "-c",
+                 "ls /usr/local/src; touch /usr/local/src/x && echo WROTE; "
+                 "grep ' /usr/local/src ' /proc/self/mountinfo"],
+                cwd=s.project, env=s.env(), capture_output=True, text=True, timeout=60)
+            check("host-ok" in r.stdout and "WROTE" not in r.stdout
+                  and "Read-only file system" in r.stderr
+                  and re.search(r" /usr/local/src ro,nosuid,nodev", r.stdout) is not None,
+                  "a submount of a read-only bind is read-only, nosuid, nodev inside",
+                  r.stdout + r.stderr)
 
     # The same as an ordinary user (user namespaces, no root anywhere).
     if os.geteuid() == 0 and shutil.which("setpriv"):
