@@ -112,8 +112,14 @@ struct adp_skills_req {
     const char *contain_root;   /* project scope: links are placed only inside it */
     strvec names;               /* the toolset's skills */
     strvec sources;             /* parallel: absolute source directory ("" = unresolved) */
+    /* Parallel (may be shorter: missing = ""): why a skill with source "" is
+     * not placed. ADP_SKILL_BLOCKED = a standing "block" trust decision (not
+     * a failure; a link of ours there is removed); other text is the reason
+     * shown instead of "could not be resolved" (a failure). */
+    strvec why;
     const strvec *managed;      /* names the ledger says we placed here */
 };
+#define ADP_SKILL_BLOCKED "blocked"
 struct adp_skills_plan {
     strvec lines;               /* what will happen, one line each */
     strvec placed;              /* names that are ours afterwards */
@@ -123,7 +129,8 @@ struct adp_skills_plan {
     size_t failed;
 };
 /* Plans the links (read-only): link what is missing, relink our stale
- * links, unlink ours that left the toolset, never touch anything else. */
+ * links, unlink ours that left the toolset or were blocked, never touch
+ * anything else. */
 void adp_skills_plan(const struct adp_skills_req *q, struct adp_skills_plan *p);
 int adp_skills_write(const struct adp_skills_req *q, const struct adp_skills_plan *p,
                      struct as_err *err);
@@ -186,7 +193,8 @@ struct adp_render_env {
 /* p/snap: the project (NULL or !p->found for the machine manifest).
  * global_scope: a project rendering into the user's files inherits the
  * machine layer's [instructions] (m is changed). -1 + err when the machine
- * file is broken (fail closed) or policy does not compile. */
+ * file is broken (fail closed) or policy does not compile; then e holds
+ * nothing (no release needed, a release is harmless). */
 int adp_render_env_init(struct adp_render_env *e, struct manifest *m,
                         const struct bundle_paths *p, const struct manifest_snapshot *snap,
                         bool global_scope, struct as_err *err);

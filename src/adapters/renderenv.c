@@ -23,7 +23,7 @@ int adp_render_env_init(struct adp_render_env *e, struct manifest *m,
         sb_setlen(&e->home, 0);
     e->resolver = adp_resolver_new(m, p && p->found ? p->env_file : NULL, err);
     if (!e->resolver)
-        return -1;
+        goto fail;
     if (p && p->found && snap && snap->has_lock) {
         struct as_err le = AS_ERR_INIT;
         e->lock = lockfile_parse(p->lock, snap->lock.buf, snap->lock.len, &le);
@@ -37,11 +37,15 @@ int adp_render_env_init(struct adp_render_env *e, struct manifest *m,
         int absent = 0;
         e->machine = manifest_load_machine(&absent, err);
         if (!e->machine && !absent)
-            return -1; /* a broken machine file fails closed (errata 17) */
+            goto fail; /* a broken machine file fails closed (errata 17) */
         as_err_clear(err);
         manifest_inherit_instructions(m, e->machine);
     }
     return 0;
+fail:
+    /* Callers release only an env that initialised: nothing may be left. */
+    adp_render_env_release(e);
+    return -1;
 }
 
 void adp_render_env_apply(const struct adp_render_env *e, struct adp_apply_opts *o)

@@ -165,10 +165,14 @@ static int end_one(const char *dir, json_t *s, adp_hist_list *hl, json_t *ledger
 }
 
 /* The start time of a process (field 22 of /proc/<pid>/stat), so a
- * recycled pid is never mistaken for a live launcher. "" when unknown. */
-static void proc_start(pid_t pid, char *out, size_t n)
+ * recycled pid is never mistaken for a live launcher, and its state (field
+ * 3: 'Z' zombie, 'X' dead — a launcher that exited but was not reaped yet is
+ * gone all the same). out "" and *state 0 when unknown. */
+static void proc_start(pid_t pid, char *out, size_t n, char *state)
 {
     out[0] = '\0';
+    if (state)
+        *state = 0;
     char path[64], buf[4096];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     FILE *f = fopen(path, "r");
@@ -178,6 +182,8 @@ static void proc_start(pid_t pid, char *out, size_t n)
     fclose(f);
     buf[len] = '\0';
     char *p = strrchr(buf, ')'); /* the comm field may hold spaces and parens */
+    if (p && state && p[1] == ' ' && p[2])
+        *state = p[2];
     for (int field = 2; p && field < 22; field++)
         p = strchr(p + 1, ' ');
     if (p)
@@ -220,9 +226,9 @@ int adp_run_recover(FILE *out, size_t *recovered, struct as_err *err)
             continue; /* a `session start`: ended by hand, never behind the user's back */
         pid_t pid = (pid_t)json_integer_value(jp);
         const char *was = json_string_value(json_object_get(v, "pid_start"));
-        char now[32];
-        proc_start(pid, now, sizeof now);
-        bool alive = now[0] && (!was || strcmp(was, now) == 0);
+        char now[32], state = 0;
+        proc_start(pid, now, sizeof now, &state);
+        bool alive = now[0] && state != 'Z' && state != 'X' && (!was || strcmp(was, now) == 0);
         if (!alive)
             strvec_push(&dead, k);
     }
@@ -287,7 +293,7 @@ static int session_start(const struct adp_registry *r, const struct adp_apply_op
                             log);
     if (run_id) {
         char st[32];
-        proc_start(getpid(), st, sizeof st);
+        proc_start(getpid(), st, sizeof st, NULL);
         json_object_set_new(rec, "run_id", json_string(run_id));
         json_object_set_new(rec, "pid", json_integer((json_int_t)getpid()));
         json_object_set_new(rec, "pid_start", json_string(st));

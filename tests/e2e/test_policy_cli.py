@@ -195,12 +195,9 @@ with Sandbox() as sb:
               and "nothing ran" in t, "broken machine file: mcp first call refused", t)
         g.close()
 
-    # apply (ASan leak checks off for this one call only: cmd_apply's error path
-    # leaks its render env's home buffer — reported to the adapters owner; the
-    # refusal is what this test is about)
-    env = sb.env(ASAN_OPTIONS="detect_leaks=0")
+    # apply: refuses, and (under ASan) leaks nothing on that error path
     for args in (["apply"], ["apply", "--write"]):
-        r = sb.run(*args, env=env)
+        r = sb.run(*args)
         check(r.returncode == 1 and "refusing to continue" in r.stderr and
               names_location_and_fix(r.stderr, mp, loc),
               f"broken machine file: {' '.join(args)} refuses", out(r))

@@ -1,11 +1,13 @@
 /* The clean-at-rest API `run <cli> --profile` uses: inject activates the
  * toolset and records the launcher; revert puts every byte back; recover
  * finishes the revert when the launcher died, and never touches a run whose
- * launcher is alive or a hand-started session. */
+ * launcher is alive or a hand-started session. A launcher that exited but
+ * was not reaped yet (a zombie) is dead, not alive. */
 #include "testutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -145,6 +147,37 @@ static void crashed_launcher_recovered(void **state)
     fclose(out);
 }
 
+static void zombie_launcher_recovered(void **state)
+{
+    struct fx *f = *state;
+    FILE *out = fopen("/dev/null", "w");
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct as_err e = AS_ERR_INIT;
+        _exit(inject(f, out, &e) == 0 ? 0 : 3);
+    }
+    /* Wait for the exit without reaping: the launcher stays a zombie, its
+     * /proc/<pid>/stat still there with the same start time. */
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    assert_int_equal(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
+    assert_int_equal(si.si_status, 0);
+    char *t = cfg_text(f);
+    assert_non_null(strstr(t, "\"notes\""));
+    free(t);
+    size_t n = 0;
+    struct as_err e = AS_ERR_INIT;
+    assert_int_equal(adp_run_recover(out, &n, &e), 0);
+    assert_int_equal(n, 1);
+    t = cfg_text(f);
+    assert_string_equal(t, BEFORE);
+    free(t);
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    fclose(out);
+}
+
 static void hand_session_never_recovered(void **state)
 {
     struct fx *f = *state;
@@ -171,6 +204,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(inject_revert, setup, teardown),
         cmocka_unit_test_setup_teardown(crashed_launcher_recovered, setup, teardown),
+        cmocka_unit_test_setup_teardown(zombie_launcher_recovered, setup, teardown),
         cmocka_unit_test_setup_teardown(hand_session_never_recovered, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
