@@ -86,6 +86,7 @@ static void tplan_free(struct tplan *t)
     vec_free(&t->lanes);
     strvec_clear(&t->sreq.names);
     strvec_clear(&t->sreq.sources);
+    strvec_clear(&t->sreq.why);
     strvec_clear(&t->smanaged);
     adp_skills_plan_free(&t->splan);
 }
@@ -185,6 +186,7 @@ struct run {
     adp_secrets mask;        /* every resolved value, for previews */
     strvec skill_names;      /* use: the toolset's skills (as placed: bare names) */
     strvec skill_srcs;       /* parallel: resolved source dirs ("" = unresolved) */
+    strvec skill_why;        /* parallel: why "" (adp_skills_req.why) */
     struct adp_i_libset lib; /* library servers selected */
     strvec skill_notes;      /* use: why a library skill is not placed */
 };
@@ -194,6 +196,7 @@ static void run_release(struct run *R)
     vec_free(&R->servers);
     strvec_clear(&R->skill_names);
     strvec_clear(&R->skill_srcs);
+    strvec_clear(&R->skill_why);
     adp_i_libset_free(&R->lib);
     strvec_clear(&R->skill_notes);
 }
@@ -374,7 +377,8 @@ static void read_and_merge(struct run *R, struct tplan *t)
 /* The toolset's skills and where each one lives (libservers.c). */
 static int resolve_skills(struct run *R, struct as_err *err)
 {
-    return adp_i_toolset_skills(R->o, &R->skill_names, &R->skill_srcs, &R->skill_notes, err);
+    return adp_i_toolset_skills(R->o, &R->skill_names, &R->skill_srcs, &R->skill_why,
+                                &R->skill_notes, err);
 }
 
 static void plan_skills(struct run *R, struct tplan *t)
@@ -410,6 +414,7 @@ static void plan_skills(struct run *R, struct tplan *t)
             continue;
         strvec_push(&t->sreq.names, R->skill_names.v[i]);
         strvec_push(&t->sreq.sources, R->skill_srcs.v[i]);
+        strvec_push(&t->sreq.why, R->skill_why.v[i]);
     }
     if (o->project_scope && adp_i_check_contained(t->skills_dir, o->project_root, &t->serr) != 0) {
         t->skills_failed = true;

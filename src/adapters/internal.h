@@ -121,9 +121,9 @@ const char *adp_lane_name(enum adp_lane_kind k);
 
 /* ---- central library items (apply, use) ---------------------------------- */
 
-/* The name a toolset reference takes in a CLI: "<source>:<name>" and
- * "lib:<source>/<name>" give name (pointing into ref); else ref itself. */
-const char *adp_i_ref_bare(const char *ref);
+/* The name a toolset reference takes in a CLI is its bare name:
+ * pin_ref_name (bundle/lockfile.h), the one split lock, trust and the
+ * validator share. */
 
 /* The library server ref names, resolved through o->library (NULL: the
  * implicit local source under o->home), read once (regular file, no
@@ -158,10 +158,13 @@ bool adp_i_check_library_pins(const struct adp_apply_opts *o);
 /* `use`: o->toolset's skills as placed (names: bare names, one link each)
  * and where each lives (srcs, parallel; "" = not placed), resolved by
  * pin_collect the way lock and trust resolve them (inline paths, git
- * caches, the library through o->library, standing decisions). A library
- * skill whose bytes do not match o->lock on a delivering run, or a name
- * given twice, is not placed and says why in notes. */
+ * caches, the library through o->library, standing decisions: a kept skill
+ * lives at its approved copy). why (parallel) says why a "" is not placed:
+ * ADP_SKILL_BLOCKED for a blocked skill, a reason for a kept skill whose
+ * approved copy is gone, "" otherwise. A library skill whose bytes do not
+ * match o->lock on a delivering run, or a name given twice, is not placed
+ * and says why in notes. */
 int adp_i_toolset_skills(const struct adp_apply_opts *o, strvec *names, strvec *srcs,
-                         strvec *notes, struct as_err *err);
+                         strvec *why, strvec *notes, struct as_err *err);
 
 #endif

@@ -184,24 +184,37 @@ static void plan_instructions(const struct adp_apply_opts *o, json_t *ledger,
     }
 }
 
-/* A library fragment: <home>/lib/instructions/<n>/instruction.toml with a
- * `body` string, or a `path` (relative, inside that directory; default
- * instruction.md) naming the Markdown file. */
-static int library_body(const struct adp_apply_opts *o, const char *name, strbuf *pinned,
-                        strbuf *body, struct as_err *err)
+/* Where a library fragment's instruction.toml lives: the caller's library
+ * resolver first (as pin_collect asks it), else the implicit local source
+ * <home>/lib/instructions/<n>/. */
+static int library_toml(const struct adp_apply_opts *o, const char *name, strbuf *toml,
+                        struct as_err *err)
 {
+    if (o->library) {
+        int r = o->library(o->library_ctx, PIN_INSTRUCTION, name, toml, err);
+        if (r != 0)
+            return r < 0 ? -1 : 0;
+        as_err_clear(err);
+    }
     if (!o->home)
         return as_err_set(err, "no agentstack home for the library");
-    strbuf dir = SB_INIT;
-    sb_addf(&dir, "%s/lib/instructions/%s", o->home, name);
-    sb_addf(pinned, "%s/instruction.toml", dir.buf);
+    sb_reset(toml);
+    sb_addf(toml, "%s/lib/instructions/%s/instruction.toml", o->home, name);
+    return 0;
+}
+
+/* A library fragment's body: the instruction.toml at toml (the library's
+ * copy, or the content store's approved copy of it) with a `body` string, or
+ * a `path` (relative, inside dir — the item's library directory; default
+ * instruction.md) naming the Markdown file. */
+static int library_body(const char *toml, const char *dir, strbuf *body, struct as_err *err)
+{
     int rc = -1;
-    toml_value *t = fs_exists(pinned->buf) ? toml_parse_file(pinned->buf, FRAGMENT_MAX, err)
-                                           : NULL;
+    toml_value *t = fs_exists(toml) ? toml_parse_file(toml, FRAGMENT_MAX, err) : NULL;
     if (!t) {
         if (!as_err_isset(err))
-            as_err_set(err, "%s is missing", pinned->buf);
-        goto out;
+            as_err_set(err, "%s is missing", toml);
+        return -1;
     }
     const toml_value *b = toml_get(t, "body");
     const toml_value *p = toml_get(t, "path");
@@ -211,15 +224,32 @@ static int library_body(const struct adp_apply_opts *o, const char *name, strbuf
     } else {
         strbuf file = SB_INIT;
         const char *rel = p && p->type == TOML_STRING ? p->u.str.s : "instruction.md";
-        if (fs_safe_join(dir.buf, rel, 1, &file, err) == 0 &&
+        if (fs_safe_join(dir, rel, 1, &file, err) == 0 &&
             fs_read_file(file.buf, FRAGMENT_MAX, 1, body, err) == 0)
             rc = 0;
         sb_release(&file);
     }
-out:
     toml_free(t);
-    sb_release(&dir);
     return rc;
+}
+
+/* The standing decision (§6.8) on the fragment compiled for in/pick, as
+ * pin_collect applied it (kept: fs_path is the approved copy; blocked or
+ * unavailable: omitted), or NULL when the fragment carries none. */
+static const struct pin_item *decided_item(const pin_items *decided,
+                                           const struct mf_instruction *in, long pick)
+{
+    for (size_t i = 0; decided && i < decided->n; i++) {
+        const struct pin_item *it = &decided->v[i];
+        if (it->decision == PIN_DECISION_NONE || strcmp(it->name, in->name) != 0)
+            continue;
+        if (pick < 0 && it->kind == PIN_INSTRUCTION)
+            return it;
+        if (pick >= 0 && it->kind == PIN_VARIANT && it->sub &&
+            strtol(it->sub, NULL, 10) == pick)
+            return it;
+    }
+    return NULL;
 }
 
 static const char *locked_checksum(const struct lockfile *lock, const struct mf_instruction *in,
@@ -249,7 +279,8 @@ static size_t trim_nl(const char *s, size_t n)
     return n;
 }
 
-static void compile_instructions(const struct adp_apply_opts *o, struct adp_lane *l)
+static void compile_instructions(const struct adp_apply_opts *o, struct adp_lane *l,
+                                 const pin_items *decided)
 {
     const struct manifest *m = o->m;
     strbuf content = SB_INIT;
@@ -259,19 +290,48 @@ static void compile_instructions(const struct adp_apply_opts *o, struct adp_lane
         long pick = l->frag_pick.v[i];
         if (!in)
             continue;
+        const struct pin_item *dec = in->inherited ? NULL : decided_item(decided, in, pick);
+        if (dec && dec->omitted) {
+            /* Never delivered: blocked at review, or kept while the approved
+             * bytes are gone from the content store (never the live ones). */
+            if (dec->decision == PIN_DECISION_BLOCK)
+                strvec_pushf(&l->lines, "· instruction fragment '%s' left out — blocked by "
+                             "your trust decision", in->name);
+            else
+                strvec_pushf(&l->lines, "⚠ instruction fragment '%s' left out — kept at its "
+                             "approved version, which is no longer in the content store ↳ "
+                             "review it again: agentstack trust .", in->name);
+            continue;
+        }
         const char *anchor = in->anchor_dir ? in->anchor_dir : m->manifest_dir;
         const char *decl = pick >= 0 ? in->variants.v[pick].path : in->path;
+        /* A kept fragment is compiled from the approved copy pin_collect
+         * found (the content store's when the live bytes drifted). */
+        const char *kept = dec && dec->decision == PIN_DECISION_KEEP ? dec->fs_path : NULL;
         strbuf file = SB_INIT, body = SB_INIT;
         struct as_err e = AS_ERR_INIT;
         int rc;
         if (decl) {
-            if (decl[0] == '/')
+            if (kept)
+                sb_adds(&file, kept);
+            else if (decl[0] == '/')
                 sb_adds(&file, decl);
             else
                 sb_addf(&file, "%s/%s", anchor, decl);
             rc = fs_read_file(file.buf, FRAGMENT_MAX, 0, &body, &e);
         } else {
-            rc = library_body(o, in->name, &file, &body, &e);
+            strbuf live = SB_INIT;
+            rc = library_toml(o, in->name, &live, &e);
+            if (rc == 0) {
+                char *dir = xstrdup(live.buf);
+                char *slash = strrchr(dir, '/');
+                if (slash)
+                    *slash = '\0';
+                sb_adds(&file, kept ? kept : live.buf);
+                rc = library_body(file.buf, dir, &body, &e);
+                free(dir);
+            }
+            sb_release(&live);
         }
         if (rc != 0) {
             strvec_pushf(&l->lines, "✗ instruction fragment '%s' source missing (%s)", in->name,
@@ -308,6 +368,39 @@ static void compile_instructions(const struct adp_apply_opts *o, struct adp_lane
         l->trust_blocked = true;
         strvec_pushf(&l->lines, "✗ refusing to render instructions: %s", o->trust_refusal);
     }
+}
+
+/* The project's instruction items that carry a standing decision, resolved
+ * by pin_collect the way lock and trust resolve them. Collected only when
+ * trust.json records a decision on an instruction (pin_collect hashes the
+ * whole surface). 1 when there are some, 0 when none, -1 + err when they
+ * cannot be resolved. */
+static int collect_decided(const struct adp_apply_opts *o, const adp_lane_list *lanes,
+                           pin_items *out, struct as_err *err)
+{
+    const struct manifest *m = o->m;
+    bool any_fragment = false;
+    for (size_t i = 0; i < lanes->n; i++)
+        any_fragment |= lanes->v[i]->kind == ADP_LANE_INSTRUCTIONS &&
+                        lanes->v[i]->frag_names.n > 0;
+    if (!any_fragment || m->kind != MANIFEST_PROJECT || !o->home || !m->project_root)
+        return 0;
+    pin_decisions d = VEC_INIT;
+    pin_decisions_load(o->home, m->project_root, &d);
+    int rc = 0;
+    for (size_t i = 0; i < d.n && !rc; i++)
+        rc = strcmp(d.v[i].kind, "instruction") == 0;
+    if (rc) {
+        struct pin_opts po = {.home = o->home,
+                              .library = o->library,
+                              .library_ctx = o->library_ctx,
+                              .lock = o->lock,
+                              .decisions = &d};
+        if (pin_collect(m, &po, out, err) != 0)
+            rc = -1;
+    }
+    pin_decisions_free(&d);
+    return rc;
 }
 
 /* ---- settings (§1c, §3b) -------------------------------------------------- */
@@ -541,9 +634,24 @@ void adp_lanes_plan(const struct adp_apply_opts *o, json_t *ledger,
         plan_settings(o, ledger, descs[i], out);
         plan_hooks(o, ledger, descs[i], out);
     }
-    for (size_t i = 0; i < out->n; i++)
-        if (out->v[i]->kind == ADP_LANE_INSTRUCTIONS)
-            compile_instructions(o, out->v[i]);
+    pin_items decided = VEC_INIT;
+    struct as_err err = AS_ERR_INIT;
+    int have = collect_decided(o, out, &decided, &err);
+    for (size_t i = 0; i < out->n; i++) {
+        struct adp_lane *l = out->v[i];
+        if (l->kind != ADP_LANE_INSTRUCTIONS)
+            continue;
+        compile_instructions(o, l, have > 0 ? &decided : NULL);
+        if (have < 0 && l->frag_names.n) {
+            /* Fail closed: a kept or blocked fragment must never be served
+             * from its live bytes because its decision could not be read. */
+            char buf[1024];
+            strvec_pushf(&l->lines, "✗ instructions not written — the standing trust "
+                         "decisions cannot be applied: %s", as_err_str(&err, buf, sizeof buf));
+            l->blocked = true;
+        }
+    }
+    pin_items_free(&decided);
 }
 
 /* ---- applying ------------------------------------------------------------- */

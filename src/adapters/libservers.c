@@ -21,39 +21,13 @@
 #include "bundle/home.h"
 #include "bundle/lockfile.h"
 
-/* Library source names: ^[a-z0-9][a-z0-9._-]{0,63}$ (the library's rule). */
-static bool source_name_ok(const char *s, size_t n)
-{
-    if (n == 0 || n > 64 || !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9')))
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
-            return false;
-    }
-    return true;
-}
-
-const char *adp_i_ref_bare(const char *ref)
-{
-    if (strncmp(ref, "lib:", 4) == 0) {
-        const char *slash = strchr(ref + 4, '/');
-        if (slash && slash > ref + 4 && slash[1])
-            return slash + 1;
-    }
-    const char *colon = strchr(ref, ':');
-    if (colon && colon != ref && colon[1] && source_name_ok(ref, (size_t)(colon - ref)))
-        return colon + 1;
-    return ref;
-}
-
 /* The lock row of a library server: lock keys rows by the reference as the
  * toolset wrote it; a row under the bare name is accepted for a qualified
  * reference too, and only a row whose source is the library counts. */
 static const struct lock_server *locked_row(const struct lockfile *l, const char *ref)
 {
     const struct lock_server *row = lockfile_server(l, ref);
-    const char *bare = adp_i_ref_bare(ref);
+    const char *bare = pin_ref_name(ref, NULL);
     if (!row && bare != ref)
         row = lockfile_server(l, bare);
     return row && row->source && strcmp(row->source, "library") == 0 ? row : NULL;
@@ -98,7 +72,7 @@ static struct manifest *decode(const struct adp_apply_opts *o, const char *ref, 
     toml_value *root = toml_new(TOML_TABLE);
     toml_table_set(root, "version", toml_new_int(MANIFEST_VERSION));
     toml_value *servers = toml_new(TOML_TABLE);
-    toml_table_set(servers, adp_i_ref_bare(ref), def);
+    toml_table_set(servers, pin_ref_name(ref, NULL), def);
     toml_table_set(root, "servers", servers);
     strbuf text = SB_INIT;
     toml_emit(root, &text);
@@ -125,7 +99,7 @@ static struct manifest *decode(const struct adp_apply_opts *o, const char *ref, 
         /* Positions would name lines of the wrapped text, not of the file,
          * and the wrapper's table is not what the file says. */
         strbuf m2 = SB_INIT, wrap = SB_INIT;
-        sb_addf(&wrap, " in [servers.%s]", adp_i_ref_bare(ref));
+        sb_addf(&wrap, " in [servers.%s]", pin_ref_name(ref, NULL));
         const char *cut = strstr(msg, wrap.buf);
         if (cut) {
             sb_add(&m2, msg, (size_t)(cut - msg));
@@ -142,7 +116,7 @@ static struct manifest *decode(const struct adp_apply_opts *o, const char *ref, 
             as_err_hint(err,
                         "fix %s, or replace it: agentstack lib add-server %s --file "
                         "<definition.toml> --replace --write",
-                        path, adp_i_ref_bare(ref));
+                        path, pin_ref_name(ref, NULL));
         manifest_free(lm);
         lm = NULL;
     }
@@ -167,7 +141,7 @@ int adp_i_library_server(const struct adp_apply_opts *o, const char *ref, bool c
         as_err_hint(err,
                     "declare [servers.%s], add it to the library (agentstack lib add-server "
                     "%s --file <definition.toml> --write), or remove it from the toolset",
-                    ref, adp_i_ref_bare(ref));
+                    ref, pin_ref_name(ref, NULL));
         goto fail;
     }
     if (fs_read_file(path.buf, MANIFEST_MAX_BYTES, 1, &bytes, err) != 0) {
@@ -223,8 +197,8 @@ bool adp_i_check_library_pins(const struct adp_apply_opts *o)
     return o->m->kind == MANIFEST_PROJECT && !o->trust_refusal && (o->write || o->lock);
 }
 
-int adp_i_toolset_skills(const struct adp_apply_opts *o, strvec *names, strvec *srcs, strvec *notes,
-                         struct as_err *err)
+int adp_i_toolset_skills(const struct adp_apply_opts *o, strvec *names, strvec *srcs, strvec *why,
+                         strvec *notes, struct as_err *err)
 {
     const struct manifest *m = o->m;
     const struct mf_toolset *ts = o->toolset ? manifest_toolset(m, o->toolset) : NULL;
@@ -243,7 +217,7 @@ int adp_i_toolset_skills(const struct adp_apply_opts *o, strvec *names, strvec *
     /* A qualified library skill is placed under its own name: one link per
      * name, so two references to one name place neither. */
     for (size_t i = 0; i < refs.n; i++)
-        strvec_push(names, adp_i_ref_bare(refs.v[i]));
+        strvec_push(names, pin_ref_name(refs.v[i], NULL));
     if (!names->n) {
         strvec_clear(&refs);
         return 0;
@@ -264,11 +238,17 @@ int adp_i_toolset_skills(const struct adp_apply_opts *o, strvec *names, strvec *
         for (size_t k = 0; k < items.n && !it; k++)
             if (items.v[k].kind == PIN_SKILL && strcmp(items.v[k].name, ref) == 0)
                 it = &items.v[k];
-        for (size_t k = 0; k < items.n && !it && adp_i_ref_bare(ref) != ref; k++)
+        for (size_t k = 0; k < items.n && !it && pin_ref_name(ref, NULL) != ref; k++)
             if (items.v[k].kind == PIN_SKILL && items.v[k].library &&
                 strcmp(items.v[k].name, name) == 0)
                 it = &items.v[k];
         const char *src = it && it->state == PIN_OK && it->fs_path ? it->fs_path : "";
+        const char *reason = "";
+        if (it && it->omitted)
+            reason = it->decision == PIN_DECISION_BLOCK
+                         ? ADP_SKILL_BLOCKED
+                         : "kept at its approved version, which is no longer in the content "
+                           "store (review it again: agentstack trust .)";
         bool dup = false, first = true;
         for (size_t k = 0; k < names->n; k++)
             if (k != i && strcmp(names->v[k], name) == 0) {
@@ -282,15 +262,16 @@ int adp_i_toolset_skills(const struct adp_apply_opts *o, strvec *names, strvec *
                              "placed",
                              name, ts->name);
             src = "";
+            reason = "";
         } else if (src[0] && check && it->library && pin_verify_item(o->lock, it) != PIN_MATCHES) {
             /* The gate verified the lock; placing other bytes would bypass it. */
-            strbuf why = SB_INIT;
-            pin_describe(o->lock, it, pin_verify_item(o->lock, it), &why);
+            strbuf desc = SB_INIT;
+            pin_describe(o->lock, it, pin_verify_item(o->lock, it), &desc);
             strvec_pushf(notes,
                          "✗ library skill '%s' not placed: %s — re-pin with "
                          "agentstack lock --write, then: agentstack trust .",
-                         ref, why.buf);
-            sb_release(&why);
+                         ref, desc.buf);
+            sb_release(&desc);
             src = "";
         }
         strbuf abs = SB_INIT;
@@ -299,6 +280,7 @@ int adp_i_toolset_skills(const struct adp_apply_opts *o, strvec *names, strvec *
             strvec_push(srcs, abs.buf);
         else
             strvec_push(srcs, "");
+        strvec_push(why, src[0] ? "" : reason);
         sb_release(&abs);
     }
     pin_items_free(&items);

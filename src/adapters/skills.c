@@ -42,17 +42,39 @@ static char *link_target(const char *path)
     return xstrdup(buf);
 }
 
+/* A blocked skill is never delivered: a link of ours at its name goes. */
+static void plan_blocked(const struct adp_skills_req *q, struct adp_skills_plan *p,
+                         const char *name, const char *dst)
+{
+    char *cur = link_target(dst);
+    if (cur && strvec_find(q->managed, name) >= 0) {
+        strvec_pushf(&p->lines, "− unlinking skill '%s' — blocked by your trust decision", name);
+        strvec_push(&p->unlink_names, name);
+        strvec_push(&p->unlink_prev, cur);
+    } else {
+        strvec_pushf(&p->lines, "· skill '%s' not placed — blocked by your trust decision",
+                     name);
+    }
+    free(cur);
+}
+
 void adp_skills_plan(const struct adp_skills_req *q, struct adp_skills_plan *p)
 {
     memset(p, 0, sizeof *p);
     for (size_t i = 0; i < q->names.n; i++) {
         const char *name = q->names.v[i];
         const char *src = q->sources.v[i];
+        const char *why = i < q->why.n ? q->why.v[i] : "";
         strbuf dst = SB_INIT;
         sb_addf(&dst, "%s/%s", q->dir, name);
         if (!skill_name_ok(name)) {
             strvec_pushf(&p->lines, "✗ refusing to materialize skill '%s' — names are "
                          "^[a-z0-9][a-z0-9._-]{0,63}$", name);
+            p->failed++;
+        } else if (!src[0] && strcmp(why, ADP_SKILL_BLOCKED) == 0) {
+            plan_blocked(q, p, name, dst.buf);
+        } else if (!src[0] && why[0]) {
+            strvec_pushf(&p->lines, "✗ skill '%s' not placed — %s", name, why);
             p->failed++;
         } else if (!src[0]) {
             strvec_pushf(&p->lines, "✗ skill '%s' could not be resolved — nothing placed", name);

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "base/xalloc.h"
+#include "bundle/lockfile.h"
 #include "bundle/manifest_int.h"
 #include "bundle/ref.h"
 #include "bundle/skill_md.h"
@@ -192,40 +193,19 @@ static bool declared_package(const struct manifest *m, const char *name)
 }
 
 /* A qualified library reference (06 §1.3): "<source>:<name>" or
- * "lib:<source>/<name>", the source a library name. Mirrors the library's
- * own split (bundle may not depend on it). *src (malloc'd) and *name
- * (pointing into ref) are set when ref is qualified. */
+ * "lib:<source>/<name>" — pin_ref_name's split, the one lock, trust and the
+ * adapters use. *src (malloc'd) and *name (pointing into ref) are set when
+ * ref is qualified. */
 static bool qualified_ref(const char *ref, char **src, const char **name)
 {
-    if (strncmp(ref, "lib:", 4) == 0) {
-        const char *slash = strchr(ref + 4, '/');
-        if (slash && slash > ref + 4 && slash[1]) {
-            *src = xstrndup(ref + 4, (size_t)(slash - ref - 4));
-            *name = slash + 1;
-            return true;
-        }
-    }
-    const char *colon = strchr(ref, ':');
-    if (!colon || colon == ref || !colon[1])
-        return false;
-    char *s = xstrndup(ref, (size_t)(colon - ref));
-    if (!skill_name_valid(s)) {
-        free(s);
-        return false;
-    }
-    *src = s;
-    *name = colon + 1;
-    return true;
+    *name = pin_ref_name(ref, src);
+    return *name != ref;
 }
 
 /* The name a reference takes in a CLI's config or skills dir. */
 static const char *bare_name(const char *ref)
 {
-    char *src = NULL;
-    const char *name = ref;
-    if (qualified_ref(ref, &src, &name))
-        free(src);
-    return name;
+    return pin_ref_name(ref, NULL);
 }
 
 /* The name a toolset's server reference takes in a CLI's config: a declared

@@ -29,7 +29,7 @@ static int lookup(void *ctx, enum pin_kind kind, const char *name, strbuf *path,
         return 0;
     if (strcmp(name, "ghost:x") == 0)
         return as_err_set(err, "no linked library named 'ghost'");
-    const char *bare = adp_i_ref_bare(name);
+    const char *bare = pin_ref_name(name, NULL);
     sb_reset(path);
     sb_addf(path, "%s/%s.toml", l->dir, bare);
     return access(path->buf, F_OK) == 0 || strcmp(bare, "link") == 0 ? 1 : 0;
@@ -65,12 +65,12 @@ static struct lockfile *lock_with(const char *name, const char *source, const ch
 static void test_bare_names(void **state)
 {
     (void)state;
-    assert_string_equal(adp_i_ref_bare("team:kibana"), "kibana");
-    assert_string_equal(adp_i_ref_bare("lib:team/upstash/context7"), "upstash/context7");
-    assert_string_equal(adp_i_ref_bare("kibana"), "kibana");
-    assert_string_equal(adp_i_ref_bare("Team:kibana"), "Team:kibana"); /* no source name */
-    assert_string_equal(adp_i_ref_bare(":x"), ":x");
-    assert_string_equal(adp_i_ref_bare("team:"), "team:");
+    assert_string_equal(pin_ref_name("team:kibana", NULL), "kibana");
+    assert_string_equal(pin_ref_name("lib:team/upstash/context7", NULL), "upstash/context7");
+    assert_string_equal(pin_ref_name("kibana", NULL), "kibana");
+    assert_string_equal(pin_ref_name("Team:kibana", NULL), "Team:kibana"); /* no source name */
+    assert_string_equal(pin_ref_name(":x", NULL), ":x");
+    assert_string_equal(pin_ref_name("team:", NULL), "team:");
 }
 
 static void test_pinned_bytes_only(void **state)
