@@ -26,6 +26,7 @@
 #include "library/library.h"
 #include "onboard/onboard.h"
 #include "secrets/backends.h"
+#include "trust/trust.h"
 
 int cmd_bootstrap(int argc, char **argv, struct cli_ctx *ctx);
 
@@ -100,7 +101,7 @@ static void check_skills(const struct manifest *m, struct library *lib, struct r
 
 /* Runs apply as a preview into memory and reads its closing line. */
 static void preview_apply(const struct adp_registry *reg, const struct bundle_paths *p,
-                          const struct manifest *m, struct report *r)
+                          const struct manifest *m, struct library *lib, struct report *r)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -122,6 +123,8 @@ static void preview_apply(const struct adp_registry *reg, const struct bundle_pa
         .resolve_ctx = chain,
         .operation = "bootstrap",
         .out = mem,
+        .library = lib ? lib_pin_lookup : NULL,
+        .library_ctx = lib,
     };
     struct as_err err = AS_ERR_INIT;
     int rc = adp_apply(reg, &o, &err);
@@ -237,12 +240,15 @@ static int build(struct cli_ctx *ctx, struct report *r, struct as_err *err)
 
     /* Trust, then the apply preview for a trusted, valid project */
     char *refusal = NULL;
-    if (adp_trust_gate(&p, &snap, m, &refusal, err) < 0)
+    struct trust_library tl = {.pin = lib ? lib_pin_lookup : NULL,
+                               .has = lib ? lib_manifest_has : NULL,
+                               .ctx = lib};
+    if (adp_trust_gate_lib(&p, &snap, m, &tl, &refusal, err) < 0)
         goto out;
     r->trusted = refusal == NULL;
     r->refusal = refusal;
     if (r->valid && r->trusted)
-        preview_apply(&reg, &p, m, r);
+        preview_apply(&reg, &p, m, lib, r);
 
     /* The one next action, most urgent first. */
     if (!r->valid)

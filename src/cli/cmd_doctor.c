@@ -491,8 +491,12 @@ static void check_policy(struct doc *d, const struct manifest *m, struct pol_lay
     (void)refused;
 }
 
+/* Library items (linked sources, qualified `<source>:<name>`) are pinned and
+ * verified through the library's own resolver, where `lock` pinned them;
+ * lib NULL (sources.toml unusable) leaves the implicit local source only. */
 static void check_lock(struct doc *d, const struct manifest *m, const struct bundle_paths *p,
-                       const struct manifest_snapshot *snap, const char *home, bool *locked)
+                       const struct manifest_snapshot *snap, const char *home,
+                       struct library *lib, bool *locked)
 {
     struct as_err err = AS_ERR_INIT;
     struct lockfile *lock = NULL;
@@ -507,7 +511,10 @@ static void check_lock(struct doc *d, const struct manifest *m, const struct bun
         }
     }
     pin_items items = VEC_INIT;
-    struct pin_opts o = {.home = home, .lock = lock};
+    struct pin_opts o = {.home = home,
+                         .lock = lock,
+                         .library = lib ? lib_pin_lookup : NULL,
+                         .library_ctx = lib};
     if (pin_collect(m, &o, &items, &err) < 0) {
         char buf[4096];
         add(d, S_REPRO, L_ERR, NULL, "%s", as_err_str(&err, buf, sizeof buf));
@@ -563,7 +570,8 @@ static void check_lock(struct doc *d, const struct manifest *m, const struct bun
     lockfile_free(lock);
 }
 
-static void check_scan(struct doc *d, const struct manifest *m, const char *home, bool deep)
+static void check_scan(struct doc *d, const struct manifest *m, const char *home,
+                       struct library *lib, bool deep)
 {
     if (!deep) {
         add(d, S_SCAN, L_INFO, "agentstack doctor --deep", "not scanned (reads every skill body)");
@@ -573,7 +581,7 @@ static void check_scan(struct doc *d, const struct manifest *m, const char *home
     struct scan_report r;
     scan_report_init(&r);
     struct as_err err = AS_ERR_INIT;
-    if (scan_bundle(m, home, &r, &err) < 0) {
+    if (scan_bundle_lib(m, home, lib ? lib_pin_lookup : NULL, lib, &r, &err) < 0) {
         char buf[4096];
         add(d, S_SCAN, L_ERR, NULL, "content scan failed: %s", as_err_str(&err, buf, sizeof buf));
         scan_report_free(&r);
@@ -838,6 +846,14 @@ int cmd_doctor(int argc, char **argv, struct cli_ctx *ctx)
          * [skills.X] table (init puts imported skills there, errata 25). */
         struct as_err le = AS_ERR_INIT;
         struct library *lib = lib_open(NULL, &le);
+        if (!lib) {
+            char buf[4096];
+            add(&d, S_MANIFEST, L_WARN, le.hint[0] ? le.hint : NULL,
+                "the central library cannot be read (library names do not resolve): %s",
+                as_err_str(&le, buf, sizeof buf));
+        }
+        for (size_t i = 0; lib && i < lib->warnings.n; i++)
+            add(&d, S_MANIFEST, L_WARN, NULL, "library: %s", lib->warnings.v[i]);
         struct manifest_env env = {.adapter_ids = ids,
                                    .n_adapter_ids = nids,
                                    .check_paths = true,
@@ -861,7 +877,6 @@ int cmd_doctor(int argc, char **argv, struct cli_ctx *ctx)
             sb_release(&t);
         }
         mf_diags_free(&diags);
-        lib_free(lib);
         free(ids);
         adp_registry_free(&reg);
         if (!d.sec[S_MANIFEST].lines.n)
@@ -870,8 +885,9 @@ int cmd_doctor(int argc, char **argv, struct cli_ctx *ctx)
         struct pol_ruleset *rs = NULL;
         check_policy(&d, m, machine, mst, mbuf, mhint, &rs);
         check_secrets(&d, m, &p, home.buf, rs, ci);
-        check_lock(&d, m, &p, &snap, home.buf, &locked);
-        check_scan(&d, m, home.buf, deep);
+        check_lock(&d, m, &p, &snap, home.buf, lib, &locked);
+        check_scan(&d, m, home.buf, lib, deep);
+        lib_free(lib);
         check_drift(&d, m);
         if (rs)
             pol_ruleset_free(rs);

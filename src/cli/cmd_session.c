@@ -3,6 +3,10 @@
  * (04 §7, the seed's clean-at-rest mode): start activates a toolset like
  * `use --write` and records how to undo it; end puts every file, link and
  * ledger entry back as it was. A project must be Trusted to start.
+ * Start validates and gates like `use --write`: names a toolset takes from
+ * the central library (linked sources, qualified `<source>:<name>`) resolve
+ * through src/library, handed to the validator, the trust gate and the
+ * renderer as callbacks.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +19,8 @@
 #include "bundle/home.h"
 #include "bundle/manifest.h"
 #include "cli/cli.h"
+#include "library/library.h"
+#include "trust/trust.h"
 
 int cmd_session(int argc, char **argv, struct cli_ctx *ctx);
 
@@ -28,6 +34,49 @@ static int session_dir(struct cli_ctx *ctx, struct bundle_paths *p, strbuf *out,
     if (p->found)
         return discover_project_key(p->base, out);
     return home_dir(out, err);
+}
+
+/* The central library, or NULL when sources.toml cannot be used: then no
+ * library name resolves (validation says which) and the rest still runs. */
+static struct library *open_library(void)
+{
+    struct as_err err = AS_ERR_INIT;
+    struct library *lib = lib_open(NULL, &err);
+    if (!lib) {
+        char buf[4096];
+        fprintf(stderr, "warning: the central library cannot be read: %s\n",
+                as_err_str(&err, buf, sizeof buf));
+        if (err.hint[0])
+            fprintf(stderr, "  %s\n", err.hint);
+        return NULL;
+    }
+    for (size_t i = 0; i < lib->warnings.n; i++)
+        fprintf(stderr, "warning: %s\n", lib->warnings.v[i]);
+    return lib;
+}
+
+/* Validation as `use --write` does it: errors refuse the start (a session
+ * writes). Returns the number of errors. */
+static size_t validate(struct manifest *m, const struct adp_registry *reg, struct library *lib)
+{
+    const char **ids = xcalloc(reg->v.n + 1, sizeof(char *));
+    for (size_t i = 0; i < reg->v.n; i++)
+        ids[i] = reg->v.v[i]->id;
+    struct manifest_env env = {.adapter_ids = ids,
+                               .n_adapter_ids = reg->v.n,
+                               .library_has = lib ? lib_manifest_has : NULL,
+                               .library_ctx = lib};
+    mf_diags diags = VEC_INIT;
+    size_t nerr = manifest_validate(m, &env, &diags);
+    free(ids);
+    for (size_t i = 0; i < diags.n; i++) {
+        strbuf s = SB_INIT;
+        mf_diag_format(&diags.v[i], &s);
+        fprintf(stderr, "%s: %s\n", diags.v[i].sev == MF_ERROR ? "error" : "warning", s.buf);
+        sb_release(&s);
+    }
+    mf_diags_free(&diags);
+    return nerr;
 }
 
 static int start(int argc, char **argv, struct cli_ctx *ctx)
@@ -65,6 +114,7 @@ static int start(int argc, char **argv, struct cli_ctx *ctx)
     strbuf key = SB_INIT, machine_path = SB_INIT;
     struct adp_render_env renv = {0};
     bool have_renv = false;
+    struct library *lib = NULL;
     int rc = EXIT_FAIL;
     if (session_dir(ctx, &p, &key, &err) < 0) {
         cli_error(&err);
@@ -72,8 +122,7 @@ static int start(int argc, char **argv, struct cli_ctx *ctx)
     }
     if (p.found) {
         if (manifest_snapshot_read(&p, &snap, &err) < 0 ||
-            !(m = manifest_load_snapshot(&p, &snap, &err)) ||
-            adp_trust_gate(&p, &snap, m, &refusal, &err) < 0) {
+            !(m = manifest_load_snapshot(&p, &snap, &err))) {
             cli_error(&err);
             goto out;
         }
@@ -102,6 +151,26 @@ static int start(int argc, char **argv, struct cli_ctx *ctx)
         goto out;
     }
     have_reg = true;
+    for (size_t i = 0; i < reg.warnings.n; i++)
+        fprintf(stderr, "warning: %s\n", reg.warnings.v[i]);
+    lib = open_library();
+    size_t nerr = validate(m, &reg, lib);
+    if (nerr) {
+        cli_errorf("refusing to start a session: the manifest has %zu validation error%s (see "
+                   "above)",
+                   nerr, nerr == 1 ? "" : "s");
+        goto out;
+    }
+    if (p.found) {
+        struct trust_library tl = {.pin = lib ? lib_pin_lookup : NULL,
+                                   .has = lib ? lib_manifest_has : NULL,
+                                   .ctx = lib};
+        if (adp_trust_gate_lib(&p, &snap, m, &tl, &refusal, &err) < 0) {
+            as_err_prefix(&err, "cannot check trust");
+            cli_error(&err);
+            goto out;
+        }
+    }
     bool project_scope = p.found && !(scope && strcmp(scope, "global") == 0);
     if (adp_render_env_init(&renv, m, &p, &snap, !project_scope, &err) < 0) {
         cli_error(&err);
@@ -121,6 +190,8 @@ static int start(int argc, char **argv, struct cli_ctx *ctx)
         .trust_refusal = refusal,
         .operation = op,
         .out = stdout,
+        .library = lib ? lib_pin_lookup : NULL,
+        .library_ctx = lib,
     };
     adp_render_env_apply(&renv, &o);
     rc = adp_session_start(&reg, &o, key.buf, &err);
@@ -130,6 +201,7 @@ static int start(int argc, char **argv, struct cli_ctx *ctx)
 out:
     if (have_renv)
         adp_render_env_release(&renv);
+    lib_free(lib);
     free(op);
     free(refusal);
     if (have_reg)

@@ -3,6 +3,9 @@
  * servers into each CLI (pruning the ones we wrote that left it), link its
  * skills into each CLI's skills directory, and record it as the active
  * profile. Previews unless --write; a project must be Trusted.
+ * Names a toolset takes from the central library (linked sources, qualified
+ * `<source>:<name>`) resolve through src/library, handed to the validator,
+ * the trust gate and the renderer as callbacks, exactly as `apply` does.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +18,8 @@
 #include "bundle/home.h"
 #include "bundle/manifest.h"
 #include "cli/cli.h"
+#include "library/library.h"
+#include "trust/trust.h"
 
 int cmd_use(int argc, char **argv, struct cli_ctx *ctx);
 
@@ -109,6 +114,25 @@ static void list_toolsets(const struct manifest *m, bool json)
     }
 }
 
+/* The central library, or NULL when sources.toml cannot be used: then no
+ * library name resolves (validation says which) and the rest still runs. */
+static struct library *open_library(void)
+{
+    struct as_err err = AS_ERR_INIT;
+    struct library *lib = lib_open(NULL, &err);
+    if (!lib) {
+        char buf[4096];
+        fprintf(stderr, "warning: the central library cannot be read: %s\n",
+                as_err_str(&err, buf, sizeof buf));
+        if (err.hint[0])
+            fprintf(stderr, "  %s\n", err.hint);
+        return NULL;
+    }
+    for (size_t i = 0; i < lib->warnings.n; i++)
+        fprintf(stderr, "warning: %s\n", lib->warnings.v[i]);
+    return lib;
+}
+
 int cmd_use(int argc, char **argv, struct cli_ctx *ctx)
 {
     struct use_args a = {0};
@@ -129,6 +153,7 @@ int cmd_use(int argc, char **argv, struct cli_ctx *ctx)
     strbuf machine_path = SB_INIT;
     struct adp_render_env renv = {0};
     bool have_renv = false;
+    struct library *lib = NULL;
     rc = EXIT_FAIL;
 
     if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0) {
@@ -182,7 +207,11 @@ int cmd_use(int argc, char **argv, struct cli_ctx *ctx)
     const char **ids = xcalloc(reg.v.n + 1, sizeof(char *));
     for (size_t i = 0; i < reg.v.n; i++)
         ids[i] = reg.v.v[i]->id;
-    struct manifest_env env = {.adapter_ids = ids, .n_adapter_ids = reg.v.n};
+    lib = open_library();
+    struct manifest_env env = {.adapter_ids = ids,
+                               .n_adapter_ids = reg.v.n,
+                               .library_has = lib ? lib_manifest_has : NULL,
+                               .library_ctx = lib};
     mf_diags diags = VEC_INIT;
     size_t nerr = manifest_validate(m, &env, &diags);
     free(ids);
@@ -198,7 +227,10 @@ int cmd_use(int argc, char **argv, struct cli_ctx *ctx)
                    nerr == 1 ? "" : "s");
         goto out;
     }
-    if (project && adp_trust_gate(&p, &snap, m, &refusal, &err) < 0) {
+    struct trust_library tl = {.pin = lib ? lib_pin_lookup : NULL,
+                               .has = lib ? lib_manifest_has : NULL,
+                               .ctx = lib};
+    if (project && adp_trust_gate_lib(&p, &snap, m, &tl, &refusal, &err) < 0) {
         as_err_prefix(&err, "cannot check trust");
         cli_error(&err);
         goto out;
@@ -227,6 +259,8 @@ int cmd_use(int argc, char **argv, struct cli_ctx *ctx)
         .operation = op,
         .use = true,
         .out = stdout,
+        .library = lib ? lib_pin_lookup : NULL,
+        .library_ctx = lib,
     };
     adp_render_env_apply(&renv, &o);
     printf("Toolset: %s\n", ts->name);
@@ -237,6 +271,7 @@ int cmd_use(int argc, char **argv, struct cli_ctx *ctx)
 out:
     if (have_renv)
         adp_render_env_release(&renv);
+    lib_free(lib);
     free(op);
     free(refusal);
     if (have_reg)
