@@ -65,6 +65,20 @@ pid = os.fork()
 if pid == 0:
     os._exit(7)
 print("fork", os.waitpid(pid, 0)[1] >> 8)
+for name, nr in (("setns", 308), ("keyctl", 250), ("bpf", 321), ("perf_event_open", 298),
+                 ("io_uring_setup", 425), ("pivot_root", 155), ("chroot", 161),
+                 ("open_tree", 428), ("mount_setattr", 442), ("userfaultfd", 323),
+                 ("process_vm_readv", 310), ("init_module", 175)):
+    sc(name, nr, 0, 0, 0, 0, 0)
+for d in ("/usr", "/etc", "/", "/workspace", "/tmp", "/dev/shm", "/root"):
+    try:
+        open(os.path.join(d, "probe-w"), "w").close(); print("write", d, "ALLOWED")
+    except OSError as e:
+        print("write", d, "refused", errno.errorcode.get(e.errno, e.errno))
+print("securebits", libc.prctl(27, 0, 0, 0, 0))
+# as exec'd (python itself adds LC_CTYPE to os.environ in the C locale)
+with open("/proc/self/environ", "rb") as f:
+    print("env", " ".join(sorted(e.split(b"=", 1)[0].decode() for e in f.read().split(b"\0") if e)))
 '''
 
 
@@ -124,6 +138,25 @@ def main():
             check("ptrace refused EPERM" in out, "ptrace is refused", out)
             check("tiocsti refused" in out, "TIOCSTI is refused", out)
             check("fork 7" in out, "plain fork still works (clone without namespace flags)", out)
+            for name in ("setns", "keyctl", "bpf", "perf_event_open", "io_uring_setup",
+                         "pivot_root", "chroot", "open_tree", "mount_setattr", "userfaultfd",
+                         "process_vm_readv", "init_module"):
+                check(f"{name} refused EPERM" in out, f"{name} is refused", out)
+            for d in ("/usr", "/etc", "/", "/workspace"):
+                check(f"write {d} refused" in out, f"writing in {d} is refused", out)
+            for d in ("/tmp", "/dev/shm", "/root"):
+                check(f"write {d} ALLOWED" in out, f"writing in {d} works", out)
+            m = re.search(r"securebits (\d+)", out)
+            check(m and int(m.group(1)) & 0xEF == 0xEF,
+                  "securebits: NOROOT, NO_SETUID_FIXUP, NO_CAP_AMBIENT_RAISE set and locked, "
+                  "KEEP_CAPS locked", out)
+            m = re.search(r"env (.*)", out)
+            keys = set(m.group(1).split()) if m else set()
+            check(keys and keys <= {"PATH", "HOME", "TERM", "AGENTSTACK_RUN_ID", "HTTPS_PROXY",
+                                    "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY",
+                                    "no_proxy"} and "AGENTSTACK_HOME" not in keys,
+                  "the harness's environment holds only PATH, HOME, TERM, the run id and the "
+                  "proxy variables", keys)
 
         # Read-only workspace by default; the write scope grants rw.
         r = s.run("run", "--sandbox", "shtest", "--", "-c", "echo pwned > /workspace/pwned.txt")
