@@ -627,6 +627,52 @@ static void test_rebinding(void **st)
     sb_release(&h);
 }
 
+/* The evidence store refuses every write (a full disk, a revoked run dir). */
+static int failing_record(void *ctx, const struct sbx_egress_event *ev)
+{
+    (void)ctx;
+    (void)ev;
+    return -1;
+}
+
+/* An allowed tunnel or request whose decision cannot be recorded is never
+ * relayed: not one byte reaches the upstream. */
+static void test_unrecorded_refused(void **st)
+{
+    (void)st;
+    echo_start();
+    struct px x;
+    struct sbx_proxy_opts o = {.token = TOKEN, .allow_local = 1, .record = failing_record};
+    px_start(&x, &o);
+    strbuf h = SB_INIT, rest = SB_INIT;
+    long before = __atomic_load_n(&echo_bytes, __ATOMIC_SEQ_CST);
+    int fd = open_tunnel(x.port, echo_target("localhost"), 1, &h);
+    assert_non_null(strstr(h.buf, " 200 "));
+    uint8_t b[20000];
+    size_t n = th_hello(b, "localhost", 0, 0);
+    send_all(fd, b, n);
+    read_eof(fd, &rest);
+    assert_int_equal(rest.len, 0);
+    close(fd);
+    /* plain HTTP: 502 instead of a forwarded request */
+    fd = dial(x.port);
+    strbuf a = SB_INIT, req = SB_INIT;
+    sbx_basic_auth_value(TOKEN, &a);
+    sb_addf(&req, "GET http://localhost:%d/x HTTP/1.1\r\nProxy-Authorization: %s\r\n\r\n",
+            echo_port, a.buf);
+    send_all(fd, req.buf, req.len);
+    read_head(fd, &h);
+    assert_non_null(strstr(h.buf, " 502 "));
+    close(fd);
+    assert_int_equal(__atomic_load_n(&echo_bytes, __ATOMIC_SEQ_CST), before);
+    px_end(&x);
+    echo_end();
+    sb_release(&h);
+    sb_release(&rest);
+    sb_release(&a);
+    sb_release(&req);
+}
+
 static void test_plain_http_forwarded(void **st)
 {
     (void)st;
@@ -803,6 +849,7 @@ int main(void)
         cmocka_unit_test(test_lockdown_literal_ip),
         cmocka_unit_test(test_ssrf_guard),
         cmocka_unit_test(test_rebinding),
+        cmocka_unit_test(test_unrecorded_refused),
         cmocka_unit_test(test_plain_http_forwarded),
         cmocka_unit_test(test_tunnel_cap_and_slowloris),
         cmocka_unit_test(test_thousand_tunnels),
