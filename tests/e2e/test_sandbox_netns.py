@@ -21,7 +21,7 @@ Proves, through the real binary:
     one dialled; the sandbox itself cannot query the resolver;
   - a port rule (shtest = ["api.test:443"]): :443 passes policy and a TLS
     tunnel reaches the host, :22 and another host are denied.
-Needs root and iproute2; otherwise it prints a skip line.
+Needs root, iproute2, curl and openssl; otherwise it prints a skip line.
 """
 import json
 import os
@@ -81,8 +81,9 @@ def sh(*a, check_rc=True):
 
 
 def outside():
-    if os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("unshare"):
-        print("skipped: needs root, iproute2 and unshare (network namespaces)")
+    tools = ("ip", "unshare", "curl", "openssl", "getent")
+    if os.geteuid() != 0 or not all(shutil.which(t) for t in tools):
+        print("skipped: needs root and " + ", ".join(tools) + " (network namespaces)")
         print("0 passed, 0 failed, 1 skipped")
         return 0
     tag = f"ast{os.getpid() % 100000}"
