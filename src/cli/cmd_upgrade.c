@@ -3,6 +3,13 @@
  * — re-resolve an installed pack from its [packs.<pack>] ledger (never a
  * downgrade), preview what changes, and with --write re-install and re-pin
  * in one transaction (06 §3.4; the seed's spelling, 00-overview).
+ *
+ * agentstack remove <pack|server|skill> [--write]
+ * — take a pack (its ledger wins) or one entry out of the project: entries,
+ * toolset memberships, the files the pack put there, lock rows; one
+ * transaction (06 §3.4).
+ *
+ * Both hold the writer lock for the whole command, as `add from` does.
  */
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +22,44 @@
 #include "trust/trust.h"
 
 int cmd_upgrade(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_remove(int argc, char **argv, struct cli_ctx *ctx);
+
+typedef int (*pack_fn)(struct library *lib, const struct bundle_paths *p, const char *name,
+                       const struct lib_pack_opts *o, struct as_err *err);
+
+static int run_locked(struct cli_ctx *ctx, pack_fn fn, const char *name,
+                      const struct lib_pack_opts *o)
+{
+    struct as_err err = AS_ERR_INIT;
+    struct bundle_paths p;
+    if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0 ||
+        discover_require(&p, &err) < 0) {
+        cli_error(&err);
+        bundle_paths_free(&p);
+        return EXIT_FAIL;
+    }
+    struct as_lock l;
+    if (trust_lock(&l, &err) < 0) {
+        cli_error(&err);
+        bundle_paths_free(&p);
+        return EXIT_FAIL;
+    }
+    int rc = EXIT_FAIL;
+    struct library *lib = lib_open(NULL, &err);
+    if (!lib) {
+        cli_error(&err);
+    } else {
+        fflush(stdout);
+        if (fn(lib, &p, name, o, &err) < 0)
+            cli_error(&err);
+        else
+            rc = EXIT_OK;
+    }
+    lib_free(lib);
+    lock_release(&l);
+    bundle_paths_free(&p);
+    return rc;
+}
 
 int cmd_upgrade(int argc, char **argv, struct cli_ctx *ctx)
 {
@@ -37,33 +82,25 @@ int cmd_upgrade(int argc, char **argv, struct cli_ctx *ctx)
     if (!name)
         return cli_usage_error("upgrade", "name the pack to upgrade: agentstack upgrade <pack> "
                                           "--yes --write");
-    struct as_err err = AS_ERR_INIT;
-    struct bundle_paths p;
-    if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0 ||
-        discover_require(&p, &err) < 0) {
-        cli_error(&err);
-        bundle_paths_free(&p);
-        return EXIT_FAIL;
-    }
-    struct as_lock l;
-    if (trust_lock(&l, &err) < 0) {
-        cli_error(&err);
-        bundle_paths_free(&p);
-        return EXIT_FAIL;
-    }
-    int rc = EXIT_FAIL;
-    struct library *lib = lib_open(NULL, &err);
-    if (!lib) {
-        cli_error(&err);
-    } else {
-        fflush(stdout);
-        if (lib_pack_upgrade(lib, &p, name, &o, &err) < 0)
-            cli_error(&err);
+    return run_locked(ctx, lib_pack_upgrade, name, &o);
+}
+
+int cmd_remove(int argc, char **argv, struct cli_ctx *ctx)
+{
+    const char *name = NULL;
+    struct lib_pack_opts o = {.out = stdout, .diag = stderr};
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--write") == 0)
+            o.write = true;
+        else if (argv[i][0] == '-')
+            return cli_usage_error("remove", "unknown option '%s'", argv[i]);
+        else if (!name)
+            name = argv[i];
         else
-            rc = EXIT_OK;
+            return cli_usage_error("remove", "remove takes one name");
     }
-    lib_free(lib);
-    lock_release(&l);
-    bundle_paths_free(&p);
-    return rc;
+    if (!name)
+        return cli_usage_error("remove", "name the pack, server or skill: agentstack remove "
+                                         "<name> --write");
+    return run_locked(ctx, lib_pack_remove, name, &o);
 }

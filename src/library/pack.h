@@ -110,6 +110,14 @@ int lib_pack_add(struct library *lib, const struct bundle_paths *p, const char *
 int lib_pack_upgrade(struct library *lib, const struct bundle_paths *p, const char *name,
                      const struct lib_pack_opts *o, struct as_err *err);
 
+/* `remove <n>` (§3.4): a [packs.<n>] ledger wins, else a [servers.<n>] or
+ * [skills.<n>] entry. Drops the members' entries and toolset memberships
+ * and the ledger; deletes skill dirs only under skills/ and instruction
+ * files only with the vendor marker; re-pins (their lock rows go). With
+ * write, one transaction: files, manifest and lock, or none of them. */
+int lib_pack_remove(struct library *lib, const struct bundle_paths *p, const char *name,
+                    const struct lib_pack_opts *o, struct as_err *err);
+
 /* Re-pins the project after a write (lock --write semantics, library
  * resolution through lib, manifest stamp dropped as for partial writes).
  * summary gets "N skills, M servers" style text. */

@@ -17,8 +17,43 @@
 
 /* ---- re-pinning ---------------------------------------------------------------------- */
 
-int lib_relock(struct library *lib, const struct bundle_paths *p, strbuf *summary,
-               struct as_err *err)
+/* pin_build_lock keeps stale skill/server rows (an offline source must not
+ * lose its pin); a removal names the rows that must go. */
+static void drop_rows(struct lockfile *l, const strvec *skills, const strvec *servers)
+{
+    size_t w = 0;
+    for (size_t i = 0; skills && i < l->skills.n; i++) {
+        struct lock_skill *s = &l->skills.v[i];
+        if (strvec_find(skills, s->name) < 0) {
+            l->skills.v[w++] = *s;
+            continue;
+        }
+        free(s->name);
+        free(s->source);
+        free(s->path);
+        free(s->git);
+        free(s->rev);
+        free(s->license);
+        free(s->origin);
+    }
+    if (skills)
+        l->skills.n = w;
+    w = 0;
+    for (size_t i = 0; servers && i < l->servers.n; i++) {
+        struct lock_server *s = &l->servers.v[i];
+        if (strvec_find(servers, s->name) < 0) {
+            l->servers.v[w++] = *s;
+            continue;
+        }
+        free(s->name);
+        free(s->source);
+    }
+    if (servers)
+        l->servers.n = w;
+}
+
+static int relock(struct library *lib, const struct bundle_paths *p, strbuf *summary,
+                  const strvec *drop_skills, const strvec *drop_servers, struct as_err *err)
 {
     struct manifest_snapshot snap;
     manifest_snapshot_init(&snap);
@@ -63,6 +98,7 @@ int lib_relock(struct library *lib, const struct bundle_paths *p, strbuf *summar
         }
     }
     nl = pin_build_lock(&items, old, NULL);
+    drop_rows(nl, drop_skills, drop_servers);
     bool written = false;
     if (lockfile_save(nl, p->lock, p->project_root, snap.lock.buf, snap.lock.len, snap.has_lock,
                       &written, err) < 0)
@@ -85,6 +121,12 @@ out:
     manifest_free(m);
     manifest_snapshot_release(&snap);
     return rc;
+}
+
+int lib_relock(struct library *lib, const struct bundle_paths *p, strbuf *summary,
+               struct as_err *err)
+{
+    return relock(lib, p, summary, NULL, NULL, err);
 }
 
 /* ---- a small transaction over files --------------------------------------------------- */
@@ -1106,6 +1148,276 @@ out:
     free(target);
     lib_pack_free(&pk);
     lib_pack_ref_free(&ref);
+    manifest_free(m);
+    return rc;
+}
+
+/* ---- remove ------------------------------------------------------------------------------- */
+
+/* A member's entry and, when we may delete it, the file or directory. */
+struct removal {
+    const char *table; /* "servers" | "skills" | "instructions" */
+    char *name;
+    char *file;        /* absolute, deleted on write; NULL = entry only */
+    char *kept;        /* why a file stays, or NULL */
+};
+typedef VEC(struct removal) removals;
+
+static void removals_free(removals *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        free(r->v[i].name);
+        free(r->v[i].file);
+        free(r->v[i].kept);
+    }
+    vec_free(r);
+}
+
+/* §3.4: skill directories are deleted only under skills/ (depth >= 1),
+ * never a path the user pointed elsewhere. */
+static void plan_skill(const struct bundle_paths *p, const struct manifest *m, const char *name,
+                       struct removal *r)
+{
+    const struct mf_skill *s = manifest_skill(m, name);
+    const char *rel = s && s->path ? s->path : NULL;
+    if (!rel)
+        return;
+    while (rel[0] == '.' && rel[1] == '/')
+        rel += 2;
+    if (rel[0] == '/' || strncmp(rel, "skills/", 7) != 0 || !rel[7] || strstr(rel, "..")) {
+        r->kept = xasprintf("kept %s (outside skills/)", s->path);
+        return;
+    }
+    char *dir = xasprintf("%s/%s", p->manifest_dir, rel);
+    if (!fs_exists(dir)) {
+        free(dir);
+        return;
+    }
+    struct as_err e = AS_ERR_INIT;
+    if (dest_ok(p->manifest_dir, dir, &e) < 0) {
+        /* A symlinked skills/ is not ours to delete through. */
+        r->kept = xasprintf("kept %s (%s)", s->path, e.msg);
+        free(dir);
+        return;
+    }
+    r->file = dir;
+}
+
+/* Instruction files only with the vendor marker (a hand-written house rule stays). */
+static void plan_instruction(const struct bundle_paths *p, const struct manifest *m,
+                             const char *name, struct removal *r)
+{
+    const struct mf_instruction *in = manifest_instruction(m, name);
+    if (!in || !in->path)
+        return;
+    char *file = in->path[0] == '/' ? xstrdup(in->path) : anchored(p->manifest_dir, in->path);
+    struct as_err e = AS_ERR_INIT;
+    if (!fs_exists(file)) {
+        free(file);
+    } else if (!has_vendor_marker(file)) {
+        r->kept = xasprintf("kept %s (no vendor marker)", in->path);
+        free(file);
+    } else if (dest_ok(p->manifest_dir, file, &e) < 0) {
+        r->kept = xasprintf("kept %s (%s)", in->path, e.msg);
+        free(file);
+    } else {
+        r->file = file;
+    }
+}
+
+/* Drops name from every toolset's list (memberships go with the member). */
+static int drop_memberships(toml_edit *ed, const struct manifest *m, const char *list,
+                            const char *name, FILE *f, struct as_err *err)
+{
+    const char *table = m->toolsets_legacy ? "profiles" : "toolsets";
+    for (size_t t = 0; t < m->toolsets.n; t++) {
+        const char *ts = m->toolsets.v[t].name;
+        const toml_value *cur = toml_get_path(toml_edit_root(ed), table, ts, list, NULL);
+        if (!cur || cur->type != TOML_ARRAY)
+            continue;
+        toml_value *arr = toml_new(TOML_ARRAY);
+        bool hit = false;
+        for (size_t i = 0; i < toml_len(cur); i++) {
+            const toml_value *v = toml_at(cur, i);
+            if (v->type == TOML_STRING && strcmp(v->u.str.s, name) == 0)
+                hit = true;
+            else
+                toml_array_push(arr, toml_clone(v));
+        }
+        int rc = 0;
+        if (hit) {
+            const char *path[] = {table, ts, list};
+            rc = toml_edit_set(ed, path, 3, arr, err);
+            if (rc == 0 && f)
+                fprintf(f, "  - toolset '%s' %s -= \"%s\"\n", ts, list, name);
+        }
+        toml_free(arr);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int lib_pack_remove(struct library *lib, const struct bundle_paths *p, const char *name,
+                    const struct lib_pack_opts *o, struct as_err *err)
+{
+    struct manifest *m = manifest_load(p, err);
+    if (!m)
+        return -1;
+    removals rm = VEC_INIT;
+    strvec servers = STRVEC_INIT, skills = STRVEC_INIT, instr = STRVEC_INIT;
+    toml_edit *ed = NULL;
+    struct txn t;
+    bool txn = false, committed = false;
+    struct trust_status before = {.key = SB_INIT};
+    int rc = -1;
+    FILE *f = o->out;
+
+    /* A ledger wins: `remove acme` means the pack, not a server named acme. */
+    const toml_value *ledger = toml_get_path(m->root, "packs", name, NULL);
+    bool pack = ledger && ledger->type == TOML_TABLE;
+    if (pack) {
+        ledger_list(ledger, "servers", &servers);
+        ledger_list(ledger, "skills", &skills);
+        ledger_list(ledger, "instructions", &instr);
+    } else if (manifest_server(m, name)) {
+        strvec_push(&servers, name);
+    } else if (manifest_skill(m, name)) {
+        strvec_push(&skills, name);
+    } else {
+        as_err_set(err, "nothing named '%s' in %s: no [packs.%s], [servers.%s] or [skills.%s]",
+                   name, m->path, name, name, name);
+        as_err_hint(err, "library items are removed with: agentstack lib remove %s --write",
+                    name);
+        goto out;
+    }
+    for (size_t i = 0; i < servers.n; i++) {
+        if (!manifest_server(m, servers.v[i]))
+            continue;
+        struct removal r = {.table = "servers", .name = xstrdup(servers.v[i])};
+        vec_push(&rm, r);
+    }
+    for (size_t i = 0; i < skills.n; i++) {
+        if (!manifest_skill(m, skills.v[i]))
+            continue;
+        struct removal r = {.table = "skills", .name = xstrdup(skills.v[i])};
+        plan_skill(p, m, skills.v[i], &r);
+        vec_push(&rm, r);
+    }
+    for (size_t i = 0; i < instr.n; i++) {
+        if (!manifest_instruction(m, instr.v[i]))
+            continue;
+        struct removal r = {.table = "instructions", .name = xstrdup(instr.v[i])};
+        plan_instruction(p, m, instr.v[i], &r);
+        vec_push(&rm, r);
+    }
+
+    {
+        strbuf text = SB_INIT;
+        if (fs_read_file(p->manifest, LIB_MAX_FILE_BYTES, 0, &text, err) < 0) {
+            sb_release(&text);
+            goto out;
+        }
+        ed = toml_edit_open(p->manifest, text.buf, text.len, err);
+        sb_release(&text);
+        if (!ed)
+            goto out;
+    }
+    if (pack) {
+        const char *ver = lstr(ledger, "version"), *src = lstr(ledger, "source");
+        fprintf(f, "remove pack '%s'%s%s", name, ver ? " " : "", ver ? ver : "");
+        if (src)
+            say(f, " (", src, ")");
+        fputc('\n', f);
+    } else {
+        fprintf(f, "remove %s '%s'\n", servers.n ? "server" : "skill", name);
+    }
+    for (size_t i = 0; i < rm.n; i++) {
+        const struct removal *r = &rm.v[i];
+        const char *path[] = {r->table, r->name};
+        if (toml_edit_remove(ed, path, 2, err) < 0)
+            goto out;
+        fprintf(f, "  - [%s.%s]", r->table, r->name);
+        if (r->file)
+            fprintf(f, "  (deletes %s)", r->file + strlen(p->manifest_dir) + 1);
+        else if (r->kept)
+            say(f, "  (", r->kept, ")");
+        fputc('\n', f);
+        const char *list = strcmp(r->table, "servers") == 0  ? "servers"
+                           : strcmp(r->table, "skills") == 0 ? "skills"
+                                                             : NULL;
+        if (list && drop_memberships(ed, m, list, r->name, f, err) < 0)
+            goto out;
+    }
+    if (pack) {
+        const char *path[] = {"packs", name};
+        if (toml_edit_remove(ed, path, 2, err) < 0)
+            goto out;
+        fprintf(f, "  - [packs.%s]\n", name);
+    }
+    if (!o->write) {
+        fprintf(f, "Dry run. Re-run with --write to remove %s '%s'.\n", pack ? "pack" : "it",
+                name);
+        rc = 0;
+        goto out;
+    }
+
+    /* One transaction: files aside, manifest, lock; a failure puts all back. */
+    if (trust_check(p, &before, err) < 0)
+        goto out;
+    txn_init(&t, p);
+    txn = true;
+    size_t files = 0;
+    for (size_t i = 0; i < rm.n; i++) {
+        if (!rm.v[i].file)
+            continue;
+        if (txn_aside(&t, rm.v[i].file, err) < 0)
+            goto out;
+        files++;
+    }
+    size_t len;
+    const char *text = toml_edit_text(ed, &len);
+    if (write_manifest(&t, p, text, len, err) < 0)
+        goto out;
+    strbuf pins = SB_INIT;
+    strvec gone_skills = STRVEC_INIT, gone_servers = STRVEC_INIT;
+    for (size_t i = 0; i < rm.n; i++) {
+        if (strcmp(rm.v[i].table, "skills") == 0)
+            strvec_push(&gone_skills, rm.v[i].name);
+        else if (strcmp(rm.v[i].table, "servers") == 0)
+            strvec_push(&gone_servers, rm.v[i].name);
+    }
+    int pr = relock(lib, p, &pins, &gone_skills, &gone_servers, err);
+    strvec_clear(&gone_skills);
+    strvec_clear(&gone_servers);
+    if (pr < 0) {
+        as_err_prefix(err, "re-pinning failed, so nothing was removed");
+        sb_release(&pins);
+        goto out;
+    }
+    committed = true;
+    fprintf(f, "✓ removed %s '%s' — %zu entr%s, %zu file%s deleted\n", pack ? "pack" : "entry",
+            name, rm.n + (pack ? 1 : 0), rm.n + (pack ? 1 : 0) == 1 ? "y" : "ies", files,
+            files == 1 ? "" : "s");
+    fprintf(f, "✓ pinned %s in %s\n", pins.buf, p->lock);
+    sb_release(&pins);
+    fprintf(f, "next: agentstack apply --write   (withdraws what the CLIs still hold)\n");
+    if (before.state == TRUST_TRUSTED)
+        fprintf(o->diag, "warning: the manifest and lock changed, so this project is no longer "
+                         "trusted until you review it: agentstack trust .\n");
+    rc = 0;
+out:
+    if (txn) {
+        if (!committed)
+            txn_rollback(&t, p->project_root);
+        txn_free(&t, committed);
+    }
+    trust_status_release(&before);
+    toml_edit_free(ed);
+    removals_free(&rm);
+    strvec_clear(&servers);
+    strvec_clear(&skills);
+    strvec_clear(&instr);
     manifest_free(m);
     return rc;
 }
