@@ -57,7 +57,12 @@ static const struct ctl_tool table[] = {
      "(default 20).\"},"
      "\"maxResponseSize\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"Stop adding "
      "hits before the answer exceeds this many bytes.\"}}}"},
-    {"tools_bindings", NULL, NULL, NULL},
+    {"tools_bindings", NULL,
+     "TypeScript bindings for code mode: a recipe, client.ts (codemode.server.tool(input) for "
+     "every proxied tool this connection may call) and a small static shim that POSTs each "
+     "call to this gateway's loopback endpoint, where the same policy and audit apply. Writes "
+     "nothing; secret-free.",
+     NULL},
     {"agentstack_list", t_list,
      "Show this project's manifest as the gateway sees it: servers, skills, toolsets, the "
      "default toolset, the open lease, and which servers are proxied right now.",
@@ -118,12 +123,18 @@ static bool is_search(const char *n)
     return strcmp(n, "tools_search") == 0;
 }
 
+/* Answered after discovery, outside the table's synchronous handlers. */
+static bool is_async(const char *n)
+{
+    return is_search(n) || strcmp(n, "tools_bindings") == 0;
+}
+
 json_t *gw_control_tools(struct gw *gw, const struct gw_surface *sf)
 {
     json_t *tools = json_array();
     for (size_t i = 0; i < NTABLE; i++) {
         const struct ctl_tool *t = &table[i];
-        if (!t->fn && !is_search(t->name))
+        if (!t->fn && !is_async(t->name))
             continue;
         json_t *o = json_object();
         json_object_set_new(o, "name", json_string(t->name));
@@ -265,6 +276,45 @@ static void do_search(struct gw *gw, struct job *j)
     gw_surface_discover(sf, search_finish, j);
 }
 
+/* ---- tools_bindings ------------------------------------------------------------------- */
+
+static void bindings_finish(struct gw *gw, struct job *j)
+{
+    gw_toolvec v = {0};
+    gw_surface_allowed(j->sf, &v);
+    strbuf out = SB_INIT;
+    if (v.n == 0) {
+        sb_adds(&out, "This project proxies no upstream MCP tools on this connection, so there "
+                      "is nothing to bind.");
+        if (j->sf->note)
+            sb_addf(&out, "\n%s", j->sf->note);
+    } else {
+        gw_bindings_render(v.v, v.n, j->sf == gw->cur ? gw_cm_path(gw) : NULL, &out);
+    }
+    vec_free(&v);
+    gw_reply(gw, j, gw_text_result(out.buf, false));
+    sb_release(&out);
+    gw_job_free(j);
+}
+
+static void do_bindings(struct gw *gw, struct job *j)
+{
+    /* Code mode calls arrive on the connection-era surface (the endpoint's). */
+    struct gw_surface *sf = gw_surface_for(gw, false);
+    if (sf->gate != GW_GATE_OPEN) {
+        strbuf out = SB_INIT;
+        sb_adds(&out, "No proxied tools available. ");
+        sb_adds(&out, sf->note ? sf->note : "");
+        gw_reply(gw, j, gw_text_result(out.buf, false));
+        sb_release(&out);
+        gw_job_free(j);
+        return;
+    }
+    j->sf = sf;
+    gw_surface_ref(sf);
+    gw_surface_discover(sf, bindings_finish, j);
+}
+
 /* ---- tools/call ------------------------------------------------------------------------ */
 
 void gw_tools_call(struct gw *gw, struct job *j)
@@ -286,6 +336,10 @@ void gw_tools_call(struct gw *gw, struct job *j)
     gw_refresh(gw, j->modern, lease_verb);
     if (is_search(name)) {
         do_search(gw, j);
+        return;
+    }
+    if (strcmp(name, "tools_bindings") == 0) {
+        do_bindings(gw, j);
         return;
     }
     if (strstr(name, "__")) {

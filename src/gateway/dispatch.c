@@ -64,6 +64,7 @@ static void finish_refusal(struct gw *gw, struct job *j, json_t *result)
 
 static void unknown(struct gw *gw, struct job *j)
 {
+    j->unknown = true;
     strbuf n = SB_INIT;
     gw_one_line(j->name, 200, &n);
     finish_refusal(gw, j, gw_error_result("unknown tool '%s'", n.buf));

@@ -30,7 +30,8 @@
  *    manifest edits are refused. A bad grant serves the control plane only.
  *  - Nothing is written into the project except by agentstack_lease_freeze
  *    (the manifest only, errata 14). Gateway state lives under
- *    $AGENTSTACK_HOME (leases/, logs/, audit/).
+ *    $AGENTSTACK_HOME (leases/, logs/, audit/, and gateway/<pid>/endpoint.json
+ *    while code mode's loopback endpoint is open).
  *  - On stdin EOF in-flight replies are drained (≤ 5 s), every upstream's
  *    process group is stopped, and the process exits 0.
  */

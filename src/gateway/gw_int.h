@@ -45,6 +45,8 @@
 struct gw;
 struct gw_surface;
 struct job;
+struct gw_cm;
+struct gw_cm_conn;
 
 /* ---- text (text.c) ---------------------------------------------------------- */
 
@@ -236,6 +238,10 @@ struct job {
     char *server, *tool;
     char digest[16];
     uint64_t t0;
+    /* code mode (codemode.c): the HTTP connection waiting for the answer */
+    bool via_http;            /* never answered on stdout */
+    struct gw_cm_conn *http;  /* NULL once the client hung up */
+    bool unknown;             /* gw_dispatch answered "unknown tool" (HTTP 404) */
 };
 
 struct gw {
@@ -294,12 +300,16 @@ struct gw {
     int start_ms;
     int call_ms; /* list/call budget (AGENTSTACK_CALL_TIMEOUT_MS) */
     bool stderr_said_untrusted;
+    struct gw_cm *cm; /* code-mode endpoint (codemode.c), or NULL */
 };
 
 /* server.c */
 void gw_reply(struct gw *gw, struct job *j, json_t *result /* stolen */);
 void gw_reply_error(struct gw *gw, struct job *j, int code, const char *msg, json_t *data);
 void gw_job_free(struct job *j);
+/* A job not born from a stdin frame (code mode): linked into gw->jobs so
+ * shutdown drains and cancels it like any other. */
+struct job *gw_job_add(struct gw *gw, const char *method);
 /* Stops the loop once shutdown has begun and nothing is left to wait for. */
 void gw_maybe_finish(struct gw *gw);
 void gw_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -357,6 +367,20 @@ void gw_loadable_index(struct gw *gw, const struct gw_surface *sf, strbuf *out);
 void gw_index_render(const char *const *names, const char *const *descs, size_t n, const char *note,
                      strbuf *out);
 const char *gw_manual_text(void);
+
+/* codemode.c */
+/* Opens the loopback endpoint when the current surface proxies at least one
+ * upstream and is not the one it serves already; closes it (endpoint.json
+ * deleted) otherwise. Called whenever gw->cur changes and at shutdown. */
+void gw_cm_sync(struct gw *gw);
+/* endpoint.json's path while the endpoint is open, else NULL. */
+const char *gw_cm_path(const struct gw *gw);
+/* The answer to a code-mode job (result stolen; NULL = failure). */
+void gw_cm_reply(struct gw *gw, struct job *j, json_t *result);
+void gw_cm_free(struct gw *gw);
+/* tools_bindings' markdown for the allowed tools (sorted by full name). */
+void gw_bindings_render(const struct gw_tool *const *tools, size_t n, const char *endpoint_path,
+                        strbuf *out);
 
 /* lease.c */
 json_t *gw_lease_open(struct gw *gw, const json_t *args, bool modern);

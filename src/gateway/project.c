@@ -379,6 +379,7 @@ static void swap(struct gw *gw, struct gw_surface *sf)
         gw_surface_unref(gw->cur);
     gw->cur = sf;
     gw->gen++;
+    gw_cm_sync(gw);
 }
 
 static struct gw_surface *untrusted_surface(struct gw *gw, int state)

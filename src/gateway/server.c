@@ -81,6 +81,15 @@ static void flush_dirty(struct gw *gw)
 
 void gw_reply(struct gw *gw, struct job *j, json_t *result)
 {
+    if (j->via_http) {
+        if (!j->replied && j->http)
+            gw_cm_reply(gw, j, result);
+        else
+            json_decref(result);
+        j->replied = true;
+        flush_dirty(gw);
+        return;
+    }
     if (j->modern && json_is_object(result) && !json_object_get(result, "resultType"))
         json_object_set_new(result, "resultType", json_string("complete"));
     if (!j->cancelled && !j->replied)
@@ -94,6 +103,14 @@ void gw_reply(struct gw *gw, struct job *j, json_t *result)
 
 void gw_reply_error(struct gw *gw, struct job *j, int code, const char *msg, json_t *data)
 {
+    if (j->via_http) {
+        if (!j->replied && j->http)
+            gw_cm_reply(gw, j, NULL);
+        if (data)
+            json_decref(data);
+        j->replied = true;
+        return;
+    }
     if (!j->cancelled && !j->replied)
         send_json(gw, mcp_error_new(j->id, code, msg, data));
     else if (data)
@@ -111,6 +128,19 @@ static struct job *job_new(struct gw *gw, const struct mcp_msg *m, bool modern)
     j->method = xstrdup(m->method);
     j->params = m->params ? json_incref(m->params) : json_object();
     j->modern = modern;
+    j->next = gw->jobs;
+    if (gw->jobs)
+        gw->jobs->prev = j;
+    gw->jobs = j;
+    return j;
+}
+
+struct job *gw_job_add(struct gw *gw, const char *method)
+{
+    struct job *j = xcalloc(1, sizeof *j);
+    j->gw = gw;
+    j->method = xstrdup(method);
+    j->params = json_object();
     j->next = gw->jobs;
     if (gw->jobs)
         gw->jobs->prev = j;
@@ -443,6 +473,7 @@ static void finish(struct gw *gw)
             mcp_client_cancel(v[i]->up->client, v[i]->handle, "gateway shutting down");
     free(v);
     gw_lease_release(gw);
+    gw_cm_sync(gw); /* shutting down: the endpoint closes, endpoint.json goes */
     if (gw->cur)
         gw_surface_unref(gw->cur);
     gw->cur = NULL;
@@ -544,6 +575,7 @@ static void on_signal(struct mcp_loop *loop, int fd, unsigned ev, void *ctx)
 
 static void gw_free(struct gw *gw)
 {
+    gw_cm_free(gw); /* before the jobs: connections point at them */
     for (struct job *j = gw->jobs; j;) {
         struct job *n = j->next;
         j->next = j->prev = NULL;
