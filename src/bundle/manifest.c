@@ -12,45 +12,16 @@
 
 #include "base/fs.h"
 #include "base/xalloc.h"
+#include "base/suggest.h"
 #include "bundle/home.h"
 #include "bundle/manifest_int.h"
 
 /* ---- small shared helpers ------------------------------------------------ */
 
-static size_t edit_distance(const char *a, const char *b, size_t cap)
-{
-    size_t n = strlen(a), m = strlen(b);
-    if (n > m + cap || m > n + cap)
-        return cap + 1;
-    if (m > 255)
-        return cap + 1;
-    size_t prev[257], cur[257];
-    for (size_t j = 0; j <= m; j++)
-        prev[j] = j;
-    for (size_t i = 1; i <= n; i++) {
-        cur[0] = i;
-        for (size_t j = 1; j <= m; j++) {
-            size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-            size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
-            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-        }
-        memcpy(prev, cur, (m + 1) * sizeof prev[0]);
-    }
-    return prev[m];
-}
 
 const char *mf_did_you_mean(const char *word, const char *const *cands)
 {
-    const char *best = NULL;
-    size_t bestd = 3;
-    for (size_t i = 0; cands[i]; i++) {
-        size_t dd = edit_distance(word, cands[i], 2);
-        if (dd < bestd) {
-            bestd = dd;
-            best = cands[i];
-        }
-    }
-    return best;
+    return suggest_closest(word, cands, SUGGEST_NULL_TERMINATED);
 }
 
 char *mf_table_name(const char *parent, const char *key)

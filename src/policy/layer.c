@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/xalloc.h"
+#include "base/suggest.h"
 #include "policy/pol_internal.h"
 
 static const char *const keyed_name[POL_NKEYED] = {"tools", "egress", "secrets"};
@@ -177,39 +178,10 @@ int pol_layer_is_empty(const struct pol_layer *l)
 
 /* ---- from TOML ---------------------------------------------------------- */
 
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 64 || lb > 64)
-        return 99;
-    size_t prev[65], cur[65];
-    for (size_t j = 0; j <= lb; j++)
-        prev[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        cur[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-            size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
-            size_t m = sub < del ? sub : del;
-            cur[j] = m < ins ? m : ins;
-        }
-        memcpy(prev, cur, sizeof(size_t) * (lb + 1));
-    }
-    return prev[lb];
-}
 
 static const char *closest(const char *word, const char *const *cands)
 {
-    const char *best = NULL;
-    size_t bd = 3;
-    for (size_t i = 0; cands[i]; i++) {
-        size_t d = edit_distance(word, cands[i]);
-        if (d < bd) {
-            bd = d;
-            best = cands[i];
-        }
-    }
-    return best;
+    return suggest_closest(word, cands, SUGGEST_NULL_TERMINATED);
 }
 
 int pol_unknown_key(struct as_err *err, const char *path, const toml_kv *kv, const char *table,
