@@ -202,6 +202,45 @@ def no_endpoint_when_empty():
             g.close()
 
 
+def swap():
+    with Sandbox() as sb:
+        project(sb, stdio("t", "--tools", "get_a") +
+                "[toolsets.work]\nservers = [\"t\"]\n\n[toolsets.empty]\nservers = []\n")
+        with Gateway(sb, "--auto-project") as g:
+            g.initialize()
+            g.request("tools/list")
+            check(endpoints(sb) == [], "fenced (no lease): nothing proxied, no endpoint")
+            g.call("agentstack_lease_open", {"profile": "work"})
+            eps = endpoints(sb)
+            check(len(eps) == 1, "a lease that proxies a server opens the endpoint", eps)
+            with open(eps[0]) as f:
+                first = json.load(f)
+            st, body = post(first["url"], first["token"], {"name": "t__get_a", "arguments": {}})
+            check(st == 200, "the leased server answers through the endpoint", (st, body))
+            g.call("agentstack_lease_close", {})
+            check(endpoints(sb) == [], "16: endpoint.json deleted on swap (lease closed)")
+            try:
+                st, _ = post(first["url"], first["token"], {"name": "t__get_a", "arguments": {}})
+            except OSError:
+                st = "refused"
+            check(st in (401, "refused"), "the old door no longer serves", st)
+            g.call("agentstack_lease_open", {"profile": "work"})
+            eps = endpoints(sb)
+            with open(eps[0]) as f:
+                second = json.load(f)
+            check(second["token"] != first["token"], "a new surface gets a new token")
+            st, _ = post(second["url"], first["token"], {"name": "t__get_a", "arguments": {}})
+            check(st == 401, "the old token is refused by the new door", st)
+            st, _ = post(second["url"], second["token"], {"name": "t__get_a", "arguments": {}})
+            check(st == 200, "the new door serves with the new token", st)
+            g.call("agentstack_lease_close", {})
+            g.call("agentstack_lease_open", {"profile": "empty"})
+            check(endpoints(sb) == [], "a lease that proxies nothing has no endpoint")
+            g.close()
+        check(not glob.glob(os.path.join(sb.ah, "gateway", "*")), "nothing left on exit")
+
+
 round_trip()
 no_endpoint_when_empty()
+swap()
 done()
