@@ -29,6 +29,7 @@ struct xfer {
     CURL *easy;
     uint64_t id; /* request id, 0 for notifications, replies and DELETE */
     int is_delete;
+    int had_session; /* sent with an Mcp-Session-Id */
     struct curl_slist *hdrs;
     char *body;
     strbuf resp;
@@ -320,6 +321,26 @@ static void body_to_frames(struct xfer *x)
         json_decref(v);
 }
 
+/* The server no longer knows the session this transfer carried: 404 is the
+ * spec's answer, but servers built on the TypeScript SDK's examples (server-
+ * everything among them) answer 400 naming the session instead. */
+static int session_lost(const struct xfer *x, long status)
+{
+    if (!x->had_session || x->is_delete)
+        return 0;
+    if (status == 404)
+        return 1;
+    return status == 400 && !x->sse && x->resp.len && strcasestr(x->resp.buf, "session");
+}
+
+/* Failures that say the server process is gone; a timeout is not one of
+ * them (the server may just be slow). */
+static int connection_lost(CURLcode rc)
+{
+    return rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST ||
+           rc == CURLE_GOT_NOTHING || rc == CURLE_SEND_ERROR || rc == CURLE_RECV_ERROR;
+}
+
 static void finish_xfer(struct http_tr *tr, struct xfer *x, CURLcode rc)
 {
     struct mcp_client *c = tr->c;
@@ -327,10 +348,11 @@ static void finish_xfer(struct http_tr *tr, struct xfer *x, CURLcode rc)
     tr->cu->easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
     xfer_unlink(tr, x);
     tr->cu->multi_remove_handle(tr->multi, x->easy);
+    int lost = rc == CURLE_OK && session_lost(x, status);
     if (x->sse && x->data.len && !x->too_large)
         sse_dispatch_event(x); /* a stream may end without the final blank line */
-    if (!x->sse && !x->too_large)
-        body_to_frames(x);
+    if (!x->sse && !x->too_large && !lost)
+        body_to_frames(x); /* a lost session's error body would hide the HTTP status */
     dispatch_frames(tr, x);
     if (x->is_delete) {
         xfer_free(x);
@@ -356,12 +378,8 @@ static void finish_xfer(struct http_tr *tr, struct xfer *x, CURLcode rc)
             snprintf(msg, sizeof msg, "HTTP request failed: %s", tr->cu->easy_strerror(rc));
         } else if (status >= 300) {
             st = MCP_E_HTTP;
-            snprintf(msg, sizeof msg, "HTTP %ld", status);
-            if (status == 404 && c->session_id) {
-                /* The server forgot the session: the next start begins anew. */
-                free(c->session_id);
-                c->session_id = NULL;
-            }
+            snprintf(msg, sizeof msg, "HTTP %ld%s", status,
+                     lost ? " (the server no longer knows the session)" : "");
         } else {
             st = MCP_E_PROTOCOL;
             snprintf(msg, sizeof msg, "the HTTP response carried no answer (HTTP %ld)", status);
@@ -369,6 +387,16 @@ static void finish_xfer(struct http_tr *tr, struct xfer *x, CURLcode rc)
         mcp__request_failed(c, x->id, st, msg, st == MCP_E_HTTP ? status : 0);
     }
     xfer_free(x);
+    if ((lost || connection_lost(rc)) && !c->doomed && c->state == MCP_ST_READY) {
+        /* The session (or the server that held it) is gone: like a stdio
+         * upstream that exited, the client goes DEAD so the next start
+         * begins a new session with initialize. The call that found out has
+         * had its answer; the others in flight on the old session fail now. */
+        free(c->session_id);
+        c->session_id = NULL;
+        mcp__transport_failed(c, MCP_E_HTTP, lost ? "the server no longer knows the session"
+                                                  : "the connection to the server was lost");
+    }
 }
 
 static void process(struct http_tr *tr)
@@ -450,6 +478,7 @@ static struct xfer *xfer_new(struct http_tr *tr, uint64_t id)
     cu->easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
     x->hdrs = cu->slist_append(x->hdrs, "Accept: application/json, text/event-stream");
     if (c->session_id) {
+        x->had_session = 1;
         char *h = xasprintf("Mcp-Session-Id: %s", c->session_id);
         x->hdrs = cu->slist_append(x->hdrs, h);
         free(h);

@@ -332,6 +332,80 @@ static void test_too_large_and_refused(void **state)
     close(s);
 }
 
+/* A server that forgot the session (restarted, or expired it) must not leave
+ * the client READY with no session: the failing call reports the HTTP error
+ * once, the client goes DEAD, and the next start opens a new session. */
+static void forgotten_session(struct env *e, int status)
+{
+    struct done d = {0};
+    if (mcp_client_state(e->c) != MCP_ST_READY)
+        assert_int_equal(start(e, &d), MCP_OK);
+    done_clear(&d);
+    char args[64];
+    snprintf(args, sizeof args, "{\"status\":%d}", status);
+    call_wait(e, "forget-sessions", args, &d);
+    assert_string_equal(text_of(d.result), "forgotten");
+    done_clear(&d);
+    call_wait(e, "echo", "{\"message\":\"lost\"}", &d);
+    assert_int_equal(d.n, 1);
+    assert_int_equal(d.st, MCP_E_HTTP); /* not the 400 body's JSON-RPC error */
+    assert_int_equal(d.http, status);
+    done_clear(&d);
+    assert_int_equal(mcp_client_state(e->c), MCP_ST_DEAD);
+    assert_null(mcp_client_session_id(e->c));
+    assert_int_equal(start(e, &d), MCP_OK);
+    done_clear(&d);
+    assert_non_null(mcp_client_session_id(e->c));
+    call_wait(e, "echo", "{\"message\":\"again\"}", &d);
+    assert_int_equal(d.st, MCP_OK);
+    assert_string_equal(text_of(d.result), "Echo: again");
+    done_clear(&d);
+}
+
+static void test_forgotten_session_starts_anew(void **state)
+{
+    struct env *e = *state;
+    start_server(e, NULL);
+    make(e, NULL, NULL);
+    forgotten_session(e, 404); /* the spec's answer */
+    forgotten_session(e, 400); /* server-everything's answer */
+    struct done d = {0};
+    call_wait(e, "inits", NULL, &d);
+    assert_string_equal(text_of(d.result), "3");
+    done_clear(&d);
+    shutdown_wait(e);
+}
+
+static void test_restarted_server_reached_again(void **state)
+{
+    struct env *e = *state;
+    start_server(e, NULL);
+    make(e, NULL, NULL);
+    struct done d = {0};
+    assert_int_equal(start(e, &d), MCP_OK);
+    done_clear(&d);
+    int port = 0;
+    assert_int_equal(sscanf(e->url, "http://127.0.0.1:%d/", &port), 1);
+    proc_terminate(&e->srv, 2000);
+    proc_close_pipes(&e->srv);
+    call_wait(e, "echo", "{\"message\":\"down\"}", &d);
+    assert_int_equal(d.n, 1);
+    assert_int_equal(d.st, MCP_E_HTTP);
+    done_clear(&d);
+    assert_int_equal(mcp_client_state(e->c), MCP_ST_DEAD);
+    char ps[16];
+    snprintf(ps, sizeof ps, "%d", port);
+    const char *extra[] = {"--port", ps, NULL};
+    start_server(e, extra);
+    assert_int_equal(start(e, &d), MCP_OK);
+    done_clear(&d);
+    call_wait(e, "echo", "{\"message\":\"back\"}", &d);
+    assert_int_equal(d.st, MCP_OK);
+    assert_string_equal(text_of(d.result), "Echo: back");
+    done_clear(&d);
+    shutdown_wait(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -341,6 +415,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_concurrent_and_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_discover_modern_and_legacy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_too_large_and_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_forgotten_session_starts_anew, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restarted_server_reached_again, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
