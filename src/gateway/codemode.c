@@ -38,6 +38,7 @@
 #define CM_INFLIGHT_MAX 64
 #define CM_CONN_MAX 256
 #define CM_TOKEN_HEX 64
+#define CM_IDLE_MS_DEFAULT 10000
 
 struct gw_cm_conn {
     struct gw_cm *cm;
@@ -51,7 +52,8 @@ struct gw_cm_conn {
     strbuf out;
     size_t out_off;
     bool writing;
-    bool busy; /* inside conn_dispatch: a door closing must not free it */
+    bool busy;      /* inside conn_dispatch: a door closing must not free it */
+    uint64_t timer; /* idle deadline while reading or writing; 0 while dispatched */
     struct gw_cm_conn *next, *prev;
 };
 
@@ -64,6 +66,7 @@ struct gw_cm {
     char *dir, *path;      /* $AGENTSTACK_HOME/gateway/<id>/endpoint.json */
     struct gw_surface *sf; /* the surface the door was opened for (held) */
     size_t inflight, nconns;
+    uint64_t idle_ms; /* a connection that stalls this long is dropped */
     struct gw_cm_conn *conns;
     char *why_closed; /* why the last attempt to open failed */
 };
@@ -82,6 +85,8 @@ static void conn_free(struct gw_cm_conn *c)
     cm->nconns--;
     if (c->counted)
         cm->inflight--;
+    if (c->timer)
+        mcp_loop_timer_cancel(cm->gw->loop, c->timer);
     if (c->job) {
         /* The call finishes and is audited; its answer has nowhere to go. */
         c->job->http = NULL;
@@ -96,6 +101,31 @@ static void conn_free(struct gw_cm_conn *c)
 
 static void on_conn(struct mcp_loop *loop, int fd, unsigned ev, void *ctx);
 
+/* A client that neither finishes its request nor reads its answer would hold
+ * one of the CM_CONN_MAX slots for the gateway's life: it is dropped. */
+static void on_idle(struct mcp_loop *loop, void *ctx)
+{
+    (void)loop;
+    struct gw_cm_conn *c = ctx;
+    c->timer = 0;
+    conn_free(c);
+}
+
+static void conn_arm(struct gw_cm_conn *c)
+{
+    struct mcp_loop *loop = c->cm->gw->loop;
+    if (c->timer)
+        mcp_loop_timer_cancel(loop, c->timer);
+    c->timer = mcp_loop_timer(loop, c->cm->idle_ms, on_idle, c);
+}
+
+static void conn_disarm(struct gw_cm_conn *c)
+{
+    if (c->timer)
+        mcp_loop_timer_cancel(c->cm->gw->loop, c->timer);
+    c->timer = 0;
+}
+
 static void conn_flush(struct gw_cm_conn *c)
 {
     while (c->out_off < c->out.len) {
@@ -106,6 +136,7 @@ static void conn_flush(struct gw_cm_conn *c)
             if (!c->writing) {
                 c->writing = true;
                 mcp_loop_mod(c->cm->gw->loop, c->fd, MCP_EV_OUT);
+                conn_arm(c);
             }
             return;
         }
@@ -271,6 +302,7 @@ static void conn_dispatch(struct gw_cm_conn *c)
     }
     c->job = j;
     j->http = c;
+    conn_disarm(c);     /* the call has its own deadlines from here */
     gw_dispatch(gw, j); /* replies through gw_cm_reply, now or later */
 }
 
@@ -401,6 +433,7 @@ static void on_accept(struct mcp_loop *loop, int fd, unsigned ev, void *ctx)
             cm->conns->prev = c;
         cm->conns = c;
         cm->nconns++;
+        conn_arm(c);
     }
 }
 
@@ -528,6 +561,9 @@ void gw_cm_sync(struct gw *gw)
         cm = gw->cm = xcalloc(1, sizeof *cm);
         cm->gw = gw;
         cm->lfd = -1;
+        const char *im = getenv("AGENTSTACK_CODEMODE_IDLE_MS");
+        long v = im && *im ? atol(im) : 0;
+        cm->idle_ms = v > 0 ? (uint64_t)v : CM_IDLE_MS_DEFAULT;
     }
     if (want && cm->lfd >= 0 && cm->sf == sf)
         return;

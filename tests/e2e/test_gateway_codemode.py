@@ -240,7 +240,25 @@ def swap():
         check(not glob.glob(os.path.join(sb.ah, "gateway", "*")), "nothing left on exit")
 
 
+def idle():
+    with Sandbox() as sb:
+        project(sb, stdio("t", "--tools", "get_a"))
+        env = sb.env(AGENTSTACK_CODEMODE_IDLE_MS="50")
+        with Gateway(sb, "--auto-project", env=env) as g:
+            g.initialize()
+            g.request("tools/list")
+            with open(endpoints(sb)[0]) as f:
+                cfg = json.load(f)
+            s, path = connect(cfg["url"])
+            s.sendall(b"POST " + path.encode() + b" HTTP/1.1\r\n")  # and then nothing
+            got = s.recv(100)  # returns once the gateway drops it (test timeout: 60 s)
+            s.close()
+            check(got == b"", "a connection that stalls is dropped, not held forever", got)
+            g.close()
+
+
 round_trip()
 no_endpoint_when_empty()
 swap()
+idle()
 done()
