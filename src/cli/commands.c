@@ -137,6 +137,9 @@ const struct cli_command cli_commands[] = {
     {"add", cmd_add, "install a pack from git: servers + skills, secrets stay ${REF}s",
      "usage: agentstack add from git:<owner>/<repo>[@<tag>][#<subdir>] [--toolset N]\n"
      "                           [--with-instructions] [--write]\n"
+     "       agentstack add skill <./dir | owner/repo[@skill][#ref] | git URL> [--skill S]\n"
+     "                  [--list] [--rev R] [--subpath D] [--name N] [--toolset T]\n"
+     "                  [--allow-flagged] [--write]\n"
      "git:owner/repo is https://github.com/owner/repo; any other git URL is written in full.\n", 0},
     {"upgrade", cmd_upgrade, "upgrade an installed pack: preview, then re-install and re-pin",
      "usage: agentstack upgrade <pack> [--yes] [--with-instructions] [--write]\n", 0},

@@ -118,6 +118,34 @@ int lib_pack_upgrade(struct library *lib, const struct bundle_paths *p, const ch
 int lib_pack_remove(struct library *lib, const struct bundle_paths *p, const char *name,
                     const struct lib_pack_opts *o, struct as_err *err);
 
+/* ---- add skill <source> (§3.5, errata 29) ---- */
+
+/* A skill source: exactly one of path / url. */
+struct lib_skill_src {
+    char *path;    /* spelled path (./ ../ / ~/ expanded), or NULL */
+    char *url;     /* owner/repo → https://github.com/owner/repo; other URLs in full */
+    char *rev;     /* #ref or a /tree/<ref>/ URL; NULL = upstream HEAD */
+    char *subpath; /* from a /tree/<ref>/<sub> URL */
+    char *skill;   /* owner/repo@skill */
+};
+void lib_skill_src_free(struct lib_skill_src *s);
+/* Parses a source; http://, credentials in a URL and shapes that are none
+ * of the above are errors. */
+int lib_skill_src_parse(const char *spec, struct lib_skill_src *out, struct as_err *err);
+
+struct lib_skill_opts {
+    const char *skill, *rev, *subpath, *name, *toolset;
+    bool list, allow_flagged, write;
+    FILE *out, *diag;
+};
+/* `add skill <source>`: fetch (git sources into the store, at a commit),
+ * pick the skill, check and scan it, preview; with write add [skills.<n>]
+ * (git + rev = the commit + subpath, or a path — a folder outside the
+ * manifest dir is copied to skills/<n>), join the toolset and pin at once.
+ * Files, manifest and lock are all written or none. */
+int lib_add_skill(struct library *lib, const struct bundle_paths *p, const char *spec,
+                  const struct lib_skill_opts *o, struct as_err *err);
+
 /* Re-pins the project after a write (lock --write semantics, library
  * resolution through lib, manifest stamp dropped as for partial writes).
  * summary gets "N skills, M servers" style text. */

@@ -1,0 +1,603 @@
+/* pack — `add skill <source>` (06 §3.5, errata 29); see pack.h. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/fs.h"
+#include "base/term.h"
+#include "base/xalloc.h"
+#include "bundle/digest.h"
+#include "bundle/git.h"
+#include "bundle/manifest.h"
+#include "bundle/scan.h"
+#include "bundle/skill_md.h"
+#include "library/git.h"
+#include "library/pack.h"
+#include "trust/trust.h"
+
+void lib_skill_src_free(struct lib_skill_src *s)
+{
+    free(s->path);
+    free(s->url);
+    free(s->rev);
+    free(s->subpath);
+    free(s->skill);
+    memset(s, 0, sizeof *s);
+}
+
+static bool spelled_path(const char *s)
+{
+    return strcmp(s, ".") == 0 || strcmp(s, "..") == 0 || strncmp(s, "./", 2) == 0 ||
+           strncmp(s, "../", 3) == 0 || s[0] == '/' || strncmp(s, "~/", 2) == 0;
+}
+
+static bool shorthand_part(const char *s, size_t n)
+{
+    if (n == 0 || s[0] == '.' || s[0] == '-')
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_' || c == '.'))
+            return false;
+    }
+    return true;
+}
+
+/* Credentials never ride in a URL: they would land in the manifest, the
+ * lock and the store's recorded URL. */
+static int url_credentials(const char *url, struct as_err *err)
+{
+    const char *a = strstr(url, "://");
+    if (!a)
+        return 0;
+    a += 3;
+    size_t auth = strcspn(a, "/");
+    const char *at = memchr(a, '@', auth);
+    if (!at)
+        return 0;
+    bool https = strncmp(url, "https://", 8) == 0;
+    if (https || memchr(a, ':', (size_t)(at - a))) {
+        as_err_set(err, "refusing a git URL with credentials in it — nothing fetched");
+        as_err_hint(err, "drop the user:token@ part; use ssh or a git credential helper");
+        return -1;
+    }
+    return 0;
+}
+
+/* https://github.com/o/r/tree/<ref>/<sub> and gitlab's /-/tree/<ref>/<sub>. */
+static void tree_url(struct lib_skill_src *s)
+{
+    const char *hosts[] = {"https://github.com/", "https://gitlab.com/"};
+    for (size_t h = 0; h < 2; h++) {
+        size_t hl = strlen(hosts[h]);
+        if (strncmp(s->url, hosts[h], hl) != 0)
+            continue;
+        char *t = strstr(s->url + hl, "/-/tree/");
+        size_t skip = 8;
+        if (!t) {
+            t = strstr(s->url + hl, "/tree/");
+            skip = 6;
+        }
+        if (!t)
+            return;
+        char *ref = t + skip;
+        char *slash = strchr(ref, '/');
+        free(s->rev);
+        s->rev = slash ? xstrndup(ref, (size_t)(slash - ref)) : xstrdup(ref);
+        if (slash && slash[1]) {
+            free(s->subpath);
+            s->subpath = xstrdup(slash + 1);
+        }
+        *t = '\0';
+        return;
+    }
+}
+
+int lib_skill_src_parse(const char *spec, struct lib_skill_src *out, struct as_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!spec[0])
+        return as_err_set(err, "add skill needs a source: a path (./dir) or a git URL");
+    if (spelled_path(spec)) {
+        if (strncmp(spec, "~/", 2) == 0) {
+            const char *home = getenv("HOME");
+            if (!home || !*home)
+                return as_err_set(err, "cannot expand '%s': HOME is not set", spec);
+            out->path = xasprintf("%s/%s", home, spec + 2);
+        } else {
+            out->path = xstrdup(spec);
+        }
+        return 0;
+    }
+    const char *s = strncmp(spec, "git:", 4) == 0 ? spec + 4 : spec;
+    char *work = xstrdup(s);
+    char *hash = strchr(work, '#');
+    if (hash) {
+        *hash = '\0';
+        if (!hash[1]) {
+            free(work);
+            return as_err_set(err, "'%s': nothing after '#' (the git ref)", spec);
+        }
+        out->rev = xstrdup(hash + 1);
+    }
+    if (strncmp(work, "http://", 7) == 0) {
+        free(work);
+        lib_skill_src_free(out);
+        as_err_set(err, "refusing plain http:// for a skill source — nothing fetched");
+        as_err_hint(err, "use https:// (or ssh) for '%s'", spec);
+        return -1;
+    }
+    bool remote = strstr(work, "://") || strncmp(work, "git@", 4) == 0;
+    size_t wl = strlen(work);
+    if (remote || (wl > 4 && strcmp(work + wl - 4, ".git") == 0)) {
+        out->url = work;
+        if (url_credentials(out->url, err) < 0) {
+            lib_skill_src_free(out);
+            return -1;
+        }
+        tree_url(out);
+        return 0;
+    }
+    /* owner/repo[@skill] — GitHub (errata 29); never a local path. */
+    char *at = strrchr(work, '@');
+    if (at) {
+        *at = '\0';
+        out->skill = xstrdup(at + 1);
+    }
+    const char *slash = strchr(work, '/');
+    if (!slash || strchr(slash + 1, '/') || !shorthand_part(work, (size_t)(slash - work)) ||
+        !shorthand_part(slash + 1, strlen(slash + 1)) || (out->skill && !out->skill[0])) {
+        free(work);
+        lib_skill_src_free(out);
+        as_err_set(err, "'%s' is not a skill source", spec);
+        as_err_hint(err, "give a path (./dir, ../dir, /abs, ~/dir), owner/repo[@skill]"
+                         "[#ref] on GitHub, or a full git URL (https://, ssh://, "
+                         "file://, git@host:repo)");
+        return -1;
+    }
+    out->url = xasprintf("https://github.com/%s", work);
+    free(work);
+    return 0;
+}
+
+/* ---- finding skills in a checkout ------------------------------------------------------ */
+
+struct find_ctx {
+    strvec *found;
+};
+
+static int find_cb(const struct fs_entry *e, void *vctx, struct as_err *err)
+{
+    (void)err;
+    struct find_ctx *c = vctx;
+    const char *base = strrchr(e->rel, '/');
+    base = base ? base + 1 : e->rel;
+    if (S_ISDIR(e->mode) && (strcmp(base, ".git") == 0 || e->depth > 3))
+        return 1;
+    if (S_ISREG(e->mode) && strcmp(base, "SKILL.md") == 0) {
+        size_t n = (size_t)(base - e->rel);
+        strvec_push_take(c->found, n ? xstrndup(e->rel, n - 1) : xstrdup("."));
+    }
+    return 0;
+}
+
+static int find_skills(const char *root, strvec *out, struct as_err *err)
+{
+    struct find_ctx c = {out};
+    return fs_walk(root, -1, find_cb, &c, err);
+}
+
+static bool rel_ok(const char *rel)
+{
+    return rel[0] != '/' && !strstr(rel, "..") && !strchr(rel, '\\');
+}
+
+/* The skill directory inside root: --subpath, else --skill/@skill as
+ * skills/<s> or <s>, else the root, else the only skill found. */
+static int pick_dir(const char *root, const struct lib_skill_src *s, char **rel,
+                    struct as_err *err)
+{
+    if (s->subpath) {
+        if (!rel_ok(s->subpath))
+            return as_err_set(err, "subpath '%s' must be relative and '..'-free", s->subpath);
+        *rel = xstrdup(s->subpath);
+        return 0;
+    }
+    if (s->skill) {
+        for (size_t i = 0; i < 2; i++) {
+            char *r = xasprintf("%s%s", i == 0 ? "skills/" : "", s->skill);
+            char *md = xasprintf("%s/%s/SKILL.md", root, r);
+            bool ok = rel_ok(r) && fs_exists(md);
+            free(md);
+            if (ok) {
+                *rel = r;
+                return 0;
+            }
+            free(r);
+        }
+        return as_err_set(err, "no skill '%s' in the source (looked for skills/%s/SKILL.md and "
+                               "%s/SKILL.md)", s->skill, s->skill, s->skill);
+    }
+    char *md = xasprintf("%s/SKILL.md", root);
+    bool at_root = fs_exists(md);
+    free(md);
+    if (at_root) {
+        *rel = NULL;
+        return 0;
+    }
+    strvec found = STRVEC_INIT;
+    if (find_skills(root, &found, err) < 0) {
+        strvec_clear(&found);
+        return -1;
+    }
+    int rc = 0;
+    if (found.n == 1) {
+        *rel = xstrdup(found.v[0]);
+    } else if (found.n == 0) {
+        rc = as_err_set(err, "the source holds no SKILL.md");
+    } else {
+        strbuf names = SB_INIT;
+        for (size_t i = 0; i < found.n && i < 8; i++)
+            sb_addf(&names, "%s%s", i ? ", " : "", found.v[i]);
+        rc = as_err_set(err, "the source holds %zu skills (%s%s) — pick one", found.n, names.buf,
+                        found.n > 8 ? ", …" : "");
+        as_err_hint(err, "pass --skill <name> or --subpath <dir>; --list shows them all");
+        sb_release(&names);
+    }
+    strvec_clear(&found);
+    return rc;
+}
+
+static void say(FILE *f, const char *pre, const char *s, const char *post)
+{
+    strbuf b = SB_INIT;
+    term_sanitize(&b, s, strlen(s));
+    fprintf(f, "%s%s%s", pre, b.buf, post);
+    sb_release(&b);
+}
+
+static int list_skills(const char *root, FILE *f, struct as_err *err)
+{
+    strvec found = STRVEC_INIT;
+    if (find_skills(root, &found, err) < 0) {
+        strvec_clear(&found);
+        return -1;
+    }
+    fprintf(f, "Skills in the source (%zu):\n", found.n);
+    for (size_t i = 0; i < found.n; i++) {
+        char *dir = xasprintf("%s/%s", root, found.v[i]);
+        struct skill_md md = {0};
+        struct as_err e = AS_ERR_INIT;
+        const char *b = strrchr(found.v[i], '/');
+        say(f, "  ", strcmp(found.v[i], ".") == 0 ? "(root)" : b ? b + 1 : found.v[i], "");
+        say(f, "  ", found.v[i], "");
+        if (skill_md_read(dir, &md, &e) == 0 && md.description)
+            say(f, "  — ", md.description, "");
+        fputc('\n', f);
+        skill_md_free(&md);
+        free(dir);
+    }
+    strvec_clear(&found);
+    return 0;
+}
+
+/* ---- the install ------------------------------------------------------------------------- */
+
+static int add_to_toolset(toml_edit *ed, const struct manifest *m, const char *ts,
+                          const char *name, struct as_err *err)
+{
+    const char *table = m->toolsets_legacy ? "profiles" : "toolsets";
+    const toml_value *cur = toml_get_path(toml_edit_root(ed), table, ts, "skills", NULL);
+    toml_value *arr = cur && cur->type == TOML_ARRAY ? toml_clone(cur) : toml_new(TOML_ARRAY);
+    toml_array_push(arr, toml_new_string(name));
+    const char *path[] = {table, ts, "skills"};
+    int rc = toml_edit_set(ed, path, 3, arr, err);
+    toml_free(arr);
+    return rc;
+}
+
+static void restore(const char *path, const strbuf *old, bool had, const char *root)
+{
+    struct as_err e = AS_ERR_INIT;
+    if (had) {
+        struct fs_write_opts o = {.mode = 0644, .symlinks = FS_SYMLINK_FOLLOW,
+                                  .contain_root = root};
+        fs_write_atomic(path, old->buf, old->len, &o, &e);
+    } else {
+        unlink(path);
+    }
+}
+
+int lib_add_skill(struct library *lib, const struct bundle_paths *p, const char *spec,
+                  const struct lib_skill_opts *o, struct as_err *err)
+{
+    struct lib_skill_src s;
+    if (lib_skill_src_parse(spec, &s, err) < 0)
+        return -1;
+    struct manifest *m = NULL;
+    strbuf commit = SB_INIT, root = SB_INIT, abs = SB_INIT, old_m = SB_INIT, old_l = SB_INIT;
+    char *rel = NULL, *dir = NULL, *name = NULL, *copy_to = NULL, *made_parent = NULL;
+    struct skill_md md = {0};
+    struct scan_report sr;
+    scan_report_init(&sr);
+    toml_edit *ed = NULL;
+    struct trust_status before = {.key = SB_INIT};
+    bool wrote = false, committed = false, had_m = false, had_l = false, copied = false;
+    int rc = -1;
+    FILE *f = o->out;
+
+    /* Flags and the source's own spelling must agree, never silently pick one. */
+    const struct {
+        const char *flag, *given;
+        char **have;
+    } agree[] = {{"--skill", o->skill, &s.skill},
+                 {"--rev", o->rev, &s.rev},
+                 {"--subpath", o->subpath, &s.subpath}};
+    for (size_t i = 0; i < 3; i++) {
+        if (!agree[i].given)
+            continue;
+        if (*agree[i].have && strcmp(*agree[i].have, agree[i].given) != 0) {
+            as_err_set(err, "%s '%s' disagrees with the source's '%s'", agree[i].flag,
+                       agree[i].given, *agree[i].have);
+            as_err_hint(err, "give it once, either in the source or as %s", agree[i].flag);
+            goto out;
+        }
+        free(*agree[i].have);
+        *agree[i].have = xstrdup(agree[i].given);
+    }
+    m = manifest_load(p, err);
+    if (!m)
+        goto out;
+
+    if (s.path) {
+        if (s.rev) {
+            as_err_set(err, "--rev applies to git sources, not the path '%s'", s.path);
+            goto out;
+        }
+        if (discover_abspath(s.path, &abs, err) < 0)
+            goto out;
+        if (!fs_is_dir(abs.buf)) {
+            as_err_set(err, "%s is not a directory", abs.buf);
+            goto out;
+        }
+        sb_adds(&root, abs.buf);
+    } else {
+        if (lib_git_url_check(s.url, true, err) < 0 || git_check_url(s.url, err) < 0)
+            goto out;
+        if (lib_pack_policy_check(m, s.url, err) < 0)
+            goto out;
+        if (git_resolve(lib->home, s.url, s.rev, true, &commit, &root, err) < 0) {
+            as_err_prefix(err, "cannot fetch %s%s%s — nothing added", s.url, s.rev ? "@" : "",
+                          s.rev ? s.rev : "");
+            goto out;
+        }
+        if (!commit.len) {
+            as_err_set(err, "%s did not resolve to a commit — nothing added", s.url);
+            goto out;
+        }
+    }
+    if (o->list) {
+        rc = list_skills(root.buf, f, err);
+        goto out;
+    }
+    if (pick_dir(root.buf, &s, &rel, err) < 0)
+        goto out;
+    dir = rel ? xasprintf("%s/%s", root.buf, rel) : xstrdup(root.buf);
+    if (skill_dir_check(dir, err) < 0 || skill_md_read(dir, &md, err) < 0)
+        goto out;
+    if (o->name) {
+        name = xstrdup(o->name);
+    } else if (s.skill) {
+        name = xstrdup(s.skill);
+    } else {
+        const char *from = rel ? rel : s.path ? abs.buf : s.url;
+        size_t n = strlen(from);
+        while (n > 1 && from[n - 1] == '/')
+            n--;
+        const char *b = from + n;
+        while (b > from && b[-1] != '/' && b[-1] != ':')
+            b--;
+        name = xstrndup(b, (size_t)(from + n - b));
+        size_t nl = strlen(name);
+        if (nl > 4 && strcmp(name + nl - 4, ".git") == 0)
+            name[nl - 4] = '\0';
+    }
+    if (!skill_name_valid(name)) {
+        as_err_set(err, "skill name '%s' is not valid: names are ^[a-z0-9][a-z0-9._-]{0,63}$",
+                   name);
+        as_err_hint(err, "pass --name <valid-name>");
+        goto out;
+    }
+    if (manifest_skill(m, name)) {
+        as_err_set(err, "[skills.%s] already exists in %s — nothing added", name, m->path);
+        as_err_hint(err, "remove it first (agentstack remove %s --write) or pass --name", name);
+        goto out;
+    }
+    const char *ts = o->toolset;
+    if (ts && !manifest_toolset(m, ts)) {
+        as_err_set(err, "toolset '%s' is not declared in %s", ts, m->path);
+        as_err_hint(err, "declare [toolsets.%s], or leave --toolset out", ts);
+        goto out;
+    }
+    if (!ts) {
+        const struct mf_toolset *t = manifest_effective_toolset(m);
+        ts = t ? t->name : NULL;
+    }
+    char hex[SHA256_HEX_LEN + 1];
+    if (digest_skill_tree(dir, hex, err) < 0)
+        goto out;
+    {
+        char *item = xasprintf("skill '%s'", name);
+        int sc = scan_tree(item, dir, name, &sr, err);
+        free(item);
+        if (sc < 0)
+            goto out;
+    }
+    for (size_t i = 0; i < sr.v.n; i++) {
+        strbuf line = SB_INIT;
+        scan_finding_format(&sr.v.v[i], &line);
+        say(o->diag, sr.v.v[i].sev == SCAN_HIGH ? "✗ " : "⚠ ", line.buf, "\n");
+        sb_release(&line);
+    }
+    if (scan_report_blocking(&sr) && !o->allow_flagged) {
+        as_err_set(err, "skill '%s' failed the content scan (%zu high finding%s) — "
+                        "nothing added",
+                   name, sr.high, sr.high == 1 ? "" : "s");
+        as_err_hint(err, "review the findings above; to add it anyway: --allow-flagged");
+        goto out;
+    }
+
+    /* The [skills.<n>] entry: git sources pinned at the resolved commit;
+     * a folder inside the manifest dir is named in place, one outside is
+     * copied under skills/ so the project carries it. */
+    toml_value *entry = toml_new(TOML_TABLE);
+    size_t mdl = strlen(p->manifest_dir);
+    if (s.url) {
+        toml_table_set(entry, "git", toml_new_string(s.url));
+        toml_table_set(entry, "rev", toml_new_string(commit.buf));
+        if (rel)
+            toml_table_set(entry, "subpath", toml_new_string(rel));
+    } else if (strncmp(dir, p->manifest_dir, mdl) == 0 && dir[mdl] == '/') {
+        char *r = xasprintf("./%s", dir + mdl + 1);
+        toml_table_set(entry, "path", toml_new_string(r));
+        free(r);
+    } else {
+        copy_to = xasprintf("%s/skills/%s", p->manifest_dir, name);
+        char *r = xasprintf("./skills/%s", name);
+        toml_table_set(entry, "path", toml_new_string(r));
+        free(r);
+        if (fs_exists(copy_to)) {
+            toml_free(entry);
+            as_err_set(err, "%s already exists — nothing added", copy_to);
+            as_err_hint(err, "pass --name <other> or move it aside");
+            goto out;
+        }
+        strbuf safe = SB_INIT;
+        int ok = fs_safe_join(p->manifest_dir, copy_to + mdl + 1, 1, &safe, err);
+        sb_release(&safe);
+        if (ok < 0) {
+            toml_free(entry);
+            goto out;
+        }
+    }
+    {
+        strbuf text = SB_INIT;
+        if (fs_read_file(p->manifest, LIB_MAX_FILE_BYTES, 0, &text, err) < 0) {
+            sb_release(&text);
+            toml_free(entry);
+            goto out;
+        }
+        ed = toml_edit_open(p->manifest, text.buf, text.len, err);
+        sb_release(&text);
+    }
+    const char *kpath[] = {"skills", name};
+    int er = ed ? toml_edit_set_table(ed, kpath, 2, entry, err) : -1;
+    toml_free(entry);
+    if (er < 0 || (ts && add_to_toolset(ed, m, ts, name, err) < 0))
+        goto out;
+
+    fprintf(f, "skill '%s' from ", name);
+    say(f, "", s.url ? s.url : abs.buf, "");
+    if (s.url)
+        fprintf(f, " @ %.12s", commit.buf);
+    if (rel)
+        say(f, " #", rel, "");
+    fputc('\n', f);
+    if (md.description)
+        say(f, "  ", md.description, "\n");
+    if (s.url)
+        say(f, "  + [skills.", name, "]  git, rev = the commit");
+    else
+        say(f, "  + [skills.", name, copy_to ? "]  path = ./skills/" : "]  path (in place)");
+    if (copy_to)
+        say(f, "", name, "  (copied into the project)");
+    fputc('\n', f);
+    if (ts)
+        fprintf(f, "  + toolset '%s' skills += \"%s\"\n", ts, name);
+    fprintf(f, "  checksum %.12s…, %zu file%s scanned, %zu finding%s\n", hex, sr.files,
+            sr.files == 1 ? "" : "s", sr.v.n, sr.v.n == 1 ? "" : "s");
+    if (!o->write) {
+        fprintf(f, "Dry run. Re-run with --write to add skill '%s'.\n", name);
+        rc = 0;
+        goto out;
+    }
+
+    /* Write: copy, manifest, lock — or none of them. */
+    if (trust_check(p, &before, err) < 0)
+        goto out;
+    {
+        struct as_err e = AS_ERR_INIT;
+        had_m = fs_read_file(p->manifest, LIB_MAX_FILE_BYTES, 0, &old_m, &e) == 0;
+        as_err_clear(&e);
+        had_l = fs_read_file(p->lock, LIB_MAX_FILE_BYTES, 0, &old_l, &e) == 0;
+    }
+    if (copy_to) {
+        char *parent = xasprintf("%s/skills", p->manifest_dir);
+        int r = 0;
+        if (!fs_is_dir(parent)) {
+            r = fs_mkdirs(parent, 0755, err);
+            if (r == 0) {
+                made_parent = parent; /* a rollback leaves no empty skills/ */
+                parent = NULL;
+                copied = true;
+            }
+        }
+        free(parent);
+        if (r < 0 || lib_copy_tree(dir, copy_to, err) < 0)
+            goto out;
+        copied = true;
+    }
+    {
+        size_t len;
+        const char *text = toml_edit_text(ed, &len);
+        struct fs_write_opts wo = {.mode = 0644, .symlinks = FS_SYMLINK_FOLLOW,
+                                   .contain_root = p->project_root};
+        wrote = true;
+        if (fs_write_atomic(p->manifest, text, len, &wo, err) < 0)
+            goto out;
+    }
+    strbuf pins = SB_INIT;
+    if (lib_relock(lib, p, &pins, err) < 0) {
+        as_err_prefix(err, "pinning the skill failed, so nothing was added");
+        sb_release(&pins);
+        goto out;
+    }
+    committed = true;
+    fprintf(f, "✓ added skill '%s' (%s) — pinned %.12s…\n", name, s.url ? "git" : "path", hex);
+    fprintf(f, "✓ pinned %s in %s\n", pins.buf, p->lock);
+    sb_release(&pins);
+    fprintf(f, "next: agentstack trust .   then   agentstack apply --write\n");
+    if (before.state == TRUST_TRUSTED)
+        fprintf(o->diag, "warning: the manifest and lock changed, so this project is no longer "
+                         "trusted until you review it: agentstack trust .\n");
+    rc = 0;
+out:
+    if (!committed) {
+        struct as_err e = AS_ERR_INIT;
+        if (copied)
+            fs_rmtree(made_parent ? made_parent : copy_to, &e);
+        if (wrote) {
+            restore(p->manifest, &old_m, had_m, p->project_root);
+            restore(p->lock, &old_l, had_l, p->project_root);
+        }
+    }
+    free(made_parent);
+    trust_status_release(&before);
+    toml_edit_free(ed);
+    scan_report_free(&sr);
+    skill_md_free(&md);
+    free(rel);
+    free(dir);
+    free(name);
+    free(copy_to);
+    sb_release(&commit);
+    sb_release(&root);
+    sb_release(&abs);
+    sb_release(&old_m);
+    sb_release(&old_l);
+    manifest_free(m);
+    lib_skill_src_free(&s);
+    return rc;
+}
