@@ -32,6 +32,7 @@ int cmd_lib(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_add(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_upgrade(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_remove(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_search(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_up(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_secret(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_init(int argc, char **argv, struct cli_ctx *ctx);
@@ -145,6 +146,8 @@ const struct cli_command cli_commands[] = {
      "usage: agentstack upgrade <pack> [--yes] [--with-instructions] [--write]\n", 0},
     {"remove", cmd_remove, "remove a pack (or a server/skill entry) from the project, re-pinned",
      "usage: agentstack remove <pack|server|skill> [--write]\n", 0},
+    {"search", cmd_search, "find skills, servers and packs in the library and installed packs",
+     "usage: agentstack search [query] [--all] [--json]\n", 0},
     {"up", cmd_up, "set up a second machine: receive the library, install, list what is left",
      "usage: agentstack up [--library <git-url>] [--toolset N] [--targets ID...] [--write]\n", 0},
     {"secret", cmd_secret, "store, read (masked), list and remove secrets on this machine",
