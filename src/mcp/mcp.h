@@ -336,4 +336,30 @@ int mcp_client_exit_status(const struct mcp_client *c);
 /* HTTP: the Mcp-Session-Id the server assigned, or NULL. */
 const char *mcp_client_session_id(const struct mcp_client *c);
 
+/* ---- revision compatibility (compat.c) ----------------------------------- */
+
+/* Rewrites result's "content" blocks whose type the client's negotiated
+ * revision does not define (resource_link before 2025-06-18, audio before
+ * 2025-03-26) into text blocks naming what was dropped (type, name, uri,
+ * mimeType, data size; upstream strings cut to one bounded line). The
+ * content array is replaced, never edited, so a shared one stays intact.
+ * NULL or unknown versions change nothing. Returns the blocks rewritten. */
+int mcp_result_for_version(json_t *result, const char *version);
+
+/* Cleans untrusted text for a client: one line, at most max characters. */
+typedef void (*mcp_line_clean_fn)(const char *s, size_t max, strbuf *out);
+/* Cleans an untrusted JSON schema; returns a new value. */
+typedef json_t *(*mcp_schema_clean_fn)(const json_t *schema);
+
+/* The optional metadata of an upstream tool (tools/list entry) worth
+ * passing on, as a new object: "title" and annotations' "title" through
+ * line(max), annotations' four boolean hints, an object-typed
+ * "outputSchema" through schema. Anything malformed is left out. */
+json_t *mcp_tool_extras(const json_t *tool, mcp_line_clean_fn line, size_t max,
+                        mcp_schema_clean_fn schema);
+/* Copies into tool the extras the client's revision defines: annotations
+ * from 2025-03-26, title and outputSchema from 2025-06-18. NULL or unknown
+ * versions add nothing. */
+void mcp_tool_for_version(json_t *tool, const json_t *extras, const char *version);
+
 #endif
