@@ -206,6 +206,27 @@ static bool listed(const strvec *v, const char *s)
     return strvec_find(v, s) >= 0;
 }
 
+static int str_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A sorted view of names (pointers into it) for membership tests over
+ * hundreds of servers; free() the result. */
+static const char **sorted_view(const strvec *v)
+{
+    const char **s = xcalloc(v->n ? v->n : 1, sizeof *s);
+    for (size_t i = 0; i < v->n; i++)
+        s[i] = v->v[i];
+    qsort(s, v->n, sizeof *s, str_cmp);
+    return s;
+}
+
+static bool in_view(const char **view, size_t n, const char *s)
+{
+    return bsearch(&s, view, n, sizeof *view, str_cmp) != NULL;
+}
+
 static void plan_target(struct run *R, struct tplan *t)
 {
     const struct adp_apply_opts *o = R->o;
@@ -296,8 +317,9 @@ static void plan_target(struct run *R, struct tplan *t)
 
     /* Pruning: ledger names no longer selected. Names another manifest wrote
      * are kept (and reported) unless --prune-foreign. */
+    const char **want_view = sorted_view(&wanted);
     for (size_t i = 0; i < managed.n; i++) {
-        if (listed(&wanted, managed.v[i]))
+        if (in_view(want_view, wanted.n, managed.v[i]))
             continue;
         if (other_manifest && !o->prune_foreign)
             strvec_push(&t->kept_foreign, managed.v[i]);
@@ -305,13 +327,15 @@ static void plan_target(struct run *R, struct tplan *t)
             strvec_push(&t->removed, managed.v[i]);
     }
     for (size_t i = 0; i < foreign_before.n; i++) {
-        if (listed(&wanted, foreign_before.v[i]) || listed(&t->kept_foreign, foreign_before.v[i]))
+        if (in_view(want_view, wanted.n, foreign_before.v[i]) ||
+            listed(&t->kept_foreign, foreign_before.v[i]))
             continue;
         if (o->prune_foreign)
             strvec_push(&t->removed, foreign_before.v[i]);
         else
             strvec_push(&t->kept_foreign, foreign_before.v[i]);
     }
+    free(want_view);
     strvec_clear(&wanted);
     strvec_clear(&managed);
     strvec_clear(&foreign_before);
@@ -320,17 +344,25 @@ static void plan_target(struct run *R, struct tplan *t)
         t->trust_blocked = true;
 }
 
+/* Adds the values of s not masked yet (each target resolves the same
+ * secrets again: a sorted view keeps this linear-logarithmic). */
 static void add_mask(struct run *R, const adp_secrets *s)
 {
+    size_t n0 = R->mask.n;
+    const char **view = xcalloc(n0 ? n0 : 1, sizeof *view);
+    for (size_t k = 0; k < n0; k++)
+        view[k] = R->mask.v[k].value;
+    qsort(view, n0, sizeof *view, str_cmp);
     for (size_t i = 0; i < s->n; i++) {
-        bool have = false;
-        for (size_t k = 0; k < R->mask.n && !have; k++)
+        bool have = in_view(view, n0, s->v[i].value);
+        for (size_t k = n0; k < R->mask.n && !have; k++)
             have = strcmp(R->mask.v[k].value, s->v[i].value) == 0;
         if (!have) {
             struct adp_secret x = {xstrdup(s->v[i].name), xstrdup(s->v[i].value)};
             vec_push(&R->mask, x);
         }
     }
+    free(view);
 }
 
 /* Reads the file (once, bounded, regular files only) and computes the

@@ -756,20 +756,47 @@ static char *render_member(const struct ectx *c, const char *ind, const char *na
     return sb_detach(&b, NULL);
 }
 
-static const json_t *upsert_for(const struct adp_json_edit *ed, const char *key, size_t kl)
+/* A name with its length and position, for sorted lookups: a config of
+ * hundreds of servers against as many upserts must not be quadratic. */
+struct named_at {
+    const char *s;
+    size_t len, i;
+};
+
+static int named_at_cmp(const void *a, const void *b)
 {
-    for (size_t u = 0; u < ed->n_upserts; u++)
-        if (strlen(ed->upserts[u].name) == kl && memcmp(ed->upserts[u].name, key, kl) == 0)
-            return ed->upserts[u].value;
-    return NULL;
+    const struct named_at *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->s, y->s, n);
+    if (c)
+        return c;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
 }
 
-static bool is_removed(const struct adp_json_edit *ed, const char *key, size_t kl)
+/* Sorts v[0..n) built by the caller. */
+static struct named_at *names_sorted(struct named_at *v, size_t n)
 {
-    for (size_t r = 0; r < ed->n_removes; r++)
-        if (strlen(ed->removes[r]) == kl && memcmp(ed->removes[r], key, kl) == 0)
-            return true;
-    return false;
+    qsort(v, n, sizeof *v, named_at_cmp);
+    return v;
+}
+
+/* The index of key in a names_index (the first when repeated), or -1. */
+static long names_find(const struct named_at *v, size_t n, const char *key, size_t kl)
+{
+    size_t lo = 0, hi = n;
+    struct named_at want = {key, kl, 0};
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (named_at_cmp(&v[mid], &want) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < n && v[lo].len == kl && memcmp(v[lo].s, key, kl) == 0)
+        return (long)v[lo].i;
+    return -1;
 }
 
 /* Edits the members of the object at [open, close] (close = its '}').
@@ -780,31 +807,61 @@ static int edit_members(const struct ectx *c, size_t open, size_t close, const j
 {
     const char *s = c->s;
     size_t k = m->n;
-    /* Duplicates among names we touch are ambiguous. */
+    size_t nu = ed->n_upserts, nr = ed->n_removes;
+    struct named_at *ups = xcalloc(nu ? nu : 1, sizeof *ups);
+    struct named_at *rms = xcalloc(nr ? nr : 1, sizeof *rms);
+    struct named_at *mk = xcalloc(k ? k : 1, sizeof *mk);
+    for (size_t u = 0; u < nu; u++)
+        ups[u] = (struct named_at){ed->upserts[u].name, strlen(ed->upserts[u].name), u};
+    for (size_t r = 0; r < nr; r++)
+        rms[r] = (struct named_at){ed->removes[r], strlen(ed->removes[r]), r};
+    for (size_t i = 0; i < k; i++)
+        mk[i] = (struct named_at){m->v[i].key, m->v[i].key_len, i};
+    names_sorted(ups, nu);
+    names_sorted(rms, nr);
+    names_sorted(mk, k);
+    long *up = xcalloc(k ? k : 1, sizeof *up);    /* member → its upsert (the first), or -1 */
+    bool *gone = xcalloc(k ? k : 1, sizeof *gone); /* member named by a remove */
+    bool *taken = xcalloc(nu ? nu : 1, sizeof *taken); /* upsert with a member */
     for (size_t i = 0; i < k; i++) {
-        if (!upsert_for(ed, m->v[i].key, m->v[i].key_len) &&
-            !is_removed(ed, m->v[i].key, m->v[i].key_len))
-            continue;
-        for (size_t j = i + 1; j < k; j++) {
-            if (m->v[j].key_len == m->v[i].key_len &&
-                memcmp(m->v[j].key, m->v[i].key, m->v[i].key_len) == 0) {
-                fail(sc, m->v[j].key_off, "");
-                as_err_at(sc->err, sc->path, sc->err->line, sc->err->col,
-                          "key \"%s\" appears twice — not written (which one the CLI uses is "
-                          "ambiguous)", m->v[i].key);
-                as_err_hint(sc->err, "remove one of the two \"%s\" entries by hand",
-                            m->v[i].key);
-                return -1;
-            }
+        up[i] = names_find(ups, nu, m->v[i].key, m->v[i].key_len);
+        gone[i] = names_find(rms, nr, m->v[i].key, m->v[i].key_len) >= 0;
+    }
+    for (size_t u = 0; u < nu; u++)
+        taken[u] = names_find(mk, k, ed->upserts[u].name, strlen(ed->upserts[u].name)) >= 0;
+    free(ups);
+    free(rms);
+    /* Duplicates among names we touch are ambiguous: the first touched name
+     * that repeats is reported at its second occurrence. */
+    size_t dup_first = k, dup_second = k;
+    for (size_t g = 0; g + 1 < k; g++) {
+        size_t a = mk[g].i, b = mk[g + 1].i;
+        bool same = mk[g].len == mk[g + 1].len && memcmp(mk[g].s, mk[g + 1].s, mk[g].len) == 0;
+        bool group_start = g == 0 || mk[g - 1].len != mk[g].len ||
+                           memcmp(mk[g - 1].s, mk[g].s, mk[g].len) != 0;
+        if (same && group_start && (up[a] >= 0 || gone[a]) && a < dup_first) {
+            dup_first = a;
+            dup_second = b;
         }
+    }
+    free(mk);
+    if (dup_first < k) {
+        const struct jmember *d = &m->v[dup_first];
+        fail(sc, m->v[dup_second].key_off, "");
+        as_err_at(sc->err, sc->path, sc->err->line, sc->err->col,
+                  "key \"%s\" appears twice — not written (which one the CLI uses is "
+                  "ambiguous)", d->key);
+        as_err_hint(sc->err, "remove one of the two \"%s\" entries by hand", d->key);
+        free(up);
+        free(taken);
+        free(gone);
+        return -1;
     }
     bool *removed = xcalloc(k ? k : 1, sizeof(bool));
     long last = -1;
     size_t n_removed = 0;
     for (size_t i = 0; i < k; i++) {
-        const char *key = m->v[i].key;
-        size_t kl = m->v[i].key_len;
-        if (!upsert_for(ed, key, kl) && is_removed(ed, key, kl)) {
+        if (up[i] < 0 && gone[i]) {
             removed[i] = true;
             n_removed++;
         } else {
@@ -813,14 +870,9 @@ static int edit_members(const struct ectx *c, size_t open, size_t close, const j
     }
     /* New entries: upserts without a member. */
     VEC(const struct adp_json_entry *) fresh = VEC_INIT;
-    for (size_t u = 0; u < ed->n_upserts; u++) {
-        bool present = false;
-        size_t nl = strlen(ed->upserts[u].name);
-        for (size_t i = 0; i < k && !present; i++)
-            present = m->v[i].key_len == nl && memcmp(m->v[i].key, ed->upserts[u].name, nl) == 0;
-        if (!present)
+    for (size_t u = 0; u < ed->n_upserts; u++)
+        if (!taken[u])
             vec_push(&fresh, &ed->upserts[u]);
-    }
 
     char *parent_ind = line_indent(s, open);
     char *ind = NULL;
@@ -865,18 +917,28 @@ static int edit_members(const struct ectx *c, size_t open, size_t close, const j
             add_edit(e, start, end - start, NULL);
             continue;
         }
-        const json_t *want = upsert_for(ed, mm->key, mm->key_len);
-        if (!want)
+        if (up[i] < 0)
             continue;
-        json_t *have = decode_span(s, mm->val_off, mm->val_end, c->jsonc);
-        bool same = have && json_equal(have, (json_t *)want);
-        json_decref(have);
-        if (same)
-            continue;
+        const json_t *want = ed->upserts[up[i]].value;
         char *mind = line_indent(s, mm->key_off);
         strbuf b = SB_INIT;
         adp_json_emit(want, mind, c->unit, c->nl, &b);
         free(mind);
+        /* What we wrote last time is byte for byte what we would write now:
+         * equal bytes need no decode (parsing every entry of a large file
+         * was most of an in-sync apply). Otherwise compare as values, so a
+         * hand reformat that means the same is left alone. */
+        bool same = b.len == mm->val_end - mm->val_off &&
+                    memcmp(b.buf, s + mm->val_off, b.len) == 0;
+        if (!same) {
+            json_t *have = decode_span(s, mm->val_off, mm->val_end, c->jsonc);
+            same = have && json_equal(have, (json_t *)want);
+            json_decref(have);
+        }
+        if (same) {
+            sb_release_secure(&b);
+            continue;
+        }
         add_edit(e, mm->val_off, mm->val_end - mm->val_off, sb_detach(&b, NULL));
     }
 
@@ -920,6 +982,9 @@ out:
     free(parent_ind);
     free(ind);
     free(removed);
+    free(up);
+    free(taken);
+    free(gone);
     vec_free(&fresh);
     return 0;
 }

@@ -211,8 +211,8 @@ static void resolve(struct rstate *st, const char *s, strbuf *out)
             sb_add(out, val.buf, val.len);
             if (st->rc->secrets && val.len) {
                 bool have = false;
-                for (size_t k = 0; k < st->rc->secrets->n; k++)
-                    have |= strcmp(st->rc->secrets->v[k].name, name) == 0 &&
+                for (size_t k = 0; k < st->rc->secrets->n && !have; k++)
+                    have = strcmp(st->rc->secrets->v[k].name, name) == 0 &&
                             strcmp(st->rc->secrets->v[k].value, val.buf) == 0;
                 if (!have) {
                     struct adp_secret sec = {xstrdup(name), xstrdup(val.buf)};

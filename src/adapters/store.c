@@ -96,14 +96,45 @@ json_t *adp_ledger_entry(json_t *ledger, const char *key, bool create)
     return e;
 }
 
+struct name_at {
+    const char *s;
+    size_t i;
+};
+
+static int name_at_cmp(const void *a, const void *b)
+{
+    const struct name_at *x = a, *y = b;
+    int c = strcmp(x->s, y->s);
+    return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
 void adp_ledger_names(const json_t *entry, const char *field, strvec *out)
 {
     json_t *a = entry ? json_object_get(entry, field) : NULL;
-    size_t i;
+    size_t i, n = json_array_size(a);
     json_t *v;
+    if (out->n || n < 16) {
+        json_array_foreach(a, i, v)
+            if (json_is_string(v) && strvec_find(out, json_string_value(v)) < 0)
+                strvec_push(out, json_string_value(v));
+        return;
+    }
+    /* A large list (hundreds of servers): first occurrences by sorting, not
+     * a quadratic scan, keeping the stored order. */
+    struct name_at *at = xcalloc(n, sizeof *at);
+    bool *keep = xcalloc(n, sizeof *keep);
+    size_t k = 0;
     json_array_foreach(a, i, v)
-        if (json_is_string(v) && strvec_find(out, json_string_value(v)) < 0)
+        if (json_is_string(v))
+            at[k++] = (struct name_at){json_string_value(v), i};
+    qsort(at, k, sizeof *at, name_at_cmp);
+    for (size_t j = 0; j < k; j++)
+        keep[at[j].i] = j == 0 || strcmp(at[j].s, at[j - 1].s) != 0;
+    json_array_foreach(a, i, v)
+        if (keep[i])
             strvec_push(out, json_string_value(v));
+    free(keep);
+    free(at);
 }
 
 void adp_ledger_set_names(json_t *entry, const char *field, const strvec *names)

@@ -1,6 +1,7 @@
 /* writefile — the shared writer, containment check and bridge test used by
  * apply, lanes, connect and undo (see internal.h for the guarantees). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -182,6 +183,62 @@ bool adp_i_json_is_bridge(const char *name, const json_t *body, const struct adp
     return cmd && a1 && stem_is_agentstack(cmd) && strcmp(a1, "mcp") == 0;
 }
 
+/* True when text may hold the bridge: its name or command spelled out, or
+ * an escape sequence (JSON "\u…", TOML "\u…"/"\U…") that could spell it.
+ * A file with neither cannot hold it. */
+static bool may_hold_bridge(const char *text, size_t len)
+{
+    if (memmem(text, len, ADP_BRIDGE_NAME, strlen(ADP_BRIDGE_NAME)))
+        return true;
+    /* Every backslash is looked at (not escape pairs): a false hit only
+     * costs a parse, a missed one would hide the bridge. */
+    for (const char *p = text, *end = text + len;
+         (p = memchr(p, '\\', (size_t)(end - p))) && p + 1 < end; p++)
+        if (p[1] == 'u' || p[1] == 'U')
+            return true;
+    return false;
+}
+
+/* Streams the file through a stack buffer with may_hold_bridge, so the
+ * common case (a large config that never names agentstack) costs one read
+ * and no parse — the full parse of every config was most of a no-op apply.
+ * false when it cannot hold the bridge or cannot be read (as before: a file
+ * that cannot be read registers nothing). */
+static bool file_may_hold_bridge(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return false;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > ADP_INPUT_MAX) {
+        close(fd);
+        return false;
+    }
+    enum { CHUNK = 64 * 1024, KEEP = sizeof(ADP_BRIDGE_NAME) - 2 };
+    char buf[CHUNK + KEEP];
+    size_t keep = 0, total = 0;
+    bool hit = false;
+    for (;;) {
+        ssize_t r = read(fd, buf + keep, CHUNK);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        size_t n = keep + (size_t)r;
+        total += (size_t)r;
+        if (may_hold_bridge(buf, n)) {
+            hit = total <= ADP_INPUT_MAX;
+            break;
+        }
+        /* a match may straddle two chunks: carry the tail over */
+        keep = n < KEEP ? n : KEEP;
+        memmove(buf, buf + n - keep, keep);
+    }
+    explicit_bzero(buf, sizeof buf); /* config files hold secret values */
+    close(fd);
+    return hit;
+}
+
 bool adp_i_bridge_registered(const struct adp_desc *d)
 {
     if (!d->has_mcp || !d->config_path)
@@ -189,7 +246,8 @@ bool adp_i_bridge_registered(const struct adp_desc *d)
     strbuf path = SB_INIT, text = SB_INIT;
     struct as_err e = AS_ERR_INIT;
     bool found = false;
-    if (adp_expand_path(d->config_path, NULL, &path, &e) == 0 && fs_exists(path.buf) &&
+    if (adp_expand_path(d->config_path, NULL, &path, &e) == 0 &&
+        file_may_hold_bridge(path.buf) &&
         fs_read_file(path.buf, ADP_INPUT_MAX, 0, &text, &e) == 0) {
         if (d->config_format == ADP_FMT_TOML) {
             toml_value *root = toml_parse(path.buf, text.buf, text.len, &e);
