@@ -149,7 +149,8 @@ const struct cli_command cli_commands[] = {
     {"search", cmd_search, "find skills, servers and packs in the library and installed packs",
      "usage: agentstack search [query] [--all] [--json]\n", 0},
     {"up", cmd_up, "set up a second machine: receive the library, install, list what is left",
-     "usage: agentstack up [--library <git-url>] [--toolset N] [--targets ID...] [--write]\n", 0},
+     "usage: agentstack up [--library <git-url>] [--toolset N] [--targets ID...] [--write]\n"
+     "                     [--json]\n", 0},
     {"secret", cmd_secret, "store, read (masked), list and remove secrets on this machine",
      "usage: agentstack secret set NAME [--stdin] [--store keychain|file | --env-file]\n"
      "       agentstack secret get NAME [--reveal]\n"
