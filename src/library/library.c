@@ -717,11 +717,23 @@ void lib_collision_format(const struct library *lib, const struct lib_collision 
                 c->name);
 }
 
+static int workflow_lookup(const struct library *lib, const char *ref, strbuf *path,
+                           struct as_err *err);
+
 bool lib_manifest_has(void *ctx, enum mf_item_kind kind, const char *name)
 {
     const struct library *lib = ctx;
     enum lib_kind k;
     switch (kind) {
+    case MF_ITEM_WORKFLOW: {
+        strbuf p = SB_INIT;
+        struct as_err err = AS_ERR_INIT;
+        /* -1 (a broken holder, an unknown source) counts as held, so the
+         * pin step reports the real reason instead of "no source". */
+        bool found = lib && workflow_lookup(lib, name, &p, &err) != 0;
+        sb_release(&p);
+        return found;
+    }
     case MF_ITEM_SERVER:
         k = LIB_SERVER;
         break;
@@ -745,26 +757,92 @@ bool lib_manifest_has(void *ctx, enum mf_item_kind kind, const char *name)
     return lib && lib_resolve(lib, k, name, &it, &err) == 1;
 }
 
+/* Workflows are not indexed kinds (§1.1 lists no workflows/), yet pin_collect
+ * asks: a source's workflows/<name> (a directory or one file), first source
+ * wins, a qualified ref only in its source. Symlinks at any component refuse. */
+static int workflow_lookup(const struct library *lib, const char *ref, strbuf *path,
+                           struct as_err *err)
+{
+    char *src = NULL, *name = NULL;
+    bool q = lib_ref_split(ref, &src, &name);
+    const char *bare = q ? name : ref;
+    int rc = 0;
+    long only = -1;
+    if (q && (only = lib_source_find(lib, src)) < 0) {
+        rc = as_err_set(err, "no linked library named '%s'", src);
+        goto out;
+    }
+    if (!lib_name_valid(bare))
+        goto out;
+    for (size_t i = 0; i < lib->sources.n; i++) {
+        if (only >= 0 && (size_t)only != i)
+            continue;
+        const struct lib_source *s = &lib->sources.v[i];
+        char *rel = xasprintf("workflows/%s", bare);
+        char *full = xasprintf("%s/%s", s->path, rel);
+        struct stat st;
+        bool there = lstat(full, &st) == 0;
+        if (there) {
+            strbuf safe = SB_INIT;
+            if (fs_safe_join(s->path, rel, 1, &safe, err) < 0) {
+                rc = -1;
+            } else if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+                rc = as_err_set(err, "library workflow '%s' in source '%s': %s is not a regular "
+                                     "file or directory", bare, s->name, full);
+            } else {
+                sb_reset(path);
+                sb_adds(path, full);
+                rc = 1;
+            }
+            sb_release(&safe);
+        }
+        free(rel);
+        free(full);
+        if (there)
+            break;
+    }
+out:
+    free(src);
+    free(name);
+    return rc;
+}
+
 int lib_pin_lookup(void *ctx, enum pin_kind kind, const char *name, strbuf *path,
                    struct as_err *err)
 {
     const struct library *lib = ctx;
     enum lib_kind k;
-    mode_t want;
-    if (kind == PIN_SKILL) {
+    mode_t want, also = 0;
+    switch (kind) {
+    case PIN_SKILL:
         k = LIB_SKILL;
         want = S_IFDIR;
-    } else if (kind == PIN_SERVER) {
+        break;
+    case PIN_SERVER:
         k = LIB_SERVER;
         want = S_IFREG;
-    } else {
+        break;
+    case PIN_INSTRUCTION:
+        k = LIB_INSTRUCTION; /* the body is instructions/<n>/instruction.toml */
+        want = S_IFREG;
+        break;
+    case PIN_EXTENSION:
+        k = LIB_EXTENSION; /* a directory, or a single-file extension */
+        want = S_IFDIR;
+        also = S_IFREG;
+        break;
+    case PIN_WORKFLOW:
+        return workflow_lookup(lib, name, path, err);
+    default:
         return 0;
     }
     const struct lib_item *it = NULL;
     int r = lib_resolve(lib, k, name, &it, err);
     if (r <= 0)
         return r;
-    if (!is_kind(it->body, want)) {
+    /* A holder whose body is gone is an error, never a silent fall through
+     * to a shadowed copy in a later source. */
+    if (!is_kind(it->body, want) && !(also && is_kind(it->body, also))) {
         as_err_set(err, "library %s '%s' is listed in source '%s' but %s is %s", lib_kind_name(k),
                    it->name, lib->sources.v[it->source].name, it->body,
                    fs_exists(it->body) ? "not a regular entry (symlink or wrong type)"

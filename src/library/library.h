@@ -132,7 +132,11 @@ void lib_collision_format(const struct library *lib, const struct lib_collision 
 /* manifest_env.library_has for manifest_validate: ctx is a struct library *. */
 bool lib_manifest_has(void *ctx, enum mf_item_kind kind, const char *name);
 /* pin_opts.library for pin_collect (a pin_library_fn): ctx is a struct
- * library *. Servers → the definition file; skills → the skill directory. */
+ * library *. Servers → the definition file; skills → the skill directory;
+ * instructions → instructions/<n>/instruction.toml; extensions → the
+ * extension directory (or file); workflows (not indexed) → the first
+ * source's workflows/<n>. Qualified refs only in their source; a listed
+ * item whose body is missing is an error, never a fall through. */
 int lib_pin_lookup(void *ctx, enum pin_kind kind, const char *name, strbuf *path,
                    struct as_err *err);
 
