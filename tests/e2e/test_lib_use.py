@@ -119,4 +119,19 @@ with Sandbox() as sb:
           "validation error" in r.stderr and links(sb) == {},
           "session start: an unresolvable library name is a validation error", out(r))
 
+# A library instruction held by a linked source: lock pins it there and the
+# instruction compiler reads the same file (through the library hook).
+with Sandbox() as sb:
+    team = setup(sb)
+    sb.write("instructions/house/instruction.toml", 'body = "Team rule: small PRs."\n',
+             base=team)
+    H.write_manifest(sb, MANIFEST + '\n[instructions.house]\n')
+    r = H.run(sb, "lock", "--write")
+    check(r.returncode == 0, "lock --write pins the linked source's instruction", out(r))
+    H.trust(sb)
+    r = H.run(sb, "apply", "--write")
+    md = os.path.join(sb.project, "CLAUDE.md")
+    check(r.returncode == 0 and os.path.exists(md) and "Team rule: small PRs." in H.read(md),
+          "apply --write compiles the linked source's instruction into CLAUDE.md", out(r))
+
 done()
