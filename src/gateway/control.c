@@ -170,6 +170,7 @@ static void list_finish(struct gw *gw, struct job *j)
             json_object_set_new(o, "name", json_string(v.v[i]->full));
             json_object_set_new(o, "description", json_string(v.v[i]->desc));
             json_object_set_new(o, "inputSchema", json_deep_copy(v.v[i]->schema));
+            mcp_tool_for_version(o, v.v[i]->extra, j->modern ? MCP_VERSION_MODERN : gw->negotiated);
             json_array_append_new(tools, o);
         }
         vec_free(&v);

@@ -116,6 +116,7 @@ static void on_called(void *ctx, const struct mcp_reply *rep)
         }
         if (!json_object_get(fwd, "content"))
             json_object_set_new(fwd, "content", json_array());
+        mcp_result_for_version(fwd, j->modern ? MCP_VERSION_MODERN : gw->negotiated);
         json_t *capped = gw_result_cap(fwd, (size_t)gw->max_result);
         json_decref(fwd);
         gw_reply(gw, j, capped);

@@ -83,6 +83,7 @@ struct gw_tool {
     char *server, *name, *full; /* full = server__name */
     char *desc;                 /* "[via S] " + cleaned one-line text */
     json_t *schema;             /* cleaned */
+    json_t *extra;              /* mcp_tool_extras: title, annotations, outputSchema */
 };
 typedef VEC(const struct gw_tool *) gw_toolvec;
 

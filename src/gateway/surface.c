@@ -59,6 +59,7 @@ static void tool_free(struct gw_tool *t)
     free(t->full);
     free(t->desc);
     json_decref(t->schema);
+    json_decref(t->extra);
 }
 
 static void up_free(struct gw_up *up)
@@ -944,6 +945,7 @@ static void store_tools(struct gw_up *up, const json_t *result)
         sb_rtrim(&d);
         tool.desc = sb_detach(&d, NULL);
         tool.schema = gw_schema_clean(json_object_get(t, "inputSchema"));
+        tool.extra = mcp_tool_extras(t, gw_one_line, GW_DESC_MAX, gw_schema_clean);
         vec_push(&up->tools, tool);
     }
 }

@@ -155,25 +155,39 @@ def legacy_session(version):
         check(rc == 0, f"{label}: the gateway exits 0 on stdin EOF", g.stderr()[-800:])
         check(nulls and all(m.get("error", {}).get("code") == -32600 for m in nulls),
               f"{label}: an unreadable request gets -32600 with \"id\": null (errata 8)", nulls)
-        check_schema(env, [log], label, [version], known=down_level_content(version))
+        check_schema(env, [log], label, [version])
+        down_level(label, version, replies)
 
 
-def down_level_content(version):
-    """Known gateway bug: upstream content blocks are forwarded verbatim, so a
-    client that negotiated a revision older than the block's type (2025-06-18
-    added `resource_link`, 2025-03-26 added `audio`) receives a result its
-    schema rejects. The gateway should map them down (e.g. to text) for such a
-    client. Until then these errors print as xfail lines, not failures."""
-    newer = {"resource_link": "2025-06-18", "audio": "2025-03-26"}
-
-    def known(err):
-        for kind, since in newer.items():
-            if version < since and err["def"] == "CallToolResult" \
-                    and f'"type":"{kind}"' in err["frame"]:
-                return (f"gateway forwards a '{kind}' block (MCP {since}+) to a {version} "
-                        "client")
-        return None
-    return known
+def down_level(label, version, replies):
+    """What an upstream sends that the client's revision lacks is mapped down
+    (issue 5): a `resource_link` block (2025-06-18+) becomes a text block
+    naming it, and tools/list carries `annotations` from 2025-03-26 on and
+    `title`/`outputSchema` from 2025-06-18 on, never earlier."""
+    key = 'call everything__get-resource-links {"count": 3}'
+    content = ((replies.get(key) or {}).get("result") or {}).get("content") or []
+    types = [c.get("type") for c in content if isinstance(c, dict)]
+    placeholders = [c for c in content if isinstance(c, dict) and c.get("type") == "text"
+                    and c.get("text", "").startswith("[resource_link content dropped")]
+    if version < "2025-06-18":
+        check("resource_link" not in types and len(placeholders) == 3
+              and "; uri: " in placeholders[0].get("text", ""),
+              f"{label}: resource_link blocks reach a {version} client as text naming them",
+              content)
+    else:
+        check(types.count("resource_link") == 3 and not placeholders,
+              f"{label}: resource_link blocks reach a {version} client as they are", content)
+    tools = [t for t in ((replies.get("tools/list") or {}).get("result") or {}).get("tools", [])
+             if t.get("name", "").startswith("everything__")]
+    for field, since in (("annotations", "2025-03-26"), ("title", "2025-06-18"),
+                         ("outputSchema", "2025-06-18")):
+        n = sum(1 for t in tools if field in t)
+        if version < since:
+            check(tools and n == 0, f"{label}: tools/list carries no {field} (MCP {since}+)",
+                  [t["name"] for t in tools if field in t])
+        else:
+            check(n > 0, f"{label}: tools/list carries the upstream tools' {field}",
+                  tools[:2])
 
 
 def modern_session():

@@ -56,7 +56,7 @@ LONET = "AS_INTEROP_LONET"
 WAIT = 180  # seconds before a hung peer stops the test (never an assertion on speed)
 HTTP_PORT = 38411  # the namespace is private to this test: nothing else listens in it
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
-CONTROL = ["tools_search", "agentstack_list", "agentstack_doctor", "agentstack_list_loadable",
+CONTROL = ["tools_search", "tools_bindings", "agentstack_list", "agentstack_doctor", "agentstack_list_loadable",
            "agentstack_load", "agentstack_lease_open", "agentstack_lease_status",
            "agentstack_lease_close", "agentstack_lease_freeze"]
 PROJECT_DENY = "get-env"
@@ -361,6 +361,12 @@ def session_case(upstream, transparent, version):
             if dropped:
                 print(f"note {label}: upstream tool fields not forwarded in tools/list: "
                       f"{dropped}")
+            meta = ("title", "annotations", "outputSchema")  # all known at 2025-06-18+
+            had = {(n, k) for n in want & upstream_listed for k in meta if k in direct[n]}
+            lost = sorted((n, k) for n, k in had if k not in listed["everything__" + n])
+            check(had and not lost,
+                  f"{label}: each proxied tool keeps the upstream's title, annotations and "
+                  f"outputSchema ({len(had)} fields)", lost)
         else:
             check(not upstream_listed,
                   f"{label}: compact tools/list keeps upstream tools out", names)
