@@ -217,17 +217,6 @@ def check_schema(env, logs, label, want_versions, known=None):
               json.dumps(e.get("errors", e), indent=1, ensure_ascii=False)[:3000])
 
 
-def xfail(cond, what, bug, detail=""):
-    """A check that a known gateway bug (reported, owned elsewhere) still
-    breaks: passes normally once fixed, and prints an xfail line until then."""
-    if cond:
-        check(True, what)
-    else:
-        print(f"xfail {what} — known bug: {bug}")
-        if detail:
-            print("     " + str(detail).replace("\n", "\n     ")[:1500])
-
-
 def text_of(result):
     if not isinstance(result, dict):
         return ""
@@ -469,10 +458,10 @@ def http_restart():
                   f"{label}: a call while the server is down is a clean http-error", down)
             http = HttpEverything(env)
             after = [g.call("everything__echo", {"message": f"after {i}"}) for i in range(2)]
-            xfail(text_of(after[-1]) == "Echo: after 1",
-                  f"{label}: a call after the server restarted reaches the new server",
-                  "the HTTP client keeps the dead Mcp-Session-Id (server-everything answers "
-                  "400 for it) and never sends a new initialize", after)
+            # the failed call marked the upstream dead (issue 5): the next one
+            # starts a new session with initialize instead of reusing the old id
+            check([text_of(a) for a in after] == ["Echo: after 0", "Echo: after 1"],
+                  f"{label}: calls after the server restarted reach the new server", after)
             ts = g.call("tools_search", {"query": "echo"})
             check("everything__echo" in text_of(ts),
                   f"{label}: the control plane keeps answering from the cached listing", ts)
