@@ -9,12 +9,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <pthread.h>
-
-#include <openssl/core_names.h>
+/* OpenSSL 3 routes EVP digests through its provider machinery, whose
+ * one-time initialisation (loading openssl.cnf, building the provider store)
+ * costs ~5 M instructions — most of what a command that hashes one file pays
+ * at start. The SHA256_* primitives run the same assembly (SHA-NI where the
+ * CPU has it) with no provider set-up, so digests and HMAC use them. They are
+ * marked deprecated in 3.x but are part of its supported API; EVP remains in
+ * use where it is the only interface (Ed25519 in bundle/sign.c). */
+#define OPENSSL_SUPPRESS_DEPRECATED 1
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/params.h>
+#include <openssl/sha.h>
+
+#include "base/xalloc.h"
 
 /* A failing digest primitive means a broken libcrypto, not bad input: there is
  * no caller that could recover, so stop like an out-of-memory condition. */
@@ -24,58 +30,20 @@ static void crypto_fail(const char *what)
     abort();
 }
 
-/* OpenSSL 3 resolves EVP_sha256() and HMAC() by name through the provider
- * store on every use (an implicit fetch: locks, a hash lookup, refcounts),
- * which cost more than hashing a short audit line. Both are fetched once per
- * process and kept for its life; a fetched EVP_MD/EVP_MAC and a configured
- * EVP_MAC_CTX are read-only afterwards, so threads may share them. */
-static pthread_once_t fetch_once = PTHREAD_ONCE_INIT;
-static EVP_MD *g_md;
-static EVP_MAC_CTX *g_hmac; /* HMAC with SHA-256 set, no key: dup'ed per call */
-
-static void fetch_all(void)
-{
-    g_md = EVP_MD_fetch(NULL, "SHA256", NULL);
-    EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
-    if (mac) {
-        g_hmac = EVP_MAC_CTX_new(mac);
-        EVP_MAC_free(mac); /* the context holds its own reference */
-        char digest[] = "SHA256";
-        OSSL_PARAM params[] = {
-            OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
-            OSSL_PARAM_construct_end(),
-        };
-        if (g_hmac && EVP_MAC_CTX_set_params(g_hmac, params) != 1) {
-            EVP_MAC_CTX_free(g_hmac);
-            g_hmac = NULL;
-        }
-    }
-}
-
-static const EVP_MD *md_sha256(void)
-{
-    if (pthread_once(&fetch_once, fetch_all) != 0 || !g_md)
-        crypto_fail("EVP_MD_fetch(SHA256)");
-    return g_md;
-}
-
 void sha256_init(sha256_ctx *c)
 {
-    const EVP_MD *alg = md_sha256();
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    if (!md)
-        crypto_fail("EVP_MD_CTX_new");
-    if (EVP_DigestInit_ex2(md, alg, NULL) != 1)
-        crypto_fail("EVP_DigestInit_ex");
-    c->md = md;
+    SHA256_CTX *x = xmalloc(sizeof *x);
+    if (SHA256_Init(x) != 1)
+        crypto_fail("SHA256_Init");
+    c->md = x;
 }
 
 void sha256_update(sha256_ctx *c, const void *data, size_t len)
 {
     if (!len)
         return;
-    if (EVP_DigestUpdate((EVP_MD_CTX *)c->md, data, len) != 1)
-        crypto_fail("EVP_DigestUpdate");
+    if (SHA256_Update((SHA256_CTX *)c->md, data, len) != 1)
+        crypto_fail("SHA256_Update");
 }
 
 void sha256_update_u64le(sha256_ctx *c, uint64_t n)
@@ -88,17 +56,19 @@ void sha256_update_u64le(sha256_ctx *c, uint64_t n)
 
 void sha256_final(sha256_ctx *c, uint8_t out[SHA256_LEN])
 {
-    unsigned int n = 0;
-    if (EVP_DigestFinal_ex((EVP_MD_CTX *)c->md, out, &n) != 1 || n != SHA256_LEN)
-        crypto_fail("EVP_DigestFinal_ex");
-    EVP_MD_CTX_free((EVP_MD_CTX *)c->md);
+    if (SHA256_Final(out, (SHA256_CTX *)c->md) != 1)
+        crypto_fail("SHA256_Final");
+    OPENSSL_cleanse(c->md, sizeof(SHA256_CTX));
+    free(c->md);
     c->md = NULL;
 }
 
 void sha256_abort(sha256_ctx *c)
 {
-    if (c->md)
-        EVP_MD_CTX_free((EVP_MD_CTX *)c->md);
+    if (c->md) {
+        OPENSSL_cleanse(c->md, sizeof(SHA256_CTX));
+        free(c->md);
+    }
     c->md = NULL;
 }
 
@@ -225,26 +195,34 @@ int sha256_normalize_hex(const char *in, char out[SHA256_HEX_LEN + 1])
     return 0;
 }
 
+/* HMAC (RFC 2104) over the SHA-256 primitive: H((K ^ opad) || H((K ^ ipad) || m)),
+ * with a key longer than the 64-byte block hashed first. */
 void hmac_sha256(const void *key, size_t keylen, const void *data, size_t len,
                  uint8_t out[SHA256_LEN])
 {
-    static const unsigned char empty[1];
-    if (keylen > INT32_MAX)
-        crypto_fail("HMAC key length");
-    md_sha256(); /* runs fetch_all once */
-    if (!g_hmac)
-        crypto_fail("EVP_MAC_fetch(HMAC)");
-    EVP_MAC_CTX *c = EVP_MAC_CTX_dup(g_hmac);
-    if (!c)
-        crypto_fail("EVP_MAC_CTX_dup");
-    size_t n = 0;
-    /* An empty key must still be a key: a NULL one would mean "keep the
-     * previous key", which a fresh duplicate does not have. */
-    if (EVP_MAC_init(c, key ? key : empty, keylen, NULL) != 1 ||
-        EVP_MAC_update(c, data ? (const unsigned char *)data : empty, data ? len : 0) != 1 ||
-        EVP_MAC_final(c, out, &n, SHA256_LEN) != 1 || n != SHA256_LEN)
-        crypto_fail("HMAC");
-    EVP_MAC_CTX_free(c);
+    enum { BLOCK = 64 };
+    uint8_t k[BLOCK] = {0}, pad[BLOCK], inner[SHA256_LEN];
+    if (keylen > BLOCK)
+        sha256(key, keylen, k);
+    else if (keylen)
+        memcpy(k, key, keylen);
+    sha256_ctx c;
+    for (int i = 0; i < BLOCK; i++)
+        pad[i] = k[i] ^ 0x36;
+    sha256_init(&c);
+    sha256_update(&c, pad, BLOCK);
+    if (data)
+        sha256_update(&c, data, len);
+    sha256_final(&c, inner);
+    for (int i = 0; i < BLOCK; i++)
+        pad[i] = k[i] ^ 0x5c;
+    sha256_init(&c);
+    sha256_update(&c, pad, BLOCK);
+    sha256_update(&c, inner, SHA256_LEN);
+    sha256_final(&c, out);
+    OPENSSL_cleanse(k, sizeof k);
+    OPENSSL_cleanse(pad, sizeof pad);
+    OPENSSL_cleanse(inner, sizeof inner);
 }
 
 int ct_equal(const void *a, const void *b, size_t n)
