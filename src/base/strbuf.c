@@ -28,11 +28,10 @@ void sb_release(strbuf *sb)
 
 void sb_release_secure(strbuf *sb)
 {
-    if (sb->alloc) {
-        volatile char *p = sb->buf;
-        for (size_t i = 0; i < sb->alloc; i++)
-            p[i] = 0;
-    }
+    /* explicit_bzero is never optimised away and runs at memset speed; the
+     * whole allocation is wiped, not just len, since it may have held more. */
+    if (sb->alloc)
+        explicit_bzero(sb->buf, sb->alloc);
     sb_release(sb);
 }
 
