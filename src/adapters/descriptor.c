@@ -9,6 +9,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "base/suggest.h"
 #include "adapters/adapters.h"
 #include "base/xalloc.h"
 
@@ -45,39 +46,10 @@ static int node_err(struct yctx *c, const yaml_node_t *n, const char *fmt, ...)
     return as_err_at(c->err, c->path, line, col, "%s", msg);
 }
 
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 64 || lb > 64)
-        return 99;
-    size_t prev[65], cur[65];
-    for (size_t j = 0; j <= lb; j++)
-        prev[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        cur[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-            size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
-            size_t m = sub < del ? sub : del;
-            cur[j] = m < ins ? m : ins;
-        }
-        memcpy(prev, cur, sizeof(size_t) * (lb + 1));
-    }
-    return prev[lb];
-}
 
 static const char *closest(const char *w, const char *const *keys)
 {
-    const char *best = NULL;
-    size_t bd = 3;
-    for (size_t i = 0; keys[i]; i++) {
-        size_t d = edit_distance(w, keys[i]);
-        if (d < bd) {
-            bd = d;
-            best = keys[i];
-        }
-    }
-    return best;
+    return suggest_closest(w, keys, SUGGEST_NULL_TERMINATED);
 }
 
 static bool is_null(const yaml_node_t *n)

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/suggest.h"
 #include "adapters/adapters.h"
 #include "base/fs.h"
 #include "base/xalloc.h"
@@ -130,26 +131,6 @@ const struct adp_desc *adp_registry_find(const struct adp_registry *r, const cha
     return NULL;
 }
 
-static size_t dist(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 64 || lb > 64)
-        return 99;
-    size_t prev[65], cur[65];
-    for (size_t j = 0; j <= lb; j++)
-        prev[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        cur[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-            size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
-            size_t m = sub < del ? sub : del;
-            cur[j] = m < ins ? m : ins;
-        }
-        memcpy(prev, cur, sizeof(size_t) * (lb + 1));
-    }
-    return prev[lb];
-}
 
 int adp_unknown_id_err(const struct adp_registry *r, const char *id, struct as_err *err)
 {
@@ -157,7 +138,7 @@ int adp_unknown_id_err(const struct adp_registry *r, const char *id, struct as_e
     size_t bd = 3;
     strbuf known = SB_INIT;
     for (size_t i = 0; i < r->v.n; i++) {
-        size_t d = dist(id, r->v.v[i]->id);
+        size_t d = suggest_distance(id, r->v.v[i]->id, 2);
         if (d < bd) {
             bd = d;
             best = r->v.v[i]->id;
