@@ -15,6 +15,16 @@
  * of the body is read; the file holding it lives under $AGENTSTACK_HOME,
  * never in the project (errata 14), 0600 in a 0700 directory. Bindings name
  * the file, never its contents.
+ *
+ * The same machinery serves the sandbox face (02 §6.5): inside `run
+ * --sandbox`/`--lockdown` the confined harness speaks MCP (Streamable HTTP,
+ * one JSON-RPC request per POST /mcp, stateless in both eras) to this
+ * gateway, which runs outside the sandbox. The run hands over a listening
+ * socket and a token (AGENTSTACK_GATEWAY_FACE_FD/_TOKEN, honoured only with
+ * --grant, so the face serves nothing but the run's frozen authority). Only
+ * proxied tools are listed and called — never the control plane — and every
+ * call goes through gw_dispatch like a stdio one (fence, trust anchor,
+ * policy, secrets resolved here, audit with the run id).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,6 +49,9 @@
 #define CM_CONN_MAX 256
 #define CM_TOKEN_HEX 64
 #define CM_IDLE_MS_DEFAULT 10000
+#define FACE_BODY_MAX ((size_t)4 << 20)
+#define FACE_ENV_FD "AGENTSTACK_GATEWAY_FACE_FD"
+#define FACE_ENV_TOKEN "AGENTSTACK_GATEWAY_FACE_TOKEN"
 
 struct gw_cm_conn {
     struct gw_cm *cm;
@@ -54,6 +67,8 @@ struct gw_cm_conn {
     bool writing;
     bool busy;      /* inside conn_dispatch: a door closing must not free it */
     uint64_t timer; /* idle deadline while reading or writing; 0 while dispatched */
+    json_t *rpc_id; /* sandbox face: the JSON-RPC id the answer carries */
+    char *tool;     /* sandbox face: the tools/call name (for the unknown answer) */
     struct gw_cm_conn *next, *prev;
 };
 
@@ -69,6 +84,7 @@ struct gw_cm {
     uint64_t idle_ms; /* a connection that stalls this long is dropped */
     struct gw_cm_conn *conns;
     char *why_closed; /* why the last attempt to open failed */
+    bool face;        /* the sandbox face (02 §6.5), not the code-mode door */
 };
 
 /* ---- connections ------------------------------------------------------------------- */
@@ -94,6 +110,8 @@ static void conn_free(struct gw_cm_conn *c)
     }
     mcp_loop_del(cm->gw->loop, c->fd);
     close(c->fd);
+    json_decref(c->rpc_id);
+    free(c->tool);
     sb_release(&c->in);
     sb_release(&c->out);
     free(c);
@@ -152,12 +170,16 @@ static const char *status_text(int code)
     switch (code) {
     case 200:
         return "OK";
+    case 202:
+        return "Accepted";
     case 400:
         return "Bad Request";
     case 401:
         return "Unauthorized";
     case 404:
         return "Not Found";
+    case 405:
+        return "Method Not Allowed";
     case 413:
         return "Payload Too Large";
     case 502:
@@ -172,6 +194,18 @@ static const char *status_text(int code)
 /* Answers with body (stolen; NULL = {"error": msg}) and closes after. */
 static void conn_answer(struct gw_cm_conn *c, int code, const char *msg, json_t *body)
 {
+    if (code == 202) {
+        sb_reset(&c->out);
+        sb_adds(&c->out, "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nCache-Control: no-store\r\n"
+                         "Connection: close\r\n\r\n");
+        c->out_off = 0;
+        if (c->counted) {
+            c->counted = false;
+            c->cm->inflight--;
+        }
+        conn_flush(c);
+        return;
+    }
     if (!body) {
         body = json_object();
         json_object_set_new(body, "error", json_string(msg ? msg : status_text(code)));
@@ -229,8 +263,17 @@ static int conn_head(struct gw_cm_conn *c)
     size_t hl = c->head_len;
     const char *eol = memchr(h, '\n', hl);
     size_t l0 = eol ? (size_t)(eol - h) : 0;
+    if (cm->face && (l0 < 5 || strncmp(h, "POST ", 5) != 0)) {
+        conn_answer(c, 405, "only POST /mcp is served here (stateless Streamable HTTP)", NULL);
+        return -1;
+    }
     if (l0 < 5 || strncmp(h, "POST ", 5) != 0) {
         conn_answer(c, 400, "only POST {\"name\",\"arguments\"} is served here", NULL);
+        return -1;
+    }
+    if (cm->face && !(l0 > 10 && strncmp(h + 5, "/mcp", 4) == 0 &&
+                      (h[9] == ' ' || h[9] == '?'))) {
+        conn_answer(c, 404, "the MCP endpoint is POST /mcp", NULL);
         return -1;
     }
     size_t tl = 0;
@@ -257,8 +300,9 @@ static int conn_head(struct gw_cm_conn *c)
         }
         n = n * 10 + (unsigned)(cl[i] - '0');
     }
-    if (n > CM_BODY_MAX) {
-        conn_answer(c, 413, "request body over 1 MiB", NULL);
+    if (n > (cm->face ? FACE_BODY_MAX : CM_BODY_MAX)) {
+        conn_answer(c, 413, cm->face ? "request body over 4 MiB" : "request body over 1 MiB",
+                    NULL);
         return -1;
     }
     if (cm->inflight >= CM_INFLIGHT_MAX) {
@@ -271,8 +315,14 @@ static int conn_head(struct gw_cm_conn *c)
     return 0;
 }
 
+static void face_dispatch(struct gw_cm_conn *c);
+
 static void conn_dispatch(struct gw_cm_conn *c)
 {
+    if (c->cm->face) {
+        face_dispatch(c);
+        return;
+    }
     struct gw_cm *cm = c->cm;
     struct gw *gw = cm->gw;
     json_error_t je;
@@ -306,6 +356,8 @@ static void conn_dispatch(struct gw_cm_conn *c)
     gw_dispatch(gw, j); /* replies through gw_cm_reply, now or later */
 }
 
+static void face_reply(struct gw_cm_conn *c, struct job *j, json_t *result);
+
 void gw_cm_reply(struct gw *gw, struct job *j, json_t *result)
 {
     (void)gw;
@@ -316,6 +368,10 @@ void gw_cm_reply(struct gw *gw, struct job *j, json_t *result)
         return;
     }
     c->job = NULL;
+    if (c->cm->face) {
+        face_reply(c, j, result);
+        return;
+    }
     if (!result) {
         conn_answer(c, 502, "the call failed", NULL);
         return;
@@ -550,8 +606,12 @@ static int door_open(struct gw_cm *cm, struct gw_surface *sf, struct as_err *err
     return 0;
 }
 
+static void face_close(struct gw_cm *cm);
+
 void gw_cm_sync(struct gw *gw)
 {
+    if (gw->shutting_down && gw->face)
+        face_close(gw->face);
     struct gw_surface *sf = gw->shutting_down ? NULL : gw->cur;
     bool want = sf && sf->gate == GW_GATE_OPEN && sf->ups.n > 0;
     struct gw_cm *cm = gw->cm;
@@ -584,8 +644,11 @@ const char *gw_cm_path(const struct gw *gw)
     return gw->cm && gw->cm->lfd >= 0 ? gw->cm->path : NULL;
 }
 
+static void face_free(struct gw *gw);
+
 void gw_cm_free(struct gw *gw)
 {
+    face_free(gw);
     struct gw_cm *cm = gw->cm;
     if (!cm)
         return;
@@ -598,6 +661,275 @@ void gw_cm_free(struct gw *gw)
     explicit_bzero(cm->token, sizeof cm->token);
     free(cm);
     gw->cm = NULL;
+}
+
+/* ---- the sandbox face (02 §6.5) ---------------------------------------------------- */
+
+static json_t *rpc_new(json_t *id)
+{
+    json_t *m = json_object();
+    json_object_set_new(m, "jsonrpc", json_string("2.0"));
+    json_object_set(m, "id", id ? id : json_null());
+    return m;
+}
+
+static json_t *rpc_result(json_t *id, json_t *result /* stolen */)
+{
+    json_t *m = rpc_new(id);
+    json_object_set_new(m, "result", result);
+    return m;
+}
+
+static json_t *rpc_error(json_t *id, int code, const char *msg)
+{
+    json_t *m = rpc_new(id);
+    json_t *e = json_object();
+    json_object_set_new(e, "code", json_integer(code));
+    json_object_set_new(e, "message", json_string(msg));
+    json_object_set_new(m, "error", e);
+    return m;
+}
+
+/* Control-plane names and anything the surface does not proxy get the same
+ * answer: the face is a window on the project's servers only. */
+static json_t *face_unknown(const char *name)
+{
+    strbuf n = SB_INIT;
+    gw_one_line(name, 200, &n);
+    json_t *r = gw_error_result("'%s' is not a proxied tool for this project", n.buf);
+    sb_release(&n);
+    return r;
+}
+
+static void face_list_finish(struct gw *gw, struct job *j)
+{
+    struct gw_cm_conn *c = j->http;
+    j->http = NULL;
+    if (c) {
+        c->job = NULL;
+        json_t *tools = json_array();
+        if (j->sf && j->sf->gate == GW_GATE_OPEN) {
+            gw_toolvec v = {0};
+            gw_surface_allowed(j->sf, &v);
+            for (size_t i = 0; i < v.n; i++) {
+                json_t *o = json_object();
+                json_object_set_new(o, "name", json_string(v.v[i]->full));
+                json_object_set_new(o, "description", json_string(v.v[i]->desc));
+                json_object_set_new(o, "inputSchema", json_deep_copy(v.v[i]->schema));
+                mcp_tool_for_version(o, v.v[i]->extra, MCP_VERSION_DEFAULT);
+                json_array_append_new(tools, o);
+            }
+            vec_free(&v);
+        }
+        json_t *r = json_object();
+        json_object_set_new(r, "tools", tools);
+        conn_answer(c, 200, NULL, rpc_result(c->rpc_id, r));
+    }
+    (void)gw;
+    gw_job_free(j);
+}
+
+static void face_reply(struct gw_cm_conn *c, struct job *j, json_t *result)
+{
+    if (!result) {
+        conn_answer(c, 200, NULL, rpc_error(c->rpc_id, MCP_INTERNAL_ERROR, "the call failed"));
+        return;
+    }
+    if (j->unknown) {
+        json_decref(result);
+        result = face_unknown(c->tool ? c->tool : "");
+    }
+    conn_answer(c, 200, NULL, rpc_result(c->rpc_id, result));
+}
+
+static void face_initialize(struct gw_cm_conn *c, const json_t *params)
+{
+    const char *pv = json_string_value(json_object_get(params, "protocolVersion"));
+    json_t *r = json_object();
+    json_object_set_new(r, "protocolVersion",
+                        json_string(pv && mcp_version_known(pv) ? pv : MCP_VERSION_DEFAULT));
+    json_t *tools = json_object();
+    json_object_set_new(tools, "listChanged", json_false());
+    json_t *caps = json_object();
+    json_object_set_new(caps, "tools", tools);
+    json_object_set_new(r, "capabilities", caps);
+    json_t *info = json_object();
+    json_object_set_new(info, "name", json_string("agentstack-gateway"));
+    const char *ver = c->cm->gw->o.version;
+    json_object_set_new(info, "version", json_string(ver ? ver : ""));
+    json_object_set_new(r, "serverInfo", info);
+    conn_answer(c, 200, NULL, rpc_result(c->rpc_id, r));
+}
+
+static void face_dispatch(struct gw_cm_conn *c)
+{
+    struct gw *gw = c->cm->gw;
+    json_error_t je;
+    json_t *req = json_loadb(c->in.buf + c->head_len, c->body_len, JSON_REJECT_DUPLICATES, &je);
+    if (!req) {
+        conn_answer(c, 400, NULL, rpc_error(NULL, -32700, "parse error: not JSON"));
+        return;
+    }
+    const char *method = json_string_value(json_object_get(req, "method"));
+    const char *ver = json_string_value(json_object_get(req, "jsonrpc"));
+    if (!json_is_object(req) || !method || !ver || strcmp(ver, "2.0") != 0) {
+        json_decref(req);
+        conn_answer(c, 400, NULL,
+                    rpc_error(NULL, -32600, "one JSON-RPC 2.0 request per POST (no batches)"));
+        return;
+    }
+    json_t *id = json_object_get(req, "id");
+    if (!id) { /* a notification: stateless, nothing to keep */
+        json_decref(req);
+        conn_answer(c, 202, NULL, NULL);
+        return;
+    }
+    c->rpc_id = json_incref(id);
+    json_t *params = json_object_get(req, "params");
+    if (strcmp(method, "initialize") == 0) {
+        face_initialize(c, params);
+    } else if (strcmp(method, "ping") == 0) {
+        conn_answer(c, 200, NULL, rpc_result(c->rpc_id, json_object()));
+    } else if (strcmp(method, "tools/list") == 0) {
+        c->busy = true;
+        gw_refresh(gw, false, false);
+        c->busy = false;
+        struct job *j = gw_job_add(gw, "tools/list");
+        j->via_http = true;
+        j->sf = gw_surface_for(gw, false);
+        if (j->sf)
+            gw_surface_ref(j->sf);
+        j->http = c;
+        c->job = j;
+        conn_disarm(c);
+        if (j->sf && j->sf->gate == GW_GATE_OPEN)
+            gw_surface_discover(j->sf, face_list_finish, j);
+        else
+            face_list_finish(gw, j);
+    } else if (strcmp(method, "tools/call") == 0) {
+        const char *name = json_string_value(json_object_get(params, "name"));
+        json_t *args = json_object_get(params, "arguments");
+        if (!name || (args && !json_is_object(args) && !json_is_null(args))) {
+            conn_answer(c, 200, NULL,
+                        rpc_error(c->rpc_id, MCP_INVALID_PARAMS,
+                                  "tools/call needs {\"name\": string, \"arguments\": object}"));
+        } else if (!strstr(name, "__")) {
+            /* Control-plane names never contain "__": not served here. */
+            conn_answer(c, 200, NULL, rpc_result(c->rpc_id, face_unknown(name)));
+        } else {
+            struct job *j = gw_job_add(gw, "tools/call");
+            j->via_http = true;
+            j->name = xstrdup(name);
+            j->args = json_is_object(args) ? json_incref(args) : json_object();
+            c->tool = xstrdup(name);
+            c->busy = true;
+            gw_refresh(gw, false, false);
+            c->busy = false;
+            c->job = j;
+            j->http = c;
+            conn_disarm(c);
+            gw_dispatch(gw, j); /* replies through gw_cm_reply → face_reply */
+        }
+    } else {
+        conn_answer(c, 200, NULL,
+                    rpc_error(c->rpc_id, MCP_METHOD_NOT_FOUND,
+                              "method not served by the sandbox face"));
+    }
+    json_decref(req);
+}
+
+static void face_close(struct gw_cm *cm)
+{
+    if (cm->lfd >= 0) {
+        mcp_loop_del(cm->gw->loop, cm->lfd);
+        close(cm->lfd);
+        cm->lfd = -1;
+        cm->epoch++;
+    }
+    for (struct gw_cm_conn *c = cm->conns, *n; c; c = n) {
+        n = c->next;
+        if (!c->job && !c->writing && !c->busy)
+            conn_free(c);
+    }
+}
+
+static void face_free(struct gw *gw)
+{
+    struct gw_cm *cm = gw->face;
+    if (!cm)
+        return;
+    face_close(cm);
+    while (cm->conns)
+        conn_free(cm->conns);
+    explicit_bzero(cm->token, sizeof cm->token);
+    free(cm);
+    gw->face = NULL;
+}
+
+static bool is_hex64(const char *s)
+{
+    size_t i = 0;
+    for (; s[i]; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+    return i == CM_TOKEN_HEX;
+}
+
+void gw_face_open(struct gw *gw)
+{
+    const char *fs = getenv(FACE_ENV_FD);
+    const char *ts = getenv(FACE_ENV_TOKEN);
+    char token[CM_TOKEN_HEX + 1] = "";
+    bool tok_ok = ts && is_hex64(ts);
+    if (tok_ok)
+        memcpy(token, ts, sizeof token);
+    char *end = NULL;
+    long fd = fs && *fs ? strtol(fs, &end, 10) : -1;
+    bool fd_named = fs != NULL;
+    unsetenv(FACE_ENV_FD); /* nothing we spawn inherits the door */
+    unsetenv(FACE_ENV_TOKEN);
+    if (!fd_named)
+        return;
+    const char *why = NULL;
+    int acc = 0;
+    socklen_t al = sizeof acc;
+    if (fd <= 2 || fd > 65535 || !end || *end)
+        why = "the descriptor is not a number above 2";
+    else if (getsockopt((int)fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) != 0 || !acc)
+        why = "the descriptor is not a listening socket";
+    else if (!tok_ok)
+        why = "the token is not 64 lowercase hex digits";
+    else if (!gw->grant)
+        why = "it is served only with a --grant that proved itself";
+    struct gw_cm *cm = NULL;
+    if (!why) {
+        fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+        int fl = fcntl((int)fd, F_GETFL);
+        fcntl((int)fd, F_SETFL, (fl < 0 ? 0 : fl) | O_NONBLOCK);
+        cm = xcalloc(1, sizeof *cm);
+        cm->gw = gw;
+        cm->face = true;
+        cm->lfd = (int)fd;
+        cm->epoch = 1;
+        memcpy(cm->token, token, sizeof cm->token);
+        const char *im = getenv("AGENTSTACK_CODEMODE_IDLE_MS");
+        long v = im && *im ? atol(im) : 0;
+        cm->idle_ms = v > 0 ? (uint64_t)v : CM_IDLE_MS_DEFAULT;
+        struct as_err err = AS_ERR_INIT;
+        if (mcp_loop_add(gw->loop, cm->lfd, MCP_EV_IN, on_accept, cm, &err) < 0) {
+            gw_note("sandbox face: not served (%s)", err.msg);
+            explicit_bzero(cm->token, sizeof cm->token);
+            free(cm);
+            cm = NULL;
+            close((int)fd);
+        }
+    } else {
+        gw_note("sandbox face: not served (%s)", why);
+        if (fd > 2 && fd <= 65535 && end && !*end)
+            close((int)fd);
+    }
+    explicit_bzero(token, sizeof token);
+    gw->face = cm;
 }
 
 /* ---- tools_bindings --------------------------------------------------------------------- */

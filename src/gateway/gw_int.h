@@ -302,6 +302,7 @@ struct gw {
     int call_ms; /* list/call budget (AGENTSTACK_CALL_TIMEOUT_MS) */
     bool stderr_said_untrusted;
     struct gw_cm *cm; /* code-mode endpoint (codemode.c), or NULL */
+    struct gw_cm *face; /* the sandbox face (codemode.c, 02 §6.5), or NULL */
 };
 
 /* server.c */
@@ -379,6 +380,11 @@ const char *gw_cm_path(const struct gw *gw);
 /* The answer to a code-mode job (result stolen; NULL = failure). */
 void gw_cm_reply(struct gw *gw, struct job *j, json_t *result);
 void gw_cm_free(struct gw *gw);
+/* The sandbox face (02 §6.5): takes the listening socket and token a run
+ * handed over in AGENTSTACK_GATEWAY_FACE_FD/_TOKEN (both unset here, so no
+ * upstream inherits them) and serves MCP over HTTP on it — only with a
+ * --grant that proved itself; otherwise the socket is closed with a note. */
+void gw_face_open(struct gw *gw);
 /* tools_bindings' markdown for the allowed tools (sorted by full name). */
 void gw_bindings_render(const struct gw_tool *const *tools, size_t n, const char *endpoint_path,
                         strbuf *out);

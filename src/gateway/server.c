@@ -689,6 +689,7 @@ int gw_serve(const struct gw_opts *o, struct as_err *err)
     }
     if (!o->auto_project || o->manifest_dir)
         gw_project_resolve(&gw); /* eager: the set is built at startup, children lazy */
+    gw_face_open(&gw); /* run --sandbox/--lockdown: the HTTP face (02 §6.5), grant only */
 
     int rc = mcp_loop_run(gw.loop, err) < 0 ? 1 : 0;
     /* Whatever the reason the loop ended, upstream groups must not outlive us. */
