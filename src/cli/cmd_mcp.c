@@ -8,14 +8,18 @@
  */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "adapters/adapters.h"
 #include "as_version.h"
 #include "cli/cli.h"
 #include "gateway/gateway.h"
 #include "library/library.h"
+#include "library/search.h"
 
 int cmd_mcp(int argc, char **argv, struct cli_ctx *ctx);
 
@@ -44,6 +48,39 @@ static int library_server(const char *name, strbuf *path, struct as_err *err)
     int r = lib_pin_lookup(lib, PIN_SERVER, name, path, err);
     lib_free(lib);
     return r;
+}
+
+/* agentstack_search's library half: the same lookup as `agentstack search`
+ * (winners only), handed back as JSON so the gateway never sees library
+ * types. */
+static int library_search(const struct manifest *m, const char *query, strbuf *out,
+                          struct as_err *err)
+{
+    struct library *lib = lib_open(NULL, err);
+    if (!lib)
+        return -1;
+    lib_hits h = {0};
+    lib_search(lib, m, query, false, &h);
+    json_t *a = json_array();
+    for (size_t i = 0; i < h.n; i++) {
+        const struct lib_hit *x = &h.v[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "kind", json_string(x->badge));
+        json_object_set_new(o, "name", json_string(x->name));
+        json_object_set_new(o, "description",
+                            x->description ? json_string(x->description) : json_null());
+        json_object_set_new(o, "source", x->source ? json_string(x->source) : json_null());
+        json_object_set_new(o, "in_manifest", json_boolean(x->in_manifest));
+        json_object_set_new(o, "installed_pack", json_boolean(x->installed_pack));
+        json_array_append_new(a, o);
+    }
+    lib_hits_free(&h);
+    lib_free(lib);
+    char *s = json_dumps(a, JSON_COMPACT);
+    json_decref(a);
+    sb_adds(out, s ? s : "[]");
+    free(s);
+    return 0;
 }
 
 int cmd_mcp(int argc, char **argv, struct cli_ctx *ctx)
@@ -86,6 +123,7 @@ int cmd_mcp(int argc, char **argv, struct cli_ctx *ctx)
     o.version = AS_VERSION;
     o.harness_count = harness_count;
     o.library_server = library_server;
+    o.library_search = library_search;
     struct as_err err = AS_ERR_INIT;
     int rc = gw_serve(&o, &err);
     if (rc != 0 && as_err_isset(&err))

@@ -1,7 +1,8 @@
 /*
  * The control plane (02 §3): the ordered tool table, tools/list, tools/call
  * routing (exact search names → "__" names to the one dispatch → the table →
- * unknown tool), tools_search, doctor and the manifest listing.
+ * unknown tool), tools_search and doctor (the read-only project views are in
+ * control_ext.c).
  *
  * Only tools that are built are listed (errata 16). No tool name contains
  * trust|consent|approve|grant and no description offers to grant anything:
@@ -13,6 +14,7 @@
 
 #include "base/xalloc.h"
 #include "bundle/ref.h"
+#include "gateway/control_ext.h"
 #include "gateway/gw_int.h"
 #include "secrets/backends.h"
 #include "secrets/secrets.h"
@@ -23,7 +25,6 @@
 typedef json_t *(*ctl_fn)(struct gw *gw, struct job *j, const json_t *args);
 
 static json_t *t_doctor(struct gw *gw, struct job *j, const json_t *args);
-static json_t *t_list(struct gw *gw, struct job *j, const json_t *args);
 static json_t *t_list_loadable(struct gw *gw, struct job *j, const json_t *args);
 static json_t *t_load(struct gw *gw, struct job *j, const json_t *args);
 static json_t *t_lease_open(struct gw *gw, struct job *j, const json_t *args);
@@ -42,7 +43,12 @@ static const char *const schema_empty = "{\"type\":\"object\",\"properties\":{}}
 
 /* In the order of 02 §3. */
 static const struct ctl_tool table[] = {
-    {"agentstack_search", NULL, NULL, NULL},
+    {"agentstack_search", gw_t_search,
+     "Find servers, skills and packs by name or description in this project and in the "
+     "central library on this machine (read-only, offline). Returns JSON: project hits and "
+     "library hits with kind, name, source and whether the manifest already names them.",
+     "{\"type\":\"object\",\"properties\":{\"query\":{\"type\":\"string\","
+     "\"description\":\"Case-insensitive words to find; empty lists everything.\"}}}"},
     {"tools_search", NULL,
      "Search this project's proxied MCP tools (compact mode keeps their schemas out of "
      "tools/list). Give a query to rank tools by name, server and description, or "
@@ -63,9 +69,10 @@ static const struct ctl_tool table[] = {
      "call to this gateway's loopback endpoint, where the same policy and audit apply. Writes "
      "nothing; secret-free.",
      NULL},
-    {"agentstack_list", t_list,
-     "Show this project's manifest as the gateway sees it: servers, skills, toolsets, the "
-     "default toolset, the open lease, and which servers are proxied right now.",
+    {"agentstack_list", gw_t_list,
+     "Show this project's manifest as the gateway sees it, as JSON: servers (how each runs, "
+     "secrets by name only, whether it is proxied now), skills, toolsets, the default toolset "
+     "and the open lease.",
      NULL},
     {"agentstack_doctor", t_doctor,
      "Five-line health check of this connection: harnesses on this machine, servers, skills, "
@@ -101,8 +108,20 @@ static const struct ctl_tool table[] = {
      "actually loaded). Writes only the manifest; a person reviews it and re-locks.",
      "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"description\":"
      "\"New toolset name (default <profile>-frozen).\"}}}"},
-    {"agentstack_explain", NULL, NULL, NULL},
-    {"agentstack_diff", NULL, NULL, NULL},
+    {"agentstack_explain", gw_t_explain,
+     "Explain one server, server__tool, skill or toolset as JSON: where it is declared, its "
+     "pin state in agentstack.lock, and the policy decision with the rule and layer "
+     "(machine or project) that made it.",
+     "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\","
+     "\"description\":\"A server, server__tool, skill or toolset name.\"}},"
+     "\"required\":[\"name\"]}"},
+    {"agentstack_diff", gw_t_diff,
+     "Show what is pending between the manifest and what agentstack.lock pins (unpinned or "
+     "drifted items) and whether the project is trusted, as JSON. Read-only: a person runs "
+     "the follow-up commands it names.",
+     "{\"type\":\"object\",\"properties\":{\"scope\":{\"type\":\"string\","
+     "\"description\":\"all (default), or one kind: servers, skills, instructions, "
+     "executables, settings, extensions, workflows, blueprints, variants.\"}}}"},
     {"agentstack_add_skill", NULL, NULL, NULL},
     {"agentstack_create_toolset", NULL, NULL, NULL},
     {"agentstack_session_start", NULL, NULL, NULL},
@@ -185,8 +204,24 @@ static void list_finish(struct gw *gw, struct job *j)
     gw_job_free(j);
 }
 
+/* Stale code-mode endpoints of SIGKILLed gateways go on this gateway's
+ * first tools/list or tools/call, before any listing could point an agent
+ * at one (once per process: the siblings cannot come back to life). */
+static void sweep_once(struct gw *gw)
+{
+    static bool swept;
+    if (swept)
+        return;
+    swept = true;
+    int n = gw_cm_sweep(gw->home);
+    if (n > 0)
+        gw_note("removed %d stale code-mode endpoint dir%s of gateways that are gone", n,
+                n == 1 ? "" : "s");
+}
+
 void gw_tools_list(struct gw *gw, struct job *j)
 {
+    sweep_once(gw);
     gw_refresh(gw, j->modern, false);
     j->sf = gw_surface_for(gw, j->modern);
     gw_surface_ref(j->sf);
@@ -320,6 +355,7 @@ static void do_bindings(struct gw *gw, struct job *j)
 
 void gw_tools_call(struct gw *gw, struct job *j)
 {
+    sweep_once(gw);
     const char *name = json_string_value(json_object_get(j->params, "name"));
     json_t *args = json_object_get(j->params, "arguments");
     if (!name || (args && !json_is_object(args) && !json_is_null(args))) {
@@ -471,80 +507,6 @@ static json_t *t_doctor(struct gw *gw, struct job *j, const json_t *args)
     }
     json_t *r = gw_text_result(out.buf, false);
     sb_release(&out);
-    return r;
-}
-
-static json_t *strvec_json(const strvec *v)
-{
-    json_t *a = json_array();
-    for (size_t i = 0; i < v->n; i++)
-        json_array_append_new(a, json_string(v->v[i]));
-    return a;
-}
-
-static json_t *t_list(struct gw *gw, struct job *j, const json_t *args)
-{
-    (void)args;
-    struct gw_surface *sf = gw_surface_for(gw, j->modern);
-    struct as_err err = AS_ERR_INIT;
-    struct manifest *owned = NULL;
-    const struct manifest *m = surface_manifest(gw, &owned, &err);
-    if (!m) {
-        char buf[2300];
-        return gw_error_result("%s", as_err_str(&err, buf, sizeof buf));
-    }
-    json_t *o = json_object();
-    json_object_set_new(o, "project", json_string(gw->proj.root));
-    json_object_set_new(o, "manifest", json_string(m->path));
-    json_object_set_new(o, "default_toolset",
-                        m->default_toolset ? json_string(m->default_toolset) : json_null());
-    json_object_set_new(o, "lease",
-                        gw->lease.active ? json_string(gw->lease.profile) : json_null());
-    json_t *servers = json_array();
-    for (size_t i = 0; i < m->servers.n; i++) {
-        const struct mf_server *s = &m->servers.v[i];
-        json_t *e = json_object();
-        json_object_set_new(e, "name", json_string(s->name));
-        json_object_set_new(e, "type", json_string(s->type == MF_SERVER_HTTP ? "http" : "stdio"));
-        if (s->type == MF_SERVER_HTTP) {
-            json_object_set_new(e, "url", json_string(s->url ? s->url : ""));
-        } else {
-            strbuf cmd = SB_INIT;
-            sb_adds(&cmd, s->command ? s->command : "");
-            for (size_t k = 0; k < s->args.n; k++)
-                sb_addf(&cmd, " %s", s->args.v[k]);
-            strbuf c2 = SB_INIT;
-            gw_one_line(cmd.buf, 400, &c2);
-            json_object_set_new(e, "command", json_string(c2.buf));
-            sb_release(&cmd);
-            sb_release(&c2);
-        }
-        json_object_set_new(
-            e, "proxied",
-            json_boolean(sf->gate == GW_GATE_OPEN && gw_surface_up(sf, s->name) != NULL));
-        json_array_append_new(servers, e);
-    }
-    json_object_set_new(o, "servers", servers);
-    json_t *skills = json_array();
-    for (size_t i = 0; i < m->skills.n; i++)
-        json_array_append_new(skills, json_string(m->skills.v[i].name));
-    json_object_set_new(o, "skills", skills);
-    json_t *ts = json_array();
-    for (size_t i = 0; i < m->toolsets.n; i++) {
-        json_t *e = json_object();
-        json_object_set_new(e, "name", json_string(m->toolsets.v[i].name));
-        json_object_set_new(e, "servers", strvec_json(&m->toolsets.v[i].servers));
-        json_object_set_new(e, "skills", strvec_json(&m->toolsets.v[i].skills));
-        json_array_append_new(ts, e);
-    }
-    json_object_set_new(o, "toolsets", ts);
-    if (owned)
-        manifest_free(owned);
-    strbuf t = SB_INIT;
-    gw_pretty(o, &t);
-    json_decref(o);
-    json_t *r = gw_text_result(t.buf, false);
-    sb_release(&t);
     return r;
 }
 

@@ -43,6 +43,8 @@
 #include "base/err.h"
 #include "base/strbuf.h"
 
+struct manifest;
+
 struct gw_opts {
     const char *manifest_dir; /* --manifest-dir: pins the project, no trust gate */
     bool auto_project;        /* --auto-project: discovered, trust-gated */
@@ -57,6 +59,12 @@ struct gw_opts {
      * (library/, above this module): 1 + path, 0 none, -1 + err. NULL: the
      * implicit local source $AGENTSTACK_HOME/lib/servers/ only. */
     int (*library_server)(const char *name, strbuf *path, struct as_err *err);
+    /* agentstack_search's central-library half (library/ is above this
+     * module): appends a JSON array of hits [{kind, name, description,
+     * source, in_manifest, installed_pack}] matching query to out (m may be
+     * NULL). -1 + err when the library cannot be read. NULL: not searched. */
+    int (*library_search)(const struct manifest *m, const char *query, strbuf *out,
+                          struct as_err *err);
 };
 
 /* Serves until stdin EOF; returns the process exit status (0 after a clean

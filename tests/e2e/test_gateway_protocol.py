@@ -13,9 +13,10 @@ sys.path.insert(0, os.path.dirname(__file__))
 from aslib import BIN, Sandbox, check, done  # noqa: E402
 from mcpclient import Gateway, is_error, modern_meta, payload, text  # noqa: E402
 
-BUILT = ["tools_search", "tools_bindings", "agentstack_list", "agentstack_doctor",
-         "agentstack_list_loadable", "agentstack_load", "agentstack_lease_open",
-         "agentstack_lease_status", "agentstack_lease_close", "agentstack_lease_freeze"]
+BUILT = ["agentstack_search", "tools_search", "tools_bindings", "agentstack_list",
+         "agentstack_doctor", "agentstack_list_loadable", "agentstack_load",
+         "agentstack_lease_open", "agentstack_lease_status", "agentstack_lease_close",
+         "agentstack_lease_freeze", "agentstack_explain", "agentstack_diff"]
 SPEC_ORDER = ["agentstack_search", "tools_search", "tools_bindings", "agentstack_list",
               "agentstack_doctor", "agentstack_add_from", "agentstack_list_loadable",
               "agentstack_load", "agentstack_lease_open", "agentstack_lease_status",

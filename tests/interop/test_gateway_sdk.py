@@ -56,9 +56,10 @@ LONET = "AS_INTEROP_LONET"
 WAIT = 180  # seconds before a hung peer stops the test (never an assertion on speed)
 HTTP_PORT = 38411  # the namespace is private to this test: nothing else listens in it
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
-CONTROL = ["tools_search", "tools_bindings", "agentstack_list", "agentstack_doctor", "agentstack_list_loadable",
-           "agentstack_load", "agentstack_lease_open", "agentstack_lease_status",
-           "agentstack_lease_close", "agentstack_lease_freeze"]
+CONTROL = ["agentstack_search", "tools_search", "tools_bindings", "agentstack_list",
+           "agentstack_doctor", "agentstack_list_loadable", "agentstack_load",
+           "agentstack_lease_open", "agentstack_lease_status", "agentstack_lease_close",
+           "agentstack_lease_freeze", "agentstack_explain", "agentstack_diff"]
 PROJECT_DENY = "get-env"
 MACHINE_DENY = "trigger-*"
 DENY_PROJECT = ('Error: blocked: everything tried to call get-env — denied by '
