@@ -263,6 +263,12 @@ def stale_endpoints():
         live = str(os.getpid())
         for d in (dead, live, "notapid"):
             sb.write("endpoint.json", '{"token":"x"}', base=os.path.join(gwd, d))
+        p3 = subprocess.Popen(["true"])
+        p3.wait()
+        foreign = str(p3.pid)
+        sb.write("endpoint.json", "{}", base=os.path.join(gwd, foreign))
+        if os.geteuid() == 0:
+            os.chown(os.path.join(gwd, foreign), 65534, 65534)
         outside = os.path.join(sb.root, "outside")
         sb.write("keep.txt", "precious", base=outside)
         os.symlink(outside, os.path.join(gwd, dead2))
@@ -278,6 +284,27 @@ def stale_endpoints():
         check(os.path.islink(os.path.join(gwd, dead2)) and
               os.path.exists(os.path.join(outside, "keep.txt")),
               "a symlinked pid dir is not followed")
+        if os.geteuid() == 0:
+            check(os.path.exists(os.path.join(gwd, foreign, "endpoint.json")),
+                  "a dead pid's dir owned by someone else is kept")
+        else:
+            check(not os.path.exists(os.path.join(gwd, foreign)),
+                  "(not root: no foreign-owned dir to keep) an own dead pid dir goes")
+    with Sandbox() as sb:
+        # $AGENTSTACK_HOME/gateway itself a symlink: never swept through.
+        sb.write("agentstack.toml", "version = 1\n")
+        p = subprocess.Popen(["true"])
+        p.wait()
+        elsewhere = os.path.join(sb.root, "elsewhere")
+        sb.write("endpoint.json", "{}", base=os.path.join(elsewhere, str(p.pid)))
+        os.makedirs(sb.ah, exist_ok=True)
+        os.symlink(elsewhere, os.path.join(sb.ah, "gateway"))
+        with Gateway(sb) as g:
+            g.initialize()
+            g.tools()
+            g.close()
+        check(os.path.exists(os.path.join(elsewhere, str(p.pid), "endpoint.json")),
+              "a symlinked gateway/ dir is not swept through")
 
 
 trusted()
