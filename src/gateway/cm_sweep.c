@@ -3,8 +3,9 @@
  * deletes $AGENTSTACK_HOME/gateway/<pid>/endpoint.json when it exits, but a
  * SIGKILLed one cannot, and its token would sit there for the next process
  * that reuses the pid to be confused by. Each gateway sweeps its siblings at
- * start. Everything is done relative to directory fds opened with
- * O_NOFOLLOW, so a symlink planted at either level is never followed.
+ * start; a live pid that started after its endpoint was written (a reused
+ * pid) counts as dead. Everything is done relative to directory fds opened
+ * with O_NOFOLLOW, so a symlink planted at either level is never followed.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -37,6 +38,67 @@ static long parse_pid(const char *s)
 static bool pid_dead(long pid)
 {
     return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+/* When process pid started, in seconds since the epoch (/proc/<pid>/stat
+ * field 22 in clock ticks after boot + btime); -1 when unknown. */
+static long long pid_started(long pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
+    if (!p)
+        return -1;
+    unsigned long long ticks = 0;
+    int field = 2;
+    char *save = NULL;
+    for (char *tok = strtok_r(p + 1, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        if (++field == 22) {
+            ticks = strtoull(tok, NULL, 10);
+            break;
+        }
+    }
+    if (field != 22)
+        return -1;
+    f = fopen("/proc/stat", "re");
+    if (!f)
+        return -1;
+    long long btime = -1;
+    char line[256];
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "btime ", 6) == 0)
+            btime = atoll(line + 6);
+    fclose(f);
+    long hz = sysconf(_SC_CLK_TCK);
+    if (btime < 0 || hz <= 0)
+        return -1;
+    return btime + (long long)(ticks / (unsigned long long)hz);
+}
+
+/* A live pid that started after the directory's endpoint was last written
+ * is a reused pid: the gateway that wrote it is gone. Two seconds of slack
+ * for tick rounding; unknown start time = keep. */
+static bool pid_reused(int dirfd, const char *name, long pid, const struct stat *dir)
+{
+    long long started = pid_started(pid);
+    if (started < 0)
+        return false;
+    long long written = (long long)dir->st_mtime;
+    struct stat st;
+    int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+        if (fstatat(fd, "endpoint.json", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            (long long)st.st_mtime > written)
+            written = (long long)st.st_mtime;
+        close(fd);
+    }
+    return started > written + 2;
 }
 
 /* Empties one endpoint directory (files and symlinks only: both are
@@ -94,7 +156,8 @@ int gw_cm_sweep(const char *home)
         if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
             st.st_uid != geteuid())
             continue;
-        if (pid_dead(pid) && remove_dir(fd, e->d_name) == 0)
+        if ((pid_dead(pid) || pid_reused(fd, e->d_name, pid, &st)) &&
+            remove_dir(fd, e->d_name) == 0)
             removed++;
     }
     closedir(d);

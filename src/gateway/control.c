@@ -204,24 +204,8 @@ static void list_finish(struct gw *gw, struct job *j)
     gw_job_free(j);
 }
 
-/* Stale code-mode endpoints of SIGKILLed gateways go on this gateway's
- * first tools/list or tools/call, before any listing could point an agent
- * at one (once per process: the siblings cannot come back to life). */
-static void sweep_once(struct gw *gw)
-{
-    static bool swept;
-    if (swept)
-        return;
-    swept = true;
-    int n = gw_cm_sweep(gw->home);
-    if (n > 0)
-        gw_note("removed %d stale code-mode endpoint dir%s of gateways that are gone", n,
-                n == 1 ? "" : "s");
-}
-
 void gw_tools_list(struct gw *gw, struct job *j)
 {
-    sweep_once(gw);
     gw_refresh(gw, j->modern, false);
     j->sf = gw_surface_for(gw, j->modern);
     gw_surface_ref(j->sf);
@@ -355,7 +339,6 @@ static void do_bindings(struct gw *gw, struct job *j)
 
 void gw_tools_call(struct gw *gw, struct job *j)
 {
-    sweep_once(gw);
     const char *name = json_string_value(json_object_get(j->params, "name"));
     json_t *args = json_object_get(j->params, "arguments");
     if (!name || (args && !json_is_object(args) && !json_is_null(args))) {

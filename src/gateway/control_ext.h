@@ -30,7 +30,8 @@ json_t *gw_t_diff(struct gw *gw, struct job *j, const json_t *args);
 /* Removes $home/gateway/<pid>/ directories whose pid is dead (a SIGKILLed
  * gateway cannot delete its endpoint.json). Only real directories owned by
  * this user are touched; symlinks are never followed (at either level),
- * this process's own directory and any live pid's are kept. Best-effort:
+ * this process's own directory and any live pid's are kept — unless that
+ * pid started after the directory's endpoint.json was written (pid reuse). Best-effort:
  * returns how many directories were removed. */
 int gw_cm_sweep(const char *home);
 

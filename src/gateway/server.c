@@ -17,6 +17,7 @@
 
 #include "base/xalloc.h"
 #include "bundle/home.h"
+#include "gateway/control_ext.h"
 #include "gateway/gw_int.h"
 
 /* Versions initialize echoes (errata 8); anything else gets the newest. */
@@ -638,6 +639,7 @@ int gw_serve(const struct gw_opts *o, struct as_err *err)
         return 1;
     }
     gw.home = sb_detach(&home, NULL);
+    gw_cm_sweep(gw.home); /* endpoint dirs of SIGKILLed gateways (errata 14) */
 
     gw.loop = mcp_loop_new(err);
     if (!gw.loop) {

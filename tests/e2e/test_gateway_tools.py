@@ -269,6 +269,12 @@ def stale_endpoints():
         sb.write("endpoint.json", "{}", base=os.path.join(gwd, foreign))
         if os.geteuid() == 0:
             os.chown(os.path.join(gwd, foreign), 65534, 65534)
+        # A live pid that started after its endpoint was written: a reused pid.
+        reused = str(os.getppid())
+        sb.write("endpoint.json", "{}", base=os.path.join(gwd, reused))
+        old = 978307200  # 2001-01-01, before any process of this boot started
+        os.utime(os.path.join(gwd, reused, "endpoint.json"), (old, old))
+        os.utime(os.path.join(gwd, reused), (old, old))
         outside = os.path.join(sb.root, "outside")
         sb.write("keep.txt", "precious", base=outside)
         os.symlink(outside, os.path.join(gwd, dead2))
@@ -279,6 +285,8 @@ def stale_endpoints():
         check(not os.path.exists(os.path.join(gwd, dead)), "a dead gateway's dir is removed")
         check(os.path.exists(os.path.join(gwd, live, "endpoint.json")),
               "a live pid's dir is kept")
+        check(not os.path.exists(os.path.join(gwd, reused)),
+              "a live pid that started after its endpoint.json was written (reused) goes")
         check(os.path.exists(os.path.join(gwd, "notapid", "endpoint.json")),
               "a non-pid name is kept")
         check(os.path.islink(os.path.join(gwd, dead2)) and
