@@ -26,6 +26,8 @@
  * trusted gets names only (02 §5.1). */
 static bool restricted(const struct gw *gw)
 {
+    if (gw->grant && !gw_grant_anchored(gw))
+        return true; /* the bytes left the run's frozen consent */
     return gw->proj.gated && gw->last_state != TRUST_TRUSTED;
 }
 
@@ -81,6 +83,9 @@ static json_t *text_json(json_t *o)
 
 static const char *trust_word(const struct gw *gw)
 {
+    if (gw->grant)
+        return gw_grant_anchored(gw) ? "served under the run's frozen grant"
+                                     : "changed since the run's grant froze it";
     if (!gw->proj.gated)
         return "served (the connection names this project)";
     switch (gw->last_state) {

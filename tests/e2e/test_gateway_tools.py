@@ -3,6 +3,7 @@ trusted and on an untrusted project (02 §5.1: names and the trust note only),
 no secret value anywhere in any answer, hostile manifest/library text
 sanitized; and the sweep of code-mode endpoint dirs left by dead gateways
 (errata 14)."""
+import hashlib
 import json
 import os
 import subprocess
@@ -250,6 +251,64 @@ def untrusted():
               "untrusted: nothing trusted over MCP")
 
 
+def freeze(sb, run):
+    """A protected run's grant.json + its hash-chained events (the shape
+    test_gateway_grant checks in depth)."""
+    consent = json.loads(sb.run("trust", ".", "--preview").stdout)["surface_digest"]
+    ruleset = json.loads(sb.run("policy", "ruleset").stdout)
+    d = os.path.join(sb.ah, "runs", run)
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    g = {"version": 1, "kind": "agentstack-run-grant", "run_id": run, "harness": "claude",
+         "project_root": os.path.realpath(sb.project), "manifest_dir": sb.project,
+         "manifest": os.path.join(sb.project, "agentstack.toml"), "consent_digest": consent,
+         "toolset": "main", "fence": {"servers": ["opsbox"], "skills": ["review"]},
+         "servers": {}, "ruleset": ruleset, "argv": ["claude"], "binary": "/usr/bin/claude"}
+    data = (json.dumps(g, sort_keys=True, separators=(",", ":")) + "\n").encode()
+    path = os.path.join(d, "grant.json")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, data)
+    os.close(fd)
+    rows = [{"event": "attempt_started", "ts": 1, "harness": "claude",
+             "posture": "host-protected"},
+            {"event": "grant_frozen", "ts": 1,
+             "grant_digest": "sha256:" + hashlib.sha256(data).hexdigest()}]
+    out, prev = [], "0" * 64
+    for r in rows:
+        r["prev"] = prev
+        line = json.dumps(r, separators=(",", ":"))
+        out.append(line + "\n")
+        prev = hashlib.sha256(line.encode()).hexdigest()
+    ev = os.path.join(d, "events.jsonl")
+    with open(ev, "w") as f:
+        f.write("".join(out))
+    os.chmod(ev, 0o600)
+    return path
+
+
+def grant_mode():
+    with Sandbox() as sb:
+        setup(sb, True)
+        path = freeze(sb, "r-tools-1")
+        env = sb.env(MY_TOKEN=ENV_SECRET)
+        with Gateway(sb, "--grant", path, env=env) as g:
+            g.initialize()
+            lst = payload(g.call("agentstack_list", {}))
+            check(lst["trust"] == "served under the run's frozen grant" and
+                  isinstance(lst["servers"][0], dict), "grant: list in full", lst)
+            e = payload(g.call("agentstack_explain", {"name": "opsbox__delete_all"}))
+            check(e["policy"]["allow"] is False and
+                  e["policy"].get("ruleset") == "frozen by the run's grant",
+                  "grant: explain decides with the frozen ruleset", e)
+            with open(os.path.join(sb.project, "agentstack.toml"), "a") as f:
+                f.write("\n# edited after the freeze\n")
+            lst = payload(g.call("agentstack_list", {}))
+            check(lst["servers"] == ["opsbox", "web"] and "note" in lst and
+                  lst["trust"] == "changed since the run's grant froze it",
+                  "grant, project changed: names only", lst)
+            call_all(g, sb, "grant")
+            g.close()
+
+
 def stale_endpoints():
     with Sandbox() as sb:
         sb.write("agentstack.toml", "version = 1\n")
@@ -317,5 +376,6 @@ def stale_endpoints():
 
 trusted()
 untrusted()
+grant_mode()
 stale_endpoints()
 done()
