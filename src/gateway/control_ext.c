@@ -153,8 +153,8 @@ static json_t *toolsets_of(const struct manifest *m, const char *name, bool skil
     for (size_t i = 0; i < m->toolsets.n; i++) {
         const struct mf_toolset *t = &m->toolsets.v[i];
         const strvec *v = skill ? &t->skills : &t->servers;
-        if (strvec_find(v, name) >= 0 || (skill && strvec_find(v, "*") >= 0 &&
-                                          manifest_skill(m, name) != NULL))
+        if (strvec_find(v, name) >= 0 ||
+            (skill && strvec_find(v, "*") >= 0 && manifest_skill(m, name) != NULL))
             json_array_append_new(a, clean_str(t->name, 128));
     }
     return a;
@@ -271,8 +271,8 @@ json_t *gw_t_list(struct gw *gw, struct job *j, const json_t *args)
     add_head(gw, m, o);
     json_object_set_new(o, "default_toolset",
                         m->default_toolset ? clean_str(m->default_toolset, 128) : json_null());
-    json_object_set_new(o, "lease", gw->lease.active ? clean_str(gw->lease.profile, 128)
-                                                     : json_null());
+    json_object_set_new(o, "lease",
+                        gw->lease.active ? clean_str(gw->lease.profile, 128) : json_null());
     json_t *servers = json_array();
     json_t *skills = json_array();
     json_t *ts = json_array();
@@ -478,8 +478,7 @@ static json_t *explain_server(struct gw *gw, const struct gw_surface *sf, const 
         json_decref(d);
     } else {
         bool open = sf && sf->gate == GW_GATE_OPEN;
-        json_object_set_new(o, "proxied",
-                            json_boolean(open && gw_surface_up(sf, name) != NULL));
+        json_object_set_new(o, "proxied", json_boolean(open && gw_surface_up(sf, name) != NULL));
         const char *why = skip_why(sf, name);
         if (why)
             json_object_set_new(o, "skipped", clean_str(why, 400));
@@ -534,8 +533,9 @@ static json_t *explain_tool(const struct gw_surface *sf, const struct manifest *
     json_object_set_new(o, "tool", clean_str(tool, 128));
     const struct mf_server *s = manifest_server(m, server);
     json_object_set_new(o, "origin",
-                        json_string(s ? "manifest"
-                                      : in_any_toolset(m, server) ? "library" : "undeclared"));
+                        json_string(s                           ? "manifest"
+                                    : in_any_toolset(m, server) ? "library"
+                                                                : "undeclared"));
     bool open = sf && sf->gate == GW_GATE_OPEN;
     const struct gw_up *up = open ? gw_surface_up(sf, server) : NULL;
     json_object_set_new(o, "server_proxied", json_boolean(up != NULL));
@@ -571,14 +571,14 @@ static json_t *explain_skill(const struct manifest *m, const struct mf_skill *k,
     json_object_set_new(o, "source", skill_source_json(k));
     json_object_set_new(o, "toolsets", toolsets_of(m, k->name, true));
     json_object_set_new(o, "pin", pin_json(pins, PIN_SKILL, k->name));
-    json_object_set_new(o, "policy", json_string("skills are not governed by [policy]; the "
-                                                 "toolset fence and the lock pin decide what "
-                                                 "loads"));
+    json_object_set_new(o, "policy",
+                        json_string("skills are not governed by [policy]; the "
+                                    "toolset fence and the lock pin decide what "
+                                    "loads"));
     return o;
 }
 
-static json_t *explain_toolset(struct gw *gw, const struct manifest *m,
-                               const struct mf_toolset *t)
+static json_t *explain_toolset(struct gw *gw, const struct manifest *m, const struct mf_toolset *t)
 {
     json_t *o = json_object();
     json_object_set_new(o, "name", clean_str(t->name, 128));
@@ -586,10 +586,11 @@ static json_t *explain_toolset(struct gw *gw, const struct manifest *m,
     json_object_set_new(o, "declared", declared_json(&t->pos));
     json_object_set_new(o, "servers", names_json(&t->servers));
     json_object_set_new(o, "skills", names_json(&t->skills));
-    json_object_set_new(o, "default", json_boolean(m->default_toolset &&
-                                                   strcmp(m->default_toolset, t->name) == 0));
-    json_object_set_new(o, "lease_open", json_boolean(gw->lease.active && gw->lease.profile &&
-                                                      strcmp(gw->lease.profile, t->name) == 0));
+    json_object_set_new(
+        o, "default", json_boolean(m->default_toolset && strcmp(m->default_toolset, t->name) == 0));
+    json_object_set_new(o, "lease_open",
+                        json_boolean(gw->lease.active && gw->lease.profile &&
+                                     strcmp(gw->lease.profile, t->name) == 0));
     return o;
 }
 
@@ -668,8 +669,7 @@ static bool icontains(const char *hay, const char *needle)
     size_t n = strlen(needle);
     for (const char *p = hay; p && *p; p++) {
         size_t k = 0;
-        while (k < n && p[k] &&
-               tolower((unsigned char)p[k]) == tolower((unsigned char)needle[k]))
+        while (k < n && p[k] && tolower((unsigned char)p[k]) == tolower((unsigned char)needle[k]))
             k++;
         if (k == n)
             return true;
@@ -687,8 +687,7 @@ static void project_hit(json_t *a, const char *kind, const char *name, const cha
     json_array_append_new(a, o);
 }
 
-static json_t *library_hits(struct gw *gw, const struct manifest *m, const char *q,
-                            json_t *out)
+static json_t *library_hits(struct gw *gw, const struct manifest *m, const char *q, json_t *out)
 {
     json_t *a = json_array();
     if (!gw->o.library_search) {
@@ -702,8 +701,7 @@ static json_t *library_hits(struct gw *gw, const struct manifest *m, const char 
     if (gw->o.library_search(m, q, &js, &err) < 0) {
         char buf[2300];
         strbuf n = SB_INIT;
-        sb_addf(&n, "the central library could not be read: %s",
-                as_err_str(&err, buf, sizeof buf));
+        sb_addf(&n, "the central library could not be read: %s", as_err_str(&err, buf, sizeof buf));
         json_object_set_new(out, "library_note", clean_str(n.buf, 1000));
         sb_release(&n);
         sb_release(&js);
@@ -758,8 +756,7 @@ json_t *gw_t_search(struct gw *gw, struct job *j, const json_t *args)
             project_hit(proj, "toolset", m->toolsets.v[i].name, q);
     } else {
         char buf[2300];
-        json_object_set_new(o, "project_note", clean_str(as_err_str(&err, buf, sizeof buf),
-                                                         1000));
+        json_object_set_new(o, "project_note", clean_str(as_err_str(&err, buf, sizeof buf), 1000));
     }
     json_object_set_new(o, "project", proj);
     json_object_set_new(o, "library", library_hits(gw, c.m, q, o));
@@ -822,9 +819,10 @@ json_t *gw_t_diff(struct gw *gw, struct job *j, const json_t *args)
     json_t *o = json_object();
     add_head(gw, c.m, o);
     json_object_set_new(o, "scope", json_string(kind < 0 ? "all" : scope));
-    json_object_set_new(o, "lock", json_string(pins.lock_unreadable ? "unreadable"
-                                               : pins.lock_absent   ? "absent"
-                                                                    : "present"));
+    json_object_set_new(o, "lock",
+                        json_string(pins.lock_unreadable ? "unreadable"
+                                    : pins.lock_absent   ? "absent"
+                                                         : "present"));
     if (pins.lock_unreadable && pins.lock_error && !names_only)
         json_object_set_new(o, "lock_error", clean_str(pins.lock_error, 600));
     json_t *pending = json_array();
@@ -852,16 +850,15 @@ json_t *gw_t_diff(struct gw *gw, struct job *j, const json_t *args)
     json_object_set_new(o, "pending", pending);
     json_object_set_new(o, "matching", json_integer((json_int_t)matching));
     bool trust_pending = gw->proj.gated && gw->last_state != TRUST_TRUSTED;
-    json_object_set_new(o, "clean", json_boolean(npending == 0 && !trust_pending &&
-                                                 !pins.lock_unreadable));
+    json_object_set_new(o, "clean",
+                        json_boolean(npending == 0 && !trust_pending && !pins.lock_unreadable));
     json_t *next = json_array();
     if (npending || pins.lock_unreadable)
         json_array_append_new(next, json_string("a person reviews the changes and runs "
                                                 "`agentstack lock` to pin them"));
     if (trust_pending || (npending && gw->proj.gated)) {
         strbuf t = SB_INIT;
-        sb_addf(&t, "a person reviews the project and runs `agentstack trust %s`",
-                gw->proj.dir);
+        sb_addf(&t, "a person reviews the project and runs `agentstack trust %s`", gw->proj.dir);
         json_array_append_new(next, clean_str(t.buf, 1000));
         sb_release(&t);
     }
