@@ -1156,6 +1156,92 @@ static void print_diff(struct run *R, struct tplan *T, size_t nT, const desc_lis
         fprintf(out, "✓ all targets in sync with the manifest.\n");
 }
 
+/* diff --json: the same report as one document on stdout, for scripts. The
+ * ledger keeps one hash per file, so hand-editing is a property of the
+ * target, not of an entry. Diff text is left out: line counts only, so no
+ * resolved value can leak through a line the masker did not know. */
+static void print_diff_json(struct run *R, struct tplan *T, size_t nT, const desc_list *descs)
+{
+    json_t *doc = json_object(), *targets = json_array();
+    size_t drifted = 0;
+    json_object_set_new(doc, "schema_version", json_integer(1));
+    json_object_set_new(doc, "command", json_string("diff"));
+    json_object_set_new(doc, "scope", json_string(R->o->project_scope ? "project" : "global"));
+    for (size_t i = 0; i < descs->n; i++) {
+        bool off = false;
+        for (size_t k = 0; k < nT; k++) {
+            struct tplan *t = &T[k];
+            if (t->d != descs->v[i] || (t->note && k >= descs->n))
+                continue;
+            json_t *o = json_object();
+            json_object_set_new(o, "id", json_string(t->d->id));
+            json_object_set_new(o, "display", json_string(t->d->display));
+            json_object_set_new(o, "path", t->path ? json_string(t->path) : json_null());
+            strbuf what = SB_INIT;
+            if (t->lane_only)
+                for (size_t j = 0; j < t->lanes.n; j++)
+                    sb_addf(&what, "%s%s", j ? " + " : "", adp_lane_name(t->lanes.v[j]->kind));
+            else
+                sb_adds(&what, "servers");
+            json_object_set_new(o, "kind", json_string(what.buf));
+            sb_release(&what);
+            json_t *entries = json_array(), *removed = json_array();
+            const char *state;
+            bool he = false;
+            if (t->note) {
+                state = "skipped";
+                json_object_set_new(o, "note", json_string(t->note));
+            } else if (t->failed) {
+                char buf[2048];
+                state = "failed";
+                json_object_set_new(o, "error",
+                                    json_string(as_err_str(&t->err, buf, sizeof buf)));
+                off = true;
+            } else {
+                he = hand_edited(R, t);
+                off |= he;
+                for (size_t j = 0; j < t->names.n; j++)
+                    json_array_append_new(entries, json_pack("{s:s,s:s}", "name",
+                                                             t->names.v[j], "state",
+                                                             "managed"));
+                for (size_t j = 0; j < t->kept_foreign.n; j++)
+                    json_array_append_new(entries, json_pack("{s:s,s:s}", "name",
+                                                             t->kept_foreign.v[j], "state",
+                                                             "foreign"));
+                for (size_t j = 0; j < t->removed.n; j++)
+                    json_array_append_new(removed, json_string(t->removed.v[j]));
+                size_t a = 0, r = 0;
+                if (t->changed) {
+                    strbuf diff = SB_INIT;
+                    adp_diff(t->before.buf, t->before.len, t->after.buf, t->after.len,
+                             &R->mask, false, 0, &diff, &a, &r);
+                    sb_release_secure(&diff);
+                    off = true;
+                }
+                state = t->changed ? "differs" : (he ? "hand-edited" : "in_sync");
+                json_object_set_new(o, "added_lines", json_integer((json_int_t)a));
+                json_object_set_new(o, "removed_lines", json_integer((json_int_t)r));
+            }
+            json_object_set_new(o, "state", json_string(state));
+            json_object_set_new(o, "hand_edited", json_boolean(he));
+            json_object_set_new(o, "entries", entries);
+            json_object_set_new(o, "removed", removed);
+            json_array_append_new(targets, o);
+        }
+        drifted += off;
+    }
+    json_object_set_new(doc, "targets", targets);
+    json_object_set_new(doc, "drifted", json_integer((json_int_t)drifted));
+    json_object_set_new(doc, "in_sync", json_boolean(drifted == 0));
+    char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (text) {
+        fputs(text, R->o->out);
+        fputc('\n', R->o->out);
+    }
+    free(text);
+    json_decref(doc);
+}
+
 /* ---- the run -------------------------------------------------------------- */
 
 static void hist_add(struct adp_hist_entry *h, struct tplan *t)
@@ -1389,7 +1475,10 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
 
     int rc = 0;
     if (oo.diff) {
-        print_diff(&R, T, nT, &descs);
+        if (oo.json)
+            print_diff_json(&R, T, nT, &descs);
+        else
+            print_diff(&R, T, nT, &descs);
         goto cleanup;
     }
 

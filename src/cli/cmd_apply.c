@@ -22,7 +22,9 @@
 #include "trust/trust.h"
 
 int cmd_apply(int argc, char **argv, struct cli_ctx *ctx);
-int cmd_diff(int argc, char **argv, struct cli_ctx *ctx);
+/* apply's run, shared with `diff` (cmd_diff.c): diff reports and writes
+ * nothing; json (diff only) prints the report as one document. */
+int cli_apply_run(int argc, char **argv, struct cli_ctx *ctx, bool diff, bool json);
 
 struct apply_args {
     strvec targets;
@@ -102,7 +104,7 @@ static struct library *open_library(void)
     return lib;
 }
 
-static int run(int argc, char **argv, struct cli_ctx *ctx, bool diff)
+int cli_apply_run(int argc, char **argv, struct cli_ctx *ctx, bool diff, bool json)
 {
     struct apply_args a = {0};
     int rc = parse(argc, argv, &a, diff ? "diff" : "apply");
@@ -214,6 +216,7 @@ static int run(int argc, char **argv, struct cli_ctx *ctx, bool diff)
         .trust_refusal = refusal,
         .operation = a.toolset ? NULL : "apply",
         .diff = diff,
+        .json = diff && json,
         .out = stdout,
         .library = lib ? lib_pin_lookup : NULL,
         .library_ctx = lib,
@@ -244,12 +247,5 @@ out:
 
 int cmd_apply(int argc, char **argv, struct cli_ctx *ctx)
 {
-    return run(argc, argv, ctx, false);
-}
-
-/* agentstack diff — each target's files against the manifest: managed,
- * foreign (kept), hand-edited; writes nothing and exits 0 (04 §7). */
-int cmd_diff(int argc, char **argv, struct cli_ctx *ctx)
-{
-    return run(argc, argv, ctx, true);
+    return cli_apply_run(argc, argv, ctx, false, false);
 }

@@ -63,6 +63,7 @@ const struct cli_command cli_commands[] = {
      0},
     {"diff", cmd_diff, "compare each CLI's files with the manifest (managed, foreign, hand-edited)",
      "usage: agentstack diff [--target ID]... [--toolset NAME] [--scope global|project] [-v]\n"
+     "                       [--json]\n"
      "Writes nothing; exit 0. Reconcile with: agentstack apply --write\n", 0},
     {"restore", cmd_restore, "undo a recorded write byte for byte",
      "usage: agentstack restore [ID | ADAPTER | --last] [--write] [--list] [--json]\n", 0},
