@@ -16,6 +16,7 @@
 
 #include "adapters/adapters.h"
 #include "adapters/engine.h"
+#include "adapters/render.h"
 #include "base/fs.h"
 #include "base/proc.h"
 #include "base/strbuf.h"
@@ -97,6 +98,83 @@ static int refusef(const char *msg, const char *why)
         fprintf(stderr, "why: %s\n", why);
     fprintf(stderr, "%s\n", NOTHING);
     return EXIT_FAIL;
+}
+
+/* ---- the gateway entry of a confined run (05 §2 "Gateway routing") ------------------- */
+
+/* The harness's user-scope MCP config holding one entry, SBX_GATEWAY_ENTRY:
+ * the gateway's sandbox face at url (Streamable HTTP, the token header),
+ * rendered through the adapter's own field mapping. */
+static int gateway_config(void *vctx, const char *url, const char *token, strbuf *rel,
+                          strbuf *text, struct as_err *err)
+{
+    const struct adp_desc *d = vctx;
+    if (!d || !d->has_mcp)
+        return as_err_set(err, "the harness has no MCP mapping");
+    if (!d->mcp.f_url)
+        return as_err_set(err, "%s cannot hold an HTTP server (no mcp.fields.url)", d->id);
+    if (!d->mcp.f_headers)
+        return as_err_set(err, "%s cannot send the X-Agentstack-Token header (no "
+                               "mcp.fields.headers)", d->id);
+    const char *cp = d->config_path;
+    if (cp && strncmp(cp, "~/", 2) == 0) {
+        sb_adds(rel, cp + 2);
+    } else if (cp && strncmp(cp, "{config}/", 9) == 0) {
+        sb_adds(rel, ".config/");
+        sb_adds(rel, cp + 9);
+    } else {
+        return as_err_set(err, "%s has no user-scope MCP config under the home (config.path)",
+                          d->id);
+    }
+    struct mf_server s;
+    memset(&s, 0, sizeof s);
+    s.name = (char *)SBX_GATEWAY_ENTRY;
+    s.type = MF_SERVER_HTTP;
+    s.url = (char *)url;
+    struct mf_str_entry h;
+    memset(&h, 0, sizeof h);
+    h.key = (char *)"X-Agentstack-Token";
+    h.value = (char *)token;
+    vec_push(&s.headers, h);
+    struct adp_render_ctx rc;
+    memset(&rc, 0, sizeof rc);
+    struct adp_rendered out;
+    memset(&out, 0, sizeof out);
+    sb_init(&out.reason, 0);
+    int ret = 0;
+    enum adp_render_status st = adp_render_server(d, d->config_format, &s, &rc, &out, err);
+    if (st == ADP_RENDER_ERROR) {
+        ret = -1;
+    } else if (st != ADP_RENDER_OK) {
+        ret = as_err_set(err, "%s cannot hold the gateway entry: %s", d->id,
+                         out.reason.len ? out.reason.buf : "unrepresentable");
+    } else if (d->config_format == ADP_FMT_TOML) {
+        toml_value *root = toml_new(TOML_TABLE);
+        toml_value *sec = toml_new(TOML_TABLE);
+        toml_table_set(sec, SBX_GATEWAY_ENTRY, out.toml);
+        out.toml = NULL;
+        toml_table_set(root, d->mcp.location, sec);
+        toml_emit(root, text);
+        toml_free(root);
+    } else {
+        json_t *root = json_object();
+        json_t *sec = json_object();
+        json_object_set(sec, SBX_GATEWAY_ENTRY, out.json);
+        json_object_set_new(root, d->mcp.location, sec);
+        char *j = json_dumps(root, JSON_INDENT(2));
+        json_decref(root);
+        if (j) {
+            sb_adds(text, j);
+            sb_addc(text, '\n');
+            explicit_bzero(j, strlen(j));
+            free(j);
+        } else {
+            ret = as_err_set(err, "rendering the gateway entry");
+        }
+    }
+    vec_free(&s.headers);
+    adp_rendered_release(&out);
+    return ret;
 }
 
 /* ---- the native-config injection (host runs) ----------------------------------------- */
@@ -613,8 +691,10 @@ int cmd_run(int argc, char **argv, struct cli_ctx *ctx)
     args = xcalloc((size_t)o.nrest + 1, sizeof *args);
     for (int k = 0; k < o.nrest; k++)
         args[k] = o.rest[k];
-    if (!confined && adp_self_path(&self, &err) < 0)
-        sb_reset(&self); /* the grant-handoff gate says so */
+    if (adp_self_path(&self, &err) < 0) {
+        sb_reset(&self); /* the grant-handoff gate (host) or the routing note (confined) */
+        err = (struct as_err)AS_ERR_INIT;
+    }
     struct inject_ctx ic = {&reg, h.d, o.scope, ctx->manifest_dir, o.keep, 0};
     struct sbx_plan_request rq = {
         .mode = o.lockdown ? SBX_MODE_LOCKDOWN
@@ -632,6 +712,8 @@ int cmd_run(int argc, char **argv, struct cli_ctx *ctx)
         .self_bin = self.len ? self.buf : NULL,
         .inject_resolve = h.d && h.d->has_mcp ? inject_resolve : NULL,
         .inject_ctx = &ic,
+        .gateway_config = confined && h.d && h.d->has_mcp ? gateway_config : NULL,
+        .gateway_ctx = (void *)h.d,
     };
     if (sbx_plan_build(&rq, &plan, &err) < 0) {
         rc = refuse(&err);

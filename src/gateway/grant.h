@@ -22,7 +22,7 @@
  *  - The run's events.jsonl chain verifies intact, records exactly one
  *    grant_frozen event, and its digest equals the SHA-256 of the bytes read
  *    (one read: the bytes hashed are the bytes parsed).
- *  - The run has not ended (no locked_outcome event), and when
+ *  - The run has not ended (no locked_outcome or sandbox_exited event), and when
  *    AGENTSTACK_RUN_ID is set it names the same run.
  *  - The document is a version-1 agentstack-run-grant for that run id with
  *    well-typed fields; the ruleset parses (policy wire form).

@@ -453,17 +453,23 @@ static void lo_up_and_listen(const struct sbx_ns_spec *s)
     close(sk);
     if (s->listen_port <= 0)
         return;
-    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET,
-                             .sin_port = htons((uint16_t)s->listen_port)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int one = 1;
-    setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(l, 1024) < 0)
-        child_fail("binding the proxy listener in the sandbox: %s", strerror(errno));
-    if (send_msg(g_ctl, "listen", l) < 0)
-        child_fail("handing the listener to the host: %s", strerror(errno));
-    close(l); /* the socket stays in this namespace; only the host serves it */
+    const int ports[2] = {s->listen_port, s->face_port};
+    const char *const msgs[2] = {"listen", "face"};
+    for (int i = 0; i < 2; i++) {
+        if (ports[i] <= 0)
+            continue;
+        int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)ports[i])};
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        int one = 1;
+        setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(l, 1024) < 0)
+            child_fail("binding the %s listener in the sandbox: %s",
+                       i ? "gateway" : "proxy", strerror(errno));
+        if (send_msg(g_ctl, msgs[i], l) < 0)
+            child_fail("handing the listener to the host: %s", strerror(errno));
+        close(l); /* the socket stays in this namespace; only the host serves it */
+    }
 }
 
 static void nested_userns(const struct sbx_ns_spec *s)
@@ -673,7 +679,7 @@ int sbx_ns_start(const struct sbx_ns_spec *s, struct sbx_ns_child *c, struct as_
 {
     memset(c, 0, sizeof *c);
     c->pid = -1;
-    c->pidfd = c->ctl = c->listen_fd = -1;
+    c->pidfd = c->ctl = c->listen_fd = c->face_fd = -1;
     c->harness = -1;
     if (s->inner_uid == 0 || s->inner_gid == 0)
         return as_err_set(err, "refusing to run the harness as uid/gid 0 inside the sandbox");
@@ -736,6 +742,12 @@ int sbx_ns_start(const struct sbx_ns_spec *s, struct sbx_ns_child *c, struct as_
             c->listen_fd = fd;
             continue;
         }
+        if (strcmp(msg, "face") == 0 && fd >= 0) {
+            if (c->face_fd >= 0)
+                close(c->face_fd);
+            c->face_fd = fd;
+            continue;
+        }
         if (fd >= 0)
             close(fd);
         if (strncmp(msg, "ready ", 6) == 0) {
@@ -751,6 +763,10 @@ int sbx_ns_start(const struct sbx_ns_spec *s, struct sbx_ns_child *c, struct as_
     }
     if (s->new_net && s->listen_port > 0 && c->listen_fd < 0) {
         as_err_set(err, "the sandbox did not hand over its proxy listener");
+        goto fail;
+    }
+    if (s->new_net && s->face_port > 0 && c->face_fd < 0) {
+        as_err_set(err, "the sandbox did not hand over the gateway's listener");
         goto fail;
     }
     return 0;
@@ -828,7 +844,9 @@ void sbx_ns_release(struct sbx_ns_child *c)
         close(c->ctl);
     if (c->listen_fd >= 0)
         close(c->listen_fd);
-    c->pidfd = c->ctl = c->listen_fd = -1;
+    if (c->face_fd >= 0)
+        close(c->face_fd);
+    c->pidfd = c->ctl = c->listen_fd = c->face_fd = -1;
 }
 
 int sbx_ns_probe(struct as_err *err)

@@ -18,9 +18,10 @@
  *    is read-only; /proc is a fresh procfs of the new PID namespace.
  *  - Setup failures (no user namespaces, procfs refused, a mount that
  *    fails) are reported before anything is launched, with the reason.
- *  - With new_net, the proxy's listening socket is created inside the new
- *    network namespace (loopback only) and handed to the parent; no other
- *    interface exists.
+ *  - With new_net, the proxy's listening socket (and the gateway face's,
+ *    when asked for) is created inside the new network namespace (loopback
+ *    only) and handed to the parent; no other interface exists, so the
+ *    host network cannot reach either.
  *  - PID 1 inside forwards SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGWINCH/SIGUSR1/2
  *    to the harness's process group, reaps every child and exits with the
  *    harness status; when it exits, or when the parent dies (PDEATHSIG and
@@ -66,6 +67,7 @@ struct sbx_ns_spec {
     const char *hostname;
     int new_net;               /* --lockdown: a network namespace with only lo */
     int listen_port;           /* with new_net: bind 127.0.0.1:<port> inside, hand back */
+    int face_port;             /* with new_net: the gateway face's port, likewise (0: none) */
     uid_t inner_uid, outer_uid;
     gid_t inner_gid, outer_gid;
 };
@@ -75,6 +77,7 @@ struct sbx_ns_child {
     int pidfd;          /* readable when init exits */
     int ctl;            /* control socket to init */
     int listen_fd;      /* the in-namespace listener (new_net), or -1 */
+    int face_fd;        /* the in-namespace gateway face listener, or -1 */
     pid_t harness;      /* harness pid inside, once started */
     char layers[256];   /* "seccomp, landlock abi 7" etc., for the record */
 };

@@ -423,6 +423,7 @@ int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, str
         } else if (ts.state == TRUST_TRUSTED) {
             p->trust = SBX_TRUST_TRUSTED;
             p->trust_detail = xstrdup("bundle trusted");
+            p->consent_digest = xstrdup(ts.digest); /* the gateway's trust anchor */
         } else if (ts.state == TRUST_CHANGED) {
             p->trust = SBX_TRUST_CHANGED;
             p->trust_detail = xstrdup("CHANGED — reviewed bytes changed since trust; nothing "
@@ -577,10 +578,13 @@ int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, str
         p->proxy_host = "127.0.0.1";
         p->proxy_port = 0;
     }
-    if (p->trust == SBX_TRUST_TRUSTED && p->servers_declared)
-        strvec_pushf(&p->notes, "note: %d MCP server(s) %s are not routed into sandboxed runs "
-                                "by this build; none is reachable from inside",
-                     p->servers_declared, p->toolset ? "of the toolset" : "declared by the bundle");
+    if (sbx_i_plan_gateway(rq, p, mf, p->consent_digest, err) < 0)
+        goto fail;
+    if (p->trust == SBX_TRUST_TRUSTED && p->servers_declared && !p->gateway_routed)
+        strvec_pushf(&p->notes, "note: %d MCP server(s) %s are not routed into this run (%s); "
+                                "none is reachable from inside",
+                     p->servers_declared, p->toolset ? "of the toolset" : "declared by the bundle",
+                     p->gateway_note ? p->gateway_note : "no gateway");
 
     manifest_free(mf);
     bundle_paths_free(&bp);
@@ -642,6 +646,10 @@ void sbx_plan_free(struct sbx_plan *p)
     }
     vec_free(&p->gates);
     free(p->consent_digest);
+    free(p->gateway_note);
+    free(p->gateway_config_rel);
+    free(p->gateway_config_inside);
+    explicit_bzero(p->face_token, sizeof p->face_token);
     free(p->session_key);
     free(p->manifest_path);
     free(p->grant_path);
@@ -663,6 +671,22 @@ void sbx_plan_env(const struct sbx_plan *p, int port, strvec *out)
     for (size_t i = 0; i < 4; i++)
         strvec_pushf(out, "%s=http://agentstack:%s@%s:%d", vars[i], p->token, p->proxy_host,
                      port);
+    if (p->gateway_routed) {
+        /* The face is not an egress destination: the harness reaches it directly. */
+        const char *h = p->mode == SBX_MODE_LOCKDOWN ? SBX_LOCKDOWN_PROXY_HOST : "127.0.0.1";
+        strvec_pushf(out, "NO_PROXY=%s", h);
+        strvec_pushf(out, "no_proxy=%s", h);
+    }
+}
+
+void sbx_plan_face_url(const struct sbx_plan *p, int port, strbuf *out)
+{
+    if (p->mode == SBX_MODE_LOCKDOWN)
+        sb_addf(out, "http://" SBX_LOCKDOWN_PROXY_HOST ":%d/mcp", SBX_LOCKDOWN_GATEWAY_PORT);
+    else if (port > 0)
+        sb_addf(out, "http://127.0.0.1:%d/mcp", port);
+    else
+        sb_adds(out, "http://127.0.0.1:<ephemeral>/mcp");
 }
 
 int sbx_plan_decide(void *ctx, const char *identity, const char *host, int port,
@@ -757,9 +781,20 @@ void sbx_plan_print(const struct sbx_plan *p, FILE *f, int full)
     }
     if (p->toolset)
         fprintf(f, "  toolset: %s\n", p->toolset);
-    if (p->trust == SBX_TRUST_TRUSTED && p->servers_declared)
-        fprintf(f, "  %d MCP server(s) not routed (no gateway relay in sandboxed runs yet)\n",
-                p->servers_declared);
+    if (p->gateway_routed) {
+        fprintf(f, "  MCP tool calls routed through the gateway (tool policy enforced, calls "
+                   "recorded)\n");
+        if (full) {
+            strbuf u = SB_INIT;
+            sbx_plan_face_url(p, 0, &u);
+            fprintf(f, "  gateway: %s (per-run token) → %s on the host, grant %s; config "
+                       "%s (read-only)\n",
+                    u.buf, SBX_GATEWAY_ENTRY, p->grant_path, p->gateway_config_inside);
+            sb_release(&u);
+        }
+    } else if (p->trust == SBX_TRUST_TRUSTED && p->servers_declared)
+        fprintf(f, "  %d MCP server(s) not routed (%s)\n", p->servers_declared,
+                p->gateway_note ? p->gateway_note : "no gateway");
     else
         fprintf(f, "  no servers to route\n");
 }

@@ -61,6 +61,7 @@ enum sbx_trust {
 #define SBX_LOCKDOWN_PROXY_HOST "egress-proxy"
 #define SBX_LOCKDOWN_PROXY_PORT 18080
 #define SBX_INSIDE_HOME "/root"
+#define SBX_LOCKDOWN_GATEWAY_PORT 19080
 #define SBX_INSIDE_WORKSPACE "/workspace"
 
 struct sbx_plan_request {
@@ -82,6 +83,16 @@ struct sbx_plan_request {
     int (*inject_resolve)(void *ctx, const char *project_root, strbuf *path, strbuf *scope,
                           strbuf *note, struct as_err *err);
     void *inject_ctx;
+    /* --sandbox/--lockdown: renders the harness's native MCP config holding
+     * the one entry SBX_GATEWAY_ENTRY for the gateway's sandbox face at url
+     * (Streamable HTTP, header X-Agentstack-Token: token). Sets rel (the
+     * user-scope config path relative to the sandbox home, e.g.
+     * ".claude.json") and text. -1 + err when the adapter cannot hold such
+     * an entry (err names the missing mcp.fields.*). NULL: no MCP mapping.
+     * Kept in the plan: --sandbox renders again with the kernel's port. */
+    int (*gateway_config)(void *ctx, const char *url, const char *token, strbuf *rel,
+                          strbuf *text, struct as_err *err);
+    void *gateway_ctx;
 };
 
 /* One gate of the protected host run (spec 05 §1.1 step 4), in order. */
@@ -112,7 +123,7 @@ struct sbx_plan {
     char *home;                   /* $AGENTSTACK_HOME */
     char *sandbox_home;           /* $AGENTSTACK_HOME/sandbox-home/<id> (created at run) */
     char *image;                  /* "host" or AGENTSTACK_SANDBOX_ROOTFS */
-    int servers_declared;         /* the trusted bundle's MCP servers (not routed) */
+    int servers_declared;         /* the trusted bundle's MCP servers */
     strvec gateway_only_hosts;    /* lockdown: declared HTTP server hosts, refused directly */
     int allow_local;              /* AGENTSTACK_ALLOW_LOCAL_TARGETS (tests only) */
     uid_t inner_uid, outer_uid;
@@ -146,6 +157,20 @@ struct sbx_plan {
     char *inject_note;            /* why nothing is injected, or NULL */
     strvec inject_argv;           /* the entry's command: <self> mcp --grant <grant_path> */
     char *host_cwd;               /* host runs start here: the project root (else the cwd) */
+
+    /* Gateway routing (--sandbox/--lockdown; trusted bundle with servers, a
+     * harness with an MCP mapping): the gateway runs on the host side with
+     * grant (fence_servers, ruleset, consent_digest, grant_path, inject_argv
+     * as above) and serves its HTTP face (02 §6.5) to the sandbox. */
+    int gateway_routed;
+    char *gateway_note;           /* why a trusted bundle's servers are not routed, or NULL */
+    char face_token[65];          /* X-Agentstack-Token (never printed) */
+    int face_port;                /* 19080 inside the lockdown netns; 0 = ephemeral (--sandbox) */
+    char *gateway_config_rel;     /* the injected config, relative to the sandbox home */
+    char *gateway_config_inside;  /* SBX_INSIDE_HOME "/" rel, bound read-only */
+    int (*gateway_config_fn)(void *, const char *, const char *, strbuf *, strbuf *,
+                             struct as_err *);
+    void *gateway_config_ctx;
 };
 
 /* The name of the MCP entry a protected host run injects. */
@@ -156,8 +181,13 @@ int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, str
 void sbx_plan_free(struct sbx_plan *p);
 
 /* The environment for the harness: the plan's env plus the proxy variables
- * for the given port (HTTPS_PROXY, https_proxy, HTTP_PROXY, http_proxy). */
+ * for the given port (HTTPS_PROXY, https_proxy, HTTP_PROXY, http_proxy) and,
+ * when the gateway is routed, NO_PROXY/no_proxy = the gateway's host. */
 void sbx_plan_env(const struct sbx_plan *p, int port, strvec *out);
+
+/* The face's URL as the harness sees it: http://egress-proxy:19080/mcp under
+ * --lockdown, http://127.0.0.1:<port>/mcp under --sandbox. */
+void sbx_plan_face_url(const struct sbx_plan *p, int port, strbuf *out);
 
 /* The banner (spec 05 §2; host modes §1.1). full: the --plan form, adding
  * the trust, identity, egress, mounts and the exact command (host: trust,

@@ -257,8 +257,8 @@ static int load_ruleset(struct sbx_plan *p, const struct manifest *m, struct as_
     return p->ruleset ? 0 : -1;
 }
 
-static void build_grant(struct sbx_plan *p, const struct manifest *m,
-                        const struct mf_toolset *ts)
+void sbx_i_build_grant(struct sbx_plan *p, const struct manifest *m,
+                       const struct mf_toolset *ts)
 {
     json_t *g = json_object();
     json_object_set_new(g, "version", json_integer(GRANT_VERSION));
@@ -481,7 +481,7 @@ int sbx_i_plan_host(const struct sbx_plan_request *rq, struct sbx_plan *p, struc
     sb_release(&inote);
 
     if (m && p->ruleset) {
-        build_grant(p, m, tsel);
+        sbx_i_build_grant(p, m, tsel);
         gate(p, "grant-freeze", 1, NULL, "%zu server%s, %zu skill%s (%s%s)",
              p->fence_servers.n, p->fence_servers.n == 1 ? "" : "s", p->fence_skills.n,
              p->fence_skills.n == 1 ? "" : "s", p->toolset ? "toolset " : "the whole bundle",

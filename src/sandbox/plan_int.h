@@ -30,6 +30,18 @@ void sbx_i_toolset_hint(const struct manifest *m, struct as_err *err);
  * gate (broken machine policy, unknown toolset, no such directory). */
 int sbx_i_plan_host(const struct sbx_plan_request *rq, struct sbx_plan *p, struct as_err *err);
 
+/* The frozen authority (p->grant) for the fence in p->fence_servers/skills,
+ * p->ruleset and p->consent_digest; ts (may be NULL) adds model/effort. */
+void sbx_i_build_grant(struct sbx_plan *p, const struct manifest *m,
+                       const struct mf_toolset *ts);
+
+/* The confined modes' gateway routing (plan_gateway.c): decides whether the
+ * trusted bundle's servers reach the sandbox through the gateway's face and
+ * fills the gateway_* and grant fields. digest: the consent digest the
+ * project is trusted at. -1 + err when --lockdown must refuse. */
+int sbx_i_plan_gateway(const struct sbx_plan_request *rq, struct sbx_plan *p,
+                       const struct manifest *m, const char *digest, struct as_err *err);
+
 /* sbx_plan_print for the host modes. */
 void sbx_i_print_host(const struct sbx_plan *p, FILE *f, int full);
 

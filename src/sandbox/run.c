@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/xalloc.h"
+#include "sandbox/gwface.h"
 #include "sandbox/ns.h"
 #include "sandbox/proxy.h"
 #include "sandbox/record.h"
@@ -49,7 +50,10 @@ int sbx_run_execute(const struct sbx_plan *p, FILE *banner, struct sbx_run_resul
     struct sbx_proxy *proxy = NULL;
     struct sbx_ns_child child;
     memset(&child, 0, sizeof child);
-    child.pid = child.pidfd = child.ctl = child.listen_fd = -1;
+    child.pid = child.pidfd = child.ctl = child.listen_fd = child.face_fd = -1;
+    struct sbx_gw gw;
+    sbx_gw_init(&gw);
+    VEC(struct sbx_mount) mounts = {0};
     int sfd = -1, tfd = -1, rc = -1, port = p->proxy_port;
     strvec env = STRVEC_INIT;
     sigset_t set, old;
@@ -83,17 +87,24 @@ int sbx_run_execute(const struct sbx_plan *p, FILE *banner, struct sbx_run_resul
     if (p->mode == SBX_MODE_SANDBOX && sbx_proxy_listen(proxy, p->proxy_host, 0, &port, err) < 0)
         goto refused;
     sbx_plan_env(p, port, &env);
+    if (sbx_gw_prepare(p, &rec, &gw, err) < 0)
+        goto refused;
+    for (size_t i = 0; i < p->mounts.n; i++)
+        vec_push(&mounts, p->mounts.v[i]);
+    if (p->gateway_routed)
+        vec_push(&mounts, sbx_gw_mount(p, &gw));
 
     struct sbx_ns_spec spec = {
         .argv = (const char *const *)p->argv.v,
         .envp = (const char *const *)env.v,
         .cwd = p->cwd,
-        .mounts = p->mounts.v,
-        .nmounts = p->mounts.n,
+        .mounts = mounts.v,
+        .nmounts = mounts.n,
         .writable = (const char *const *)p->writable.v,
         .hostname = "agentstack",
         .new_net = p->mode == SBX_MODE_LOCKDOWN,
         .listen_port = p->mode == SBX_MODE_LOCKDOWN ? p->proxy_port : 0,
+        .face_port = p->mode == SBX_MODE_LOCKDOWN && p->gateway_routed ? p->face_port : 0,
         .inner_uid = p->inner_uid,
         .outer_uid = p->outer_uid,
         .inner_gid = p->inner_gid,
@@ -108,6 +119,13 @@ int sbx_run_execute(const struct sbx_plan *p, FILE *banner, struct sbx_run_resul
         int lfd = child.listen_fd;
         child.listen_fd = -1;
         if (sbx_proxy_add_listener(proxy, lfd, err) < 0)
+            goto refused_mask;
+    }
+    if (p->gateway_routed) {
+        int face = p->mode == SBX_MODE_LOCKDOWN ? child.face_fd : gw.face_fd;
+        if (face == child.face_fd)
+            child.face_fd = -1;
+        if (sbx_gw_start(p, &gw, face, &old, err) < 0)
             goto refused_mask;
     }
     sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -134,6 +152,16 @@ int sbx_run_execute(const struct sbx_plan *p, FILE *banner, struct sbx_run_resul
     json_object_set_new(f, "layers", json_string(child.layers));
     if (p->allow_local)
         json_object_set_new(f, "allow_local_targets", json_true());
+    if (p->gateway_routed) {
+        strbuf u = SB_INIT;
+        sbx_plan_face_url(p, gw.port, &u);
+        json_t *g = json_object();
+        json_object_set_new(g, "url", json_string(u.buf));
+        json_object_set_new(g, "grant_digest", json_string(gw.digest));
+        json_object_set_new(g, "config", json_string(p->gateway_config_inside));
+        json_object_set_new(f, "gateway", g);
+        sb_release(&u);
+    }
     if (sbx_rec_append(&rec, "sandbox_started", f, err) < 0) {
         as_err_prefix(err, "refusing to run unobserved");
         goto refused_mask;
@@ -208,6 +236,8 @@ refused_mask:
     sigprocmask(SIG_SETMASK, &old, NULL);
 refused:
     sbx_ns_release(&child);
+    sbx_gw_finish(&gw);
+    vec_free(&mounts);
     sbx_rec_remove(&rec);
     sbx_rec_close(&rec);
     sbx_proxy_free(proxy);
@@ -220,6 +250,8 @@ refused:
 
 out_mask:
     sbx_ns_release(&child);
+    sbx_gw_finish(&gw); /* after the sandbox is gone: no call can still be in flight */
+    vec_free(&mounts);
     sbx_proxy_free(proxy);
     if (sfd >= 0)
         close(sfd);
