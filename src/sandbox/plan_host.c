@@ -307,6 +307,9 @@ int sbx_i_plan_host(const struct sbx_plan_request *rq, struct sbx_plan *p, struc
     const char *cwd = rq->cwd;
 
     p->harness_display = xstrdup(rq->harness_display ? rq->harness_display : rq->harness_id);
+    /* declared before the first goto: the cleanup at out reads them */
+    struct trust_status ts = {0};
+    int have_ts = 0;
     if (home_dir(&sb, err) < 0)
         goto out;
     p->home = xstrdup(sb.buf);
@@ -328,8 +331,6 @@ int sbx_i_plan_host(const struct sbx_plan_request *rq, struct sbx_plan *p, struc
     if (discover_project(rq->manifest_dir, cwd, &bp, err) < 0)
         goto out;
 
-    struct trust_status ts = {0};
-    int have_ts = 0;
     if (bp.found) {
         p->project_root = sbx_i_canon(bp.project_root);
         if (!p->project_root) {
