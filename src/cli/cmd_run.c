@@ -714,6 +714,10 @@ int cmd_run(int argc, char **argv, struct cli_ctx *ctx)
         .inject_ctx = &ic,
         .gateway_config = confined && h.d && h.d->has_mcp ? gateway_config : NULL,
         .gateway_ctx = (void *)h.d,
+        .project_mcp_rel = confined && h.d && h.d->has_mcp ? h.d->project_config : NULL,
+        .project_mcp_empty = !h.d                                  ? NULL
+                             : h.d->project_format == ADP_FMT_TOML ? ""
+                                                                   : "{}\n",
     };
     if (sbx_plan_build(&rq, &plan, &err) < 0) {
         rc = refuse(&err);

@@ -27,8 +27,7 @@ void sbx_gw_init(struct sbx_gw *g)
     g->pid = -1;
 }
 
-/* Writes data once to a new 0600 file. */
-static int write_new(const char *path, const char *data, size_t len, struct as_err *err)
+int sbx_gw_stage(const char *path, const char *data, size_t len, struct as_err *err)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
@@ -87,7 +86,7 @@ int sbx_gw_prepare(const struct sbx_plan *p, struct sbx_rec *rec, struct sbx_gw 
         rc = as_err_set(err, "the adapter's MCP config path changed while starting the run");
     if (rc == 0) {
         g->config_host = xasprintf("%s/gateway-mcp-config", rec->dir);
-        rc = write_new(g->config_host, text.buf, text.len, err);
+        rc = sbx_gw_stage(g->config_host, text.buf, text.len, err);
         if (rc < 0) {
             free(g->config_host);
             g->config_host = NULL;
@@ -110,7 +109,7 @@ int sbx_gw_prepare(const struct sbx_plan *p, struct sbx_rec *rec, struct sbx_gw 
     strbuf b = SB_INIT;
     json_canonical(p->grant, &b);
     sb_addc(&b, '\n');
-    if (write_new(p->grant_path, b.buf, b.len, err) < 0) {
+    if (sbx_gw_stage(p->grant_path, b.buf, b.len, err) < 0) {
         sb_release(&b);
         return -1;
     }

@@ -45,6 +45,9 @@ struct sbx_gw {
 
 void sbx_gw_init(struct sbx_gw *g);
 
+/* Writes data once to a new 0600 file (O_EXCL, fsync'd). -1 + err. */
+int sbx_gw_stage(const char *path, const char *data, size_t len, struct as_err *err);
+
 /* Before the sandbox is built: (--sandbox) the loopback listener, the
  * staged config, the frozen grant and its grant_frozen event. -1 + err. */
 int sbx_gw_prepare(const struct sbx_plan *p, struct sbx_rec *rec, struct sbx_gw *g,

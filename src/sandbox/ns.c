@@ -295,6 +295,9 @@ static void make_mountpoint(const char *src_host, const char *target)
     struct stat st;
     if (stat(src_host, &st) < 0)
         child_fail("%s: %s", src_host + strlen(OLDROOT), strerror(errno));
+    struct stat tst;
+    if (lstat(target, &tst) == 0 && !S_ISLNK(tst.st_mode))
+        return; /* bound over what is there (possibly inside a read-only bind) */
     if (mkparent(target) < 0)
         child_fail("creating the parent of %s: %s", target + strlen(NEWROOT), strerror(errno));
     if (S_ISDIR(st.st_mode)) {

@@ -345,6 +345,32 @@ static int load_policy(struct sbx_plan *p, const struct bundle_paths *bp, struct
     return p->ruleset ? 0 : -1;
 }
 
+/* Covers the workspace's project-scope MCP config (when there is one) with
+ * an empty config staged at execution: the only MCP entry a confined harness
+ * gets is the gateway's (or none under lockdown). */
+static void shadow_project_mcp(struct sbx_plan *p, const char *rel, const char *empty)
+{
+    if (!rel[0] || rel[0] == '/' || strstr(rel, ".."))
+        return;
+    strbuf full = SB_INIT;
+    sb_addf(&full, "%s/%s", p->workspace, rel);
+    char *real = sbx_i_canon(full.buf);
+    struct stat st;
+    if (real && path_within(p->workspace, real) && strcmp(real, p->workspace) != 0 &&
+        stat(real, &st) == 0 && S_ISREG(st.st_mode)) {
+        strbuf in = SB_INIT;
+        sb_addf(&in, SBX_INSIDE_WORKSPACE "%s", real + strlen(p->workspace));
+        if (!has_mount_at(p, in.buf)) {
+            p->mcp_shadow_src = xasprintf("%s/runs/%s/project-mcp-shadow", p->home, p->run_id);
+            p->mcp_shadow_text = xstrdup(empty);
+            add_mount(p, SBX_MNT_RO_BIND, p->mcp_shadow_src, in.buf, NULL, 0);
+        }
+        sb_release(&in);
+    }
+    free(real);
+    sb_release(&full);
+}
+
 int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, struct as_err *err)
 {
     *out = NULL;
@@ -580,6 +606,9 @@ int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, str
     }
     if (sbx_i_plan_gateway(rq, p, mf, p->consent_digest, err) < 0)
         goto fail;
+    if ((p->gateway_routed || p->mode == SBX_MODE_LOCKDOWN) && rq->project_mcp_rel &&
+        rq->project_mcp_empty)
+        shadow_project_mcp(p, rq->project_mcp_rel, rq->project_mcp_empty);
     if (p->trust == SBX_TRUST_TRUSTED && p->servers_declared && !p->gateway_routed)
         strvec_pushf(&p->notes, "note: %d MCP server(s) %s are not routed into this run (%s); "
                                 "none is reachable from inside",
@@ -647,6 +676,8 @@ void sbx_plan_free(struct sbx_plan *p)
     vec_free(&p->gates);
     free(p->consent_digest);
     free(p->gateway_note);
+    free(p->mcp_shadow_src);
+    free(p->mcp_shadow_text);
     free(p->gateway_config_rel);
     free(p->gateway_config_inside);
     explicit_bzero(p->face_token, sizeof p->face_token);

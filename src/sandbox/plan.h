@@ -93,6 +93,12 @@ struct sbx_plan_request {
     int (*gateway_config)(void *ctx, const char *url, const char *token, strbuf *rel,
                           strbuf *text, struct as_err *err);
     void *gateway_ctx;
+    /* The adapter's project-scope MCP config (relative to the project root,
+     * e.g. ".mcp.json") and the text of an empty one ("{}\n"; "" for TOML):
+     * a routed or --lockdown run covers an existing one with it, so the
+     * harness starts no server of the repository's own inside (05 §2). */
+    const char *project_mcp_rel;
+    const char *project_mcp_empty;
 };
 
 /* One gate of the protected host run (spec 05 §1.1 step 4), in order. */
@@ -171,6 +177,8 @@ struct sbx_plan {
     int (*gateway_config_fn)(void *, const char *, const char *, strbuf *, strbuf *,
                              struct as_err *);
     void *gateway_config_ctx;
+    char *mcp_shadow_src;         /* staged empty project MCP config (runs/<id>/), or NULL */
+    char *mcp_shadow_text;        /* its content, written at execution */
 };
 
 /* The name of the MCP entry a protected host run injects. */

@@ -89,6 +89,9 @@ int sbx_run_execute(const struct sbx_plan *p, FILE *banner, struct sbx_run_resul
     sbx_plan_env(p, port, &env);
     if (sbx_gw_prepare(p, &rec, &gw, err) < 0)
         goto refused;
+    if (p->mcp_shadow_src &&
+        sbx_gw_stage(p->mcp_shadow_src, p->mcp_shadow_text, strlen(p->mcp_shadow_text), err) < 0)
+        goto refused;
     for (size_t i = 0; i < p->mounts.n; i++)
         vec_push(&mounts, p->mounts.v[i]);
     if (p->gateway_routed)

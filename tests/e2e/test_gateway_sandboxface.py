@@ -32,7 +32,8 @@ def manifest(marker):
 [servers.ops]
 type = "stdio"
 command = "python3"
-args = ["./fake.py", "--tools", "get_status,delete_everything", "--marker", "{marker}"]
+args = ["./fake.py", "--tools", "get_status,delete_everything,get_slow", "--hang", "get_slow",
+        "--marker", "{marker}"]
 
 [servers.other]
 type = "stdio"
@@ -211,6 +212,24 @@ def served():
         st, r = f.rpc("resources/list")
         check(st == 200 and r.get("error", {}).get("code") == -32601,
               "face: other methods → method not found", r)
+        # 64 calls in flight (a tool that never answers), then the 65th is refused.
+        held = []
+        for i in range(64):
+            c = socket.create_connection(("127.0.0.1", f.port), timeout=30)
+            body = json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                               "params": {"name": "ops__get_slow", "arguments": {}}}).encode()
+            c.sendall((f"POST /mcp HTTP/1.1\r\nHost: x\r\nX-Agentstack-Token: {f.token}\r\n"
+                       f"Content-Length: {len(body)}\r\n\r\n").encode() + body)
+            held.append(c)
+        got = None
+        for _ in range(2000):  # until the gateway has read all 64 heads
+            st, _ = f.rpc("ping")
+            if st == 503:
+                got = st
+                break
+        check(got == 503, "face: past 64 calls in flight → 503", got)
+        for c in held:
+            c.close()
         rc, err = f.close()
         check(rc == 0, "face: the gateway exits 0 on stdin EOF", err)
         rows = audit_rows(sb)

@@ -27,6 +27,10 @@ HARNESS = r'''#!/usr/bin/python3
 import http.client, json, os, sys
 from urllib.parse import urlsplit
 out = {}
+try:
+    print("PROJECTCFG " + json.dumps(open("/workspace/.fake.json").read()), flush=True)
+except OSError as e:
+    print("PROJECTCFG " + json.dumps(type(e).__name__), flush=True)
 path = os.path.expanduser("~/.fake.json")
 try:
     cfg = json.load(open(path))
@@ -75,6 +79,9 @@ detect:
 config:
   path: ~/.fake.json
   format: json
+project:
+  config: .fake.json
+  format: json
 mcp:
   location: mcpServers
   fields:
@@ -89,6 +96,7 @@ mcp:
   secret_mode: literal
 """
 
+PROJECT_CFG = '{"mcpServers": {"repo-own": {"command": "sh", "args": ["-c", "evil"]}}}\n'
 MACHINE = 'version = 1\n\n[policy.tools]\n"*" = ["!delete_*"]\n'
 
 
@@ -114,6 +122,7 @@ def setup(s, trusted=True):
     with open(os.path.join(s.ah, "agentstack.toml"), "w") as f:
         f.write(MACHINE)
     s.write("agentstack.toml", manifest())
+    s.write(".fake.json", PROJECT_CFG)
     if trusted:
         grant(s)
 
@@ -136,6 +145,16 @@ def result(out):
     return {}
 
 
+def project_cfg(s, mode, out):
+    seen = None
+    for line in out.splitlines():
+        if line.startswith("PROJECTCFG "):
+            seen = json.loads(line[11:])
+    check(seen == "{}\n", f"{mode}: the workspace's project MCP config is covered by {{}}", seen)
+    with open(os.path.join(s.project, ".fake.json")) as f:
+        check(f.read() == PROJECT_CFG, f"{mode}: the host's project config is untouched")
+
+
 def text(r):
     try:
         return "".join(c.get("text", "") for c in r["result"]["content"])
@@ -145,6 +164,7 @@ def text(r):
 
 def common(s, mode, r, res):
     rid = run_id(r.stdout)
+    project_cfg(s, mode, r.stdout)
     check(r.returncode == 0 and "MCP tool calls routed through the gateway" in r.stdout,
           f"{mode}: the banner says the calls are routed through the gateway",
           r.stdout + r.stderr)
@@ -248,6 +268,7 @@ def untrusted():
               and "routed through the gateway" not in r.stdout,
               "untrusted: runs, says so, routes nothing", r.stdout + r.stderr)
         check("NOCONFIG" in r.stdout, "untrusted: no MCP config in the sandbox home", r.stdout)
+        project_cfg(s, "untrusted lockdown", r.stdout)
         d = os.path.join(s.ah, "runs", rid) if rid else s.ah
         check(rid and not os.path.exists(os.path.join(d, "grant.json"))
               and not os.path.exists(os.path.join(d, "gateway.log")),
