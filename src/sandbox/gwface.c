@@ -138,6 +138,10 @@ static void __attribute__((noreturn)) child(const struct sbx_plan *p, struct sbx
                                             int in_fd, int face_fd, const sigset_t *mask)
 {
     prctl(PR_SET_PDEATHSIG, SIGTERM);
+    /* Its own process group: a Ctrl-C at the terminal is the harness's to
+     * handle (an interactive CLI keeps running), not a reason to stop the
+     * gateway under it. The run stops it when the harness is gone. */
+    setpgid(0, 0);
     sigprocmask(SIG_SETMASK, mask, NULL);
     int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
     char *log = xasprintf("%s/runs/%s/gateway.log", p->home, p->run_id);

@@ -19,7 +19,8 @@
  *  - The staged config (token inside) lives in runs/<id>/ (0600) and is
  *    deleted after the run; a mount point this run had to create in the
  *    sandbox home is removed again.
- *  - The gateway gets SIGTERM if agentstack dies, stdin EOF when the run
+ *  - The gateway runs in its own process group (terminal signals are the
+ *    harness's); it gets SIGTERM if agentstack dies, stdin EOF when the run
  *    ends (it then drains and exits), SIGKILL if it has not exited 10 s
  *    later.
  */
