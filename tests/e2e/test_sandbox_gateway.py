@@ -277,7 +277,28 @@ def untrusted():
               "untrusted: nothing brokered")
 
 
+def unmappable():
+    """An adapter that cannot send the token header: --sandbox runs with the
+    servers named as not routed; --lockdown refuses before anything runs."""
+    with Sandbox() as s:
+        setup(s)
+        s.write("adapters/fakecli.yaml", ADAPTER.replace("    headers: headers\n", ""),
+                base=s.ah)
+        r = s.run("run", "--lockdown", "fakecli", env=env(s), timeout=120)
+        check(r.returncode != 0 and "mcp.fields.headers" in r.stderr
+              and "refusing to start" in r.stderr and "RESULT" not in r.stdout
+              and "NOCONFIG" not in r.stdout,
+              "no headers mapping: --lockdown refuses, naming mcp.fields.headers",
+              r.stdout + r.stderr)
+        r = s.run("run", "--sandbox", "fakecli", env=env(s), timeout=120)
+        check(r.returncode == 0 and "not routed" in r.stderr and "mcp.fields.headers" in r.stderr
+              and "NOCONFIG" in r.stdout and "routed through the gateway" not in r.stdout,
+              "no headers mapping: --sandbox runs, servers not routed, no config",
+              r.stdout + r.stderr)
+
+
 lockdown_trusted()
 sandbox_trusted()
+unmappable()
 untrusted()
 done()
