@@ -1242,6 +1242,75 @@ static void print_diff_json(struct run *R, struct tplan *T, size_t nT, const des
     json_decref(doc);
 }
 
+/* instructions: each compiled file once, with the CLIs that read it, its
+ * lines, the preview and the outcome in §5's words; then what no CLI can
+ * take (a CLI without an instruction file). */
+static void print_instructions(struct run *R, struct tplan *T, size_t nT,
+                               const adp_lane_list *lanes)
+{
+    const struct adp_apply_opts *o = R->o;
+    FILE *out = o->out;
+    size_t shown = 0;
+    for (size_t k = descs_end(T, nT); k < nT; k++) {
+        struct tplan *t = &T[k];
+        for (size_t i = 0; i < t->lanes.n; i++) {
+            const struct adp_lane *l = t->lanes.v[i];
+            if (l->kind != ADP_LANE_INSTRUCTIONS)
+                continue;
+            shown++;
+            strbuf dp = SB_INIT, who = SB_INIT;
+            adp_i_display_path(l->path, &dp);
+            for (size_t j = 0; j < l->owners.n; j++)
+                sb_addf(&who, "%s%s", j ? " · " : "", l->owners.v[j]->display);
+            fprintf(out, "%s (%s)\n", dp.buf, who.buf);
+            sb_release(&dp);
+            sb_release(&who);
+            for (size_t j = 0; j < l->frag_names.n; j++)
+                fprintf(out, "  fragment %s%s\n", l->frag_names.v[j],
+                        l->frag_pick.v[j] >= 0 ? " (variant)" : "");
+            for (size_t j = 0; j < l->lines.n; j++) /* the trust refusal among them */
+                fprintf(out, "  %s\n", l->lines.v[j]);
+        }
+        if (t->failed) {
+            char buf[4096];
+            fprintf(out, "  ✗ %s\n", as_err_str(&t->err, buf, sizeof buf));
+            if (t->err.hint[0])
+                fprintf(out, "    ↳ %s\n", t->err.hint);
+            continue;
+        }
+        bool blocked = false;
+        for (size_t i = 0; i < t->lanes.n; i++)
+            blocked |= t->lanes.v[i]->blocked ||
+                       (t->lanes.v[i]->trust_blocked && t->lanes.v[i]->content[0]);
+        if (blocked && !t->changed)
+            continue;
+        if (!t->changed) {
+            fprintf(out, "  ✓ up to date\n");
+            continue;
+        }
+        strbuf diff = SB_INIT;
+        size_t a, r;
+        adp_diff(t->before.buf, t->before.len, t->after.buf, t->after.len, &R->mask, o->color,
+                 o->verbose ? 0 : PREVIEW_LINES, &diff, &a, &r);
+        fputs(diff.buf, out);
+        sb_release_secure(&diff);
+        strbuf sum = SB_INIT;
+        lane_summary(t, &sum);
+        if (o->write && t->deleted)
+            fprintf(out, "  − removed empty %s\n", t->path);
+        else if (o->write && t->written)
+            fprintf(out, "  ✓ wrote %s\n", sum.len ? sum.buf : "managed region");
+        else if (!o->write)
+            fprintf(out, "  → would update %s\n", sum.len ? sum.buf : "managed region");
+        sb_release(&sum);
+    }
+    for (size_t i = 0; i < lanes->n; i++)
+        if (lanes->v[i]->kind == ADP_LANE_NOTE)
+            fprintf(out, "%s: %s\n", lanes->v[i]->first->display, lanes->v[i]->note);
+    if (!shown)
+        fprintf(out, "· no instructions declared for these CLIs — nothing to compile\n");
+}
+
 /* ---- the run -------------------------------------------------------------- */
 
 static void hist_add(struct adp_hist_entry *h, struct tplan *t)
@@ -1314,7 +1383,8 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
     size_t nT = descs.n;
     for (size_t i = 0; i < descs.n; i++) {
         T[i].d = descs.v[i];
-        plan_target(&R, &T[i]);
+        if (!oo.instructions) /* instructions: only the lanes below */
+            plan_target(&R, &T[i]);
         if (oo.use)
             plan_skills(&R, &T[i]);
     }
@@ -1487,6 +1557,12 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
         gitignore_step(&R, r, T, nT, h, &gi_report, &n_written, &n_failed);
 
     fprintf(out, "Scope: %s\n", oo.project_scope ? "project" : "global");
+    if (oo.instructions) {
+        print_instructions(&R, T, nT, &lanes);
+        fputs(gi_report.buf, out);
+        sb_release(&gi_report);
+        goto record;
+    }
     for (size_t i = 0; i < R.skill_notes.n; i++)
         fprintf(out, "%s\n", R.skill_notes.v[i]);
     for (size_t i = 0; i < descs.n; i++) {
@@ -1503,6 +1579,7 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
         fprintf(out, "· skills are not rendered by apply — place them with: agentstack use "
                 "<toolset> --write\n");
 
+record:
     if (oo.write) {
         if (h->files.n) {
             free(h->scope);
@@ -1531,7 +1608,32 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
         free(ledger_after);
     }
 
-    if (n_blocked) {
+    if (oo.instructions) {
+        size_t n_files = 0, n_lane_written = 0;
+        for (size_t k = descs_end(T, nT); k < nT; k++) {
+            n_files += T[k].changed && !T[k].failed;
+            n_lane_written += T[k].written;
+        }
+        if (n_blocked) {
+            fprintf(out, "✗ instructions not written to %zu file%s — see the ✗ lines above\n",
+                    n_blocked, n_blocked == 1 ? "" : "s");
+            if (oo.write) {
+                as_err_set(err, "%zu instruction file%s blocked — see the ✗ lines above",
+                           n_blocked, n_blocked == 1 ? "" : "s");
+                rc = 1;
+            }
+        } else if (!oo.write && n_files) {
+            fprintf(out, "%zu instruction file%s would change. Re-run with --write to write.\n",
+                    n_files, n_files == 1 ? "" : "s");
+        } else if (oo.write && n_lane_written) {
+            fprintf(out, "✓ wrote %zu instruction file%s.\nundo: agentstack restore --last "
+                    "--write\n", n_lane_written, n_lane_written == 1 ? "" : "s");
+        } else if (n_trust && !oo.write) {
+            fprintf(out, "✗ --write would refuse — see the ✗ lines above\n");
+        } else if (!n_failed && !n_trust) {
+            fprintf(out, "✓ nothing to write — every instruction file up to date\n");
+        }
+    } else if (n_blocked) {
         fprintf(out, "Wrote %zu of %zu targets; %zu blocked — see the ✗ line for each; see ✗ "
                 "above.\n", n_written, n_targets, n_blocked);
         as_err_set(err, "%zu blocked write%s on %zu target%s — fix: agentstack secret set NAME "

@@ -240,6 +240,8 @@ struct adp_apply_opts {
     bool use;                      /* `use`: also place the toolset's skills */
     bool diff;                     /* `diff`: report managed / foreign / hand-edited, write
                                     * nothing, exit 0 */
+    bool instructions;             /* `instructions`: compile the instruction files
+                                    * alone — no servers, settings or hooks (§5) */
     bool json;                     /* with diff: the report as one JSON document
                                     * (schema_version 1, see src/cli/cmd_diff.c) */
     bool caller_holds_lock;        /* sessions: the writer lock is already held */

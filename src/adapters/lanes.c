@@ -631,6 +631,8 @@ void adp_lanes_plan(const struct adp_apply_opts *o, json_t *ledger,
 {
     for (size_t i = 0; i < n; i++) {
         plan_instructions(o, ledger, descs[i], out);
+        if (o->instructions) /* the stand-alone command touches nothing else */
+            continue;
         plan_settings(o, ledger, descs[i], out);
         plan_hooks(o, ledger, descs[i], out);
     }

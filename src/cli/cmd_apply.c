@@ -22,9 +22,12 @@
 #include "trust/trust.h"
 
 int cmd_apply(int argc, char **argv, struct cli_ctx *ctx);
-/* apply's run, shared with `diff` (cmd_diff.c): diff reports and writes
- * nothing; json (diff only) prints the report as one document. */
-int cli_apply_run(int argc, char **argv, struct cli_ctx *ctx, bool diff, bool json);
+/* apply's run, shared with `diff` (cmd_diff.c) and `instructions`
+ * (cmd_instructions.c): diff reports and writes nothing; json (diff only)
+ * prints the report as one document; instructions compiles the instruction
+ * files alone. */
+int cli_apply_run(int argc, char **argv, struct cli_ctx *ctx, bool diff, bool json,
+                  bool instructions);
 
 struct apply_args {
     strvec targets;
@@ -104,10 +107,14 @@ static struct library *open_library(void)
     return lib;
 }
 
-int cli_apply_run(int argc, char **argv, struct cli_ctx *ctx, bool diff, bool json)
+int cli_apply_run(int argc, char **argv, struct cli_ctx *ctx, bool diff, bool json,
+                  bool instructions)
 {
     struct apply_args a = {0};
-    int rc = parse(argc, argv, &a, diff ? "diff" : "apply");
+    int rc = parse(argc, argv, &a, diff ? "diff" : instructions ? "instructions" : "apply");
+    if (!rc && instructions && (a.allow_unresolved || a.prune_foreign))
+        rc = cli_usage_error("instructions", "%s is for servers (try: agentstack apply)",
+                             a.allow_unresolved ? "--allow-unresolved" : "--prune-foreign");
     if (!rc && diff && (a.write || a.dry_run || a.allow_unresolved || a.prune_foreign ||
                         a.no_gitignore))
         rc = cli_usage_error("diff", "diff only reports (try: agentstack apply --write)");
@@ -214,15 +221,18 @@ int cli_apply_run(int argc, char **argv, struct cli_ctx *ctx, bool diff, bool js
         .no_gitignore = a.no_gitignore,
         .color = term_use_color(1),
         .trust_refusal = refusal,
-        .operation = a.toolset ? NULL : "apply",
+        .operation = instructions ? "instructions" : a.toolset ? NULL : "apply",
         .diff = diff,
         .json = diff && json,
+        .instructions = instructions,
         .out = stdout,
         .library = lib ? lib_pin_lookup : NULL,
         .library_ctx = lib,
     };
     adp_render_env_apply(&renv, &o);
-    char *op = a.toolset ? xasprintf("apply --toolset %s", a.toolset) : NULL;
+    char *op = a.toolset ? xasprintf("%s --toolset %s", instructions ? "instructions" : "apply",
+                                     a.toolset)
+                         : NULL;
     if (op)
         o.operation = op;
     rc = adp_apply(&reg, &o, &err);
@@ -247,5 +257,5 @@ out:
 
 int cmd_apply(int argc, char **argv, struct cli_ctx *ctx)
 {
-    return cli_apply_run(argc, argv, ctx, false, false);
+    return cli_apply_run(argc, argv, ctx, false, false, false);
 }

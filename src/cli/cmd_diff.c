@@ -27,7 +27,8 @@
 #include "cli/cli.h"
 
 int cmd_diff(int argc, char **argv, struct cli_ctx *ctx);
-int cli_apply_run(int argc, char **argv, struct cli_ctx *ctx, bool diff, bool json);
+int cli_apply_run(int argc, char **argv, struct cli_ctx *ctx, bool diff, bool json,
+                  bool instructions);
 
 static bool takes_value(const char *s)
 {
@@ -53,7 +54,7 @@ int cmd_diff(int argc, char **argv, struct cli_ctx *ctx)
             rest[n++] = argv[++i];
     }
     rest[n] = NULL;
-    int rc = cli_apply_run(n, rest, ctx, true, json);
+    int rc = cli_apply_run(n, rest, ctx, true, json, false);
     free(rest);
     return rc;
 }

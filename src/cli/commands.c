@@ -19,6 +19,7 @@ int cmd_connect(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_gateway(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_undo(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_diff(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_instructions(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_audit(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_run(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_report(int argc, char **argv, struct cli_ctx *ctx);
@@ -65,6 +66,11 @@ const struct cli_command cli_commands[] = {
      "usage: agentstack diff [--target ID]... [--toolset NAME] [--scope global|project] [-v]\n"
      "                       [--json]\n"
      "Writes nothing; exit 0. Reconcile with: agentstack apply --write\n", 0},
+    {"instructions", cmd_instructions, "compile [instructions] into each CLI's instruction file",
+     "usage: agentstack instructions [--target ID]... [--toolset NAME] [--scope global|project]\n"
+     "                               [--dry-run] [--write] [-v]\n"
+     "Previews each file's managed region; --write writes, backs up and records an undo.\n",
+     1 /* unlisted: help's %-12s name column leaves no gap after a 12-letter name */},
     {"restore", cmd_restore, "undo a recorded write byte for byte",
      "usage: agentstack restore [ID | ADAPTER | --last] [--write] [--list] [--json]\n", 0},
     {"undo", cmd_undo, "the recorded writes as a timeline; go back to before one",
