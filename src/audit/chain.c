@@ -319,6 +319,14 @@ static int append_locked(const char *path, const strbuf *body, size_t rotate, in
                 break;
             }
             terminated = 1; /* the old file's state no longer matters */
+            /* Between creating the new file and locking it, another writer
+             * may have opened it by path and appended its first line (prev =
+             * the rotated file's last line). Ours must then follow that line,
+             * not repeat the prev computed before the rename. */
+            if (fst.st_size > 0 && last_line_hash(fd, fst.st_size, prev, &terminated, err) < 0) {
+                unlock_close(fd, 0);
+                break;
+            }
         }
         strbuf line = SB_INIT;
         if (!terminated)
