@@ -9,9 +9,13 @@ static void print_overview(void)
     printf("agentstack — one reviewed, portable, governed setup for AI coding agents\n\n"
            "usage: agentstack [--manifest-dir DIR] <command> [<args>]\n\n"
            "commands:\n");
+    int width = 0; /* the name column fits the longest listed name */
+    for (const struct cli_command *c = cli_commands; c->name; c++)
+        if (!c->hidden && (int)strlen(c->name) > width)
+            width = (int)strlen(c->name);
     for (const struct cli_command *c = cli_commands; c->name; c++)
         if (!c->hidden)
-            printf("  %-12s %s\n", c->name, c->summary);
+            printf("  %-*s  %s\n", width, c->name, c->summary);
     printf("\nglobal options:\n"
            "  --manifest-dir DIR  use the project at DIR instead of walking up from the cwd\n"
            "  --version           print the version\n"

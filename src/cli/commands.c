@@ -70,7 +70,7 @@ const struct cli_command cli_commands[] = {
      "usage: agentstack instructions [--target ID]... [--toolset NAME] [--scope global|project]\n"
      "                               [--dry-run] [--write] [-v]\n"
      "Previews each file's managed region; --write writes, backs up and records an undo.\n",
-     1 /* unlisted: help's %-12s name column leaves no gap after a 12-letter name */},
+     0},
     {"restore", cmd_restore, "undo a recorded write byte for byte",
      "usage: agentstack restore [ID | ADAPTER | --last] [--write] [--list] [--json]\n", 0},
     {"undo", cmd_undo, "the recorded writes as a timeline; go back to before one",
