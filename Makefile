@@ -4,7 +4,7 @@ DESTDIR ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE ?= cmake
 
-.PHONY: all deps build asan check demo bench fuzz interop install clean format
+.PHONY: all deps build asan check demo bench fuzz interop install clean format format-check
 
 all: build
 
@@ -41,7 +41,10 @@ install: build
 	install -m 0755 build/agentstack $(DESTDIR)$(PREFIX)/bin/agentstack
 
 format:
-	@clang-format -i $$(git ls-files '*.c' '*.h')
+	@sh tools/format.sh
+
+format-check:
+	@sh tools/format.sh --check
 
 clean:
 	rm -rf build build-asan build-fuzz

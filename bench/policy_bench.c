@@ -23,9 +23,9 @@
 #define NRULES 1000
 #define NSUBJECTS 4096
 
-static const char *const verbs[] = {"get",    "list",   "create", "update", "delete", "search",
-                                    "read",   "write",  "run",    "sync",   "fetch",  "close",
-                                    "merge",  "drop",   "export", "import", "purge",  "rotate"};
+static const char *const verbs[] = {"get",   "list",  "create", "update", "delete", "search",
+                                    "read",  "write", "run",    "sync",   "fetch",  "close",
+                                    "merge", "drop",  "export", "import", "purge",  "rotate"};
 static const char *const nouns[] = {"issue",   "repo",    "branch", "file",   "commit", "user",
                                     "team",    "secret",  "token",  "table",  "bucket", "page",
                                     "comment", "release", "label",  "job",    "queue",  "key",

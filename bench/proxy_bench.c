@@ -46,8 +46,8 @@
 #define BENCH_HOST "bench.example"
 #define BENCH_TOKEN "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 /* base64("agentstack:" BENCH_TOKEN), the header a sandboxed curl sends */
-#define BENCH_AUTH                                                                   \
-    "YWdlbnRzdGFjazowMTIzNDU2Nzg5YWJjZGVmMDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWYw" \
+#define BENCH_AUTH                                                                                 \
+    "YWdlbnRzdGFjazowMTIzNDU2Nzg5YWJjZGVmMDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWYw"             \
     "MTIzNDU2Nzg5YWJjZGVm"
 #define CHUNK (1u << 20)
 
@@ -224,8 +224,7 @@ static void *srv_main(void *arg)
             } else if (s->kind == SRV_SINK) {
                 uint64_t total = 0;
                 ssize_t r;
-                while ((r = read(fd, sb, CHUNK / 2)) > 0 ||
-                       (r < 0 && errno == EINTR))
+                while ((r = read(fd, sb, CHUNK / 2)) > 0 || (r < 0 && errno == EINTR))
                     total += r > 0 ? (uint64_t)r : 0;
                 write_full(fd, &total, sizeof total);
             } else {
@@ -351,9 +350,9 @@ static size_t make_hello(uint8_t *out)
     body[b++] = 0x03, body[b++] = 0x03;
     for (int i = 0; i < 32; i++)
         body[b++] = (uint8_t)i;
-    body[b++] = 0;                                     /* session id */
+    body[b++] = 0;                                                    /* session id */
     body[b++] = 0, body[b++] = 2, body[b++] = 0x13, body[b++] = 0x01; /* suites */
-    body[b++] = 1, body[b++] = 0;                      /* compression */
+    body[b++] = 1, body[b++] = 0;                                     /* compression */
     body[b++] = 0, body[b++] = (uint8_t)e;
     memcpy(body + b, ext, e), b += e;
     size_t n = 0;

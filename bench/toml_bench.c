@@ -28,7 +28,8 @@ static void generate(strbuf *sb, size_t target)
         sb_addf(sb, "env = { HOME = \"/home/u%d\", LEVEL = %d, ON = true }\n", i, i % 7);
         sb_addf(sb, "timeout = %d.%d\nretries = 0x%x\n", i % 100, i % 10, i);
         sb_addf(sb, "started = 2024-0%d-1%dT12:34:56.789Z\n", i % 9 + 1, i % 10);
-        sb_adds(sb, "description = \"\"\"\nA multi-line description \\u00e9\nwith two lines.\"\"\"\n");
+        sb_adds(sb,
+                "description = \"\"\"\nA multi-line description \\u00e9\nwith two lines.\"\"\"\n");
         sb_addf(sb, "\n[[servers.s%d.tools]]\nname = \"tool-%d\"\nallowed = [1, 2, 3]\n", i, i);
     }
     sb_adds(sb, "\n[wide]\n");
@@ -58,8 +59,7 @@ int main(int argc, char **argv)
             best = d;
     }
     printf("toml parse  %.1f MB/s  (%.1f MB file, best of %d)\n",
-           (double)doc.len / (1024.0 * 1024.0) / best, (double)doc.len / (1024.0 * 1024.0),
-           rounds);
+           (double)doc.len / (1024.0 * 1024.0) / best, (double)doc.len / (1024.0 * 1024.0), rounds);
     sb_release(&doc);
     return 0;
 }

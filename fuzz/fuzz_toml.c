@@ -17,12 +17,12 @@
 
 #include "base/toml.h"
 
-#define CHECK(c, what)                                                  \
-    do {                                                                \
-        if (!(c)) {                                                     \
-            fprintf(stderr, "fuzz_toml: property failed: %s\n", what);  \
-            abort();                                                    \
-        }                                                               \
+#define CHECK(c, what)                                                                             \
+    do {                                                                                           \
+        if (!(c)) {                                                                                \
+            fprintf(stderr, "fuzz_toml: property failed: %s\n", what);                             \
+            abort();                                                                               \
+        }                                                                                          \
     } while (0)
 
 /* A refused edit is fine only for a reason the caller caused; the editor's
@@ -69,8 +69,8 @@ static void check_edit(const char *text, size_t len, const toml_value *root)
         const char *etext = toml_edit_text(ed, &elen);
         toml_value *back = toml_parse("edited", etext, elen, &err);
         CHECK(back, "edited text parses");
-        const toml_value *got = n == 2 ? toml_get_path(back, path[0], path[1], NULL)
-                                       : toml_get(back, path[1]);
+        const toml_value *got =
+            n == 2 ? toml_get_path(back, path[0], path[1], NULL) : toml_get(back, path[1]);
         CHECK(got && toml_equal(got, v), "edited value reads back");
         toml_free(back);
         CHECK(toml_edit_remove(ed, p, n, &err) == 0, "removing the added key works");
@@ -118,8 +118,7 @@ static void check_edit(const char *text, size_t len, const toml_value *root)
                     CHECK(toml_edit_remove(e2, kp, kn, &err) == 0, "remove works");
                 } else if (op == 2) {
                     np[kn] = "fuzz_t";
-                    edit_result(toml_edit_set_table(e2, np, kn + 1, tab, &err), &err,
-                                "set_table");
+                    edit_result(toml_edit_set_table(e2, np, kn + 1, tab, &err), &err, "set_table");
                 } else {
                     np[kn] = "fuzz_aot";
                     edit_result(toml_edit_append_array_table(e2, np, kn + 1, tab, &err), &err,

@@ -43,42 +43,42 @@ const char *adp_format_name(enum adp_format f);
  * the CLI has no such key: url NULL = http unrepresentable; cwd NULL = the
  * sh -c "wrap"; args NULL with command_array = one [cmd, args...] array. */
 struct adp_mcp {
-    char *location;            /* section key: mcpServers, mcp_servers, mcp, servers */
+    char *location; /* section key: mcpServers, mcp_servers, mcp, servers */
     char *f_url, *f_headers, *f_command, *f_args, *f_cwd, *f_env;
-    char *transport_key;       /* NULL: no transport tag */
+    char *transport_key; /* NULL: no transport tag */
     char *transport_http;
     char *transport_stdio;
-    bool headers_as_subtable;  /* TOML: [<loc>.<name>.<headers>] */
-    bool command_array;        /* opencode */
-    char *secret_mode;         /* "literal" (all 13) or "passthrough" */
-    char *name_charset;        /* NULL (free-form) or "ascii-word-dash" */
-    char *instructions_channel;/* "confirmed", "unconfirmed" or "none" */
+    bool headers_as_subtable;   /* TOML: [<loc>.<name>.<headers>] */
+    bool command_array;         /* opencode */
+    char *secret_mode;          /* "literal" (all 13) or "passthrough" */
+    char *name_charset;         /* NULL (free-form) or "ascii-word-dash" */
+    char *instructions_channel; /* "confirmed", "unconfirmed" or "none" */
 };
 
 struct adp_setting_field {
     char *key;
-    char *type;                /* string, enum, bool, number, object */
-    strvec options;            /* enum */
+    char *type;     /* string, enum, bool, number, object */
+    strvec options; /* enum */
     char *label;
     char *group;
     char *help;
-    char *default_value;       /* as written (scalar), or NULL */
+    char *default_value; /* as written (scalar), or NULL */
 };
 
 struct adp_desc {
     char *id;
     char *display;
-    char *source;              /* "built-in" or the drop-in's path */
+    char *source; /* "built-in" or the drop-in's path */
 
     char *detect_bin;
     char *detect_config;
 
-    char *config_path;         /* user-scope MCP file (unexpanded: "~/...", "{config}/...") */
+    char *config_path; /* user-scope MCP file (unexpanded: "~/...", "{config}/...") */
     enum adp_format config_format;
-    char *project_config;      /* project-relative MCP file, or NULL */
+    char *project_config; /* project-relative MCP file, or NULL */
     enum adp_format project_format;
 
-    bool has_mcp;              /* speaks MCP (has an mcp block) */
+    bool has_mcp; /* speaks MCP (has an mcp block) */
     struct adp_mcp mcp;
 
     char *skills_dir, *skills_project_dir, *skills_strategy;
@@ -100,15 +100,14 @@ struct adp_desc {
 /* Parses one descriptor. path is used in errors ("path:line:col: ...").
  * Returns NULL + err on any problem (YAML syntax, unknown key, wrong type,
  * missing id/display, bad id, unsafe path). */
-struct adp_desc *adp_desc_parse(const char *path, const char *text, size_t len,
-                                struct as_err *err);
+struct adp_desc *adp_desc_parse(const char *path, const char *text, size_t len, struct as_err *err);
 void adp_desc_free(struct adp_desc *d);
 
 /* ---- the registry --------------------------------------------------------- */
 
 /* Embedded built-ins (generated from adapters/<id>.yaml, builtin_yaml.c). */
 struct adp_builtin_src {
-    const char *file;          /* "claude-code.yaml" */
+    const char *file; /* "claude-code.yaml" */
     const char *text;
     size_t len;
 };
@@ -116,8 +115,8 @@ extern const struct adp_builtin_src adp_builtin_yaml[];
 extern const size_t adp_builtin_count;
 
 struct adp_registry {
-    VEC(struct adp_desc *) v;  /* built-in order (spec table order), then new drop-ins by id */
-    strvec warnings;           /* skipped drop-ins, one line each */
+    VEC(struct adp_desc *) v; /* built-in order (spec table order), then new drop-ins by id */
+    strvec warnings;          /* skipped drop-ins, one line each */
 };
 
 /* Loads the built-ins and, when with_dropins, every $AGENTSTACK_HOME/adapters/

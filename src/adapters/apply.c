@@ -28,16 +28,16 @@ struct tplan {
     char *path;
     enum adp_format fmt;
     char *key;
-    char *note;              /* printed instead of a plan */
+    char *note; /* printed instead of a plan */
     bool existed;
     strbuf before, after;
     /* the edit, kept for a re-merge just before the rename */
     VEC(struct adp_rendered) rendered;
-    strvec names;            /* parallel to rendered */
+    strvec names; /* parallel to rendered */
     strvec removed;
     strvec skip_lines, left_out_lines, unresolved_lines, kept_foreign, left_out_names;
     adp_secrets secrets;
-    bool blocked;            /* unresolved secrets or a store failure */
+    bool blocked; /* unresolved secrets or a store failure */
     char *block_msg;
     bool trust_blocked;
     bool failed;
@@ -112,8 +112,8 @@ static int merge_servers(const struct tplan *t, const char *text, size_t len, bo
         struct adp_json_entry *u = xcalloc(nu + 1, sizeof *u);
         for (size_t i = 0; i < nu; i++)
             u[i] = (struct adp_json_entry){t->names.v[i], t->rendered.v[i].json};
-        struct adp_json_edit ed = {t->fmt == ADP_FMT_JSONC, t->d->mcp.location, u, nu, rm,
-                                   t->removed.n};
+        struct adp_json_edit ed = {
+            t->fmt == ADP_FMT_JSONC, t->d->mcp.location, u, nu, rm, t->removed.n};
         rc = adp_json_merge(t->path, text, len, &ed, out, err);
         free(u);
     }
@@ -170,8 +170,7 @@ static bool only_empty_section(const struct tplan *t, const strbuf *text)
     if (adp_json_read(t->path, text->buf, text->len, false, NULL, &root, &e) == 0 && root) {
         json_t *sec = json_object_get(root, t->d->mcp.location);
         empty = json_object_size(root) == 0 ||
-                (json_object_size(root) == 1 && json_is_object(sec) &&
-                 json_object_size(sec) == 0);
+                (json_object_size(root) == 1 && json_is_object(sec) && json_object_size(sec) == 0);
     }
     json_decref(root);
     return empty;
@@ -240,8 +239,7 @@ static void plan_target(struct run *R, struct tplan *t)
     }
     const char *rel = o->project_scope ? d->project_config : d->config_path;
     if (!rel) {
-        t->note = xasprintf("%s — no project MCP server config, skipping servers here",
-                            d->display);
+        t->note = xasprintf("%s — no project MCP server config, skipping servers here", d->display);
         return;
     }
     t->fmt = o->project_scope ? d->project_format : d->config_format;
@@ -296,8 +294,10 @@ static void plan_target(struct run *R, struct tplan *t)
                                  r.missing.v[k], s->name, r.missing.v[k]);
             }
             if (o->allow_unresolved) {
-                strvec_pushf(&t->left_out_lines, "↳ leaving out '%s' — unresolved secret %s "
-                             "(--allow-unresolved)", s->name, names.buf);
+                strvec_pushf(&t->left_out_lines,
+                             "↳ leaving out '%s' — unresolved secret %s "
+                             "(--allow-unresolved)",
+                             s->name, names.buf);
                 strvec_push(&t->left_out_names, s->name);
             } else {
                 t->blocked = true;
@@ -396,13 +396,12 @@ static void read_and_merge(struct run *R, struct tplan *t)
         t->failed = true;
         return;
     }
-    t->changed = t->after.len != t->before.len ||
-                 memcmp(t->after.buf, t->before.buf, t->before.len) != 0;
+    t->changed =
+        t->after.len != t->before.len || memcmp(t->after.buf, t->before.buf, t->before.len) != 0;
     add_mask(R, &t->secrets);
     for (size_t i = 0; i < t->lanes.n; i++)
         add_mask(R, &t->lanes.v[i]->secrets);
 }
-
 
 /* ---- skills (use) --------------------------------------------------------- */
 
@@ -425,7 +424,8 @@ static void plan_skills(struct run *R, struct tplan *t)
     if (!rel) {
         if (R->skill_names.n)
             t->skills_note = xasprintf("(skills not supported by this CLI%s — %zu skill%s not "
-                                       "placed)", o->project_scope ? " at project scope" : "",
+                                       "placed)",
+                                       o->project_scope ? " at project scope" : "",
                                        R->skill_names.n, R->skill_names.n == 1 ? "" : "s");
         return;
     }
@@ -507,9 +507,10 @@ static int write_target(struct run *R, struct tplan *t)
     }
     /* A project file left holding only the empty section, or an instruction
      * file left empty once our region is gone, is removed (§3g). */
-    bool drop = t->existed && ((!t->lane_only && o->project_scope && t->removed.n &&
-                                only_empty_section(t, &t->after)) ||
-                               (t->lane_only && t->after.len == 0));
+    bool drop =
+        t->existed &&
+        ((!t->lane_only && o->project_scope && t->removed.n && only_empty_section(t, &t->after)) ||
+         (t->lane_only && t->after.len == 0));
     if (drop) {
         struct fs_write_opts bo = {0600, FS_SYMLINK_FOLLOW, NULL, NULL};
         if (fs_write_atomic(backup.buf, t->before.buf, t->before.len, &bo, &t->err) != 0 ||
@@ -528,9 +529,10 @@ static int write_target(struct run *R, struct tplan *t)
     bool secret = t->secrets.n > 0;
     for (size_t i = 0; i < t->lanes.n; i++)
         secret |= t->lanes.v[i]->secrets.n > 0;
-    struct adp_i_write w = {t->path, t->after.buf, t->after.len, t->existed,
-                            secret ? 0600 : 0644, o->project_scope ? o->project_root : NULL,
-                            &t->created_dirs};
+    struct adp_i_write w = {
+        t->path,         t->after.buf,         t->after.len,
+        t->existed,      secret ? 0600 : 0644, o->project_scope ? o->project_root : NULL,
+        &t->created_dirs};
     if (adp_i_write_file(&w, &t->err) != 0)
         return -1;
     t->written = true;
@@ -604,8 +606,10 @@ static void print_target(struct run *R, struct tplan *t)
         strbuf n = SB_INIT;
         for (size_t i = 0; i < t->kept_foreign.n; i++)
             sb_addf(&n, "%s%s", i ? ", " : "", t->kept_foreign.v[i]);
-        fprintf(out, "  ⚠ keeping %s — applied by another manifest ↳ keep: agentstack adopt · "
-                "prune: agentstack apply --prune-foreign\n", n.buf);
+        fprintf(out,
+                "  ⚠ keeping %s — applied by another manifest ↳ keep: agentstack adopt · "
+                "prune: agentstack apply --prune-foreign\n",
+                n.buf);
         sb_release(&n);
     }
     if (t->failed) {
@@ -622,8 +626,8 @@ static void print_target(struct run *R, struct tplan *t)
         if (o->write && !t->blocked)
             fprintf(out, "  − pruning '%s' (no longer in manifest)\n", t->removed.v[i]);
         else
-            fprintf(out, "  − would REMOVE '%s' from %s (no longer in manifest)\n",
-                    t->removed.v[i], dp.buf);
+            fprintf(out, "  − would REMOVE '%s' from %s (no longer in manifest)\n", t->removed.v[i],
+                    dp.buf);
     }
     if (t->changed) {
         strbuf diff = SB_INIT;
@@ -632,8 +636,8 @@ static void print_target(struct run *R, struct tplan *t)
                  o->verbose ? 0 : PREVIEW_LINES, &diff, &a, &r);
         fputs(diff.buf, out);
         if (!o->verbose)
-            fprintf(out, "  ~ +%zu / -%zu lines%s\n", a, r, (r == 0 && a > 0) ? " (new content)"
-                                                                            : "");
+            fprintf(out, "  ~ +%zu / -%zu lines%s\n", a, r,
+                    (r == 0 && a > 0) ? " (new content)" : "");
         sb_release_secure(&diff);
     }
     if (t->blocked) {
@@ -759,8 +763,8 @@ static void print_lanes(struct run *R, struct tplan *T, size_t nT, const adp_lan
         } else {
             strbuf diff = SB_INIT;
             size_t a, r;
-            adp_diff(t->before.buf, t->before.len, t->after.buf, t->after.len, &R->mask,
-                     o->color, o->verbose ? 0 : PREVIEW_LINES, &diff, &a, &r);
+            adp_diff(t->before.buf, t->before.len, t->after.buf, t->after.len, &R->mask, o->color,
+                     o->verbose ? 0 : PREVIEW_LINES, &diff, &a, &r);
             /* one more level of indent: the file sits under its CLI */
             for (const char *p = diff.buf; *p;) {
                 const char *nl = strchr(p, '\n');
@@ -803,8 +807,8 @@ static int select_targets(const struct adp_registry *r, const struct adp_apply_o
                           desc_list *out, struct as_err *err)
 {
     const strvec *ids = (o->targets && o->targets->n) ? o->targets
-                        : o->m->has_targets              ? &o->m->targets_default
-                                                         : NULL;
+                        : o->m->has_targets           ? &o->m->targets_default
+                                                      : NULL;
     if (ids) {
         for (size_t i = 0; i < ids->n; i++) {
             const struct adp_desc *d = adp_registry_find(r, ids->v[i]);
@@ -852,8 +856,8 @@ static int add_server_ref(struct run *R, const char *ref, struct as_err *err)
             strbuf a = SB_INIT, b = SB_INIT;
             describe_server(R, R->servers.v[i], &a);
             describe_server(R, s, &b);
-            as_err_set(err, "%s and %s would both be written as '%s' — not rendered", a.buf,
-                       b.buf, s->name);
+            as_err_set(err, "%s and %s would both be written as '%s' — not rendered", a.buf, b.buf,
+                       s->name);
             as_err_hint(err, "name only one of them in the toolsets (or select one with "
                              "--toolset)");
             sb_release(&a);
@@ -931,9 +935,9 @@ static int cmp_strp(const void *a, const void *b)
 
 /* Lists every project file the ledger says we own; updates the block. Runs
  * after the targets were written, so the ledger already holds this run. */
-static void gitignore_step(struct run *R, const struct adp_registry *r, struct tplan *T,
-                           size_t nt, struct adp_hist_entry *h, strbuf *report,
-                           size_t *n_written, size_t *n_failed)
+static void gitignore_step(struct run *R, const struct adp_registry *r, struct tplan *T, size_t nt,
+                           struct adp_hist_entry *h, strbuf *report, size_t *n_written,
+                           size_t *n_failed)
 {
     const struct adp_apply_opts *o = R->o;
     strbuf gi = SB_INIT, git = SB_INIT, text = SB_INIT, next = SB_INIT;
@@ -951,7 +955,7 @@ static void gitignore_step(struct run *R, const struct adp_registry *r, struct t
     if (o->no_gitignore || !o->m->meta_gitignore) {
         if (adp_gitignore_has_block(text.buf, text.len))
             sb_addf(report, "· .gitignore: keeping the agentstack block (opted out of updates; "
-                    "`agentstack uninstall` removes it)\n");
+                            "`agentstack uninstall` removes it)\n");
         goto out;
     }
     strvec entries = STRVEC_INIT;
@@ -1125,7 +1129,7 @@ static void print_diff(struct run *R, struct tplan *T, size_t nT, const desc_lis
             }
             if (hand_edited(R, t)) {
                 fprintf(out, "  ⚠ hand-edited: this file no longer matches what agentstack "
-                        "last wrote\n");
+                             "last wrote\n");
                 off = true;
             }
             for (size_t j = 0; j < t->names.n; j++)
@@ -1150,8 +1154,8 @@ static void print_diff(struct run *R, struct tplan *T, size_t nT, const desc_lis
         drifted += off;
     }
     if (drifted)
-        fprintf(out, "%zu target%s drifted. Run agentstack apply --write to reconcile.\n",
-                drifted, drifted == 1 ? "" : "s");
+        fprintf(out, "%zu target%s drifted. Run agentstack apply --write to reconcile.\n", drifted,
+                drifted == 1 ? "" : "s");
     else
         fprintf(out, "✓ all targets in sync with the manifest.\n");
 }
@@ -1194,27 +1198,25 @@ static void print_diff_json(struct run *R, struct tplan *T, size_t nT, const des
             } else if (t->failed) {
                 char buf[2048];
                 state = "failed";
-                json_object_set_new(o, "error",
-                                    json_string(as_err_str(&t->err, buf, sizeof buf)));
+                json_object_set_new(o, "error", json_string(as_err_str(&t->err, buf, sizeof buf)));
                 off = true;
             } else {
                 he = hand_edited(R, t);
                 off |= he;
                 for (size_t j = 0; j < t->names.n; j++)
-                    json_array_append_new(entries, json_pack("{s:s,s:s}", "name",
-                                                             t->names.v[j], "state",
-                                                             "managed"));
+                    json_array_append_new(
+                        entries, json_pack("{s:s,s:s}", "name", t->names.v[j], "state", "managed"));
                 for (size_t j = 0; j < t->kept_foreign.n; j++)
-                    json_array_append_new(entries, json_pack("{s:s,s:s}", "name",
-                                                             t->kept_foreign.v[j], "state",
-                                                             "foreign"));
+                    json_array_append_new(
+                        entries,
+                        json_pack("{s:s,s:s}", "name", t->kept_foreign.v[j], "state", "foreign"));
                 for (size_t j = 0; j < t->removed.n; j++)
                     json_array_append_new(removed, json_string(t->removed.v[j]));
                 size_t a = 0, r = 0;
                 if (t->changed) {
                     strbuf diff = SB_INIT;
-                    adp_diff(t->before.buf, t->before.len, t->after.buf, t->after.len,
-                             &R->mask, false, 0, &diff, &a, &r);
+                    adp_diff(t->before.buf, t->before.len, t->after.buf, t->after.len, &R->mask,
+                             false, 0, &diff, &a, &r);
                     sb_release_secure(&diff);
                     off = true;
                 }
@@ -1453,8 +1455,7 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
         }
         if (!t->changed) {
             for (size_t k = 0; oo.write && k < t->lanes.n; k++)
-                adp_lane_record(t->lanes.v[k], R.ledger,
-                                oo.project_scope ? oo.project_root : NULL);
+                adp_lane_record(t->lanes.v[k], R.ledger, oo.project_scope ? oo.project_root : NULL);
             continue;
         }
         n_changed++;
@@ -1474,8 +1475,7 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
             if (!t->lane_only)
                 record_ledger(&R, t);
             for (size_t k = 0; k < t->lanes.n; k++)
-                adp_lane_record(t->lanes.v[k], R.ledger,
-                                oo.project_scope ? oo.project_root : NULL);
+                adp_lane_record(t->lanes.v[k], R.ledger, oo.project_scope ? oo.project_root : NULL);
         }
     }
 
@@ -1484,8 +1484,7 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
     for (size_t i = 0; i < descs.n; i++) {
         bool c = false;
         for (size_t k = 0; k < nT && !c; k++)
-            c = T[k].d == descs.v[i] && T[k].changed && !T[k].note && !T[k].failed &&
-                !T[k].blocked;
+            c = T[k].d == descs.v[i] && T[k].changed && !T[k].note && !T[k].failed && !T[k].blocked;
         n_changed += c;
     }
 
@@ -1577,7 +1576,7 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
         toolset_skills |= oo.m->toolsets.v[i].skills.n > 0;
     if ((oo.m->skills.n || toolset_skills) && !oo.use)
         fprintf(out, "· skills are not rendered by apply — place them with: agentstack use "
-                "<toolset> --write\n");
+                     "<toolset> --write\n");
 
 record:
     if (oo.write) {
@@ -1618,31 +1617,37 @@ record:
             fprintf(out, "✗ instructions not written to %zu file%s — see the ✗ lines above\n",
                     n_blocked, n_blocked == 1 ? "" : "s");
             if (oo.write) {
-                as_err_set(err, "%zu instruction file%s blocked — see the ✗ lines above",
-                           n_blocked, n_blocked == 1 ? "" : "s");
+                as_err_set(err, "%zu instruction file%s blocked — see the ✗ lines above", n_blocked,
+                           n_blocked == 1 ? "" : "s");
                 rc = 1;
             }
         } else if (!oo.write && n_files) {
             fprintf(out, "%zu instruction file%s would change. Re-run with --write to write.\n",
                     n_files, n_files == 1 ? "" : "s");
         } else if (oo.write && n_lane_written) {
-            fprintf(out, "✓ wrote %zu instruction file%s.\nundo: agentstack restore --last "
-                    "--write\n", n_lane_written, n_lane_written == 1 ? "" : "s");
+            fprintf(out,
+                    "✓ wrote %zu instruction file%s.\nundo: agentstack restore --last "
+                    "--write\n",
+                    n_lane_written, n_lane_written == 1 ? "" : "s");
         } else if (n_trust && !oo.write) {
             fprintf(out, "✗ --write would refuse — see the ✗ lines above\n");
         } else if (!n_failed && !n_trust) {
             fprintf(out, "✓ nothing to write — every instruction file up to date\n");
         }
     } else if (n_blocked) {
-        fprintf(out, "Wrote %zu of %zu targets; %zu blocked — see the ✗ line for each; see ✗ "
-                "above.\n", n_written, n_targets, n_blocked);
-        as_err_set(err, "%zu blocked write%s on %zu target%s — fix: agentstack secret set NAME "
-                   "(or pass --allow-unresolved)", n_blocked, n_blocked == 1 ? "" : "s",
-                   n_blocked, n_blocked == 1 ? "" : "s");
+        fprintf(out,
+                "Wrote %zu of %zu targets; %zu blocked — see the ✗ line for each; see ✗ "
+                "above.\n",
+                n_written, n_targets, n_blocked);
+        as_err_set(err,
+                   "%zu blocked write%s on %zu target%s — fix: agentstack secret set NAME "
+                   "(or pass --allow-unresolved)",
+                   n_blocked, n_blocked == 1 ? "" : "s", n_blocked, n_blocked == 1 ? "" : "s");
         if (!oo.write) {
-            fprintf(out, "%zu target%s would change — but --write would refuse on %zu target%s: "
-                    "fix: agentstack secret set NAME (or pass --allow-unresolved)\n", n_changed,
-                    n_changed == 1 ? "" : "s", n_blocked, n_blocked == 1 ? "" : "s");
+            fprintf(out,
+                    "%zu target%s would change — but --write would refuse on %zu target%s: "
+                    "fix: agentstack secret set NAME (or pass --allow-unresolved)\n",
+                    n_changed, n_changed == 1 ? "" : "s", n_blocked, n_blocked == 1 ? "" : "s");
             as_err_clear(err);
         } else {
             rc = 1;
@@ -1672,7 +1677,7 @@ record:
                     n_written);
         if (n_written || n_skill_changes) {
             fprintf(out, "Restart the affected CLIs (or start a new session) to load the "
-                    "change.\n");
+                         "change.\n");
             if (!oo.caller_holds_lock) /* a session is undone by `session end` */
                 fprintf(out, "undo: agentstack restore --last --write\n");
         }

@@ -86,8 +86,8 @@ static bool has_our_entry(const struct ctarget *t, const char *text, size_t len)
         toml_free(root);
     } else {
         json_t *sec = NULL;
-        if (adp_json_read(t->path, text, len, d->config_format == ADP_FMT_JSONC,
-                          d->mcp.location, &sec, &e) == 0) {
+        if (adp_json_read(t->path, text, len, d->config_format == ADP_FMT_JSONC, d->mcp.location,
+                          &sec, &e) == 0) {
             json_t *b = json_object_get(sec, ADP_BRIDGE_NAME);
             /* Named agentstack is not enough to remove it: it must look like
              * the gateway (a command whose first argument is mcp). */
@@ -141,10 +141,10 @@ static int plan_one(struct ctarget *t, const struct mf_server *bridge, bool disc
                                  disconnect ? 0 : 1, rm, disconnect ? 1 : 0, &t->after, &t->err);
         } else {
             struct adp_json_entry u = {ADP_BRIDGE_NAME, r.json};
-            struct adp_json_edit ed = {fmt == ADP_FMT_JSONC, d->mcp.location, &u,
-                                       disconnect ? 0 : 1, rm, disconnect ? 1 : 0};
-            rc2 = adp_json_merge(t->path, t->before.buf, t->before.len, &ed, &t->after,
-                                 &t->err);
+            struct adp_json_edit ed = {
+                fmt == ADP_FMT_JSONC, d->mcp.location, &u, disconnect ? 0 : 1, rm,
+                disconnect ? 1 : 0};
+            rc2 = adp_json_merge(t->path, t->before.buf, t->before.len, &ed, &t->after, &t->err);
         }
         if (rc2 == 0)
             t->changed = t->after.len != t->before.len ||
@@ -179,8 +179,7 @@ static int select_clis(const struct adp_registry *r, const struct adp_connect_op
     return 0;
 }
 
-int adp_connect(const struct adp_registry *r, const struct adp_connect_opts *o,
-                struct as_err *err)
+int adp_connect(const struct adp_registry *r, const struct adp_connect_opts *o, struct as_err *err)
 {
     FILE *out = o->out ? o->out : stdout;
     cdesc_list descs = VEC_INIT;
@@ -192,7 +191,7 @@ int adp_connect(const struct adp_registry *r, const struct adp_connect_opts *o,
         vec_free(&descs);
         as_err_set(err, "no installed harness with MCP support detected");
         as_err_hint(err, "install a coding CLI (claude, codex, gemini, …) or name one: "
-                    "agentstack connect <cli> --write");
+                         "agentstack connect <cli> --write");
         return 1;
     }
     strbuf cmd = SB_INIT;
@@ -243,8 +242,8 @@ int adp_connect(const struct adp_registry *r, const struct adp_connect_opts *o,
         } else if (t->changed) {
             n_changed++;
             if (o->write) {
-                struct adp_i_write w = {t->path, t->after.buf, t->after.len, t->existed, 0600,
-                                        NULL, &t->created_dirs};
+                struct adp_i_write w = {t->path, t->after.buf, t->after.len,    t->existed,
+                                        0600,    NULL,         &t->created_dirs};
                 if (adp_i_write_file(&w, &t->err) != 0) {
                     t->failed = true;
                 } else {
@@ -301,13 +300,15 @@ int adp_connect(const struct adp_registry *r, const struct adp_connect_opts *o,
         }
         strbuf diff = SB_INIT;
         size_t a, rr;
-        adp_diff(t->before.buf, t->before.len, t->after.buf, t->after.len, NULL, o->color, 8,
-                 &diff, &a, &rr);
+        adp_diff(t->before.buf, t->before.len, t->after.buf, t->after.len, NULL, o->color, 8, &diff,
+                 &a, &rr);
         fputs(diff.buf, out);
         sb_release(&diff);
         if (o->disconnect)
-            fprintf(out, "  %s\n", t->written ? "✓ gateway removed" : "→ would remove the "
-                                                                     "gateway");
+            fprintf(out, "  %s\n",
+                    t->written ? "✓ gateway removed"
+                               : "→ would remove the "
+                                 "gateway");
         else if (t->written)
             fprintf(out, "  ✓ gateway registered (agentstack mcp --auto-project%s)\n",
                     o->transparent ? " --transparent" : "");
@@ -335,9 +336,10 @@ int adp_connect(const struct adp_registry *r, const struct adp_connect_opts *o,
     free(ledger_before);
 
     if (o->write && n_written)
-        fprintf(out, "Updated %zu harness config%s.\nRestart the affected CLIs to load the "
-                "change. undo: agentstack restore --last --write\n", n_written,
-                n_written == 1 ? "" : "s");
+        fprintf(out,
+                "Updated %zu harness config%s.\nRestart the affected CLIs to load the "
+                "change. undo: agentstack restore --last --write\n",
+                n_written, n_written == 1 ? "" : "s");
     else if (!o->write && n_changed)
         fprintf(out, "%zu harness config%s would change. Re-run with --write to apply.\n",
                 n_changed, n_changed == 1 ? "" : "s");

@@ -25,10 +25,14 @@ struct yctx {
 const char *adp_format_name(enum adp_format f)
 {
     switch (f) {
-    case ADP_FMT_JSON: return "json";
-    case ADP_FMT_JSONC: return "jsonc";
-    case ADP_FMT_TOML: return "toml";
-    default: return "none";
+    case ADP_FMT_JSON:
+        return "json";
+    case ADP_FMT_JSONC:
+        return "jsonc";
+    case ADP_FMT_TOML:
+        return "toml";
+    default:
+        return "none";
     }
 }
 
@@ -45,7 +49,6 @@ static int node_err(struct yctx *c, const yaml_node_t *n, const char *fmt, ...)
     unsigned col = n ? (unsigned)n->start_mark.column + 1 : 0;
     return as_err_at(c->err, c->path, line, col, "%s", msg);
 }
-
 
 static const char *closest(const char *w, const char *const *keys)
 {
@@ -93,8 +96,7 @@ static int check_map(struct yctx *c, const yaml_node_t *n, const char *what,
         if (!ok) {
             const char *dym = closest(ks, allowed);
             if (dym)
-                return node_err(c, k, "unknown key '%s' in %s (did you mean '%s'?)", ks, what,
-                                dym);
+                return node_err(c, k, "unknown key '%s' in %s (did you mean '%s'?)", ks, what, dym);
             return node_err(c, k, "unknown key '%s' in %s", ks, what);
         }
         for (size_t j = 0; j < i; j++) {
@@ -254,9 +256,15 @@ static bool id_ok(const char *s)
 
 static int parse_mcp(struct yctx *c, const yaml_node_t *n, struct adp_desc *d)
 {
-    static const char *const keys[] = {"location",     "fields",        "transport",
-                                       "headers_as_subtable", "command_array", "secret_mode",
-                                       "name_charset", "instructions_channel", NULL};
+    static const char *const keys[] = {"location",
+                                       "fields",
+                                       "transport",
+                                       "headers_as_subtable",
+                                       "command_array",
+                                       "secret_mode",
+                                       "name_charset",
+                                       "instructions_channel",
+                                       NULL};
     static const char *const fkeys[] = {"url", "headers", "command", "args", "cwd", "env", NULL};
     static const char *const tkeys[] = {"key", "http_value", "stdio_value", NULL};
     struct adp_mcp *m = &d->mcp;
@@ -268,8 +276,7 @@ static int parse_mcp(struct yctx *c, const yaml_node_t *n, struct adp_desc *d)
         return node_err(c, n, "mcp.location is required (the key that holds the servers)");
     yaml_node_t *f = get(c, n, "fields");
     if (!is_null(f)) {
-        if (check_map(c, f, "mcp.fields", fkeys) ||
-            get_str(c, f, "url", "mcp.fields", &m->f_url) ||
+        if (check_map(c, f, "mcp.fields", fkeys) || get_str(c, f, "url", "mcp.fields", &m->f_url) ||
             get_str(c, f, "headers", "mcp.fields", &m->f_headers) ||
             get_str(c, f, "command", "mcp.fields", &m->f_command) ||
             get_str(c, f, "args", "mcp.fields", &m->f_args) ||
@@ -296,7 +303,8 @@ static int parse_mcp(struct yctx *c, const yaml_node_t *n, struct adp_desc *d)
     if (!m->secret_mode)
         m->secret_mode = xstrdup("literal");
     if (strcmp(m->secret_mode, "literal") != 0 && strcmp(m->secret_mode, "passthrough") != 0)
-        return node_err(c, get(c, n, "secret_mode"), "mcp.secret_mode must be literal or "
+        return node_err(c, get(c, n, "secret_mode"),
+                        "mcp.secret_mode must be literal or "
                         "passthrough");
     if (m->name_charset && strcmp(m->name_charset, "ascii-word-dash") != 0)
         return node_err(c, get(c, n, "name_charset"),
@@ -317,8 +325,8 @@ static int parse_mcp(struct yctx *c, const yaml_node_t *n, struct adp_desc *d)
 
 static int parse_settings_fields(struct yctx *c, const yaml_node_t *n, struct adp_desc *d)
 {
-    static const char *const keys[] = {"key", "type", "options", "label", "group", "help",
-                                       "default", NULL};
+    static const char *const keys[] = {"key",   "type", "options", "label",
+                                       "group", "help", "default", NULL};
     if (n->type != YAML_SEQUENCE_NODE)
         return node_err(c, n, "settings.fields must be a list");
     yaml_node_item_t *it = n->data.sequence.items.start;
@@ -345,7 +353,8 @@ static int parse_settings_fields(struct yctx *c, const yaml_node_t *n, struct ad
             sf.type = xstrdup("string");
         if (!rc && strcmp(sf.type, "string") && strcmp(sf.type, "enum") &&
             strcmp(sf.type, "bool") && strcmp(sf.type, "number") && strcmp(sf.type, "object"))
-            rc = node_err(c, get(c, e, "type"), "settings.fields[]: type must be string, enum, "
+            rc = node_err(c, get(c, e, "type"),
+                          "settings.fields[]: type must be string, enum, "
                           "bool, number or object");
         vec_push(&d->settings_fields, sf);
         if (rc)
@@ -356,17 +365,16 @@ static int parse_settings_fields(struct yctx *c, const yaml_node_t *n, struct ad
 
 static int parse_root(struct yctx *c, const yaml_node_t *root, struct adp_desc *d)
 {
-    static const char *const keys[] = {"id",       "display",      "detect",  "config",
-                                       "project",  "mcp",          "skills",  "instructions",
-                                       "hooks",    "settings",     "extensions", "headless",
-                                       NULL};
+    static const char *const keys[] = {
+        "id",           "display", "detect",   "config",     "project",  "mcp", "skills",
+        "instructions", "hooks",   "settings", "extensions", "headless", NULL};
     static const char *const detect_k[] = {"bin", "config", NULL};
     static const char *const config_k[] = {"path", "format", NULL};
     static const char *const project_k[] = {"config", "format", NULL};
     static const char *const skills_k[] = {"dir", "project_dir", "strategy", NULL};
     static const char *const instr_k[] = {"global", "project", NULL};
     static const char *const hooks_k[] = {"format", "global", "project", "key", "shape", NULL};
-    static const char *const settings_k[] = {"format", "global", "project", "model_key",
+    static const char *const settings_k[] = {"format",     "global", "project", "model_key",
                                              "effort_key", "fields", NULL};
     static const char *const ext_k[] = {"dir", "project_dir", NULL};
     static const char *const headless_k[] = {"args", "mcp_injection", NULL};
@@ -380,15 +388,14 @@ static int parse_root(struct yctx *c, const yaml_node_t *root, struct adp_desc *
     if (!d->id)
         return node_err(c, root, "the descriptor needs an 'id' (e.g. id: my-cli)");
     if (!id_ok(d->id))
-        return node_err(c, get(c, root, "id"),
-                        "id '%s' must match ^[a-z0-9][a-z0-9._-]{0,63}$", d->id);
+        return node_err(c, get(c, root, "id"), "id '%s' must match ^[a-z0-9][a-z0-9._-]{0,63}$",
+                        d->id);
     if (!d->display || !d->display[0])
         return node_err(c, root, "the descriptor needs a 'display' name (e.g. display: My CLI)");
 
     yaml_node_t *n;
     if (!is_null(n = get(c, root, "detect"))) {
-        if (check_map(c, n, "detect", detect_k) ||
-            get_str(c, n, "bin", "detect", &d->detect_bin) ||
+        if (check_map(c, n, "detect", detect_k) || get_str(c, n, "bin", "detect", &d->detect_bin) ||
             get_str(c, n, "config", "detect", &d->detect_config) ||
             check_path(c, n, "config", "detect", d->detect_config, false))
             return -1;
@@ -428,8 +435,7 @@ static int parse_root(struct yctx *c, const yaml_node_t *root, struct adp_desc *
             return node_err(c, n, "mcp.headers_as_subtable applies to TOML configs only");
     }
     if (!is_null(n = get(c, root, "skills"))) {
-        if (check_map(c, n, "skills", skills_k) ||
-            get_str(c, n, "dir", "skills", &d->skills_dir) ||
+        if (check_map(c, n, "skills", skills_k) || get_str(c, n, "dir", "skills", &d->skills_dir) ||
             get_str(c, n, "project_dir", "skills", &d->skills_project_dir) ||
             get_str(c, n, "strategy", "skills", &d->skills_strategy) ||
             check_path(c, n, "dir", "skills", d->skills_dir, false) ||
@@ -496,16 +502,15 @@ static int parse_root(struct yctx *c, const yaml_node_t *root, struct adp_desc *
             get_strlist(c, n, "args", "headless", &d->headless_args))
             return -1;
         yaml_node_t *inj = get(c, n, "mcp_injection");
-        if (!is_null(inj) && (check_map(c, inj, "headless.mcp_injection", inj_k) ||
-                              get_strlist(c, inj, "args", "headless.mcp_injection",
-                                          &d->mcp_injection_args)))
+        if (!is_null(inj) &&
+            (check_map(c, inj, "headless.mcp_injection", inj_k) ||
+             get_strlist(c, inj, "args", "headless.mcp_injection", &d->mcp_injection_args)))
             return -1;
     }
     return 0;
 }
 
-struct adp_desc *adp_desc_parse(const char *path, const char *text, size_t len,
-                                struct as_err *err)
+struct adp_desc *adp_desc_parse(const char *path, const char *text, size_t len, struct as_err *err)
 {
     if (len > DESC_MAX_BYTES) {
         as_err_set(err, "%s: exceeds the %zu-byte limit", path, DESC_MAX_BYTES);
@@ -572,16 +577,41 @@ void adp_desc_free(struct adp_desc *d)
 {
     if (!d)
         return;
-    char **strs[] = {&d->id, &d->display, &d->source, &d->detect_bin, &d->detect_config,
-                     &d->config_path, &d->project_config, &d->mcp.location, &d->mcp.f_url,
-                     &d->mcp.f_headers, &d->mcp.f_command, &d->mcp.f_args, &d->mcp.f_cwd,
-                     &d->mcp.f_env, &d->mcp.transport_key, &d->mcp.transport_http,
-                     &d->mcp.transport_stdio, &d->mcp.secret_mode, &d->mcp.name_charset,
-                     &d->mcp.instructions_channel, &d->skills_dir, &d->skills_project_dir,
-                     &d->skills_strategy, &d->instr_global, &d->instr_project, &d->hooks_global,
-                     &d->hooks_project, &d->hooks_key, &d->hooks_shape, &d->settings_global,
-                     &d->settings_project, &d->settings_model_key, &d->settings_effort_key,
-                     &d->ext_dir, &d->ext_project_dir};
+    char **strs[] = {&d->id,
+                     &d->display,
+                     &d->source,
+                     &d->detect_bin,
+                     &d->detect_config,
+                     &d->config_path,
+                     &d->project_config,
+                     &d->mcp.location,
+                     &d->mcp.f_url,
+                     &d->mcp.f_headers,
+                     &d->mcp.f_command,
+                     &d->mcp.f_args,
+                     &d->mcp.f_cwd,
+                     &d->mcp.f_env,
+                     &d->mcp.transport_key,
+                     &d->mcp.transport_http,
+                     &d->mcp.transport_stdio,
+                     &d->mcp.secret_mode,
+                     &d->mcp.name_charset,
+                     &d->mcp.instructions_channel,
+                     &d->skills_dir,
+                     &d->skills_project_dir,
+                     &d->skills_strategy,
+                     &d->instr_global,
+                     &d->instr_project,
+                     &d->hooks_global,
+                     &d->hooks_project,
+                     &d->hooks_key,
+                     &d->hooks_shape,
+                     &d->settings_global,
+                     &d->settings_project,
+                     &d->settings_model_key,
+                     &d->settings_effort_key,
+                     &d->ext_dir,
+                     &d->ext_project_dir};
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
         free(*strs[i]);
     for (size_t i = 0; i < d->settings_fields.n; i++) {

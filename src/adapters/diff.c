@@ -160,8 +160,7 @@ void adp_diff(const char *a, size_t alen, const char *b, size_t blen, const adp_
                  reset);
     }
     if (max_lines && shown < *added + *removed)
-        sb_addf(out, "  … %zu more changed lines (-v shows them all)\n",
-                *added + *removed - shown);
+        sb_addf(out, "  … %zu more changed lines (-v shows them all)\n", *added + *removed - shown);
     vec_free(&S);
     vec_free(&A);
     vec_free(&B);

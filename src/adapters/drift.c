@@ -32,7 +32,8 @@ int adp_drift_report(const struct adp_registry *r, const char *manifest_path,
     size_t n_checked = 0;
     const char *key;
     json_t *e;
-    json_object_foreach(json_object_get(ledger, "targets"), key, e) {
+    json_object_foreach(json_object_get(ledger, "targets"), key, e)
+    {
         const char *hash = json_string_value(json_object_get(e, "last_hash"));
         if (!hash)
             continue;

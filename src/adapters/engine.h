@@ -61,14 +61,14 @@ void adp_fnv1a64_hex(const void *data, size_t len, char out[17]);
 
 struct adp_hist_file {
     char *path;
-    bool existed;        /* before != null */
+    bool existed; /* before != null */
     strbuf before;
     char *label;         /* "Claude Code · servers" */
     strvec created_dirs; /* directories this write created, deepest last */
 };
 
 struct adp_hist_entry {
-    char *id;            /* 16 hex */
+    char *id; /* 16 hex */
     int64_t time_unix;
     char *scope;
     char *summary;
@@ -76,7 +76,7 @@ struct adp_hist_entry {
     strvec targets;
     VEC(struct adp_hist_file) files;
     bool undone;
-    char *file;          /* where it is stored */
+    char *file; /* where it is stored */
 };
 
 void adp_hist_entry_free(struct adp_hist_entry *e);
@@ -108,24 +108,24 @@ bool adp_gitignore_has_block(const char *text, size_t len);
 /* ---- skills (use, sessions) ---------------------------------------------- */
 
 struct adp_skills_req {
-    const char *dir;            /* the CLI's skills directory (absolute) */
-    const char *contain_root;   /* project scope: links are placed only inside it */
-    strvec names;               /* the toolset's skills */
-    strvec sources;             /* parallel: absolute source directory ("" = unresolved) */
+    const char *dir;          /* the CLI's skills directory (absolute) */
+    const char *contain_root; /* project scope: links are placed only inside it */
+    strvec names;             /* the toolset's skills */
+    strvec sources;           /* parallel: absolute source directory ("" = unresolved) */
     /* Parallel (may be shorter: missing = ""): why a skill with source "" is
      * not placed. ADP_SKILL_BLOCKED = a standing "block" trust decision (not
      * a failure; a link of ours there is removed); other text is the reason
      * shown instead of "could not be resolved" (a failure). */
     strvec why;
-    const strvec *managed;      /* names the ledger says we placed here */
+    const strvec *managed; /* names the ledger says we placed here */
 };
 #define ADP_SKILL_BLOCKED "blocked"
 struct adp_skills_plan {
-    strvec lines;               /* what will happen, one line each */
-    strvec placed;              /* names that are ours afterwards */
+    strvec lines;  /* what will happen, one line each */
+    strvec placed; /* names that are ours afterwards */
     strvec link_names, link_srcs, unlink_names;
-    strvec link_prev;           /* parallel to link_names: the link it replaces ("" = none) */
-    strvec unlink_prev;         /* parallel to unlink_names: where the link pointed */
+    strvec link_prev;   /* parallel to link_names: the link it replaces ("" = none) */
+    strvec unlink_prev; /* parallel to unlink_names: where the link pointed */
     size_t failed;
 };
 /* Plans the links (read-only): link what is missing, relink our stale
@@ -162,8 +162,8 @@ int adp_trust_gate(const struct bundle_paths *p, const struct manifest_snapshot 
  * item is unresolvable and refuses. */
 struct trust_library;
 int adp_trust_gate_lib(const struct bundle_paths *p, const struct manifest_snapshot *snap,
-                       const struct manifest *m, const struct trust_library *lib,
-                       char **refusal, struct as_err *err);
+                       const struct manifest *m, const struct trust_library *lib, char **refusal,
+                       struct as_err *err);
 
 /* ---- secrets at render (§4) --------------------------------------------- */
 
@@ -186,18 +186,18 @@ struct adp_apply_opts;
 /* What every rendering command loads before planning. */
 struct adp_render_env {
     struct adp_resolver *resolver;
-    struct lockfile *lock;     /* the project's lock, or NULL */
-    struct manifest *machine;  /* the machine manifest when its instructions were inherited */
-    strbuf home;               /* $AGENTSTACK_HOME ("" when it cannot be located) */
+    struct lockfile *lock;    /* the project's lock, or NULL */
+    struct manifest *machine; /* the machine manifest when its instructions were inherited */
+    strbuf home;              /* $AGENTSTACK_HOME ("" when it cannot be located) */
 };
 /* p/snap: the project (NULL or !p->found for the machine manifest).
  * global_scope: a project rendering into the user's files inherits the
  * machine layer's [instructions] (m is changed). -1 + err when the machine
  * file is broken (fail closed) or policy does not compile; then e holds
  * nothing (no release needed, a release is harmless). */
-int adp_render_env_init(struct adp_render_env *e, struct manifest *m,
-                        const struct bundle_paths *p, const struct manifest_snapshot *snap,
-                        bool global_scope, struct as_err *err);
+int adp_render_env_init(struct adp_render_env *e, struct manifest *m, const struct bundle_paths *p,
+                        const struct manifest_snapshot *snap, bool global_scope,
+                        struct as_err *err);
 /* Sets o's resolve, resolve_ctx, lock and home. */
 void adp_render_env_apply(const struct adp_render_env *e, struct adp_apply_opts *o);
 void adp_render_env_release(struct adp_render_env *e);
@@ -206,11 +206,11 @@ void adp_render_env_release(struct adp_render_env *e);
 
 struct adp_apply_opts {
     const struct manifest *m;
-    const char *manifest_path;     /* ledger source_manifest */
+    const char *manifest_path; /* ledger source_manifest */
     bool project_scope;
-    const char *project_root;      /* project scope: where project files go */
-    const strvec *targets;         /* --target ids (may be empty) */
-    const char *toolset;           /* --toolset, or NULL for every server */
+    const char *project_root; /* project scope: where project files go */
+    const strvec *targets;    /* --target ids (may be empty) */
+    const char *toolset;      /* --toolset, or NULL for every server */
     bool write;
     bool allow_unresolved;
     bool prune_foreign;
@@ -220,9 +220,9 @@ struct adp_apply_opts {
     /* NULL: deliver. Otherwise the refusal text, e.g. "project at /p is not
      * trusted — review it, then: agentstack trust ." */
     const char *trust_refusal;
-    adp_resolve_fn resolve;        /* NULL: the process environment */
+    adp_resolve_fn resolve; /* NULL: the process environment */
     void *resolve_ctx;
-    const char *operation;         /* history label: "apply", "use 'x'", … */
+    const char *operation; /* history label: "apply", "use 'x'", … */
     /* The project's lock (NULL: none): under --write, an instruction
      * fragment that drifted from its pin refuses to compile (§5). */
     const struct lockfile *lock;
@@ -237,14 +237,14 @@ struct adp_apply_opts {
      * bytes that match its agentstack.lock row. */
     pin_library_fn library;
     void *library_ctx;
-    bool use;                      /* `use`: also place the toolset's skills */
-    bool diff;                     /* `diff`: report managed / foreign / hand-edited, write
-                                    * nothing, exit 0 */
-    bool instructions;             /* `instructions`: compile the instruction files
-                                    * alone — no servers, settings or hooks (§5) */
-    bool json;                     /* with diff: the report as one JSON document
-                                    * (schema_version 1, see src/cli/cmd_diff.c) */
-    bool caller_holds_lock;        /* sessions: the writer lock is already held */
+    bool use;               /* `use`: also place the toolset's skills */
+    bool diff;              /* `diff`: report managed / foreign / hand-edited, write
+                             * nothing, exit 0 */
+    bool instructions;      /* `instructions`: compile the instruction files
+                             * alone — no servers, settings or hooks (§5) */
+    bool json;              /* with diff: the report as one JSON document
+                             * (schema_version 1, see src/cli/cmd_diff.c) */
+    bool caller_holds_lock; /* sessions: the writer lock is already held */
     /* Outputs (may be NULL): the history entry recorded, and every skill link
      * change written ({"dir","name","src","prev"}; src "" = unlinked). */
     char **history_id;
@@ -292,12 +292,12 @@ int adp_run_recover(FILE *out, size_t *recovered, struct as_err *err);
 /* ---- connect: the live gateway in every CLI (§7, errata 24) -------------- */
 
 struct adp_connect_opts {
-    const strvec *ids;             /* CLIs named; empty (or all): every detected CLI */
+    const strvec *ids; /* CLIs named; empty (or all): every detected CLI */
     bool all;
-    bool transparent;              /* register `mcp --auto-project --transparent` */
-    const char *command;           /* --command PATH (absolute), or NULL: this binary */
+    bool transparent;    /* register `mcp --auto-project --transparent` */
+    const char *command; /* --command PATH (absolute), or NULL: this binary */
     bool write;
-    bool disconnect;               /* remove our entry instead */
+    bool disconnect; /* remove our entry instead */
     bool color;
     FILE *out;
 };
@@ -306,8 +306,7 @@ struct adp_connect_opts {
  * lock, with backup, history ("gateway connect") and ledger ("gateway").
  * Idempotent. Returns 0, 1 (a target failed; others still written), or 2
  * (unknown CLI id, bad --command). */
-int adp_connect(const struct adp_registry *r, const struct adp_connect_opts *o,
-                struct as_err *err);
+int adp_connect(const struct adp_registry *r, const struct adp_connect_opts *o, struct as_err *err);
 /* The path connect registers: a $PATH entry resolving to this binary when
  * there is one, else the binary's real path. */
 int adp_self_path(strbuf *out, struct as_err *err);
@@ -315,14 +314,14 @@ int adp_self_path(strbuf *out, struct as_err *err);
 /* ---- drift (§3h): for doctor and diff ------------------------------------ */
 
 struct adp_drift {
-    char *adapter;   /* "claude-code" */
-    char *display;   /* "Claude Code" */
-    char *path;      /* the file */
-    char *key;       /* its ledger key */
-    bool missing;    /* the file is gone */
-    char *line;      /* "<CLI> no longer matches what agentstack last wrote (<path>) ↳ review:
-                      * agentstack diff · adopt the on-disk version: agentstack adopt · or
-                      * re-render: agentstack apply --write" */
+    char *adapter; /* "claude-code" */
+    char *display; /* "Claude Code" */
+    char *path;    /* the file */
+    char *key;     /* its ledger key */
+    bool missing;  /* the file is gone */
+    char *line;    /* "<CLI> no longer matches what agentstack last wrote (<path>) ↳ review:
+                    * agentstack diff · adopt the on-disk version: agentstack adopt · or
+                    * re-render: agentstack apply --write" */
 };
 typedef VEC(struct adp_drift) adp_drift_list;
 /* Every ledger entry with a last_hash whose file now hashes differently (or
@@ -338,7 +337,7 @@ void adp_drift_list_free(adp_drift_list *l);
 /* ---- restore ------------------------------------------------------------- */
 
 struct adp_restore_opts {
-    const char *what;              /* id prefix, adapter id, or NULL */
+    const char *what; /* id prefix, adapter id, or NULL */
     bool last;
     bool list;
     bool write;
@@ -346,8 +345,7 @@ struct adp_restore_opts {
     bool color;
     FILE *out;
 };
-int adp_restore(const struct adp_registry *r, const struct adp_restore_opts *o,
-                struct as_err *err);
+int adp_restore(const struct adp_registry *r, const struct adp_restore_opts *o, struct as_err *err);
 
 /* undo: the same history as a numbered timeline (1 = oldest). to == 0
  * lists it; to = N reverts every write from #N on (newest first, each file

@@ -12,8 +12,8 @@
 #include "trust/trust.h"
 
 int adp_trust_gate_lib(const struct bundle_paths *p, const struct manifest_snapshot *snap,
-                       const struct manifest *m, const struct trust_library *lib,
-                       char **refusal, struct as_err *err)
+                       const struct manifest *m, const struct trust_library *lib, char **refusal,
+                       struct as_err *err)
 {
     *refusal = NULL;
     struct trust_status st;
@@ -22,18 +22,19 @@ int adp_trust_gate_lib(const struct bundle_paths *p, const struct manifest_snaps
     const char *root = p->project_root;
     if (st.state == TRUST_UNTRUSTED) {
         *refusal = xasprintf("project at %s is not trusted — review it, then: agentstack "
-                             "trust .", root);
+                             "trust .",
+                             root);
     } else if (st.state == TRUST_CHANGED) {
         *refusal = xasprintf("project at %s changed since it was trusted — review the "
-                             "changes, then: agentstack trust .", root);
+                             "changes, then: agentstack trust .",
+                             root);
     } else {
         strbuf home = SB_INIT;
         struct as_err herr = AS_ERR_INIT;
         int hrc = home_dir(&home, &herr);
         struct trust_pins pins;
-        int rc = trust_verify_pins_lib(m, p->lock, snap->lock.buf, snap->lock.len,
-                                       snap->has_lock, hrc == 0 ? home.buf : NULL, lib, &pins,
-                                       err);
+        int rc = trust_verify_pins_lib(m, p->lock, snap->lock.buf, snap->lock.len, snap->has_lock,
+                                       hrc == 0 ? home.buf : NULL, lib, &pins, err);
         sb_release(&home);
         if (rc != 0) {
             trust_status_release(&st);
@@ -48,7 +49,8 @@ int adp_trust_gate_lib(const struct bundle_paths *p, const struct manifest_snaps
                 }
             *refusal = xasprintf("project at %s: pinned content drifted from agentstack.lock "
                                  "(%s) — re-pin with agentstack lock --write, then: agentstack "
-                                 "trust .", root, what);
+                                 "trust .",
+                                 root, what);
         }
         trust_pins_free(&pins);
     }

@@ -71,7 +71,6 @@ bool adp_i_json_is_bridge(const char *name, const json_t *body, const struct adp
 /* True when `connect` registered the gateway in this CLI's user config. */
 bool adp_i_bridge_registered(const struct adp_desc *d);
 
-
 /* ---- lanes: instructions, settings, hooks (spec 04 §1c, §3b–d, §5) ------- */
 
 struct adp_apply_opts;
@@ -82,25 +81,25 @@ enum adp_lane_kind { ADP_LANE_NOTE, ADP_LANE_INSTRUCTIONS, ADP_LANE_SETTINGS, AD
  * AGENTS.md): it is compiled once from the union of their fragments. */
 struct adp_lane {
     enum adp_lane_kind kind;
-    char *path;                 /* resolved file (NULL for a note) */
-    enum adp_format fmt;        /* settings/hooks: the file's format */
+    char *path;          /* resolved file (NULL for a note) */
+    enum adp_format fmt; /* settings/hooks: the file's format */
     const struct adp_desc *first;
     VEC(const struct adp_desc *) owners;
     /* instructions */
-    char *content;              /* the compiled region; "" removes it */
-    strvec frag_names;          /* union, first-seen order */
-    VEC(long) frag_pick;        /* parallel: variant index, -1 = base body */
+    char *content;       /* the compiled region; "" removes it */
+    strvec frag_names;   /* union, first-seen order */
+    VEC(long) frag_pick; /* parallel: variant index, -1 = base body */
     /* settings / hooks */
-    char *key;                  /* hooks: the owned root key */
-    json_t *jset;               /* JSON: root key → value */
-    toml_value *tset;           /* TOML: root key → value */
-    strvec removes;             /* owned root keys to cut */
-    strvec names;               /* recorded in the ledger (setting keys, hook names) */
+    char *key;        /* hooks: the owned root key */
+    json_t *jset;     /* JSON: root key → value */
+    toml_value *tset; /* TOML: root key → value */
+    strvec removes;   /* owned root keys to cut */
+    strvec names;     /* recorded in the ledger (setting keys, hook names) */
     /* state */
-    strvec lines;               /* ✗ / ⚠ / ↳ lines printed under the lane */
-    char *note;                 /* ADP_LANE_NOTE text */
-    bool blocked;               /* unresolved secret, missing source, drifted pin */
-    bool trust_blocked;         /* untrusted: only removals are written */
+    strvec lines;       /* ✗ / ⚠ / ↳ lines printed under the lane */
+    char *note;         /* ADP_LANE_NOTE text */
+    bool blocked;       /* unresolved secret, missing source, drifted pin */
+    bool trust_blocked; /* untrusted: only removals are written */
     adp_secrets secrets;
 };
 typedef VEC(struct adp_lane *) adp_lane_list;
@@ -144,9 +143,8 @@ struct adp_i_libset {
 };
 /* The server ref names (loaded by adp_i_library_server on first use; the
  * pointer lives until adp_i_libset_free), or NULL + err. */
-const struct mf_server *adp_i_libset_get(struct adp_i_libset *set,
-                                         const struct adp_apply_opts *o, const char *ref,
-                                         bool check_pin, struct as_err *err);
+const struct mf_server *adp_i_libset_get(struct adp_i_libset *set, const struct adp_apply_opts *o,
+                                         const char *ref, bool check_pin, struct as_err *err);
 /* The reference s was loaded for, or NULL when s is not from the library. */
 const char *adp_i_libset_ref(const struct adp_i_libset *set, const struct mf_server *s);
 void adp_i_libset_free(struct adp_i_libset *set);
@@ -164,7 +162,7 @@ bool adp_i_check_library_pins(const struct adp_apply_opts *o);
  * approved copy is gone, "" otherwise. A library skill whose bytes do not
  * match o->lock on a delivering run, or a name given twice, is not placed
  * and says why in notes. */
-int adp_i_toolset_skills(const struct adp_apply_opts *o, strvec *names, strvec *srcs,
-                         strvec *why, strvec *notes, struct as_err *err);
+int adp_i_toolset_skills(const struct adp_apply_opts *o, strvec *names, strvec *srcs, strvec *why,
+                         strvec *notes, struct as_err *err);
 
 #endif

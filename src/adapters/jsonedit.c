@@ -19,10 +19,10 @@
 #define NONE SIZE_MAX
 
 struct jmember {
-    size_t key_off;  /* the opening quote */
+    size_t key_off; /* the opening quote */
     size_t val_off, val_end;
-    size_t comma;    /* the ',' after the value, or NONE */
-    char *key;       /* decoded */
+    size_t comma; /* the ',' after the value, or NONE */
+    char *key;    /* decoded */
     size_t key_len;
 };
 typedef VEC(struct jmember) jmembers;
@@ -57,7 +57,7 @@ static int fail(struct scan *sc, size_t at, const char *what)
     as_err_at(sc->err, sc->path, line, col, "existing config is not valid JSON%s: %s",
               sc->jsonc ? " (with comments)" : "", what);
     as_err_hint(sc->err, "fix the file by hand (or move it aside), then re-run — it was not "
-                "changed");
+                         "changed");
     return -1;
 }
 
@@ -348,12 +348,18 @@ static int scan_value(struct scan *sc, int depth, jmembers *collect)
         return fail(sc, sc->i, "unexpected end of file");
     char c = sc->s[sc->i];
     switch (c) {
-    case '{': return scan_object(sc, depth, collect);
-    case '[': return scan_array(sc, depth);
-    case '"': return scan_string(sc, NULL);
-    case 't': return scan_lit(sc, "true");
-    case 'f': return scan_lit(sc, "false");
-    case 'n': return scan_lit(sc, "null");
+    case '{':
+        return scan_object(sc, depth, collect);
+    case '[':
+        return scan_array(sc, depth);
+    case '"':
+        return scan_string(sc, NULL);
+    case 't':
+        return scan_lit(sc, "true");
+    case 'f':
+        return scan_lit(sc, "false");
+    case 'n':
+        return scan_lit(sc, "null");
     default:
         if (c == '-' || (c >= '0' && c <= '9'))
             return scan_number(sc);
@@ -402,13 +408,27 @@ static void emit_string(const char *s, size_t n, strbuf *out)
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         switch (c) {
-        case '"': sb_adds(out, "\\\""); break;
-        case '\\': sb_adds(out, "\\\\"); break;
-        case '\b': sb_adds(out, "\\b"); break;
-        case '\f': sb_adds(out, "\\f"); break;
-        case '\n': sb_adds(out, "\\n"); break;
-        case '\r': sb_adds(out, "\\r"); break;
-        case '\t': sb_adds(out, "\\t"); break;
+        case '"':
+            sb_adds(out, "\\\"");
+            break;
+        case '\\':
+            sb_adds(out, "\\\\");
+            break;
+        case '\b':
+            sb_adds(out, "\\b");
+            break;
+        case '\f':
+            sb_adds(out, "\\f");
+            break;
+        case '\n':
+            sb_adds(out, "\\n");
+            break;
+        case '\r':
+            sb_adds(out, "\\r");
+            break;
+        case '\t':
+            sb_adds(out, "\\t");
+            break;
         default:
             if (c < 0x20 || c == 0x7f)
                 sb_addf(out, "\\u%04x", c);
@@ -432,8 +452,7 @@ static void emit_real(double d, strbuf *out)
         sb_adds(out, ".0");
 }
 
-static void emit_rec(const json_t *v, strbuf *base, const char *unit, const char *nl,
-                     strbuf *out)
+static void emit_rec(const json_t *v, strbuf *base, const char *unit, const char *nl, strbuf *out)
 {
     switch (json_typeof(v)) {
     case JSON_OBJECT: {
@@ -448,7 +467,8 @@ static void emit_rec(const json_t *v, strbuf *base, const char *unit, const char
         size_t k = 0, n = json_object_size(v);
         const char *key;
         json_t *val;
-        json_object_foreach((json_t *)v, key, val) {
+        json_object_foreach((json_t *)v, key, val)
+        {
             sb_add(out, base->buf, base->len);
             emit_string(key, strlen(key), out);
             sb_adds(out, ": ");
@@ -493,14 +513,19 @@ static void emit_rec(const json_t *v, strbuf *base, const char *unit, const char
     case JSON_REAL:
         emit_real(json_real_value(v), out);
         return;
-    case JSON_TRUE: sb_adds(out, "true"); return;
-    case JSON_FALSE: sb_adds(out, "false"); return;
-    case JSON_NULL: sb_adds(out, "null"); return;
+    case JSON_TRUE:
+        sb_adds(out, "true");
+        return;
+    case JSON_FALSE:
+        sb_adds(out, "false");
+        return;
+    case JSON_NULL:
+        sb_adds(out, "null");
+        return;
     }
 }
 
-void adp_json_emit(const json_t *v, const char *base, const char *unit, const char *nl,
-                   strbuf *out)
+void adp_json_emit(const json_t *v, const char *base, const char *unit, const char *nl, strbuf *out)
 {
     strbuf b = SB_INIT;
     sb_adds(&b, base);
@@ -588,7 +613,8 @@ static long find_member(const jmembers *m, const char *key, struct scan *sc, boo
                 snprintf(where, sizeof where, "%u:%u", sc->err->line, sc->err->col);
                 as_err_at(sc->err, sc->path, sc->err->line, sc->err->col,
                           "key \"%s\" appears twice — not written (which one the CLI uses is "
-                          "ambiguous)", key);
+                          "ambiguous)",
+                          key);
                 as_err_hint(sc->err, "remove one of the two \"%s\" entries by hand", key);
                 return -1;
             }
@@ -744,8 +770,7 @@ struct ectx {
     bool jsonc;
 };
 
-static char *render_member(const struct ectx *c, const char *ind, const char *name,
-                           const json_t *v)
+static char *render_member(const struct ectx *c, const char *ind, const char *name, const json_t *v)
 {
     strbuf b = SB_INIT;
     sb_adds(&b, c->nl);
@@ -820,7 +845,7 @@ static int edit_members(const struct ectx *c, size_t open, size_t close, const j
     names_sorted(ups, nu);
     names_sorted(rms, nr);
     names_sorted(mk, k);
-    long *up = xcalloc(k ? k : 1, sizeof *up);    /* member → its upsert (the first), or -1 */
+    long *up = xcalloc(k ? k : 1, sizeof *up);     /* member → its upsert (the first), or -1 */
     bool *gone = xcalloc(k ? k : 1, sizeof *gone); /* member named by a remove */
     bool *taken = xcalloc(nu ? nu : 1, sizeof *taken); /* upsert with a member */
     for (size_t i = 0; i < k; i++) {
@@ -837,8 +862,8 @@ static int edit_members(const struct ectx *c, size_t open, size_t close, const j
     for (size_t g = 0; g + 1 < k; g++) {
         size_t a = mk[g].i, b = mk[g + 1].i;
         bool same = mk[g].len == mk[g + 1].len && memcmp(mk[g].s, mk[g + 1].s, mk[g].len) == 0;
-        bool group_start = g == 0 || mk[g - 1].len != mk[g].len ||
-                           memcmp(mk[g - 1].s, mk[g].s, mk[g].len) != 0;
+        bool group_start =
+            g == 0 || mk[g - 1].len != mk[g].len || memcmp(mk[g - 1].s, mk[g].s, mk[g].len) != 0;
         if (same && group_start && (up[a] >= 0 || gone[a]) && a < dup_first) {
             dup_first = a;
             dup_second = b;
@@ -850,7 +875,8 @@ static int edit_members(const struct ectx *c, size_t open, size_t close, const j
         fail(sc, m->v[dup_second].key_off, "");
         as_err_at(sc->err, sc->path, sc->err->line, sc->err->col,
                   "key \"%s\" appears twice — not written (which one the CLI uses is "
-                  "ambiguous)", d->key);
+                  "ambiguous)",
+                  d->key);
         as_err_hint(sc->err, "remove one of the two \"%s\" entries by hand", d->key);
         free(up);
         free(taken);
@@ -928,8 +954,8 @@ static int edit_members(const struct ectx *c, size_t open, size_t close, const j
          * equal bytes need no decode (parsing every entry of a large file
          * was most of an in-sync apply). Otherwise compare as values, so a
          * hand reformat that means the same is left alone. */
-        bool same = b.len == mm->val_end - mm->val_off &&
-                    memcmp(b.buf, s + mm->val_off, b.len) == 0;
+        bool same =
+            b.len == mm->val_end - mm->val_off && memcmp(b.buf, s + mm->val_off, b.len) == 0;
         if (!same) {
             json_t *have = decode_span(s, mm->val_off, mm->val_end, c->jsonc);
             same = have && json_equal(have, (json_t *)want);
@@ -1027,8 +1053,7 @@ int adp_json_merge(const char *path, const char *text, size_t len, const struct 
                    strbuf *out, struct as_err *err)
 {
     if (len > ADP_INPUT_MAX)
-        return as_err_set(err, "%s: exceeds the %zu-byte limit — not written", path,
-                          ADP_INPUT_MAX);
+        return as_err_set(err, "%s: exceeds the %zu-byte limit — not written", path, ADP_INPUT_MAX);
     struct scan sc = {text, len, 0, ed->jsonc, false, path, err};
     jmembers root = VEC_INIT;
     bool blank = false;
@@ -1067,8 +1092,8 @@ int adp_json_merge(const char *path, const char *text, size_t len, const struct 
                 for (size_t u = 0; u < ed->n_upserts; u++)
                     json_object_set(sec, ed->upserts[u].name, (json_t *)ed->upserts[u].value);
                 char *ind = NULL;
-                if (root.n && blank_between(text, line_start(text, root.v[0].key_off),
-                                            root.v[0].key_off))
+                if (root.n &&
+                    blank_between(text, line_start(text, root.v[0].key_off), root.v[0].key_off))
                     ind = line_indent(text, root.v[0].key_off);
                 else
                     ind = xstrdup(unit);
@@ -1090,8 +1115,7 @@ int adp_json_merge(const char *path, const char *text, size_t len, const struct 
                 struct scan s2 = {text, len, lm->val_off, ed->jsonc, false, path, err};
                 rc = scan_object(&s2, 1, &sec);
                 if (rc == 0)
-                    rc = edit_members(&c, lm->val_off, lm->val_end - 1, &sec, ed, false, &e,
-                                      &s2);
+                    rc = edit_members(&c, lm->val_off, lm->val_end - 1, &sec, ed, false, &e, &s2);
                 members_free(&sec);
             } else if (ed->n_upserts) {
                 /* Not an object: it counts as empty and is replaced. */

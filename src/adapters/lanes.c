@@ -21,10 +21,14 @@
 const char *adp_lane_name(enum adp_lane_kind k)
 {
     switch (k) {
-    case ADP_LANE_INSTRUCTIONS: return "instructions";
-    case ADP_LANE_SETTINGS: return "settings";
-    case ADP_LANE_HOOKS: return "hooks";
-    case ADP_LANE_NOTE: break;
+    case ADP_LANE_INSTRUCTIONS:
+        return "instructions";
+    case ADP_LANE_SETTINGS:
+        return "settings";
+    case ADP_LANE_HOOKS:
+        return "hooks";
+    case ADP_LANE_NOTE:
+        break;
     }
     return "note";
 }
@@ -101,10 +105,10 @@ static const char *model_for(const struct adp_apply_opts *o, const struct adp_de
     if (ts && ts->model)
         return ts->model;
     const struct mf_settings *st = manifest_settings(m, d->id);
-    const toml_value *v = st && st->table
-                              ? toml_get(st->table, d->settings_model_key ? d->settings_model_key
-                                                                          : "model")
-                              : NULL;
+    const toml_value *v =
+        st && st->table
+            ? toml_get(st->table, d->settings_model_key ? d->settings_model_key : "model")
+            : NULL;
     return v && v->type == TOML_STRING ? v->u.str.s : NULL;
 }
 
@@ -135,8 +139,10 @@ static void plan_instructions(const struct adp_apply_opts *o, json_t *ledger,
     const char *rel = o->project_scope ? d->instr_project : d->instr_global;
     if (!rel) {
         if (nfr)
-            note(list, d, xasprintf("(instructions not supported by this CLI — %zu fragment%s "
-                                    "not compiled)", nfr, nfr == 1 ? "" : "s"));
+            note(list, d,
+                 xasprintf("(instructions not supported by this CLI — %zu fragment%s "
+                           "not compiled)",
+                           nfr, nfr == 1 ? "" : "s"));
         return;
     }
     strbuf path = SB_INIT;
@@ -148,8 +154,8 @@ static void plan_instructions(const struct adp_apply_opts *o, json_t *ledger,
         return;
     }
     char *key = adp_ledger_key(d->id, scope_root(o));
-    const char *had = json_string_value(
-        json_object_get(adp_ledger_entry(ledger, key, false), "instructions"));
+    const char *had =
+        json_string_value(json_object_get(adp_ledger_entry(ledger, key, false), "instructions"));
     bool owned = had && strcmp(had, path.buf) == 0;
     free(key);
     if (!nfr && !owned) {
@@ -177,8 +183,10 @@ static void plan_instructions(const struct adp_apply_opts *o, json_t *ledger,
             /* One file, several CLIs, different variants: none of them is
              * right for all readers, the base body is. */
             if (l->frag_pick.v[k] >= 0)
-                strvec_pushf(&l->lines, "⚠ instruction '%s': the CLIs sharing this file pick "
-                             "different variants — using the base body", in->name);
+                strvec_pushf(&l->lines,
+                             "⚠ instruction '%s': the CLIs sharing this file pick "
+                             "different variants — using the base body",
+                             in->name);
             l->frag_pick.v[k] = -1;
         }
     }
@@ -245,8 +253,7 @@ static const struct pin_item *decided_item(const pin_items *decided,
             continue;
         if (pick < 0 && it->kind == PIN_INSTRUCTION)
             return it;
-        if (pick >= 0 && it->kind == PIN_VARIANT && it->sub &&
-            strtol(it->sub, NULL, 10) == pick)
+        if (pick >= 0 && it->kind == PIN_VARIANT && it->sub && strtol(it->sub, NULL, 10) == pick)
             return it;
     }
     return NULL;
@@ -295,12 +302,16 @@ static void compile_instructions(const struct adp_apply_opts *o, struct adp_lane
             /* Never delivered: blocked at review, or kept while the approved
              * bytes are gone from the content store (never the live ones). */
             if (dec->decision == PIN_DECISION_BLOCK)
-                strvec_pushf(&l->lines, "· instruction fragment '%s' left out — blocked by "
-                             "your trust decision", in->name);
+                strvec_pushf(&l->lines,
+                             "· instruction fragment '%s' left out — blocked by "
+                             "your trust decision",
+                             in->name);
             else
-                strvec_pushf(&l->lines, "⚠ instruction fragment '%s' left out — kept at its "
+                strvec_pushf(&l->lines,
+                             "⚠ instruction fragment '%s' left out — kept at its "
                              "approved version, which is no longer in the content store ↳ "
-                             "review it again: agentstack trust .", in->name);
+                             "review it again: agentstack trust .",
+                             in->name);
             continue;
         }
         const char *anchor = in->anchor_dir ? in->anchor_dir : m->manifest_dir;
@@ -342,7 +353,8 @@ static void compile_instructions(const struct adp_apply_opts *o, struct adp_lane
             char have[SHA256_HEX_LEN + 1];
             struct as_err de = AS_ERR_INIT;
             if (want && digest_file(file.buf, have, &de) == 0 && strcmp(want, have) != 0) {
-                strvec_pushf(&l->lines, "✗ refusing to compile instructions for %s: fragment "
+                strvec_pushf(&l->lines,
+                             "✗ refusing to compile instructions for %s: fragment "
                              "'%s' drifted from agentstack.lock (locked %.12s, current %.12s) ↳ "
                              "review it, then: agentstack lock --write && agentstack trust",
                              l->first->id, in->name, want, have);
@@ -381,8 +393,7 @@ static int collect_decided(const struct adp_apply_opts *o, const adp_lane_list *
     const struct manifest *m = o->m;
     bool any_fragment = false;
     for (size_t i = 0; i < lanes->n; i++)
-        any_fragment |= lanes->v[i]->kind == ADP_LANE_INSTRUCTIONS &&
-                        lanes->v[i]->frag_names.n > 0;
+        any_fragment |= lanes->v[i]->kind == ADP_LANE_INSTRUCTIONS && lanes->v[i]->frag_names.n > 0;
     if (!any_fragment || m->kind != MANIFEST_PROJECT || !o->home || !m->project_root)
         return 0;
     pin_decisions d = VEC_INIT;
@@ -420,8 +431,8 @@ static void lane_set(struct adp_lane *l, const char *key, struct adp_rendered *r
     }
 }
 
-static void plan_settings(const struct adp_apply_opts *o, json_t *ledger,
-                          const struct adp_desc *d, adp_lane_list *list)
+static void plan_settings(const struct adp_apply_opts *o, json_t *ledger, const struct adp_desc *d,
+                          adp_lane_list *list)
 {
     const struct mf_settings *st = manifest_settings(o->m, d->id);
     size_t declared = st && st->table ? toml_len(st->table) : 0;
@@ -430,8 +441,10 @@ static void plan_settings(const struct adp_apply_opts *o, json_t *ledger,
     const char *rel = proj ? d->settings_project : d->settings_global;
     if (!rel) {
         if (declared)
-            note(list, d, xasprintf("(settings not supported by this CLI — %zu key%s not "
-                                    "written)", declared, declared == 1 ? "" : "s"));
+            note(list, d,
+                 xasprintf("(settings not supported by this CLI — %zu key%s not "
+                           "written)",
+                           declared, declared == 1 ? "" : "s"));
         return;
     }
     strvec managed = STRVEC_INIT, removes = STRVEC_INIT;
@@ -467,8 +480,10 @@ static void plan_settings(const struct adp_apply_opts *o, json_t *ledger,
             lane_set(l, kv->key, &r);
             strvec_push(&l->names, kv->key);
         } else if (s == ADP_RENDER_UNRESOLVED && o->allow_unresolved) {
-            strvec_pushf(&l->lines, "↳ leaving out setting '%s' — unresolved secret %s "
-                         "(--allow-unresolved)", kv->key, r.missing.v[0]);
+            strvec_pushf(&l->lines,
+                         "↳ leaving out setting '%s' — unresolved secret %s "
+                         "(--allow-unresolved)",
+                         kv->key, r.missing.v[0]);
             if (strvec_find(&managed, kv->key) >= 0)
                 strvec_push(&l->names, kv->key); /* still ours, still in the file */
         } else if (s == ADP_RENDER_UNRESOLVED) {
@@ -484,7 +499,7 @@ static void plan_settings(const struct adp_apply_opts *o, json_t *ledger,
     }
     if (l->blocked)
         strvec_push(&l->lines, "✗ not written — unresolved secrets; set them or pass "
-                    "--allow-unresolved");
+                               "--allow-unresolved");
     if (o->trust_refusal && (l->jset || l->tset) && !l->blocked) {
         l->trust_blocked = true;
         strvec_pushf(&l->lines, "✗ refusing to render settings: %s", o->trust_refusal);
@@ -532,8 +547,10 @@ static void plan_hooks(const struct adp_apply_opts *o, json_t *ledger, const str
     const char *rel = o->project_scope ? d->hooks_project : d->hooks_global;
     if (!rel) {
         if (n)
-            note(list, d, xasprintf("(hooks not supported by this CLI — %zu hook%s not "
-                                    "written)", n, n == 1 ? "" : "s"));
+            note(list, d,
+                 xasprintf("(hooks not supported by this CLI — %zu hook%s not "
+                           "written)",
+                           n, n == 1 ? "" : "s"));
         return;
     }
     strvec managed = STRVEC_INIT;
@@ -584,8 +601,10 @@ static void plan_hooks(const struct adp_apply_opts *o, json_t *ledger, const str
             r.json = NULL;
             strvec_push(&l->names, h->name);
         } else if (s == ADP_RENDER_UNRESOLVED && o->allow_unresolved) {
-            strvec_pushf(&l->lines, "↳ leaving out hook '%s' — unresolved secret %s "
-                         "(--allow-unresolved)", h->name, r.missing.v[0]);
+            strvec_pushf(&l->lines,
+                         "↳ leaving out hook '%s' — unresolved secret %s "
+                         "(--allow-unresolved)",
+                         h->name, r.missing.v[0]);
         } else if (s == ADP_RENDER_UNRESOLVED) {
             unresolved_lines(l, &r.missing, who);
             l->blocked = true;
@@ -600,7 +619,7 @@ static void plan_hooks(const struct adp_apply_opts *o, json_t *ledger, const str
     }
     if (l->blocked)
         strvec_push(&l->lines, "✗ not written — unresolved secrets; set them or pass "
-                    "--allow-unresolved");
+                               "--allow-unresolved");
     if (l->names.n && l->fmt == ADP_FMT_TOML) {
         l->tset = toml_new(TOML_TABLE);
         toml_table_set(l->tset, l->key, tev);
@@ -648,8 +667,10 @@ void adp_lanes_plan(const struct adp_apply_opts *o, json_t *ledger,
             /* Fail closed: a kept or blocked fragment must never be served
              * from its live bytes because its decision could not be read. */
             char buf[1024];
-            strvec_pushf(&l->lines, "✗ instructions not written — the standing trust "
-                         "decisions cannot be applied: %s", as_err_str(&err, buf, sizeof buf));
+            strvec_pushf(&l->lines,
+                         "✗ instructions not written — the standing trust "
+                         "decisions cannot be applied: %s",
+                         as_err_str(&err, buf, sizeof buf));
             l->blocked = true;
         }
     }
@@ -663,7 +684,8 @@ static bool is_guard_entry(const json_t *entry)
     json_t *hooks = json_object_get(entry, "hooks");
     size_t i;
     json_t *h;
-    json_array_foreach(hooks, i, h) {
+    json_array_foreach(hooks, i, h)
+    {
         const char *c = json_string_value(json_object_get(h, "command"));
         if (c && strstr(c, GUARD_MARK))
             return true;
@@ -678,10 +700,12 @@ static json_t *hooks_value(const json_t *cur, const json_t *ours)
     json_t *out = json_object();
     const char *ev;
     json_t *arr;
-    json_object_foreach((json_t *)cur, ev, arr) {
+    json_object_foreach((json_t *)cur, ev, arr)
+    {
         size_t i;
         json_t *e;
-        json_array_foreach(arr, i, e) {
+        json_array_foreach(arr, i, e)
+        {
             if (!is_guard_entry(e))
                 continue;
             json_t *a = json_object_get(out, ev);
@@ -692,7 +716,8 @@ static json_t *hooks_value(const json_t *cur, const json_t *ours)
             json_array_append(a, e);
         }
     }
-    json_object_foreach((json_t *)ours, ev, arr) {
+    json_object_foreach((json_t *)ours, ev, arr)
+    {
         json_t *a = json_object_get(out, ev);
         if (!a) {
             a = json_array();
@@ -707,17 +732,15 @@ static json_t *hooks_value(const json_t *cur, const json_t *ours)
     return out;
 }
 
-static int json_root_edit(const struct adp_lane *l, const char *path, const char *text,
-                          size_t len, const json_t *set, const strvec *removes, strbuf *out,
-                          struct as_err *err)
+static int json_root_edit(const struct adp_lane *l, const char *path, const char *text, size_t len,
+                          const json_t *set, const strvec *removes, strbuf *out, struct as_err *err)
 {
     size_t n = json_object_size(set);
     struct adp_json_entry *u = xcalloc(n + 1, sizeof *u);
     size_t k = 0;
     const char *key;
     json_t *v;
-    json_object_foreach((json_t *)set, key, v)
-        u[k++] = (struct adp_json_entry){key, v};
+    json_object_foreach((json_t *)set, key, v) u[k++] = (struct adp_json_entry){key, v};
     const char **rm = xcalloc(removes->n + 1, sizeof(char *));
     for (size_t i = 0; i < removes->n; i++)
         rm[i] = removes->v[i];
@@ -732,8 +755,8 @@ int adp_lane_apply(const struct adp_lane *l, const char *path, const char *text,
                    strbuf *out, struct as_err *err)
 {
     bool prune_only = l->trust_blocked;
-    if (l->blocked || l->kind == ADP_LANE_NOTE || (prune_only && l->kind ==
-                                                                    ADP_LANE_INSTRUCTIONS)) {
+    if (l->blocked || l->kind == ADP_LANE_NOTE ||
+        (prune_only && l->kind == ADP_LANE_INSTRUCTIONS)) {
         sb_add(out, text, len);
         return 0;
     }
@@ -745,8 +768,8 @@ int adp_lane_apply(const struct adp_lane *l, const char *path, const char *text,
         const char **rm = xcalloc(l->removes.n + 1, sizeof(char *));
         for (size_t i = 0; i < l->removes.n; i++)
             rm[i] = l->removes.v[i];
-        int rc = adp_toml_merge_root(path, text, len, prune_only ? NULL : l->tset, rm,
-                                     l->removes.n, out, err);
+        int rc = adp_toml_merge_root(path, text, len, prune_only ? NULL : l->tset, rm, l->removes.n,
+                                     out, err);
         free(rm);
         return rc;
     }
@@ -757,8 +780,8 @@ int adp_lane_apply(const struct adp_lane *l, const char *path, const char *text,
         json_t *cur = NULL;
         rc = adp_json_read(path, text, len, l->fmt == ADP_FMT_JSONC, l->key, &cur, err);
         if (rc == 0) {
-            json_t *val = hooks_value(json_is_object(cur) ? cur : NULL,
-                                      json_object_get(set, l->key));
+            json_t *val =
+                hooks_value(json_is_object(cur) ? cur : NULL, json_object_get(set, l->key));
             json_t *s2 = json_object();
             strvec rm = STRVEC_INIT;
             if (val)
@@ -798,9 +821,8 @@ void adp_lane_record(const struct adp_lane *l, json_t *ledger, const char *proje
             else
                 json_object_del(e, "instructions");
         } else {
-            adp_ledger_set_names(e, l->kind == ADP_LANE_SETTINGS ? "managed_settings"
-                                                                   : "managed_hooks",
-                                 &l->names);
+            adp_ledger_set_names(
+                e, l->kind == ADP_LANE_SETTINGS ? "managed_settings" : "managed_hooks", &l->names);
         }
     }
 }

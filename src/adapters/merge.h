@@ -43,11 +43,11 @@ struct adp_json_entry {
 };
 
 struct adp_json_edit {
-    bool jsonc;                         /* comments and trailing commas allowed */
-    const char *location;               /* the section key; NULL = edit the root itself */
+    bool jsonc;           /* comments and trailing commas allowed */
+    const char *location; /* the section key; NULL = edit the root itself */
     const struct adp_json_entry *upserts;
     size_t n_upserts;
-    const char *const *removes;         /* names to cut (ignored when also upserted) */
+    const char *const *removes; /* names to cut (ignored when also upserted) */
     size_t n_removes;
 };
 
@@ -73,7 +73,7 @@ void adp_json_emit(const json_t *v, const char *base, const char *unit, const ch
 
 struct adp_toml_entry {
     const char *name;
-    const toml_value *table;            /* the server body */
+    const toml_value *table; /* the server body */
 };
 
 /* Upserts [<location>.<name>] tables and removes [<location>.<removed>] in
@@ -82,8 +82,7 @@ struct adp_toml_entry {
  * is not valid TOML") when the text does not parse. */
 int adp_toml_merge(const char *path, const char *text, size_t len, const char *location,
                    const struct adp_toml_entry *upserts, size_t n_upserts,
-                   const char *const *removes, size_t n_removes, strbuf *out,
-                   struct as_err *err);
+                   const char *const *removes, size_t n_removes, strbuf *out, struct as_err *err);
 
 /* The top-level variant (settings, hooks; §3b/§3c): each key of set (a
  * table) becomes a root key — scalars and arrays as `key = value`, tables

@@ -74,8 +74,10 @@ static void load_dropins(struct adp_registry *r)
         if (d) {
             size_t idl = strlen(d->id);
             if (strlen(names.v[i]) != idl + 5 || strncmp(names.v[i], d->id, idl) != 0) {
-                as_err_at(&e, path.buf, 0, 0, "id '%s' does not match the file name (expected "
-                          "%s.yaml)", d->id, d->id);
+                as_err_at(&e, path.buf, 0, 0,
+                          "id '%s' does not match the file name (expected "
+                          "%s.yaml)",
+                          d->id, d->id);
                 adp_desc_free(d);
                 d = NULL;
             }
@@ -130,7 +132,6 @@ const struct adp_desc *adp_registry_find(const struct adp_registry *r, const cha
             return r->v.v[i];
     return NULL;
 }
-
 
 int adp_unknown_id_err(const struct adp_registry *r, const char *id, struct as_err *err)
 {

@@ -104,8 +104,7 @@ static bool name_char(char c)
 /* Finds the next reference at or after *i: returns 1 with [*ns, *ne) the
  * name and *i past the '}', or 0 when there is none (and *i = len). *lit_end
  * is where the literal text before the reference ends. */
-static int next_ref(const char *s, size_t len, size_t *i, size_t *lit_end, size_t *ns,
-                    size_t *ne)
+static int next_ref(const char *s, size_t len, size_t *i, size_t *lit_end, size_t *ns, size_t *ne)
 {
     size_t p = *i;
     while (p + 1 < len) {
@@ -213,7 +212,7 @@ static void resolve(struct rstate *st, const char *s, strbuf *out)
                 bool have = false;
                 for (size_t k = 0; k < st->rc->secrets->n && !have; k++)
                     have = strcmp(st->rc->secrets->v[k].name, name) == 0 &&
-                            strcmp(st->rc->secrets->v[k].value, val.buf) == 0;
+                           strcmp(st->rc->secrets->v[k].value, val.buf) == 0;
                 if (!have) {
                     struct adp_secret sec = {xstrdup(name), xstrdup(val.buf)};
                     vec_push(st->rc->secrets, sec);
@@ -262,17 +261,21 @@ static json_t *toml_to_json(struct rstate *st, const toml_value *v, int depth)
     if (depth > TOML_MAX_DEPTH)
         return NULL;
     switch (v->type) {
-    case TOML_STRING: return jstr(st, v->u.str.s);
-    case TOML_INTEGER: return json_integer((json_int_t)v->u.i);
+    case TOML_STRING:
+        return jstr(st, v->u.str.s);
+    case TOML_INTEGER:
+        return json_integer((json_int_t)v->u.i);
     case TOML_FLOAT:
         if (isnan(v->u.f) || isinf(v->u.f))
             return NULL;
         return json_real(v->u.f);
-    case TOML_BOOL: return json_boolean(v->u.b);
+    case TOML_BOOL:
+        return json_boolean(v->u.b);
     case TOML_DATETIME:
     case TOML_DATETIME_LOCAL:
     case TOML_DATE_LOCAL:
-    case TOML_TIME_LOCAL: return json_string(v->u.dt ? v->u.dt : "");
+    case TOML_TIME_LOCAL:
+        return json_string(v->u.dt ? v->u.dt : "");
     case TOML_ARRAY: {
         json_t *a = json_array();
         for (size_t i = 0; i < v->u.arr.n; i++) {
@@ -397,13 +400,17 @@ enum adp_render_status adp_render_server(const struct adp_desc *d, enum adp_form
         return ADP_RENDER_SKIP;
     }
     if (!adp_name_ok(d, s->name)) {
-        sb_addf(&out->reason, "%s rejects this server name at startup (letters, digits, '_' "
-                "and '-' only) — rename the server in the manifest", d->display);
+        sb_addf(&out->reason,
+                "%s rejects this server name at startup (letters, digits, '_' "
+                "and '-' only) — rename the server in the manifest",
+                d->display);
         return ADP_RENDER_SKIP;
     }
     if ((http && !m->f_url) || (!http && !m->f_command)) {
-        sb_addf(&out->reason, "%s can't represent this server's transport (add it via the "
-                "harness's own UI/connector)", d->display);
+        sb_addf(&out->reason,
+                "%s can't represent this server's transport (add it via the "
+                "harness's own UI/connector)",
+                d->display);
         return ADP_RENDER_SKIP;
     }
     if (!http && !m->f_args && !m->command_array && s->args.n) {
@@ -521,8 +528,10 @@ enum adp_render_status adp_render_server(const struct adp_desc *d, enum adp_form
             json_t *x = toml_to_json(&st, extra->u.tab.kv[i].val, 0);
             if (!x) {
                 json_decref(o);
-                as_err_set(err, "server '%s': extra.%s.%s cannot be written as JSON (nan, inf "
-                           "or nested too deeply)", s->name, d->id, extra->u.tab.kv[i].key);
+                as_err_set(err,
+                           "server '%s': extra.%s.%s cannot be written as JSON (nan, inf "
+                           "or nested too deeply)",
+                           s->name, d->id, extra->u.tab.kv[i].key);
                 return ADP_RENDER_ERROR;
             }
             json_object_set_new(o, extra->u.tab.kv[i].key, x);

@@ -51,7 +51,7 @@ void adp_secrets_free(adp_secrets *s);
 void adp_secrets_mask(const adp_secrets *s, const char *text, size_t len, strbuf *out);
 
 struct adp_render_ctx {
-    adp_resolve_fn resolve;   /* NULL: the process environment */
+    adp_resolve_fn resolve; /* NULL: the process environment */
     void *resolve_ctx;
     adp_secrets *secrets;     /* collects resolved values (may be NULL) */
     const char *project_root; /* anchors a relative cwd (may be NULL) */
@@ -59,14 +59,14 @@ struct adp_render_ctx {
 
 enum adp_render_status {
     ADP_RENDER_OK,
-    ADP_RENDER_SKIP,          /* reason set: the text after "skipping '<name>' — " */
-    ADP_RENDER_UNRESOLVED,    /* missing holds the unresolved names (first seen order) */
-    ADP_RENDER_ERROR,         /* err set (store failure, null extra value, …) */
+    ADP_RENDER_SKIP,       /* reason set: the text after "skipping '<name>' — " */
+    ADP_RENDER_UNRESOLVED, /* missing holds the unresolved names (first seen order) */
+    ADP_RENDER_ERROR,      /* err set (store failure, null extra value, …) */
 };
 
 struct adp_rendered {
-    json_t *json;             /* JSON / JSONC targets */
-    toml_value *toml;         /* TOML targets */
+    json_t *json;     /* JSON / JSONC targets */
+    toml_value *toml; /* TOML targets */
     strbuf reason;
     strvec missing;
 };

@@ -12,9 +12,8 @@
 #include "bundle/home.h"
 #include "bundle/lockfile.h"
 
-int adp_render_env_init(struct adp_render_env *e, struct manifest *m,
-                        const struct bundle_paths *p, const struct manifest_snapshot *snap,
-                        bool global_scope, struct as_err *err)
+int adp_render_env_init(struct adp_render_env *e, struct manifest *m, const struct bundle_paths *p,
+                        const struct manifest_snapshot *snap, bool global_scope, struct as_err *err)
 {
     memset(e, 0, sizeof *e);
     sb_init(&e->home, 0);

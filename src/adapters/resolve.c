@@ -78,10 +78,9 @@ int adp_resolver_fn(void *ctx, const char *name, const char *server, strbuf *out
     if (!pol_secret(r->rs, server ? server : "*", name, &d)) {
         strbuf why = SB_INIT;
         pol_decision_text(&d, &why);
-        as_err_set(err, "blocked: server '%s' may not read ${%s} — %s", server ? server : "*",
-                   name, why.buf);
-        as_err_hint(err, "remove ${%s} from it in the manifest (policy is never overridden)",
-                    name);
+        as_err_set(err, "blocked: server '%s' may not read ${%s} — %s", server ? server : "*", name,
+                   why.buf);
+        as_err_hint(err, "remove ${%s} from it in the manifest (policy is never overridden)", name);
         sb_release(&why);
         return -1;
     }

@@ -57,8 +57,7 @@ static bool adapter_backup(const struct adp_desc *d, strbuf *cfg, strbuf *bak)
     return fs_exists(bak->buf);
 }
 
-static int list(const struct adp_registry *r, const struct adp_restore_opts *o,
-                adp_hist_list *hl)
+static int list(const struct adp_registry *r, const struct adp_restore_opts *o, adp_hist_list *hl)
 {
     FILE *out = o->out;
     if (o->json) {
@@ -77,9 +76,8 @@ static int list(const struct adp_registry *r, const struct adp_restore_opts *o,
         for (size_t i = 0; i < r->v.n; i++) {
             strbuf cfg = SB_INIT, bak = SB_INIT;
             if (adapter_backup(r->v.v[i], &cfg, &bak))
-                json_array_append_new(backups, json_pack("{s:s,s:s,s:s}", "adapter",
-                                                         r->v.v[i]->id, "path", cfg.buf,
-                                                         "backup", bak.buf));
+                json_array_append_new(backups, json_pack("{s:s,s:s,s:s}", "adapter", r->v.v[i]->id,
+                                                         "path", cfg.buf, "backup", bak.buf));
             sb_release(&cfg);
             sb_release(&bak);
         }
@@ -107,7 +105,7 @@ static int list(const struct adp_registry *r, const struct adp_restore_opts *o,
         if (adapter_backup(r->v.v[i], &cfg, &bak)) {
             if (!any)
                 fprintf(out, "Adapters with a backup (restore one: agentstack restore <adapter> "
-                        "--write):\n");
+                             "--write):\n");
             any = true;
             tilde(cfg.buf, &dp);
             fprintf(out, "  %-15s %s\n", r->v.v[i]->id, dp.buf);
@@ -118,7 +116,7 @@ static int list(const struct adp_registry *r, const struct adp_restore_opts *o,
     }
     if (hl->n)
         fprintf(out, "undo one: agentstack restore <id> --write   (newest: agentstack restore "
-                "--last --write)\n");
+                     "--last --write)\n");
     return 0;
 }
 
@@ -204,8 +202,10 @@ static int revert_entry(struct adp_hist_entry *e, const struct adp_restore_opts 
     size_t failed = adp_history_revert(e, o->write, out, &todo);
     if (!o->write) {
         if (todo)
-            fprintf(out, "Dry run: %zu file%s would be restored. Re-run with --write to "
-                    "restore.\n", todo, todo == 1 ? "" : "s");
+            fprintf(out,
+                    "Dry run: %zu file%s would be restored. Re-run with --write to "
+                    "restore.\n",
+                    todo, todo == 1 ? "" : "s");
         else
             fprintf(out, "Every file already matches — nothing to restore.\n");
         return 0;
@@ -218,7 +218,7 @@ static int revert_entry(struct adp_hist_entry *e, const struct adp_restore_opts 
     if (adp_history_mark_undone(e, err) != 0)
         return 1;
     fprintf(out, "✓ undone — reverted files show up as pending again; re-apply with: agentstack "
-            "apply --write\n");
+                 "apply --write\n");
     return 0;
 }
 
@@ -228,8 +228,10 @@ static int restore_adapter(const struct adp_desc *d, const struct adp_restore_op
     strbuf cfg = SB_INIT, bak = SB_INIT, dp = SB_INIT, bytes = SB_INIT;
     int rc = 1;
     if (!adapter_backup(d, &cfg, &bak)) {
-        as_err_set(err, "no backup for %s — agentstack has not replaced its config on this "
-                   "machine", d->display);
+        as_err_set(err,
+                   "no backup for %s — agentstack has not replaced its config on this "
+                   "machine",
+                   d->display);
         as_err_hint(err, "agentstack restore   (lists the recorded writes)");
         goto out;
     }
@@ -256,8 +258,7 @@ out:
     return rc;
 }
 
-int adp_restore(const struct adp_registry *r, const struct adp_restore_opts *o,
-                struct as_err *err)
+int adp_restore(const struct adp_registry *r, const struct adp_restore_opts *o, struct as_err *err)
 {
     struct adp_restore_opts oo = *o;
     if (!oo.out)
@@ -312,8 +313,8 @@ int adp_restore(const struct adp_registry *r, const struct adp_restore_opts *o,
         }
         if (hits != 1) {
             if (hits)
-                as_err_set(err, "'%s' matches %zu recorded writes — give more of the id",
-                           oo.what, hits);
+                as_err_set(err, "'%s' matches %zu recorded writes — give more of the id", oo.what,
+                           hits);
             else
                 as_err_set(err, "no recorded write or adapter matches '%s'", oo.what);
             as_err_hint(err, "agentstack restore   (lists them)");
@@ -347,11 +348,10 @@ static void undo_timeline(const adp_hist_list *hl, const struct adp_undo_opts *o
         json_t *a = json_array();
         for (size_t i = n; i-- > 0;) {
             const struct adp_hist_entry *e = hl->v[i];
-            json_array_append_new(a, json_pack("{s:I,s:s,s:I,s:s,s:s,s:s,s:b}", "n",
-                                               (json_int_t)(n - i), "id", e->id, "time_unix",
-                                               (json_int_t)e->time_unix, "scope", e->scope,
-                                               "operation", e->operation, "summary", e->summary,
-                                               "undone", e->undone));
+            json_array_append_new(
+                a, json_pack("{s:I,s:s,s:I,s:s,s:s,s:s,s:b}", "n", (json_int_t)(n - i), "id", e->id,
+                             "time_unix", (json_int_t)e->time_unix, "scope", e->scope, "operation",
+                             e->operation, "summary", e->summary, "undone", e->undone));
         }
         char *s = json_dumps(a, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         fprintf(out, "%s\n", s);
@@ -453,10 +453,11 @@ int adp_undo(const struct adp_undo_opts *o, struct as_err *err)
     size_t todo = 0;
     size_t failed = adp_history_revert(batch, oo.write, oo.out, &todo);
     if (!oo.write) {
-        fprintf(oo.out, todo ? "Dry run: %zu file%s would be restored. Re-run with --write to "
-                               "restore.\n"
-                             : "Every file already matches — nothing to restore.\n", todo,
-                todo == 1 ? "" : "s");
+        fprintf(oo.out,
+                todo ? "Dry run: %zu file%s would be restored. Re-run with --write to "
+                       "restore.\n"
+                     : "Every file already matches — nothing to restore.\n",
+                todo, todo == 1 ? "" : "s");
         goto out;
     }
     if (failed) {
@@ -478,8 +479,10 @@ int adp_undo(const struct adp_undo_opts *o, struct as_err *err)
                     as_err_str(&herr, buf, sizeof buf));
         }
     }
-    fprintf(oo.out, "✓ undone — back to before #%zu; reverted files show up as pending again; "
-            "this undo is itself in the timeline (agentstack undo)\n", oo.to);
+    fprintf(oo.out,
+            "✓ undone — back to before #%zu; reverted files show up as pending again; "
+            "this undo is itself in the timeline (agentstack undo)\n",
+            oo.to);
 out:
     adp_hist_entry_free(batch);
     adp_hist_entry_free(rec);

@@ -39,8 +39,10 @@ static int sessions_load(json_t **out, struct as_err *err)
             json_decref(v);
             as_err_at(err, path.buf, v ? 1 : (unsigned)je.line, v ? 1 : (unsigned)je.column,
                       "the session record is unreadable");
-            as_err_hint(err, "move %s aside; active sessions then have to be undone with "
-                        "agentstack restore", path.buf);
+            as_err_hint(err,
+                        "move %s aside; active sessions then have to be undone with "
+                        "agentstack restore",
+                        path.buf);
             rc = -1;
         } else {
             *out = v;
@@ -151,7 +153,8 @@ static int end_one(const char *dir, json_t *s, adp_hist_list *hl, json_t *ledger
     const char *key;
     json_t *prev;
     json_t *targets = json_object_get(ledger, "targets");
-    json_object_foreach(json_object_get(s, "ledger_before"), key, prev) {
+    json_object_foreach(json_object_get(s, "ledger_before"), key, prev)
+    {
         if (json_is_null(prev))
             json_object_del(targets, key);
         else
@@ -159,8 +162,7 @@ static int end_one(const char *dir, json_t *s, adp_hist_list *hl, json_t *ledger
     }
     if (e && !e->undone && adp_history_mark_undone(e, err) != 0)
         return -1;
-    fprintf(out, "✓ session '%s' ended — your tools are back to before\n",
-            toolset ? toolset : "?");
+    fprintf(out, "✓ session '%s' ended — your tools are back to before\n", toolset ? toolset : "?");
     return 0;
 }
 
@@ -220,7 +222,8 @@ int adp_run_recover(FILE *out, size_t *recovered, struct as_err *err)
     strvec dead = STRVEC_INIT;
     const char *k;
     json_t *v;
-    json_object_foreach(json_object_get(sessions, "sessions"), k, v) {
+    json_object_foreach(json_object_get(sessions, "sessions"), k, v)
+    {
         json_t *jp = json_object_get(v, "pid");
         if (!json_is_integer(jp))
             continue; /* a `session start`: ended by hand, never behind the user's back */
@@ -235,8 +238,7 @@ int adp_run_recover(FILE *out, size_t *recovered, struct as_err *err)
     json_decref(sessions);
     int rc = 0;
     for (size_t i = 0; i < dead.n; i++) {
-        fprintf(out, "↩ finishing the revert of a run whose launcher is gone (%s)\n",
-                dead.v[i]);
+        fprintf(out, "↩ finishing the revert of a run whose launcher is gone (%s)\n", dead.v[i]);
         if (adp_session_end(dead.v[i], false, out, err) != 0)
             rc = -1;
         else if (recovered)
@@ -264,7 +266,7 @@ static int session_start(const struct adp_registry *r, const struct adp_apply_op
         goto out;
     if (json_object_get(json_object_get(sessions, "sessions"), manifest_dir)) {
         as_err_set(err, "a session is already active here — end it first: agentstack session "
-                   "end");
+                        "end");
         goto out;
     }
     struct adp_apply_opts oo = *o;
@@ -281,16 +283,16 @@ static int session_start(const struct adp_registry *r, const struct adp_apply_op
     const char *key;
     json_t *v;
     json_t *bt = json_object_get(ledger, "targets");
-    json_object_foreach(json_object_get(after, "targets"), key, v) {
+    json_object_foreach(json_object_get(after, "targets"), key, v)
+    {
         json_t *was = json_object_get(bt, key);
         if (!was || !json_equal(was, v))
             json_object_set_new(lb, key, was ? json_deep_copy(was) : json_null());
     }
-    json_t *rec = json_pack("{s:s,s:I,s:s,s:o,s:o,s:O}", "toolset", o->toolset ? o->toolset : "",
-                            "started_unix", (json_int_t)time(NULL), "scope",
-                            o->project_scope ? "project" : "global", "history_id",
-                            hid ? json_string(hid) : json_null(), "ledger_before", lb, "skills",
-                            log);
+    json_t *rec = json_pack(
+        "{s:s,s:I,s:s,s:o,s:o,s:O}", "toolset", o->toolset ? o->toolset : "", "started_unix",
+        (json_int_t)time(NULL), "scope", o->project_scope ? "project" : "global", "history_id",
+        hid ? json_string(hid) : json_null(), "ledger_before", lb, "skills", log);
     if (run_id) {
         char st[32];
         proc_start(getpid(), st, sizeof st, NULL);
@@ -315,8 +317,10 @@ static int session_start(const struct adp_registry *r, const struct adp_apply_op
     json_object_set_new(json_object_get(sessions, "sessions"), manifest_dir, rec);
     if (sessions_save(sessions, err) != 0)
         goto out;
-    fprintf(o->out ? o->out : stdout, "✓ session '%s' started — end it with: agentstack "
-            "session end\n", o->toolset ? o->toolset : "");
+    fprintf(o->out ? o->out : stdout,
+            "✓ session '%s' started — end it with: agentstack "
+            "session end\n",
+            o->toolset ? o->toolset : "");
     rc = 0;
 out:
     free(hid);
@@ -343,9 +347,8 @@ int adp_session_end(const char *manifest_dir, bool all, FILE *out, struct as_err
     strvec dirs = STRVEC_INIT;
     const char *k;
     json_t *v;
-    json_object_foreach(map, k, v)
-        if (all || (manifest_dir && strcmp(k, manifest_dir) == 0))
-            strvec_push(&dirs, k);
+    json_object_foreach(map, k, v) if (all || (manifest_dir && strcmp(k, manifest_dir) == 0))
+        strvec_push(&dirs, k);
     if (!dirs.n) {
         as_err_set(err, "no active session %s", all ? "on this machine" : "here");
         as_err_hint(err, "agentstack session list");
@@ -386,11 +389,12 @@ int adp_session_list(bool json, FILE *out, struct as_err *err)
         json_t *a = json_array();
         const char *k;
         json_t *v;
-        json_object_foreach(map, k, v) {
+        json_object_foreach(map, k, v)
+        {
             int64_t st = json_integer_value(json_object_get(v, "started_unix"));
-            json_array_append_new(a, json_pack("{s:s,s:O,s:I,s:b}", "manifest_dir", k,
-                                               "toolset", json_object_get(v, "toolset"),
-                                               "started_unix", (json_int_t)st, "abandoned",
+            json_array_append_new(a, json_pack("{s:s,s:O,s:I,s:b}", "manifest_dir", k, "toolset",
+                                               json_object_get(v, "toolset"), "started_unix",
+                                               (json_int_t)st, "abandoned",
                                                now - st > ABANDONED_SECS));
         }
         char *s = json_dumps(a, JSON_INDENT(2));
@@ -402,13 +406,15 @@ int adp_session_list(bool json, FILE *out, struct as_err *err)
     } else {
         const char *k;
         json_t *v;
-        json_object_foreach(map, k, v) {
+        json_object_foreach(map, k, v)
+        {
             int64_t st = json_integer_value(json_object_get(v, "started_unix"));
             int64_t age = now - st;
             fprintf(out, "  %s  toolset '%s'  started %lldm ago%s\n", k,
                     json_string_value(json_object_get(v, "toolset")), (long long)(age / 60),
                     age > ABANDONED_SECS ? "  · looks abandoned (end it: agentstack session "
-                                           "end --all)" : "");
+                                           "end --all)"
+                                         : "");
         }
     }
     json_decref(sessions);

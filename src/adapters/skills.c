@@ -24,8 +24,7 @@ static bool skill_name_ok(const char *s)
         return false;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-              c == '-'))
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
             return false;
     }
     return true;
@@ -52,8 +51,7 @@ static void plan_blocked(const struct adp_skills_req *q, struct adp_skills_plan 
         strvec_push(&p->unlink_names, name);
         strvec_push(&p->unlink_prev, cur);
     } else {
-        strvec_pushf(&p->lines, "· skill '%s' not placed — blocked by your trust decision",
-                     name);
+        strvec_pushf(&p->lines, "· skill '%s' not placed — blocked by your trust decision", name);
     }
     free(cur);
 }
@@ -68,8 +66,10 @@ void adp_skills_plan(const struct adp_skills_req *q, struct adp_skills_plan *p)
         strbuf dst = SB_INIT;
         sb_addf(&dst, "%s/%s", q->dir, name);
         if (!skill_name_ok(name)) {
-            strvec_pushf(&p->lines, "✗ refusing to materialize skill '%s' — names are "
-                         "^[a-z0-9][a-z0-9._-]{0,63}$", name);
+            strvec_pushf(&p->lines,
+                         "✗ refusing to materialize skill '%s' — names are "
+                         "^[a-z0-9][a-z0-9._-]{0,63}$",
+                         name);
             p->failed++;
         } else if (!src[0] && strcmp(why, ADP_SKILL_BLOCKED) == 0) {
             plan_blocked(q, p, name, dst.buf);
@@ -86,9 +86,11 @@ void adp_skills_plan(const struct adp_skills_req *q, struct adp_skills_plan *p)
             if (cur && strcmp(cur, src) == 0) {
                 strvec_push(&p->placed, name);
             } else if (lstat(dst.buf, &st) == 0 && !(cur && ours)) {
-                strvec_pushf(&p->lines, "↳ skipping skill '%s' — %s is not ours (%s), left "
-                             "alone", name, dst.buf, cur ? "a link placed by someone else"
-                                                         : "a real directory or file");
+                strvec_pushf(&p->lines,
+                             "↳ skipping skill '%s' — %s is not ours (%s), left "
+                             "alone",
+                             name, dst.buf,
+                             cur ? "a link placed by someone else" : "a real directory or file");
             } else {
                 strvec_pushf(&p->lines, "+ linking skill '%s' → %s", name, src);
                 strvec_push(&p->link_names, name);
@@ -125,8 +127,8 @@ int adp_skills_write(const struct adp_skills_req *q, const struct adp_skills_pla
     if (p->link_names.n && fs_mkdirs(q->dir, 0755, err) != 0)
         return -1;
     if (q->contain_root && p->link_names.n && !fs_path_within(q->contain_root, q->dir)) {
-        return as_err_set(err, "%s resolves outside the project %s — skills not placed",
-                          q->dir, q->contain_root);
+        return as_err_set(err, "%s resolves outside the project %s — skills not placed", q->dir,
+                          q->contain_root);
     }
     for (size_t i = 0; i < p->unlink_names.n; i++) {
         strbuf dst = SB_INIT;

@@ -114,9 +114,9 @@ void adp_ledger_names(const json_t *entry, const char *field, strvec *out)
     size_t i, n = json_array_size(a);
     json_t *v;
     if (out->n || n < 16) {
-        json_array_foreach(a, i, v)
-            if (json_is_string(v) && strvec_find(out, json_string_value(v)) < 0)
-                strvec_push(out, json_string_value(v));
+        json_array_foreach(a, i,
+                           v) if (json_is_string(v) && strvec_find(out, json_string_value(v)) < 0)
+            strvec_push(out, json_string_value(v));
         return;
     }
     /* A large list (hundreds of servers): first occurrences by sorting, not
@@ -124,15 +124,12 @@ void adp_ledger_names(const json_t *entry, const char *field, strvec *out)
     struct name_at *at = xcalloc(n, sizeof *at);
     bool *keep = xcalloc(n, sizeof *keep);
     size_t k = 0;
-    json_array_foreach(a, i, v)
-        if (json_is_string(v))
-            at[k++] = (struct name_at){json_string_value(v), i};
+    json_array_foreach(a, i, v) if (json_is_string(v)) at[k++] =
+        (struct name_at){json_string_value(v), i};
     qsort(at, k, sizeof *at, name_at_cmp);
     for (size_t j = 0; j < k; j++)
         keep[at[j].i] = j == 0 || strcmp(at[j].s, at[j - 1].s) != 0;
-    json_array_foreach(a, i, v)
-        if (keep[i])
-            strvec_push(out, json_string_value(v));
+    json_array_foreach(a, i, v) if (keep[i]) strvec_push(out, json_string_value(v));
     free(keep);
     free(at);
 }
@@ -258,11 +255,10 @@ static json_t *entry_json(const struct adp_hist_entry *e)
     json_t *targets = json_array();
     for (size_t i = 0; i < e->targets.n; i++)
         json_array_append_new(targets, json_string(e->targets.v[i]));
-    return json_pack("{s:s,s:I,s:s,s:s,s:o,s:o,s:n,s:s,s:b}", "id", e->id,
-                     "time_unix", (json_int_t)e->time_unix, "scope", e->scope ? e->scope : "",
-                     "summary", e->summary ? e->summary : "", "targets", targets, "files", files,
-                     "batch", "operation", e->operation ? e->operation : "", "undone",
-                     e->undone);
+    return json_pack("{s:s,s:I,s:s,s:s,s:o,s:o,s:n,s:s,s:b}", "id", e->id, "time_unix",
+                     (json_int_t)e->time_unix, "scope", e->scope ? e->scope : "", "summary",
+                     e->summary ? e->summary : "", "targets", targets, "files", files, "batch",
+                     "operation", e->operation ? e->operation : "", "undone", e->undone);
 }
 
 static int write_entry(const struct adp_hist_entry *e, const char *path, struct as_err *err)
@@ -291,8 +287,7 @@ static void list_names(const char *dir, strvec *out)
     struct dirent *de;
     while ((de = readdir(dh))) {
         const char *n = de->d_name;
-        if (strlen(n) != 21 || strcmp(n + 16, ".json") != 0 ||
-            strspn(n, "0123456789abcdef") != 16)
+        if (strlen(n) != 21 || strcmp(n + 16, ".json") != 0 || strspn(n, "0123456789abcdef") != 16)
             continue;
         strvec_push(out, n);
     }
@@ -352,10 +347,10 @@ static struct adp_hist_entry *parse_entry(const char *path, const json_t *j)
     e->file = xstrdup(path);
     size_t i;
     json_t *v;
-    json_array_foreach(json_object_get(j, "targets"), i, v)
-        if (json_is_string(v))
-            strvec_push(&e->targets, json_string_value(v));
-    json_array_foreach(json_object_get(j, "files"), i, v) {
+    json_array_foreach(json_object_get(j, "targets"), i, v) if (json_is_string(v))
+        strvec_push(&e->targets, json_string_value(v));
+    json_array_foreach(json_object_get(j, "files"), i, v)
+    {
         const char *p = json_string_value(json_object_get(v, "path"));
         if (!p || p[0] != '/') {
             adp_hist_entry_free(e);
@@ -379,9 +374,9 @@ static struct adp_hist_entry *parse_entry(const char *path, const json_t *j)
         f.label = xstrdup((s = json_string_value(json_object_get(v, "label"))) ? s : "");
         size_t k;
         json_t *d;
-        json_array_foreach(json_object_get(v, "created_dirs"), k, d)
-            if (json_is_string(d) && json_string_value(d)[0] == '/')
-                strvec_push(&f.created_dirs, json_string_value(d));
+        json_array_foreach(json_object_get(v, "created_dirs"), k,
+                           d) if (json_is_string(d) && json_string_value(d)[0] == '/')
+            strvec_push(&f.created_dirs, json_string_value(d));
         vec_push(&e->files, f);
     }
     return e;

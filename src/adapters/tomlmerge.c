@@ -105,8 +105,7 @@ static int upsert(toml_edit *ed, const char **path, size_t n, const toml_value *
         if (kv->val->type == TOML_TABLE && !kv->val->is_inline)
             rc = upsert(ed, kp, n + 1, kv->val, depth + 1, err);
         else if (hv && hv->type == TOML_TABLE && !hv->is_inline)
-            rc = toml_edit_remove(ed, kp, n + 1, err) ||
-                 toml_edit_set(ed, kp, n + 1, kv->val, err);
+            rc = toml_edit_remove(ed, kp, n + 1, err) || toml_edit_set(ed, kp, n + 1, kv->val, err);
         else
             rc = toml_edit_set(ed, kp, n + 1, kv->val, err);
     }
@@ -124,12 +123,10 @@ static bool listed(const struct adp_toml_entry *u, size_t n, const char *name)
 
 int adp_toml_merge(const char *path, const char *text, size_t len, const char *location,
                    const struct adp_toml_entry *upserts, size_t n_upserts,
-                   const char *const *removes, size_t n_removes, strbuf *out,
-                   struct as_err *err)
+                   const char *const *removes, size_t n_removes, strbuf *out, struct as_err *err)
 {
     if (len > ADP_INPUT_MAX)
-        return as_err_set(err, "%s: exceeds the %zu-byte limit — not written", path,
-                          ADP_INPUT_MAX);
+        return as_err_set(err, "%s: exceeds the %zu-byte limit — not written", path, ADP_INPUT_MAX);
     if (blank_text(text, len)) {
         if (!n_upserts) {
             sb_add(out, text, len);
@@ -150,7 +147,7 @@ int adp_toml_merge(const char *path, const char *text, size_t len, const char *l
         as_err_at(err, perr.path[0] ? perr.path : path, perr.line, perr.col,
                   "existing config is not valid TOML: %s", perr.msg);
         as_err_hint(err, "fix the file by hand (or move it aside), then re-run — it was not "
-                    "changed");
+                         "changed");
         return -1;
     }
     int rc = 0;
@@ -189,15 +186,14 @@ int adp_toml_merge_root(const char *path, const char *text, size_t len, const to
                         struct as_err *err)
 {
     if (len > ADP_INPUT_MAX)
-        return as_err_set(err, "%s: exceeds the %zu-byte limit — not written", path,
-                          ADP_INPUT_MAX);
+        return as_err_set(err, "%s: exceeds the %zu-byte limit — not written", path, ADP_INPUT_MAX);
     struct as_err perr = AS_ERR_INIT;
     toml_edit *ed = toml_edit_open(path, text, len, &perr);
     if (!ed) {
         as_err_at(err, perr.path[0] ? perr.path : path, perr.line, perr.col,
                   "existing config is not valid TOML: %s", perr.msg);
         as_err_hint(err, "fix the file by hand (or move it aside), then re-run — it was not "
-                    "changed");
+                         "changed");
         return -1;
     }
     int rc = 0;

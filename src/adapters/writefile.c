@@ -51,11 +51,12 @@ int adp_i_check_contained(const char *path, const char *root, struct as_err *err
             if (fs_realpath(probe.buf, &real, &e2) != 0) {
                 rc = as_err_set(err, "%s: %s — not written", path, e2.msg);
             } else if (!fs_path_within(root, real.buf)) {
-                rc = as_err_set(err, "%s resolves to %s, outside the project %s — not written "
+                rc = as_err_set(err,
+                                "%s resolves to %s, outside the project %s — not written "
                                 "(a symlink is followed only when it stays inside the project)",
                                 path, real.buf, root);
                 as_err_hint(err, "replace the symlink with a file inside the project, or apply "
-                            "with --scope global");
+                                 "with --scope global");
             }
             break;
         }
@@ -246,8 +247,7 @@ bool adp_i_bridge_registered(const struct adp_desc *d)
     strbuf path = SB_INIT, text = SB_INIT;
     struct as_err e = AS_ERR_INIT;
     bool found = false;
-    if (adp_expand_path(d->config_path, NULL, &path, &e) == 0 &&
-        file_may_hold_bridge(path.buf) &&
+    if (adp_expand_path(d->config_path, NULL, &path, &e) == 0 && file_may_hold_bridge(path.buf) &&
         fs_read_file(path.buf, ADP_INPUT_MAX, 0, &text, &e) == 0) {
         if (d->config_format == ADP_FMT_TOML) {
             toml_value *root = toml_parse(path.buf, text.buf, text.len, &e);
@@ -266,12 +266,11 @@ bool adp_i_bridge_registered(const struct adp_desc *d)
         } else {
             json_t *sec = NULL;
             if (adp_json_read(path.buf, text.buf, text.len, d->config_format == ADP_FMT_JSONC,
-                              d->mcp.location, &sec, &e) == 0 && json_is_object(sec)) {
+                              d->mcp.location, &sec, &e) == 0 &&
+                json_is_object(sec)) {
                 const char *k;
                 json_t *v;
-                json_object_foreach(sec, k, v)
-                    if (adp_i_json_is_bridge(k, v, d))
-                        found = true;
+                json_object_foreach(sec, k, v) if (adp_i_json_is_bridge(k, v, d)) found = true;
             }
             json_decref(sec);
         }

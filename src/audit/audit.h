@@ -119,9 +119,9 @@ void aud_utf8_cut(const char *s, size_t max, strbuf *out);
 /* ---- summary (errata 4) ----------------------------------------------------- */
 
 struct aud_summary {
-    size_t calls;   /* brokered call rows (family rows excluded) */
-    size_t tools;   /* distinct server__tool among them */
-    size_t denied;  /* call rows carrying a "layer" */
+    size_t calls;  /* brokered call rows (family rows excluded) */
+    size_t tools;  /* distinct server__tool among them */
+    size_t denied; /* call rows carrying a "layer" */
     size_t ok, errors;
     size_t unreadable; /* lines that were not JSON objects (skipped) */
     json_t *by_tool;   /* {"server__tool": {"calls": n, "denied": n}}, in first-seen order */

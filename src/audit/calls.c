@@ -12,8 +12,8 @@
 #include "audit/audit.h"
 #include "base/xalloc.h"
 
-static const char *const families[] = {"trust", "fence", "pin", "egress", "secret",
-                                       "filesystem", NULL};
+static const char *const families[] = {"trust",  "fence",      "pin", "egress",
+                                       "secret", "filesystem", NULL};
 
 int aud_is_family_tool(const char *tool)
 {
@@ -180,8 +180,8 @@ static int summarize_file(const char *path, const char *project, struct aud_summ
         json_object_set_new(t, "calls",
                             json_integer(json_integer_value(json_object_get(t, "calls")) + 1));
         if (denied)
-            json_object_set_new(
-                t, "denied", json_integer(json_integer_value(json_object_get(t, "denied")) + 1));
+            json_object_set_new(t, "denied",
+                                json_integer(json_integer_value(json_object_get(t, "denied")) + 1));
         free(name);
         json_decref(row);
     }
@@ -215,6 +215,6 @@ void aud_summary_release(struct aud_summary *s)
 
 void aud_summary_line(const struct aud_summary *s, strbuf *out)
 {
-    sb_addf(out, "%zu call%s · %zu tool%s · %zu denied by policy — digests, never values",
-            s->calls, s->calls == 1 ? "" : "s", s->tools, s->tools == 1 ? "" : "s", s->denied);
+    sb_addf(out, "%zu call%s · %zu tool%s · %zu denied by policy — digests, never values", s->calls,
+            s->calls == 1 ? "" : "s", s->tools, s->tools == 1 ? "" : "s", s->denied);
 }

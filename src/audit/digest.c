@@ -37,7 +37,7 @@ static int read_key(const char *path, unsigned char key[KEY_MAX], size_t *len, s
         return as_err_set(err, "%s belongs to another user", path);
     }
     if (st.st_mode & 077)
-        fchmod(fd, 0600); /* re-tightened: the key is what keeps digests unguessable */
+        fchmod(fd, 0600);           /* re-tightened: the key is what keeps digests unguessable */
     unsigned char buf[KEY_MAX + 1]; /* one spare byte detects an oversized file */
     ssize_t n = read(fd, buf, sizeof buf);
     int saved = errno;
@@ -48,8 +48,7 @@ static int read_key(const char *path, unsigned char key[KEY_MAX], size_t *len, s
     }
     if (n < KEY_MIN || n > KEY_MAX) {
         explicit_bzero(buf, sizeof buf);
-        return as_err_set(err, "%s holds %zd bytes; a key has %d to %d", path, n, KEY_MIN,
-                          KEY_MAX);
+        return as_err_set(err, "%s holds %zd bytes; a key has %d to %d", path, n, KEY_MIN, KEY_MAX);
     }
     memcpy(key, buf, (size_t)n);
     explicit_bzero(buf, sizeof buf);

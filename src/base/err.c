@@ -102,8 +102,8 @@ const char *as_err_str(const struct as_err *e, char *buf, size_t size)
     if (!size)
         return buf;
     if (e->path[0] && e->line)
-        TRUNCATING(snprintf(buf, size, "%s:%u:%u: %s", e->path, e->line, e->col ? e->col : 1,
-                            e->msg));
+        TRUNCATING(
+            snprintf(buf, size, "%s:%u:%u: %s", e->path, e->line, e->col ? e->col : 1, e->msg));
     else if (e->path[0])
         TRUNCATING(snprintf(buf, size, "%s: %s", e->path, e->msg));
     else

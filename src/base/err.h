@@ -20,7 +20,13 @@ struct as_err {
     unsigned col;
     char hint[1024];
 };
-#define AS_ERR_INIT {{0}, {0}, 0, 0, {0}}
+#define AS_ERR_INIT                                                                                \
+    {                                                                                              \
+        {0}, {0}, 0, 0,                                                                            \
+        {                                                                                          \
+            0                                                                                      \
+        }                                                                                          \
+    }
 
 void as_err_clear(struct as_err *e);
 /* Sets the message (no location). Returns -1 so callers can `return as_err_set(...)`. */
@@ -36,6 +42,9 @@ void as_err_hint(struct as_err *e, const char *fmt, ...) __attribute__((format(p
 void as_err_prefix(struct as_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "path:line:col: msg", "path: msg" or "msg". Writes into buf (always NUL-terminated). */
 const char *as_err_str(const struct as_err *e, char *buf, size_t size);
-static inline int as_err_isset(const struct as_err *e) { return e->msg[0] != '\0'; }
+static inline int as_err_isset(const struct as_err *e)
+{
+    return e->msg[0] != '\0';
+}
 
 #endif

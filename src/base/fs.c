@@ -12,8 +12,7 @@
 
 #include "base/xalloc.h"
 
-int fs_read_file(const char *path, size_t max_bytes, int nofollow, strbuf *out,
-                 struct as_err *err)
+int fs_read_file(const char *path, size_t max_bytes, int nofollow, strbuf *out, struct as_err *err)
 {
     /* O_NONBLOCK: opening a FIFO for reading would otherwise block until a
      * writer appears, before fstat could refuse it. */
@@ -100,8 +99,7 @@ int fs_mkdirs(const char *path, mode_t mode, struct as_err *err)
                 break;
             }
             if (!S_ISDIR(st.st_mode)) {
-                rc = as_err_set(err, "cannot create directory %s: a file of that name exists",
-                                p);
+                rc = as_err_set(err, "cannot create directory %s: a file of that name exists", p);
                 break;
             }
         }
@@ -118,8 +116,7 @@ int fs_safe_join(const char *root, const char *rel, int check_symlinks, strbuf *
 {
     sb_reset(out);
     if (rel[0] == '/')
-        return as_err_set(err, "%s: absolute path refused (path traversal outside %s)", rel,
-                          root);
+        return as_err_set(err, "%s: absolute path refused (path traversal outside %s)", rel, root);
     if (!rel[0])
         return as_err_set(err, "empty relative path under %s", root);
     sb_adds(out, root);
@@ -137,8 +134,8 @@ int fs_safe_join(const char *root, const char *rel, int check_symlinks, strbuf *
         }
         if (n == 2 && p[0] == '.' && p[1] == '.') {
             sb_reset(out);
-            return as_err_set(err, "%s: \"..\" component refused (path traversal outside %s)",
-                              rel, root);
+            return as_err_set(err, "%s: \"..\" component refused (path traversal outside %s)", rel,
+                              root);
         }
         if (out->len && out->buf[out->len - 1] != '/')
             sb_addc(out, '/');
@@ -287,8 +284,7 @@ int fs_path_within(const char *root, const char *path)
         if (strcmp(r.buf, "/") == 0)
             ok = 1;
         else
-            ok = strncmp(p.buf, r.buf, r.len) == 0 && (p.buf[r.len] == '\0' ||
-                                                       p.buf[r.len] == '/');
+            ok = strncmp(p.buf, r.buf, r.len) == 0 && (p.buf[r.len] == '\0' || p.buf[r.len] == '/');
     }
     sb_release(&r);
     sb_release(&p);

@@ -27,18 +27,17 @@
 /* Reads a whole regular file into out (appending). Fails with
  * "<path>: exceeds the N-byte limit" above max_bytes, and on non-regular
  * files. With nofollow set, a symlink at the final component is an error. */
-int fs_read_file(const char *path, size_t max_bytes, int nofollow, strbuf *out,
-                 struct as_err *err);
+int fs_read_file(const char *path, size_t max_bytes, int nofollow, strbuf *out, struct as_err *err);
 
 enum fs_symlink_mode {
-    FS_SYMLINK_FOLLOW,   /* write the symlink's target (user-scope dotfiles) */
-    FS_SYMLINK_REFUSE,   /* a symlinked target is an error */
+    FS_SYMLINK_FOLLOW, /* write the symlink's target (user-scope dotfiles) */
+    FS_SYMLINK_REFUSE, /* a symlinked target is an error */
 };
 struct fs_write_opts {
-    mode_t mode;                 /* for a new file; an existing file keeps its mode */
+    mode_t mode; /* for a new file; an existing file keeps its mode */
     enum fs_symlink_mode symlinks;
-    const char *contain_root;    /* if set, the resolved target must lie inside this dir */
-    const char *backup_path;     /* if set and the target exists, copy old bytes here first */
+    const char *contain_root; /* if set, the resolved target must lie inside this dir */
+    const char *backup_path;  /* if set and the target exists, copy old bytes here first */
 };
 /* Atomically replaces path with data. opts may be NULL (mode 0644, follow). */
 int fs_write_atomic(const char *path, const void *data, size_t len,
@@ -68,8 +67,8 @@ int fs_canonicalize(const char *path, strbuf *out, struct as_err *err);
 /* One entry of a walk. rel is root-relative, '/'-joined; "" for a file root. */
 struct fs_entry {
     const char *rel;
-    const char *path;  /* full path */
-    mode_t mode;       /* from lstat */
+    const char *path; /* full path */
+    mode_t mode;      /* from lstat */
     off_t size;
     int depth;
 };

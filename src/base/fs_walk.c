@@ -120,8 +120,7 @@ static int walk_dir(struct walker *w, const struct stat *dst, int depth)
     if (read_dir(w->path.buf, dst, &v, &n, w->err) != 0)
         return -1;
     if (n && w->max_depth >= 0 && depth + 1 > w->max_depth) {
-        as_err_set(w->err, "%s: directory tree deeper than %d levels", w->path.buf,
-                   w->max_depth);
+        as_err_set(w->err, "%s: directory tree deeper than %d levels", w->path.buf, w->max_depth);
         free_dents(v, n);
         return -1;
     }

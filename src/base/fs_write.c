@@ -138,8 +138,8 @@ static int open_temp(int dirfd, const char *base, const char *path, strbuf *name
             return -1;
         sb_reset(name);
         sb_addf(name, ".%.*s.agentstack-tmp.%ld.%s", 160, base, (long)getpid(), rnd);
-        int fd = openat(dirfd, name->buf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                        0600);
+        int fd =
+            openat(dirfd, name->buf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd >= 0)
             return fd;
         if (errno != EEXIST)
@@ -148,8 +148,8 @@ static int open_temp(int dirfd, const char *base, const char *path, strbuf *name
     return as_err_set(err, "cannot write %s: temporary file names keep colliding", path);
 }
 
-static int write_core(const char *path, const struct source *src,
-                      const struct fs_write_opts *opts, struct as_err *err);
+static int write_core(const char *path, const struct source *src, const struct fs_write_opts *opts,
+                      struct as_err *err);
 
 int fs_copy_file(const char *src, const char *dst, mode_t mode, struct as_err *err)
 {
@@ -181,8 +181,8 @@ int fs_write_atomic(const char *path, const void *data, size_t len,
     return write_core(path, &s, opts ? opts : &defaults, err);
 }
 
-static int write_core(const char *path, const struct source *src,
-                      const struct fs_write_opts *opts, struct as_err *err)
+static int write_core(const char *path, const struct source *src, const struct fs_write_opts *opts,
+                      struct as_err *err)
 {
     strbuf target = SB_INIT, dir = SB_INIT, base = SB_INIT, cdir = SB_INIT, tmp = SB_INIT;
     strbuf croot = SB_INIT;
@@ -236,8 +236,9 @@ static int write_core(const char *path, const struct source *src,
                      (strncmp(opened, croot.buf, croot.len) == 0 &&
                       (opened[croot.len] == '\0' || opened[croot.len] == '/'));
         if (!inside) {
-            as_err_set(err, "%s: resolves to %s/%s, outside %s — not written (a symlink is "
-                            "followed only when it stays inside the project)",
+            as_err_set(err,
+                       "%s: resolves to %s/%s, outside %s — not written (a symlink is "
+                       "followed only when it stays inside the project)",
                        path, opened, base.buf, croot.buf);
             goto out;
         }
@@ -260,9 +261,8 @@ static int write_core(const char *path, const struct source *src,
         }
         /* The owner's write bit decides, even for root, who could otherwise
          * rename over anything: a 0444 file is someone saying "hands off". */
-        if (!(old.st_mode & S_IWUSR) ||
-            (faccessat(dirfd, base.buf, W_OK, AT_EACCESS) != 0 &&
-             (errno == EACCES || errno == EPERM || errno == EROFS))) {
+        if (!(old.st_mode & S_IWUSR) || (faccessat(dirfd, base.buf, W_OK, AT_EACCESS) != 0 &&
+                                         (errno == EACCES || errno == EPERM || errno == EROFS))) {
             as_err_set(err, "%s is read-only — not written", path);
             as_err_hint(err, "make it writable (chmod u+w %s) or leave it out", path);
             goto out;

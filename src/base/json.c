@@ -57,12 +57,24 @@ static void canon_string(const char *s, size_t len, strbuf *out)
             i++;
         } else if (c < 0x20) {
             switch (c) {
-            case '\b': sb_adds(out, "\\b"); break;
-            case '\f': sb_adds(out, "\\f"); break;
-            case '\n': sb_adds(out, "\\n"); break;
-            case '\r': sb_adds(out, "\\r"); break;
-            case '\t': sb_adds(out, "\\t"); break;
-            default: sb_addf(out, "\\u%04x", c); break;
+            case '\b':
+                sb_adds(out, "\\b");
+                break;
+            case '\f':
+                sb_adds(out, "\\f");
+                break;
+            case '\n':
+                sb_adds(out, "\\n");
+                break;
+            case '\r':
+                sb_adds(out, "\\r");
+                break;
+            case '\t':
+                sb_adds(out, "\\t");
+                break;
+            default:
+                sb_addf(out, "\\u%04x", c);
+                break;
             }
             i++;
         } else if (c < 0x80) {

@@ -49,8 +49,9 @@ int lock_fd(int fd, int timeout_ms, struct as_err *err)
         return 0;
     if (r < 0)
         return as_err_errno(err, "cannot take the lock");
-    as_err_set(err, "another agentstack command is writing (waited %d ms for the lock); "
-                    "try again when it has finished",
+    as_err_set(err,
+               "another agentstack command is writing (waited %d ms for the lock); "
+               "try again when it has finished",
                timeout_ms);
     as_err_hint(err, "wait for the other agentstack command to finish, then re-run this one");
     return -1;
@@ -74,8 +75,9 @@ int lock_acquire(struct as_lock *l, const char *dir, int timeout_ms, struct as_e
         if (r < 0)
             as_err_errno(err, "cannot lock %s", path.buf);
         else {
-            as_err_set(err, "another agentstack write is in progress: another agentstack "
-                            "command holds %s (waited %d.%d s); try again when it has finished",
+            as_err_set(err,
+                       "another agentstack write is in progress: another agentstack "
+                       "command holds %s (waited %d.%d s); try again when it has finished",
                        path.buf, timeout_ms / 1000, (timeout_ms % 1000) / 100);
             as_err_hint(err, "wait for the other agentstack command to finish, then re-run "
                              "this one");

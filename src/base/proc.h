@@ -24,16 +24,16 @@ enum proc_io {
 
 struct proc {
     /* inputs */
-    const char *const *argv;  /* argv[0] is looked up in PATH when it has no '/' */
-    const char *const *envp;  /* NULL = inherit environ */
-    const char *cwd;          /* NULL = inherit */
+    const char *const *argv; /* argv[0] is looked up in PATH when it has no '/' */
+    const char *const *envp; /* NULL = inherit environ */
+    const char *cwd;         /* NULL = inherit */
     enum proc_io in, out, err;
-    int in_fd, out_fd, err_fd;  /* for PROC_FD */
-    int new_pgroup;           /* 1 = setpgid(0,0) in the child (default for servers) */
+    int in_fd, out_fd, err_fd; /* for PROC_FD */
+    int new_pgroup;            /* 1 = setpgid(0,0) in the child (default for servers) */
     /* outputs */
     pid_t pid;
-    int to_child;    /* write end of stdin pipe, or -1 */
-    int from_child;  /* read end of stdout pipe, or -1 */
+    int to_child;       /* write end of stdin pipe, or -1 */
+    int from_child;     /* read end of stdout pipe, or -1 */
     int err_from_child; /* read end of stderr pipe, or -1 */
 };
 

@@ -18,7 +18,10 @@ typedef struct strbuf {
 } strbuf;
 
 extern char sb_empty[1];
-#define SB_INIT {sb_empty, 0, 0}
+#define SB_INIT                                                                                    \
+    {                                                                                              \
+        sb_empty, 0, 0                                                                             \
+    }
 
 void sb_init(strbuf *sb, size_t hint);
 void sb_release(strbuf *sb);
@@ -26,7 +29,10 @@ void sb_release(strbuf *sb);
 void sb_release_secure(strbuf *sb);
 void sb_grow(strbuf *sb, size_t extra);
 void sb_setlen(strbuf *sb, size_t len);
-static inline void sb_reset(strbuf *sb) { sb_setlen(sb, 0); }
+static inline void sb_reset(strbuf *sb)
+{
+    sb_setlen(sb, 0);
+}
 void sb_add(strbuf *sb, const void *data, size_t n);
 void sb_adds(strbuf *sb, const char *s);
 void sb_addc(strbuf *sb, char c);

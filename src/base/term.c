@@ -30,7 +30,7 @@ int term_use_color(int fd)
 
 const char *term_color(int fd, enum term_code code)
 {
-    static const char *seq[] = {"\033[0m", "\033[1m", "\033[2m", "\033[31m",
+    static const char *seq[] = {"\033[0m",  "\033[1m",  "\033[2m", "\033[31m",
                                 "\033[32m", "\033[33m", "\033[36m"};
     if ((unsigned)code >= sizeof seq / sizeof *seq || !term_use_color(fd))
         return "";
@@ -80,9 +80,9 @@ static int invisible(uint32_t c)
 {
     return (c >= 0x200B && c <= 0x200F) || (c >= 0x202A && c <= 0x202E) ||
            (c >= 0x2060 && c <= 0x2069) || c == 0xFEFF || c == 0x061C ||
-           (c >= 0xE0000 && c <= 0xE007F) || c == 0x00AD || c == 0x180E ||
-           c == 0x2028 || c == 0x2029 || c == 0x115F || c == 0x1160 || c == 0x3164 ||
-           c == 0xFFA0 || (c >= 0xFFF9 && c <= 0xFFFB);
+           (c >= 0xE0000 && c <= 0xE007F) || c == 0x00AD || c == 0x180E || c == 0x2028 ||
+           c == 0x2029 || c == 0x115F || c == 0x1160 || c == 0x3164 || c == 0xFFA0 ||
+           (c >= 0xFFF9 && c <= 0xFFFB);
 }
 
 void term_sanitize(strbuf *out, const char *s, size_t len)

@@ -42,28 +42,28 @@ typedef struct toml_value toml_value;
 
 /* One key = value entry of a table, in file order. */
 typedef struct toml_kv {
-    char *key;      /* decoded key, NUL-terminated (keys containing NUL are refused) */
-    unsigned line;  /* where the key was written (for dotted keys: the last segment) */
+    char *key;     /* decoded key, NUL-terminated (keys containing NUL are refused) */
+    unsigned line; /* where the key was written (for dotted keys: the last segment) */
     unsigned col;
     toml_value *val;
-    size_t keylen;  /* added: bytes in key; differs from strlen(key) only for keys
-                       with NUL, which only TOML_PARSE_NUL_KEYS lets through */
+    size_t keylen; /* added: bytes in key; differs from strlen(key) only for keys
+                      with NUL, which only TOML_PARSE_NUL_KEYS lets through */
 } toml_kv;
 
 struct toml_value {
     enum toml_type type;
-    unsigned line, col;    /* where the value starts; tables: their header, or first key */
-    size_t off, end;       /* byte span in the source; 0,0 for built values */
+    unsigned line, col; /* where the value starts; tables: their header, or first key */
+    size_t off, end;    /* byte span in the source; 0,0 for built values */
     union {
         struct {
-            char *s;       /* decoded, NUL-terminated; may contain NUL (use len) */
+            char *s; /* decoded, NUL-terminated; may contain NUL (use len) */
             size_t len;
         } str;
         int64_t i;
         double f;
         bool b;
-        char *dt;          /* datetimes: the text as written, with 't'/' ' normalized to 'T'
-                              and 'z' to 'Z' (toml-test's form) */
+        char *dt; /* datetimes: the text as written, with 't'/' ' normalized to 'T'
+                     and 'z' to 'Z' (toml-test's form) */
         struct {
             toml_value **items;
             size_t n, cap;
@@ -74,14 +74,14 @@ struct toml_value {
         } tab;
     } u;
     /* parser bookkeeping, readable by users */
-    unsigned is_inline : 1;       /* inline table { } or inline array [ ] */
+    unsigned is_inline : 1; /* inline table { } or inline array [ ] */
     unsigned is_array_of_tables : 1;
-    unsigned implicit : 1;        /* table created only by a dotted key / header path */
+    unsigned implicit : 1; /* table created only by a dotted key / header path */
     /* Private bookkeeping (added): the parser's definition state and the key
      * index of large tables. Treat u.tab as read-only and change tables only
      * through toml_table_set / toml_table_remove so the index stays right. */
-    unsigned priv_defined : 1;    /* root, [header], [[header]] entry or { } table */
-    unsigned priv_dotted;         /* parser section whose dotted keys made it, 0 = none */
+    unsigned priv_defined : 1; /* root, [header], [[header]] entry or { } table */
+    unsigned priv_dotted;      /* parser section whose dotted keys made it, 0 = none */
     struct toml_index *priv_index;
 };
 

@@ -25,9 +25,9 @@ struct toml_edit {
     char *path;
     strbuf text;
     toml_value *root;
-    const char *nl; /* "\n" or "\r\n", following the file */
-    VEC(size_t) headers;    /* offsets of [header] / [[header]] lines, sorted */
-    VEC(struct span) vals;  /* spans of key = value values (not inside inline ones), sorted */
+    const char *nl;        /* "\n" or "\r\n", following the file */
+    VEC(size_t) headers;   /* offsets of [header] / [[header]] lines, sorted */
+    VEC(struct span) vals; /* spans of key = value values (not inside inline ones), sorted */
     size_t last_off, last_old, last_new;
 };
 
@@ -238,8 +238,8 @@ static void insert_in_section(const toml_edit *ed, const toml_value *tab, const 
 {
     bool root = tab == ed->root;
     size_t body = root ? 0 : line_end_after(ed, tab->end);
-    size_t nh = root ? (ed->headers.n ? ed->headers.v[0] : ed->text.len)
-                     : next_header(ed, tab->off);
+    size_t nh =
+        root ? (ed->headers.n ? ed->headers.v[0] : ed->text.len) : next_header(ed, tab->off);
     long lv = last_val_before(ed, nh);
     size_t at;
     bool blank_after = false;
@@ -292,9 +292,8 @@ static long walk(const char *errpath, toml_value *root, const char *const *path,
         if (v->type == TOML_ARRAY && v->is_array_of_tables && v->u.arr.n)
             v = v->u.arr.items[v->u.arr.n - 1];
         if (v->type != TOML_TABLE)
-            return as_err_at(err, errpath, v->line, v->col, "'%s' is %s %s, not a table",
-                             path[i], v->type == TOML_ARRAY || v->type == TOML_INTEGER ? "an"
-                                                                                        : "a",
+            return as_err_at(err, errpath, v->line, v->col, "'%s' is %s %s, not a table", path[i],
+                             v->type == TOML_ARRAY || v->type == TOML_INTEGER ? "an" : "a",
                              toml_type_name(v->type));
         chain[i + 1] = v;
     }
@@ -327,8 +326,7 @@ static void join_keys(const char *const *path, size_t n, strbuf *out)
     }
 }
 
-static int check_path(const toml_edit *ed, const char *const *path, size_t n,
-                      struct as_err *err)
+static int check_path(const toml_edit *ed, const char *const *path, size_t n, struct as_err *err)
 {
     if (!n)
         return as_err_at(err, ed->path, 0, 0, "empty key path");
@@ -392,8 +390,8 @@ static void prune_empty(toml_value *root, const char *const *path, size_t n)
     }
 }
 
-static int apply(toml_edit *ed, splices *sp, toml_value *expect, const char *const *path,
-                 size_t n, bool prune, struct as_err *err)
+static int apply(toml_edit *ed, splices *sp, toml_value *expect, const char *const *path, size_t n,
+                 bool prune, struct as_err *err)
 {
     /* A byte-order mark stays first: nothing is inserted before or cut from it. */
     size_t bom = ed->text.len >= 3 && memcmp(ed->text.buf, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
@@ -426,8 +424,7 @@ static int apply(toml_edit *ed, splices *sp, toml_value *expect, const char *con
     toml_value *nr = toml_parse(ed->path, out.buf, out.len, &perr);
     if (!nr) {
         sb_release(&out);
-        return as_err_at(err, ed->path, 0, 0, "the edit would not leave valid TOML: %s",
-                         perr.msg);
+        return as_err_at(err, ed->path, 0, 0, "the edit would not leave valid TOML: %s", perr.msg);
     }
     if (!toml_equal(nr, expect)) {
         /* Refuse rather than write something we did not mean. */
@@ -501,8 +498,8 @@ void toml_edit_last_span(const toml_edit *ed, size_t *off, size_t *old_len, size
 
 /* Adds "rel = value" (rel: path[from..n)) to the table at path[0..from) in its
  * own section, or as a dotted key in the section that made it. */
-static void plan_add_key(const toml_edit *ed, toml_value **chain, size_t k,
-                         const char *const *path, size_t n, const strbuf *value, splices *sp)
+static void plan_add_key(const toml_edit *ed, toml_value **chain, size_t k, const char *const *path,
+                         size_t n, const strbuf *value, splices *sp)
 {
     /* chain[k] is the table that gets key path[k..n); find the section owner */
     size_t b = k;
@@ -558,8 +555,8 @@ int toml_edit_set(toml_edit *ed, const char *const *path, size_t n, const toml_v
         return -1;
     }
     const toml_kv *kv = got == (long)n - 1 ? toml_get_kv(chain[got], path[n - 1]) : NULL;
-    if (kv && (kv->val->is_inline ||
-               (kv->val->type != TOML_TABLE && kv->val->type != TOML_ARRAY))) {
+    if (kv &&
+        (kv->val->is_inline || (kv->val->type != TOML_TABLE && kv->val->type != TOML_ARRAY))) {
         /* an inline value: replace exactly its bytes */
         add_splice(&sp, kv->val->off, kv->val->end, with_nl(ed, &val));
     } else if (a >= 0) {
@@ -619,8 +616,7 @@ int toml_edit_set_table(toml_edit *ed, const char *const *path, size_t n, const 
     } else {
         strbuf sec = SB_INIT;
         toml_emit_section(tab, path, n, false, &sec);
-        if (kv && kv->val->type == TOML_TABLE && !kv->val->is_inline &&
-            kv->val->priv_defined) {
+        if (kv && kv->val->type == TOML_TABLE && !kv->val->is_inline && kv->val->priv_defined) {
             /* in place of the old section */
             collect_remove(ed, kv->val, &sp);
             struct span s = section(ed, kv->val->off);
@@ -677,8 +673,7 @@ int toml_edit_append_array_table(toml_edit *ed, const char *const *path, size_t 
     toml_value *arr = toml_get(et, path[n - 1]);
     if (arr && arr->type != TOML_ARRAY) {
         as_err_at(err, ed->path, arr->line, arr->col, "'%s' is %s %s, not an array of tables",
-                  path[n - 1], arr->type == TOML_INTEGER ? "an" : "a",
-                  toml_type_name(arr->type));
+                  path[n - 1], arr->type == TOML_INTEGER ? "an" : "a", toml_type_name(arr->type));
         toml_free(expect);
         return -1;
     }

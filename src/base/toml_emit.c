@@ -127,14 +127,30 @@ static void quote(const char *s, size_t n, strbuf *out)
             continue;
         }
         switch (c) {
-        case '"': sb_adds(out, "\\\""); break;
-        case '\\': sb_adds(out, "\\\\"); break;
-        case '\b': sb_adds(out, "\\b"); break;
-        case '\t': sb_adds(out, "\\t"); break;
-        case '\n': sb_adds(out, "\\n"); break;
-        case '\f': sb_adds(out, "\\f"); break;
-        case '\r': sb_adds(out, "\\r"); break;
-        default: sb_addf(out, "\\u%04X", c); break;
+        case '"':
+            sb_adds(out, "\\\"");
+            break;
+        case '\\':
+            sb_adds(out, "\\\\");
+            break;
+        case '\b':
+            sb_adds(out, "\\b");
+            break;
+        case '\t':
+            sb_adds(out, "\\t");
+            break;
+        case '\n':
+            sb_adds(out, "\\n");
+            break;
+        case '\f':
+            sb_adds(out, "\\f");
+            break;
+        case '\r':
+            sb_adds(out, "\\r");
+            break;
+        default:
+            sb_addf(out, "\\u%04X", c);
+            break;
         }
         i++;
     }

@@ -18,8 +18,8 @@ struct toml_slot {
 };
 struct toml_index {
     struct toml_slot *slot;
-    size_t cap;   /* power of two */
-    size_t n;     /* entries indexed; a mismatch with tab.n forces a rebuild */
+    size_t cap; /* power of two */
+    size_t n;   /* entries indexed; a mismatch with tab.n forces a rebuild */
 };
 
 /* Tables smaller than this are searched linearly. */
@@ -28,8 +28,8 @@ struct toml_index {
 /* Index of key (len bytes) in tab, or (size_t)-1. */
 size_t toml_find_index(const toml_value *tab, const char *key, size_t len);
 /* Appends key -> v without a duplicate check; takes key and v. Returns the index. */
-size_t toml_table_append(toml_value *tab, char *key, size_t keylen, toml_value *v,
-                         unsigned line, unsigned col);
+size_t toml_table_append(toml_value *tab, char *key, size_t keylen, toml_value *v, unsigned line,
+                         unsigned col);
 /* Appends a key of len bytes (NUL allowed), bare when possible. */
 void toml_emit_keyn(const char *key, size_t len, strbuf *out);
 void toml_index_drop(toml_value *tab);

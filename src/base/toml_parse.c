@@ -71,8 +71,8 @@ static void where(struct parser *p, size_t off, unsigned *line, unsigned *col)
     *col = (unsigned)(off - p->lc_ls + 1);
 }
 
-__attribute__((format(printf, 3, 4))) static int perr(struct parser *p, size_t off,
-                                                      const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int perr(struct parser *p, size_t off, const char *fmt,
+                                                      ...)
 {
     char msg[1024];
     va_list ap;
@@ -287,14 +287,29 @@ static int escape(struct parser *p, strbuf *out, bool ml)
     int e = peek(p, 1);
     const char *simple = NULL;
     switch (e) {
-    case 'b': simple = "\b"; break;
-    case 't': simple = "\t"; break;
-    case 'n': simple = "\n"; break;
-    case 'f': simple = "\f"; break;
-    case 'r': simple = "\r"; break;
-    case '"': simple = "\""; break;
-    case '\\': simple = "\\"; break;
-    default: break;
+    case 'b':
+        simple = "\b";
+        break;
+    case 't':
+        simple = "\t";
+        break;
+    case 'n':
+        simple = "\n";
+        break;
+    case 'f':
+        simple = "\f";
+        break;
+    case 'r':
+        simple = "\r";
+        break;
+    case '"':
+        simple = "\"";
+        break;
+    case '\\':
+        simple = "\\";
+        break;
+    default:
+        break;
     }
     if (simple) {
         sb_addc(out, simple[0]);
@@ -408,8 +423,8 @@ static int parse_string(struct parser *p, strbuf *out, bool allow_ml)
 
 static bool bare_char(int c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
 }
 
 /* A key for an error message: printable, each part at most 64 bytes, so a
@@ -514,8 +529,7 @@ static long read_digits(const char *t, size_t m, size_t *k, int base, strbuf *cl
         char c = t[*k];
         int v = hexval(c);
         if (c == '_') {
-            if (!prev_digit || *k + 1 >= m || hexval(t[*k + 1]) < 0 ||
-                hexval(t[*k + 1]) >= base)
+            if (!prev_digit || *k + 1 >= m || hexval(t[*k + 1]) < 0 || hexval(t[*k + 1]) >= base)
                 return -1;
             prev_digit = false;
         } else if (v >= 0 && v < base) {
@@ -557,7 +571,10 @@ static toml_value *parse_number(struct parser *p, size_t at, const char *t, size
         long nd = read_digits(t, m, &k, base, clean);
         if (nd <= 0 || k != m) {
             perr(p, at, "invalid %s integer '%.*s%s'",
-                 base == 16 ? "hexadecimal" : base == 8 ? "octal" : "binary", SHOW(t, m));
+                 base == 16  ? "hexadecimal"
+                 : base == 8 ? "octal"
+                             : "binary",
+                 SHOW(t, m));
             return NULL;
         }
         uint64_t u = 0;
@@ -663,9 +680,8 @@ static toml_value *parse_token(struct parser *p)
         v = toml_new_bool(true);
     } else if (m == 5 && memcmp(t, "false", 5) == 0) {
         v = toml_new_bool(false);
-    } else if (memchr(t, ':', m) ||
-               (m >= 5 && t[4] == '-' && is_digit(t[0]) && is_digit(t[1]) && is_digit(t[2]) &&
-                is_digit(t[3]))) {
+    } else if (memchr(t, ':', m) || (m >= 5 && t[4] == '-' && is_digit(t[0]) && is_digit(t[1]) &&
+                                     is_digit(t[2]) && is_digit(t[3]))) {
         char *norm;
         const char *why;
         int type = toml_datetime_scan(t, m, &norm, &why);
@@ -688,8 +704,8 @@ static toml_value *parse_token(struct parser *p)
 /* ---- values -------------------------------------------------------------- */
 
 static toml_value *parse_value(struct parser *p, unsigned depth);
-static int insert_kv(struct parser *p, toml_value *tab, unsigned depth, keyvec *keys,
-                     toml_value *v, bool in_inline);
+static int insert_kv(struct parser *p, toml_value *tab, unsigned depth, keyvec *keys, toml_value *v,
+                     bool in_inline);
 
 static toml_value *parse_array(struct parser *p, unsigned depth)
 {
@@ -716,8 +732,7 @@ static toml_value *parse_array(struct parser *p, unsigned depth)
         if (c == ']')
             break;
         char d[32];
-        perr(p, p->i, "expected ',' or ']' in the array, found %s",
-             describe(p, p->i, d, sizeof d));
+        perr(p, p->i, "expected ',' or ']' in the array, found %s", describe(p, p->i, d, sizeof d));
         goto fail;
     }
     p->i++;
@@ -750,8 +765,7 @@ static toml_value *parse_inline_table(struct parser *p, unsigned depth)
         skip_ws(p);
         if (peek(p, 0) != '=') {
             char d[32];
-            perr(p, p->i, "expected '=' after the key, found %s",
-                 describe(p, p->i, d, sizeof d));
+            perr(p, p->i, "expected '=' after the key, found %s", describe(p, p->i, d, sizeof d));
             keys_free(&keys);
             goto fail;
         }
@@ -845,8 +859,8 @@ static toml_value *add_child(toml_value *tab, struct keyseg *seg, toml_value *v)
     return v;
 }
 
-static int insert_kv(struct parser *p, toml_value *tab, unsigned depth, keyvec *keys,
-                     toml_value *v, bool in_inline)
+static int insert_kv(struct parser *p, toml_value *tab, unsigned depth, keyvec *keys, toml_value *v,
+                     bool in_inline)
 {
     toml_value *t = tab;
     for (size_t k = 0; k + 1 < keys->n; k++) {
@@ -1014,8 +1028,14 @@ toml_value *toml_parse(const char *path, const char *data, size_t len, struct as
 toml_value *toml_parse_ex(const char *path, const char *data, size_t len, unsigned flags,
                           struct as_err *err)
 {
-    struct parser p = {.path = path ? path : "<input>", .s = data ? data : "", .n = data ? len : 0,
-                       .err = err, .flags = flags, .section = 1, .lc_line = 1, .tmp = SB_INIT};
+    struct parser p = {.path = path ? path : "<input>",
+                       .s = data ? data : "",
+                       .n = data ? len : 0,
+                       .err = err,
+                       .flags = flags,
+                       .section = 1,
+                       .lc_line = 1,
+                       .tmp = SB_INIT};
     size_t bad = utf8_bad((const unsigned char *)p.s, p.n);
     if (bad < p.n) {
         perr(&p, bad, "invalid UTF-8 (byte 0x%02x)", (unsigned char)p.s[bad]);

@@ -85,8 +85,8 @@ size_t toml_find_index(const toml_value *tab, const char *key, size_t len)
     return (size_t)-1;
 }
 
-size_t toml_table_append(toml_value *tab, char *key, size_t keylen, toml_value *v,
-                         unsigned line, unsigned col)
+size_t toml_table_append(toml_value *tab, char *key, size_t keylen, toml_value *v, unsigned line,
+                         unsigned col)
 {
     tab->u.tab.kv = xgrow(tab->u.tab.kv, &tab->u.tab.cap, tab->u.tab.n + 1, sizeof(toml_kv));
     size_t i = tab->u.tab.n++;
@@ -192,16 +192,26 @@ toml_value *toml_at(const toml_value *arr, size_t i)
 const char *toml_type_name(enum toml_type t)
 {
     switch (t) {
-    case TOML_TABLE: return "table";
-    case TOML_ARRAY: return "array";
-    case TOML_STRING: return "string";
-    case TOML_INTEGER: return "integer";
-    case TOML_FLOAT: return "float";
-    case TOML_BOOL: return "bool";
-    case TOML_DATETIME: return "datetime";
-    case TOML_DATETIME_LOCAL: return "datetime-local";
-    case TOML_DATE_LOCAL: return "date-local";
-    case TOML_TIME_LOCAL: return "time-local";
+    case TOML_TABLE:
+        return "table";
+    case TOML_ARRAY:
+        return "array";
+    case TOML_STRING:
+        return "string";
+    case TOML_INTEGER:
+        return "integer";
+    case TOML_FLOAT:
+        return "float";
+    case TOML_BOOL:
+        return "bool";
+    case TOML_DATETIME:
+        return "datetime";
+    case TOML_DATETIME_LOCAL:
+        return "datetime-local";
+    case TOML_DATE_LOCAL:
+        return "date-local";
+    case TOML_TIME_LOCAL:
+        return "time-local";
     }
     return "unknown";
 }
@@ -315,8 +325,8 @@ void toml_array_push(toml_value *arr, toml_value *v)
         toml_free(v);
         return;
     }
-    arr->u.arr.items = xgrow(arr->u.arr.items, &arr->u.arr.cap, arr->u.arr.n + 1,
-                             sizeof(toml_value *));
+    arr->u.arr.items =
+        xgrow(arr->u.arr.items, &arr->u.arr.cap, arr->u.arr.n + 1, sizeof(toml_value *));
     arr->u.arr.items[arr->u.arr.n++] = v;
 }
 
@@ -333,8 +343,8 @@ toml_value *toml_clone(const toml_value *v)
         c->u.tab.n = c->u.tab.cap = 0;
         for (size_t i = 0; i < v->u.tab.n; i++) {
             const toml_kv *kv = &v->u.tab.kv[i];
-            toml_table_append(c, xmemdup(kv->key, kv->keylen + 1), kv->keylen,
-                              toml_clone(kv->val), kv->line, kv->col);
+            toml_table_append(c, xmemdup(kv->key, kv->keylen + 1), kv->keylen, toml_clone(kv->val),
+                              kv->line, kv->col);
         }
         break;
     case TOML_ARRAY:
@@ -385,8 +395,7 @@ bool toml_equal(const toml_value *a, const toml_value *b)
                 return false;
         return true;
     case TOML_STRING:
-        return a->u.str.len == b->u.str.len &&
-               memcmp(a->u.str.s, b->u.str.s, a->u.str.len) == 0;
+        return a->u.str.len == b->u.str.len && memcmp(a->u.str.s, b->u.str.s, a->u.str.len) == 0;
     case TOML_INTEGER:
         return a->u.i == b->u.i;
     case TOML_FLOAT:
@@ -427,8 +436,7 @@ static int digits(const char *s, size_t n, size_t at, size_t count, int *out)
 static size_t scan_time(const char *s, size_t n, size_t at, const char **why)
 {
     int h, m, sec;
-    if (digits(s, n, at, 2, &h) || at + 2 >= n || s[at + 2] != ':' ||
-        digits(s, n, at + 3, 2, &m)) {
+    if (digits(s, n, at, 2, &h) || at + 2 >= n || s[at + 2] != ':' || digits(s, n, at + 3, 2, &m)) {
         *why = "malformed time (want HH:MM:SS)";
         return 0;
     }
@@ -437,8 +445,9 @@ static size_t scan_time(const char *s, size_t n, size_t at, const char **why)
         return 0;
     }
     if (h > 23 || m > 59 || sec > 60) {
-        *why = h > 23 ? "hour out of range" : m > 59 ? "minute out of range"
-                                                      : "second out of range";
+        *why = h > 23   ? "hour out of range"
+               : m > 59 ? "minute out of range"
+                        : "second out of range";
         return 0;
     }
     size_t i = at + 8;
@@ -468,8 +477,8 @@ int toml_datetime_scan(const char *s, size_t n, char **norm, const char **why)
         type = TOML_TIME_LOCAL;
     } else {
         int y, mo, d;
-        if (digits(s, n, 0, 4, &y) || n < 5 || s[4] != '-' || digits(s, n, 5, 2, &mo) ||
-            n < 8 || s[7] != '-' || digits(s, n, 8, 2, &d)) {
+        if (digits(s, n, 0, 4, &y) || n < 5 || s[4] != '-' || digits(s, n, 5, 2, &mo) || n < 8 ||
+            s[7] != '-' || digits(s, n, 8, 2, &d)) {
             *why = "malformed date (want YYYY-MM-DD)";
             return -1;
         }

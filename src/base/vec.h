@@ -12,23 +12,26 @@
 
 #include "base/xalloc.h"
 
-#define VEC(T)       \
-    struct {         \
-        T *v;        \
-        size_t n;    \
-        size_t cap;  \
+#define VEC(T)                                                                                     \
+    struct {                                                                                       \
+        T *v;                                                                                      \
+        size_t n;                                                                                  \
+        size_t cap;                                                                                \
     }
-#define VEC_INIT {NULL, 0, 0}
-#define vec_push(vp, x)                                                        \
-    do {                                                                       \
-        (vp)->v = xgrow((vp)->v, &(vp)->cap, (vp)->n + 1, sizeof(*(vp)->v));   \
-        (vp)->v[(vp)->n++] = (x);                                              \
+#define VEC_INIT                                                                                   \
+    {                                                                                              \
+        NULL, 0, 0                                                                                 \
+    }
+#define vec_push(vp, x)                                                                            \
+    do {                                                                                           \
+        (vp)->v = xgrow((vp)->v, &(vp)->cap, (vp)->n + 1, sizeof(*(vp)->v));                       \
+        (vp)->v[(vp)->n++] = (x);                                                                  \
     } while (0)
-#define vec_free(vp)          \
-    do {                      \
-        free((vp)->v);        \
-        (vp)->v = NULL;       \
-        (vp)->n = (vp)->cap = 0; \
+#define vec_free(vp)                                                                               \
+    do {                                                                                           \
+        free((vp)->v);                                                                             \
+        (vp)->v = NULL;                                                                            \
+        (vp)->n = (vp)->cap = 0;                                                                   \
     } while (0)
 
 /* NULL-terminated array of owned strings; v is never NULL after a push. */
@@ -37,7 +40,10 @@ typedef struct strvec {
     size_t n;
     size_t cap;
 } strvec;
-#define STRVEC_INIT {NULL, 0, 0}
+#define STRVEC_INIT                                                                                \
+    {                                                                                              \
+        NULL, 0, 0                                                                                 \
+    }
 
 void strvec_push(strvec *sv, const char *s);
 void strvec_pushf(strvec *sv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

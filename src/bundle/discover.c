@@ -383,8 +383,7 @@ int discover_project_key(const char *base, strbuf *out)
 
 /* A path that may be a symlink must resolve inside root_canon; the final
  * object must be a regular file (or a directory when want_dir). Missing is fine. */
-static int check_entry(const char *path, const char *root_canon, bool want_dir,
-                       struct as_err *err)
+static int check_entry(const char *path, const char *root_canon, bool want_dir, struct as_err *err)
 {
     struct stat st;
     if (lstat(path, &st) < 0)
@@ -405,8 +404,7 @@ static int check_entry(const char *path, const char *root_canon, bool want_dir,
             return as_err_errno(err, "%s", path);
     }
     if (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
-        return as_err_set(err, "%s: is not a %s", path,
-                          want_dir ? "directory" : "regular file");
+        return as_err_set(err, "%s: is not a %s", path, want_dir ? "directory" : "regular file");
     return 0;
 }
 

@@ -185,15 +185,19 @@ toml_value *home_machine_toml(int *absent, struct as_err *err)
     }
     /* A dotfile manager may symlink the machine file: follow it (user scope). */
     if (fs_read_file(path.buf, MANIFEST_MAX_BYTES, 0, &data, err) < 0) {
-        as_err_hint(err, "fix or move aside %s — every path refuses while the machine "
-                         "manifest is unreadable", path.buf);
+        as_err_hint(err,
+                    "fix or move aside %s — every path refuses while the machine "
+                    "manifest is unreadable",
+                    path.buf);
         goto out;
     }
     root = toml_parse(path.buf, data.buf, data.len, err);
     if (!root) {
         as_err_prefix(err, "TOML syntax");
-        as_err_hint(err, "fix the TOML syntax in %s — every path refuses while the machine "
-                         "manifest is broken", path.buf);
+        as_err_hint(err,
+                    "fix the TOML syntax in %s — every path refuses while the machine "
+                    "manifest is broken",
+                    path.buf);
     }
 out:
     sb_release(&path);

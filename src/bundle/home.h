@@ -32,30 +32,30 @@
 
 /* Entries of the §1.4 layout. Directories end in _DIR. */
 enum home_entry {
-    HOME_ROOT_DIR,         /* $AGENTSTACK_HOME itself */
-    HOME_AUDIT_DIR,        /* audit/ */
-    HOME_STORE_DIR,        /* store/ */
-    HOME_STORE_CONTENT_DIR,/* store/content/ */
-    HOME_STORE_GIT_DIR,    /* store/git/ */
-    HOME_STORE_CO_DIR,     /* store/co/ */
-    HOME_STAGE_DIR,        /* stage/ */
-    HOME_TRY_DIR,          /* try/ */
-    HOME_LOGS_DIR,         /* logs/ */
-    HOME_RUNS_DIR,         /* runs/ */
-    HOME_GATEWAY_DIR,      /* gateway/ */
-    HOME_KEYS_DIR,         /* keys/ */
-    HOME_BACKUPS_DIR,      /* backups/ */
-    HOME_LIB_DIR,          /* lib/ */
-    HOME_STATE_DIR,        /* state/ */
-    HOME_HISTORY_DIR,      /* history/ */
-    HOME_ADAPTERS_DIR,     /* adapters/ */
-    HOME_LEASES_DIR,       /* leases/ */
-    HOME_GUARD_DIR,        /* guard/ */
-    HOME_SHIMS_DIR,        /* shims/ */
-    HOME_GRANT_DIR,        /* grant/ */
-    HOME_PROXY_DIR,        /* proxy/ */
-    HOME_SANDBOX_HOME_DIR, /* sandbox-home/ */
-    HOME_TRUST_LOCK_DIR,   /* trust.lock.d/ (reference mutex; we use HOME_LOCK_FILE) */
+    HOME_ROOT_DIR,          /* $AGENTSTACK_HOME itself */
+    HOME_AUDIT_DIR,         /* audit/ */
+    HOME_STORE_DIR,         /* store/ */
+    HOME_STORE_CONTENT_DIR, /* store/content/ */
+    HOME_STORE_GIT_DIR,     /* store/git/ */
+    HOME_STORE_CO_DIR,      /* store/co/ */
+    HOME_STAGE_DIR,         /* stage/ */
+    HOME_TRY_DIR,           /* try/ */
+    HOME_LOGS_DIR,          /* logs/ */
+    HOME_RUNS_DIR,          /* runs/ */
+    HOME_GATEWAY_DIR,       /* gateway/ */
+    HOME_KEYS_DIR,          /* keys/ */
+    HOME_BACKUPS_DIR,       /* backups/ */
+    HOME_LIB_DIR,           /* lib/ */
+    HOME_STATE_DIR,         /* state/ */
+    HOME_HISTORY_DIR,       /* history/ */
+    HOME_ADAPTERS_DIR,      /* adapters/ */
+    HOME_LEASES_DIR,        /* leases/ */
+    HOME_GUARD_DIR,         /* guard/ */
+    HOME_SHIMS_DIR,         /* shims/ */
+    HOME_GRANT_DIR,         /* grant/ */
+    HOME_PROXY_DIR,         /* proxy/ */
+    HOME_SANDBOX_HOME_DIR,  /* sandbox-home/ */
+    HOME_TRUST_LOCK_DIR,    /* trust.lock.d/ (reference mutex; we use HOME_LOCK_FILE) */
     /* files */
     HOME_MACHINE_MANIFEST, /* agentstack.toml */
     HOME_TRUST_JSON,       /* trust.json */

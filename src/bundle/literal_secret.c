@@ -33,8 +33,8 @@ const char *lsec_why_text(enum lsec_why w)
 
 bool lsec_key_secretish(const char *key)
 {
-    static const char *const words[] = {"authorization", "token",  "secret", "api-key",
-                                        "apikey",        "api_key", "password", "passwd",
+    static const char *const words[] = {"authorization", "token",      "secret",   "api-key",
+                                        "apikey",        "api_key",    "password", "passwd",
                                         "bearer",        "credential", "key"};
     if (!key)
         return false;
@@ -105,11 +105,11 @@ struct prefix {
 };
 
 static const struct prefix prefixes[] = {
-    {"ghp_", 20},     {"gho_", 20},     {"ghu_", 20},     {"ghs_", 20},  {"ghr_", 20},
-    {"github_pat_", 20}, {"glpat-", 20}, {"sk-", 20},     {"sk_live_", 16}, {"sk_test_", 16},
-    {"rk_live_", 16}, {"xoxb-", 10},    {"xoxp-", 10},    {"xoxa-", 10}, {"xoxr-", 10},
-    {"xoxs-", 10},    {"xapp-", 10},    {"AIza", 30},     {"npm_", 30},  {"pypi-", 30},
-    {"hf_", 30},      {"dop_v1_", 30},
+    {"ghp_", 20},        {"gho_", 20},    {"ghu_", 20},  {"ghs_", 20},     {"ghr_", 20},
+    {"github_pat_", 20}, {"glpat-", 20},  {"sk-", 20},   {"sk_live_", 16}, {"sk_test_", 16},
+    {"rk_live_", 16},    {"xoxb-", 10},   {"xoxp-", 10}, {"xoxa-", 10},    {"xoxr-", 10},
+    {"xoxs-", 10},       {"xapp-", 10},   {"AIza", 30},  {"npm_", 30},     {"pypi-", 30},
+    {"hf_", 30},         {"dop_v1_", 30},
 };
 
 static size_t run_len(const char *s, size_t max)

@@ -514,8 +514,7 @@ static int cmp_extension(const void *a, const void *b)
 }
 static int cmp_workflow(const void *a, const void *b)
 {
-    return strcmp(((const struct lock_workflow *)a)->name,
-                  ((const struct lock_workflow *)b)->name);
+    return strcmp(((const struct lock_workflow *)a)->name, ((const struct lock_workflow *)b)->name);
 }
 
 /* A string array: ≥ 2 elements one per line with a trailing comma (§4.1). */

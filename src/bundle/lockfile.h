@@ -72,8 +72,8 @@ struct lock_workflow {
     strvec roles; /* sorted, unique */
     char *source, *path, *git, *rev;
     char checksum[SHA256_HEX_LEN + 1];
-    char *blueprint;                              /* as declared, or NULL */
-    char blueprint_checksum[SHA256_HEX_LEN + 1];  /* "" when there is none */
+    char *blueprint;                             /* as declared, or NULL */
+    char blueprint_checksum[SHA256_HEX_LEN + 1]; /* "" when there is none */
 };
 
 struct lockfile {
@@ -159,7 +159,7 @@ struct pin_item {
     enum pin_state state;
     char *error; /* why, when state != PIN_OK */
     char checksum[SHA256_HEX_LEN + 1];
-    char *canon; /* canonical bytes (settings values), for the store */
+    char *canon;  /* canonical bytes (settings values), for the store */
     char *target; /* extensions: the adapter id */
     strvec roles; /* workflows: sorted, unique */
     /* Decisions (§6.8). For a decided item checksum is the decided pin and
@@ -196,7 +196,7 @@ const char *pin_ref_name(const char *ref, char **src);
 
 /* Standing decisions of one project, as read from trust.json. */
 struct pin_decision_row {
-    char *kind;    /* "skill" | "instruction" */
+    char *kind; /* "skill" | "instruction" */
     char *name;
     char *variant; /* the variant's declared path, for a variant; else NULL */
     enum pin_decision answer;
@@ -208,12 +208,11 @@ void pin_decisions_free(pin_decisions *d);
  * from <home>/trust.json. Missing or unreadable store → none (0). */
 int pin_decisions_load(const char *home, const char *project_root, pin_decisions *out);
 /* The decision for an item, or NULL. */
-const struct pin_decision_row *pin_decision_find(const pin_decisions *d,
-                                                 const struct pin_item *it);
+const struct pin_decision_row *pin_decision_find(const pin_decisions *d, const struct pin_item *it);
 
 struct pin_opts {
-    const char *toolset;    /* --toolset N: narrows servers (NULL = all toolsets) */
-    const char *home;       /* $AGENTSTACK_HOME, for the library and git caches (NULL: none) */
+    const char *toolset; /* --toolset N: narrows servers (NULL = all toolsets) */
+    const char *home;    /* $AGENTSTACK_HOME, for the library and git caches (NULL: none) */
     /* Library skills and servers resolve through library (the library
      * module's lib_pin_lookup, ctx a struct library *, reads every linked
      * source and qualified refs). NULL: the implicit local source <home>/lib

@@ -202,8 +202,9 @@ static int library_lookup(const struct pin_opts *o, enum pin_kind kind, const ch
     if (pin_ref_name(ref, &src) != ref) {
         /* Only the library module reads sources.toml: never guess that a
          * qualified name means the local copy of the bare one. */
-        as_err_set(err, "'%s' names library source '%s', and linked sources are not read here "
-                        "(only %s/lib)",
+        as_err_set(err,
+                   "'%s' names library source '%s', and linked sources are not read here "
+                   "(only %s/lib)",
                    ref, src, o->home ? o->home : "$AGENTSTACK_HOME");
         free(src);
         return -1;
@@ -229,8 +230,8 @@ static char *ref_source(const char *ref)
 static char *not_in_source(const char *kind, const char *ref, const char *name)
 {
     char *src = ref_source(ref);
-    char *m = xasprintf("%s '%s': no %s '%s' in library '%s'", kind, ref, kind, name,
-                        src ? src : "?");
+    char *m =
+        xasprintf("%s '%s': no %s '%s' in library '%s'", kind, ref, kind, name, src ? src : "?");
     free(src);
     return m;
 }
@@ -318,8 +319,7 @@ static bool resolve_git(struct pin_item *it, const struct pin_opts *o, const cha
     } else if (r == 0) {
         char *m = xasprintf("%s '%s': git source %s%s%s is not cached — pin unverified "
                             "(offline); fetch it with: agentstack install",
-                            pin_kind_name(it->kind), it->name, url, rev ? "@" : "",
-                            rev ? rev : "");
+                            pin_kind_name(it->kind), it->name, url, rev ? "@" : "", rev ? rev : "");
         set_state(it, PIN_OFFLINE, m);
         free(m);
     } else {
@@ -328,8 +328,8 @@ static bool resolve_git(struct pin_item *it, const struct pin_opts *o, const cha
             struct as_err e2 = AS_ERR_INIT;
             strbuf full = SB_INIT;
             if (manifest_contained_path(co.buf, subpath, &full, &e2) < 0) {
-                char *m = xasprintf("%s '%s': subpath %s", pin_kind_name(it->kind), it->name,
-                                    e2.msg);
+                char *m =
+                    xasprintf("%s '%s': subpath %s", pin_kind_name(it->kind), it->name, e2.msg);
                 set_state(it, PIN_FAILED, m);
                 free(m);
             } else {
@@ -387,10 +387,10 @@ static void pin_skill(const struct manifest *m, const struct pin_opts *o, const 
     if (r == 1) {
         hash_skill_dir(it, p.buf);
     } else {
-        char *msg = r < 0  ? xasprintf("skill '%s': %s", ref, err.msg)
-                    : qual ? not_in_source("skill", ref, name)
-                           : xasprintf("skill '%s' is neither in [skills] nor in the library",
-                                       name);
+        char *msg = r < 0 ? xasprintf("skill '%s': %s", ref, err.msg)
+                    : qual
+                        ? not_in_source("skill", ref, name)
+                        : xasprintf("skill '%s' is neither in [skills] nor in the library", name);
         set_state(it, PIN_UNRESOLVED, msg);
         free(msg);
     }
@@ -428,10 +428,10 @@ static void pin_server(const struct manifest *m, const struct pin_opts *o, const
             free(msg);
         }
     } else {
-        char *msg = r < 0  ? xasprintf("server '%s': %s", ref, err.msg)
-                    : qual ? not_in_source("server", ref, name)
-                           : xasprintf("server '%s' is neither in [servers] nor in the library",
-                                       name);
+        char *msg = r < 0 ? xasprintf("server '%s': %s", ref, err.msg)
+                    : qual
+                        ? not_in_source("server", ref, name)
+                        : xasprintf("server '%s' is neither in [servers] nor in the library", name);
         set_state(it, PIN_UNRESOLVED, msg);
         free(msg);
     }
@@ -645,8 +645,8 @@ static void pin_instructions(const struct manifest *m, const struct pin_opts *o,
             it->library = true;
             strbuf lp = SB_INIT;
             struct as_err le = AS_ERR_INIT;
-            int r = o->library ? o->library(o->library_ctx, PIN_INSTRUCTION, in->name, &lp, &le)
-                               : 0;
+            int r =
+                o->library ? o->library(o->library_ctx, PIN_INSTRUCTION, in->name, &lp, &le) : 0;
             p = r == 1 ? sb_detach(&lp, NULL)
                        : xasprintf("%s/lib/instructions/%s/instruction.toml",
                                    o->home ? o->home : "", in->name);
@@ -719,15 +719,16 @@ static void pin_contained(const struct manifest *m, struct pin_item *it, const c
     if (manifest_contained_path(m->manifest_dir, rel, &full, &err) < 0) {
         char *msg = xasprintf("%s '%s': %s", pin_kind_name(it->kind), it->name, err.msg);
         /* A missing source cannot be pinned; traversal and symlinks are hard errors. */
-        set_state(it, strstr(err.msg, "traversal") || strstr(err.msg, "symlink") ? PIN_FAILED
-                                                                                : PIN_UNRESOLVED,
+        set_state(it,
+                  strstr(err.msg, "traversal") || strstr(err.msg, "symlink") ? PIN_FAILED
+                                                                             : PIN_UNRESOLVED,
                   msg);
         free(msg);
     } else if (single_file) {
         it->fs_path = xstrdup(full.buf);
         if (digest_file(full.buf, it->checksum, &err) < 0) {
-            char *msg = xasprintf("%s of workflow '%s': %s", pin_kind_name(it->kind), it->name,
-                                  err.msg);
+            char *msg =
+                xasprintf("%s of workflow '%s': %s", pin_kind_name(it->kind), it->name, err.msg);
             set_state(it, PIN_FAILED, msg);
             free(msg);
         }
@@ -749,7 +750,8 @@ static void pin_library_source(const struct pin_opts *o, struct pin_item *it)
     } else {
         char *msg = r < 0 ? xasprintf("%s '%s': %s", pin_kind_name(it->kind), it->name, err.msg)
                           : xasprintf("%s '%s' has no source and the library has none of that "
-                                      "name", pin_kind_name(it->kind), it->name);
+                                      "name",
+                                      pin_kind_name(it->kind), it->name);
         set_state(it, PIN_UNRESOLVED, msg);
         free(msg);
     }
@@ -921,4 +923,3 @@ int pin_collect(const struct manifest *m, const struct pin_opts *o, pin_items *o
     apply_decisions(m, o, out);
     return 0;
 }
-

@@ -18,7 +18,6 @@
 
 /* ---- small shared helpers ------------------------------------------------ */
 
-
 const char *mf_did_you_mean(const char *word, const char *const *cands)
 {
     return suggest_closest(word, cands, SUGGEST_NULL_TERMINATED);
@@ -188,8 +187,8 @@ struct manifest *manifest_load_bytes(const struct manifest_source *src, struct a
     } else {
         const char *b = strrchr(m->manifest_dir, '/');
         b = b ? b + 1 : m->manifest_dir;
-        m->project_root = strcmp(b, BUNDLE_DIR_NAME) == 0 ? dir_of(m->manifest_dir)
-                                                          : xstrdup(m->manifest_dir);
+        m->project_root =
+            strcmp(b, BUNDLE_DIR_NAME) == 0 ? dir_of(m->manifest_dir) : xstrdup(m->manifest_dir);
     }
     struct mf_origin o = {NULL, 0, 0, NULL};
     if (src->overlay_path) {
@@ -337,8 +336,9 @@ struct manifest *manifest_load_machine(int *absent, struct as_err *err)
         snprintf(prev, sizeof prev, "%s", err->hint);
         if (!err->path[0])
             snprintf(err->path, sizeof err->path, "%s", path.buf);
-        as_err_hint(err, "%s%sthe machine manifest is broken: every command refuses until "
-                         "%s is fixed (or moved aside)",
+        as_err_hint(err,
+                    "%s%sthe machine manifest is broken: every command refuses until "
+                    "%s is fixed (or moved aside)",
                     prev, prev[0] ? "\n  " : "", path.buf);
     }
 out:
@@ -517,10 +517,10 @@ void manifest_free(struct manifest *m)
 
 /* ---- lookups -------------------------------------------------------------- */
 
-#define FIND(vec, field, key)                                   \
-    for (size_t i_ = 0; i_ < (vec).n; i_++)                     \
-        if (strcmp((vec).v[i_].field, (key)) == 0)              \
-            return &(vec).v[i_];                                \
+#define FIND(vec, field, key)                                                                      \
+    for (size_t i_ = 0; i_ < (vec).n; i_++)                                                        \
+        if (strcmp((vec).v[i_].field, (key)) == 0)                                                 \
+            return &(vec).v[i_];                                                                   \
     return NULL
 
 const struct mf_server *manifest_server(const struct manifest *m, const char *name)
@@ -565,8 +565,8 @@ bool manifest_render_locally(const struct manifest *m, const char *adapter)
     return m->delivery_render_locally;
 }
 
-const struct mf_variant *manifest_select_variant(const struct mf_instruction *in,
-                                                 const char *cli, const char *model)
+const struct mf_variant *manifest_select_variant(const struct mf_instruction *in, const char *cli,
+                                                 const char *model)
 {
     const struct mf_variant *best = NULL;
     int best_score = 0;

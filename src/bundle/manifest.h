@@ -68,16 +68,16 @@ enum mf_server_type { MF_SERVER_STDIO, MF_SERVER_HTTP };
 
 struct mf_server {
     char *name;
-    struct mf_pos pos;       /* the [servers.<name>] table */
+    struct mf_pos pos; /* the [servers.<name>] table */
     enum mf_server_type type;
-    char *url;               /* http */
-    char *command;           /* stdio */
+    char *url;     /* http */
+    char *command; /* stdio */
     strvec args;
     char *cwd;
     strvec integrity_roots;
-    strvec targets;          /* ["*"] when absent; [] = never rendered directly */
-    bool targets_set;        /* targets was written */
-    char *owner;             /* adapter id */
+    strvec targets;   /* ["*"] when absent; [] = never rendered directly */
+    bool targets_set; /* targets was written */
+    char *owner;      /* adapter id */
     mf_strmap headers;
     mf_strmap env;
     const toml_value *extra; /* table: adapter id → table of any values, or NULL */
@@ -93,10 +93,10 @@ enum mf_source {
 };
 
 struct mf_skill {
-    char *name;              /* identity; not yet checked against §2.5 (see validate) */
+    char *name; /* identity; not yet checked against §2.5 (see validate) */
     struct mf_pos pos;
-    enum mf_source source;   /* git wins when both are written */
-    char *path;              /* anchored at the manifest dir; may be absolute */
+    enum mf_source source; /* git wins when both are written */
+    char *path;            /* anchored at the manifest dir; may be absolute */
     char *git;
     char *rev;
     char *subpath;
@@ -105,9 +105,9 @@ struct mf_skill {
 /* ---- instructions (§2.2, §2.9) ------------------------------------------- */
 
 struct mf_variant {
-    char *cli;               /* adapter id selector, or NULL */
-    char *model;             /* model selector (compared literally), or NULL */
-    char *path;              /* required */
+    char *cli;   /* adapter id selector, or NULL */
+    char *model; /* model selector (compared literally), or NULL */
+    char *path;  /* required */
     struct mf_pos pos;
 };
 typedef VEC(struct mf_variant) mf_variants;
@@ -115,12 +115,12 @@ typedef VEC(struct mf_variant) mf_variants;
 struct mf_instruction {
     char *name;
     struct mf_pos pos;
-    char *path;              /* NULL = library body instructions/<n>/instruction.toml */
-    strvec targets;          /* ["*"] when absent */
+    char *path;     /* NULL = library body instructions/<n>/instruction.toml */
+    strvec targets; /* ["*"] when absent */
     bool targets_set;
-    mf_variants variants;    /* file order */
-    bool inherited;          /* merged from the machine layer (global scope only, never pinned) */
-    char *anchor_dir;        /* relative paths anchor here: manifest dir or machine home */
+    mf_variants variants; /* file order */
+    bool inherited;       /* merged from the machine layer (global scope only, never pinned) */
+    char *anchor_dir;     /* relative paths anchor here: manifest dir or machine home */
 };
 
 /* ---- toolsets (§2.2) ----------------------------------------------------- */
@@ -129,7 +129,7 @@ struct mf_toolset {
     char *name;
     struct mf_pos pos;
     strvec servers;
-    strvec skills;           /* "*" = every [skills] entry (never the library) */
+    strvec skills; /* "*" = every [skills] entry (never the library) */
     strvec packages;
     char *harness;
     char *model;
@@ -139,7 +139,7 @@ struct mf_toolset {
 /* ---- settings, hooks, extensions, workflows ------------------------------ */
 
 struct mf_settings {
-    char *adapter;           /* settings.<adapter> */
+    char *adapter; /* settings.<adapter> */
     struct mf_pos pos;
     const toml_value *table; /* any TOML values; top-level keys are the pin grain */
 };
@@ -147,20 +147,20 @@ struct mf_settings {
 struct mf_hook {
     char *name;
     struct mf_pos pos;
-    char *event;             /* required */
-    char *command;           /* required */
+    char *event;   /* required */
+    char *command; /* required */
     char *matcher;
     strvec args;
     bool has_timeout;
-    int64_t timeout;         /* seconds, > 0 */
-    strvec targets;          /* ["*"] when absent */
+    int64_t timeout; /* seconds, > 0 */
+    strvec targets;  /* ["*"] when absent */
     bool targets_set;
 };
 
 struct mf_extension {
-    char *name;              /* one plain path component; agentstack-guard* reserved */
+    char *name; /* one plain path component; agentstack-guard* reserved */
     struct mf_pos pos;
-    char *target;            /* one adapter id, never "*" */
+    char *target; /* one adapter id, never "*" */
     enum mf_source source;
     char *path, *git, *rev, *subpath;
     char *description;
@@ -193,14 +193,14 @@ struct mf_delivery_harness {
 
 struct mf_gateway {
     strvec env_passthrough;
-    int64_t max_result_bytes;   /* default 1048576 */
+    int64_t max_result_bytes; /* default 1048576 */
 };
 
 struct mf_guard {
     bool present;
     bool enabled;
     strvec allow_roots;
-    bool has_deny;              /* "only if no deny list was ever written" (03 §7.1) */
+    bool has_deny; /* "only if no deny list was ever written" (03 §7.1) */
     strvec deny;
     const toml_value *project_roots; /* table: root prefix → array of strings, or NULL */
 };
@@ -208,7 +208,7 @@ struct mf_guard {
 struct mf_experimental {
     bool present;
     bool tools_execute;
-    strvec allow_tools;         /* allowTools, the machine's cap ([experimental] or its limits) */
+    strvec allow_tools; /* allowTools, the machine's cap ([experimental] or its limits) */
     bool has_allow_tools;
     int64_t timeout_ms, max_calls, max_output_bytes; /* 0 = not set */
 };
@@ -219,9 +219,9 @@ enum mf_severity { MF_WARNING, MF_ERROR };
 
 struct mf_diag {
     enum mf_severity sev;
-    char *msg;               /* "<problem> in [servers.x]" — no location prefix */
-    char *fix;               /* one line, or NULL */
-    struct mf_pos pos;       /* file NULL = no location */
+    char *msg;         /* "<problem> in [servers.x]" — no location prefix */
+    char *fix;         /* one line, or NULL */
+    struct mf_pos pos; /* file NULL = no location */
 };
 typedef VEC(struct mf_diag) mf_diags;
 
@@ -235,11 +235,11 @@ int mf_diag_to_err(const struct mf_diag *d, struct as_err *err);
 
 struct manifest {
     enum manifest_kind kind;
-    char *path;              /* manifest file (absolute as given) */
-    char *overlay_path;      /* NULL when no overlay was merged */
-    char *manifest_dir;      /* anchor for skill/instruction/extension/workflow paths */
-    char *project_root;      /* anchor for cwd, relative command/args, integrity roots */
-    toml_value *root;        /* the merged tree (owned) */
+    char *path;         /* manifest file (absolute as given) */
+    char *overlay_path; /* NULL when no overlay was merged */
+    char *manifest_dir; /* anchor for skill/instruction/extension/workflow paths */
+    char *project_root; /* anchor for cwd, relative command/args, integrity roots */
+    toml_value *root;   /* the merged tree (owned) */
 
     int64_t version;
 
@@ -247,20 +247,20 @@ struct manifest {
     VEC(struct mf_skill) skills;
     VEC(struct mf_instruction) instructions; /* inherited ones first (after inherit) */
     VEC(struct mf_toolset) toolsets;
-    bool toolsets_legacy;    /* the table was spelled [profiles] */
-    char *default_toolset;   /* as written, or NULL */
+    bool toolsets_legacy;  /* the table was spelled [profiles] */
+    char *default_toolset; /* as written, or NULL */
     struct mf_pos default_toolset_pos;
     VEC(struct mf_settings) settings;
     VEC(struct mf_hook) hooks;
     bool has_targets;
-    strvec targets_default;  /* [targets] default */
-    const toml_value *policy;            /* raw [policy] (shape-checked), or NULL */
+    strvec targets_default;   /* [targets] default */
+    const toml_value *policy; /* raw [policy] (shape-checked), or NULL */
     VEC(struct mf_extension) extensions;
     VEC(struct mf_workflow) workflows;
     const toml_value *packs;             /* raw [packs] (checked), or NULL */
     const toml_value *package_overrides; /* raw [package_overrides] (checked), or NULL */
     char *meta_name;
-    bool meta_gitignore;     /* default true */
+    bool meta_gitignore; /* default true */
     bool delivery_render_locally;
     VEC(struct mf_delivery_harness) delivery_harness;
 
@@ -269,21 +269,21 @@ struct manifest {
     struct mf_guard guard;
     struct mf_experimental experimental;
 
-    mf_diags warnings;       /* load-time warnings (ignored machine-only tables) */
-    char *inherited_from;    /* machine manifest path once instructions were inherited */
+    mf_diags warnings;    /* load-time warnings (ignored machine-only tables) */
+    char *inherited_from; /* machine manifest path once instructions were inherited */
 };
 
 /* What to load. Data need not be NUL-terminated. */
 struct manifest_source {
     enum manifest_kind kind;
-    const char *path;            /* for messages and positions */
+    const char *path; /* for messages and positions */
     const char *data;
     size_t len;
-    const char *overlay_path;    /* NULL: no overlay */
+    const char *overlay_path; /* NULL: no overlay */
     const char *overlay_data;
     size_t overlay_len;
-    const char *manifest_dir;    /* NULL: dirname(path) */
-    const char *project_root;    /* NULL: derived from manifest_dir (§1.1) */
+    const char *manifest_dir; /* NULL: dirname(path) */
+    const char *project_root; /* NULL: derived from manifest_dir (§1.1) */
 };
 
 /* Decodes and checks one manifest from bytes. NULL + err on any problem. */
@@ -333,8 +333,8 @@ const struct mf_toolset *manifest_effective_toolset(const struct manifest *m);
 bool manifest_render_locally(const struct manifest *m, const char *adapter);
 /* Variant choice (§2.2): cli+model > cli > model > base; ties → first.
  * Returns NULL for the base body. */
-const struct mf_variant *manifest_select_variant(const struct mf_instruction *in,
-                                                 const char *cli, const char *model);
+const struct mf_variant *manifest_select_variant(const struct mf_instruction *in, const char *cli,
+                                                 const char *model);
 /* 1 if a targets list ([] / ["*"] / ids) includes adapter. */
 bool manifest_targets_include(const strvec *targets, const char *adapter);
 
@@ -372,8 +372,7 @@ size_t manifest_validate(const struct manifest *m, const struct manifest_env *en
 /* Contained path (§2.6): rel must be relative, '..'-free, not the anchor
  * itself, exist, and have no symlink at any component (lstat each).
  * Errors name "traversal" or "symlink". out = anchor/rel (normalized). */
-int manifest_contained_path(const char *anchor, const char *rel, strbuf *out,
-                            struct as_err *err);
+int manifest_contained_path(const char *anchor, const char *rel, strbuf *out, struct as_err *err);
 
 /* Known key names, for tools that want to list or suggest them. */
 extern const char *const manifest_root_keys[];

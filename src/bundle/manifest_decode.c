@@ -25,9 +25,8 @@ struct tctx {
 };
 
 static __attribute__((format(printf, 7, 8))) int fail(struct dec *d, const char *file,
-                                                      unsigned line, unsigned col,
-                                                      const char *fix, int recheck,
-                                                      const char *fmt, ...)
+                                                      unsigned line, unsigned col, const char *fix,
+                                                      int recheck, const char *fmt, ...)
 {
     char msg[1536];
     va_list ap;
@@ -90,8 +89,8 @@ static int keys_allowed(struct dec *d, const struct tctx *t, const char *const *
         if (near)
             return fail(d, kv_file(d, t, kv), kv->line, kv->col, fix, 1,
                         "unknown key `%s`%s (did you mean `%s`?)", kv->key, w, near);
-        return fail(d, kv_file(d, t, kv), kv->line, kv->col, fix, 1, "unknown key `%s`%s",
-                    kv->key, w);
+        return fail(d, kv_file(d, t, kv), kv->line, kv->col, fix, 1, "unknown key `%s`%s", kv->key,
+                    w);
     }
     return 0;
 }
@@ -101,9 +100,8 @@ static int type_error(struct dec *d, const struct tctx *t, const toml_kv *kv, co
     char w[600], fix[800];
     where(t, w, sizeof w);
     snprintf(fix, sizeof fix, "make `%s` %s", kv->key, want);
-    return fail(d, kv_file(d, t, kv), kv->line, kv->col, fix, 1,
-                "`%s` must be %s (found %s)%s", kv->key, want, toml_type_name(kv->val->type),
-                w);
+    return fail(d, kv_file(d, t, kv), kv->line, kv->col, fix, 1, "`%s` must be %s (found %s)%s",
+                kv->key, want, toml_type_name(kv->val->type), w);
 }
 
 static int missing(struct dec *d, const struct tctx *t, const char *key, const char *fix)
@@ -114,8 +112,8 @@ static int missing(struct dec *d, const struct tctx *t, const char *key, const c
         snprintf(f, sizeof f, "add the required key `%s`%s", key, w);
         fix = f;
     }
-    return fail(d, t->file, t->tab->line, t->tab->col, fix, 1, "missing required key `%s`%s",
-                key, w);
+    return fail(d, t->file, t->tab->line, t->tab->col, fix, 1, "missing required key `%s`%s", key,
+                w);
 }
 
 static int opt_str(struct dec *d, const struct tctx *t, const char *key, char **out,
@@ -141,14 +139,13 @@ static int opt_nonempty_str(struct dec *d, const struct tctx *t, const char *key
         const toml_kv *kv = toml_get_kv(t->tab, key);
         char w[600];
         where(t, w, sizeof w);
-        return fail(d, kv_file(d, t, kv), kv->line, kv->col, NULL, 1,
-                    "`%s` must not be empty%s", key, w);
+        return fail(d, kv_file(d, t, kv), kv->line, kv->col, NULL, 1, "`%s` must not be empty%s",
+                    key, w);
     }
     return 0;
 }
 
-static int opt_strs(struct dec *d, const struct tctx *t, const char *key, strvec *out,
-                    bool *set)
+static int opt_strs(struct dec *d, const struct tctx *t, const char *key, strvec *out, bool *set)
 {
     const toml_kv *kv = toml_get_kv(t->tab, key);
     if (!kv)
@@ -186,8 +183,8 @@ static int opt_bool(struct dec *d, const struct tctx *t, const char *key, bool *
 }
 
 /* Integers ≥ min. */
-static int opt_int(struct dec *d, const struct tctx *t, const char *key, int64_t min,
-                   int64_t *out, bool *set)
+static int opt_int(struct dec *d, const struct tctx *t, const char *key, int64_t min, int64_t *out,
+                   bool *set)
 {
     const toml_kv *kv = toml_get_kv(t->tab, key);
     if (!kv)
@@ -224,8 +221,7 @@ static int opt_strmap(struct dec *d, const struct tctx *t, const char *key, mf_s
             rc = type_error(d, &sub, e, "a string");
             break;
         }
-        struct mf_str_entry se = {xstrdup(e->key), xstrdup(e->val->u.str.s),
-                                  pos_of_kv(d, &sub, e)};
+        struct mf_str_entry se = {xstrdup(e->key), xstrdup(e->val->u.str.s), pos_of_kv(d, &sub, e)};
         vec_push(out, se);
     }
     free(name);
@@ -267,9 +263,9 @@ static int enter_opt(struct dec *d, const struct tctx *t, const char *key, struc
 
 /* ---- per-table decoders -------------------------------------------------- */
 
-static const char *const server_keys[] = {"type", "url", "command", "args", "cwd",
-                                          "integrity_roots", "targets", "owner", "headers",
-                                          "env", "extra", NULL};
+static const char *const server_keys[] = {
+    "type",    "url",   "command", "args", "cwd",   "integrity_roots",
+    "targets", "owner", "headers", "env",  "extra", NULL};
 
 static int dec_server(struct dec *d, const struct tctx *t, struct mf_server *s)
 {
@@ -294,9 +290,9 @@ static int dec_server(struct dec *d, const struct tctx *t, struct mf_server *s)
     } else {
         char w[600];
         where(t, w, sizeof w);
-        int rc = fail(d, tpos.file, tpos.line, tpos.col,
-                      "set `type = \"stdio\"` or `type = \"http\"`", 1,
-                      "`type` must be \"stdio\" or \"http\" (found \"%s\")%s", type, w);
+        int rc =
+            fail(d, tpos.file, tpos.line, tpos.col, "set `type = \"stdio\"` or `type = \"http\"`",
+                 1, "`type` must be \"stdio\" or \"http\" (found \"%s\")%s", type, w);
         free(type);
         return rc;
     }
@@ -357,8 +353,7 @@ static const char *const instruction_keys[] = {"path", "targets", "variant", NUL
 
 static int dec_instruction(struct dec *d, const struct tctx *t, struct mf_instruction *in)
 {
-    if (keys_allowed(d, t, instruction_keys) < 0 ||
-        opt_nonempty_str(d, t, "path", &in->path) < 0 ||
+    if (keys_allowed(d, t, instruction_keys) < 0 || opt_nonempty_str(d, t, "path", &in->path) < 0 ||
         opt_strs(d, t, "targets", &in->targets, &in->targets_set) < 0)
         return -1;
     if (!in->targets_set)
@@ -408,8 +403,8 @@ static int dec_instruction(struct dec *d, const struct tctx *t, struct mf_instru
     return 0;
 }
 
-static const char *const toolset_keys[] = {"servers", "skills", "packages", "harness", "model",
-                                           "effort", NULL};
+static const char *const toolset_keys[] = {"servers", "skills", "packages", "harness",
+                                           "model",   "effort", NULL};
 
 static int dec_toolset(struct dec *d, const struct tctx *t, struct mf_toolset *ts)
 {
@@ -423,8 +418,8 @@ static int dec_toolset(struct dec *d, const struct tctx *t, struct mf_toolset *t
     return 0;
 }
 
-static const char *const hook_keys[] = {"event", "command", "matcher", "args", "timeout",
-                                        "targets", NULL};
+static const char *const hook_keys[] = {"event",   "command", "matcher", "args",
+                                        "timeout", "targets", NULL};
 
 static int dec_hook(struct dec *d, const struct tctx *t, struct mf_hook *h)
 {
@@ -439,7 +434,8 @@ static int dec_hook(struct dec *d, const struct tctx *t, struct mf_hook *h)
         char fix[1024];
         snprintf(fix, sizeof fix,
                  "[%s] needs both `event = \"…\"` (e.g. \"PreToolUse\") and "
-                 "`command = \"…\"`", t->name);
+                 "`command = \"…\"`",
+                 t->name);
         return missing(d, t, !h->event ? "event" : "command", fix);
     }
     if (!h->targets_set)
@@ -447,8 +443,8 @@ static int dec_hook(struct dec *d, const struct tctx *t, struct mf_hook *h)
     return 0;
 }
 
-static const char *const extension_keys[] = {"target", "path", "git", "rev", "subpath",
-                                             "description", NULL};
+static const char *const extension_keys[] = {"target",  "path",        "git", "rev",
+                                             "subpath", "description", NULL};
 
 static int dec_extension(struct dec *d, const struct tctx *t, struct mf_extension *e)
 {
@@ -465,9 +461,10 @@ static int dec_extension(struct dec *d, const struct tctx *t, struct mf_extensio
     return 0;
 }
 
-static const char *const workflow_keys[] = {"path", "git", "rev", "subpath", "blueprint",
-                                            "roles", "max_agents", "max_wall_seconds",
-                                            "scheduling", "description", NULL};
+static const char *const workflow_keys[] = {
+    "path",       "git",         "rev",        "subpath",
+    "blueprint",  "roles",       "max_agents", "max_wall_seconds",
+    "scheduling", "description", NULL};
 
 static int dec_workflow(struct dec *d, const struct tctx *t, struct mf_workflow *w)
 {
@@ -516,8 +513,9 @@ static int check_list_table(struct dec *d, const struct tctx *t)
     return 0;
 }
 
-static const char *const policy_keys[] = {"require", "forbid", "allowed_sources", "tools",
-                                          "egress", "secrets", "filesystem", "workflows", NULL};
+static const char *const policy_keys[] = {"require",    "forbid",    "allowed_sources",
+                                          "tools",      "egress",    "secrets",
+                                          "filesystem", "workflows", NULL};
 static const char *const policy_fs_keys[] = {"read", "write", "deny", NULL};
 static const char *const policy_wf_keys[] = {"max_agents", "max_wall_seconds", "max_concurrent",
                                              "max_resident_result_bytes", NULL};
@@ -573,8 +571,9 @@ static int dec_policy(struct dec *d, const struct tctx *t)
     return 0;
 }
 
-static const char *const pack_keys[] = {"version", "description", "source", "rev", "targets",
-                                        "servers", "skills", "hooks", "instructions", NULL};
+static const char *const pack_keys[] = {"version",      "description", "source", "rev",
+                                        "targets",      "servers",     "skills", "hooks",
+                                        "instructions", NULL};
 static const char *const override_keys[] = {"remove", "replace", NULL};
 
 static int dec_pack(struct dec *d, const struct tctx *t)
@@ -622,8 +621,7 @@ static const char *const delivery_keys[] = {"render_locally", "harness", NULL};
 static const char *const delivery_harness_keys[] = {"render_locally", NULL};
 static const char *const targets_keys[] = {"default", NULL};
 static const char *const gateway_keys[] = {"env_passthrough", "max_result_bytes", NULL};
-static const char *const guard_keys[] = {"enabled", "allow_roots", "deny", "project_roots",
-                                         NULL};
+static const char *const guard_keys[] = {"enabled", "allow_roots", "deny", "project_roots", NULL};
 static const char *const experimental_keys[] = {"tools_execute", "allowTools",
                                                 "tools_execute_limits", NULL};
 static const char *const limits_keys[] = {"timeout_ms", "max_calls", "max_output_bytes",
@@ -649,8 +647,8 @@ static int dec_delivery(struct dec *d, const struct tctx *t)
             dh.pos = pos_of_kv(d, &h, kv);
             rc = keys_allowed(d, &one, delivery_harness_keys);
             if (rc == 0)
-                rc = opt_bool(d, &one, "render_locally", &dh.render_locally,
-                              &dh.has_render_locally);
+                rc =
+                    opt_bool(d, &one, "render_locally", &dh.render_locally, &dh.has_render_locally);
             vec_push(&d->m->delivery_harness, dh);
         }
         free((char *)one.name);
@@ -714,9 +712,8 @@ static int dec_experimental(struct dec *d, const struct tctx *t)
         if (rc == 0 && toml_get(lim.tab, "allowTools")) {
             if (x->has_allow_tools) {
                 const toml_kv *kv = toml_get_kv(lim.tab, "allowTools");
-                rc = fail(d, kv_file(d, &lim, kv), kv->line, kv->col,
-                          "keep one `allowTools` list", 1,
-                          "`allowTools` is set both in [experimental] and in [%s]", lim.name);
+                rc = fail(d, kv_file(d, &lim, kv), kv->line, kv->col, "keep one `allowTools` list",
+                          1, "`allowTools` is set both in [experimental] and in [%s]", lim.name);
             } else {
                 rc = opt_strs(d, &lim, "allowTools", &x->allow_tools, &x->has_allow_tools);
             }
@@ -732,33 +729,35 @@ static int dec_experimental(struct dec *d, const struct tctx *t)
 /* ---- named maps ----------------------------------------------------------- */
 
 /* Iterates the entries of a named-entry table ([servers.<n>] …), each a table. */
-#define FOR_ENTRIES(d, parent, key, what, BODY)                                                \
-    do {                                                                                       \
-        struct tctx map_;                                                                      \
-        bool found_;                                                                           \
-        if (enter_opt((d), (parent), (key), &map_, &found_) < 0)                               \
-            return -1;                                                                         \
-        int rc_ = 0;                                                                           \
-        for (size_t i_ = 0; found_ && i_ < toml_len(map_.tab) && rc_ == 0; i_++) {            \
-            const toml_kv *ekv = toml_entry(map_.tab, i_);                                     \
-            struct tctx et = {0};                                                              \
-            rc_ = enter((d), &map_, ekv, &et, (what));                                         \
-            if (rc_ == 0) {                                                                    \
-                struct mf_pos epos = {et.file, et.tab->line, et.tab->col};                     \
-                (void)epos;                                                                    \
-                BODY                                                                           \
-            }                                                                                  \
-            free((char *)et.name);                                                             \
-        }                                                                                      \
-        free((char *)map_.name);                                                               \
-        if (rc_ < 0)                                                                           \
-            return -1;                                                                         \
+#define FOR_ENTRIES(d, parent, key, what, BODY)                                                    \
+    do {                                                                                           \
+        struct tctx map_;                                                                          \
+        bool found_;                                                                               \
+        if (enter_opt((d), (parent), (key), &map_, &found_) < 0)                                   \
+            return -1;                                                                             \
+        int rc_ = 0;                                                                               \
+        for (size_t i_ = 0; found_ && i_ < toml_len(map_.tab) && rc_ == 0; i_++) {                 \
+            const toml_kv *ekv = toml_entry(map_.tab, i_);                                         \
+            struct tctx et = {0};                                                                  \
+            rc_ = enter((d), &map_, ekv, &et, (what));                                             \
+            if (rc_ == 0) {                                                                        \
+                struct mf_pos epos = {et.file, et.tab->line, et.tab->col};                         \
+                (void)epos;                                                                        \
+                BODY                                                                               \
+            }                                                                                      \
+            free((char *)et.name);                                                                 \
+        }                                                                                          \
+        free((char *)map_.name);                                                                   \
+        if (rc_ < 0)                                                                               \
+            return -1;                                                                             \
     } while (0)
 
 const char *const manifest_root_keys[] = {
-    "version", "servers", "skills", "instructions", "toolsets", "profiles", "default_toolset",
-    "settings", "hooks", "targets", "policy", "extensions", "workflows", "packs",
-    "package_overrides", "meta", "delivery", "gateway", "guard", "experimental", NULL};
+    "version",  "servers",         "skills",    "instructions", "toolsets",
+    "profiles", "default_toolset", "settings",  "hooks",        "targets",
+    "policy",   "extensions",      "workflows", "packs",        "package_overrides",
+    "meta",     "delivery",        "gateway",   "guard",        "experimental",
+    NULL};
 
 static bool machine_only(const char *k)
 {
@@ -780,21 +779,19 @@ static int dec_version(struct dec *d, const struct tctx *root)
                     "`version` must be an integer (found %s)", toml_type_name(kv->val->type));
     int64_t v = kv->val->u.i;
     if (v > MANIFEST_VERSION)
-        return fail(d, f, kv->line, kv->col,
-                    "install a newer agentstack, then re-run this command", 0,
+        return fail(d, f, kv->line, kv->col, "install a newer agentstack, then re-run this command",
+                    0,
                     "manifest version %lld is newer than this agentstack build supports "
                     "(up to %d); upgrade agentstack",
                     (long long)v, MANIFEST_VERSION);
     if (v < 1)
         return fail(d, f, kv->line, kv->col, "write `version = 1`", 1,
-                    "invalid manifest version %lld (this build reads version 1)",
-                    (long long)v);
+                    "invalid manifest version %lld (this build reads version 1)", (long long)v);
     m->version = v;
     return 0;
 }
 
-int mf_decode(struct manifest *m, toml_value *root, const struct mf_origin *o,
-              struct as_err *err)
+int mf_decode(struct manifest *m, toml_value *root, const struct mf_origin *o, struct as_err *err)
 {
     struct dec dd = {m, o, err}, *d = &dd;
     m->root = root;
@@ -951,7 +948,7 @@ int mf_decode(struct manifest *m, toml_value *root, const struct mf_origin *o,
         struct tctx sub;
         if (enter(d, &rt, kv, &sub, "a table") < 0)
             return -1;
-        int rc = !strcmp(kv->key, "gateway")  ? dec_gateway(d, &sub)
+        int rc = !strcmp(kv->key, "gateway") ? dec_gateway(d, &sub)
                  : !strcmp(kv->key, "guard") ? dec_guard(d, &sub)
                                              : dec_experimental(d, &sub);
         free((char *)sub.name);

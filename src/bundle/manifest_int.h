@@ -19,8 +19,7 @@ struct mf_origin {
 const char *mf_origin_file(const struct mf_origin *o, const toml_value *v, const char *inherited);
 
 /* Decodes root (taking it) into m (already holding paths). -1 + err. */
-int mf_decode(struct manifest *m, toml_value *root, const struct mf_origin *o,
-              struct as_err *err);
+int mf_decode(struct manifest *m, toml_value *root, const struct mf_origin *o, struct as_err *err);
 
 /* Closest candidate within edit distance 2, or NULL. */
 const char *mf_did_you_mean(const char *word, const char *const *cands);

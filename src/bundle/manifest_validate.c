@@ -16,8 +16,7 @@
 #include "bundle/ref.h"
 #include "bundle/skill_md.h"
 
-int manifest_contained_path(const char *anchor, const char *rel, strbuf *out,
-                            struct as_err *err)
+int manifest_contained_path(const char *anchor, const char *rel, strbuf *out, struct as_err *err)
 {
     if (!rel || !*rel)
         return as_err_set(err, "empty path (expected a path relative to %s)", anchor);
@@ -31,8 +30,8 @@ int manifest_contained_path(const char *anchor, const char *rel, strbuf *out,
         size_t n = strcspn(p, "/");
         if (n == 2 && p[0] == '.' && p[1] == '.') {
             sb_release(&norm);
-            return as_err_set(err, "'%s' contains '..': traversal out of %s is not allowed",
-                              rel, anchor);
+            return as_err_set(err, "'%s' contains '..': traversal out of %s is not allowed", rel,
+                              anchor);
         }
         if (n && !(n == 1 && p[0] == '.')) {
             if (norm.len)
@@ -65,8 +64,10 @@ int manifest_contained_path(const char *anchor, const char *rel, strbuf *out,
             return as_err_set(err, "'%s': cannot inspect %s: %s", rel, out->buf, strerror(e));
         }
         if (S_ISLNK(st.st_mode)) {
-            as_err_set(err, "'%s' goes through a symlink (%s); contained paths must be "
-                            "symlink-free", rel, out->buf);
+            as_err_set(err,
+                       "'%s' goes through a symlink (%s); contained paths must be "
+                       "symlink-free",
+                       rel, out->buf);
             sb_release(&norm);
             return -1;
         }
@@ -147,8 +148,8 @@ static void check_targets(struct val *v, const strvec *t, struct mf_pos pos, con
             bad_adapter(v, pos, t->v[i], where);
 }
 
-static void check_contained(struct val *v, struct mf_pos pos, const char *anchor,
-                            const char *rel, const char *what)
+static void check_contained(struct val *v, struct mf_pos pos, const char *anchor, const char *rel,
+                            const char *what)
 {
     if (!v->env || !v->env->check_paths)
         return;
@@ -172,8 +173,8 @@ static void check_named(struct val *v, struct mf_pos pos, const char *kind, cons
         issue(v, pos, "rename it to a single file name (no '/', not '.' or '..')",
               "%s name '%s' must be one plain path component", kind, name);
     else if (strncmp(name, "agentstack-guard", 16) == 0)
-        issue(v, pos, "choose another name", "%s name '%s' is reserved (agentstack-guard*)",
-              kind, name);
+        issue(v, pos, "choose another name", "%s name '%s' is reserved (agentstack-guard*)", kind,
+              name);
 }
 
 static void check_skill_name(struct val *v, struct mf_pos pos, const char *name)
@@ -227,15 +228,14 @@ static void check_same_name(struct val *v, const struct mf_toolset *t, bool serv
             continue;
         const char *nj = servers ? server_cli_name(v->m, refs->v[j]) : bare_name(refs->v[j]);
         for (size_t k = 0; k < j; k++) {
-            const char *nk =
-                servers ? server_cli_name(v->m, refs->v[k]) : bare_name(refs->v[k]);
+            const char *nk = servers ? server_cli_name(v->m, refs->v[k]) : bare_name(refs->v[k]);
             if (strcmp(refs->v[k], refs->v[j]) == 0 || strcmp(nk, nj) != 0)
                 continue;
             char fix[1024];
             snprintf(fix, sizeof fix, "keep one of them in [%s.%s] %ss", tbl, t->name, kind);
             issue(v, t->pos, fix,
-                  "toolset '%s' names %s '%s' twice ('%s' and '%s'): a CLI holds one '%s'",
-                  t->name, kind, nj, refs->v[k], refs->v[j], nj);
+                  "toolset '%s' names %s '%s' twice ('%s' and '%s'): a CLI holds one '%s'", t->name,
+                  kind, nj, refs->v[k], refs->v[j], nj);
             break;
         }
     }
@@ -243,16 +243,17 @@ static void check_same_name(struct val *v, const struct mf_toolset *t, bool serv
 
 /* A qualified reference the library does not resolve: name the source. */
 static void unknown_qualified(struct val *v, const struct mf_toolset *t, const char *kind,
-                              const char *ref, const char *src, const char *name,
-                              const char *tbl)
+                              const char *ref, const char *src, const char *name, const char *tbl)
 {
     char fix[1024];
     snprintf(fix, sizeof fix,
              "check that source '%s' is linked and holds %s '%s' (agentstack lib sources, "
              "agentstack lib list), or remove it from [%s.%s] %ss",
              src, kind, name, tbl, t->name, kind);
-    issue(v, t->pos, fix, "toolset '%s' references %s '%s', which the central library does "
-                          "not resolve", t->name, kind, ref);
+    issue(v, t->pos, fix,
+          "toolset '%s' references %s '%s', which the central library does "
+          "not resolve",
+          t->name, kind, ref);
 }
 
 static void check_toolsets(struct val *v)
@@ -275,7 +276,8 @@ static void check_toolsets(struct val *v)
             }
             snprintf(fix, sizeof fix,
                      "declare [servers.%s], add it to the library, or remove it from "
-                     "[%s.%s] servers", x, tbl, t->name);
+                     "[%s.%s] servers",
+                     x, tbl, t->name);
             issue(v, t->pos, fix, "toolset '%s' references unknown server '%s'", t->name, x);
         }
         for (size_t j = 0; j < t->skills.n; j++) {
@@ -301,7 +303,8 @@ static void check_toolsets(struct val *v)
                 continue;
             snprintf(fix, sizeof fix,
                      "declare [skills.%s], add it to the library, or remove it from "
-                     "[%s.%s] skills", x, tbl, t->name);
+                     "[%s.%s] skills",
+                     x, tbl, t->name);
             issue(v, t->pos, fix, "toolset '%s' references unknown skill '%s'", t->name, x);
         }
         for (size_t j = 0; j < t->packages.n; j++) {
@@ -371,8 +374,7 @@ size_t manifest_validate(const struct manifest *m, const struct manifest_env *en
             }
         }
         for (size_t j = 0; j < s->integrity_roots.n; j++)
-            check_contained(v, s->pos, m->project_root, s->integrity_roots.v[j],
-                            "integrity root");
+            check_contained(v, s->pos, m->project_root, s->integrity_roots.v[j], "integrity root");
         if (s->cwd && s->cwd[0] != '/' && !strstr(s->cwd, "${"))
             check_contained(v, s->pos, m->project_root, s->cwd, "server cwd");
     }
@@ -397,14 +399,16 @@ size_t manifest_validate(const struct manifest *m, const struct manifest_env *en
                 bad_adapter(v, va->pos, va->cli, where);
             }
         }
-        if (!in->path && !in->inherited &&
-            !lib_has(v, MF_ITEM_INSTRUCTION, in->name)) {
+        if (!in->path && !in->inherited && !lib_has(v, MF_ITEM_INSTRUCTION, in->name)) {
             char fix[512];
             snprintf(fix, sizeof fix,
                      "set `path = \"…\"` in [instructions.%s], or add the instruction to the "
-                     "library", in->name);
-            issue(v, in->pos, fix, "instruction '%s' has no `path` and the library has no "
-                                   "instruction of that name", in->name);
+                     "library",
+                     in->name);
+            issue(v, in->pos, fix,
+                  "instruction '%s' has no `path` and the library has no "
+                  "instruction of that name",
+                  in->name);
         }
     }
 
@@ -440,8 +444,7 @@ size_t manifest_validate(const struct manifest *m, const struct manifest_env *en
             check_contained(v, e->pos, m->manifest_dir, e->path, "extension source");
         if (e->source == MF_SOURCE_LIBRARY && !lib_has(v, MF_ITEM_EXTENSION, e->name))
             issue(v, e->pos, "set `path` or `git`, or add the extension to the library",
-                  "extension '%s' has no source and the library has none of that name",
-                  e->name);
+                  "extension '%s' has no source and the library has none of that name", e->name);
     }
     for (size_t i = 0; i < m->workflows.n; i++) {
         const struct mf_workflow *w = &m->workflows.v[i];

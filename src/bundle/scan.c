@@ -87,9 +87,9 @@ static bool is_variation_selector(uint32_t cp)
 static bool needs_escape(uint32_t cp)
 {
     return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || hidden_label(cp) ||
-           is_variation_selector(cp) || (cp >= 0x2000 && cp <= 0x206F && cp != 0x2013 &&
-                                         cp != 0x2014 && cp != 0x2018 && cp != 0x2019 &&
-                                         cp != 0x201C && cp != 0x201D && cp != 0x2026) ||
+           is_variation_selector(cp) ||
+           (cp >= 0x2000 && cp <= 0x206F && cp != 0x2013 && cp != 0x2014 && cp != 0x2018 &&
+            cp != 0x2019 && cp != 0x201C && cp != 0x201D && cp != 0x2026) ||
            (cp >= 0xE0000 && cp <= 0xE0FFF) || cp == 0xFFFC || cp == 0xFFFD;
 }
 
@@ -165,8 +165,8 @@ struct file_ctx {
     const char *item, *file;
     const char *data;
     size_t len;
-    size_t in_file;     /* findings recorded for this file */
-    size_t suppressed;  /* findings past the per-file cap */
+    size_t in_file;    /* findings recorded for this file */
+    size_t suppressed; /* findings past the per-file cap */
 };
 
 /* The snippet around byte off of the line [ls, le). */
@@ -335,19 +335,21 @@ struct heur {
     bool words;
 };
 
-static const char *const p_override[] = {
-    "ignore all previous instructions", "ignore previous instructions",
-    "ignore all prior instructions",    "ignore prior instructions",
-    "ignore the previous instructions", "disregard the above",
-    "disregard all previous instructions", "disregard previous instructions", NULL};
+static const char *const p_override[] = {"ignore all previous instructions",
+                                         "ignore previous instructions",
+                                         "ignore all prior instructions",
+                                         "ignore prior instructions",
+                                         "ignore the previous instructions",
+                                         "disregard the above",
+                                         "disregard all previous instructions",
+                                         "disregard previous instructions",
+                                         NULL};
 static const char *const p_conceal[] = {"do not tell the user", "don't tell the user",
-                                        "dont tell the user", "without telling the user",
-                                        NULL};
+                                        "dont tell the user", "without telling the user", NULL};
 static const char *const p_exfil[] = {"exfiltrat", NULL};
 static const char *const p_consent[] = {"without the user's consent",
                                         "without the user\xe2\x80\x99s consent",
-                                        "without the users consent", "without user consent",
-                                        NULL};
+                                        "without the users consent", "without user consent", NULL};
 static const struct heur heuristics[] = {
     {"instruction override", p_override, false},
     {"concealment from the user", p_conceal, false},
@@ -355,9 +357,9 @@ static const struct heur heuristics[] = {
     {"acting without user consent", p_consent, false},
 };
 
-static const char *const p_verbs[] = {"read",  "cat",    "copy",  "cp",     "upload", "send",
-                                      "curl",  "wget",   "post",  "scp",    "rsync",  "print",
-                                      "dump",  "share",  "leak",  "transmit", "email", "base64",
+static const char *const p_verbs[] = {"read",  "cat",   "copy", "cp",       "upload", "send",
+                                      "curl",  "wget",  "post", "scp",      "rsync",  "print",
+                                      "dump",  "share", "leak", "transmit", "email",  "base64",
                                       "fetch", "exfil", NULL};
 static const char *const p_urls[] = {"http://", "https://", NULL};
 
@@ -485,18 +487,17 @@ static void scan_pass(struct file_ctx *c)
     const unsigned char *nl = n ? memchr(d, '\n', n) : NULL;
     size_t le_cur = nl ? (size_t)(nl - d) : n; /* end of the current line, found once */
 
-#define FLUSH_RUN(le)                                                                             \
-    do {                                                                                          \
-        if (run_label) {                                                                          \
-            char *msg = run_count > 1                                                             \
-                            ? xasprintf("hidden unicode U+%04X (%s) — %u in a row",              \
-                                        (unsigned)run_cp, run_label, run_count)                   \
-                            : xasprintf("hidden unicode U+%04X (%s)", (unsigned)run_cp,           \
-                                        run_label);                                               \
-            add_finding(c, SCAN_HIGH, run_line, run_col, run_cp, msg,                             \
-                        snippet_at(c, run_ls, (le), run_off, 0), hidden_fix(run_cp));             \
-            run_label = NULL;                                                                     \
-        }                                                                                         \
+#define FLUSH_RUN(le)                                                                              \
+    do {                                                                                           \
+        if (run_label) {                                                                           \
+            char *msg = run_count > 1 ? xasprintf("hidden unicode U+%04X (%s) — %u in a row",      \
+                                                  (unsigned)run_cp, run_label, run_count)          \
+                                      : xasprintf("hidden unicode U+%04X (%s)", (unsigned)run_cp,  \
+                                                  run_label);                                      \
+            add_finding(c, SCAN_HIGH, run_line, run_col, run_cp, msg,                              \
+                        snippet_at(c, run_ls, (le), run_off, 0), hidden_fix(run_cp));              \
+            run_label = NULL;                                                                      \
+        }                                                                                          \
     } while (0)
 
     while (i < n) {
@@ -559,12 +560,12 @@ static void scan_pass(struct file_ctx *c)
             if (vs_run == 2 && !vs_reported_line) {
                 vs_reported_line = true;
                 size_t le = le_cur;
-                add_finding(c, SCAN_HIGH, line, vs_col, cp,
-                            xasprintf("hidden unicode U+%04X (variation selector run)",
-                                      (unsigned)cp),
-                            snippet_at(c, ls, le, vs_off, 0),
-                            "delete the repeated variation selectors: a run of them can carry "
-                            "hidden data");
+                add_finding(
+                    c, SCAN_HIGH, line, vs_col, cp,
+                    xasprintf("hidden unicode U+%04X (variation selector run)", (unsigned)cp),
+                    snippet_at(c, ls, le, vs_off, 0),
+                    "delete the repeated variation selectors: a run of them can carry "
+                    "hidden data");
             }
         } else {
             vs_run = 0;
@@ -601,11 +602,11 @@ void scan_buffer(const char *item, const char *file, const char *data, size_t le
 static bool binary_extension(const char *name)
 {
     static const char *const exts[] = {
-        "png", "jpg",  "jpeg", "gif",  "webp", "ico",  "bmp",   "tif",  "tiff", "pdf",
-        "zip", "gz",   "tgz",  "bz2",  "xz",   "zst",  "7z",    "tar",  "jar",  "whl",
-        "so",  "dylib", "dll", "exe",  "bin",  "wasm", "class", "pyc",  "o",    "a",
-        "woff", "woff2", "ttf", "otf", "eot",  "mp3",  "mp4",   "wav",  "ogg",  "mov",
-        "avi", "webm", "sqlite", "db", "psd",  "heic", "avif",  NULL};
+        "png",  "jpg",   "jpeg",   "gif", "webp", "ico",  "bmp",   "tif", "tiff", "pdf",
+        "zip",  "gz",    "tgz",    "bz2", "xz",   "zst",  "7z",    "tar", "jar",  "whl",
+        "so",   "dylib", "dll",    "exe", "bin",  "wasm", "class", "pyc", "o",    "a",
+        "woff", "woff2", "ttf",    "otf", "eot",  "mp3",  "mp4",   "wav", "ogg",  "mov",
+        "avi",  "webm",  "sqlite", "db",  "psd",  "heic", "avif",  NULL};
     const char *slash = strrchr(name, '/');
     const char *base = slash ? slash + 1 : name;
     const char *dot = strrchr(base, '.');
@@ -654,10 +655,10 @@ int scan_file(const char *item, const char *path, const char *display, struct sc
     }
     if ((size_t)st.st_size > SCAN_MAX_FILE_BYTES) {
         close(fd);
-        add_file_finding(r, item, display,
-                         xasprintf("file is larger than %zu bytes and cannot be scanned",
-                                   SCAN_MAX_FILE_BYTES),
-                         "split the file, or give it a binary extension if it is not text");
+        add_file_finding(
+            r, item, display,
+            xasprintf("file is larger than %zu bytes and cannot be scanned", SCAN_MAX_FILE_BYTES),
+            "split the file, or give it a binary extension if it is not text");
         return 0;
     }
     close(fd);
@@ -694,8 +695,7 @@ static int tree_cb(const struct fs_entry *e, void *vctx, struct as_err *err)
     char *display = e->rel[0] ? xasprintf("%s/%s", t->prefix, e->rel) : xstrdup(t->prefix);
     int rc = 0;
     if (S_ISLNK(e->mode))
-        add_file_finding(t->r, t->item, display,
-                         xstrdup("symlink — content must be regular files"),
+        add_file_finding(t->r, t->item, display, xstrdup("symlink — content must be regular files"),
                          "replace the symlink with the file it points to");
     else if (!S_ISREG(e->mode))
         add_file_finding(t->r, t->item, display,
@@ -707,8 +707,8 @@ static int tree_cb(const struct fs_entry *e, void *vctx, struct as_err *err)
     return rc;
 }
 
-int scan_tree(const char *item, const char *dir, const char *display_prefix,
-              struct scan_report *r, struct as_err *err)
+int scan_tree(const char *item, const char *dir, const char *display_prefix, struct scan_report *r,
+              struct as_err *err)
 {
     struct stat st;
     if (lstat(dir, &st) != 0)
@@ -750,10 +750,9 @@ int scan_bundle_lib(const struct manifest *m, const char *home, pin_library_fn l
         const struct pin_item *it = &items.v[i];
         if (it->kind != PIN_SKILL && it->kind != PIN_INSTRUCTION && it->kind != PIN_VARIANT)
             continue;
-        char *item = it->kind == PIN_SKILL ? xasprintf("skill '%s'", it->name)
-                     : it->kind == PIN_VARIANT
-                         ? xasprintf("instruction '%s' variant", it->name)
-                         : xasprintf("instruction '%s'", it->name);
+        char *item = it->kind == PIN_SKILL     ? xasprintf("skill '%s'", it->name)
+                     : it->kind == PIN_VARIANT ? xasprintf("instruction '%s' variant", it->name)
+                                               : xasprintf("instruction '%s'", it->name);
         if (it->state != PIN_OK || !it->fs_path) {
             note(r, item, it->error ? it->error : "not available on this machine");
         } else {
@@ -771,8 +770,7 @@ int scan_bundle_lib(const struct manifest *m, const char *home, pin_library_fn l
         char *p = NULL;
         const char *why = "not available on this machine";
         if (x->source == MF_SOURCE_PATH && x->path) {
-            p = x->path[0] == '/' ? xstrdup(x->path)
-                                  : xasprintf("%s/%s", m->manifest_dir, x->path);
+            p = x->path[0] == '/' ? xstrdup(x->path) : xasprintf("%s/%s", m->manifest_dir, x->path);
         } else {
             /* Library and cached git sources: where pin_collect found them. */
             for (size_t k = 0; k < items.n && !p; k++) {

@@ -48,8 +48,8 @@ enum scan_severity { SCAN_HIGH, SCAN_WARN };
 
 struct scan_finding {
     enum scan_severity sev;
-    char *item;    /* "skill 'review'", "instruction 'house-rules'", … (or NULL) */
-    char *file;    /* display path (project-relative when inside the project) */
+    char *item; /* "skill 'review'", "instruction 'house-rules'", … (or NULL) */
+    char *file; /* display path (project-relative when inside the project) */
     unsigned line, col;
     uint32_t cp;   /* the offending code point; 0 for heuristics and unscannable files */
     char *message; /* "hidden unicode U+200B (zero-width space)" */
@@ -67,7 +67,10 @@ struct scan_report {
 
 void scan_report_init(struct scan_report *r);
 void scan_report_free(struct scan_report *r);
-static inline bool scan_report_blocking(const struct scan_report *r) { return r->high > 0; }
+static inline bool scan_report_blocking(const struct scan_report *r)
+{
+    return r->high > 0;
+}
 
 /* Scans one buffer. file is the display path; item may be NULL. */
 void scan_buffer(const char *item, const char *file, const char *data, size_t len,
@@ -78,8 +81,8 @@ int scan_file(const char *item, const char *path, const char *display, struct sc
 /* Scans every regular file under dir (".git" skipped, symlinks not followed;
  * a symlink or special file is itself a High finding). display_prefix is
  * what the findings' paths start with. */
-int scan_tree(const char *item, const char *dir, const char *display_prefix,
-              struct scan_report *r, struct as_err *err);
+int scan_tree(const char *item, const char *dir, const char *display_prefix, struct scan_report *r,
+              struct as_err *err);
 
 /* Scans everything m delivers into agents' context: every skill (path skills,
  * library skills, cached git skills), every instruction body and variant,

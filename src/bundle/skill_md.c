@@ -80,13 +80,12 @@ static bool cp_is_space(uint32_t cp)
 /* Characters that change how text reads without being seen. */
 static bool cp_is_hidden(uint32_t cp)
 {
-    return cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0x9F) || cp == 0xAD ||
-           cp == 0x34F || cp == 0x61C || cp == 0x115F || cp == 0x1160 || cp == 0x17B4 ||
-           cp == 0x17B5 || cp == 0x180E || (cp >= 0x200B && cp <= 0x200F) ||
-           (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2060 && cp <= 0x206F) ||
-           cp == 0x3164 || cp == 0xFEFF || cp == 0xFFA0 || (cp >= 0xFFF0 && cp <= 0xFFFB) ||
-           (cp >= 0xE0000 && cp <= 0xE007F) || cp == 0x1D173 || cp == 0x1D174 ||
-           cp == 0x1D175 || cp == 0x1D176 || cp == 0x1D177 || cp == 0x1D178 ||
+    return cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0x9F) || cp == 0xAD || cp == 0x34F ||
+           cp == 0x61C || cp == 0x115F || cp == 0x1160 || cp == 0x17B4 || cp == 0x17B5 ||
+           cp == 0x180E || (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x202A && cp <= 0x202E) ||
+           (cp >= 0x2060 && cp <= 0x206F) || cp == 0x3164 || cp == 0xFEFF || cp == 0xFFA0 ||
+           (cp >= 0xFFF0 && cp <= 0xFFFB) || (cp >= 0xE0000 && cp <= 0xE007F) || cp == 0x1D173 ||
+           cp == 0x1D174 || cp == 0x1D175 || cp == 0x1D176 || cp == 0x1D177 || cp == 0x1D178 ||
            cp == 0x1D179 || cp == 0x1D17A;
 }
 
@@ -333,8 +332,7 @@ static int check_dir_fd(int dfd, const char *path, int depth, struct as_err *err
 {
     if (depth > SKILL_MAX_DEPTH) {
         close(dfd);
-        return as_err_set(err, "%s: skill tree is deeper than %d levels", path,
-                          SKILL_MAX_DEPTH);
+        return as_err_set(err, "%s: skill tree is deeper than %d levels", path, SKILL_MAX_DEPTH);
     }
     DIR *d = fdopendir(dfd);
     if (!d) {

@@ -28,8 +28,8 @@ bool skill_name_valid(const char *name);
 /* Parsed frontmatter. Strings owned; NULL when absent. */
 struct skill_md {
     bool has_frontmatter;
-    char *name;         /* display only: identity is the key/dir name */
-    char *description;  /* sanitized, one line */
+    char *name;        /* display only: identity is the key/dir name */
+    char *description; /* sanitized, one line */
 };
 void skill_md_free(struct skill_md *s);
 

@@ -30,8 +30,7 @@ static int with_project(struct cli_ctx *ctx, project_fn fn, const void *arg)
 {
     struct as_err err = AS_ERR_INIT;
     struct bundle_paths p;
-    if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0 ||
-        discover_require(&p, &err) < 0) {
+    if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0 || discover_require(&p, &err) < 0) {
         cli_error(&err);
         bundle_paths_free(&p);
         return EXIT_FAIL;
@@ -79,9 +78,8 @@ static int add_skill(int argc, char **argv, struct cli_ctx *ctx)
     struct {
         const char *flag;
         const char **dst;
-    } vals[] = {{"--skill", &c.o.skill},   {"--rev", &c.o.rev},
-                {"--subpath", &c.o.subpath}, {"--name", &c.o.name},
-                {"--toolset", &c.o.toolset}, {"--profile", &c.o.toolset}};
+    } vals[] = {{"--skill", &c.o.skill}, {"--rev", &c.o.rev},         {"--subpath", &c.o.subpath},
+                {"--name", &c.o.name},   {"--toolset", &c.o.toolset}, {"--profile", &c.o.toolset}};
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         bool taken = false;
@@ -143,13 +141,13 @@ int cmd_add(int argc, char **argv, struct cli_ctx *ctx)
             return cli_usage_error("add", "unknown argument '%s'", argv[i]);
     }
     if (strncmp(spec, "git:", 4) != 0)
-        return cli_usage_error("add", "unknown pack source '%s': use git:<owner>/<repo>[@<tag>]"
-                                      "[#<subdir>] or git:<full git URL>",
+        return cli_usage_error("add",
+                               "unknown pack source '%s': use git:<owner>/<repo>[@<tag>]"
+                               "[#<subdir>] or git:<full git URL>",
                                spec);
     struct as_err err = AS_ERR_INIT;
     struct bundle_paths p;
-    if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0 ||
-        discover_require(&p, &err) < 0) {
+    if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0 || discover_require(&p, &err) < 0) {
         cli_error(&err);
         bundle_paths_free(&p);
         return EXIT_FAIL;

@@ -187,8 +187,7 @@ static int edit_update(toml_edit *ed, const struct onb_server *cur, const struct
     if (rc == 0 && strstr(f.buf, "url"))
         rc = edit_key(ed, s->name, "url", s->url ? toml_new_string(s->url) : NULL, err);
     if (rc == 0 && strstr(f.buf, "command"))
-        rc = edit_key(ed, s->name, "command", s->command ? toml_new_string(s->command) : NULL,
-                      err);
+        rc = edit_key(ed, s->name, "command", s->command ? toml_new_string(s->command) : NULL, err);
     if (rc == 0 && strstr(f.buf, "args"))
         rc = edit_key(ed, s->name, "args", s->args.n ? strlist(&s->args) : NULL, err);
     if (rc == 0 && strstr(f.buf, "cwd"))
@@ -197,8 +196,7 @@ static int edit_update(toml_edit *ed, const struct onb_server *cur, const struct
         rc = edit_key(ed, s->name, "headers",
                       s->hdr_keys.n ? strmap(&s->hdr_keys, &s->hdr_vals) : NULL, err);
     if (rc == 0 && strstr(f.buf, "env"))
-        rc = edit_key(ed, s->name, "env", s->env_keys.n ? strmap(&s->env_keys, &s->env_vals)
-                                                        : NULL,
+        rc = edit_key(ed, s->name, "env", s->env_keys.n ? strmap(&s->env_keys, &s->env_vals) : NULL,
                       err);
     sb_release(&f);
     return rc;
@@ -238,8 +236,8 @@ static void unresolve_value(char **slot, const onb_lifts *known, bool substring)
         }
         const char *at;
         if (substring && vl >= 6 && (at = strstr(*slot, val))) {
-            char *nv = xasprintf("%.*s${%s}%s", (int)(at - *slot), *slot, known->v[i].name,
-                                 at + vl);
+            char *nv =
+                xasprintf("%.*s${%s}%s", (int)(at - *slot), *slot, known->v[i].name, at + vl);
             explicit_bzero(*slot, strlen(*slot));
             free(*slot);
             *slot = nv;
@@ -262,9 +260,9 @@ static void unresolve(struct onb_server *s, const onb_lifts *known)
 /* ---- the plan -------------------------------------------------------------- */
 
 struct change {
-    struct onb_server *s;           /* points into the import */
-    const struct mf_server *cur;    /* NULL: a new server */
-    struct onb_server cur_shape;    /* cur, resolved and anchored (for diffs) */
+    struct onb_server *s;        /* points into the import */
+    const struct mf_server *cur; /* NULL: a new server */
+    struct onb_server cur_shape; /* cur, resolved and anchored (for diffs) */
     strvec origins;
 };
 
@@ -504,17 +502,19 @@ int cmd_adopt(int argc, char **argv, struct cli_ctx *ctx)
     size_t nlen = 0;
     const char *ntext = toml_edit_text(ed, &nlen);
     struct manifest_source src = {.kind = global ? MANIFEST_MACHINE : MANIFEST_PROJECT,
-                                  .path = mpath.buf, .data = ntext, .len = nlen};
+                                  .path = mpath.buf,
+                                  .data = ntext,
+                                  .len = nlen};
     struct manifest *check = manifest_load_bytes(&src, &err);
     if (!check) {
         as_err_prefix(&err, "the adopted manifest would not load; nothing was written");
         goto fail;
     }
     manifest_free(check);
-    if (to_store && onb_store_lifts(&lifts, a.dest, global ? NULL : p.env_file, &stored,
-                                   &err) < 0)
+    if (to_store && onb_store_lifts(&lifts, a.dest, global ? NULL : p.env_file, &stored, &err) < 0)
         goto fail_rollback;
-    struct fs_write_opts wo = {.mode = 0644, .symlinks = FS_SYMLINK_FOLLOW,
+    struct fs_write_opts wo = {.mode = 0644,
+                               .symlinks = FS_SYMLINK_FOLLOW,
                                .contain_root = global ? NULL : p.project_root};
     if (fs_write_atomic(mpath.buf, ntext, nlen, &wo, &err) < 0)
         goto fail_rollback;

@@ -41,8 +41,8 @@ static int parse(int argc, char **argv, struct apply_args *a, const char *cmd)
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         const char *val = NULL;
-#define OPTVAL(name)                                                                      \
-    ((strcmp(s, name) == 0 && i + 1 < argc && (val = argv[++i])) ||                       \
+#define OPTVAL(name)                                                                               \
+    ((strcmp(s, name) == 0 && i + 1 < argc && (val = argv[++i])) ||                                \
      (strncmp(s, name "=", sizeof(name)) == 0 && (val = s + sizeof(name))))
         if (OPTVAL("--target")) {
             strvec_push(&a->targets, val);
@@ -50,8 +50,7 @@ static int parse(int argc, char **argv, struct apply_args *a, const char *cmd)
             a->toolset = val;
         } else if (OPTVAL("--scope")) {
             if (strcmp(val, "global") != 0 && strcmp(val, "project") != 0)
-                return cli_usage_error(cmd, "--scope must be global or project (got '%s')",
-                                       val);
+                return cli_usage_error(cmd, "--scope must be global or project (got '%s')", val);
             a->scope = val;
         } else if (strcmp(s, "--write") == 0) {
             a->write = true;
@@ -115,8 +114,8 @@ int cli_apply_run(int argc, char **argv, struct cli_ctx *ctx, bool diff, bool js
     if (!rc && instructions && (a.allow_unresolved || a.prune_foreign))
         rc = cli_usage_error("instructions", "%s is for servers (try: agentstack apply)",
                              a.allow_unresolved ? "--allow-unresolved" : "--prune-foreign");
-    if (!rc && diff && (a.write || a.dry_run || a.allow_unresolved || a.prune_foreign ||
-                        a.no_gitignore))
+    if (!rc && diff &&
+        (a.write || a.dry_run || a.allow_unresolved || a.prune_foreign || a.no_gitignore))
         rc = cli_usage_error("diff", "diff only reports (try: agentstack apply --write)");
     if (rc) {
         strvec_clear(&a.targets);
@@ -194,9 +193,8 @@ int cli_apply_run(int argc, char **argv, struct cli_ctx *ctx, bool diff, bool js
     }
 
     bool project_scope = project && !(a.scope && strcmp(a.scope, "global") == 0);
-    struct trust_library tl = {.pin = lib ? lib_pin_lookup : NULL,
-                               .has = lib ? lib_manifest_has : NULL,
-                               .ctx = lib};
+    struct trust_library tl = {
+        .pin = lib ? lib_pin_lookup : NULL, .has = lib ? lib_manifest_has : NULL, .ctx = lib};
     if (project && adp_trust_gate_lib(&p, &snap, m, &tl, &refusal, &err) < 0) {
         as_err_prefix(&err, "cannot check trust");
         cli_error(&err);
@@ -221,7 +219,9 @@ int cli_apply_run(int argc, char **argv, struct cli_ctx *ctx, bool diff, bool js
         .no_gitignore = a.no_gitignore,
         .color = term_use_color(1),
         .trust_refusal = refusal,
-        .operation = instructions ? "instructions" : a.toolset ? NULL : "apply",
+        .operation = instructions ? "instructions"
+                     : a.toolset  ? NULL
+                                  : "apply",
         .diff = diff,
         .json = diff && json,
         .instructions = instructions,
@@ -230,9 +230,9 @@ int cli_apply_run(int argc, char **argv, struct cli_ctx *ctx, bool diff, bool js
         .library_ctx = lib,
     };
     adp_render_env_apply(&renv, &o);
-    char *op = a.toolset ? xasprintf("%s --toolset %s", instructions ? "instructions" : "apply",
-                                     a.toolset)
-                         : NULL;
+    char *op =
+        a.toolset ? xasprintf("%s --toolset %s", instructions ? "instructions" : "apply", a.toolset)
+                  : NULL;
     if (op)
         o.operation = op;
     rc = adp_apply(&reg, &o, &err);

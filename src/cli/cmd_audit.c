@@ -90,8 +90,10 @@ static int do_calls(int all, int json, struct cli_ctx *ctx)
         sb_release(&line);
     }
     if (r == 0 && s.unreadable)
-        fprintf(stderr, "note: %zu unreadable row(s) skipped; check them with "
-                        "`agentstack audit --verify`\n", s.unreadable);
+        fprintf(stderr,
+                "note: %zu unreadable row(s) skipped; check them with "
+                "`agentstack audit --verify`\n",
+                s.unreadable);
     if (r == 0)
         aud_summary_release(&s);
     sb_release(&home);

@@ -33,16 +33,16 @@ int cmd_bootstrap(int argc, char **argv, struct cli_ctx *ctx);
 struct report {
     char *manifest_path;
     bool valid;
-    strvec errors;          /* formatted validation errors */
+    strvec errors; /* formatted validation errors */
     char *first_fix;
     strvec clis, cli_names; /* detected among the targets */
     strvec secrets_ok, secrets_src, secrets_missing;
     char kc_note[600];
     strvec skills_missing;
     bool trusted;
-    bool unlocked;          /* no agentstack.lock while there is something to pin */
+    bool unlocked; /* no agentstack.lock while there is something to pin */
     char *refusal;
-    long would_change;      /* -1: not computed */
+    long would_change; /* -1: not computed */
     char *apply_note;
     char *next_cmd, *next_why;
 };
@@ -148,8 +148,8 @@ static void preview_apply(const struct adp_registry *reg, const struct bundle_pa
     }
     if (rc != 0 && !r->apply_note) {
         char b[2048];
-        r->apply_note = xstrdup(as_err_isset(&err) ? as_err_str(&err, b, sizeof b)
-                                                   : "the preview failed");
+        r->apply_note =
+            xstrdup(as_err_isset(&err) ? as_err_str(&err, b, sizeof b) : "the preview failed");
     }
     free(buf);
 }
@@ -185,7 +185,8 @@ static int build(struct cli_ctx *ctx, struct report *r, struct as_err *err)
     const char **ids = xcalloc(reg.v.n + 1, sizeof(char *));
     for (size_t i = 0; i < reg.v.n; i++)
         ids[i] = reg.v.v[i]->id;
-    struct manifest_env env = {.adapter_ids = ids, .n_adapter_ids = reg.v.n,
+    struct manifest_env env = {.adapter_ids = ids,
+                               .n_adapter_ids = reg.v.n,
                                .library_has = lib ? lib_manifest_has : NULL,
                                .library_ctx = lib};
     mf_diags d = VEC_INIT;
@@ -240,9 +241,8 @@ static int build(struct cli_ctx *ctx, struct report *r, struct as_err *err)
 
     /* Trust, then the apply preview for a trusted, valid project */
     char *refusal = NULL;
-    struct trust_library tl = {.pin = lib ? lib_pin_lookup : NULL,
-                               .has = lib ? lib_manifest_has : NULL,
-                               .ctx = lib};
+    struct trust_library tl = {
+        .pin = lib ? lib_pin_lookup : NULL, .has = lib ? lib_manifest_has : NULL, .ctx = lib};
     if (adp_trust_gate_lib(&p, &snap, m, &tl, &refusal, err) < 0)
         goto out;
     r->trusted = refusal == NULL;
@@ -256,8 +256,9 @@ static int build(struct cli_ctx *ctx, struct report *r, struct as_err *err)
              "the manifest does not validate");
     if (r->secrets_missing.n) {
         char *c = xasprintf("agentstack secret set %s", r->secrets_missing.v[0]);
-        next(r, c, r->secrets_missing.n == 1 ? "one secret is missing on this machine"
-                                             : "secrets are missing on this machine");
+        next(r, c,
+             r->secrets_missing.n == 1 ? "one secret is missing on this machine"
+                                       : "secrets are missing on this machine");
         free(c);
     }
     if (r->skills_missing.n) {
@@ -266,11 +267,13 @@ static int build(struct cli_ctx *ctx, struct report *r, struct as_err *err)
         free(c);
     }
     if (r->unlocked)
-        next(r, "agentstack lock --write", "pin what the manifest names, then review and trust "
-                                           "it (agentstack trust .)");
+        next(r, "agentstack lock --write",
+             "pin what the manifest names, then review and trust "
+             "it (agentstack trust .)");
     if (!r->trusted)
-        next(r, "agentstack trust .", "review what this project declares; until then nothing "
-                                      "of it is delivered");
+        next(r, "agentstack trust .",
+             "review what this project declares; until then nothing "
+             "of it is delivered");
     if (r->would_change > 0)
         next(r, "agentstack apply --write", "render the manifest into each CLI's own config");
     if (r->would_change < 0 && r->apply_note)
@@ -396,11 +399,12 @@ int cmd_bootstrap(int argc, char **argv, struct cli_ctx *ctx)
             json_object_set_new(o, "state", json_string("needs_setup"));
             json_object_set_new(o, "error", json_string(as_err_str(&err, b, sizeof b)));
             json_t *na = json_object();
-            json_object_set_new(na, "command", json_string(r.manifest_path ? "agentstack doctor"
-                                                                           : "agentstack init"));
-            json_object_set_new(na, "why", json_string(r.manifest_path
-                                                           ? "the manifest does not load"
-                                                           : "no manifest here"));
+            json_object_set_new(
+                na, "command",
+                json_string(r.manifest_path ? "agentstack doctor" : "agentstack init"));
+            json_object_set_new(
+                na, "why",
+                json_string(r.manifest_path ? "the manifest does not load" : "no manifest here"));
             json_object_set_new(o, "next_action", na);
             char *s = json_dumps(o, JSON_INDENT(2));
             printf("%s\n", s);

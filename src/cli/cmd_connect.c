@@ -18,8 +18,8 @@ int cmd_gateway(int argc, char **argv, struct cli_ctx *ctx);
 static int run(const char *name, int argc, char **argv, bool disconnect)
 {
     strvec ids = STRVEC_INIT;
-    struct adp_connect_opts o = {.ids = &ids, .disconnect = disconnect, .out = stdout,
-                                 .color = term_use_color(1)};
+    struct adp_connect_opts o = {
+        .ids = &ids, .disconnect = disconnect, .out = stdout, .color = term_use_color(1)};
     int rc = EXIT_USAGE;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];

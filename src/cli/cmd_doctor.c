@@ -495,8 +495,8 @@ static void check_policy(struct doc *d, const struct manifest *m, struct pol_lay
  * verified through the library's own resolver, where `lock` pinned them;
  * lib NULL (sources.toml unusable) leaves the implicit local source only. */
 static void check_lock(struct doc *d, const struct manifest *m, const struct bundle_paths *p,
-                       const struct manifest_snapshot *snap, const char *home,
-                       struct library *lib, bool *locked)
+                       const struct manifest_snapshot *snap, const char *home, struct library *lib,
+                       bool *locked)
 {
     struct as_err err = AS_ERR_INIT;
     struct lockfile *lock = NULL;
@@ -511,10 +511,8 @@ static void check_lock(struct doc *d, const struct manifest *m, const struct bun
         }
     }
     pin_items items = VEC_INIT;
-    struct pin_opts o = {.home = home,
-                         .lock = lock,
-                         .library = lib ? lib_pin_lookup : NULL,
-                         .library_ctx = lib};
+    struct pin_opts o = {
+        .home = home, .lock = lock, .library = lib ? lib_pin_lookup : NULL, .library_ctx = lib};
     if (pin_collect(m, &o, &items, &err) < 0) {
         char buf[4096];
         add(d, S_REPRO, L_ERR, NULL, "%s", as_err_str(&err, buf, sizeof buf));

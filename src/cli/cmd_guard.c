@@ -33,8 +33,9 @@
 int cmd_guard(int argc, char **argv, struct cli_ctx *ctx);
 
 static const char *const default_deny[] = {
-    ".env", ".env.local", ".env.*.local", ".env.production", ".env.development",
-    "id_rsa", "id_ed25519", "id_ecdsa", "*.pem", ".netrc", NULL};
+    ".env",   ".env.local", ".env.*.local", ".env.production", ".env.development",
+    "id_rsa", "id_ed25519", "id_ecdsa",     "*.pem",           ".netrc",
+    NULL};
 
 /* ---- check --------------------------------------------------------------- */
 
@@ -264,8 +265,11 @@ static int wire_apply(const struct guard_wire *w, const char *ash, bool install,
     if (next)
         ups[nup++] = (struct adp_json_entry){w->key, next};
     const char *rm[1] = {w->key};
-    struct adp_json_edit ed = {.jsonc = true, .location = NULL, .upserts = ups,
-                               .n_upserts = nup, .removes = next ? NULL : rm,
+    struct adp_json_edit ed = {.jsonc = true,
+                               .location = NULL,
+                               .upserts = ups,
+                               .n_upserts = nup,
+                               .removes = next ? NULL : rm,
                                .n_removes = next ? 0 : 1};
     int mr = adp_json_merge(path.buf, text.buf, text.len, &ed, &out, err);
     json_decref(one);
@@ -307,15 +311,15 @@ static int machine_edit(bool install, bool *seeded_deny, struct as_err *err)
         }
         sb_adds(&text, "version = 1\n");
     }
-    struct manifest_source src = {.kind = MANIFEST_MACHINE, .path = path.buf, .data = text.buf,
-                                  .len = text.len};
+    struct manifest_source src = {
+        .kind = MANIFEST_MACHINE, .path = path.buf, .data = text.buf, .len = text.len};
     struct manifest *m = manifest_load_bytes(&src, err);
     if (!m) {
         as_err_hint(err, "fix %s first (agentstack guard status names the problem)", path.buf);
         goto out;
     }
-    bool has_deny = m->guard.has_deny, has_roots = toml_get_path(m->root, "guard",
-                                                                 "allow_roots", NULL) != NULL;
+    bool has_deny = m->guard.has_deny,
+         has_roots = toml_get_path(m->root, "guard", "allow_roots", NULL) != NULL;
     manifest_free(m);
     ed = toml_edit_open(path.buf, text.buf, text.len, err);
     if (!ed)
@@ -487,8 +491,7 @@ static int do_uninstall(int argc, char **argv)
 {
     for (int i = 2; i < argc; i++)
         if (strcmp(argv[i], "--write") != 0)
-            return cli_usage_error("guard", "unknown argument '%s' for guard uninstall",
-                                   argv[i]);
+            return cli_usage_error("guard", "unknown argument '%s' for guard uninstall", argv[i]);
     struct as_err err = AS_ERR_INIT;
     strbuf ash = SB_INIT;
     int rc = EXIT_OK;
@@ -585,9 +588,8 @@ static int do_status(int argc, char **argv)
     printf("deny globs (%zu) %s\n", lists.guard_deny.n, lists.guard_deny.n ? s.buf : "—");
     sb_reset(&s);
     join_list(&lists.allow_roots, &s);
-    printf("allow_roots %s\n", lists.allow_roots.n
-                                   ? s.buf
-                                   : "(none) — writes stay in the workspace and temp dirs");
+    printf("allow_roots %s\n",
+           lists.allow_roots.n ? s.buf : "(none) — writes stay in the workspace and temp dirs");
     sb_release(&s);
     struct adp_registry reg = {0};
     if (adp_registry_load(&reg, true, &err) == 0) {

@@ -73,9 +73,8 @@ static int parse(int argc, char **argv, struct init_args *a)
             else if (strcmp(v, "skip") == 0)
                 a->dest = ONB_DEST_SKIP;
             else
-                return cli_usage_error("init",
-                                       "--secrets must be keychain, env, file or skip (got '%s')",
-                                       v);
+                return cli_usage_error(
+                    "init", "--secrets must be keychain, env, file or skip (got '%s')", v);
             a->secrets_set = true;
         } else {
             return cli_usage_error("init", "unknown argument '%s'", s);
@@ -145,8 +144,8 @@ static int validate_text(const char *path, const strbuf *text, bool machine,
         ids[i] = r->v.v[i]->id;
     struct as_err lerr = AS_ERR_INIT;
     struct lib_ctx lc = {lib_open(NULL, &lerr), im};
-    struct manifest_env env = {.adapter_ids = ids, .n_adapter_ids = r->v.n,
-                               .library_has = has_item, .library_ctx = &lc};
+    struct manifest_env env = {
+        .adapter_ids = ids, .n_adapter_ids = r->v.n, .library_has = has_item, .library_ctx = &lc};
     mf_diags d = VEC_INIT;
     size_t nerr = manifest_validate(m, &env, &d);
     int rc = 0;
@@ -294,8 +293,9 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
             goto fail;
         if (discover_is_machine_home(p.base) || discover_is_machine_home(p.manifest_dir) ||
             discover_is_home_or_ancestor(p.base)) {
-            as_err_set(&err, "%s is your home directory (or holds the machine home); a project "
-                             "manifest does not belong here",
+            as_err_set(&err,
+                       "%s is your home directory (or holds the machine home); a project "
+                       "manifest does not belong here",
                        p.base);
             as_err_hint(&err, "run init inside a project directory, or use agentstack init "
                               "--global for the machine layer");
@@ -364,7 +364,7 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
                 rc = EXIT_FAIL;
                 goto out;
             }
-            a.dest = buf[0] == 'e' ? ONB_DEST_ENV
+            a.dest = buf[0] == 'e'   ? ONB_DEST_ENV
                      : buf[0] == 'f' ? ONB_DEST_FILE
                      : buf[0] == 's' ? ONB_DEST_SKIP
                                      : ONB_DEST_KEYCHAIN;
@@ -386,8 +386,9 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
     if (to_store && a.dest == ONB_DEST_KEYCHAIN && sec_keychain_probe(&err) < 0 && !a.dry_run) {
         char why[2048];
         snprintf(why, sizeof why, "%s", err.msg);
-        as_err_set(&err, "the OS keychain is unreachable (%s) — %zu secret value%s would have "
-                         "nowhere to go; nothing was written",
+        as_err_set(&err,
+                   "the OS keychain is unreachable (%s) — %zu secret value%s would have "
+                   "nowhere to go; nothing was written",
                    why, to_store, to_store == 1 ? "" : "s");
         as_err_hint(&err, "choose where they go: agentstack init --secrets env (.agentstack/.env, "
                           "gitignored) | --secrets file ($AGENTSTACK_HOME/secrets.env, 0600) | "
@@ -427,7 +428,8 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
     size_t copied = 0;
     if (onb_write_skills(&im, &copied, &err) < 0)
         goto fail_rollback;
-    struct fs_write_opts wo = {.mode = a.global ? 0600 : 0644, .symlinks = FS_SYMLINK_REFUSE,
+    struct fs_write_opts wo = {.mode = a.global ? 0600 : 0644,
+                               .symlinks = FS_SYMLINK_REFUSE,
                                .contain_root = project_root};
     if (fs_write_atomic(target.buf, text.buf, text.len, &wo, &err) < 0)
         goto fail_rollback;

@@ -55,9 +55,9 @@ static int scan_items(const struct manifest *m, const pin_items *items, struct s
              it->kind != PIN_EXTENSION) ||
             it->state != PIN_OK || !it->fs_path)
             continue;
-        char *item = it->kind == PIN_VARIANT ? xasprintf("instruction '%s' variant", it->name)
-                                             : xasprintf("%s '%s'", pin_kind_name(it->kind),
-                                                         it->name);
+        char *item = it->kind == PIN_VARIANT
+                         ? xasprintf("instruction '%s' variant", it->name)
+                         : xasprintf("%s '%s'", pin_kind_name(it->kind), it->name);
         size_t rl = strlen(m->project_root);
         const char *disp = it->fs_path;
         if (strncmp(disp, m->project_root, rl) == 0 && disp[rl] == '/')

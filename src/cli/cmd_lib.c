@@ -200,9 +200,9 @@ static int do_sources(struct opts *o)
         json_t *src = json_array();
         for (size_t i = 0; i < lib->sources.n; i++) {
             const struct lib_source *s = &lib->sources.v[i];
-            json_t *r = json_pack("{s:s, s:s, s:b, s:b, s:i}", "name", s->name, "path", s->path,
-                                  "exists", s->exists, "implicit", s->implicit, "items",
-                                  (json_int_t)s->items.n);
+            json_t *r =
+                json_pack("{s:s, s:s, s:b, s:b, s:i}", "name", s->name, "path", s->path, "exists",
+                          s->exists, "implicit", s->implicit, "items", (json_int_t)s->items.n);
             if (s->note)
                 json_object_set_new(r, "note", json_string(s->note));
             if (s->error)
@@ -273,8 +273,8 @@ static char *describe(const struct lib_item *it)
     return NULL;
 }
 
-static void list_kind(const struct library *lib, enum lib_kind k, const char *title,
-                      json_t *jitems, size_t *shown)
+static void list_kind(const struct library *lib, enum lib_kind k, const char *title, json_t *jitems,
+                      size_t *shown)
 {
     bool header = false;
     for (size_t si = 0; si < lib->sources.n; si++) {
@@ -293,8 +293,8 @@ static void list_kind(const struct library *lib, enum lib_kind k, const char *ti
             if (!sum && lib_body_checksum(k, it->body, hex, &err) == 0)
                 sum = hex;
             if (jitems) {
-                json_t *r = json_pack("{s:s, s:s, s:s}", "name", it->name, "kind",
-                                      lib_kind_name(k), "source", s->name);
+                json_t *r = json_pack("{s:s, s:s, s:s}", "name", it->name, "kind", lib_kind_name(k),
+                                      "source", s->name);
                 json_object_set_new(r, "description", desc ? json_string(desc) : json_null());
                 json_object_set_new(r, "checksum", sum ? json_string(sum) : json_null());
                 json_object_set_new(r, "provenance",
@@ -347,9 +347,9 @@ static int do_list(struct opts *o)
     static const struct {
         enum lib_kind k;
         const char *title;
-    } kinds[] = {{LIB_SKILL, "Skills"},         {LIB_SERVER, "Servers"},
-                 {LIB_EXTENSION, "Extensions"}, {LIB_HOOK, "Hooks"},
-                 {LIB_INSTRUCTION, "Instructions"}, {LIB_PACKAGE, "Packages"}};
+    } kinds[] = {
+        {LIB_SKILL, "Skills"}, {LIB_SERVER, "Servers"},           {LIB_EXTENSION, "Extensions"},
+        {LIB_HOOK, "Hooks"},   {LIB_INSTRUCTION, "Instructions"}, {LIB_PACKAGE, "Packages"}};
     size_t shown = 0;
     json_t *items = o->json ? json_array() : NULL;
     for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
@@ -578,8 +578,8 @@ static int do_add(struct opts *o)
         sb_release(&line);
     }
     if (scan_report_blocking(&sr) && !o->allow_flagged) {
-        cli_errorf("skill '%s' failed the content scan (%zu high finding%s) — nothing added",
-                   name, sr.high, sr.high == 1 ? "" : "s");
+        cli_errorf("skill '%s' failed the content scan (%zu high finding%s) — nothing added", name,
+                   sr.high, sr.high == 1 ? "" : "s");
         fprintf(stderr, "  review the findings above; to add it anyway: --allow-flagged\n");
         goto out;
     }
@@ -607,8 +607,7 @@ static int do_add(struct opts *o)
         goto out;
     }
     if (!md.description)
-        fprintf(stderr, "⚠ %s/SKILL.md has no description: agents pick skills by it\n",
-                abs.buf);
+        fprintf(stderr, "⚠ %s/SKILL.md has no description: agents pick skills by it\n", abs.buf);
     if (in_tmp(abs.buf))
         fprintf(stderr, "⚠ the source is in a temporary folder; the library keeps its own copy\n");
     if (st.bytes > ADD_MAX_BYTES)
@@ -679,8 +678,7 @@ static int do_add(struct opts *o)
         printf("  the previous copy is in the trash: agentstack lib trash --restore %s "
                "--replace --write\n",
                trashed);
-    printf("next: name it in a toolset — skills = [\"%s\"] — then agentstack lock --write\n",
-           name);
+    printf("next: name it in a toolset — skills = [\"%s\"] — then agentstack lock --write\n", name);
     rc = EXIT_OK;
 out:
     if (locked)
@@ -710,8 +708,11 @@ static int check_server(const char *name, const toml_value *table, const char *o
     strbuf text = SB_INIT;
     toml_emit(root, &text);
     toml_free(root);
-    struct manifest_source src = {.kind = MANIFEST_PROJECT, .path = origin, .data = text.buf,
-                                  .len = text.len, .manifest_dir = "/"};
+    struct manifest_source src = {.kind = MANIFEST_PROJECT,
+                                  .path = origin,
+                                  .data = text.buf,
+                                  .len = text.len,
+                                  .manifest_dir = "/"};
     struct manifest *m = manifest_load_bytes(&src, err);
     int rc = 0;
     if (!m) {
@@ -790,8 +791,9 @@ static int do_add_server(struct opts *o, struct cli_ctx *ctx)
     lsec_findings f = VEC_INIT;
     lsec_check_server_table(table, &f);
     for (size_t i = 0; i < f.n; i++)
-        fprintf(stderr, "⚠ '%s' (%s) has a literal value that looks like a secret — lib sync "
-                        "will refuse it; use ${REF} instead\n",
+        fprintf(stderr,
+                "⚠ '%s' (%s) has a literal value that looks like a secret — lib sync "
+                "will refuse it; use ${REF} instead\n",
                 f.v[i].key, f.v[i].where);
     lsec_findings_free(&f);
     lib = open_lib(o->write, &l, &locked);
@@ -889,7 +891,8 @@ out:
     return rc;
 }
 
-/* ---- remove and trash ------------------------------------------------------------------------- */
+/* ---- remove and trash -------------------------------------------------------------------------
+ */
 
 static int do_remove(struct opts *o, enum lib_kind kind)
 {
@@ -960,11 +963,11 @@ static int do_trash(struct opts *o)
         if (o->json) {
             json_t *a = json_array();
             for (size_t i = 0; i < all.n; i++)
-                json_array_append_new(
-                    a, json_pack("{s:s, s:s, s:s, s:s, s:I}", "id", all.v[i].id, "kind",
-                                 lib_kind_name(all.v[i].kind), "name", all.v[i].name, "source",
-                                 lib->sources.v[all.v[i].source].name,
-                                 "trashed_at", (json_int_t)all.v[i].when));
+                json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:s, s:I}", "id", all.v[i].id,
+                                                   "kind", lib_kind_name(all.v[i].kind), "name",
+                                                   all.v[i].name, "source",
+                                                   lib->sources.v[all.v[i].source].name,
+                                                   "trashed_at", (json_int_t)all.v[i].when));
             emit_json(json_pack("{s:i, s:o}", "schema_version", 1, "trash", a));
             rc = EXIT_OK;
             goto out;
@@ -1040,7 +1043,8 @@ out:
     return rc;
 }
 
-/* ---- lib new, lib pack-init ---------------------------------------------------------------------- */
+/* ---- lib new, lib pack-init
+ * ---------------------------------------------------------------------- */
 
 static int write_new(const char *path, const char *text, struct as_err *err)
 {
@@ -1110,16 +1114,16 @@ static int do_pack_init(struct opts *o)
         cli_errorf("./skills/starter already exists — nothing written");
         goto out;
     }
-    char *pack = xasprintf(
-        "# agentstack pack — strict: unknown keys are errors.\n"
-        "name = \"%s\"\n"
-        "description = \"What this pack gives an agent\"\n\n"
-        "# Optional: one MCP server, named after the pack. Secrets are names only:\n"
-        "# they become ${REF}s in the project, never values.\n"
-        "# [server]\n# type = \"stdio\"\n# command = \"npx\"\n"
-        "# args = [\"-y\", \"@example/mcp\"]\n# secret_env = [\"EXAMPLE_TOKEN\"]\n\n"
-        "[[skill]]\nname = \"starter\"\npath = \"skills/starter\"\n",
-        name);
+    char *pack =
+        xasprintf("# agentstack pack — strict: unknown keys are errors.\n"
+                  "name = \"%s\"\n"
+                  "description = \"What this pack gives an agent\"\n\n"
+                  "# Optional: one MCP server, named after the pack. Secrets are names only:\n"
+                  "# they become ${REF}s in the project, never values.\n"
+                  "# [server]\n# type = \"stdio\"\n# command = \"npx\"\n"
+                  "# args = [\"-y\", \"@example/mcp\"]\n# secret_env = [\"EXAMPLE_TOKEN\"]\n\n"
+                  "[[skill]]\nname = \"starter\"\npath = \"skills/starter\"\n",
+                  name);
     char *skill = xasprintf("---\ndescription: Starter skill of the %s pack.\n---\n\n"
                             "# starter\n\nWrite the instructions here.\n",
                             name);
@@ -1162,9 +1166,13 @@ static int do_sync(struct opts *o)
         return EXIT_FAIL;
     print_warnings(lib);
     struct as_err err = AS_ERR_INIT;
-    struct lib_sync_opts so = {.source = o->source, .init = o->init, .remote = o->remote,
-                               .status = o->status, .message = o->message,
-                               .allow_secrets = o->allow_secrets, .out = stdout,
+    struct lib_sync_opts so = {.source = o->source,
+                               .init = o->init,
+                               .remote = o->remote,
+                               .status = o->status,
+                               .message = o->message,
+                               .allow_secrets = o->allow_secrets,
+                               .out = stdout,
                                .diag = stderr};
     fflush(stdout);
     int r = lib_sync(lib, &so, &err);
@@ -1227,10 +1235,10 @@ int cmd_lib(int argc, char **argv, struct cli_ctx *ctx)
     else if (strcmp(sub, "sync") == 0)
         rc = do_sync(&o);
     else {
-        static const char *const subs[] = {"sources", "list", "link", "unlink", "reorder",
-                                           "add", "add-server", "remove", "remove-server",
-                                           "remove-hook", "remove-extension", "trash", "new",
-                                           "pack-init", "sync"};
+        static const char *const subs[] = {
+            "sources",    "list",      "link",          "unlink",      "reorder",          "add",
+            "add-server", "remove",    "remove-server", "remove-hook", "remove-extension", "trash",
+            "new",        "pack-init", "sync"};
         const char *best = cli_did_you_mean(sub, subs, sizeof subs / sizeof *subs);
         if (best)
             rc = cli_usage_error("lib", "unknown lib subcommand '%s' — did you mean '%s'?", sub,

@@ -145,8 +145,8 @@ static void diff_ext(const struct lockfile *o, const struct lockfile *n, strbuf 
         }
         if (w->blueprint_checksum[0] || (x && x->blueprint_checksum[0])) {
             char *nm = xasprintf("%s blueprint", w->name);
-            diff_row(out, "workflow", nm, x && x->blueprint_checksum[0] ? x->blueprint_checksum
-                                                                         : NULL,
+            diff_row(out, "workflow", nm,
+                     x && x->blueprint_checksum[0] ? x->blueprint_checksum : NULL,
                      w->blueprint_checksum[0] ? w->blueprint_checksum : NULL, c);
             free(nm);
         }
@@ -322,8 +322,7 @@ static int do_upgrade(const struct lock_args *a, struct cli_ctx *ctx)
 {
     struct as_err err = AS_ERR_INIT;
     struct bundle_paths p;
-    if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0 ||
-        discover_require(&p, &err) < 0) {
+    if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0 || discover_require(&p, &err) < 0) {
         cli_error(&err);
         bundle_paths_free(&p);
         return EXIT_FAIL;
@@ -395,8 +394,8 @@ static int check_update_names(const struct manifest *m, const strvec *names)
             git = strcmp(m->extensions.v[j].name, n) == 0 &&
                   m->extensions.v[j].source == MF_SOURCE_GIT;
         for (size_t j = 0; !git && j < m->workflows.n; j++)
-            git = strcmp(m->workflows.v[j].name, n) == 0 &&
-                  m->workflows.v[j].source == MF_SOURCE_GIT;
+            git =
+                strcmp(m->workflows.v[j].name, n) == 0 && m->workflows.v[j].source == MF_SOURCE_GIT;
         if (!git) {
             strbuf b = SB_INIT;
             term_sanitize(&b, n, strlen(n));

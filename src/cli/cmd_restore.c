@@ -33,8 +33,8 @@ int cmd_restore(int argc, char **argv, struct cli_ctx *ctx)
         else if (s[0] == '-')
             return cli_usage_error("restore", "unknown argument '%s'", s);
         else if (o.what)
-            return cli_usage_error("restore", "give one id or adapter (got '%s' and '%s')",
-                                   o.what, s);
+            return cli_usage_error("restore", "give one id or adapter (got '%s' and '%s')", o.what,
+                                   s);
         else
             o.what = s;
     }

@@ -36,10 +36,10 @@ int cmd_run(int argc, char **argv, struct cli_ctx *ctx);
 
 /* The harness to run: an adapter's detect.bin, or a plain command. */
 struct harness {
-    char *id;                  /* egress identity */
-    strbuf bin;                /* absolute host path */
+    char *id;   /* egress identity */
+    strbuf bin; /* absolute host path */
     int has_mcp;
-    const struct adp_desc *d;  /* the adapter (NULL: a command, or the shtest fallback) */
+    const struct adp_desc *d; /* the adapter (NULL: a command, or the shtest fallback) */
 };
 
 static int resolve_harness(const struct adp_registry *reg, const char *name, struct harness *h,
@@ -105,8 +105,8 @@ static int refusef(const char *msg, const char *why)
 /* The harness's user-scope MCP config holding one entry, SBX_GATEWAY_ENTRY:
  * the gateway's sandbox face at url (Streamable HTTP, the token header),
  * rendered through the adapter's own field mapping. */
-static int gateway_config(void *vctx, const char *url, const char *token, strbuf *rel,
-                          strbuf *text, struct as_err *err)
+static int gateway_config(void *vctx, const char *url, const char *token, strbuf *rel, strbuf *text,
+                          struct as_err *err)
 {
     const struct adp_desc *d = vctx;
     if (!d || !d->has_mcp)
@@ -114,8 +114,10 @@ static int gateway_config(void *vctx, const char *url, const char *token, strbuf
     if (!d->mcp.f_url)
         return as_err_set(err, "%s cannot hold an HTTP server (no mcp.fields.url)", d->id);
     if (!d->mcp.f_headers)
-        return as_err_set(err, "%s cannot send the X-Agentstack-Token header (no "
-                               "mcp.fields.headers)", d->id);
+        return as_err_set(err,
+                          "%s cannot send the X-Agentstack-Token header (no "
+                          "mcp.fields.headers)",
+                          d->id);
     const char *cp = d->config_path;
     if (cp && strncmp(cp, "~/", 2) == 0) {
         sb_adds(rel, cp + 2);
@@ -181,10 +183,10 @@ static int gateway_config(void *vctx, const char *url, const char *token, strbuf
 
 struct inject_ctx {
     const struct adp_registry *reg;
-    const struct adp_desc *d;  /* the harness's adapter, or NULL */
-    const char *scope;         /* --scope, or NULL */
-    const char *manifest_dir;  /* global --manifest-dir */
-    int keep;                  /* --unprotected --keep: a `session start`, never auto-reverted */
+    const struct adp_desc *d; /* the harness's adapter, or NULL */
+    const char *scope;        /* --scope, or NULL */
+    const char *manifest_dir; /* global --manifest-dir */
+    int keep;                 /* --unprotected --keep: a `session start`, never auto-reverted */
     int injected;
 };
 
@@ -280,9 +282,10 @@ static void note_entries(const struct adp_desc *d, const char *path, enum adp_fo
     list_entries(d, fmt, path, skip, &names, &n);
     if (n) {
         onb_display_path(path, &shown);
-        fprintf(stderr, "note: %s %s also lists %zu MCP server(s) agentstack does not gate — "
-                        "reachable around the gateway during this run: %s\n", what, shown.buf,
-                n, names.buf);
+        fprintf(stderr,
+                "note: %s %s also lists %zu MCP server(s) agentstack does not gate — "
+                "reachable around the gateway during this run: %s\n",
+                what, shown.buf, n, names.buf);
     }
     sb_release(&names);
     sb_release(&shown);
@@ -503,8 +506,10 @@ static int parse(int argc, char **argv, struct run_opts *o)
         } else if (!o->name) {
             o->name = a;
         } else {
-            return cli_usage_error("run", "unexpected argument '%s' (put the command's "
-                                          "arguments after --)", a);
+            return cli_usage_error("run",
+                                   "unexpected argument '%s' (put the command's "
+                                   "arguments after --)",
+                                   a);
         }
     }
     o->rest = argv + i;
@@ -533,7 +538,8 @@ static int dispatch_refusal(const struct run_opts *o)
                        "a headless prompt is only supported under the gated host run");
     if (o->locked && (o->sandbox || o->lockdown))
         return refusef("--locked with --sandbox/--lockdown is not wired: the sandbox runs its "
-                       "own gate", NULL);
+                       "own gate",
+                       NULL);
     if (o->prompt)
         return refusef("--prompt is not built yet",
                        "the headless protected run (captured output, headless_output event) "
@@ -597,8 +603,7 @@ static int run_sandbox(const struct sbx_plan *plan, int plan_only)
     return rc;
 }
 
-static int run_host(const struct sbx_plan *plan, const struct run_opts *o,
-                    struct inject_ctx *ic)
+static int run_host(const struct sbx_plan *plan, const struct run_opts *o, struct inject_ctx *ic)
 {
     if (o->plan_only) {
         sbx_plan_print(plan, stdout, 1);
@@ -623,8 +628,7 @@ static int run_host(const struct sbx_plan *plan, const struct run_opts *o,
             cli_error(&err);
         else
             refuse(&err);
-        if (plan->mode == SBX_MODE_HOST && !res.revert_failed &&
-            access(plan->home, F_OK) == 0) {
+        if (plan->mode == SBX_MODE_HOST && !res.revert_failed && access(plan->home, F_OK) == 0) {
             char *dir = xasprintf("%s/runs/%s", plan->home, plan->run_id);
             if (fs_is_dir(dir))
                 fprintf(stderr, "See what happened: `agentstack report %s`\n", plan->run_id);
@@ -697,10 +701,10 @@ int cmd_run(int argc, char **argv, struct cli_ctx *ctx)
     }
     struct inject_ctx ic = {&reg, h.d, o.scope, ctx->manifest_dir, o.keep, 0};
     struct sbx_plan_request rq = {
-        .mode = o.lockdown ? SBX_MODE_LOCKDOWN
-              : o.sandbox  ? SBX_MODE_SANDBOX
-              : o.unprotected ? SBX_MODE_HOST_ADVISORY
-                              : SBX_MODE_HOST,
+        .mode = o.lockdown      ? SBX_MODE_LOCKDOWN
+                : o.sandbox     ? SBX_MODE_SANDBOX
+                : o.unprotected ? SBX_MODE_HOST_ADVISORY
+                                : SBX_MODE_HOST,
         .harness_id = h.id,
         .harness_bin = h.bin.buf,
         .harness_has_mcp = h.has_mcp,

@@ -44,7 +44,8 @@ int cmd_runs(int argc, char **argv, struct cli_ctx *ctx)
         puts("No runs recorded.");
     size_t i;
     json_t *r;
-    json_array_foreach(list, i, r) {
+    json_array_foreach(list, i, r)
+    {
         strbuf line = SB_INIT;
         const char *id = json_string_value(json_object_get(r, "id"));
         const char *posture = json_string_value(json_object_get(r, "posture"));
@@ -66,8 +67,7 @@ int cmd_runs(int argc, char **argv, struct cli_ctx *ctx)
             const char *oc = json_string_value(json_object_get(r, "outcome"));
             sb_adds(&line, "  ");
             term_sanitize(&line, oc, strlen(oc));
-        }
-        else
+        } else
             sb_adds(&line, "  running or unfinished");
         sb_addf(&line, "  egress %lld (%lld denied)  %s  ",
                 (long long)json_integer_value(json_object_get(r, "egress")),

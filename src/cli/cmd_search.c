@@ -47,8 +47,10 @@ int cmd_search(int argc, char **argv, struct cli_ctx *ctx)
     if (discover_project(ctx->manifest_dir, NULL, &p, &err) == 0 && p.found) {
         m = manifest_load(&p, &err);
         if (!m) {
-            fprintf(stderr, "warning: the project's manifest was not read, so installed packs "
-                            "are not searched: %s\n", err.msg);
+            fprintf(stderr,
+                    "warning: the project's manifest was not read, so installed packs "
+                    "are not searched: %s\n",
+                    err.msg);
         }
     }
     as_err_clear(&err);
@@ -58,16 +60,15 @@ int cmd_search(int argc, char **argv, struct cli_ctx *ctx)
         json_t *arr = json_array();
         for (size_t i = 0; i < hits.n; i++) {
             const struct lib_hit *h = &hits.v[i];
-            json_t *o = json_pack("{s:s, s:s, s:s, s:b, s:b}", "name", h->name, "kind", h->badge,
-                                  "source", h->source, "in_manifest", h->in_manifest, "shadowed",
-                                  h->shadowed);
+            json_t *o =
+                json_pack("{s:s, s:s, s:s, s:b, s:b}", "name", h->name, "kind", h->badge, "source",
+                          h->source, "in_manifest", h->in_manifest, "shadowed", h->shadowed);
             json_object_set_new(o, "description",
                                 h->description ? json_string(h->description) : json_null());
             json_array_append_new(arr, o);
         }
         json_t *j = json_pack("{s:i, s:s, s:o, s:o}", "schema_version", 1, "command", "search",
-                              "query", query ? json_string(query) : json_null(), "results",
-                              arr);
+                              "query", query ? json_string(query) : json_null(), "results", arr);
         strbuf out = SB_INIT;
         json_dump_pretty(j, &out);
         fputs(out.buf, stdout);
@@ -77,9 +78,8 @@ int cmd_search(int argc, char **argv, struct cli_ctx *ctx)
         json_decref(j);
     } else {
         if (query)
-            printf("Results for '%s' — central library (%zu source%s)%s\n", query,
-                   lib->sources.n, lib->sources.n == 1 ? "" : "s",
-                   m ? " and installed packs" : "");
+            printf("Results for '%s' — central library (%zu source%s)%s\n", query, lib->sources.n,
+                   lib->sources.n == 1 ? "" : "s", m ? " and installed packs" : "");
         else
             printf("Everything in the central library (%zu source%s)%s\n", lib->sources.n,
                    lib->sources.n == 1 ? "" : "s", m ? " and installed packs" : "");
@@ -93,8 +93,8 @@ int cmd_search(int argc, char **argv, struct cli_ctx *ctx)
         }
         if (!hits.n)
             printf("  no match%s\n", query ? "" : " — the library is empty");
-        printf("%zu result%s. Not searched here: a vendor catalog and the MCP Registry.\n",
-               hits.n, hits.n == 1 ? "" : "s");
+        printf("%zu result%s. Not searched here: a vendor catalog and the MCP Registry.\n", hits.n,
+               hits.n == 1 ? "" : "s");
     }
     lib_hits_free(&hits);
     manifest_free(m);

@@ -67,8 +67,7 @@ static int parse(int argc, char **argv, struct secret_args *a)
             else if (strcmp(v, "file") == 0)
                 a->store = STORE_FILE;
             else
-                return cli_usage_error("secret", "--store must be keychain or file (got '%s')",
-                                       v);
+                return cli_usage_error("secret", "--store must be keychain or file (got '%s')", v);
         } else if (s[0] == '-') {
             return cli_usage_error("secret", "unknown option '%s'", s);
         } else if (!a->sub) {
@@ -81,15 +80,14 @@ static int parse(int argc, char **argv, struct secret_args *a)
     }
     if (!a->sub)
         return cli_usage_error("secret", "say what to do: set, get, list or rm");
-    bool named = strcmp(a->sub, "set") == 0 || strcmp(a->sub, "get") == 0 ||
-                 strcmp(a->sub, "rm") == 0;
+    bool named =
+        strcmp(a->sub, "set") == 0 || strcmp(a->sub, "get") == 0 || strcmp(a->sub, "rm") == 0;
     if (!named && strcmp(a->sub, "list") != 0)
         return cli_usage_error("secret", "unknown subcommand '%s' (set, get, list, rm)", a->sub);
     if (named && !a->name)
         return cli_usage_error("secret", "secret %s needs a NAME", a->sub);
     if (named && !ref_name_valid(a->name))
-        return cli_usage_error("secret",
-                               "'%s' is not a valid secret name ([A-Za-z_][A-Za-z0-9_]*)",
+        return cli_usage_error("secret", "'%s' is not a valid secret name ([A-Za-z_][A-Za-z0-9_]*)",
                                a->name);
     if (!named && a->name)
         return cli_usage_error("secret", "secret list takes no NAME");
@@ -144,8 +142,9 @@ static int read_value(const struct secret_args *a, strbuf *v, struct as_err *err
     if (!isatty(0)) {
         as_err_set(err, "secret set %s needs a terminal to prompt for the value without echo",
                    a->name);
-        as_err_hint(err, "pipe it instead: printf %%s \"$VALUE\" | agentstack secret set %s "
-                         "--stdin   (or: agentstack secret set %s --value V, visible in argv)",
+        as_err_hint(err,
+                    "pipe it instead: printf %%s \"$VALUE\" | agentstack secret set %s "
+                    "--stdin   (or: agentstack secret set %s --value V, visible in argv)",
                     a->name, a->name);
         return -1;
     }
@@ -263,8 +262,7 @@ static int do_get(const struct secret_args *a, struct cli_ctx *ctx)
             fwrite(v.buf, 1, v.len, stdout);
             fputc('\n', stdout);
         } else {
-            printf("%s = ******** (%s, %zu chars; --reveal prints it)\n", a->name, r.source,
-                   v.len);
+            printf("%s = ******** (%s, %zu chars; --reveal prints it)\n", a->name, r.source, v.len);
         }
     } else if (s == SEC_MISSING) {
         as_err_set(&err, "secret '%s' is not set on this machine", a->name);
@@ -296,8 +294,9 @@ static int do_rm(const struct secret_args *a, struct cli_ctx *ctx)
     case STORE_KEYCHAIN:
         if (sec_keychain_delete(a->name, &existed, &err) < 0) {
             no_keychain_hint(&err, a->name);
-            as_err_hint(&err, "for the other stores: agentstack secret rm %s --store file | "
-                              "--env-file",
+            as_err_hint(&err,
+                        "for the other stores: agentstack secret rm %s --store file | "
+                        "--env-file",
                         a->name);
             goto fail;
         }
@@ -390,8 +389,7 @@ static int do_list(const struct secret_args *a, struct cli_ctx *ctx)
     if (a->json) {
         json_t *root = json_object();
         json_object_set_new(root, "secrets", arr);
-        json_object_set_new(root, "keychain",
-                            l.kc_ok ? json_string("ok") : json_string(l.kc_why));
+        json_object_set_new(root, "keychain", l.kc_ok ? json_string("ok") : json_string(l.kc_why));
         char *s = json_dumps(root, JSON_INDENT(2));
         printf("%s\n", s);
         free(s);

@@ -26,8 +26,7 @@ int cmd_session(int argc, char **argv, struct cli_ctx *ctx);
 
 /* The key a session is recorded under: the project's manifest dir, or the
  * machine home for the machine manifest. */
-static int session_dir(struct cli_ctx *ctx, struct bundle_paths *p, strbuf *out,
-                       struct as_err *err)
+static int session_dir(struct cli_ctx *ctx, struct bundle_paths *p, strbuf *out, struct as_err *err)
 {
     if (discover_project(ctx->manifest_dir, NULL, p, err) < 0)
         return -1;
@@ -162,9 +161,8 @@ static int start(int argc, char **argv, struct cli_ctx *ctx)
         goto out;
     }
     if (p.found) {
-        struct trust_library tl = {.pin = lib ? lib_pin_lookup : NULL,
-                                   .has = lib ? lib_manifest_has : NULL,
-                                   .ctx = lib};
+        struct trust_library tl = {
+            .pin = lib ? lib_pin_lookup : NULL, .has = lib ? lib_manifest_has : NULL, .ctx = lib};
         if (adp_trust_gate_lib(&p, &snap, m, &tl, &refusal, &err) < 0) {
             as_err_prefix(&err, "cannot check trust");
             cli_error(&err);

@@ -34,7 +34,7 @@ struct st {
     char *default_toolset;
     enum trust_state trust;
     bool render_locally;
-    bool kc_unchecked;      /* the keychain could not be asked */
+    bool kc_unchecked; /* the keychain could not be asked */
     strvec shadowed;
     strvec sec_ok, sec_missing;
     char *next_cmd, *next_why;
@@ -140,7 +140,8 @@ static void gather(struct cli_ctx *ctx, struct st *s)
         const char **ids = xcalloc(reg.v.n + 1, sizeof(char *));
         for (size_t i = 0; have_reg && i < reg.v.n; i++)
             ids[i] = reg.v.v[i]->id;
-        struct manifest_env env = {.adapter_ids = ids, .n_adapter_ids = have_reg ? reg.v.n : 0,
+        struct manifest_env env = {.adapter_ids = ids,
+                                   .n_adapter_ids = have_reg ? reg.v.n : 0,
                                    .library_has = lib ? lib_manifest_has : NULL,
                                    .library_ctx = lib};
         mf_diags d = VEC_INIT;
@@ -152,8 +153,7 @@ static void gather(struct cli_ctx *ctx, struct st *s)
         struct onb_locator l;
         onb_locator_init(&l, s->project ? p.env_file : NULL, refs.n > 0);
         for (size_t i = 0; i < refs.n; i++)
-            strvec_push(onb_locate(&l, refs.v[i], NULL) ? &s->sec_ok : &s->sec_missing,
-                        refs.v[i]);
+            strvec_push(onb_locate(&l, refs.v[i], NULL) ? &s->sec_ok : &s->sec_missing, refs.v[i]);
         s->kc_unchecked = refs.n && !l.kc_ok;
         onb_locator_free(&l);
         strvec_clear(&refs);
@@ -181,9 +181,9 @@ static void gather(struct cli_ctx *ctx, struct st *s)
     } else if (s->project && !s->locked && (s->servers || s->skills || s->toolsets.n))
         next(s, "agentstack lock --write", "nothing is pinned yet");
     else if (s->project && s->trust != TRUST_TRUSTED)
-        next(s, "agentstack trust .", s->trust == TRUST_CHANGED
-                                          ? "the content changed since you trusted it"
-                                          : "review what this project declares");
+        next(s, "agentstack trust .",
+             s->trust == TRUST_CHANGED ? "the content changed since you trusted it"
+                                       : "review what this project declares");
     else if (!s->clis.n)
         next(s, "agentstack doctor", "no supported CLI is installed here");
     else
@@ -204,7 +204,7 @@ static void join(const strvec *v, const char *sep)
 
 static const char *trust_label(enum trust_state t)
 {
-    return t == TRUST_TRUSTED ? "trusted"
+    return t == TRUST_TRUSTED   ? "trusted"
            : t == TRUST_CHANGED ? "trust stale (content changed)"
                                 : "untrusted";
 }
@@ -291,8 +291,7 @@ static void print_short(const struct st *s)
         if (s->loaded && s->project)
             printf(" · %s · %s", s->locked ? "locked" : "not locked", trust_label(s->trust));
         if (s->sec_missing.n)
-            printf(" · %zu secret%s missing", s->sec_missing.n,
-                   s->sec_missing.n == 1 ? "" : "s");
+            printf(" · %zu secret%s missing", s->sec_missing.n, s->sec_missing.n == 1 ? "" : "s");
     } else {
         printf("no manifest here");
     }

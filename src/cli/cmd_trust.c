@@ -441,16 +441,18 @@ static int accept_pins(const struct trust_review *r, const drift_answers *ans, c
         if (!got || got->state != PIN_OK || strcmp(got->checksum, a->live) != 0) {
             strbuf label = SB_INIT;
             item_label(want, &label);
-            as_err_set(err, "changed while you were reviewing: %s no longer has the bytes "
-                            "shown (%.12s); nothing was written", label.buf, a->live);
+            as_err_set(err,
+                       "changed while you were reviewing: %s no longer has the bytes "
+                       "shown (%.12s); nothing was written",
+                       label.buf, a->live);
             as_err_hint(err, "review it again: agentstack trust .");
             sb_release(&label);
             goto out;
         }
         vec_push(&accepted, *got); /* borrowed: fresh owns the strings */
     }
-    if (!r->snap.has_lock || !(l = lockfile_parse(r->paths->lock, r->snap.lock.buf,
-                                                  r->snap.lock.len, err)))
+    if (!r->snap.has_lock ||
+        !(l = lockfile_parse(r->paths->lock, r->snap.lock.buf, r->snap.lock.len, err)))
         goto out;
     for (size_t i = 0; i < accepted.n; i++) {
         const struct pin_item *it = &accepted.v[i];
@@ -464,8 +466,8 @@ static int accept_pins(const struct trust_review *r, const drift_answers *ans, c
     }
     /* The stamp still describes the manifest: only pins moved. */
     bool written = false;
-    if (lockfile_save(l, r->paths->lock, r->paths->project_root, r->snap.lock.buf,
-                      r->snap.lock.len, true, &written, err) < 0)
+    if (lockfile_save(l, r->paths->lock, r->paths->project_root, r->snap.lock.buf, r->snap.lock.len,
+                      true, &written, err) < 0)
         goto out;
     pin_deposit(&accepted, r->home, &warnings);
     for (size_t i = 0; i < warnings.n; i++)
@@ -543,9 +545,9 @@ static int grant(const struct trust_review *r, const char *consented, const drif
     bool existed = prev != NULL;
     bool same = existed && strcmp(prev, record) == 0;
     size_t decided = 0, undecided = 0;
-    json_t *decisions = ans ? merge_decisions(r, ans, &decided, &undecided)
-                            : json_deep_copy(json_object_get(trust_store_entry(&s, key),
-                                                             "decisions"));
+    json_t *decisions =
+        ans ? merge_decisions(r, ans, &decided, &undecided)
+            : json_deep_copy(json_object_get(trust_store_entry(&s, key), "decisions"));
     json_t *e = json_object();
     json_object_set_new(e, "digest", json_string(record));
     json_object_set_new(e, "trusted_at", json_integer((json_int_t)time(NULL)));

@@ -28,8 +28,10 @@ int cmd_undo(int argc, char **argv, struct cli_ctx *ctx)
             char *end;
             unsigned long long v = strtoull(val, &end, 10);
             if (!val[0] || *end || v == 0 || val[0] == '-')
-                return cli_usage_error("undo", "--to needs a write number from the timeline "
-                                       "(1 = oldest), got '%s'", val);
+                return cli_usage_error("undo",
+                                       "--to needs a write number from the timeline "
+                                       "(1 = oldest), got '%s'",
+                                       val);
             o.to = (size_t)v;
         } else if (strcmp(s, "--write") == 0) {
             o.write = true;

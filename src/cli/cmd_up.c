@@ -52,11 +52,11 @@ struct up_args {
 struct up_state {
     const char *library_action; /* cloned | initialized | repointed | pulled | current | local */
     char *library_source, *library_path;
-    size_t clis;                /* detected */
-    const char *gateway;        /* planned | registered | skipped | failed */
-    char *project;              /* project root, or NULL */
-    strvec missing;             /* ${REF}s without a value here */
-    int trusted;                /* -1 unknown / no project */
+    size_t clis;         /* detected */
+    const char *gateway; /* planned | registered | skipped | failed */
+    char *project;       /* project root, or NULL */
+    strvec missing;      /* ${REF}s without a value here */
+    int trusted;         /* -1 unknown / no project */
     bool failed;
     strbuf failure;
     const char *next;
@@ -254,8 +254,7 @@ static int library_step(const struct up_args *a, struct up_state *st, struct as_
     printf("· library: %zu skill%s, %zu server%s, %zu instruction%s in %zu source%s\n",
            counts[LIB_SKILL], counts[LIB_SKILL] == 1 ? "" : "s", counts[LIB_SERVER],
            counts[LIB_SERVER] == 1 ? "" : "s", counts[LIB_INSTRUCTION],
-           counts[LIB_INSTRUCTION] == 1 ? "" : "s", lib->sources.n,
-           lib->sources.n == 1 ? "" : "s");
+           counts[LIB_INSTRUCTION] == 1 ? "" : "s", lib->sources.n, lib->sources.n == 1 ? "" : "s");
     for (size_t i = 0; i < lib->warnings.n; i++)
         fprintf(stderr, "warning: %s\n", lib->warnings.v[i]);
     rc = 0;
@@ -382,23 +381,21 @@ static void print_json(const struct up_args *a, const struct up_state *st)
     json_t *missing = json_array();
     for (size_t i = 0; i < st->missing.n; i++)
         json_array_append_new(missing, json_string(st->missing.v[i]));
-    json_t *lib = json_pack("{s:s, s:s, s:s}", "source",
-                            st->library_source ? st->library_source : "",
-                            "path", st->library_path ? st->library_path : "", "action",
-                            st->library_action ? st->library_action : "planned");
-    json_t *state = json_pack("{s:o, s:I, s:s, s:o, s:o}", "library", lib, "clis_detected",
-                              (json_int_t)st->clis, "gateway",
-                              st->gateway ? st->gateway : "planned", "project",
-                              st->project ? json_string(st->project) : json_null(),
-                              "missing_secrets", missing);
+    json_t *lib =
+        json_pack("{s:s, s:s, s:s}", "source", st->library_source ? st->library_source : "", "path",
+                  st->library_path ? st->library_path : "", "action",
+                  st->library_action ? st->library_action : "planned");
+    json_t *state =
+        json_pack("{s:o, s:I, s:s, s:o, s:o}", "library", lib, "clis_detected",
+                  (json_int_t)st->clis, "gateway", st->gateway ? st->gateway : "planned", "project",
+                  st->project ? json_string(st->project) : json_null(), "missing_secrets", missing);
     json_object_set_new(state, "trusted",
                         st->trusted < 0 ? json_null() : json_boolean(st->trusted));
     json_object_set_new(state, "next", st->next ? json_string(st->next) : json_null());
-    json_t *j = json_pack("{s:i, s:s, s:b, s:b, s:o}", "schema_version", 1, "command", "up",
-                          "success", !st->failed, "applied", a->write && !st->failed, "state",
-                          state);
-    json_object_set_new(j, "failure",
-                        st->failure.len ? json_string(st->failure.buf) : json_null());
+    json_t *j =
+        json_pack("{s:i, s:s, s:b, s:b, s:o}", "schema_version", 1, "command", "up", "success",
+                  !st->failed, "applied", a->write && !st->failed, "state", state);
+    json_object_set_new(j, "failure", st->failure.len ? json_string(st->failure.buf) : json_null());
     strbuf out = SB_INIT;
     json_dump_pretty(j, &out);
     fputs(out.buf, stdout);
@@ -449,13 +446,12 @@ static void run_up(const struct up_args *a, struct cli_ctx *ctx, struct up_state
             printf("  library   point '%s' (%s) at %s, then pull (fast-forward only)\n", s->name,
                    s->path, a->library);
         else if (dir_has_entries(s->path))
-            printf("  library   put '%s' (%s) under git, origin %s, then pull\n", s->name,
-                   s->path, a->library);
+            printf("  library   put '%s' (%s) under git, origin %s, then pull\n", s->name, s->path,
+                   a->library);
         else
             printf("  library   clone %s into '%s' (%s)\n", a->library, s->name, s->path);
     } else if (is_repo(s->path)) {
-        printf("  library   pull '%s' (%s) from its origin, fast-forward only\n", s->name,
-               s->path);
+        printf("  library   pull '%s' (%s) from its origin, fast-forward only\n", s->name, s->path);
     } else {
         printf("  library   '%s' (%s), local only — pass --library <git-url> to fetch one\n",
                s->name, s->path);

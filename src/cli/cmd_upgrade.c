@@ -32,8 +32,7 @@ static int run_locked(struct cli_ctx *ctx, pack_fn fn, const char *name,
 {
     struct as_err err = AS_ERR_INIT;
     struct bundle_paths p;
-    if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0 ||
-        discover_require(&p, &err) < 0) {
+    if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0 || discover_require(&p, &err) < 0) {
         cli_error(&err);
         bundle_paths_free(&p);
         return EXIT_FAIL;

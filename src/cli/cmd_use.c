@@ -35,15 +35,14 @@ static int parse(int argc, char **argv, struct use_args *a)
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         const char *val = NULL;
-#define OPTVAL(name)                                                                      \
-    ((strcmp(s, name) == 0 && i + 1 < argc && (val = argv[++i])) ||                       \
+#define OPTVAL(name)                                                                               \
+    ((strcmp(s, name) == 0 && i + 1 < argc && (val = argv[++i])) ||                                \
      (strncmp(s, name "=", sizeof(name)) == 0 && (val = s + sizeof(name))))
         if (OPTVAL("--target")) {
             strvec_push(&a->targets, val);
         } else if (OPTVAL("--scope")) {
             if (strcmp(val, "global") != 0 && strcmp(val, "project") != 0)
-                return cli_usage_error("use", "--scope must be global or project (got '%s')",
-                                       val);
+                return cli_usage_error("use", "--scope must be global or project (got '%s')", val);
             a->scope = val;
         } else if (strcmp(s, "--write") == 0) {
             a->write = true;
@@ -66,8 +65,8 @@ static int parse(int argc, char **argv, struct use_args *a)
         } else if (s[0] == '-') {
             return cli_usage_error("use", "unknown argument '%s'", s);
         } else if (a->toolset) {
-            return cli_usage_error("use", "one toolset at a time (got '%s' and '%s')",
-                                   a->toolset, s);
+            return cli_usage_error("use", "one toolset at a time (got '%s' and '%s')", a->toolset,
+                                   s);
         } else {
             a->toolset = s;
         }
@@ -92,8 +91,8 @@ static void list_toolsets(const struct manifest *m, bool json)
                 json_array_append_new(sv, json_string(t->servers.v[k]));
             for (size_t k = 0; k < t->skills.n; k++)
                 json_array_append_new(sk, json_string(t->skills.v[k]));
-            json_array_append_new(a, json_pack("{s:s,s:o,s:o,s:b}", "name", t->name, "servers",
-                                               sv, "skills", sk, "default", t == def));
+            json_array_append_new(a, json_pack("{s:s,s:o,s:o,s:b}", "name", t->name, "servers", sv,
+                                               "skills", sk, "default", t == def));
         }
         char *s = json_dumps(a, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         printf("%s\n", s);
@@ -102,8 +101,7 @@ static void list_toolsets(const struct manifest *m, bool json)
         return;
     }
     if (!m->toolsets.n) {
-        printf("No toolsets in %s — declare one with [toolsets.<name>] servers = [...]\n",
-               m->path);
+        printf("No toolsets in %s — declare one with [toolsets.<name>] servers = [...]\n", m->path);
         return;
     }
     for (size_t i = 0; i < m->toolsets.n; i++) {
@@ -227,9 +225,8 @@ int cmd_use(int argc, char **argv, struct cli_ctx *ctx)
                    nerr == 1 ? "" : "s");
         goto out;
     }
-    struct trust_library tl = {.pin = lib ? lib_pin_lookup : NULL,
-                               .has = lib ? lib_manifest_has : NULL,
-                               .ctx = lib};
+    struct trust_library tl = {
+        .pin = lib ? lib_pin_lookup : NULL, .has = lib ? lib_manifest_has : NULL, .ctx = lib};
     if (project && adp_trust_gate_lib(&p, &snap, m, &tl, &refusal, &err) < 0) {
         as_err_prefix(&err, "cannot check trust");
         cli_error(&err);

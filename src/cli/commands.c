@@ -65,7 +65,8 @@ const struct cli_command cli_commands[] = {
     {"diff", cmd_diff, "compare each CLI's files with the manifest (managed, foreign, hand-edited)",
      "usage: agentstack diff [--target ID]... [--toolset NAME] [--scope global|project] [-v]\n"
      "                       [--json]\n"
-     "Writes nothing; exit 0. Reconcile with: agentstack apply --write\n", 0},
+     "Writes nothing; exit 0. Reconcile with: agentstack apply --write\n",
+     0},
     {"instructions", cmd_instructions, "compile [instructions] into each CLI's instruction file",
      "usage: agentstack instructions [--target ID]... [--toolset NAME] [--scope global|project]\n"
      "                               [--dry-run] [--write] [-v]\n"
@@ -75,24 +76,31 @@ const struct cli_command cli_commands[] = {
      "usage: agentstack restore [ID | ADAPTER | --last] [--write] [--list] [--json]\n", 0},
     {"undo", cmd_undo, "the recorded writes as a timeline; go back to before one",
      "usage: agentstack undo [--to N] [--write] [--json]\n"
-     "Lists the timeline (1 = oldest); --to N reverts write N and everything newer.\n", 0},
+     "Lists the timeline (1 = oldest); --to N reverts write N and everything newer.\n",
+     0},
     {"use", cmd_use, "activate a toolset: its servers and skills in every CLI",
      "usage: agentstack use [TOOLSET] [--target ID]... [--scope global|project] [--write]\n"
-     "                      [--allow-unresolved] [--prune-foreign] [--list [--json]]\n", 0},
+     "                      [--allow-unresolved] [--prune-foreign] [--list [--json]]\n",
+     0},
     {"session", cmd_session, "activate a toolset until `session end` puts everything back",
      "usage: agentstack session start [TOOLSET] [--target ID]... [--scope global|project]\n"
      "       agentstack session end [--all]\n"
-     "       agentstack session list [--json]\n", 0},
-    {"connect", cmd_connect, "register the live gateway (agentstack mcp --auto-project) in every CLI",
+     "       agentstack session list [--json]\n",
+     0},
+    {"connect", cmd_connect,
+     "register the live gateway (agentstack mcp --auto-project) in every CLI",
      "usage: agentstack connect [CLI...] [--all] [--transparent] [--command PATH] [--write]\n"
      "Previews each CLI's config change; --write registers the gateway (idempotent).\n"
-     "0.19 spelling: agentstack gateway connect | gateway disconnect\n", 0},
+     "0.19 spelling: agentstack gateway connect | gateway disconnect\n",
+     0},
     {"gateway", cmd_gateway, "0.19 spelling of connect: gateway connect | gateway disconnect",
      "usage: agentstack gateway connect [CLI...] [--all] [--transparent] [--command PATH] "
-     "[--write]\n       agentstack gateway disconnect [CLI...] [--all] [--write]\n", 1},
+     "[--write]\n       agentstack gateway disconnect [CLI...] [--all] [--write]\n",
+     1},
     {"audit", cmd_audit, "verify the evidence chains; summarize brokered calls",
      "usage: agentstack audit --verify [LOG...]\n"
-     "       agentstack audit --calls [--all] [--json]\n", 0},
+     "       agentstack audit --calls [--all] [--json]\n",
+     0},
     {"run", cmd_run, "run a CLI gated (default), confined (--sandbox, --lockdown) or unprotected",
      "usage: agentstack run <cli-or-command> [--locked | --unprotected | --sandbox | --lockdown]\n"
      "                      [--plan] [--toolset T | --profile T] [--scope project|global]\n"
@@ -100,11 +108,11 @@ const struct cli_command cli_commands[] = {
      "Default (--locked): trust, lock and policy gates, the toolset frozen into a grant, the\n"
      "CLI's MCP config given the gateway entry for the run and reverted at exit.\n"
      "--plan shows trust state, mode, mounts, the gates and the exact command; nothing is "
-     "started.\n", 0},
+     "started.\n",
+     0},
     {"report", cmd_report, "show a run's flight record: posture, egress decisions, exit",
      "usage: agentstack report <run-id> [--json]\n", 0},
-    {"runs", cmd_runs, "list recorded runs, newest first",
-     "usage: agentstack runs [--json]\n", 0},
+    {"runs", cmd_runs, "list recorded runs, newest first", "usage: agentstack runs [--json]\n", 0},
     {"mcp", cmd_mcp, "serve the live MCP gateway on stdio (brokered, policy-checked, audited)",
      "usage: agentstack mcp [--auto-project] [--transparent] [--manifest-dir DIR]\n", 0},
     {"demo-server", cmd_demo_server, "the demo's stdio MCP server (echo, secret_read, delete_all)",
@@ -141,14 +149,16 @@ const struct cli_command cli_commands[] = {
      "       agentstack lib trash [--restore ID [--replace] | --empty [--id ID]] [--write]\n"
      "       agentstack lib new <name> | pack-init [name]\n"
      "       agentstack lib sync [--source N] [--init] [--remote URL] [--status] [--message M]\n"
-     "                           [--allow-secrets]\n", 0},
+     "                           [--allow-secrets]\n",
+     0},
     {"add", cmd_add, "install a pack from git: servers + skills, secrets stay ${REF}s",
      "usage: agentstack add from git:<owner>/<repo>[@<tag>][#<subdir>] [--toolset N]\n"
      "                           [--with-instructions] [--write]\n"
      "       agentstack add skill <./dir | owner/repo[@skill][#ref] | git URL> [--skill S]\n"
      "                  [--list] [--rev R] [--subpath D] [--name N] [--toolset T]\n"
      "                  [--allow-flagged] [--write]\n"
-     "git:owner/repo is https://github.com/owner/repo; any other git URL is written in full.\n", 0},
+     "git:owner/repo is https://github.com/owner/repo; any other git URL is written in full.\n",
+     0},
     {"upgrade", cmd_upgrade, "upgrade an installed pack: preview, then re-install and re-pin",
      "usage: agentstack upgrade <pack> [--yes] [--with-instructions] [--write]\n", 0},
     {"remove", cmd_remove, "remove a pack (or a server/skill entry) from the project, re-pinned",
@@ -157,33 +167,41 @@ const struct cli_command cli_commands[] = {
      "usage: agentstack search [query] [--all] [--json]\n", 0},
     {"up", cmd_up, "set up a second machine: receive the library, install, list what is left",
      "usage: agentstack up [--library <git-url>] [--toolset N] [--targets ID...] [--write]\n"
-     "                     [--json]\n", 0},
+     "                     [--json]\n",
+     0},
     {"secret", cmd_secret, "store, read (masked), list and remove secrets on this machine",
      "usage: agentstack secret set NAME [--stdin] [--store keychain|file | --env-file]\n"
      "       agentstack secret get NAME [--reveal]\n"
      "       agentstack secret list [--json]\n"
      "       agentstack secret rm NAME [--store keychain|file | --env-file]\n"
-     "set prompts without echo on a terminal; the OS keychain is the default store.\n", 0},
+     "set prompts without echo on a terminal; the OS keychain is the default store.\n",
+     0},
     {"init", cmd_init, "import the servers, skills and secrets your CLIs already have",
      "usage: agentstack init [--yes] [--dry-run] [--secrets keychain|env|file|skip]\n"
      "                       [--no-keychain] [--include-tool-managed] [--force] [--global]\n"
      "                       [--connect] [-v]\n"
      "Reads each detected CLI's config (never changes it); inline secrets become ${REF}s.\n",
      0},
-    {"bootstrap", cmd_bootstrap, "preflight: CLIs installed, secrets and skills missing, what "
-     "apply would change", "usage: agentstack bootstrap [--json]\n"
-     "Read-only; ends with one Next: action.\n", 0},
+    {"bootstrap", cmd_bootstrap,
+     "preflight: CLIs installed, secrets and skills missing, what "
+     "apply would change",
+     "usage: agentstack bootstrap [--json]\n"
+     "Read-only; ends with one Next: action.\n",
+     0},
     {"adopt", cmd_adopt, "pull hand edits of a CLI's native config back into the manifest",
      "usage: agentstack adopt [--target ID]... [--scope project|global] [--write]\n"
      "                        [--secrets keychain|env|file|skip] [--no-keychain]\n"
-     "Previews what it would adopt; --write edits only the affected manifest keys.\n", 0},
+     "Previews what it would adopt; --write edits only the affected manifest keys.\n",
+     0},
     {"status", cmd_status, "readiness at a glance, and the one next action",
      "usage: agentstack status [--json] [--verbose] [--short]\n"
-     "--short is what bare `agentstack` prints.\n", 0},
+     "--short is what bare `agentstack` prints.\n",
+     0},
     {"self", cmd_self, "put this binary on your PATH (a symlink in ~/.local/bin or --prefix)",
      "usage: agentstack self link [--prefix DIR] [--force]\n"
      "Links into --prefix, $AGENTSTACK_PREFIX, a writable /usr/local/bin, else ~/.local/bin;\n"
-     "idempotent; a regular file there is replaced only with --force.\n", 0},
+     "idempotent; a regular file there is replaced only with --force.\n",
+     0},
     {NULL, NULL, NULL, NULL, 0},
 };
 

@@ -58,7 +58,6 @@ int cli_print_usage(const struct cli_command *c)
     return EXIT_OK;
 }
 
-
 const char *cli_did_you_mean(const char *word, const char *const *candidates, size_t n)
 {
     return suggest_closest(word, candidates, n);

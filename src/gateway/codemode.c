@@ -271,8 +271,7 @@ static int conn_head(struct gw_cm_conn *c)
         conn_answer(c, 400, "only POST {\"name\",\"arguments\"} is served here", NULL);
         return -1;
     }
-    if (cm->face && !(l0 > 10 && strncmp(h + 5, "/mcp", 4) == 0 &&
-                      (h[9] == ' ' || h[9] == '?'))) {
+    if (cm->face && !(l0 > 10 && strncmp(h + 5, "/mcp", 4) == 0 && (h[9] == ' ' || h[9] == '?'))) {
         conn_answer(c, 404, "the MCP endpoint is POST /mcp", NULL);
         return -1;
     }
@@ -301,8 +300,7 @@ static int conn_head(struct gw_cm_conn *c)
         n = n * 10 + (unsigned)(cl[i] - '0');
     }
     if (n > (cm->face ? FACE_BODY_MAX : CM_BODY_MAX)) {
-        conn_answer(c, 413, cm->face ? "request body over 4 MiB" : "request body over 1 MiB",
-                    NULL);
+        conn_answer(c, 413, cm->face ? "request body over 4 MiB" : "request body over 1 MiB", NULL);
         return -1;
     }
     if (cm->inflight >= CM_INFLIGHT_MAX) {
@@ -831,9 +829,9 @@ static void face_dispatch(struct gw_cm_conn *c)
             gw_dispatch(gw, j); /* replies through gw_cm_reply → face_reply */
         }
     } else {
-        conn_answer(c, 200, NULL,
-                    rpc_error(c->rpc_id, MCP_METHOD_NOT_FOUND,
-                              "method not served by the sandbox face"));
+        conn_answer(
+            c, 200, NULL,
+            rpc_error(c->rpc_id, MCP_METHOD_NOT_FOUND, "method not served by the sandbox face"));
     }
     json_decref(req);
 }

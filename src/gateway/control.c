@@ -271,8 +271,7 @@ static void search_finish(struct gw *gw, struct job *j)
         if (sf->ups.v[i]->late)
             sb_addf(&late, "%s%s", late.len ? ", " : "", sf->ups.v[i]->name);
     if (late.len)
-        sb_addf(&out, "\n(still starting, not searched yet: %s — search again shortly)",
-                late.buf);
+        sb_addf(&out, "\n(still starting, not searched yet: %s — search again shortly)", late.buf);
     sb_release(&late);
     gw_reply(gw, j, gw_text_result(out.buf, false));
     sb_release(&out);

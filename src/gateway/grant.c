@@ -123,8 +123,7 @@ static int run_digest(const char *events, const char *run_id, char **digest, str
             const char *d = json_get_str(o, "grant_digest");
             free(*digest);
             *digest = d ? xstrdup(d) : NULL;
-        } else if (ev && (strcmp(ev, "locked_outcome") == 0 ||
-                          strcmp(ev, "sandbox_exited") == 0)) {
+        } else if (ev && (strcmp(ev, "locked_outcome") == 0 || strcmp(ev, "sandbox_exited") == 0)) {
             ended = true; /* a host run's or a confined run's end */
         }
         json_decref(o);

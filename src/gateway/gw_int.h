@@ -240,9 +240,9 @@ struct job {
     char digest[16];
     uint64_t t0;
     /* code mode (codemode.c): the HTTP connection waiting for the answer */
-    bool via_http;            /* never answered on stdout */
-    struct gw_cm_conn *http;  /* NULL once the client hung up */
-    bool unknown;             /* gw_dispatch answered "unknown tool" (HTTP 404) */
+    bool via_http;           /* never answered on stdout */
+    struct gw_cm_conn *http; /* NULL once the client hung up */
+    bool unknown;            /* gw_dispatch answered "unknown tool" (HTTP 404) */
 };
 
 struct gw {
@@ -301,7 +301,7 @@ struct gw {
     int start_ms;
     int call_ms; /* list/call budget (AGENTSTACK_CALL_TIMEOUT_MS) */
     bool stderr_said_untrusted;
-    struct gw_cm *cm; /* code-mode endpoint (codemode.c), or NULL */
+    struct gw_cm *cm;   /* code-mode endpoint (codemode.c), or NULL */
     struct gw_cm *face; /* the sandbox face (codemode.c, 02 §6.5), or NULL */
 };
 

@@ -168,8 +168,8 @@ void guard_config_load(struct guard_config *c, bool force_on)
     toml_free(root);
     if (off && !force_on)
         goto out;
-    struct manifest_source src = {.kind = MANIFEST_MACHINE, .path = c->path, .data = data.buf,
-                                  .len = data.len};
+    struct manifest_source src = {
+        .kind = MANIFEST_MACHINE, .path = c->path, .data = data.buf, .len = data.len};
     struct manifest *m = manifest_load_bytes(&src, &err);
     if (!m) {
         set_state(c, GUARD_BLOCKED, &err, hint);

@@ -77,25 +77,25 @@ enum guard_proto guard_proto_sniff(const json_t *payload);
 /* ---- configuration (the machine file's [guard], the failure order) ------- */
 
 enum guard_state {
-    GUARD_OFF,        /* no machine file, or [guard] enabled is not true */
+    GUARD_OFF, /* no machine file, or [guard] enabled is not true */
     GUARD_ON,
     GUARD_UNREADABLE, /* the machine file cannot be read or parsed */
     GUARD_BLOCKED,    /* it parses but its policy or [guard] is invalid */
 };
 
 struct guard_root_map {
-    char *prefix;   /* [guard] project_roots key, expanded */
+    char *prefix; /* [guard] project_roots key, expanded */
     strvec roots;
 };
 
 struct guard_config {
     enum guard_state state;
-    char *path;            /* the machine file */
-    char *cause;           /* UNREADABLE/BLOCKED: file:line:col and what is wrong */
-    char *hint;            /* the fix, when known */
+    char *path;                /* the machine file */
+    char *cause;               /* UNREADABLE/BLOCKED: file:line:col and what is wrong */
+    char *hint;                /* the fix, when known */
     struct pol_layer *machine; /* machine policy + [guard] deny as fs deny globs */
-    strvec guard_deny;     /* [guard] deny as written */
-    strvec allow_roots;    /* expanded, absolute */
+    strvec guard_deny;         /* [guard] deny as written */
+    strvec allow_roots;        /* expanded, absolute */
     VEC(struct guard_root_map) project_roots;
 };
 
@@ -108,18 +108,18 @@ void guard_config_free(struct guard_config *c);
 /* ---- the judging context ------------------------------------------------- */
 
 struct guard_ctx {
-    char *home;            /* $HOME (lexical), or NULL */
-    char *ash;             /* $AGENTSTACK_HOME (lexical) */
-    char *ash_real;        /* canonical, or NULL when it does not exist */
-    char *cwd;             /* where the tool runs (lexical, absolute) */
-    char *workspace;       /* §7.4 */
-    char *project_manifest;/* the project layer's file, or NULL */
+    char *home;             /* $HOME (lexical), or NULL */
+    char *ash;              /* $AGENTSTACK_HOME (lexical) */
+    char *ash_real;         /* canonical, or NULL when it does not exist */
+    char *cwd;              /* where the tool runs (lexical, absolute) */
+    char *workspace;        /* §7.4 */
+    char *project_manifest; /* the project layer's file, or NULL */
     char *machine_path;
-    char *machine_display; /* machine_path with $HOME shown as ~ */
-    strvec roots;          /* write roots, lexical */
-    strvec roots_real;     /* canonical forms of the existing ones */
-    strvec guard_deny;     /* to name [guard] deny in reasons */
-    struct pol_ruleset *rs;/* filesystem deny globs of both layers */
+    char *machine_display;  /* machine_path with $HOME shown as ~ */
+    strvec roots;           /* write roots, lexical */
+    strvec roots_real;      /* canonical forms of the existing ones */
+    strvec guard_deny;      /* to name [guard] deny in reasons */
+    struct pol_ruleset *rs; /* filesystem deny globs of both layers */
 };
 
 /* Builds the context for a tool running in cwd (NULL = process cwd).
@@ -138,7 +138,7 @@ void guard_lexical(const char *base, const char *home, const char *path, strbuf 
 /* ---- verdicts ------------------------------------------------------------ */
 
 enum guard_kind {
-    GUARD_K_NONE,    /* nothing the guard judges */
+    GUARD_K_NONE, /* nothing the guard judges */
     GUARD_K_READ,
     GUARD_K_WRITE,
     GUARD_K_WRITE_UNKNOWN, /* a known writer that named no target */
@@ -147,9 +147,9 @@ enum guard_kind {
 
 struct guard_verdict {
     bool deny;
-    bool by_rule;      /* a deny glob or built-in rule (counts for the teaching line) */
-    strbuf reason;     /* without the prefix */
-    strbuf subject;    /* the audit "tool" field: "bash: …", "read: …", … */
+    bool by_rule;   /* a deny glob or built-in rule (counts for the teaching line) */
+    strbuf reason;  /* without the prefix */
+    strbuf subject; /* the audit "tool" field: "bash: …", "read: …", … */
 };
 void guard_verdict_init(struct guard_verdict *v);
 void guard_verdict_release(struct guard_verdict *v);
@@ -157,10 +157,10 @@ void guard_verdict_release(struct guard_verdict *v);
 /* What a payload asks for. */
 struct guard_action {
     enum guard_kind kind;
-    char *tool;        /* the tool name as sent, or NULL */
-    strvec paths;      /* read or write targets */
-    char *command;     /* shell text */
-    char *cwd;         /* from the payload, or NULL */
+    char *tool;    /* the tool name as sent, or NULL */
+    strvec paths;  /* read or write targets */
+    char *command; /* shell text */
+    char *cwd;     /* from the payload, or NULL */
 };
 void guard_action_free(struct guard_action *a);
 
@@ -179,18 +179,18 @@ void guard_judge_write(const struct guard_ctx *x, const char *path, struct guard
 /* ---- the hook ------------------------------------------------------------ */
 
 struct guard_hook_in {
-    const char *data;      /* stdin bytes */
+    const char *data; /* stdin bytes */
     size_t len;
-    bool unreadable;       /* read error, timeout or over GUARD_MAX_PAYLOAD */
+    bool unreadable; /* read error, timeout or over GUARD_MAX_PAYLOAD */
     const char *read_cause;
-    const char *protocol;  /* --protocol, or NULL (sniff) */
-    const char *cwd;       /* process cwd override (tests), or NULL */
+    const char *protocol; /* --protocol, or NULL (sniff) */
+    const char *cwd;      /* process cwd override (tests), or NULL */
 };
 
 struct guard_hook_out {
     int exit_code;
-    strbuf out;            /* stdout */
-    strbuf err;            /* stderr */
+    strbuf out; /* stdout */
+    strbuf err; /* stderr */
     bool denied;
     bool audited;
 };
@@ -223,17 +223,17 @@ int guard_audit_deny(const char *ash, const char *project, const char *tool, con
 /* ---- wiring (§7.2) ------------------------------------------------------- */
 
 enum guard_wire_shape {
-    GUARD_W_CLAUDE,   /* {"hooks":{EVENT:[{"matcher":"*","hooks":[{"type":"command",...}]}]}} */
-    GUARD_W_FLAT,     /* {"version":1,"hooks":{EVENT:[{"command":...}]}} (cursor, windsurf) */
-    GUARD_W_COPILOT,  /* owned file {"version":1,"hooks":{"preToolUse":[{"type":"command",...}]}} */
-    GUARD_W_PLUGIN,   /* owned JavaScript/TypeScript plugin file (opencode, pi) */
+    GUARD_W_CLAUDE,  /* {"hooks":{EVENT:[{"matcher":"*","hooks":[{"type":"command",...}]}]}} */
+    GUARD_W_FLAT,    /* {"version":1,"hooks":{EVENT:[{"command":...}]}} (cursor, windsurf) */
+    GUARD_W_COPILOT, /* owned file {"version":1,"hooks":{"preToolUse":[{"type":"command",...}]}} */
+    GUARD_W_PLUGIN,  /* owned JavaScript/TypeScript plugin file (opencode, pi) */
 };
 
 struct guard_wire {
-    const char *name;         /* display name */
-    const char *adapter;      /* adapter id for detection */
-    const char *file;         /* ~-relative path */
-    const char *key;          /* top-level object holding events ("hooks") */
+    const char *name;    /* display name */
+    const char *adapter; /* adapter id for detection */
+    const char *file;    /* ~-relative path */
+    const char *key;     /* top-level object holding events ("hooks") */
     const char *events[4];
     enum guard_proto proto;
     enum guard_wire_shape shape;

@@ -19,10 +19,10 @@ void gi_builtin_tail(const struct guard_ctx *x, strbuf *out);
  * (for messages, and: no bare-name spelling when it has whitespace). what:
  * "a read of", "a write to", "a delete of", "a command naming". Return 1
  * allowed, 0 denied (v filled). */
-int gi_check_glob(const struct guard_ctx *x, const char *token, const char *abs,
-                  const char *what, const char *outcome, struct guard_verdict *v);
-int gi_check_write(const struct guard_ctx *x, const char *token, const char *abs,
-                   const char *what, struct guard_verdict *v);
+int gi_check_glob(const struct guard_ctx *x, const char *token, const char *abs, const char *what,
+                  const char *outcome, struct guard_verdict *v);
+int gi_check_write(const struct guard_ctx *x, const char *token, const char *abs, const char *what,
+                   struct guard_verdict *v);
 
 /* Shell judging at a nesting depth. */
 void gi_judge_shell(const struct guard_ctx *x, const char *cmd, size_t len, int depth,

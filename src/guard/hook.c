@@ -81,14 +81,13 @@ void guard_reply(enum guard_proto p, bool deny, const char *reason, struct guard
     case GUARD_P_CODEX:
     case GUARD_P_SNIFF:
         if (deny)
-            j = json_pack("{s:{s:s,s:s,s:s}}", "hookSpecificOutput", "hookEventName",
-                          "PreToolUse", "permissionDecision", "deny",
-                          "permissionDecisionReason", reason);
+            j = json_pack("{s:{s:s,s:s,s:s}}", "hookSpecificOutput", "hookEventName", "PreToolUse",
+                          "permissionDecision", "deny", "permissionDecisionReason", reason);
         break;
     case GUARD_P_GEMINI:
         if (deny)
-            j = json_pack("{s:s,s:s,s:s}", "decision", "deny", "reason", reason,
-                          "systemMessage", reason);
+            j = json_pack("{s:s,s:s,s:s}", "decision", "deny", "reason", reason, "systemMessage",
+                          reason);
         break;
     case GUARD_P_CURSOR:
         j = deny ? json_pack("{s:s,s:s,s:s}", "permission", "deny", "user_message", reason,
@@ -96,8 +95,8 @@ void guard_reply(enum guard_proto p, bool deny, const char *reason, struct guard
                  : json_pack("{s:s}", "permission", "allow");
         break;
     case GUARD_P_COPILOT:
-        j = deny ? json_pack("{s:s,s:s}", "permissionDecision", "deny",
-                             "permissionDecisionReason", reason)
+        j = deny ? json_pack("{s:s,s:s}", "permissionDecision", "deny", "permissionDecisionReason",
+                             reason)
                  : json_pack("{s:s}", "permissionDecision", "allow");
         break;
     case GUARD_P_ANTIGRAVITY:
@@ -191,8 +190,8 @@ void guard_hook(const struct guard_hook_in *in, struct guard_hook_out *o)
         goto done;
     }
     if (cfg.state == GUARD_UNREADABLE) {
-        system_deny(in, p, ash, "machine-config-unreadable", "machine config unreadable",
-                    cfg.cause, o);
+        system_deny(in, p, ash, "machine-config-unreadable", "machine config unreadable", cfg.cause,
+                    o);
         goto done;
     }
     if (cfg.state == GUARD_BLOCKED) {
@@ -213,8 +212,8 @@ void guard_hook(const struct guard_hook_in *in, struct guard_hook_out *o)
     struct as_err err = AS_ERR_INIT;
     if (guard_ctx_build(&x, &cfg, act.cwd ? act.cwd : in->cwd, &err) < 0) {
         guard_ctx_free(&x);
-        system_deny(in, p, ash, "machine-policy-unavailable", "machine policy unavailable",
-                    err.msg, o);
+        system_deny(in, p, ash, "machine-policy-unavailable", "machine policy unavailable", err.msg,
+                    o);
         goto done;
     }
     struct guard_verdict v;
@@ -227,8 +226,8 @@ void guard_hook(const struct guard_hook_in *in, struct guard_hook_out *o)
         strbuf reason = SB_INIT;
         sb_addf(&reason, "%s%s", GUARD_REASON_PREFIX, v.reason.buf);
         struct as_err aerr = AS_ERR_INIT;
-        if (guard_audit_deny(x.ash, x.workspace, v.subject.buf, v.reason.buf,
-                             GUARD_SYS_DETAIL_MAX, &aerr) == 0)
+        if (guard_audit_deny(x.ash, x.workspace, v.subject.buf, v.reason.buf, GUARD_SYS_DETAIL_MAX,
+                             &aerr) == 0)
             o->audited = true;
         else
             sb_addf(&o->err, "agentstack guard: could not record the refusal: %s\n", aerr.msg);

@@ -69,8 +69,8 @@ static bool has_ws(const char *s)
 static void glob_rule(const struct guard_ctx *x, const struct pol_decision *d, strbuf *rule,
                       strbuf *fix)
 {
-    bool guard_table = d->by == POL_BY_MACHINE && d->pattern &&
-                       strvec_find(&x->guard_deny, d->pattern) >= 0;
+    bool guard_table =
+        d->by == POL_BY_MACHINE && d->pattern && strvec_find(&x->guard_deny, d->pattern) >= 0;
     if (guard_table) {
         sb_addf(rule, "denied by [guard] deny rule \"%s\" (machine policy — %s)", d->pattern,
                 x->machine_display);
@@ -86,8 +86,8 @@ static void glob_rule(const struct guard_ctx *x, const struct pol_decision *d, s
     }
 }
 
-int gi_check_glob(const struct guard_ctx *x, const char *token, const char *abs,
-                  const char *what, const char *outcome, struct guard_verdict *v)
+int gi_check_glob(const struct guard_ctx *x, const char *token, const char *abs, const char *what,
+                  const char *outcome, struct guard_verdict *v)
 {
     strvec sp = STRVEC_INIT;
     bool base = !has_ws(token);
@@ -129,8 +129,8 @@ static bool in_roots(const strvec *roots, const char *p)
     return false;
 }
 
-int gi_check_write(const struct guard_ctx *x, const char *token, const char *abs,
-                   const char *what, struct guard_verdict *v)
+int gi_check_write(const struct guard_ctx *x, const char *token, const char *abs, const char *what,
+                   struct guard_verdict *v)
 {
     if (!gi_check_glob(x, token, abs, what, "nothing was written", v))
         return 0;
@@ -144,8 +144,9 @@ int gi_check_write(const struct guard_ctx *x, const char *token, const char *abs
         }
         strbuf t = SB_INIT;
         gi_builtin_tail(x, &t);
-        gi_deny(v, true, "%s %s was refused — devices other than /dev/null, /dev/stdout and "
-                         "/dev/stderr are never written · nothing was written%s",
+        gi_deny(v, true,
+                "%s %s was refused — devices other than /dev/null, /dev/stdout and "
+                "/dev/stderr are never written · nothing was written%s",
                 what, tok.buf, t.buf);
         sb_release(&t);
         sb_release(&tok);

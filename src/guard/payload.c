@@ -92,16 +92,37 @@ static bool name_in(const char *tool, const char *const *list)
     return false;
 }
 
-static const char *const writers[] = {
-    "write", "edit", "multiedit", "notebookedit", "applypatch", "writefile", "editfile",
-    "createfile", "replace", "replacestringinfile", "multireplacestringinfile", "insertedit",
-    "editnotebook", "writetofile", "searchreplace", "insertcontent", "deletefile", "movefile",
-    "renamefile", "prewritecode", "strreplace", "createdirectory", "appendfile", NULL};
+static const char *const writers[] = {"write",
+                                      "edit",
+                                      "multiedit",
+                                      "notebookedit",
+                                      "applypatch",
+                                      "writefile",
+                                      "editfile",
+                                      "createfile",
+                                      "replace",
+                                      "replacestringinfile",
+                                      "multireplacestringinfile",
+                                      "insertedit",
+                                      "editnotebook",
+                                      "writetofile",
+                                      "searchreplace",
+                                      "insertcontent",
+                                      "deletefile",
+                                      "movefile",
+                                      "renamefile",
+                                      "prewritecode",
+                                      "strreplace",
+                                      "createdirectory",
+                                      "appendfile",
+                                      NULL};
 
 static const char *const readers[] = {
-    "read", "readfile", "view", "viewfile", "notebookread", "grep", "glob", "ls", "listdirectory",
-    "search", "searchfiles", "prereadcode", "beforereadfile", "readmanyfiles", "findfiles",
-    "codebasesearch", "filesearch", "readnotebook", NULL};
+    "read",           "readfile",      "view",        "viewfile",
+    "notebookread",   "grep",          "glob",        "ls",
+    "listdirectory",  "search",        "searchfiles", "prereadcode",
+    "beforereadfile", "readmanyfiles", "findfiles",   "codebasesearch",
+    "filesearch",     "readnotebook",  NULL};
 
 /* ---- patch envelopes ----------------------------------------------------- */
 
@@ -120,8 +141,8 @@ static bool is_envelope(const char *s)
 /* Targets of an envelope; -1 when it has more than GUARD_MAX_PATCH_LINES lines. */
 static int envelope_targets(const char *s, strvec *out)
 {
-    static const char *const heads[] = {"*** Add File: ", "*** Update File: ",
-                                        "*** Delete File: ", "*** Move to: ", NULL};
+    static const char *const heads[] = {
+        "*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: ", NULL};
     size_t lines = 0;
     for (const char *p = s; *p && lines <= GUARD_MAX_PATCH_LINES; lines++) {
         const char *nl = strchr(p, '\n');
@@ -160,9 +181,9 @@ static const char *find_envelope(const json_t *in)
             if (json_is_array(v)) {
                 size_t i;
                 json_t *e;
-                json_array_foreach(v, i, e) if (json_is_string(e) &&
-                                                is_envelope(json_string_value(e))) return
-                    json_string_value(e);
+                json_array_foreach(
+                    v, i, e) if (json_is_string(e) &&
+                                 is_envelope(json_string_value(e))) return json_string_value(e);
             }
         }
     }
@@ -222,8 +243,8 @@ static bool command_of(const json_t *in, strbuf *out)
 
 static bool write_shaped(const json_t *in)
 {
-    static const char *const keys[] = {"oldstring", "newstring", "oldstr", "newstr", "oldtext",
-                                       "newtext", "newsource", "patch", "diff", "edits",
+    static const char *const keys[] = {"oldstring", "newstring",  "oldstr", "newstr", "oldtext",
+                                       "newtext",   "newsource",  "patch",  "diff",   "edits",
                                        "fileedits", "insertline", NULL};
     for (size_t k = 0; keys[k]; k++)
         if (nget(in, keys[k]))
@@ -231,8 +252,9 @@ static bool write_shaped(const json_t *in)
     json_t *m = nget(in, "mode");
     const char *mv = json_string_value(m);
     if (mv) {
-        static const char *const verbs[] = {"w", "wb", "a", "ab", "w+", "a+", "write", "append",
-                                            "overwrite", "create", "edit", "replace", NULL};
+        static const char *const verbs[] = {"w",    "wb",      "a",      "ab",        "w+",
+                                            "a+",   "write",   "append", "overwrite", "create",
+                                            "edit", "replace", NULL};
         for (size_t k = 0; verbs[k]; k++)
             if (!strcasecmp(mv, verbs[k]))
                 return true;
@@ -248,8 +270,8 @@ static bool write_shaped(const json_t *in)
 
 static void classify(const char *tool, const char *event, const json_t *in, struct guard_action *a)
 {
-    static const char *const path_keys[] = {"filepath", "path", "notebookpath", "targetfile",
-                                            "absolutepath", "targetpath", NULL};
+    static const char *const path_keys[] = {
+        "filepath", "path", "notebookpath", "targetfile", "absolutepath", "targetpath", NULL};
     const char *path = NULL;
     for (size_t k = 0; path_keys[k] && !path; k++)
         path = nstr(in, path_keys[k]);
@@ -261,7 +283,7 @@ static void classify(const char *tool, const char *event, const json_t *in, stru
         strvec_push(&a->paths, path);
         /* str_replace_editor style: command is an editor verb */
         static const char *const wverbs[] = {"create", "strreplace", "insert", "undoedit",
-                                             "write", "append", NULL};
+                                             "write",  "append",     NULL};
         const char *verb = has_cmd ? cmd.buf : NULL;
         if (verb && name_in(verb, wverbs)) {
             a->kind = GUARD_K_WRITE;
@@ -329,8 +351,8 @@ int guard_payload_classify(const char *data, size_t len, enum guard_proto *proto
         json_t *ta = nget(root, "toolargs");
         if (json_is_string(ta)) {
             struct as_err e2 = AS_ERR_INIT;
-            parsed = json_parse("toolArgs", json_string_value(ta), strlen(json_string_value(ta)),
-                                &e2);
+            parsed =
+                json_parse("toolArgs", json_string_value(ta), strlen(json_string_value(ta)), &e2);
             in = parsed;
         } else {
             in = ta;
@@ -361,7 +383,7 @@ int guard_payload_classify(const char *data, size_t len, enum guard_proto *proto
         const char *s = json_string_value(in);
         if (is_envelope(s)) {
             a->kind = envelope_targets(s, &a->paths) == 0 && a->paths.n ? GUARD_K_WRITE
-                                                                         : GUARD_K_WRITE_UNKNOWN;
+                                                                        : GUARD_K_WRITE_UNKNOWN;
         } else {
             a->kind = GUARD_K_SHELL;
             a->command = xstrdup(s);

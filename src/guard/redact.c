@@ -51,8 +51,8 @@ static bool ci_prefix(const char *s, size_t n, size_t i, const char *p)
 
 static bool secret_name(const char *s, size_t len)
 {
-    static const char *const parts[] = {"token", "secret", "key", "password", "passwd", "pass",
-                                        "pat", "credential", "auth", "apikey", NULL};
+    static const char *const parts[] = {"token", "secret",     "key",  "password", "passwd", "pass",
+                                        "pat",   "credential", "auth", "apikey",   NULL};
     char buf[128];
     if (len >= sizeof buf)
         len = sizeof buf - 1;
@@ -91,9 +91,9 @@ void guard_redact(const char *s, size_t n, strbuf *out)
 {
     char *m = xcalloc(n + 1, 1);
     static const char *const prefixes[] = {
-        "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "sk-", "sk_live_", "sk_test_",
-        "rk_live_", "xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-", "glpat-", "AIza", "npm_",
-        "hf_", "pypi-", "AKIA", "ASIA", "eyJ", NULL};
+        "ghp_",     "gho_",     "ghu_",  "ghs_",  "ghr_",  "github_pat_", "sk-",   "sk_live_",
+        "sk_test_", "rk_live_", "xoxb-", "xoxp-", "xoxa-", "xoxr-",       "xoxs-", "glpat-",
+        "AIza",     "npm_",     "hf_",   "pypi-", "AKIA",  "ASIA",        "eyJ",   NULL};
     for (size_t i = 0; i < n; i++) {
         /* well-known token prefixes */
         if (boundary(s, i))
@@ -121,7 +121,7 @@ void guard_redact(const char *s, size_t n, strbuf *out)
                 mark(m, a, (size_t)(at - s));
         }
         /* Bearer / Basic / Token credentials */
-        size_t pl = ci_prefix(s, n, i, "bearer ") ? 7
+        size_t pl = ci_prefix(s, n, i, "bearer ")                                  ? 7
                     : ci_prefix(s, n, i, "basic ") || ci_prefix(s, n, i, "token ") ? 6
                                                                                    : 0;
         if (pl && boundary(s, i)) {
@@ -135,8 +135,8 @@ void guard_redact(const char *s, size_t n, strbuf *out)
         /* NAME=value and --name value / --name=value with a secret-looking name */
         if (s[i] == '=' && i > 0) {
             size_t a = i;
-            while (a > 0 && (isalnum((unsigned char)s[a - 1]) || s[a - 1] == '_' ||
-                             s[a - 1] == '-'))
+            while (a > 0 &&
+                   (isalnum((unsigned char)s[a - 1]) || s[a - 1] == '_' || s[a - 1] == '-'))
                 a--;
             if (i > a && secret_name(s + a, i - a)) {
                 size_t e = word_end(s, n, i + 1);

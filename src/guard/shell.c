@@ -18,7 +18,7 @@ enum rkind { R_READ, R_WRITE, R_DUP, R_HEREDOC, R_HERESTRING };
 struct word {
     char *text;
     bool quoted;
-    bool ws;      /* holds whitespace (no bare-name spelling) */
+    bool ws; /* holds whitespace (no bare-name spelling) */
 };
 
 struct redir {
@@ -34,7 +34,7 @@ struct seg {
 
 struct parse {
     VEC(struct seg) segs;
-    strvec subs;       /* substitution bodies, judged one level deeper */
+    strvec subs; /* substitution bodies, judged one level deeper */
 };
 
 struct reader {
@@ -44,8 +44,8 @@ struct reader {
     struct seg cur;
     strbuf word;
     bool in_word, quoted, ws;
-    int pending;        /* redirect kind waiting for its target, or -1 */
-    strvec heredocs;    /* delimiters to skip at the next newline ("-" prefix: <<-) */
+    int pending;     /* redirect kind waiting for its target, or -1 */
+    strvec heredocs; /* delimiters to skip at the next newline ("-" prefix: <<-) */
 };
 
 static void word_free(struct word *w)
@@ -237,8 +237,8 @@ static void sh_read(const char *s, size_t n, struct parse *P)
                 kind = R_HEREDOC, len = 2;
             else if (left >= 2 && (!memcmp(p, ">&", 2) || !memcmp(p, "<&", 2)))
                 kind = R_DUP, len = 2;
-            else if (left >= 2 && (!memcmp(p, ">>", 2) || !memcmp(p, ">|", 2) ||
-                                   !memcmp(p, "<>", 2)))
+            else if (left >= 2 &&
+                     (!memcmp(p, ">>", 2) || !memcmp(p, ">|", 2) || !memcmp(p, "<>", 2)))
                 kind = R_WRITE, len = 2;
             else if (c == '>')
                 kind = R_WRITE, len = 1;
@@ -351,8 +351,8 @@ static void expand(const struct guard_ctx *x, const char *t, strbuf *out, bool *
         bool done = false;
         for (size_t k = 0; k < 3 && !done; k++) {
             size_t l = strlen(names[k]);
-            if (!strncmp(t + 1, names[k], l) && !(isalnum((unsigned char)t[1 + l]) ||
-                                                  t[1 + l] == '_')) {
+            if (!strncmp(t + 1, names[k], l) &&
+                !(isalnum((unsigned char)t[1 + l]) || t[1 + l] == '_')) {
                 if (vals[k])
                     sb_adds(out, vals[k]);
                 else
@@ -468,8 +468,8 @@ static int write_operand(struct J *j, const struct word *w, const char *what)
 
 /* rm / chmod -R / find -delete targets: never /, home, the workspace root or
  * an ancestor of them; then the write check. */
-static void destructive_target(struct J *j, const struct word *w, const char *cmd,
-                               bool recursive, bool protect_ws)
+static void destructive_target(struct J *j, const struct word *w, const char *cmd, bool recursive,
+                               bool protect_ws)
 {
     strbuf abs = SB_INIT;
     bool unres;
@@ -484,7 +484,7 @@ static void destructive_target(struct J *j, const struct word *w, const char *cm
         sb_release(&h);
     } else if (!strcmp(abs.buf, "/") || (x->home && gi_under(x->home, abs.buf)) ||
                (protect_ws && gi_under(x->workspace, abs.buf))) {
-        const char *what = !strcmp(abs.buf, "/")                   ? "/"
+        const char *what = !strcmp(abs.buf, "/")                  ? "/"
                            : x->home && !strcmp(abs.buf, x->home) ? "your home directory"
                            : !strcmp(abs.buf, x->workspace)       ? "the workspace root"
                                                                   : "a parent of the workspace";
@@ -519,8 +519,10 @@ static void rule_rm(struct J *j, const struct word *w, size_t a, size_t n, bool 
 
 static void rule_git(struct J *j, const struct word *w, size_t a, size_t n)
 {
-    static const char *const argopts[] = {"-C", "-c", "--git-dir", "--work-tree", "--namespace",
-                                          "--exec-path", "--super-prefix", "--config-env", NULL};
+    static const char *const argopts[] = {
+        "-C",          "-c",          "--git-dir",      "--work-tree",
+        "--namespace", "--exec-path", "--super-prefix", "--config-env",
+        NULL};
     size_t i = a;
     while (i < n && is_flag(w[i].text)) {
         bool takes = false;
@@ -561,9 +563,9 @@ static void rule_find(struct J *j, const struct word *w, size_t a, size_t n)
     if (!has_word(w, a, n, "-delete"))
         return;
     size_t i = a;
-    while (i < n && (!strcmp(w[i].text, "-H") || !strcmp(w[i].text, "-L") ||
-                     !strcmp(w[i].text, "-P") || !strncmp(w[i].text, "-O", 2) ||
-                     !strcmp(w[i].text, "-D")))
+    while (i < n &&
+           (!strcmp(w[i].text, "-H") || !strcmp(w[i].text, "-L") || !strcmp(w[i].text, "-P") ||
+            !strncmp(w[i].text, "-O", 2) || !strcmp(w[i].text, "-D")))
         i += !strcmp(w[i].text, "-D") ? 2 : 1;
     bool any = false;
     for (; i < n && !j->v->deny; i++) {
@@ -739,8 +741,8 @@ static void rule_self_consent(struct J *j, const struct word *w, size_t a, size_
 
 static bool interp(const char *b)
 {
-    static const char *const names[] = {"node", "nodejs", "ruby", "deno", "bun", "php", "perl",
-                                        NULL};
+    static const char *const names[] = {"node", "nodejs", "ruby", "deno",
+                                        "bun",  "php",    "perl", NULL};
     if (!strncmp(b, "python", 6) || !strncmp(b, "pypy", 4))
         return true;
     for (size_t k = 0; names[k]; k++)
@@ -751,8 +753,8 @@ static bool interp(const char *b)
 
 static bool shell_name(const char *b)
 {
-    static const char *const names[] = {"sh", "bash", "zsh", "dash", "ksh", "fish", "ash",
-                                        "mksh", "yash", "busybox", NULL};
+    static const char *const names[] = {"sh",  "bash", "zsh",  "dash",    "ksh", "fish",
+                                        "ash", "mksh", "yash", "busybox", NULL};
     for (size_t k = 0; names[k]; k++)
         if (!strcmp(b, names[k]))
             return true;
@@ -765,8 +767,8 @@ static void judge_text(struct J *j, const char *s, size_t len);
  * xargs wrapper was passed. */
 static size_t strip_wrappers(struct J *j, const struct word *w, size_t n, bool *xargs)
 {
-    static const char *const keywords[] = {"if", "then", "else", "elif", "fi", "do", "done",
-                                           "while", "until", "!", "{", "}", "coproc", NULL};
+    static const char *const keywords[] = {"if",    "then",  "else", "elif", "fi", "do",     "done",
+                                           "while", "until", "!",    "{",    "}",  "coproc", NULL};
     size_t i = 0;
     for (int guard = 0; i < n && guard < 64; guard++) {
         const char *t = w[i].text;
@@ -779,15 +781,15 @@ static size_t strip_wrappers(struct J *j, const struct word *w, size_t n, bool *
             continue;
         }
         const char *const *argopts = NULL;
-        static const char *const sudo_a[] = {"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t",
-                                             "-U", "-T", "--user", "--group", NULL};
+        static const char *const sudo_a[] = {"-u", "-g", "-C", "-D",     "-h",      "-p", "-r",
+                                             "-t", "-U", "-T", "--user", "--group", NULL};
         static const char *const env_a[] = {"-u", "-C", "--unset", "--chdir", NULL};
         static const char *const nice_a[] = {"-n", "--adjustment", NULL};
         static const char *const ionice_a[] = {"-c", "-n", "-p", "-P", "-u", NULL};
         static const char *const timeout_a[] = {"-s", "-k", "--signal", "--kill-after", NULL};
         static const char *const exec_a[] = {"-a", NULL};
-        static const char *const xargs_a[] = {"-I", "-n", "-P", "-d", "-L", "-E", "-s", "-a",
-                                              "--max-args", "--max-procs", NULL};
+        static const char *const xargs_a[] = {"-I", "-n", "-P",         "-d",          "-L", "-E",
+                                              "-s", "-a", "--max-args", "--max-procs", NULL};
         static const char *const npx_a[] = {"-p", "--package", "-c", NULL};
         static const char *const plain_a[] = {NULL};
         bool after_operand = false; /* timeout DURATION, taskset MASK */
@@ -941,8 +943,8 @@ static void judge_segment(struct J *j, const struct seg *g)
             static const char *const ta[] = {"-s", "-r", "--size", "--reference", NULL};
             rule_simple_writes(j, w, a, n, ta);
         } else if (!strcmp(b, "install")) {
-            static const char *const ia[] = {"-m", "-o", "-g", "-t", "-S", "--mode", "--owner",
-                                             "--group", NULL};
+            static const char *const ia[] = {"-m",     "-o",      "-g",      "-t", "-S",
+                                             "--mode", "--owner", "--group", NULL};
             idxvec ops = VEC_INIT;
             operands(w, a, n, ia, &ops);
             if (has_opt(w, a, n, 'd', "directory"))

@@ -10,24 +10,68 @@
 #include "guard/guard_int.h"
 
 const struct guard_wire guard_wires[] = {
-    {"Claude Code / VS Code", "claude-code", "~/.claude/settings.json", "hooks",
-     {"PreToolUse", NULL}, GUARD_P_CLAUDE, GUARD_W_CLAUDE},
-    {"Codex", "codex", "~/.codex/hooks.json", "hooks", {"PreToolUse", NULL}, GUARD_P_CODEX,
+    {"Claude Code / VS Code",
+     "claude-code",
+     "~/.claude/settings.json",
+     "hooks",
+     {"PreToolUse", NULL},
+     GUARD_P_CLAUDE,
      GUARD_W_CLAUDE},
-    {"Gemini CLI", "gemini", "~/.gemini/settings.json", "hooks", {"BeforeTool", NULL},
-     GUARD_P_GEMINI, GUARD_W_CLAUDE},
-    {"Antigravity", "antigravity", "~/.gemini/config/hooks.json", "hooks", {"PreToolUse", NULL},
-     GUARD_P_ANTIGRAVITY, GUARD_W_CLAUDE},
-    {"Cursor", "cursor", "~/.cursor/hooks.json", "hooks",
-     {"beforeShellExecution", "beforeReadFile", NULL}, GUARD_P_CURSOR, GUARD_W_FLAT},
-    {"Windsurf", "windsurf", "~/.codeium/windsurf/hooks.json", "hooks",
+    {"Codex",
+     "codex",
+     "~/.codex/hooks.json",
+     "hooks",
+     {"PreToolUse", NULL},
+     GUARD_P_CODEX,
+     GUARD_W_CLAUDE},
+    {"Gemini CLI",
+     "gemini",
+     "~/.gemini/settings.json",
+     "hooks",
+     {"BeforeTool", NULL},
+     GUARD_P_GEMINI,
+     GUARD_W_CLAUDE},
+    {"Antigravity",
+     "antigravity",
+     "~/.gemini/config/hooks.json",
+     "hooks",
+     {"PreToolUse", NULL},
+     GUARD_P_ANTIGRAVITY,
+     GUARD_W_CLAUDE},
+    {"Cursor",
+     "cursor",
+     "~/.cursor/hooks.json",
+     "hooks",
+     {"beforeShellExecution", "beforeReadFile", NULL},
+     GUARD_P_CURSOR,
+     GUARD_W_FLAT},
+    {"Windsurf",
+     "windsurf",
+     "~/.codeium/windsurf/hooks.json",
+     "hooks",
      {"pre_run_command", "pre_write_code", "pre_read_code", "pre_mcp_tool_use"},
-     GUARD_P_WINDSURF, GUARD_W_FLAT},
-    {"Copilot CLI", "copilot-cli", "~/.copilot/hooks/agentstack-guard.json", NULL,
-     {"preToolUse", NULL}, GUARD_P_COPILOT, GUARD_W_COPILOT},
-    {"OpenCode", "opencode", "~/.config/opencode/plugin/agentstack-guard.js", NULL, {NULL},
-     GUARD_P_CLAUDE, GUARD_W_PLUGIN},
-    {"Pi", "pi", "~/.pi/agent/extensions/agentstack-guard.ts", NULL, {NULL}, GUARD_P_CLAUDE,
+     GUARD_P_WINDSURF,
+     GUARD_W_FLAT},
+    {"Copilot CLI",
+     "copilot-cli",
+     "~/.copilot/hooks/agentstack-guard.json",
+     NULL,
+     {"preToolUse", NULL},
+     GUARD_P_COPILOT,
+     GUARD_W_COPILOT},
+    {"OpenCode",
+     "opencode",
+     "~/.config/opencode/plugin/agentstack-guard.js",
+     NULL,
+     {NULL},
+     GUARD_P_CLAUDE,
+     GUARD_W_PLUGIN},
+    {"Pi",
+     "pi",
+     "~/.pi/agent/extensions/agentstack-guard.ts",
+     NULL,
+     {NULL},
+     GUARD_P_CLAUDE,
      GUARD_W_PLUGIN},
 };
 const size_t guard_nwires = sizeof guard_wires / sizeof *guard_wires;
@@ -78,8 +122,8 @@ void guard_owned_file(const struct guard_wire *w, const char *ash, strbuf *out)
     sb_addf(&wrapper, "%s/guard/%s", ash, GUARD_MARKER);
     guard_hook_command(ash, w->proto, &cmd);
     if (w->shape == GUARD_W_COPILOT) {
-        json_t *entry = json_pack("{s:s,s:s,s:i}", "type", "command", "bash", cmd.buf,
-                                  "timeoutSec", 30);
+        json_t *entry =
+            json_pack("{s:s,s:s,s:i}", "type", "command", "bash", cmd.buf, "timeoutSec", 30);
         json_t *root = json_pack("{s:i,s:{s:[o]}}", "version", 1, "hooks", "preToolUse", entry);
         json_dump_pretty(root, out);
         json_decref(root);
@@ -90,21 +134,20 @@ void guard_owned_file(const struct guard_wire *w, const char *ash, strbuf *out)
                      "import { spawnSync } from \"node:child_process\";\n"
                      "import { existsSync } from \"node:fs\";\n\nconst GUARD = ");
         js_string(wrapper.buf, out);
-        sb_adds(out,
-                ";\n\nexport const AgentstackGuard = async ({ directory }) => ({\n"
-                "  \"tool.execute.before\": async (input, output) => {\n"
-                "    if (!existsSync(GUARD)) return;\n"
-                "    const payload = JSON.stringify({ tool_name: input.tool, tool_input: "
-                "output.args, cwd: directory });\n"
-                "    const r = spawnSync(GUARD, [\"check\", \"--protocol\", \"claude\"], "
-                "{ input: payload, encoding: \"utf8\" });\n"
-                "    if (r.error) return;\n"
-                "    let out;\n"
-                "    try { out = JSON.parse(r.stdout || \"null\"); } catch { return; }\n"
-                "    const d = out && out.hookSpecificOutput;\n"
-                "    if (d && d.permissionDecision === \"deny\") throw new "
-                "Error(d.permissionDecisionReason);\n"
-                "  },\n});\n");
+        sb_adds(out, ";\n\nexport const AgentstackGuard = async ({ directory }) => ({\n"
+                     "  \"tool.execute.before\": async (input, output) => {\n"
+                     "    if (!existsSync(GUARD)) return;\n"
+                     "    const payload = JSON.stringify({ tool_name: input.tool, tool_input: "
+                     "output.args, cwd: directory });\n"
+                     "    const r = spawnSync(GUARD, [\"check\", \"--protocol\", \"claude\"], "
+                     "{ input: payload, encoding: \"utf8\" });\n"
+                     "    if (r.error) return;\n"
+                     "    let out;\n"
+                     "    try { out = JSON.parse(r.stdout || \"null\"); } catch { return; }\n"
+                     "    const d = out && out.hookSpecificOutput;\n"
+                     "    if (d && d.permissionDecision === \"deny\") throw new "
+                     "Error(d.permissionDecisionReason);\n"
+                     "  },\n});\n");
     } else {
         sb_adds(out, "// agentstack-guard: written by `agentstack guard install`, removed by\n"
                      "// `agentstack guard uninstall`. Forwards each tool call to the host guard\n"
@@ -112,22 +155,21 @@ void guard_owned_file(const struct guard_wire *w, const char *ash, strbuf *out)
                      "import { spawnSync } from \"node:child_process\";\n"
                      "import { existsSync } from \"node:fs\";\n\nconst GUARD = ");
         js_string(wrapper.buf, out);
-        sb_adds(out,
-                ";\n\nexport default function (pi: any) {\n"
-                "  pi.on(\"tool_call\", async (event: any, ctx: any) => {\n"
-                "    if (!existsSync(GUARD)) return undefined;\n"
-                "    const payload = JSON.stringify({ tool_name: event.toolName, tool_input: "
-                "event.input, cwd: ctx?.cwd ?? process.cwd() });\n"
-                "    const r = spawnSync(GUARD, [\"check\", \"--protocol\", \"claude\"], "
-                "{ input: payload, encoding: \"utf8\" });\n"
-                "    if (r.error) return undefined;\n"
-                "    try {\n"
-                "      const d = JSON.parse(r.stdout || \"null\")?.hookSpecificOutput;\n"
-                "      if (d?.permissionDecision === \"deny\") return { block: true, reason: "
-                "d.permissionDecisionReason };\n"
-                "    } catch {}\n"
-                "    return undefined;\n"
-                "  });\n}\n");
+        sb_adds(out, ";\n\nexport default function (pi: any) {\n"
+                     "  pi.on(\"tool_call\", async (event: any, ctx: any) => {\n"
+                     "    if (!existsSync(GUARD)) return undefined;\n"
+                     "    const payload = JSON.stringify({ tool_name: event.toolName, tool_input: "
+                     "event.input, cwd: ctx?.cwd ?? process.cwd() });\n"
+                     "    const r = spawnSync(GUARD, [\"check\", \"--protocol\", \"claude\"], "
+                     "{ input: payload, encoding: \"utf8\" });\n"
+                     "    if (r.error) return undefined;\n"
+                     "    try {\n"
+                     "      const d = JSON.parse(r.stdout || \"null\")?.hookSpecificOutput;\n"
+                     "      if (d?.permissionDecision === \"deny\") return { block: true, reason: "
+                     "d.permissionDecisionReason };\n"
+                     "    } catch {}\n"
+                     "    return undefined;\n"
+                     "  });\n}\n");
     }
     sb_release(&wrapper);
     sb_release(&cmd);

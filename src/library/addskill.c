@@ -196,8 +196,7 @@ static bool rel_ok(const char *rel)
 
 /* The skill directory inside root: --subpath, else --skill/@skill as
  * skills/<s> or <s>, else the root, else the only skill found. */
-static int pick_dir(const char *root, const struct lib_skill_src *s, char **rel,
-                    struct as_err *err)
+static int pick_dir(const char *root, const struct lib_skill_src *s, char **rel, struct as_err *err)
 {
     if (s->subpath) {
         if (!rel_ok(s->subpath))
@@ -217,8 +216,10 @@ static int pick_dir(const char *root, const struct lib_skill_src *s, char **rel,
             }
             free(r);
         }
-        return as_err_set(err, "no skill '%s' in the source (looked for skills/%s/SKILL.md and "
-                               "%s/SKILL.md)", s->skill, s->skill, s->skill);
+        return as_err_set(err,
+                          "no skill '%s' in the source (looked for skills/%s/SKILL.md and "
+                          "%s/SKILL.md)",
+                          s->skill, s->skill, s->skill);
     }
     char *md = xasprintf("%s/SKILL.md", root);
     bool at_root = fs_exists(md);
@@ -285,8 +286,8 @@ static int list_skills(const char *root, FILE *f, struct as_err *err)
 
 /* ---- the install ------------------------------------------------------------------------- */
 
-static int add_to_toolset(toml_edit *ed, const struct manifest *m, const char *ts,
-                          const char *name, struct as_err *err)
+static int add_to_toolset(toml_edit *ed, const struct manifest *m, const char *ts, const char *name,
+                          struct as_err *err)
 {
     const char *table = m->toolsets_legacy ? "profiles" : "toolsets";
     const toml_value *cur = toml_get_path(toml_edit_root(ed), table, ts, "skills", NULL);
@@ -302,8 +303,8 @@ static void restore(const char *path, const strbuf *old, bool had, const char *r
 {
     struct as_err e = AS_ERR_INIT;
     if (had) {
-        struct fs_write_opts o = {.mode = 0644, .symlinks = FS_SYMLINK_FOLLOW,
-                                  .contain_root = root};
+        struct fs_write_opts o = {
+            .mode = 0644, .symlinks = FS_SYMLINK_FOLLOW, .contain_root = root};
         fs_write_atomic(path, old->buf, old->len, &o, &e);
     } else {
         unlink(path);
@@ -442,8 +443,9 @@ int lib_add_skill(struct library *lib, const struct bundle_paths *p, const char 
         sb_release(&line);
     }
     if (scan_report_blocking(&sr) && !o->allow_flagged) {
-        as_err_set(err, "skill '%s' failed the content scan (%zu high finding%s) — "
-                        "nothing added",
+        as_err_set(err,
+                   "skill '%s' failed the content scan (%zu high finding%s) — "
+                   "nothing added",
                    name, sr.high, sr.high == 1 ? "" : "s");
         as_err_hint(err, "review the findings above; to add it anyway: --allow-flagged");
         goto out;
@@ -552,8 +554,8 @@ int lib_add_skill(struct library *lib, const struct bundle_paths *p, const char 
     {
         size_t len;
         const char *text = toml_edit_text(ed, &len);
-        struct fs_write_opts wo = {.mode = 0644, .symlinks = FS_SYMLINK_FOLLOW,
-                                   .contain_root = p->project_root};
+        struct fs_write_opts wo = {
+            .mode = 0644, .symlinks = FS_SYMLINK_FOLLOW, .contain_root = p->project_root};
         wrote = true;
         if (fs_write_atomic(p->manifest, text, len, &wo, err) < 0)
             goto out;

@@ -16,23 +16,20 @@
 extern char **environ;
 
 static const char *const pass_env[] = {
-    "PATH",        "HOME",          "USER",         "LOGNAME",    "TMPDIR",
-    "TZ",          "SSH_AUTH_SOCK", "SSL_CERT_FILE", "SSL_CERT_DIR", "HTTP_PROXY",
-    "HTTPS_PROXY", "NO_PROXY",      "http_proxy",   "https_proxy", "no_proxy",
-    "ALL_PROXY",   "all_proxy",     "GIT_ALLOW_PROTOCOL",
+    "PATH",          "HOME",          "USER",
+    "LOGNAME",       "TMPDIR",        "TZ",
+    "SSH_AUTH_SOCK", "SSL_CERT_FILE", "SSL_CERT_DIR",
+    "HTTP_PROXY",    "HTTPS_PROXY",   "NO_PROXY",
+    "http_proxy",    "https_proxy",   "no_proxy",
+    "ALL_PROXY",     "all_proxy",     "GIT_ALLOW_PROTOCOL",
 };
 
 static const char *const fixed_config[] = {
-    "-c", "core.hooksPath=/dev/null",
-    "-c", "filter.lfs.smudge=",
-    "-c", "filter.lfs.process=",
-    "-c", "filter.lfs.required=false",
-    "-c", "protocol.ext.allow=never",
-    "-c", "protocol.fd.allow=never",
-    "-c", "core.fsmonitor=false",
-    "-c", "credential.helper=",
-    "-c", "advice.detachedHead=false",
-    "-c", "init.defaultBranch=main",
+    "-c", "core.hooksPath=/dev/null",  "-c", "filter.lfs.smudge=",
+    "-c", "filter.lfs.process=",       "-c", "filter.lfs.required=false",
+    "-c", "protocol.ext.allow=never",  "-c", "protocol.fd.allow=never",
+    "-c", "core.fsmonitor=false",      "-c", "credential.helper=",
+    "-c", "advice.detachedHead=false", "-c", "init.defaultBranch=main",
 };
 
 static long timeout_ms(void)
@@ -209,8 +206,7 @@ static int run(const char *cwd, const char *const *args, strbuf *out, strbuf *er
         proc_close_pipes(&p);
         proc_terminate(&p, 500);
         if (timed_out) {
-            as_err_set(err, "git %s timed out after %ld ms and was stopped", args[0],
-                       timeout_ms());
+            as_err_set(err, "git %s timed out after %ld ms and was stopped", args[0], timeout_ms());
             as_err_hint(err, "check the network and the URL, or raise AGENTSTACK_GIT_TIMEOUT_MS");
         } else {
             as_err_set(err, "git %s produced more than %zu bytes of output and was stopped",
@@ -234,8 +230,7 @@ static int run(const char *cwd, const char *const *args, strbuf *out, strbuf *er
         }
         if (now_ms() >= deadline) {
             proc_terminate(&p, 500);
-            as_err_set(err, "git %s timed out after %ld ms and was stopped", args[0],
-                       timeout_ms());
+            as_err_set(err, "git %s timed out after %ld ms and was stopped", args[0], timeout_ms());
             rc = -1;
             break;
         }
@@ -290,8 +285,9 @@ int lib_git_url_check(const char *url, bool ingest, struct as_err *err)
     if (url[0] == '-')
         return as_err_set(err, "refusing git URL '%s': it starts with '-'", url);
     if (strncmp(url, "ext::", 5) == 0 || strncmp(url, "fd::", 4) == 0 || strstr(url, "::"))
-        return as_err_set(err, "refusing git URL '%s': remote helpers (ext::, fd::) can run "
-                               "commands",
+        return as_err_set(err,
+                          "refusing git URL '%s': remote helpers (ext::, fd::) can run "
+                          "commands",
                           url);
     if (ingest && strncmp(url, "http://", 7) == 0) {
         as_err_set(err, "refusing git URL '%s': plain http:// can be tampered with in transit",

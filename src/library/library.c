@@ -14,8 +14,8 @@
 #include "bundle/discover.h"
 #include "bundle/home.h"
 
-static const char *const kind_names[LIB_KIND_COUNT] = {
-    "skill", "server", "instruction", "hook", "extension", "package"};
+static const char *const kind_names[LIB_KIND_COUNT] = {"skill", "server",    "instruction",
+                                                       "hook",  "extension", "package"};
 
 const char *lib_kind_name(enum lib_kind k)
 {
@@ -55,8 +55,10 @@ void lib_server_stem(const char *name, strbuf *out)
 
 static int hexval(int c)
 {
-    return isdigit(c) ? c - '0' : (c >= 'A' && c <= 'F') ? c - 'A' + 10
-                                  : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
+    return isdigit(c)               ? c - '0'
+           : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+           : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+                                    : -1;
 }
 
 char *lib_server_unstem(const char *stem)
@@ -331,8 +333,7 @@ static int load_index(struct library *lib, struct lib_source *s, size_t si, cons
         for (size_t j = 0; j < toml_len(arr); j++) {
             const toml_value *row = toml_at(arr, j);
             if (row->type != TOML_TABLE) {
-                as_err_at(err, file, row->line, row->col, "[[%s]] entries must be tables",
-                          kv->key);
+                as_err_at(err, file, row->line, row->col, "[[%s]] entries must be tables", kv->key);
                 goto out;
             }
             for (size_t e = 0; e < toml_len(row); e++) {
@@ -343,8 +344,8 @@ static int load_index(struct library *lib, struct lib_source *s, size_t si, cons
                     goto out;
                 }
                 if (f->val->type != TOML_STRING || strlen(f->val->u.str.s) != f->val->u.str.len) {
-                    as_err_at(err, file, f->line, f->col, "`%s` in [[%s]] must be a string",
-                              f->key, kv->key);
+                    as_err_at(err, file, f->line, f->col, "`%s` in [[%s]] must be a string", f->key,
+                              kv->key);
                     goto out;
                 }
             }
@@ -355,8 +356,7 @@ static int load_index(struct library *lib, struct lib_source *s, size_t si, cons
             }
             if (k != LIB_SERVER && !lib_name_valid(name)) {
                 as_err_at(err, file, row->line, row->col,
-                          "%s name '%s' is not valid (^[a-z0-9][a-z0-9._-]{0,63}$)", kv->key,
-                          name);
+                          "%s name '%s' is not valid (^[a-z0-9][a-z0-9._-]{0,63}$)", kv->key, name);
                 goto out;
             }
             const char *ck = row_str(row, "checksum");
@@ -382,8 +382,7 @@ static int load_index(struct library *lib, struct lib_source *s, size_t si, cons
                 as_err_prefix(err, "%s: skill '%s' path", file, name);
                 goto out;
             }
-            struct lib_item *it =
-                lib_source_put(s, si, (enum lib_kind)k, name, toml_clone(row));
+            struct lib_item *it = lib_source_put(s, si, (enum lib_kind)k, name, toml_clone(row));
             if (git)
                 item_fill(it, lib->home, s->path);
         }
@@ -446,9 +445,9 @@ static void derive_layout(struct lib_source *s, size_t si)
                 if (nl > el && strcmp(names.v[i] + nl - el, kinds[k].ext) == 0 &&
                     is_kind(full, S_IFREG)) {
                     char *stem = xstrndup(names.v[i], nl - el);
-                    name = kinds[k].kind == LIB_SERVER ? lib_server_unstem(stem)
-                                                       : (lib_name_valid(stem) ? xstrdup(stem)
-                                                                               : NULL);
+                    name = kinds[k].kind == LIB_SERVER
+                               ? lib_server_unstem(stem)
+                               : (lib_name_valid(stem) ? xstrdup(stem) : NULL);
                     free(stem);
                 }
             } else if (lib_name_valid(names.v[i]) && is_kind(full, S_IFDIR)) {
@@ -550,15 +549,16 @@ static int parse_sources(struct library *lib, struct as_err *err)
                     goto out;
                 }
                 if (!path || path[0] != '/') {
-                    as_err_at(err, f, row->line, row->col,
-                              "source '%s' needs an absolute `path`", name);
+                    as_err_at(err, f, row->line, row->col, "source '%s' needs an absolute `path`",
+                              name);
                     goto out;
                 }
                 if (lib_source_find(lib, name) >= 0) {
                     as_err_at(err, f, row->line, row->col, "two sources named '%s'", name);
                     goto out;
                 }
-                struct lib_source s = {.name = xstrdup(name), .path = xstrdup(path),
+                struct lib_source s = {.name = xstrdup(name),
+                                       .path = xstrdup(path),
                                        .note = dupn(row_str(row, "note"))};
                 vec_push(&lib->sources, s);
             }
@@ -597,9 +597,8 @@ struct library *lib_open(const char *home, struct as_err *err)
     if (lib->sources.n) {
         lib->materialized = true;
     } else {
-        struct lib_source s = {.name = xstrdup("local"),
-                               .path = xasprintf("%s/lib", lib->home),
-                               .implicit = true};
+        struct lib_source s = {
+            .name = xstrdup("local"), .path = xasprintf("%s/lib", lib->home), .implicit = true};
         vec_push(&lib->sources, s);
     }
     for (size_t i = 0; i < lib->sources.n; i++)
@@ -655,8 +654,9 @@ int lib_resolve(const struct library *lib, enum lib_kind kind, const char *ref,
         if (si < 0) {
             as_err_set(err, "no linked library named '%s' (in '%s'): that source is not linked",
                        src, ref);
-            as_err_hint(err, "agentstack lib sources   (or link it: agentstack lib link <path> "
-                             "--name %s --write)",
+            as_err_hint(err,
+                        "agentstack lib sources   (or link it: agentstack lib link <path> "
+                        "--name %s --write)",
                         src);
             free(src);
             free(name);
@@ -705,16 +705,13 @@ void lib_collisions_free(lib_collisions *c)
     vec_free(c);
 }
 
-void lib_collision_format(const struct library *lib, const struct lib_collision *c,
-                          strbuf *out)
+void lib_collision_format(const struct library *lib, const struct lib_collision *c, strbuf *out)
 {
-    sb_addf(out, "%s %s  %s used", c->name, lib_kind_name(c->kind),
-            lib->sources.v[c->winner].name);
+    sb_addf(out, "%s %s  %s used", c->name, lib_kind_name(c->kind), lib->sources.v[c->winner].name);
     for (size_t i = 0; i < c->shadowed.n; i++)
         sb_addf(out, " · %s shadowed", lib->sources.v[c->shadowed.v[i]].name);
     for (size_t i = 0; i < c->shadowed.n; i++)
-        sb_addf(out, "%s%s:%s", i ? ", " : " ↳ ", lib->sources.v[c->shadowed.v[i]].name,
-                c->name);
+        sb_addf(out, "%s%s:%s", i ? ", " : " ↳ ", lib->sources.v[c->shadowed.v[i]].name, c->name);
 }
 
 static int workflow_lookup(const struct library *lib, const char *ref, strbuf *path,
@@ -787,8 +784,10 @@ static int workflow_lookup(const struct library *lib, const char *ref, strbuf *p
             if (fs_safe_join(s->path, rel, 1, &safe, err) < 0) {
                 rc = -1;
             } else if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
-                rc = as_err_set(err, "library workflow '%s' in source '%s': %s is not a regular "
-                                     "file or directory", bare, s->name, full);
+                rc = as_err_set(err,
+                                "library workflow '%s' in source '%s': %s is not a regular "
+                                "file or directory",
+                                bare, s->name, full);
             } else {
                 sb_reset(path);
                 sb_adds(path, full);
@@ -845,8 +844,7 @@ int lib_pin_lookup(void *ctx, enum pin_kind kind, const char *name, strbuf *path
     if (!is_kind(it->body, want) && !(also && is_kind(it->body, also))) {
         as_err_set(err, "library %s '%s' is listed in source '%s' but %s is %s", lib_kind_name(k),
                    it->name, lib->sources.v[it->source].name, it->body,
-                   fs_exists(it->body) ? "not a regular entry (symlink or wrong type)"
-                                       : "missing");
+                   fs_exists(it->body) ? "not a regular entry (symlink or wrong type)" : "missing");
         return -1;
     }
     sb_reset(path);
@@ -876,8 +874,8 @@ static bool same_folder(const char *a, const char *b)
     return same;
 }
 
-int lib_link(struct library *lib, const char *path, const char *name, bool first,
-             const char *note, struct as_err *err)
+int lib_link(struct library *lib, const char *path, const char *name, bool first, const char *note,
+             struct as_err *err)
 {
     strbuf abs = SB_INIT;
     if (discover_abspath(path, &abs, err) < 0) {

@@ -67,33 +67,33 @@ int lib_kind_parse(const char *s);
 struct lib_item {
     enum lib_kind kind;
     char *name;
-    char *rel;         /* source-relative body path: skills/<n>, servers/<stem>.toml, … */
-    char *body;        /* absolute body path (dir for skills/extensions, else the file) */
-    char *checksum;    /* as indexed (bare hex), or NULL */
-    char *provenance;  /* path:<abs> | file:<abs> | manifest:<dir> | git:<url>@<rev>[#sub] */
-    char *version;     /* packages */
-    toml_value *row;   /* the index row (owned); NULL for a layout-derived item */
-    size_t source;     /* index into library.sources */
+    char *rel;        /* source-relative body path: skills/<n>, servers/<stem>.toml, … */
+    char *body;       /* absolute body path (dir for skills/extensions, else the file) */
+    char *checksum;   /* as indexed (bare hex), or NULL */
+    char *provenance; /* path:<abs> | file:<abs> | manifest:<dir> | git:<url>@<rev>[#sub] */
+    char *version;    /* packages */
+    toml_value *row;  /* the index row (owned); NULL for a layout-derived item */
+    size_t source;    /* index into library.sources */
 };
 typedef VEC(struct lib_item) lib_items;
 
 struct lib_source {
     char *name;
-    char *path;     /* absolute */
-    char *note;     /* or NULL */
-    bool implicit;  /* the unlisted `local` of an empty sources.toml */
-    bool exists;    /* the folder is there */
-    bool indexed;   /* it has a library.toml */
-    char *error;    /* why its index was skipped, or NULL */
+    char *path;    /* absolute */
+    char *note;    /* or NULL */
+    bool implicit; /* the unlisted `local` of an empty sources.toml */
+    bool exists;   /* the folder is there */
+    bool indexed;  /* it has a library.toml */
+    char *error;   /* why its index was skipped, or NULL */
     lib_items items;
 };
 
 struct library {
-    char *home;          /* $AGENTSTACK_HOME */
-    char *sources_path;  /* $AGENTSTACK_HOME/sources.toml */
-    bool materialized;   /* sources.toml lists the sources */
+    char *home;         /* $AGENTSTACK_HOME */
+    char *sources_path; /* $AGENTSTACK_HOME/sources.toml */
+    bool materialized;  /* sources.toml lists the sources */
     VEC(struct lib_source) sources;
-    strvec warnings;     /* skipped sources, one line each */
+    strvec warnings; /* skipped sources, one line each */
 };
 
 /* Loads sources.toml and every source's index. home NULL = $AGENTSTACK_HOME.
@@ -118,16 +118,15 @@ int lib_resolve(const struct library *lib, enum lib_kind kind, const char *ref,
 /* A name held by more than one source: the first is used, the rest shadowed. */
 struct lib_collision {
     enum lib_kind kind;
-    const char *name;         /* points into the winner's item */
-    size_t winner;            /* source index */
-    VEC(size_t) shadowed;     /* source indexes, in order */
+    const char *name;     /* points into the winner's item */
+    size_t winner;        /* source index */
+    VEC(size_t) shadowed; /* source indexes, in order */
 };
 typedef VEC(struct lib_collision) lib_collisions;
 void lib_find_collisions(const struct library *lib, lib_collisions *out);
 void lib_collisions_free(lib_collisions *c);
 /* "<name> <kind> <winner> used · <b> shadowed ↳ <b>:<name>" (one line, no newline). */
-void lib_collision_format(const struct library *lib, const struct lib_collision *c,
-                          strbuf *out);
+void lib_collision_format(const struct library *lib, const struct lib_collision *c, strbuf *out);
 
 /* manifest_env.library_has for manifest_validate: ctx is a struct library *. */
 bool lib_manifest_has(void *ctx, enum mf_item_kind kind, const char *name);
@@ -177,8 +176,8 @@ int lib_sources_save(struct library *lib, struct as_err *err);
  * name; duplicate name or folder refused ("<path> is already linked as
  * '<n>'"); a missing folder is allowed; the first link materializes
  * `local`. Changes lib in memory; lib_sources_save writes it. */
-int lib_link(struct library *lib, const char *path, const char *name, bool first,
-             const char *note, struct as_err *err);
+int lib_link(struct library *lib, const char *path, const char *name, bool first, const char *note,
+             struct as_err *err);
 /* `lib unlink` (folder untouched; the last source refused). */
 int lib_unlink(struct library *lib, const char *name, struct as_err *err);
 /* `lib reorder` (every name exactly once). */
@@ -202,7 +201,7 @@ struct lib_trash_entry {
     size_t source;
     enum lib_kind kind;
     char *name;
-    char *dir;   /* absolute trash dir */
+    char *dir; /* absolute trash dir */
     int64_t when;
 };
 typedef VEC(struct lib_trash_entry) lib_trash_entries;

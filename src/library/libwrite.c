@@ -374,13 +374,13 @@ void lib_trash_list(const struct library *lib, lib_trash_entries *out)
             const char *kind = t ? tstr(t, "kind") : NULL, *name = t ? tstr(t, "name") : NULL;
             const toml_value *when = t ? toml_get(t, "trashed_at") : NULL;
             if (kind && name && lib_kind_parse(kind) >= 0) {
-                struct lib_trash_entry te = {
-                    .id = xstrdup(names.v[i]),
-                    .source = si,
-                    .kind = (enum lib_kind)lib_kind_parse(kind),
-                    .name = xstrdup(name),
-                    .dir = dir,
-                    .when = when && when->type == TOML_INTEGER ? when->u.i : 0};
+                struct lib_trash_entry te = {.id = xstrdup(names.v[i]),
+                                             .source = si,
+                                             .kind = (enum lib_kind)lib_kind_parse(kind),
+                                             .name = xstrdup(name),
+                                             .dir = dir,
+                                             .when = when && when->type == TOML_INTEGER ? when->u.i
+                                                                                        : 0};
                 vec_push(out, te);
                 dir = NULL;
             }

@@ -264,8 +264,7 @@ static int want_str(const char *file, const toml_kv *kv, char **out, struct as_e
 static int want_strs(const char *file, const toml_kv *kv, strvec *out, struct as_err *err)
 {
     if (kv->val->type != TOML_ARRAY)
-        return as_err_at(err, file, kv->line, kv->col, "`%s` must be an array of strings",
-                         kv->key);
+        return as_err_at(err, file, kv->line, kv->col, "`%s` must be an array of strings", kv->key);
     for (size_t i = 0; i < toml_len(kv->val); i++) {
         const toml_value *v = toml_at(kv->val, i);
         if (v->type != TOML_STRING || strlen(v->u.str.s) != v->u.str.len)
@@ -287,9 +286,8 @@ static bool env_name_ok(const char *s)
 }
 
 /* A member path: relative, '..'-free, symlink-free, existing. */
-static int member_path(const char *root, const char *file, const toml_value *row,
-                       const char *what, const char *rel, bool dir, strbuf *full,
-                       struct as_err *err)
+static int member_path(const char *root, const char *file, const toml_value *row, const char *what,
+                       const char *rel, bool dir, strbuf *full, struct as_err *err)
 {
     if (!rel[0] || rel[0] == '/' || strstr(rel, ".."))
         return as_err_at(err, file, row->line, row->col,
@@ -368,12 +366,11 @@ static int load_members(const char *root, const char *file, const toml_kv *kv, b
     return 0;
 }
 
-static int load_server(const char *file, const toml_kv *kv, struct lib_pack *p,
-                       struct as_err *err)
+static int load_server(const char *file, const toml_kv *kv, struct lib_pack *p, struct as_err *err)
 {
     if (kv->val->type != TOML_TABLE)
         return as_err_at(err, file, kv->line, kv->col, "[server] must be a table");
-    static const char *const keys[] = {"type", "url", "command", "args", "secret_env",
+    static const char *const keys[] = {"type",           "url", "command", "args", "secret_env",
                                        "secret_headers", NULL};
     for (size_t i = 0; i < toml_len(kv->val); i++) {
         const toml_kv *f = toml_entry(kv->val, i);
@@ -397,8 +394,9 @@ static int load_server(const char *file, const toml_kv *kv, struct lib_pack *p,
     }
     p->has_server = true;
     if (!p->server_type)
-        return as_err_at(err, file, kv->line, kv->col,
-                         "[server] needs `type` (\"stdio\" with `command`, or \"http\" with `url`)");
+        return as_err_at(
+            err, file, kv->line, kv->col,
+            "[server] needs `type` (\"stdio\" with `command`, or \"http\" with `url`)");
     if (strcmp(p->server_type, "stdio") == 0) {
         if (!p->server_command || !p->server_command[0])
             return as_err_at(err, file, kv->line, kv->col, "a stdio [server] needs `command`");
@@ -414,8 +412,7 @@ static int load_server(const char *file, const toml_kv *kv, struct lib_pack *p,
                              "an http [server] takes url and secret_headers");
     } else {
         return as_err_at(err, file, kv->line, kv->col,
-                         "[server] type must be \"stdio\" or \"http\", not \"%s\"",
-                         p->server_type);
+                         "[server] type must be \"stdio\" or \"http\", not \"%s\"", p->server_type);
     }
     for (size_t i = 0; i < p->secret_env.n; i++)
         if (!env_name_ok(p->secret_env.v[i]))
@@ -541,8 +538,9 @@ int lib_pack_load(const char *root, struct lib_pack *out, struct as_err *err)
     if (srv && load_server(file, srv, out, err) < 0)
         goto out;
     if (!out->has_server && !out->skills.n && !out->instructions.n) {
-        as_err_at(err, file, 1, 1, "pack '%s' declares nothing ([server], [[skill]] or "
-                                   "[[instruction]])",
+        as_err_at(err, file, 1, 1,
+                  "pack '%s' declares nothing ([server], [[skill]] or "
+                  "[[instruction]])",
                   out->name);
         goto out;
     }
@@ -565,8 +563,7 @@ static void slug(const char *url, strbuf *out)
         sb_addc(out, isalnum(*p) ? (char)*p : '-');
 }
 
-static int git_fail(int st, const char *what, const char *url, const strbuf *e,
-                    struct as_err *err)
+static int git_fail(int st, const char *what, const char *url, const strbuf *e, struct as_err *err)
 {
     if (st > 0) {
         strbuf last = SB_INIT;
@@ -599,8 +596,8 @@ int lib_pack_fetch(const char *home, const struct lib_pack_ref *ref, const char 
         if (rand_hex(rnd, 8, err) < 0)
             goto out;
         tmp = xasprintf("%s.tmp-%s", dir.buf, rnd);
-        const char *args[] = {"clone", "-q", "--no-checkout", LIB_GIT_UPLOAD_PACK, "--",
-                              ref->url, tmp, NULL};
+        const char *args[] = {"clone", "-q", "--no-checkout", LIB_GIT_UPLOAD_PACK, "--", ref->url,
+                              tmp,     NULL};
         int st = lib_git(NULL, args, NULL, &e, err);
         if (st != 0) {
             struct as_err e2 = AS_ERR_INIT;
@@ -618,8 +615,8 @@ int lib_pack_fetch(const char *home, const struct lib_pack_ref *ref, const char 
         const char *seturl[] = {"remote", "set-url", "origin", ref->url, NULL};
         if (lib_git_ok(dir.buf, seturl, NULL, err) < 0)
             goto out;
-        const char *fetch[] = {"fetch", "-q", LIB_GIT_UPLOAD_PACK, "--tags", "--force",
-                               "--prune", "origin", NULL};
+        const char *fetch[] = {"fetch",  "-q", LIB_GIT_UPLOAD_PACK, "--tags", "--force", "--prune",
+                               "origin", NULL};
         int st = lib_git(dir.buf, fetch, NULL, &e, err);
         if (st != 0) {
             git_fail(st, "fetch", ref->url, &e, err);
@@ -773,8 +770,9 @@ static int check_list(const toml_value *policy, const char *where, const char *u
     if (!ok) {
         as_err_set(err, "source %s is not in %s [policy] allowed_sources — nothing fetched", full,
                    where);
-        as_err_hint(err, "add a matching pattern (e.g. \"%s\") to [policy] allowed_sources, or "
-                         "install from an allowed source",
+        as_err_hint(err,
+                    "add a matching pattern (e.g. \"%s\") to [policy] allowed_sources, or "
+                    "install from an allowed source",
                     bare);
     }
     free(full);

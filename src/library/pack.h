@@ -69,7 +69,7 @@ struct lib_pack {
     char *name, *description;
     strvec targets;
     bool has_server;
-    char *server_type;        /* stdio | http */
+    char *server_type; /* stdio | http */
     char *server_url, *server_command;
     strvec server_args, secret_env, secret_headers;
     lib_pack_members skills, instructions;
@@ -94,10 +94,10 @@ void lib_pack_env_name(const char *s, strbuf *out);
 int lib_pack_policy_check(const struct manifest *m, const char *url, struct as_err *err);
 
 struct lib_pack_opts {
-    const char *toolset;      /* add the pack's server to this toolset */
+    const char *toolset; /* add the pack's server to this toolset */
     bool with_instructions;
     bool write;
-    bool yes;                 /* upgrade: approve rewritten house rules */
+    bool yes; /* upgrade: approve rewritten house rules */
     FILE *out, *diag;
 };
 

@@ -68,8 +68,8 @@ static int relock(struct library *lib, const struct bundle_paths *p, strbuf *sum
     m = manifest_load_snapshot(p, &snap, err);
     if (!m)
         goto out;
-    struct manifest_env env = {.library_has = lib_manifest_has, .library_ctx = lib,
-                               .check_paths = true};
+    struct manifest_env env = {
+        .library_has = lib_manifest_has, .library_ctx = lib, .check_paths = true};
     if (manifest_validate(m, &env, &diags)) {
         for (size_t i = 0; i < diags.n; i++) {
             if (diags.v[i].sev != MF_ERROR)
@@ -87,8 +87,8 @@ static int relock(struct library *lib, const struct bundle_paths *p, strbuf *sum
         if (!old)
             goto out;
     }
-    struct pin_opts po = {.home = lib->home, .library = lib_pin_lookup, .library_ctx = lib,
-                          .lock = old};
+    struct pin_opts po = {
+        .home = lib->home, .library = lib_pin_lookup, .library_ctx = lib, .lock = old};
     if (pin_collect(m, &po, &items, err) < 0)
         goto out;
     for (size_t i = 0; i < items.n; i++) {
@@ -105,8 +105,8 @@ static int relock(struct library *lib, const struct bundle_paths *p, strbuf *sum
         goto out;
     pin_deposit(&items, lib->home, &warnings);
     if (summary) {
-        size_t n = nl->skills.n + nl->servers.n + nl->instructions.n + nl->executables.n +
-                   nl->settings.n;
+        size_t n =
+            nl->skills.n + nl->servers.n + nl->instructions.n + nl->executables.n + nl->settings.n;
         sb_addf(summary, "%zu pin%s (%zu skill%s, %zu server%s)", n, n == 1 ? "" : "s",
                 nl->skills.n, nl->skills.n == 1 ? "" : "s", nl->servers.n,
                 nl->servers.n == 1 ? "" : "s");
@@ -136,7 +136,7 @@ struct moved {
 };
 
 struct txn {
-    strvec created;        /* removed on rollback, newest first */
+    strvec created;          /* removed on rollback, newest first */
     VEC(struct moved) moved; /* renamed back on rollback; removed on commit */
     const char *manifest;
     strbuf manifest_old;
@@ -177,8 +177,8 @@ static void restore_file(const char *path, const strbuf *old, bool had, const ch
 {
     struct as_err e = AS_ERR_INIT;
     if (had) {
-        struct fs_write_opts o = {.mode = 0644, .symlinks = FS_SYMLINK_FOLLOW,
-                                  .contain_root = root};
+        struct fs_write_opts o = {
+            .mode = 0644, .symlinks = FS_SYMLINK_FOLLOW, .contain_root = root};
         fs_write_atomic(path, old->buf, old->len, &o, &e);
     } else {
         unlink(path);
@@ -243,11 +243,11 @@ static int txn_parents(struct txn *t, const char *base, const char *path, struct
     return rc;
 }
 
-static int write_manifest(struct txn *t, const struct bundle_paths *p, const char *text,
-                          size_t len, struct as_err *err)
+static int write_manifest(struct txn *t, const struct bundle_paths *p, const char *text, size_t len,
+                          struct as_err *err)
 {
-    struct fs_write_opts o = {.mode = 0644, .symlinks = FS_SYMLINK_FOLLOW,
-                              .contain_root = p->project_root};
+    struct fs_write_opts o = {
+        .mode = 0644, .symlinks = FS_SYMLINK_FOLLOW, .contain_root = p->project_root};
     t->manifest_written = true;
     return fs_write_atomic(p->manifest, text, len, &o, err);
 }
@@ -332,8 +332,7 @@ static int forbid_check(const struct manifest *m, const struct lib_pack *pk, str
         if (v->type != TOML_STRING)
             continue;
         for (size_t j = 0; j < names.n && rc == 0; j++) {
-            if (pol_glob_match(v->u.str.s, strlen(v->u.str.s), names.v[j], strlen(names.v[j]),
-                               0)) {
+            if (pol_glob_match(v->u.str.s, strlen(v->u.str.s), names.v[j], strlen(names.v[j]), 0)) {
                 as_err_set(err, "[policy] forbid names '%s' (rule \"%s\") — nothing installed",
                            names.v[j], v->u.str.s);
                 rc = -1;
@@ -364,8 +363,8 @@ static int pick_toolset(const struct manifest *m, const char *want, const char *
     return 0;
 }
 
-static int add_to_toolset(toml_edit *ed, const struct manifest *m, const char *ts,
-                          const char *list, const char *name, struct as_err *err)
+static int add_to_toolset(toml_edit *ed, const struct manifest *m, const char *ts, const char *list,
+                          const char *name, struct as_err *err)
 {
     const char *table = m->toolsets_legacy ? "profiles" : "toolsets";
     const toml_value *cur = toml_get_path(toml_edit_root(ed), table, ts, list, NULL);
@@ -493,8 +492,7 @@ int lib_pack_add(struct library *lib, const struct bundle_paths *p, const char *
         goto out;
     }
     if (pk.has_server && manifest_server(m, pk.name)) {
-        as_err_set(err, "[servers.%s] already exists in %s — nothing installed", pk.name,
-                   m->path);
+        as_err_set(err, "[servers.%s] already exists in %s — nothing installed", pk.name, m->path);
         as_err_hint(err, "rename or remove that server first");
         goto out;
     }
@@ -605,8 +603,7 @@ int lib_pack_add(struct library *lib, const struct bundle_paths *p, const char *
             fprintf(f, "  · house rule '%s' not installed (pass --with-instructions)\n",
                     pk.instructions.v[i].name);
     }
-    fprintf(f, "  + [packs.%s]  version = \"%s\", rev = \"%.12s…\"\n", pk.name, pk.tag,
-            pk.commit);
+    fprintf(f, "  + [packs.%s]  version = \"%s\", rev = \"%.12s…\"\n", pk.name, pk.tag, pk.commit);
     if (!o->write) {
         fprintf(f, "Dry run. Re-run with --write to install pack '%s'.\n", pk.name);
         rc = 0;
@@ -743,8 +740,9 @@ static int managed_skill_dir(const struct bundle_paths *p, const struct manifest
     while (rel[0] == '.' && rel[1] == '/')
         rel += 2;
     if (strncmp(rel, "skills/", 7) != 0 || !rel[7] || strstr(rel, "..")) {
-        as_err_set(err, "pack skill '%s' lives at '%s', outside skills/ — upgrade will not "
-                        "touch it",
+        as_err_set(err,
+                   "pack skill '%s' lives at '%s', outside skills/ — upgrade will not "
+                   "touch it",
                    name, s->path);
         as_err_hint(err, "move it back under skills/ or remove [skills.%s]", name);
         return -1;
@@ -807,16 +805,15 @@ int lib_pack_upgrade(struct library *lib, const struct bundle_paths *p, const ch
 
     const toml_value *ledger = toml_get_path(m->root, "packs", name, NULL);
     if (!ledger || ledger->type != TOML_TABLE) {
-        as_err_set(err, "no pack '%s' is installed: [packs.%s] is not in %s", name, name,
-                   m->path);
+        as_err_set(err, "no pack '%s' is installed: [packs.%s] is not in %s", name, name, m->path);
         as_err_hint(err, "install it first: agentstack add from git:<url> --write");
         goto out;
     }
     const char *source = lstr(ledger, "source"), *installed = lstr(ledger, "version");
     const char *old_rev = lstr(ledger, "rev");
     if (!source || strncmp(source, "git:", 4) != 0 || !installed) {
-        as_err_set(err, "[packs.%s] in %s has no git `source` and `version` to upgrade from",
-                   name, m->path);
+        as_err_set(err, "[packs.%s] in %s has no git `source` and `version` to upgrade from", name,
+                   m->path);
         goto out;
     }
     if (lib_pack_ref_parse(source, &ref, err) < 0)
@@ -839,8 +836,8 @@ int lib_pack_upgrade(struct library *lib, const struct bundle_paths *p, const ch
     if (lib_pack_fetch(lib->home, &ref, target, &pk, err) < 0)
         goto out;
     if (strcmp(pk.name, name) != 0) {
-        as_err_set(err, "the pack at %s@%s is now named '%s', not '%s' — nothing changed",
-                   ref.url, target, pk.name, name);
+        as_err_set(err, "the pack at %s@%s is now named '%s', not '%s' — nothing changed", ref.url,
+                   target, pk.name, name);
         goto out;
     }
     if (forbid_check(m, &pk, err) < 0)
@@ -890,8 +887,9 @@ int lib_pack_upgrade(struct library *lib, const struct bundle_paths *p, const ch
                 goto out;
             }
             if (manifest_skill(m, mb->name) || fs_exists(c.installed)) {
-                as_err_set(err, "the new version adds skill '%s', which already exists in the "
-                                "project — nothing changed",
+                as_err_set(err,
+                           "the new version adds skill '%s', which already exists in the "
+                           "project — nothing changed",
                            mb->name);
                 vec_push(&skills, c);
                 goto out;
@@ -936,8 +934,9 @@ int lib_pack_upgrade(struct library *lib, const struct bundle_paths *p, const ch
             c.ch = file_equals(c.installed, &want) ? CH_SAME : CH_MOD;
         sb_release(&want);
         if (c.ch != CH_SAME && fs_exists(c.installed) && !has_vendor_marker(c.installed)) {
-            as_err_set(err, "instructions/%s.md has no vendor marker (edited by hand?) — "
-                            "nothing changed",
+            as_err_set(err,
+                       "instructions/%s.md has no vendor marker (edited by hand?) — "
+                       "nothing changed",
                        mb->name);
             as_err_hint(err, "move it aside to accept the vendor's version");
             vec_push(&instr, c);
@@ -1158,8 +1157,8 @@ out:
 struct removal {
     const char *table; /* "servers" | "skills" | "instructions" */
     char *name;
-    char *file;        /* absolute, deleted on write; NULL = entry only */
-    char *kept;        /* why a file stays, or NULL */
+    char *file; /* absolute, deleted on write; NULL = entry only */
+    char *kept; /* why a file stays, or NULL */
 };
 typedef VEC(struct removal) removals;
 
@@ -1287,8 +1286,7 @@ int lib_pack_remove(struct library *lib, const struct bundle_paths *p, const cha
     } else {
         as_err_set(err, "nothing named '%s' in %s: no [packs.%s], [servers.%s] or [skills.%s]",
                    name, m->path, name, name, name);
-        as_err_hint(err, "library items are removed with: agentstack lib remove %s --write",
-                    name);
+        as_err_hint(err, "library items are removed with: agentstack lib remove %s --write", name);
         goto out;
     }
     for (size_t i = 0; i < servers.n; i++) {
@@ -1356,8 +1354,7 @@ int lib_pack_remove(struct library *lib, const struct bundle_paths *p, const cha
         fprintf(f, "  - [packs.%s]\n", name);
     }
     if (!o->write) {
-        fprintf(f, "Dry run. Re-run with --write to remove %s '%s'.\n", pack ? "pack" : "it",
-                name);
+        fprintf(f, "Dry run. Re-run with --write to remove %s '%s'.\n", pack ? "pack" : "it", name);
         rc = 0;
         goto out;
     }

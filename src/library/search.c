@@ -82,8 +82,7 @@ static bool ci_contains(const char *hay, const char *needle)
     size_t n = strlen(needle);
     for (const char *p = hay; *p; p++) {
         size_t i = 0;
-        while (i < n && p[i] &&
-               tolower((unsigned char)p[i]) == tolower((unsigned char)needle[i]))
+        while (i < n && p[i] && tolower((unsigned char)p[i]) == tolower((unsigned char)needle[i]))
             i++;
         if (i == n)
             return true;
@@ -152,8 +151,8 @@ static int hit_cmp(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-void lib_search(const struct library *lib, const struct manifest *m, const char *query,
-                bool all, lib_hits *out)
+void lib_search(const struct library *lib, const struct manifest *m, const char *query, bool all,
+                lib_hits *out)
 {
     const char *q = query ? query : "";
     for (size_t si = 0; lib && si < lib->sources.n; si++) {
@@ -172,11 +171,13 @@ void lib_search(const struct library *lib, const struct manifest *m, const char 
                 free(desc);
                 continue;
             }
-            struct lib_hit h = {.badge = badge(it->kind), .name = xstrdup(it->name),
-                                .description = desc, .source = xstrdup(s->name),
+            struct lib_hit h = {.badge = badge(it->kind),
+                                .name = xstrdup(it->name),
+                                .description = desc,
+                                .source = xstrdup(s->name),
                                 .shadowed = shadowed,
-                                .in_manifest = !shadowed &&
-                                               named_by_project(m, it->kind, it->name)};
+                                .in_manifest =
+                                    !shadowed && named_by_project(m, it->kind, it->name)};
             vec_push(out, h);
         }
     }
@@ -192,8 +193,11 @@ void lib_search(const struct library *lib, const struct manifest *m, const char 
         }
         const char *src = tstr(kv->val, "source"), *ver = tstr(kv->val, "version");
         char *s1 = one_line(src ? src : ver ? ver : "project");
-        struct lib_hit h = {.badge = "pack", .name = one_line(kv->key), .description = desc,
-                            .source = s1 ? s1 : xstrdup("project"), .in_manifest = true,
+        struct lib_hit h = {.badge = "pack",
+                            .name = one_line(kv->key),
+                            .description = desc,
+                            .source = s1 ? s1 : xstrdup("project"),
+                            .in_manifest = true,
                             .installed_pack = true};
         if (!h.name)
             h.name = xstrdup("?");

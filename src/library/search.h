@@ -22,7 +22,7 @@
 #include "library/library.h"
 
 struct lib_hit {
-    const char *badge;   /* "skill" | "server" | "pack" | "extension" | "hook" | "instruction" */
+    const char *badge; /* "skill" | "server" | "pack" | "extension" | "hook" | "instruction" */
     char *name;
     char *description;   /* sanitized one line, or NULL */
     char *source;        /* library source name, or a pack's ledger source */
@@ -36,7 +36,7 @@ void lib_hits_free(lib_hits *h);
 
 /* Case-insensitive substring of query in name or description (NULL or ""
  * = everything). m may be NULL (no project). */
-void lib_search(const struct library *lib, const struct manifest *m, const char *query,
-                bool all, lib_hits *out);
+void lib_search(const struct library *lib, const struct manifest *m, const char *query, bool all,
+                lib_hits *out);
 
 #endif

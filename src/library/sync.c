@@ -268,8 +268,9 @@ void lib_secret_report(FILE *f, const char *root, const lib_secret_hits *hits, b
             fprintf(f, "%s: cannot be parsed as a server definition — fix it before syncing\n",
                     h->file);
         else if (h->why == LSEC_KEY_NAME || h->why == LSEC_USERINFO)
-            fprintf(f, "%s: '%s' has a literal value that looks like a secret — use ${REF} "
-                       "instead\n",
+            fprintf(f,
+                    "%s: '%s' has a literal value that looks like a secret — use ${REF} "
+                    "instead\n",
                     h->file, h->key);
         else
             fprintf(f, "%s: '%s' has a value shaped like a secret (%s) — use ${REF} instead\n",
@@ -283,15 +284,16 @@ void lib_secret_report(FILE *f, const char *root, const lib_secret_hits *hits, b
             fprintf(f, "    in %s write  %s = \"Bearer ${%s}\"\n", first->file, first->key,
                     ref.buf);
         else
-            fprintf(f, "    in %s replace the value of '%s' with ${%s}\n", first->file,
-                    first->key, ref.buf);
+            fprintf(f, "    in %s replace the value of '%s' with ${%s}\n", first->file, first->key,
+                    ref.buf);
         fprintf(f, "    then on each machine:  agentstack secret set %s\n", ref.buf);
         sb_release(&ref);
     }
     if (history)
-        fprintf(f, "  the secret is still in those commits: rewrite them (git -C %s rebase -i) "
-                   "and revoke the secret;\n  if it is already revoked: agentstack lib sync "
-                   "--allow-secrets\n",
+        fprintf(f,
+                "  the secret is still in those commits: rewrite them (git -C %s rebase -i) "
+                "and revoke the secret;\n  if it is already revoked: agentstack lib sync "
+                "--allow-secrets\n",
                 root);
     else
         fprintf(f, "  to sync anyway (not recommended): agentstack lib sync --allow-secrets\n");
@@ -427,8 +429,7 @@ static int porcelain(const char *path, strbuf *out, struct as_err *err)
 {
     return gitv(path, out, NULL, err, "status", "--porcelain", "--untracked-files=all", NULL) == 0
                ? 0
-               : (as_err_isset(err) ? -1
-                                    : as_err_set(err, "git status failed in %s", path));
+               : (as_err_isset(err) ? -1 : as_err_set(err, "git status failed in %s", path));
 }
 
 /* Commits everything (add -A) when anything changed. *committed set. */
@@ -504,12 +505,20 @@ static enum pull_class classify(const char *text)
         strstr(text, "Resolve all conflicts") || strstr(text, "Not possible to fast-forward") ||
         strstr(text, "diverging"))
         return PULL_CONFLICT;
-    static const char *const net[] = {
-        "Could not resolve host", "unable to access", "Connection refused",
-        "Authentication failed", "Permission denied", "could not read Username",
-        "does not appear to be a git repository", "Could not read from remote repository",
-        "terminal prompts disabled", "timed out", "not found", "No such file or directory",
-        "unable to connect", "Connection timed out"};
+    static const char *const net[] = {"Could not resolve host",
+                                      "unable to access",
+                                      "Connection refused",
+                                      "Authentication failed",
+                                      "Permission denied",
+                                      "could not read Username",
+                                      "does not appear to be a git repository",
+                                      "Could not read from remote repository",
+                                      "terminal prompts disabled",
+                                      "timed out",
+                                      "not found",
+                                      "No such file or directory",
+                                      "unable to connect",
+                                      "Connection timed out"};
     for (size_t i = 0; i < sizeof net / sizeof *net; i++)
         if (strstr(text, net[i]))
             return PULL_NETWORK;
@@ -535,20 +544,23 @@ static void class_hint(enum pull_class c, const char *path, const char *url, str
 {
     switch (c) {
     case PULL_UNRELATED:
-        as_err_hint(err, "%s holds a different library; point this one elsewhere "
-                         "(agentstack lib sync --remote <url>) or start from it "
-                         "(move %s aside, then agentstack up --library %s --write)",
+        as_err_hint(err,
+                    "%s holds a different library; point this one elsewhere "
+                    "(agentstack lib sync --remote <url>) or start from it "
+                    "(move %s aside, then agentstack up --library %s --write)",
                     url, path, url);
         break;
     case PULL_CONFLICT:
-        as_err_hint(err, "both machines changed the same file; resolve by hand: "
-                         "git -C %s pull --rebase, fix, git rebase --continue, "
-                         "then agentstack lib sync",
+        as_err_hint(err,
+                    "both machines changed the same file; resolve by hand: "
+                    "git -C %s pull --rebase, fix, git rebase --continue, "
+                    "then agentstack lib sync",
                     path);
         break;
     case PULL_NETWORK:
-        as_err_hint(err, "check the URL and your access to it (git -C %s remote -v); "
-                         "re-point it with agentstack lib sync --remote <url>",
+        as_err_hint(err,
+                    "check the URL and your access to it (git -C %s remote -v); "
+                    "re-point it with agentstack lib sync --remote <url>",
                     path);
         break;
     case PULL_OTHER:
@@ -563,8 +575,7 @@ static int branch_of(const char *path, strbuf *out, struct as_err *err)
     sb_rtrim(out);
     if (st != 0 || !out->len) {
         if (!as_err_isset(err))
-            as_err_set(err, "the library checkout at %s is not on a branch (detached HEAD)",
-                       path);
+            as_err_set(err, "the library checkout at %s is not on a branch (detached HEAD)", path);
         as_err_hint(err, "git -C %s switch main", path);
         return -1;
     }
@@ -577,8 +588,8 @@ static int remote_has_branch(const char *path, const char *url, const char *bran
 {
     strbuf out = SB_INIT, e = SB_INIT;
     char *ref = xasprintf("refs/heads/%s", branch);
-    int st = gitv(path, &out, &e, err, "ls-remote", LIB_GIT_UPLOAD_PACK, "--heads", "origin", ref,
-                  NULL);
+    int st =
+        gitv(path, &out, &e, err, "ls-remote", LIB_GIT_UPLOAD_PACK, "--heads", "origin", ref, NULL);
     free(ref);
     int rc;
     if (st == 0) {
@@ -588,8 +599,7 @@ static int remote_has_branch(const char *path, const char *url, const char *bran
             strbuf last = SB_INIT;
             lib_git_last_line(e.buf, &last);
             enum pull_class c = classify(e.buf);
-            as_err_set(err, "library pull failed (%s) from %s: %s", class_name(c), url,
-                       last.buf);
+            as_err_set(err, "library pull failed (%s) from %s: %s", class_name(c), url, last.buf);
             class_hint(c, path, url, err);
             sb_release(&last);
         }
@@ -761,8 +771,9 @@ int lib_pull_ff(const char *path, int *pulled, struct as_err *err)
         goto out;
     if (st.len) {
         as_err_set(err, "the library at %s has local changes — nothing was pulled", path);
-        as_err_hint(err, "send them first with agentstack lib sync, or discard them "
-                         "(git -C %s stash)",
+        as_err_hint(err,
+                    "send them first with agentstack lib sync, or discard them "
+                    "(git -C %s stash)",
                     path);
         goto out;
     }
@@ -770,8 +781,9 @@ int lib_pull_ff(const char *path, int *pulled, struct as_err *err)
         goto out;
     int has = remote_has_branch(path, url, br.buf, err);
     if (has < 0) {
-        as_err_hint(err, "check the URL (git -C %s remote -v) or re-point it: "
-                         "agentstack up --library <url> --write",
+        as_err_hint(err,
+                    "check the URL (git -C %s remote -v) or re-point it: "
+                    "agentstack up --library <url> --write",
                     path);
         goto out;
     }
@@ -789,9 +801,10 @@ int lib_pull_ff(const char *path, int *pulled, struct as_err *err)
             as_err_set(err, "library pull failed from %s: %s", url, last.buf);
             sb_release(&last);
         }
-        as_err_hint(err, "fix 1: check the URL and your access (git -C %s remote -v); "
-                         "fix 2: if both machines changed the library, run agentstack lib sync "
-                         "to merge them",
+        as_err_hint(err,
+                    "fix 1: check the URL and your access (git -C %s remote -v); "
+                    "fix 2: if both machines changed the library, run agentstack lib sync "
+                    "to merge them",
                     path);
         goto out;
     }
@@ -879,10 +892,9 @@ int lib_sync(struct library *lib, const struct lib_sync_opts *o, struct as_err *
             fprintf(o->out, "✓ library '%s' is now a git repository (%s)%s%s\n", s->name, path,
                     o->remote ? " with origin " : "", o->remote ? o->remote : "");
         else
-            fprintf(o->out, "✓ library '%s' is already a git repository (%s)%s%s\n", s->name,
-                    path, o->remote ? "; origin is now " : "", o->remote ? o->remote : "");
-        fprintf(o->out, "next: agentstack lib sync%s\n",
-                o->source ? " --source <name>" : "");
+            fprintf(o->out, "✓ library '%s' is already a git repository (%s)%s%s\n", s->name, path,
+                    o->remote ? "; origin is now " : "", o->remote ? o->remote : "");
+        fprintf(o->out, "next: agentstack lib sync%s\n", o->source ? " --source <name>" : "");
         return 0;
     }
     if (!fs_is_dir(path)) {
@@ -892,8 +904,9 @@ int lib_sync(struct library *lib, const struct lib_sync_opts *o, struct as_err *
         return -1;
     }
     if (!is_repo(path)) {
-        as_err_set(err, "library '%s' (%s) is not a git repository — a plain folder is fine; "
-                        "opt in to syncing",
+        as_err_set(err,
+                   "library '%s' (%s) is not a git repository — a plain folder is fine; "
+                   "opt in to syncing",
                    s->name, path);
         as_err_hint(err, "agentstack lib sync --init [--remote <url>] --source %s", s->name);
         return -1;
@@ -917,8 +930,7 @@ int lib_sync(struct library *lib, const struct lib_sync_opts *o, struct as_err *
     if (g != 0)
         return g;
     bool committed;
-    if (commit_all(path, o->message ? o->message : "agentstack library sync", &committed, err) <
-        0)
+    if (commit_all(path, o->message ? o->message : "agentstack library sync", &committed, err) < 0)
         return -1;
     if (committed)
         fprintf(o->out, "✓ committed the library's changes\n");
@@ -966,8 +978,9 @@ int lib_sync(struct library *lib, const struct lib_sync_opts *o, struct as_err *
     char *upstream = xasprintf("origin/%s", br.buf);
     char *up_rev = rev_parse(path, "@{u}");
     char *or_rev = up_rev ? NULL : rev_parse(path, upstream);
-    range = up_rev ? xstrdup("@{u}..HEAD") : or_rev ? xasprintf("%s..HEAD", upstream)
-                                                    : xstrdup("HEAD");
+    range = up_rev   ? xstrdup("@{u}..HEAD")
+            : or_rev ? xasprintf("%s..HEAD", upstream)
+                     : xstrdup("HEAD");
     free(up_rev);
     free(or_rev);
     free(upstream);
@@ -994,8 +1007,8 @@ int lib_sync(struct library *lib, const struct lib_sync_opts *o, struct as_err *
         goto out;
     }
     sb_reset(&e);
-    int st = gitv(path, NULL, &e, err, "push", "-q", LIB_GIT_RECEIVE_PACK, "-u", "origin", br.buf,
-                  NULL);
+    int st =
+        gitv(path, NULL, &e, err, "push", "-q", LIB_GIT_RECEIVE_PACK, "-u", "origin", br.buf, NULL);
     if (st != 0) {
         if (st > 0) {
             enum pull_class c = classify(e.buf);

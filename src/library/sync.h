@@ -39,7 +39,7 @@
 #include "library/library.h"
 
 struct lib_secret_hit {
-    char *file;   /* source-relative path */
+    char *file; /* source-relative path */
     char *key;
     char *commit; /* 40 hex for history findings, else NULL */
     enum lsec_why why;
@@ -57,7 +57,7 @@ int lib_secret_scan_history(const char *root, const char *range, lib_secret_hits
 void lib_secret_report(FILE *f, const char *root, const lib_secret_hits *hits, bool history);
 
 struct lib_sync_opts {
-    const char *source;  /* NULL = the first source */
+    const char *source; /* NULL = the first source */
     bool init;
     const char *remote;
     bool status;

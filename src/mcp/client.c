@@ -15,8 +15,8 @@
 #define DEFAULT_TIMEOUT_MS 60000
 
 static const char *const status_names[] = {
-    "ok", "rpc-error", "timeout", "transport", "spawn-failed",
-    "http-error", "protocol", "too-large", "cancelled", "closed",
+    "ok",         "rpc-error", "timeout",   "transport", "spawn-failed",
+    "http-error", "protocol",  "too-large", "cancelled", "closed",
 };
 
 const char *mcp_status_name(enum mcp_status s)
@@ -208,8 +208,7 @@ static void req_timer_cb(struct mcp_loop *loop, void *ctx)
 }
 
 /* Takes p off the live list and completes it from the loop with st. */
-static void defer_fail(struct mcp_client *c, struct pending *p, enum mcp_status st,
-                       const char *msg)
+static void defer_fail(struct mcp_client *c, struct pending *p, enum mcp_status st, const char *msg)
 {
     struct pending **link;
     if (find_live(c, p->id, &link) == p)
@@ -271,8 +270,8 @@ static struct pending *new_request(struct mcp_client *c, const char *method, jso
     p->cb = cb;
     p->ctx = ctx;
     p->internal = internal;
-    p->msg = mcp_request_new(json_integer((json_int_t)p->id), method,
-                             params ? params : json_object());
+    p->msg =
+        mcp_request_new(json_integer((json_int_t)p->id), method, params ? params : json_object());
     p->timer = mcp_loop_timer(c->loop, (uint64_t)(timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS),
                               req_timer_cb, p);
     /* Append so queued requests go out in the order they were made. */
@@ -316,8 +315,7 @@ uint64_t mcp_client_call_tool(struct mcp_client *c, const char *name, const json
     return mcp_client_request(c, "tools/call", params, timeout_ms, cb, ctx);
 }
 
-int mcp_client_notify(struct mcp_client *c, const char *method, json_t *params,
-                      struct as_err *err)
+int mcp_client_notify(struct mcp_client *c, const char *method, json_t *params, struct as_err *err)
 {
     if (c->state != MCP_ST_READY) {
         if (params)
@@ -551,7 +549,8 @@ static void discover_reply(void *ctx, const struct mcp_reply *r)
         const char *best = NULL;
         size_t i;
         json_t *v;
-        json_array_foreach(vs, i, v) {
+        json_array_foreach(vs, i, v)
+        {
             const char *s = json_string_value(v);
             if (s && mcp_version_known(s) && mcp_version_is_modern(s) &&
                 (!best || strcmp(s, best) > 0))
@@ -567,8 +566,7 @@ static void discover_reply(void *ctx, const struct mcp_reply *r)
             start_done(c, MCP_OK, "ok");
             return;
         }
-    } else if (r->status != MCP_E_RPC && r->status != MCP_E_HTTP &&
-               r->status != MCP_E_PROTOCOL) {
+    } else if (r->status != MCP_E_RPC && r->status != MCP_E_HTTP && r->status != MCP_E_PROTOCOL) {
         start_done(c, r->status, r->message);
         return;
     }
@@ -709,7 +707,8 @@ static void list_reply(void *ctx, const struct mcp_reply *r)
     json_t *tools = json_object_get(r->result, "tools");
     size_t i;
     json_t *t;
-    json_array_foreach(tools, i, t) {
+    json_array_foreach(tools, i, t)
+    {
         if ((int)json_array_size(op->tools) >= op->max_tools) {
             op->truncated = 1;
             break;

@@ -34,11 +34,11 @@ struct mcp_transport_ops {
 
 struct pending {
     struct mcp_client *c;
-    uint64_t id;          /* wire id and caller's handle */
+    uint64_t id; /* wire id and caller's handle */
     mcp_reply_fn cb;
     void *ctx;
     uint64_t timer;
-    json_t *msg;          /* the request until it is sent */
+    json_t *msg; /* the request until it is sent */
     int sent;
     int internal;         /* handshake traffic: sent while STARTING */
     enum mcp_status fail; /* set when completion is deferred to a 0 ms timer */

@@ -41,8 +41,7 @@ static int rev_has(const char *v, const char *since)
 
 static int block_allowed(const char *type, const char *v)
 {
-    if (strcmp(type, "text") == 0 || strcmp(type, "image") == 0 ||
-        strcmp(type, "resource") == 0)
+    if (strcmp(type, "text") == 0 || strcmp(type, "image") == 0 || strcmp(type, "resource") == 0)
         return 1;
     if (strcmp(type, "audio") == 0)
         return rev_has(v, REV_AUDIO);
@@ -120,7 +119,8 @@ int mcp_result_for_version(json_t *result, const char *version)
         return 0;
     size_t i, n = 0;
     json_t *b;
-    json_array_foreach(content, i, b) {
+    json_array_foreach(content, i, b)
+    {
         const char *type = json_string_value(json_object_get(b, "type"));
         if (type && !block_allowed(type, version))
             n++;
@@ -129,7 +129,8 @@ int mcp_result_for_version(json_t *result, const char *version)
         return 0;
     /* A new array: the old one may be shared with the upstream's reply. */
     json_t *out = json_array();
-    json_array_foreach(content, i, b) {
+    json_array_foreach(content, i, b)
+    {
         const char *type = json_string_value(json_object_get(b, "type"));
         if (type && !block_allowed(type, version))
             json_array_append_new(out, placeholder(b, type, version));

@@ -308,7 +308,8 @@ static void body_to_frames(struct xfer *x)
     if (json_is_array(v)) {
         size_t i;
         json_t *m;
-        json_array_foreach(v, i, m) {
+        json_array_foreach(v, i, m)
+        {
             strbuf sb = SB_INIT;
             mcp_dump(m, &sb);
             strvec_push(&x->frames, sb.buf);
@@ -368,8 +369,7 @@ static void finish_xfer(struct http_tr *tr, struct xfer *x, CURLcode rc)
         enum mcp_status st;
         if (x->too_large) {
             st = MCP_E_TOO_LARGE;
-            snprintf(msg, sizeof msg, "the answer exceeds the %zu-byte frame limit",
-                     c->max_frame);
+            snprintf(msg, sizeof msg, "the answer exceeds the %zu-byte frame limit", c->max_frame);
         } else if (rc == CURLE_OPERATION_TIMEDOUT) {
             st = MCP_E_TIMEOUT;
             snprintf(msg, sizeof msg, "HTTP request timed out");
@@ -394,8 +394,9 @@ static void finish_xfer(struct http_tr *tr, struct xfer *x, CURLcode rc)
          * had its answer; the others in flight on the old session fail now. */
         free(c->session_id);
         c->session_id = NULL;
-        mcp__transport_failed(c, MCP_E_HTTP, lost ? "the server no longer knows the session"
-                                                  : "the connection to the server was lost");
+        mcp__transport_failed(c, MCP_E_HTTP,
+                              lost ? "the server no longer knows the session"
+                                   : "the connection to the server was lost");
     }
 }
 

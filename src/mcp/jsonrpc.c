@@ -4,8 +4,8 @@
 #include "base/xalloc.h"
 #include "mcp/mcp.h"
 
-const char *const mcp_versions[] = {"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26",
-                                    "2024-11-05", NULL};
+const char *const mcp_versions[] = {"2026-07-28", "2025-11-25", "2025-06-18",
+                                    "2025-03-26", "2024-11-05", NULL};
 
 int mcp_version_known(const char *v)
 {
@@ -135,8 +135,7 @@ enum mcp_parse_status mcp_parse(const char *data, size_t len, struct mcp_msg *m,
     if (classify(root, m) != MCP_PARSED) {
         if (reply) {
             json_t *id = json_is_object(root) ? json_object_get(root, "id") : NULL;
-            *reply = error_reply(valid_id(id) ? id : NULL, MCP_INVALID_REQUEST,
-                                 "Invalid request");
+            *reply = error_reply(valid_id(id) ? id : NULL, MCP_INVALID_REQUEST, "Invalid request");
         }
         json_decref(root);
         memset(m, 0, sizeof *m);

@@ -109,8 +109,8 @@ static void make_parent(const char *path)
 
 static int open_log(const char *path, int excl)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC |
-                            (excl ? O_TRUNC : 0), 0600);
+    int fd = open(
+        path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC | (excl ? O_TRUNC : 0), 0600);
     if (fd >= 0)
         fchmod(fd, 0600); /* re-tightened on every open */
     return fd;

@@ -79,8 +79,7 @@ bool onb_is_bridge(const char *name, const char *command, const strvec *args)
         return false;
     const char *stem = strrchr(command, '/');
     stem = stem ? stem + 1 : command;
-    return strcmp(stem, "agentstack") == 0 && args && args->n > 0 &&
-           strcmp(args->v[0], "mcp") == 0;
+    return strcmp(stem, "agentstack") == 0 && args && args->n > 0 && strcmp(args->v[0], "mcp") == 0;
 }
 
 static bool strvec_eq(const strvec *a, const strvec *b)
@@ -286,7 +285,7 @@ static void note(struct onb_import *out, const char *name, const char *where, co
 static bool is_field(const struct adp_desc *d, const char *k)
 {
     const struct adp_mcp *m = &d->mcp;
-    const char *f[] = {m->f_url, m->f_headers, m->f_command, m->f_args,
+    const char *f[] = {m->f_url, m->f_headers, m->f_command,    m->f_args,
                        m->f_cwd, m->f_env,     m->transport_key};
     for (size_t i = 0; i < sizeof f / sizeof *f; i++)
         if (f[i] && strcmp(f[i], k) == 0)
@@ -443,9 +442,8 @@ static void read_json_entry(const struct adp_desc *d, const char *name, const js
     json_t *v;
     json_object_foreach((json_t *)e, k, v)
     {
-        if (is_field(d, k) || strcmp(k, hk) == 0 || strcmp(k, ek) == 0 ||
-            strcmp(k, cmd_key) == 0 || (!m->command_array && strcmp(k, args_key) == 0) ||
-            (url_key && strcmp(k, url_key) == 0))
+        if (is_field(d, k) || strcmp(k, hk) == 0 || strcmp(k, ek) == 0 || strcmp(k, cmd_key) == 0 ||
+            (!m->command_array && strcmp(k, args_key) == 0) || (url_key && strcmp(k, url_key) == 0))
             continue;
         toml_value *t = toml_from_json(v, 0);
         if (t)
@@ -505,8 +503,8 @@ static void read_toml_entry(const struct adp_desc *d, const char *name, const to
     for (size_t i = 0; i < toml_len(e); i++) {
         const toml_kv *kv = toml_entry(e, i);
         const char *k = kv->key;
-        if (strcmp(k, uk) == 0 || strcmp(k, ck) == 0 || strcmp(k, ak) == 0 ||
-            strcmp(k, hk) == 0 || strcmp(k, ek) == 0 || strcmp(k, wk) == 0 ||
+        if (strcmp(k, uk) == 0 || strcmp(k, ck) == 0 || strcmp(k, ak) == 0 || strcmp(k, hk) == 0 ||
+            strcmp(k, ek) == 0 || strcmp(k, wk) == 0 ||
             (m->transport_key && strcmp(k, m->transport_key) == 0))
             continue;
         extra_set(&s, d->id, k, toml_clone(kv->val));
@@ -541,8 +539,7 @@ int onb_read_servers(const struct adp_desc *d, enum adp_format fmt, const char *
     if (sec && json_is_object(sec)) {
         const char *k;
         json_t *v;
-        json_object_foreach(sec, k, v)
-        read_json_entry(d, k, v, where, itm, out);
+        json_object_foreach(sec, k, v) read_json_entry(d, k, v, where, itm, out);
     } else if (sec) {
         strvec_pushf(&out->problems, "%s: \"%s\" is not an object — its servers were not read",
                      where, d->mcp.location);
@@ -567,21 +564,21 @@ bool onb_bridge_registered(const struct adp_desc *d)
         const toml_value *sec = root ? toml_get(root, d->mcp.location) : NULL;
         for (size_t i = 0; sec && sec->type == TOML_TABLE && i < toml_len(sec); i++) {
             const toml_kv *kv = toml_entry(sec, i);
-            const toml_value *c = toml_get(kv->val, d->mcp.f_command ? d->mcp.f_command
-                                                                      : "command");
+            const toml_value *c =
+                toml_get(kv->val, d->mcp.f_command ? d->mcp.f_command : "command");
             const toml_value *a = toml_get(kv->val, d->mcp.f_args ? d->mcp.f_args : "args");
             strvec args = STRVEC_INIT;
             if (a && a->type == TOML_ARRAY && toml_len(a) && toml_at(a, 0)->type == TOML_STRING)
                 strvec_push(&args, toml_at(a, 0)->u.str.s);
-            found |= onb_is_bridge(kv->key, c && c->type == TOML_STRING ? c->u.str.s : NULL,
-                                   &args);
+            found |= onb_is_bridge(kv->key, c && c->type == TOML_STRING ? c->u.str.s : NULL, &args);
             strvec_clear(&args);
         }
         toml_free(root);
     } else {
         json_t *sec = NULL;
         if (adp_json_read(path.buf, text.buf, text.len, d->config_format == ADP_FMT_JSONC,
-                          d->mcp.location, &sec, &err) == 0 && json_is_object(sec)) {
+                          d->mcp.location, &sec, &err) == 0 &&
+            json_is_object(sec)) {
             const char *k;
             json_t *v;
             json_object_foreach(sec, k, v)

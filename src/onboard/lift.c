@@ -95,9 +95,8 @@ static bool header_key_secretish(const char *k)
     for (size_t i = 0; i < n; i++)
         low[i] = (char)tolower((unsigned char)k[i]);
     low[n] = '\0';
-    return strcmp(low, "authorization") == 0 || strstr(low, "api-key") ||
-           strstr(low, "api_key") || strstr(low, "apikey") || strstr(low, "token") ||
-           strstr(low, "secret");
+    return strcmp(low, "authorization") == 0 || strstr(low, "api-key") || strstr(low, "api_key") ||
+           strstr(low, "apikey") || strstr(low, "token") || strstr(low, "secret");
 }
 
 static bool env_key_secretish(const char *k)
@@ -151,8 +150,7 @@ static void lift_env(struct lifter *L, struct onb_server *s)
         const char *k = s->env_keys.v[i];
         if (has_ref(v))
             continue;
-        bool by_key = env_key_secretish(k) && strlen(v) >= 6 && v[0] != '/' &&
-                      !strstr(v, "://");
+        bool by_key = env_key_secretish(k) && strlen(v) >= 6 && v[0] != '/' && !strstr(v, "://");
         bool by_shape = lsec_value_shape(v) != LSEC_NONE;
         if (!by_key && !by_shape)
             continue;
@@ -267,8 +265,7 @@ static void lift_url(struct lifter *L, struct onb_server *s, const char *server_
             if (eq) {
                 char *k = xstrndup(p, (size_t)(eq - p));
                 char *v = xstrndup(eq + 1, n - (size_t)(eq + 1 - p));
-                if ((lsec_key_secretish(k) && strlen(v) >= 6) ||
-                    lsec_value_shape(v) != LSEC_NONE) {
+                if ((lsec_key_secretish(k) && strlen(v) >= 6) || lsec_value_shape(v) != LSEC_NONE) {
                     char *where = xasprintf("%s url ?%s", s->name, k);
                     ref_name(k, NULL, &base);
                     const char *name = lift(L, base.buf, v, where);

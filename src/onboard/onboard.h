@@ -46,11 +46,11 @@
 /* ---- presence-only secret locator ----------------------------------------- */
 
 struct onb_locator {
-    bool kc_ok;            /* keychain reachable and listed */
-    char kc_why[512];      /* why not (when kc_ok is false and it was asked for) */
+    bool kc_ok;       /* keychain reachable and listed */
+    char kc_why[512]; /* why not (when kc_ok is false and it was asked for) */
     strvec kc_names, file_names, dotenv_names;
-    char *file_store;      /* $AGENTSTACK_HOME/secrets.env */
-    char *dotenv;          /* project .env or NULL */
+    char *file_store; /* $AGENTSTACK_HOME/secrets.env */
+    char *dotenv;     /* project .env or NULL */
 };
 /* with_keychain false: the keychain is not asked at all. */
 void onb_locator_init(struct onb_locator *l, const char *project_dotenv, bool with_keychain);
@@ -68,27 +68,27 @@ struct onb_server {
     strvec args;
     strvec hdr_keys, hdr_vals; /* parallel, file order */
     strvec env_keys, env_vals;
-    toml_value *extra;         /* table adapter-id → table, or NULL */
-    strvec origins;            /* "Claude Code (~/.claude.json)" */
-    strvec origin_ids;         /* adapter ids, parallel to origins */
+    toml_value *extra; /* table adapter-id → table, or NULL */
+    strvec origins;    /* "Claude Code (~/.claude.json)" */
+    strvec origin_ids; /* adapter ids, parallel to origins */
 };
 
 struct onb_skill {
     char *name;
-    char *src;                 /* the directory to copy (symlinks resolved) */
+    char *src; /* the directory to copy (symlinks resolved) */
     char digest[65];
     strvec origins;
-    bool in_library;           /* the library already holds these bytes */
+    bool in_library; /* the library already holds these bytes */
 };
 
 struct onb_import {
-    strvec detected_ids;       /* registry order */
-    strvec detected_names;     /* display names, parallel */
+    strvec detected_ids;   /* registry order */
+    strvec detected_names; /* display names, parallel */
     VEC(struct onb_server) servers;
     VEC(struct onb_skill) skills;
-    strvec notes;              /* skips: "skipping 'x' in <where> — <why>" */
-    strvec conflicts;          /* "'x' in <where> differs from <first> — kept <first>'s" */
-    strvec problems;           /* configs that could not be read */
+    strvec notes;     /* skips: "skipping 'x' in <where> — <why>" */
+    strvec conflicts; /* "'x' in <where> differs from <first> — kept <first>'s" */
+    strvec problems;  /* configs that could not be read */
 };
 
 struct onb_import_opts {
@@ -128,10 +128,10 @@ void onb_display_path(const char *path, strbuf *out);
 /* ---- lifting -------------------------------------------------------------- */
 
 struct onb_lift {
-    char *name;                /* the ${REF} name */
-    char *value;               /* the secret (wiped on free) */
-    strvec where;              /* "github headers.Authorization" */
-    bool reused;               /* a store already holds this exact value */
+    char *name;   /* the ${REF} name */
+    char *value;  /* the secret (wiped on free) */
+    strvec where; /* "github headers.Authorization" */
+    bool reused;  /* a store already holds this exact value */
 };
 typedef VEC(struct onb_lift) onb_lifts;
 
@@ -160,7 +160,7 @@ enum onb_dest { ONB_DEST_KEYCHAIN, ONB_DEST_ENV, ONB_DEST_FILE, ONB_DEST_SKIP };
 const char *onb_dest_name(enum onb_dest d); /* keychain | env | file | skip */
 
 struct onb_stored {
-    strvec kc_created;         /* keychain names written by this run (rolled back) */
+    strvec kc_created; /* keychain names written by this run (rolled back) */
 };
 /* Stores every non-reused lift in dest (dotenv: <manifest dir>/.env). */
 int onb_store_lifts(const onb_lifts *l, enum onb_dest dest, const char *dotenv,

@@ -34,8 +34,7 @@ int onb_store_lifts(const onb_lifts *l, enum onb_dest dest, const char *dotenv,
 {
     strbuf store = SB_INIT, home = SB_INIT;
     int rc = 0;
-    if (dest == ONB_DEST_FILE &&
-        (sec_file_store_path(&store, err) < 0 || home_dir(&home, err) < 0))
+    if (dest == ONB_DEST_FILE && (sec_file_store_path(&store, err) < 0 || home_dir(&home, err) < 0))
         rc = -1;
     for (size_t i = 0; rc == 0 && i < l->n; i++) {
         const struct onb_lift *x = &l->v[i];

@@ -178,7 +178,6 @@ int pol_layer_is_empty(const struct pol_layer *l)
 
 /* ---- from TOML ---------------------------------------------------------- */
 
-
 static const char *closest(const char *word, const char *const *cands)
 {
     return suggest_closest(word, cands, SUGGEST_NULL_TERMINATED);

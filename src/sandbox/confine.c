@@ -179,29 +179,59 @@ int sbx_drop_privileges(char *why, size_t whysz)
 #define SBX_AUDIT_ARCH 0
 #endif
 
-#define RET_ERRNO(e) (SECCOMP_RET_ERRNO | ((e) & SECCOMP_RET_DATA))
-#define NS_CLONE_FLAGS                                                                     \
-    (CLONE_NEWNS | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |            \
-     CLONE_NEWUTS | CLONE_NEWCGROUP)
+#define RET_ERRNO(e) (SECCOMP_RET_ERRNO | ((e)&SECCOMP_RET_DATA))
+#define NS_CLONE_FLAGS                                                                             \
+    (CLONE_NEWNS | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |     \
+     CLONE_NEWCGROUP)
 
 /* Syscalls refused outright with EPERM. Numbers from 424 up are the same on
  * every architecture, so the newer mount and io_uring calls are listed by
  * number: the build host's headers may not name them. */
 static const int denied[] = {
-    SYS_mount, SYS_umount2, SYS_pivot_root, SYS_chroot, SYS_unshare, SYS_setns,
-    SYS_keyctl, SYS_add_key, SYS_request_key, SYS_bpf, SYS_perf_event_open, SYS_ptrace,
-    SYS_process_vm_readv, SYS_process_vm_writev, SYS_init_module, SYS_finit_module,
-    SYS_delete_module, SYS_kexec_load, SYS_userfaultfd, SYS_acct, SYS_swapon, SYS_swapoff,
-    SYS_reboot, SYS_syslog, SYS_quotactl, SYS_open_by_handle_at, SYS_name_to_handle_at,
+    SYS_mount,
+    SYS_umount2,
+    SYS_pivot_root,
+    SYS_chroot,
+    SYS_unshare,
+    SYS_setns,
+    SYS_keyctl,
+    SYS_add_key,
+    SYS_request_key,
+    SYS_bpf,
+    SYS_perf_event_open,
+    SYS_ptrace,
+    SYS_process_vm_readv,
+    SYS_process_vm_writev,
+    SYS_init_module,
+    SYS_finit_module,
+    SYS_delete_module,
+    SYS_kexec_load,
+    SYS_userfaultfd,
+    SYS_acct,
+    SYS_swapon,
+    SYS_swapoff,
+    SYS_reboot,
+    SYS_syslog,
+    SYS_quotactl,
+    SYS_open_by_handle_at,
+    SYS_name_to_handle_at,
 #ifdef SYS_kexec_file_load
     SYS_kexec_file_load,
 #endif
 #ifdef SYS_iopl
-    SYS_iopl, SYS_ioperm,
+    SYS_iopl,
+    SYS_ioperm,
 #endif
-    425, 426, 427,                /* io_uring_setup, _enter, _register */
-    428, 429, 430, 431, 432, 433, /* open_tree, move_mount, fsopen, fsconfig, fsmount, fspick */
-    442,                          /* mount_setattr */
+    425,
+    426,
+    427, /* io_uring_setup, _enter, _register */
+    428,
+    429,
+    430,
+    431,
+    432,
+    433, /* open_tree, move_mount, fsopen, fsconfig, fsmount, fspick */
+    442, /* mount_setattr */
 };
 
 int sbx_seccomp_install(char *why, size_t whysz)
@@ -213,7 +243,7 @@ int sbx_seccomp_install(char *why, size_t whysz)
     struct sock_filter f[160];
     size_t n = 0;
 #define ST(code, k) (f[n++] = (struct sock_filter)BPF_STMT((code), (k)))
-#define JEQ(k, t, fl) \
+#define JEQ(k, t, fl)                                                                              \
     (f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (k), (t), (fl)))
     /* Architecture first: a syscall number means nothing under another ABI. */
     ST(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));

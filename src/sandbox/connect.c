@@ -11,7 +11,10 @@
 #include "base/sha256.h"
 #include "base/xalloc.h"
 
-static int lower(int c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
+static int lower(int c)
+{
+    return (c >= 'A' && c <= 'Z') ? c + 32 : c;
+}
 
 static int ieq(const char *a, size_t alen, const char *b)
 {
@@ -395,7 +398,7 @@ int sbx_addr_forbidden(const struct sockaddr *sa)
             return v4_forbidden(v4); /* ::ffff:a.b.c.d */
         if (b[10] == 0 && b[11] == 0) {
             if (v4 <= 1)
-                return 1; /* :: and ::1 */
+                return 1;            /* :: and ::1 */
             return v4_forbidden(v4); /* ::a.b.c.d */
         }
     }
@@ -510,7 +513,7 @@ enum sbx_tls sbx_tls_client_hello(const uint8_t *buf, size_t len, struct sbx_hel
     if (hlen + 4 != rlen)
         return SBX_TLS_UNVERIFIABLE; /* spills into another record, or trailing bytes */
     struct rd r = {h + 4, hlen, 0, 0};
-    rd_skip(&r, 2 + 32);            /* legacy_version, random */
+    rd_skip(&r, 2 + 32); /* legacy_version, random */
     size_t sid = rd_u8(&r);
     if (sid > 32)
         return SBX_TLS_UNVERIFIABLE;

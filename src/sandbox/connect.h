@@ -48,7 +48,7 @@ struct sbx_request {
     size_t head_len;             /* bytes of the head including the final CRLFCRLF */
     /* HTTP only: the origin-form target ("/path?q"), offsets into the head. */
     size_t path_off, path_len;
-    int http_minor;              /* HTTP/1.<minor> */
+    int http_minor; /* HTTP/1.<minor> */
 };
 
 /* Finds the end of a request head: returns the length including "\r\n\r\n",

@@ -80,8 +80,7 @@ int sbx_gw_prepare(const struct sbx_plan *p, struct sbx_rec *rec, struct sbx_gw 
     /* The harness's config, rendered with the final URL. */
     strbuf url = SB_INIT, rel = SB_INIT, text = SB_INIT;
     sbx_plan_face_url(p, g->port, &url);
-    int rc = p->gateway_config_fn(p->gateway_config_ctx, url.buf, p->face_token, &rel, &text,
-                                  err);
+    int rc = p->gateway_config_fn(p->gateway_config_ctx, url.buf, p->face_token, &rel, &text, err);
     if (rc == 0 && strcmp(rel.buf, p->gateway_config_rel) != 0)
         rc = as_err_set(err, "the adapter's MCP config path changed while starting the run");
     if (rc == 0) {
@@ -128,14 +127,13 @@ int sbx_gw_prepare(const struct sbx_plan *p, struct sbx_rec *rec, struct sbx_gw 
 
 struct sbx_mount sbx_gw_mount(const struct sbx_plan *p, const struct sbx_gw *g)
 {
-    struct sbx_mount m = {.kind = SBX_MNT_RO_BIND,
-                          .src = g->config_host,
-                          .dst = p->gateway_config_inside};
+    struct sbx_mount m = {
+        .kind = SBX_MNT_RO_BIND, .src = g->config_host, .dst = p->gateway_config_inside};
     return m;
 }
 
-static void __attribute__((noreturn)) child(const struct sbx_plan *p, struct sbx_gw *g,
-                                            int in_fd, int face_fd, const sigset_t *mask)
+static void __attribute__((noreturn))
+child(const struct sbx_plan *p, struct sbx_gw *g, int in_fd, int face_fd, const sigset_t *mask)
 {
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     /* Its own process group: a Ctrl-C at the terminal is the harness's to

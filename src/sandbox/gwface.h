@@ -35,13 +35,13 @@
 #include "sandbox/record.h"
 
 struct sbx_gw {
-    int face_fd;          /* --sandbox: the host listener (lockdown: from ns.h), or -1 */
-    int port;             /* --sandbox: the kernel's port */
-    char *config_host;    /* the staged config file */
-    char *mountpoint;     /* <sandbox home>/<rel>, if it did not exist before the run */
-    pid_t pid;            /* the gateway, or -1 */
-    int stdin_fd;         /* its stdin (closing it stops it), or -1 */
-    char digest[80];      /* "sha256:…" of the frozen grant */
+    int face_fd;       /* --sandbox: the host listener (lockdown: from ns.h), or -1 */
+    int port;          /* --sandbox: the kernel's port */
+    char *config_host; /* the staged config file */
+    char *mountpoint;  /* <sandbox home>/<rel>, if it did not exist before the run */
+    pid_t pid;         /* the gateway, or -1 */
+    int stdin_fd;      /* its stdin (closing it stops it), or -1 */
+    char digest[80];   /* "sha256:…" of the frozen grant */
 };
 
 void sbx_gw_init(struct sbx_gw *g);

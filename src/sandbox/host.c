@@ -36,10 +36,10 @@ enum tty_mode { TTY_NONE, TTY_FOREGROUND, TTY_PTY };
 
 struct child {
     pid_t pid;
-    int mfd;                /* pty master (TTY_PTY) */
+    int mfd; /* pty master (TTY_PTY) */
     enum tty_mode tty;
-    struct termios saved;   /* the caller's terminal, restored at the end */
-    int raw;                /* fd 0 was put in raw mode */
+    struct termios saved; /* the caller's terminal, restored at the end */
+    int raw;              /* fd 0 was put in raw mode */
 };
 
 static const int relayed[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
@@ -227,7 +227,8 @@ static int spawn_wait(const struct sbx_plan *p, struct sbx_host_result *res, str
     if (c.mfd >= 0)
         fcntl(c.mfd, F_SETFL, O_NONBLOCK);
     while (!exited || m_open) {
-        struct pollfd pf[4] = {{sfd, POLLIN, 0}, {tfd, POLLIN, 0},
+        struct pollfd pf[4] = {{sfd, POLLIN, 0},
+                               {tfd, POLLIN, 0},
                                {in_open && !plen ? STDIN_FILENO : -1, POLLIN, 0},
                                {m_open ? c.mfd : -1, (short)(POLLIN | (plen ? POLLOUT : 0)), 0}};
         if (exited) {
@@ -463,8 +464,8 @@ int sbx_host_execute(const struct sbx_plan *p, const struct sbx_host_hooks *h, F
             }
             if (append(&rec, "gate_decision", gate_event(g, failed), err) < 0 ||
                 (is_freeze && !failed && g->passed &&
-                 append(&rec, "grant_frozen",
-                        json_pack("{s:s}", "grant_digest", res->grant_digest), err) < 0)) {
+                 append(&rec, "grant_frozen", json_pack("{s:s}", "grant_digest", res->grant_digest),
+                        err) < 0)) {
                 record_refused(&rec);
                 goto refused;
             }
@@ -502,8 +503,10 @@ int sbx_host_execute(const struct sbx_plan *p, const struct sbx_host_hooks *h, F
     if (protected_run)
         json_object_set_new(f, "outcome", json_string(launched ? "completed" : "launch-failed"));
     else
-        json_object_set_new(f, "outcome", json_string(!launched ? "launch-failed"
-                                                      : res->sig > 0 ? "signaled" : "exited"));
+        json_object_set_new(f, "outcome",
+                            json_string(!launched      ? "launch-failed"
+                                        : res->sig > 0 ? "signaled"
+                                                       : "exited"));
     if (res->code >= 0)
         json_object_set_new(f, protected_run ? "exit_code" : "code", json_integer(res->code));
     if (res->sig > 0)

@@ -50,9 +50,9 @@ struct sbx_host_hooks {
 };
 
 struct sbx_host_result {
-    int launched;          /* the harness was exec'd */
-    int code;              /* its exit status, or -1 */
-    int sig;               /* the signal that ended it, or -1 */
+    int launched; /* the harness was exec'd */
+    int code;     /* its exit status, or -1 */
+    int sig;      /* the signal that ended it, or -1 */
     long long duration_ms;
     int revert_failed;     /* the injection could not be reverted (err says why) */
     char grant_digest[80]; /* "sha256:…" once frozen */

@@ -84,8 +84,8 @@ static ssize_t recv_msg(int fd, char *buf, size_t size, int *got_fd)
 {
     struct iovec iov = {.iov_base = buf, .iov_len = size - 1};
     char cbuf[CMSG_SPACE(sizeof(int))];
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-                        .msg_controllen = sizeof cbuf};
+    struct msghdr mh = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
     ssize_t r;
     do
         r = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
@@ -217,8 +217,8 @@ static int g_walk_submounts;
  * brought along. Falls back to a remount plus the walk on older kernels. */
 static int ro_tree(const char *path)
 {
-    struct sbx_mount_attr a = {
-        .attr_set = SBX_MOUNT_ATTR_RDONLY | SBX_MOUNT_ATTR_NOSUID | SBX_MOUNT_ATTR_NODEV};
+    struct sbx_mount_attr a = {.attr_set = SBX_MOUNT_ATTR_RDONLY | SBX_MOUNT_ATTR_NOSUID |
+                                           SBX_MOUNT_ATTR_NODEV};
     if (syscall(SYS_mount_setattr, AT_FDCWD, path, AT_RECURSIVE, &a, sizeof a) == 0)
         return 0;
     g_walk_submounts = 1;
@@ -330,15 +330,15 @@ static void apply_mount(const struct sbx_mount *m)
             child_fail("binding %s at %s: %s", m->src, what, strerror(errno));
         if (m->kind == SBX_MNT_DEV)
             return;
-        if ((m->kind == SBX_MNT_RO_BIND ? ro_tree(target) : remount(target, MS_NOSUID | MS_NODEV))
-            < 0)
+        if ((m->kind == SBX_MNT_RO_BIND ? ro_tree(target) : remount(target, MS_NOSUID | MS_NODEV)) <
+            0)
             child_fail("remounting %s: %s", what, strerror(errno));
         return;
     case SBX_MNT_TMPFS:
         if (mkdir_p(target, 0755) < 0)
             child_fail("creating %s: %s", what, strerror(errno));
-        if (mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV,
-                  m->data ? m->data : "mode=0755") < 0)
+        if (mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, m->data ? m->data : "mode=0755") <
+            0)
             child_fail("mounting a tmpfs at %s: %s", what, strerror(errno));
         return;
     case SBX_MNT_PROC:
@@ -353,7 +353,8 @@ static void apply_mount(const struct sbx_mount *m)
         if (mkdir_p(target, 0755) < 0)
             child_fail("creating %s: %s", what, strerror(errno));
         if (mount("devpts", target, "devpts", MS_NOSUID | MS_NOEXEC,
-                  "newinstance,ptmxmode=0666,mode=620") < 0 && !m->optional)
+                  "newinstance,ptmxmode=0666,mode=620") < 0 &&
+            !m->optional)
             child_fail("mounting devpts at %s: %s", what, strerror(errno));
         return;
     case SBX_MNT_EMPTY_FILE: {
@@ -467,8 +468,8 @@ static void lo_up_and_listen(const struct sbx_ns_spec *s)
         int one = 1;
         setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
         if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(l, 1024) < 0)
-            child_fail("binding the %s listener in the sandbox: %s",
-                       i ? "gateway" : "proxy", strerror(errno));
+            child_fail("binding the %s listener in the sandbox: %s", i ? "gateway" : "proxy",
+                       strerror(errno));
         if (send_msg(g_ctl, msgs[i], l) < 0)
             child_fail("handing the listener to the host: %s", strerror(errno));
         close(l); /* the socket stays in this namespace; only the host serves it */
@@ -492,7 +493,10 @@ static void nested_userns(const struct sbx_ns_spec *s)
         child_fail("nested gid_map: %s", strerror(errno));
 }
 
-static void noop_handler(int sig) { (void)sig; }
+static void noop_handler(int sig)
+{
+    (void)sig;
+}
 
 static const int fwd_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGUSR1, SIGUSR2};
 
@@ -606,8 +610,8 @@ static void __attribute__((noreturn)) child_run_init(const struct sbx_ns_spec *s
     _exit(code >= 0 ? code : 128 + sig);
 }
 
-static void __attribute__((noreturn)) child_main(const struct sbx_ns_spec *s, int ctl,
-                                                 int parent_root)
+static void __attribute__((noreturn))
+child_main(const struct sbx_ns_spec *s, int ctl, int parent_root)
 {
     g_ctl = ctl;
     /* Out of the terminal's foreground group: a Ctrl-C reaches agentstack,
@@ -701,8 +705,10 @@ int sbx_ns_start(const struct sbx_ns_spec *s, struct sbx_ns_child *c, struct as_
         int e = errno;
         close(sv[0]);
         close(sv[1]);
-        as_err_set(err, "cannot create the sandbox's namespaces: %s (user namespaces "
-                        "unavailable?)", strerror(e));
+        as_err_set(err,
+                   "cannot create the sandbox's namespaces: %s (user namespaces "
+                   "unavailable?)",
+                   strerror(e));
         unavailable_hint(err);
         return -1;
     }

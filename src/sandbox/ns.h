@@ -51,35 +51,35 @@ enum sbx_mount_kind {
 
 struct sbx_mount {
     enum sbx_mount_kind kind;
-    const char *src;     /* host path (binds, devices) or link target */
-    const char *dst;     /* absolute path inside the sandbox */
-    const char *data;    /* file content, or tmpfs options */
-    int optional;        /* a missing source is skipped, not an error */
+    const char *src;  /* host path (binds, devices) or link target */
+    const char *dst;  /* absolute path inside the sandbox */
+    const char *data; /* file content, or tmpfs options */
+    int optional;     /* a missing source is skipped, not an error */
 };
 
 struct sbx_ns_spec {
-    const char *const *argv;   /* argv[0]: absolute path inside the sandbox */
+    const char *const *argv; /* argv[0]: absolute path inside the sandbox */
     const char *const *envp;
-    const char *cwd;           /* inside the sandbox */
+    const char *cwd; /* inside the sandbox */
     const struct sbx_mount *mounts;
     size_t nmounts;
     const char *const *writable; /* Landlock write roots inside (NULL-terminated) */
     const char *hostname;
-    int new_net;               /* --lockdown: a network namespace with only lo */
-    int listen_port;           /* with new_net: bind 127.0.0.1:<port> inside, hand back */
-    int face_port;             /* with new_net: the gateway face's port, likewise (0: none) */
+    int new_net;     /* --lockdown: a network namespace with only lo */
+    int listen_port; /* with new_net: bind 127.0.0.1:<port> inside, hand back */
+    int face_port;   /* with new_net: the gateway face's port, likewise (0: none) */
     uid_t inner_uid, outer_uid;
     gid_t inner_gid, outer_gid;
 };
 
 struct sbx_ns_child {
-    pid_t pid;          /* sandbox-init, in the caller's PID namespace */
-    int pidfd;          /* readable when init exits */
-    int ctl;            /* control socket to init */
-    int listen_fd;      /* the in-namespace listener (new_net), or -1 */
-    int face_fd;        /* the in-namespace gateway face listener, or -1 */
-    pid_t harness;      /* harness pid inside, once started */
-    char layers[256];   /* "seccomp, landlock abi 7" etc., for the record */
+    pid_t pid;        /* sandbox-init, in the caller's PID namespace */
+    int pidfd;        /* readable when init exits */
+    int ctl;          /* control socket to init */
+    int listen_fd;    /* the in-namespace listener (new_net), or -1 */
+    int face_fd;      /* the in-namespace gateway face listener, or -1 */
+    pid_t harness;    /* harness pid inside, once started */
+    char layers[256]; /* "seccomp, landlock abi 7" etc., for the record */
 };
 
 /* Starts sandbox-init and waits until it has built the sandbox and applied

@@ -20,12 +20,12 @@
 #include "sandbox/record.h"
 #include "trust/trust.h"
 
-#define WS_DENY_BY_DEFAULT                                                              \
-    "no [policy.filesystem] write scope covers the workspace (sandbox workspace writes " \
+#define WS_DENY_BY_DEFAULT                                                                         \
+    "no [policy.filesystem] write scope covers the workspace (sandbox workspace writes "           \
     "are deny-by-default)"
 
-static void add_mount(struct sbx_plan *p, enum sbx_mount_kind k, const char *src,
-                      const char *dst, const char *data, int optional)
+static void add_mount(struct sbx_plan *p, enum sbx_mount_kind k, const char *src, const char *dst,
+                      const char *data, int optional)
 {
     struct sbx_mount m = {k, src ? xstrdup(src) : NULL, xstrdup(dst), data ? xstrdup(data) : NULL,
                           optional};
@@ -90,14 +90,18 @@ static int check_workspace(const char *ws, const char *home_canon, const char *a
     if (strcmp(ws, "/") == 0)
         return as_err_set(err, "refusing to mount / as the sandbox workspace");
     if (home_canon && path_within(ws, home_canon)) {
-        as_err_set(err, "refusing to mount %s as the sandbox workspace: it holds your home "
-                        "directory", ws);
+        as_err_set(err,
+                   "refusing to mount %s as the sandbox workspace: it holds your home "
+                   "directory",
+                   ws);
         as_err_hint(err, "run from inside a project directory (one with .agentstack/)");
         return -1;
     }
     if (ah_canon && path_within(ws, ah_canon)) {
-        as_err_set(err, "refusing to mount %s as the sandbox workspace: it holds the "
-                        "agentstack home %s", ws, ah_canon);
+        as_err_set(err,
+                   "refusing to mount %s as the sandbox workspace: it holds the "
+                   "agentstack home %s",
+                   ws, ah_canon);
         return -1;
     }
     return 0;
@@ -167,8 +171,9 @@ static void system_mounts(struct sbx_plan *p, const char *rootfs)
     }
     /* A synthesized /etc: never the host's passwd, shadow or secrets. */
     strbuf t = SB_INIT;
-    sb_addf(&t, "root:x:0:0:root:/root:/bin/sh\nagent:x:%u:%u:agent:" SBX_INSIDE_HOME
-                ":/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+    sb_addf(&t,
+            "root:x:0:0:root:/root:/bin/sh\nagent:x:%u:%u:agent:" SBX_INSIDE_HOME
+            ":/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
             (unsigned)p->inner_uid, (unsigned)p->inner_gid);
     add_mount(p, SBX_MNT_FILE, NULL, "/etc/passwd", t.buf, 0);
     sb_reset(&t);
@@ -182,9 +187,10 @@ static void system_mounts(struct sbx_plan *p, const char *rootfs)
     add_mount(p, SBX_MNT_FILE, NULL, "/etc/nsswitch.conf",
               "passwd: files\ngroup: files\nhosts: files dns\n", 0);
     add_mount(p, SBX_MNT_FILE, NULL, "/etc/hostname", "agentstack\n", 0);
-    static const char *const etc[] = {"ssl", "ca-certificates", "alternatives", "ld.so.cache",
-                                      "ld.so.conf", "ld.so.conf.d", "terminfo", "protocols",
-                                      "services", "mime.types", "pki", "crypto-policies"};
+    static const char *const etc[] = {
+        "ssl",        "ca-certificates", "alternatives", "ld.so.cache",
+        "ld.so.conf", "ld.so.conf.d",    "terminfo",     "protocols",
+        "services",   "mime.types",      "pki",          "crypto-policies"};
     for (size_t i = 0; i < sizeof etc / sizeof etc[0]; i++) {
         char dst[64];
         snprintf(src, sizeof src, "%s/etc/%s", base, etc[i]);
@@ -320,8 +326,8 @@ static int load_policy(struct sbx_plan *p, const struct bundle_paths *bp, struct
         return -1;
     }
     p->policy_note = xstrdup(state == POL_UNCONFIGURED ? "no machine policy (unconfigured)"
-                                                        : "machine policy " BUNDLE_MANIFEST_NAME
-                                                          " in the agentstack home");
+                                                       : "machine policy " BUNDLE_MANIFEST_NAME
+                                                         " in the agentstack home");
     sb_release(&mpath);
     struct pol_layer *project = NULL;
     if (p->trust == SBX_TRUST_TRUSTED) {
@@ -382,10 +388,18 @@ int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, str
 
     p->mode = rq->mode;
     switch (rq->mode) {
-    case SBX_MODE_LOCKDOWN: p->posture_slug = "lockdown"; break;
-    case SBX_MODE_HOST: p->posture_slug = "host-protected"; break;
-    case SBX_MODE_HOST_ADVISORY: p->posture_slug = "host"; break;
-    default: p->posture_slug = "sandbox"; break;
+    case SBX_MODE_LOCKDOWN:
+        p->posture_slug = "lockdown";
+        break;
+    case SBX_MODE_HOST:
+        p->posture_slug = "host-protected";
+        break;
+    case SBX_MODE_HOST_ADVISORY:
+        p->posture_slug = "host";
+        break;
+    default:
+        p->posture_slug = "sandbox";
+        break;
     }
     p->posture_label = sbx_posture_label(p->posture_slug);
     p->harness_id = xstrdup(rq->harness_id);
@@ -496,9 +510,10 @@ int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, str
             strvec_push(&p->fence_servers, ts->servers.v[i]);
         p->servers_declared = (int)ts->servers.n;
     } else if (rq->toolset) {
-        strvec_pushf(&p->notes, "note: --toolset %s is not applied: nothing from %s bundle is "
-                                "delivered", rq->toolset,
-                     p->trust == SBX_TRUST_NO_PROJECT ? "a missing" : "an unreviewed");
+        strvec_pushf(&p->notes,
+                     "note: --toolset %s is not applied: nothing from %s bundle is "
+                     "delivered",
+                     rq->toolset, p->trust == SBX_TRUST_NO_PROJECT ? "a missing" : "an unreviewed");
     }
     if (mf) {
         if (!rq->toolset)
@@ -510,8 +525,10 @@ int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, str
             char host[POL_HOST_MAX + 1];
             if (sbx_i_url_host(s->url, host) < 0) {
                 if (p->mode == SBX_MODE_LOCKDOWN) {
-                    as_err_set(err, "server '%s': the host of its url cannot be classified; "
-                                    "refusing to start a lockdown run", s->name);
+                    as_err_set(err,
+                               "server '%s': the host of its url cannot be classified; "
+                               "refusing to start a lockdown run",
+                               s->name);
                     goto fail;
                 }
                 continue;
@@ -610,8 +627,9 @@ int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, str
         rq->project_mcp_empty)
         shadow_project_mcp(p, rq->project_mcp_rel, rq->project_mcp_empty);
     if (p->trust == SBX_TRUST_TRUSTED && p->servers_declared && !p->gateway_routed)
-        strvec_pushf(&p->notes, "note: %d MCP server(s) %s are not routed into this run (%s); "
-                                "none is reachable from inside",
+        strvec_pushf(&p->notes,
+                     "note: %d MCP server(s) %s are not routed into this run (%s); "
+                     "none is reachable from inside",
                      p->servers_declared, p->toolset ? "of the toolset" : "declared by the bundle",
                      p->gateway_note ? p->gateway_note : "no gateway");
 
@@ -700,8 +718,7 @@ void sbx_plan_env(const struct sbx_plan *p, int port, strvec *out)
         strvec_push(out, p->env.v[i]);
     static const char *const vars[] = {"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"};
     for (size_t i = 0; i < 4; i++)
-        strvec_pushf(out, "%s=http://agentstack:%s@%s:%d", vars[i], p->token, p->proxy_host,
-                     port);
+        strvec_pushf(out, "%s=http://agentstack:%s@%s:%d", vars[i], p->token, p->proxy_host, port);
     if (p->gateway_routed) {
         /* The face is not an egress destination: the harness reaches it directly. */
         const char *h = p->mode == SBX_MODE_LOCKDOWN ? SBX_LOCKDOWN_PROXY_HOST : "127.0.0.1";
@@ -746,17 +763,28 @@ int sbx_plan_decide(void *ctx, const char *identity, const char *host, int port,
 static const char *kind_label(enum sbx_mount_kind k)
 {
     switch (k) {
-    case SBX_MNT_RO_BIND: return "ro";
-    case SBX_MNT_RW_BIND: return "rw";
-    case SBX_MNT_TMPFS: return "tmpfs";
-    case SBX_MNT_PROC: return "proc";
-    case SBX_MNT_DEVPTS: return "devpts";
-    case SBX_MNT_DEV: return "dev";
-    case SBX_MNT_EMPTY_FILE: return "shadow";
-    case SBX_MNT_EMPTY_DIR: return "shadow";
-    case SBX_MNT_SYMLINK: return "link";
-    case SBX_MNT_FILE: return "file";
-    case SBX_MNT_DIR: return "dir";
+    case SBX_MNT_RO_BIND:
+        return "ro";
+    case SBX_MNT_RW_BIND:
+        return "rw";
+    case SBX_MNT_TMPFS:
+        return "tmpfs";
+    case SBX_MNT_PROC:
+        return "proc";
+    case SBX_MNT_DEVPTS:
+        return "devpts";
+    case SBX_MNT_DEV:
+        return "dev";
+    case SBX_MNT_EMPTY_FILE:
+        return "shadow";
+    case SBX_MNT_EMPTY_DIR:
+        return "shadow";
+    case SBX_MNT_SYMLINK:
+        return "link";
+    case SBX_MNT_FILE:
+        return "file";
+    case SBX_MNT_DIR:
+        return "dir";
     }
     return "?";
 }
@@ -778,18 +806,22 @@ void sbx_plan_print(const struct sbx_plan *p, FILE *f, int full)
     if (p->mode == SBX_MODE_LOCKDOWN)
         fprintf(f, "  🔒 no host route, no internet — the only peer is the egress proxy\n");
     else
-        fprintf(f, "  🛡 egress is routed through the AgentStack proxy; the direct route and host "
-                   "loopback stay reachable to a process that ignores HTTPS_PROXY\n");
+        fprintf(f,
+                "  🛡 egress is routed through the AgentStack proxy; the direct route and host "
+                "loopback stay reachable to a process that ignores HTTPS_PROXY\n");
     if (p->allow_local)
         fprintf(f, "  ⚠ AGENTSTACK_ALLOW_LOCAL_TARGETS is set: the proxy may dial loopback and "
                    "private addresses (for tests only)\n");
     if (full) {
-        fprintf(f, "  identity: uid %u inside (uid %u outside), no capabilities, no-new-privs; "
-                   "seccomp and Landlock where the kernel has them\n",
+        fprintf(f,
+                "  identity: uid %u inside (uid %u outside), no capabilities, no-new-privs; "
+                "seccomp and Landlock where the kernel has them\n",
                 (unsigned)p->inner_uid, (unsigned)p->outer_uid);
         if (p->mode == SBX_MODE_LOCKDOWN)
-            fprintf(f, "  egress: http://%s:%d inside the sandbox's network namespace "
-                       "(per-run token); %s\n", p->proxy_host, p->proxy_port, p->policy_note);
+            fprintf(f,
+                    "  egress: http://%s:%d inside the sandbox's network namespace "
+                    "(per-run token); %s\n",
+                    p->proxy_host, p->proxy_port, p->policy_note);
         else
             fprintf(f, "  egress: http://127.0.0.1:<ephemeral> on the host (per-run token); %s\n",
                     p->policy_note);
@@ -818,8 +850,9 @@ void sbx_plan_print(const struct sbx_plan *p, FILE *f, int full)
         if (full) {
             strbuf u = SB_INIT;
             sbx_plan_face_url(p, 0, &u);
-            fprintf(f, "  gateway: %s (per-run token) → %s on the host, grant %s; config "
-                       "%s (read-only)\n",
+            fprintf(f,
+                    "  gateway: %s (per-run token) → %s on the host, grant %s; config "
+                    "%s (read-only)\n",
                     u.buf, SBX_GATEWAY_ENTRY, p->grant_path, p->gateway_config_inside);
             sb_release(&u);
         }

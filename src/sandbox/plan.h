@@ -66,17 +66,17 @@ enum sbx_trust {
 
 struct sbx_plan_request {
     enum sbx_mode mode;
-    const char *harness_id;       /* adapter id (the egress identity), or the command's name */
-    const char *harness_bin;      /* the program, as found on the host PATH */
-    int harness_has_mcp;          /* the adapter has an MCP mapping */
-    const char *const *args;      /* the arguments after "--" (NULL-terminated, may be NULL) */
-    const char *manifest_dir;     /* --manifest-dir, or NULL */
-    const char *cwd;              /* NULL = the process cwd */
-    const char *toolset;          /* --toolset/--profile, or NULL (the default toolset, if any) */
+    const char *harness_id;   /* adapter id (the egress identity), or the command's name */
+    const char *harness_bin;  /* the program, as found on the host PATH */
+    int harness_has_mcp;      /* the adapter has an MCP mapping */
+    const char *const *args;  /* the arguments after "--" (NULL-terminated, may be NULL) */
+    const char *manifest_dir; /* --manifest-dir, or NULL */
+    const char *cwd;          /* NULL = the process cwd */
+    const char *toolset;      /* --toolset/--profile, or NULL (the default toolset, if any) */
     /* Host modes. */
-    const char *harness_display;  /* "Claude Code" (NULL: the id) */
-    const char *harness_for;      /* adapter id a toolset's `harness` must match (NULL: none) */
-    const char *self_bin;         /* this binary, for the injected `agentstack mcp --grant` */
+    const char *harness_display; /* "Claude Code" (NULL: the id) */
+    const char *harness_for;     /* adapter id a toolset's `harness` must match (NULL: none) */
+    const char *self_bin;        /* this binary, for the injected `agentstack mcp --grant` */
     /* Where the harness's native MCP config gets the gateway entry, asked
      * once the project root is known: sets path (absolute) and scope, or
      * leaves path empty and says why in note. NULL: nothing to inject. */
@@ -90,8 +90,8 @@ struct sbx_plan_request {
      * ".claude.json") and text. -1 + err when the adapter cannot hold such
      * an entry (err names the missing mcp.fields.*). NULL: no MCP mapping.
      * Kept in the plan: --sandbox renders again with the kernel's port. */
-    int (*gateway_config)(void *ctx, const char *url, const char *token, strbuf *rel,
-                          strbuf *text, struct as_err *err);
+    int (*gateway_config)(void *ctx, const char *url, const char *token, strbuf *rel, strbuf *text,
+                          struct as_err *err);
     void *gateway_ctx;
     /* The adapter's project-scope MCP config (relative to the project root,
      * e.g. ".mcp.json") and the text of an empty one ("{}\n"; "" for TOML):
@@ -103,35 +103,35 @@ struct sbx_plan_request {
 
 /* One gate of the protected host run (spec 05 §1.1 step 4), in order. */
 struct sbx_gate {
-    const char *name;             /* "trust", "locked-verify", … */
+    const char *name; /* "trust", "locked-verify", … */
     int passed;
-    char *detail;                 /* why (failure), or what was checked (pass) */
-    char *hint;                   /* the fix (failures), or NULL */
+    char *detail; /* why (failure), or what was checked (pass) */
+    char *hint;   /* the fix (failures), or NULL */
 };
 
 struct sbx_plan_mount {
-    struct sbx_mount m;           /* strings owned by the plan */
+    struct sbx_mount m; /* strings owned by the plan */
 };
 
 struct sbx_plan {
-    char run_id[16];              /* r- + 10 hex */
+    char run_id[16]; /* r- + 10 hex */
     enum sbx_mode mode;
-    const char *posture_slug;     /* "sandbox" | "lockdown" */
-    const char *posture_label;    /* exact label (spec 05 §1.3) */
+    const char *posture_slug;  /* "sandbox" | "lockdown" */
+    const char *posture_label; /* exact label (spec 05 §1.3) */
     char *harness_id;
-    char *harness_host_bin;       /* realpath on the host */
+    char *harness_host_bin; /* realpath on the host */
     enum sbx_trust trust;
-    char *trust_detail;           /* one line for the banner */
-    char *project_root;           /* NULL when there is no project */
-    char *workspace;              /* host directory mounted at /workspace */
+    char *trust_detail; /* one line for the banner */
+    char *project_root; /* NULL when there is no project */
+    char *workspace;    /* host directory mounted at /workspace */
     int workspace_writable;
     char *workspace_reason;
-    char *home;                   /* $AGENTSTACK_HOME */
-    char *sandbox_home;           /* $AGENTSTACK_HOME/sandbox-home/<id> (created at run) */
-    char *image;                  /* "host" or AGENTSTACK_SANDBOX_ROOTFS */
-    int servers_declared;         /* the trusted bundle's MCP servers */
-    strvec gateway_only_hosts;    /* lockdown: declared HTTP server hosts, refused directly */
-    int allow_local;              /* AGENTSTACK_ALLOW_LOCAL_TARGETS (tests only) */
+    char *home;                /* $AGENTSTACK_HOME */
+    char *sandbox_home;        /* $AGENTSTACK_HOME/sandbox-home/<id> (created at run) */
+    char *image;               /* "host" or AGENTSTACK_SANDBOX_ROOTFS */
+    int servers_declared;      /* the trusted bundle's MCP servers */
+    strvec gateway_only_hosts; /* lockdown: declared HTTP server hosts, refused directly */
+    int allow_local;           /* AGENTSTACK_ALLOW_LOCAL_TARGETS (tests only) */
     uid_t inner_uid, outer_uid;
     gid_t inner_gid, outer_gid;
     strvec argv;                  /* inside paths; argv.v[0] absolute */
@@ -148,37 +148,37 @@ struct sbx_plan {
 
     /* Host modes (SBX_MODE_HOST, SBX_MODE_HOST_ADVISORY). */
     char *harness_display;
-    char *toolset;                /* the selected toolset, or NULL (the whole bundle) */
-    strvec fence_servers;         /* what the grant admits */
+    char *toolset;        /* the selected toolset, or NULL (the whole bundle) */
+    strvec fence_servers; /* what the grant admits */
     strvec fence_skills;
-    VEC(struct sbx_gate) gates;   /* HOST: every gate, evaluated read-only */
-    size_t blockers;              /* failed gates */
-    char *consent_digest;         /* "sha256:…" of the reviewed bytes ("" when unknown) */
-    char *session_key;            /* the injection's session key (canonical project base) */
+    VEC(struct sbx_gate) gates; /* HOST: every gate, evaluated read-only */
+    size_t blockers;            /* failed gates */
+    char *consent_digest;       /* "sha256:…" of the reviewed bytes ("" when unknown) */
+    char *session_key;          /* the injection's session key (canonical project base) */
     char *manifest_path;
-    char *grant_path;             /* $AGENTSTACK_HOME/runs/<id>/grant.json */
-    json_t *grant;                /* HOST: the authority to freeze (NULL when refused early) */
-    char *inject_path;            /* native config that gets the gateway entry, or NULL */
-    char *inject_scope;           /* "project" | "global" */
-    char *inject_note;            /* why nothing is injected, or NULL */
-    strvec inject_argv;           /* the entry's command: <self> mcp --grant <grant_path> */
-    char *host_cwd;               /* host runs start here: the project root (else the cwd) */
+    char *grant_path;   /* $AGENTSTACK_HOME/runs/<id>/grant.json */
+    json_t *grant;      /* HOST: the authority to freeze (NULL when refused early) */
+    char *inject_path;  /* native config that gets the gateway entry, or NULL */
+    char *inject_scope; /* "project" | "global" */
+    char *inject_note;  /* why nothing is injected, or NULL */
+    strvec inject_argv; /* the entry's command: <self> mcp --grant <grant_path> */
+    char *host_cwd;     /* host runs start here: the project root (else the cwd) */
 
     /* Gateway routing (--sandbox/--lockdown; trusted bundle with servers, a
      * harness with an MCP mapping): the gateway runs on the host side with
      * grant (fence_servers, ruleset, consent_digest, grant_path, inject_argv
      * as above) and serves its HTTP face (02 §6.5) to the sandbox. */
     int gateway_routed;
-    char *gateway_note;           /* why a trusted bundle's servers are not routed, or NULL */
-    char face_token[65];          /* X-Agentstack-Token (never printed) */
-    int face_port;                /* 19080 inside the lockdown netns; 0 = ephemeral (--sandbox) */
-    char *gateway_config_rel;     /* the injected config, relative to the sandbox home */
-    char *gateway_config_inside;  /* SBX_INSIDE_HOME "/" rel, bound read-only */
+    char *gateway_note;          /* why a trusted bundle's servers are not routed, or NULL */
+    char face_token[65];         /* X-Agentstack-Token (never printed) */
+    int face_port;               /* 19080 inside the lockdown netns; 0 = ephemeral (--sandbox) */
+    char *gateway_config_rel;    /* the injected config, relative to the sandbox home */
+    char *gateway_config_inside; /* SBX_INSIDE_HOME "/" rel, bound read-only */
     int (*gateway_config_fn)(void *, const char *, const char *, strbuf *, strbuf *,
                              struct as_err *);
     void *gateway_config_ctx;
-    char *mcp_shadow_src;         /* staged empty project MCP config (runs/<id>/), or NULL */
-    char *mcp_shadow_text;        /* its content, written at execution */
+    char *mcp_shadow_src;  /* staged empty project MCP config (runs/<id>/), or NULL */
+    char *mcp_shadow_text; /* its content, written at execution */
 };
 
 /* The name of the MCP entry a protected host run injects. */

@@ -35,8 +35,10 @@ static int rel_ok(const char *rel)
 static int unrouted(struct sbx_plan *p, const char *why, struct as_err *err)
 {
     if (p->mode == SBX_MODE_LOCKDOWN) {
-        as_err_set(err, "the bundle's MCP servers cannot be routed into the sandbox: %s; "
-                        "refusing to start a lockdown run", why);
+        as_err_set(err,
+                   "the bundle's MCP servers cannot be routed into the sandbox: %s; "
+                   "refusing to start a lockdown run",
+                   why);
         as_err_hint(err, "use --sandbox (servers not routed), or fix the adapter's mcp mapping");
         return -1;
     }

@@ -56,8 +56,7 @@ static void gate(struct sbx_plan *p, const char *name, int passed, const char *h
 static int select_fence(struct sbx_plan *p, const struct manifest *m, const char *want,
                         const struct mf_toolset **out, struct as_err *err)
 {
-    const struct mf_toolset *ts = want ? manifest_toolset(m, want)
-                                       : manifest_effective_toolset(m);
+    const struct mf_toolset *ts = want ? manifest_toolset(m, want) : manifest_effective_toolset(m);
     *out = ts;
     if (want && !ts) {
         as_err_set(err, "no toolset '%s' in %s", want, m->path);
@@ -128,8 +127,8 @@ static json_t *server_json(const struct mf_server *s)
  * servers and skills outside the fence are not delivered by this run and
  * do not block it; every other kind (instructions, executables, settings,
  * extensions, workflows) does. */
-static void gate_locked(struct sbx_plan *p, const struct manifest *m,
-                        const struct bundle_paths *bp, const struct manifest_snapshot *snap)
+static void gate_locked(struct sbx_plan *p, const struct manifest *m, const struct bundle_paths *bp,
+                        const struct manifest_snapshot *snap)
 {
     struct trust_pins pins;
     memset(&pins, 0, sizeof pins);
@@ -162,15 +161,17 @@ static void gate_locked(struct sbx_plan *p, const struct manifest *m,
             sb_addf(&why, "%s%s", why.len ? "; " : "", r->message ? r->message : it->name);
     }
     if (n)
-        gate(p, "locked-verify", 0, "review the change, then: agentstack lock --write && "
-                                    "agentstack trust .",
+        gate(p, "locked-verify", 0,
+             "review the change, then: agentstack lock --write && "
+             "agentstack trust .",
              "%zu pin%s in the fence do%s not verify: %s%s", n, n == 1 ? "" : "s",
              n == 1 ? "es" : "", why.buf, n > 3 ? "; …" : "");
     else
         gate(p, "locked-verify", 1, NULL, "%zu item%s in the fence checked; %s", checked,
-             checked == 1 ? "" : "s", snap->has_lock ? "every pin verifies against agentstack.lock"
-                                                     : "no agentstack.lock and nothing that needs "
-                                                       "a pin");
+             checked == 1 ? "" : "s",
+             snap->has_lock ? "every pin verifies against agentstack.lock"
+                            : "no agentstack.lock and nothing that needs "
+                              "a pin");
     sb_release(&why);
     trust_pins_free(&pins);
 }
@@ -213,8 +214,8 @@ static void gate_policy(struct sbx_plan *p, const struct manifest *m)
             strbuf t = SB_INIT;
             pol_decision_text(&d, &t);
             if (n++ < 3)
-                sb_addf(&why, "%sserver '%s' may not read ${%s}: %s", why.len ? "; " : "",
-                        s->name, refs.v[k], t.buf);
+                sb_addf(&why, "%sserver '%s' may not read ${%s}: %s", why.len ? "; " : "", s->name,
+                        refs.v[k], t.buf);
             sb_release(&t);
         }
         strvec_clear(&refs);
@@ -223,9 +224,10 @@ static void gate_policy(struct sbx_plan *p, const struct manifest *m)
         gate(p, "policy-admission", 0, "agentstack policy explain", "%s%s", why.buf,
              n > 3 ? "; …" : "");
     else
-        gate(p, "policy-admission", 1, NULL, "%zu server%s and %zu secret reference%s admitted "
-             "by %s", servers, servers == 1 ? "" : "s", refs_n, refs_n == 1 ? "" : "s",
-             p->policy_note);
+        gate(p, "policy-admission", 1, NULL,
+             "%zu server%s and %zu secret reference%s admitted "
+             "by %s",
+             servers, servers == 1 ? "" : "s", refs_n, refs_n == 1 ? "" : "s", p->policy_note);
     sb_release(&why);
 }
 
@@ -240,7 +242,7 @@ static int load_ruleset(struct sbx_plan *p, const struct manifest *m, struct as_
     if (!machine)
         return -1;
     p->policy_note = xstrdup(state == POL_UNCONFIGURED ? "no machine policy (unconfigured)"
-                                                        : "the machine policy");
+                                                       : "the machine policy");
     struct pol_layer *project = NULL;
     if (m && m->policy) {
         /* Project layers only narrow egress, secrets and tools; a refused
@@ -257,8 +259,7 @@ static int load_ruleset(struct sbx_plan *p, const struct manifest *m, struct as_
     return p->ruleset ? 0 : -1;
 }
 
-void sbx_i_build_grant(struct sbx_plan *p, const struct manifest *m,
-                       const struct mf_toolset *ts)
+void sbx_i_build_grant(struct sbx_plan *p, const struct manifest *m, const struct mf_toolset *ts)
 {
     json_t *g = json_object();
     json_object_set_new(g, "version", json_integer(GRANT_VERSION));
@@ -397,8 +398,10 @@ int sbx_i_plan_host(const struct sbx_plan_request *rq, struct sbx_plan *p, struc
          * trust gate below says why. */
         p->toolset = xstrdup(rq->toolset);
     } else if (rq->toolset) {
-        as_err_set(err, "--toolset %s needs a project: there is no agentstack manifest at or "
-                        "above %s", rq->toolset, cwd);
+        as_err_set(err,
+                   "--toolset %s needs a project: there is no agentstack manifest at or "
+                   "above %s",
+                   rq->toolset, cwd);
         goto out;
     }
 
@@ -411,17 +414,20 @@ int sbx_i_plan_host(const struct sbx_plan_request *rq, struct sbx_plan *p, struc
     if (p->trust == SBX_TRUST_TRUSTED)
         gate(p, "trust", 1, NULL, "%s", p->trust_detail);
     else if (p->trust == SBX_TRUST_NO_PROJECT)
-        gate(p, "trust", 0, "run it from a project, or without the gates: agentstack run <cli> "
-                            "--unprotected",
-             "no agentstack project at or above %s — a protected run gates a reviewed bundle",
-             cwd);
+        gate(p, "trust", 0,
+             "run it from a project, or without the gates: agentstack run <cli> "
+             "--unprotected",
+             "no agentstack project at or above %s — a protected run gates a reviewed bundle", cwd);
     else if (p->trust == SBX_TRUST_CHANGED)
         gate(p, "trust", 0, "review it: agentstack trust .",
              "project at %s changed since it was trusted. If you changed pinned inputs, run "
-             "`agentstack lock --write` first — new pins re-gate trust.", p->project_root);
+             "`agentstack lock --write` first — new pins re-gate trust.",
+             p->project_root);
     else
-        gate(p, "trust", 0, "review it, then: agentstack trust .", "project at %s is not "
-             "trusted — %s", p->project_root ? p->project_root : cwd,
+        gate(p, "trust", 0, "review it, then: agentstack trust .",
+             "project at %s is not "
+             "trusted — %s",
+             p->project_root ? p->project_root : cwd,
              have_ts ? "not reviewed on this machine" : p->trust_detail);
 
     if (m) {
@@ -430,9 +436,10 @@ int sbx_i_plan_host(const struct sbx_plan_request *rq, struct sbx_plan *p, struc
         for (size_t i = 0; i < m->extensions.n; i++)
             ext += strcmp(m->extensions.v[i].target, p->harness_id) == 0;
         if (ext)
-            gate(p, "rendered-verify", 1, NULL, "%zu extension%s for %s: pinned (locked-verify); "
-                 "this build delivers no extension copies", ext, ext == 1 ? "" : "s",
-                 p->harness_id);
+            gate(p, "rendered-verify", 1, NULL,
+                 "%zu extension%s for %s: pinned (locked-verify); "
+                 "this build delivers no extension copies",
+                 ext, ext == 1 ? "" : "s", p->harness_id);
         else
             gate(p, "rendered-verify", 1, NULL, "no extension copies to verify");
         gate_policy(p, m);
@@ -441,9 +448,11 @@ int sbx_i_plan_host(const struct sbx_plan_request *rq, struct sbx_plan *p, struc
                  "toolset '%s' is for harness '%s', not '%s'", tsel->name, tsel->harness,
                  rq->harness_for);
         else if (tsel && (tsel->model || tsel->effort))
-            gate(p, "model-effort", 1, NULL, "toolset '%s': model %s, effort %s (recorded in the "
-                 "grant; the harness's own settings are not changed)", tsel->name,
-                 tsel->model ? tsel->model : "unset", tsel->effort ? tsel->effort : "unset");
+            gate(p, "model-effort", 1, NULL,
+                 "toolset '%s': model %s, effort %s (recorded in the "
+                 "grant; the harness's own settings are not changed)",
+                 tsel->name, tsel->model ? tsel->model : "unset",
+                 tsel->effort ? tsel->effort : "unset");
         else
             gate(p, "model-effort", 1, NULL, "no model or effort is set by the %s",
                  tsel ? "toolset" : "bundle");
@@ -457,8 +466,8 @@ int sbx_i_plan_host(const struct sbx_plan_request *rq, struct sbx_plan *p, struc
     p->grant_path = xasprintf("%s/runs/%s/grant.json", p->home, p->run_id);
     strbuf ipath = SB_INIT, iscope = SB_INIT, inote = SB_INIT;
     if (!rq->inject_resolve) {
-        p->inject_note = xasprintf("%s has no MCP mapping — no servers to route (errata 40)",
-                                   p->harness_id);
+        p->inject_note =
+            xasprintf("%s has no MCP mapping — no servers to route (errata 40)", p->harness_id);
         gate(p, "mcp-injection", 1, NULL, "%s", p->inject_note);
     } else {
         struct as_err e = AS_ERR_INIT;
@@ -469,7 +478,8 @@ int sbx_i_plan_host(const struct sbx_plan_request *rq, struct sbx_plan *p, struc
         } else if (ipath.len) {
             p->inject_path = xstrdup(ipath.buf);
             p->inject_scope = xstrdup(iscope.len ? iscope.buf : "project");
-            gate(p, "mcp-injection", 1, NULL, "%s (%s scope) gets the entry '%s' for the run; "
+            gate(p, "mcp-injection", 1, NULL,
+                 "%s (%s scope) gets the entry '%s' for the run; "
                  "servers agentstack rendered there are taken out until it ends",
                  p->inject_path, p->inject_scope, SBX_GATEWAY_ENTRY);
         } else {
@@ -483,8 +493,8 @@ int sbx_i_plan_host(const struct sbx_plan_request *rq, struct sbx_plan *p, struc
 
     if (m && p->ruleset) {
         sbx_i_build_grant(p, m, tsel);
-        gate(p, "grant-freeze", 1, NULL, "%zu server%s, %zu skill%s (%s%s)",
-             p->fence_servers.n, p->fence_servers.n == 1 ? "" : "s", p->fence_skills.n,
+        gate(p, "grant-freeze", 1, NULL, "%zu server%s, %zu skill%s (%s%s)", p->fence_servers.n,
+             p->fence_servers.n == 1 ? "" : "s", p->fence_skills.n,
              p->fence_skills.n == 1 ? "" : "s", p->toolset ? "toolset " : "the whole bundle",
              p->toolset ? p->toolset : "");
     } else {
@@ -507,8 +517,9 @@ int sbx_i_plan_host(const struct sbx_plan_request *rq, struct sbx_plan *p, struc
             sb_release(&c);
         }
     } else {
-        gate(p, "grant-handoff", 1, NULL, "no MCP entry to hand the grant to; it is recorded "
-                                          "with the run");
+        gate(p, "grant-handoff", 1, NULL,
+             "no MCP entry to hand the grant to; it is recorded "
+             "with the run");
     }
 
     struct stat st;
@@ -540,12 +551,14 @@ static void print_grant(const struct sbx_plan *p, FILE *f)
     json_t *servers = json_object_get(g, "servers");
     const char *name;
     json_t *s;
-    json_object_foreach(servers, name, s) {
+    json_object_foreach(servers, name, s)
+    {
         static const char *const maps[] = {"headers", "env"};
         for (size_t i = 0; i < 2; i++) {
             const char *k;
             json_t *v;
-            json_object_foreach(json_object_get(s, maps[i]), k, v) {
+            json_object_foreach(json_object_get(s, maps[i]), k, v)
+            {
                 const char *val = json_string_value(v);
                 if (val && !ref_has_ref(val))
                     json_string_set(v, "<redacted>");
@@ -556,8 +569,8 @@ static void print_grant(const struct sbx_plan *p, FILE *f)
     pol_ruleset_to_json(p->ruleset, &rs);
     char hex[SHA256_HEX_LEN + 1];
     sha256_hex(rs.buf, rs.len, hex);
-    char *sum = xasprintf("<compiled machine ∩ project policy, %zu bytes, sha256:%.12s…>",
-                          rs.len, hex);
+    char *sum =
+        xasprintf("<compiled machine ∩ project policy, %zu bytes, sha256:%.12s…>", rs.len, hex);
     json_object_set_new(g, "ruleset", json_string(sum));
     free(sum);
     sb_release(&rs);
@@ -583,15 +596,18 @@ void sbx_i_print_host(const struct sbx_plan *p, FILE *f, int full)
         return;
     }
     if (full)
-        fprintf(f, "▶ launching %s with --locked… — plan only: nothing is created (the run "
-                   "id below is not reserved)\n", p->harness_id);
+        fprintf(f,
+                "▶ launching %s with --locked… — plan only: nothing is created (the run "
+                "id below is not reserved)\n",
+                p->harness_id);
     else
         fprintf(f, "▶ launching %s with --locked… (run %s)\n", p->harness_id, p->run_id);
     fprintf(f, "  posture: %s\n", p->posture_label);
     if (full) {
         fprintf(f, "  trust: %s\n", p->trust_detail);
-        fprintf(f, "  mode: host — no isolation: the harness runs as you (uid %u) with your "
-                   "files and network; what agentstack delivers is gated and frozen\n",
+        fprintf(f,
+                "  mode: host — no isolation: the harness runs as you (uid %u) with your "
+                "files and network; what agentstack delivers is gated and frozen\n",
                 (unsigned)geteuid());
         fprintf(f, "  mounts: none (a host run)\n");
     }
@@ -599,8 +615,10 @@ void sbx_i_print_host(const struct sbx_plan *p, FILE *f, int full)
         fprintf(f, "  toolset: %s — %zu server(s), %zu skill(s) frozen for the run\n", p->toolset,
                 p->fence_servers.n, p->fence_skills.n);
     else if (p->grant)
-        fprintf(f, "  toolset: the whole bundle — %zu server(s), %zu skill(s) frozen for the "
-                   "run\n", p->fence_servers.n, p->fence_skills.n);
+        fprintf(f,
+                "  toolset: the whole bundle — %zu server(s), %zu skill(s) frozen for the "
+                "run\n",
+                p->fence_servers.n, p->fence_skills.n);
     if (p->inject_path && p->inject_argv.n) {
         strbuf c = SB_INIT;
         sbx_argv_display((const char *const *)p->inject_argv.v, &c);

@@ -32,8 +32,7 @@ int sbx_i_plan_host(const struct sbx_plan_request *rq, struct sbx_plan *p, struc
 
 /* The frozen authority (p->grant) for the fence in p->fence_servers/skills,
  * p->ruleset and p->consent_digest; ts (may be NULL) adds model/effort. */
-void sbx_i_build_grant(struct sbx_plan *p, const struct manifest *m,
-                       const struct mf_toolset *ts);
+void sbx_i_build_grant(struct sbx_plan *p, const struct manifest *m, const struct mf_toolset *ts);
 
 /* The confined modes' gateway routing (plan_gateway.c): decides whether the
  * trusted bundle's servers reach the sandbox through the gateway's face and

@@ -39,22 +39,22 @@ struct conn {
     enum cstate st;
     uint32_t gen;
     int cfd, ufd;
-    uint32_t cev, uev;         /* epoll interest currently registered */
-    int creg, ureg;            /* registered in epoll */
-    strbuf in;                 /* client bytes: head, then first flight */
-    strbuf cout;               /* bytes owed to the client (status lines) */
+    uint32_t cev, uev; /* epoll interest currently registered */
+    int creg, ureg;    /* registered in epoll */
+    strbuf in;         /* client bytes: head, then first flight */
+    strbuf cout;       /* bytes owed to the client (status lines) */
     size_t cout_off;
-    strbuf uout;               /* bytes owed upstream (flight / rewritten head) */
+    strbuf uout; /* bytes owed upstream (flight / rewritten head) */
     size_t uout_off;
     struct sbx_request req;
     char host[SBX_HOST_MAX];
-    int64_t deadline;          /* ms, monotonic; 0 = none */
+    int64_t deadline; /* ms, monotonic; 0 = none */
     int64_t last_active;
-    int pc[2], pu[2];          /* pipes client->upstream, upstream->client */
+    int pc[2], pu[2]; /* pipes client->upstream, upstream->client */
     size_t pc_fill, pu_fill, pc_cap, pu_cap;
     int c_eof, u_eof, c_shut, u_shut;
     int recorded;
-    struct sbx_verdict allow;  /* the policy's allow, named in the final event */
+    struct sbx_verdict allow; /* the policy's allow, named in the final event */
 };
 
 struct rjob {
@@ -73,20 +73,20 @@ struct rjob {
 struct sbx_proxy {
     struct sbx_proxy_opts o;
     char *identity;
-    strbuf auth;               /* expected Proxy-Authorization value */
+    strbuf auth; /* expected Proxy-Authorization value */
     int has_auth;
     int ep;
-    int rpipe[2];              /* resolver results */
+    int rpipe[2]; /* resolver results */
     int *listeners;
     size_t nlisteners;
     int listeners_paused;
     struct conn *conns;
-    int nconns;                /* slot table size */
+    int nconns; /* slot table size */
     int active;
     int64_t next_scan;
     pthread_mutex_t jobs_mu;
     pthread_cond_t jobs_cv;
-    int jobs_out;              /* resolver threads still running */
+    int jobs_out; /* resolver threads still running */
     unsigned long accepted, refused_cap, allowed, denied;
     char **gw_hosts;
 };
@@ -251,8 +251,9 @@ static void deny_reply(struct sbx_proxy *p, struct conn *c, const char *status,
 
 #define ST_400 "HTTP/1.1 400 Bad Request\r\n\r\n"
 #define ST_403 "HTTP/1.1 403 Forbidden\r\n\r\n"
-#define ST_407 "HTTP/1.1 407 Proxy Authentication Required\r\n" \
-               "Proxy-Authenticate: Basic realm=\"agentstack\"\r\n\r\n"
+#define ST_407                                                                                     \
+    "HTTP/1.1 407 Proxy Authentication Required\r\n"                                               \
+    "Proxy-Authenticate: Basic realm=\"agentstack\"\r\n\r\n"
 #define ST_502 "HTTP/1.1 502 Bad Gateway\r\n\r\n"
 #define ST_200 "HTTP/1.1 200 Connection Established\r\n\r\n"
 
@@ -361,8 +362,8 @@ static void resolve_done(struct sbx_proxy *p, struct rjob *j)
         snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", a);
     }
     verdict_deny(&v, "proxy",
-                 "'%s' resolves only to non-global addresses (%s) — refused (SSRF guard)",
-                 c->host, list);
+                 "'%s' resolves only to non-global addresses (%s) — refused (SSRF guard)", c->host,
+                 list);
     deny_reply(p, c, ST_403, &v);
 out:
     free(j);
@@ -403,7 +404,8 @@ static void process_head(struct sbx_proxy *p, struct conn *c, size_t hlen)
     }
     if (sbx_host_normalize(c->req.host, c->req.host_bracketed, c->host) < 0) {
         c->host[0] = '\0';
-        verdict_deny(&v, "proxy", "non-canonical host '%.200s' refused (hosts are ASCII "
+        verdict_deny(&v, "proxy",
+                     "non-canonical host '%.200s' refused (hosts are ASCII "
                      "letters, digits, '-', '_' and dots, or a bracketed IPv6 address)",
                      c->req.host);
         deny_reply(p, c, ST_403, &v);
@@ -415,8 +417,10 @@ static void process_head(struct sbx_proxy *p, struct conn *c, size_t hlen)
         return;
     }
     if (is_gateway_only(p, c->host)) {
-        verdict_deny(&v, "proxy", "'%s' is a declared MCP server host: under lockdown it is "
-                     "reachable only through the gateway relay", c->host);
+        verdict_deny(&v, "proxy",
+                     "'%s' is a declared MCP server host: under lockdown it is "
+                     "reachable only through the gateway relay",
+                     c->host);
         deny_reply(p, c, ST_403, &v);
         return;
     }
@@ -626,8 +630,8 @@ static int relay_pump(struct conn *c)
         progress = 0;
         /* client -> upstream */
         if (c->uout.len > c->uout_off) {
-            ssize_t w = send(c->ufd, c->uout.buf + c->uout_off, c->uout.len - c->uout_off,
-                             MSG_NOSIGNAL);
+            ssize_t w =
+                send(c->ufd, c->uout.buf + c->uout_off, c->uout.len - c->uout_off, MSG_NOSIGNAL);
             if (w > 0) {
                 c->uout_off += (size_t)w;
                 progress = 1;
@@ -639,8 +643,8 @@ static int relay_pump(struct conn *c)
                 return -1;
             }
         } else if (c->pc_fill) {
-            ssize_t n = splice(c->pc[0], NULL, c->ufd, NULL, c->pc_fill,
-                               SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+            ssize_t n =
+                splice(c->pc[0], NULL, c->ufd, NULL, c->pc_fill, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
             if (n > 0) {
                 c->pc_fill -= (size_t)n;
                 progress = 1;
@@ -665,8 +669,8 @@ static int relay_pump(struct conn *c)
         }
         /* upstream -> client (the 200 line goes first) */
         if (c->cout.len > c->cout_off) {
-            ssize_t w = send(c->cfd, c->cout.buf + c->cout_off, c->cout.len - c->cout_off,
-                             MSG_NOSIGNAL);
+            ssize_t w =
+                send(c->cfd, c->cout.buf + c->cout_off, c->cout.len - c->cout_off, MSG_NOSIGNAL);
             if (w > 0) {
                 c->cout_off += (size_t)w;
                 progress = 1;
@@ -674,8 +678,8 @@ static int relay_pump(struct conn *c)
                 return -1;
             }
         } else if (c->pu_fill) {
-            ssize_t n = splice(c->pu[0], NULL, c->cfd, NULL, c->pu_fill,
-                               SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+            ssize_t n =
+                splice(c->pu[0], NULL, c->cfd, NULL, c->pu_fill, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
             if (n > 0) {
                 c->pu_fill -= (size_t)n;
                 progress = 1;
@@ -787,8 +791,8 @@ static void read_client(struct sbx_proxy *p, struct conn *c)
 static void write_cout(struct sbx_proxy *p, struct conn *c)
 {
     while (c->cout.len > c->cout_off) {
-        ssize_t w = send(c->cfd, c->cout.buf + c->cout_off, c->cout.len - c->cout_off,
-                         MSG_NOSIGNAL);
+        ssize_t w =
+            send(c->cfd, c->cout.buf + c->cout_off, c->cout.len - c->cout_off, MSG_NOSIGNAL);
         if (w > 0) {
             c->cout_off += (size_t)w;
             continue;
@@ -1047,8 +1051,7 @@ struct sbx_proxy *sbx_proxy_new(const struct sbx_proxy_opts *o, struct as_err *e
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
         rlim_t want = (rlim_t)p->o.max_tunnels * FDS_PER_TUNNEL + 256;
         if (rl.rlim_cur < want) {
-            rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want
-                                                                                : rl.rlim_max;
+            rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max;
             setrlimit(RLIMIT_NOFILE, &rl);
             getrlimit(RLIMIT_NOFILE, &rl);
         }
@@ -1091,8 +1094,7 @@ int sbx_proxy_add_listener(struct sbx_proxy *p, int fd, struct as_err *err)
     return 0;
 }
 
-int sbx_proxy_listen(struct sbx_proxy *p, const char *ip, int port, int *bound,
-                     struct as_err *err)
+int sbx_proxy_listen(struct sbx_proxy *p, const char *ip, int port, int *bound, struct as_err *err)
 {
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1)

@@ -39,10 +39,10 @@
 
 struct sbx_verdict {
     int allowed;
-    char layer[16];     /* "machine", "project", "proxy", or "default" (unconstrained) */
-    char pattern[256];  /* the policy entry that decided ("!blocked.invalid"), or "" */
-    char rule[768];     /* full refusal text; "" on allow */
-    char brief[512];    /* the report's short form, or "" (then rule is shown) */
+    char layer[16];    /* "machine", "project", "proxy", or "default" (unconstrained) */
+    char pattern[256]; /* the policy entry that decided ("!blocked.invalid"), or "" */
+    char rule[768];    /* full refusal text; "" on allow */
+    char brief[512];   /* the report's short form, or "" (then rule is shown) */
 };
 
 /* Rules on one destination. host is normalized; port is the CONNECT or
@@ -52,9 +52,9 @@ typedef int (*sbx_egress_decide_fn)(void *ctx, const char *identity, const char 
 
 struct sbx_egress_event {
     const char *identity;
-    const char *host;   /* normalized when it could be, else as written */
+    const char *host; /* normalized when it could be, else as written */
     int port;
-    const char *kind;   /* "connect" or "http" */
+    const char *kind; /* "connect" or "http" */
     const struct sbx_verdict *v;
 };
 /* Records one decision; -1 when it could not be written (the proxy then
@@ -64,36 +64,35 @@ typedef int (*sbx_egress_record_fn)(void *ctx, const struct sbx_egress_event *ev
 /* Test seams: a resolver returning up to max addresses (count, or -1 with
  * errbuf), and a hook that may rewrite the validated address just before
  * the dial (to land a "public" answer on a loopback test server). */
-typedef int (*sbx_resolve_fn)(void *ctx, const char *host, int port,
-                              struct sockaddr_storage *addrs, socklen_t *lens, int max,
-                              char *errbuf, size_t errsz);
+typedef int (*sbx_resolve_fn)(void *ctx, const char *host, int port, struct sockaddr_storage *addrs,
+                              socklen_t *lens, int max, char *errbuf, size_t errsz);
 typedef void (*sbx_dial_fn)(void *ctx, struct sockaddr_storage *addr, socklen_t *len);
 
 struct sbx_proxy_opts {
-    const char *identity;            /* egress identity (the adapter id) */
-    const char *token;               /* per-run token; NULL = no authentication */
+    const char *identity; /* egress identity (the adapter id) */
+    const char *token;    /* per-run token; NULL = no authentication */
     int lockdown;
-    int allow_local;                 /* AGENTSTACK_ALLOW_LOCAL_TARGETS: tests only */
-    int max_tunnels;                 /* 0 = 1024 */
-    int head_timeout_ms;             /* 0 = 15000 */
-    int flight_timeout_ms;           /* 0 = 15000 */
-    int resolve_timeout_ms;          /* 0 = 15000 */
-    int dial_timeout_ms;             /* 0 = 15000 */
-    int idle_timeout_ms;             /* 0 = 600000 */
+    int allow_local;                       /* AGENTSTACK_ALLOW_LOCAL_TARGETS: tests only */
+    int max_tunnels;                       /* 0 = 1024 */
+    int head_timeout_ms;                   /* 0 = 15000 */
+    int flight_timeout_ms;                 /* 0 = 15000 */
+    int resolve_timeout_ms;                /* 0 = 15000 */
+    int dial_timeout_ms;                   /* 0 = 15000 */
+    int idle_timeout_ms;                   /* 0 = 600000 */
     const char *const *gateway_only_hosts; /* NULL-terminated, normalized; may be NULL */
-    sbx_egress_decide_fn decide;     /* NULL = allow everything (layer "default") */
+    sbx_egress_decide_fn decide;           /* NULL = allow everything (layer "default") */
     void *decide_ctx;
-    sbx_egress_record_fn record;     /* NULL = record nothing */
+    sbx_egress_record_fn record; /* NULL = record nothing */
     void *record_ctx;
-    sbx_resolve_fn resolve;          /* NULL = getaddrinfo */
+    sbx_resolve_fn resolve; /* NULL = getaddrinfo */
     void *resolve_ctx;
-    sbx_dial_fn dial;                /* NULL = dial as resolved */
+    sbx_dial_fn dial; /* NULL = dial as resolved */
     void *dial_ctx;
 };
 
 struct sbx_proxy_stats {
-    int max_tunnels;      /* the cap in force (after fitting RLIMIT_NOFILE) */
-    int active;           /* connections in any state */
+    int max_tunnels; /* the cap in force (after fitting RLIMIT_NOFILE) */
+    int active;      /* connections in any state */
     unsigned long accepted, refused_cap, allowed, denied;
 };
 
@@ -104,8 +103,7 @@ struct sbx_proxy *sbx_proxy_new(const struct sbx_proxy_opts *o, struct as_err *e
  * network namespace and received over SCM_RIGHTS). Takes ownership. */
 int sbx_proxy_add_listener(struct sbx_proxy *p, int fd, struct as_err *err);
 /* Binds and serves ip:port (port 0 = ephemeral); *bound gets the port. */
-int sbx_proxy_listen(struct sbx_proxy *p, const char *ip, int port, int *bound,
-                     struct as_err *err);
+int sbx_proxy_listen(struct sbx_proxy *p, const char *ip, int port, int *bound, struct as_err *err);
 /* Runs the loop until one of wake_fds is readable; returns its index, or -1
  * with err on a loop failure. The wake fds are only polled, never read. */
 int sbx_proxy_run(struct sbx_proxy *p, const int *wake_fds, size_t n_wake, struct as_err *err);
@@ -115,14 +113,14 @@ void sbx_proxy_free(struct sbx_proxy *p);
 
 /* The canonical refusal texts (also used by tests and docs). */
 #define SBX_RULE_CREDENTIALS "proxy client did not present the expected credentials"
-#define SBX_RULE_LITERAL_IP \
+#define SBX_RULE_LITERAL_IP                                                                        \
     "literal-IP (numeric-host) CONNECT target refused under lockdown — name the host instead"
 #define SBX_RULE_NON_TLS "non-TLS tunnel refused under lockdown — only TLS egress is permitted"
 #define SBX_RULE_INCOMPLETE "incomplete TLS ClientHello — cannot verify SNI, failing closed"
-#define SBX_RULE_UNVERIFIABLE                                                     \
-    "unverifiable TLS ClientHello (truncated or record-fragmented) — cannot check " \
+#define SBX_RULE_UNVERIFIABLE                                                                      \
+    "unverifiable TLS ClientHello (truncated or record-fragmented) — cannot check "              \
     "SNI, failing closed"
-#define SBX_RULE_ECH \
+#define SBX_RULE_ECH                                                                               \
     "encrypted ClientHello (ECH) refused under lockdown — the inner server name cannot be checked"
 
 #endif

@@ -46,8 +46,8 @@ const char *sbx_posture_label(const char *slug)
     return NULL;
 }
 
-int sbx_rec_create(const char *home, const char *run_id, const char *posture,
-                   struct sbx_rec *r, struct as_err *err)
+int sbx_rec_create(const char *home, const char *run_id, const char *posture, struct sbx_rec *r,
+                   struct as_err *err)
 {
     memset(r, 0, sizeof *r);
     if (!sbx_run_id_valid(run_id))
@@ -314,7 +314,8 @@ static void render_host(const json_t *events, const json_t *start, const json_t 
     }
     size_t i;
     const json_t *e;
-    json_array_foreach(events, i, e) {
+    json_array_foreach(events, i, e)
+    {
         if (strcmp(jstr(e, "event"), "gate_decision") != 0)
             continue;
         int ok = json_is_true(json_object_get(e, "passed"));
@@ -368,7 +369,8 @@ void sbx_report_render(const char *run_id, const char *posture, const json_t *ev
     }
     size_t i, n_egress = 0;
     const json_t *e;
-    json_array_foreach(events, i, e) {
+    json_array_foreach(events, i, e)
+    {
         if (strcmp(jstr(e, "event"), "egress") != 0)
             continue;
         if (!n_egress)
@@ -395,7 +397,8 @@ void sbx_report_render(const char *run_id, const char *posture, const json_t *ev
         sb_adds(out, "  Egress\n    (no egress recorded)\n");
     size_t ncalls = 0;
     long long call_ms = 0;
-    json_array_foreach(calls, i, e) {
+    json_array_foreach(calls, i, e)
+    {
         if (!ncalls)
             sb_adds(out, "  Tool calls\n");
         ncalls++;
@@ -436,8 +439,10 @@ void sbx_report_render(const char *run_id, const char *posture, const json_t *ev
         else if (!strcmp(oc, "launch-failed"))
             sb_addf(out, "  %-9s the harness could not be launched\n", "Exit");
         else
-            sb_addf(out, "  %-9s still running, or its launcher was killed (the next `run` "
-                         "reverts what it injected)\n", "Exit");
+            sb_addf(out,
+                    "  %-9s still running, or its launcher was killed (the next `run` "
+                    "reverts what it injected)\n",
+                    "Exit");
     } else if (end) {
         sb_addf(out, "  %-9s ", "Wall time");
         fmt_ms(json_integer_value(json_object_get(end, "duration_ms")), out);
@@ -469,7 +474,8 @@ json_t *sbx_report_json(const char *run_id, const char *posture, json_t *events,
     json_t *rest = json_array();
     size_t i;
     json_t *c;
-    json_array_foreach(calls, i, c) {
+    json_array_foreach(calls, i, c)
+    {
         size_t j;
         json_t *e;
         int dup = 0;
@@ -541,7 +547,8 @@ json_t *sbx_runs_list(const char *home, struct as_err *err)
         }
         size_t egress = 0, denied = 0, i;
         const json_t *e;
-        json_array_foreach(events, i, e) if (!strcmp(jstr(e, "event"), "egress")) {
+        json_array_foreach(events, i, e) if (!strcmp(jstr(e, "event"), "egress"))
+        {
             egress++;
             denied += !json_is_true(json_object_get(e, "allowed"));
         }

@@ -36,8 +36,8 @@ struct sbx_rec {
 int sbx_run_id_valid(const char *id);
 
 /* Creates runs/<id>/ (0700; an existing one is an error) and the posture file. */
-int sbx_rec_create(const char *home, const char *run_id, const char *posture,
-                   struct sbx_rec *r, struct as_err *err);
+int sbx_rec_create(const char *home, const char *run_id, const char *posture, struct sbx_rec *r,
+                   struct as_err *err);
 /* Appends {"event": name, "ts": now, ...fields}; fields is consumed (may be NULL). */
 int sbx_rec_append(struct sbx_rec *r, const char *name, json_t *fields, struct as_err *err);
 /* The proxy's record callback (ctx = struct sbx_rec *). */

@@ -146,11 +146,11 @@ int sbx_run_execute(const struct sbx_plan *p, FILE *banner, struct sbx_run_resul
     json_object_set_new(f, "workspace_writable", json_boolean(p->workspace_writable));
     json_object_set_new(f, "harness", json_string(p->harness_id));
     json_object_set_new(f, "posture", json_string(p->posture_slug));
-    json_object_set_new(f, "trust", json_string(p->trust == SBX_TRUST_TRUSTED ? "trusted"
-                                                : p->trust == SBX_TRUST_CHANGED ? "changed"
-                                                : p->trust == SBX_TRUST_UNTRUSTED
-                                                    ? "untrusted"
-                                                    : "no-project"));
+    json_object_set_new(f, "trust",
+                        json_string(p->trust == SBX_TRUST_TRUSTED     ? "trusted"
+                                    : p->trust == SBX_TRUST_CHANGED   ? "changed"
+                                    : p->trust == SBX_TRUST_UNTRUSTED ? "untrusted"
+                                                                      : "no-project"));
     json_object_set_new(f, "uid", json_integer(p->inner_uid));
     json_object_set_new(f, "layers", json_string(child.layers));
     if (p->allow_local)

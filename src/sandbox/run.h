@@ -24,9 +24,9 @@
 #include "sandbox/plan.h"
 
 struct sbx_run_result {
-    int launched;  /* the harness was exec'd */
-    int code;      /* exit status, or -1 */
-    int sig;       /* terminating signal, or -1 */
+    int launched; /* the harness was exec'd */
+    int code;     /* exit status, or -1 */
+    int sig;      /* terminating signal, or -1 */
     long long duration_ms;
 };
 

@@ -113,8 +113,7 @@ int sec_dotenv_names(const char *path, strvec *names, struct as_err *err);
  * ignores rel ("/.agentstack/.env"): appends "# agentstack: local secrets —
  * never commit" and the anchored rule unless rel, ".env", "/.env" or
  * "**\/.env" is already listed. *added tells whether it wrote. */
-int sec_gitignore_env(const char *project_root, const char *rel, bool *added,
-                      struct as_err *err);
+int sec_gitignore_env(const char *project_root, const char *rel, bool *added, struct as_err *err);
 
 /* ---- the full chain ------------------------------------------------------ */
 
@@ -125,8 +124,8 @@ struct sec_chain_opts {
      * secret list, doctor and bootstrap never set them. */
     const char *varlock_dir;
     const char *varlock_schema_sha256;
-    const char *varlock_bin;    /* NULL = "varlock" */
-    bool no_keychain;           /* leave the keychain out */
+    const char *varlock_bin; /* NULL = "varlock" */
+    bool no_keychain;        /* leave the keychain out */
 };
 /* env → varlock → keychain → file store → project .env. */
 struct sec_chain *sec_chain_full(const struct sec_chain_opts *o);

@@ -33,7 +33,14 @@ static const SecretSchema kc_schema = {
         {"account", SECRET_SCHEMA_ATTRIBUTE_STRING},
         {NULL, 0},
     },
-    0, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    0,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -113,8 +120,9 @@ static int kc_watch_stop(struct kc_watch *w)
 static void kc_cause(GError *gerr, int fired, struct as_err *err, const char *what)
 {
     if (fired)
-        as_err_set(err, "%s: the Secret Service did not answer within %d s (is the keyring "
-                        "locked, waiting for a password prompt?)",
+        as_err_set(err,
+                   "%s: the Secret Service did not answer within %d s (is the keyring "
+                   "locked, waiting for a password prompt?)",
                    what, SEC_KEYCHAIN_TIMEOUT_MS / 1000);
     else
         as_err_set(err, "%s: %s", what, gerr && gerr->message ? gerr->message : "unknown error");
@@ -194,8 +202,9 @@ int sec_keychain_probe(struct as_err *err)
             probe_ok = 1;
 #else
         (void)session_bus_present;
-        snprintf(probe_why, sizeof probe_why, "no keychain support in this build "
-                                              "(built without libsecret)");
+        snprintf(probe_why, sizeof probe_why,
+                 "no keychain support in this build "
+                 "(built without libsecret)");
 #endif
     }
     if (probe_ok)
@@ -216,9 +225,9 @@ int sec_keychain_store(const char *name, const char *value, size_t len, struct a
     struct kc_watch w;
     kc_watch_start(&w);
     GError *gerr = NULL;
-    gboolean ok = ls->password_store_binary_sync(&kc_schema, SECRET_COLLECTION_DEFAULT, label,
-                                                 sv, w.cancel, &gerr, "service",
-                                                 SEC_KEYCHAIN_SERVICE, "account", name, NULL);
+    gboolean ok = ls->password_store_binary_sync(&kc_schema, SECRET_COLLECTION_DEFAULT, label, sv,
+                                                 w.cancel, &gerr, "service", SEC_KEYCHAIN_SERVICE,
+                                                 "account", name, NULL);
     int fired = kc_watch_stop(&w);
     ls->value_unref(sv);
     if (!ok) {

@@ -36,8 +36,9 @@ int sec_value_check(enum sec_store_kind k, const char *value, size_t len, struct
     if (memchr(value, '\0', len))
         return as_err_set(err, "the value contains a NUL byte (refused everywhere)");
     if (k != SEC_STORE_KEYCHAIN && (memchr(value, '\n', len) || memchr(value, '\r', len))) {
-        as_err_set(err, "the value contains a line break; %s is a KEY=value file with no "
-                        "escapes, so it cannot hold one",
+        as_err_set(err,
+                   "the value contains a line break; %s is a KEY=value file with no "
+                   "escapes, so it cannot hold one",
                    sec_store_label(k));
         as_err_hint(err, "store it in the OS keychain instead (agentstack secret set NAME)");
         return -1;
@@ -84,8 +85,9 @@ static int read_existing(const char *path, strbuf *text, bool *exists, struct as
     if (!S_ISREG(st.st_mode))
         return as_err_set(err, "%s is not a regular file", path);
     if (st.st_uid != geteuid())
-        return as_err_set(err, "%s is owned by uid %ld, not you; refusing to write secrets "
-                               "into it",
+        return as_err_set(err,
+                          "%s is owned by uid %ld, not you; refusing to write secrets "
+                          "into it",
                           path, (long)st.st_uid);
     *exists = true;
     if (fs_read_file(path, SEC_DOTENV_MAX_BYTES, 1, text, err) < 0)
@@ -145,8 +147,8 @@ static void add_assignment(strbuf *out, const char *name, const char *value, siz
 
 /* Rebuilds text: lines assigning name are replaced by the new assignment
  * (first one) or dropped (the rest, or all when value is NULL). */
-static void rewrite(const char *text, size_t tlen, const char *name, const char *value,
-                    size_t vlen, strbuf *out, bool *touched)
+static void rewrite(const char *text, size_t tlen, const char *name, const char *value, size_t vlen,
+                    strbuf *out, bool *touched)
 {
     struct span_ctx s = {text, name, strlen(name), VEC_INIT};
     sec_dotenv_parse(text, tlen, span_cb, &s);
@@ -244,8 +246,8 @@ static int name_valid(const char *s)
     if (!s || !((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
         return 0;
     for (s++; *s; s++)
-        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
-              (*s >= '0' && *s <= '9') || *s == '_'))
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+              *s == '_'))
             return 0;
     return 1;
 }
@@ -254,8 +256,7 @@ int sec_dotenv_set(const char *path, const char *name, const char *value, size_t
                    enum sec_store_kind k, const char *lock_dir, struct as_err *err)
 {
     if (!name_valid(name))
-        return as_err_set(err, "'%s' is not a valid secret name ([A-Za-z_][A-Za-z0-9_]*)",
-                          name);
+        return as_err_set(err, "'%s' is not a valid secret name ([A-Za-z_][A-Za-z0-9_]*)", name);
     if (sec_value_check(k, value, len, err) < 0)
         return -1;
     return edit_file(path, name, value, len, NULL, lock_dir, err);
@@ -267,8 +268,7 @@ int sec_dotenv_remove(const char *path, const char *name, bool *existed, const c
     if (existed)
         *existed = false;
     if (!name_valid(name))
-        return as_err_set(err, "'%s' is not a valid secret name ([A-Za-z_][A-Za-z0-9_]*)",
-                          name);
+        return as_err_set(err, "'%s' is not a valid secret name ([A-Za-z_][A-Za-z0-9_]*)", name);
     return edit_file(path, name, NULL, 0, existed, lock_dir, err);
 }
 
@@ -360,8 +360,8 @@ int sec_gitignore_env(const char *project_root, const char *rel, bool *added, st
     if (text.len && text.buf[text.len - 1] != '\n')
         sb_addc(&text, '\n');
     sb_addf(&text, "# agentstack: local secrets — never commit\n%s\n", rel);
-    struct fs_write_opts o = {.mode = 0644, .symlinks = FS_SYMLINK_REFUSE,
-                              .contain_root = project_root};
+    struct fs_write_opts o = {
+        .mode = 0644, .symlinks = FS_SYMLINK_REFUSE, .contain_root = project_root};
     if (fs_write_atomic(path, text.buf, text.len, &o, err) < 0) {
         rc = -1;
         goto out;

@@ -144,8 +144,7 @@ out:
     sb_release_secure(&out);
 }
 
-static enum sec_status varlock_lookup(void *ctx, const char *name, strbuf *out,
-                                      struct as_err *err)
+static enum sec_status varlock_lookup(void *ctx, const char *name, strbuf *out, struct as_err *err)
 {
     (void)err;
     struct varlock *v = ctx;

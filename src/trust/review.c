@@ -197,7 +197,10 @@ static void add_pinned_kind(struct trust_review *r, enum pin_kind kind, const ch
         sb_release(&id);
         it->drifted = x->status == PIN_DRIFTED;
         if (kind == PIN_SKILL)
-            it->tag = xasprintf("[%s, %s]", pi->library ? "library" : pi->git ? "git" : "inline",
+            it->tag = xasprintf("[%s, %s]",
+                                pi->library ? "library"
+                                : pi->git   ? "git"
+                                            : "inline",
                                 decided_status(pi, x->status));
         else if (kind == PIN_EXTENSION || kind == PIN_WORKFLOW)
             it->tag = xasprintf("[%s, %s]", pi->source ? pi->source : "?", tag_status(x->status));
@@ -497,8 +500,8 @@ int trust_review_build(const struct bundle_paths *p, const struct trust_library 
     r->m = manifest_load_snapshot(p, &r->snap, err);
     if (!r->m)
         return -1;
-    if (trust_verify_pins_lib(r->m, p->lock, r->snap.lock.buf, r->snap.lock.len,
-                              r->snap.has_lock, r->home, &r->lib, &r->pins, err) < 0)
+    if (trust_verify_pins_lib(r->m, p->lock, r->snap.lock.buf, r->snap.lock.len, r->snap.has_lock,
+                              r->home, &r->lib, &r->pins, err) < 0)
         return -1;
     ref_manifest_refs(r->m, &r->secrets);
 

@@ -543,8 +543,8 @@ json_t *trust_review_preview(const struct trust_review *r)
     json_object_set_new(o, "review", review);
     json_object_set_new(o, "schema_version", json_integer(1));
     json_t *features = json_array();
-    const char *f[] = {"trust-preview",        "trust-consent",      "trust-server-blockers-v1",
-                       "trust-review-card-v1", "trust-card-diff-v1", "trust-card-groups-v1",
+    const char *f[] = {"trust-preview",         "trust-consent",      "trust-server-blockers-v1",
+                       "trust-review-card-v1",  "trust-card-diff-v1", "trust-card-groups-v1",
                        "trust-content-scan-v1", "trust-decisions-v1"};
     for (size_t i = 0; i < sizeof f / sizeof *f; i++)
         json_array_append_new(features, json_string(f[i]));

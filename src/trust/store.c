@@ -267,8 +267,7 @@ int trust_verify_pins(const struct manifest *m, const char *lock_path, const cha
                       size_t lock_len, bool has_lock, const char *home, struct trust_pins *out,
                       struct as_err *err)
 {
-    return trust_verify_pins_lib(m, lock_path, lock_data, lock_len, has_lock, home, NULL, out,
-                                 err);
+    return trust_verify_pins_lib(m, lock_path, lock_data, lock_len, has_lock, home, NULL, out, err);
 }
 
 int trust_verify_pins_lib(const struct manifest *m, const char *lock_path, const char *lock_data,

@@ -163,7 +163,7 @@ struct trust_item {
     char marker[3];     /* "+ ", "~ ", "  " */
     bool drifted;
     char *fix;
-    char *tag; /* card tag, e.g. "[inline, pinned]" (or NULL) */
+    char *tag;    /* card tag, e.g. "[inline, pinned]" (or NULL) */
     json_t *diff; /* skills/instructions: §6.6 diff object, or NULL */
 };
 

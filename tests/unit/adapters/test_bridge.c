@@ -59,12 +59,14 @@ static void plain_and_absent(void **state)
     struct fx *f = *state;
     config(f, 200000, "");
     assert_false(adp_i_bridge_registered(f->claude));
-    config(f, 200000, "    \"agentstack\": {\"type\": \"stdio\", \"command\": \"/x/agentstack\", "
-                      "\"args\": [\"mcp\"]},\n");
+    config(f, 200000,
+           "    \"agentstack\": {\"type\": \"stdio\", \"command\": \"/x/agentstack\", "
+           "\"args\": [\"mcp\"]},\n");
     assert_true(adp_i_bridge_registered(f->claude));
     /* a command named agentstack whose first argument is mcp, under another name */
-    config(f, 100, "    \"gw\": {\"type\": \"stdio\", \"command\": \"/usr/bin/agentstack\", "
-                   "\"args\": [\"mcp\", \"--auto-project\"]},\n");
+    config(f, 100,
+           "    \"gw\": {\"type\": \"stdio\", \"command\": \"/usr/bin/agentstack\", "
+           "\"args\": [\"mcp\", \"--auto-project\"]},\n");
     assert_true(adp_i_bridge_registered(f->claude));
     /* the name in a value only is not the bridge */
     config(f, 100, "    \"notes\": {\"type\": \"stdio\", \"command\": \"agentstack-notes\"},\n");

@@ -7,9 +7,9 @@
 #include "adapters/adapters.h"
 #include "base/strbuf.h"
 
-static const char *const ids[] = {"claude-code", "claude-desktop", "codex", "copilot-cli",
-                                  "cursor", "gemini", "opencode", "pi", "vscode", "windsurf",
-                                  "kiro", "junie", "antigravity"};
+static const char *const ids[] = {
+    "claude-code", "claude-desktop", "codex",    "copilot-cli", "cursor", "gemini",     "opencode",
+    "pi",          "vscode",         "windsurf", "kiro",        "junie",  "antigravity"};
 
 static void test_builtins_load_in_table_order(void **state)
 {
@@ -109,7 +109,8 @@ static void test_embed_matches_yaml_files(void **state)
                 if (len != adp_builtin_yaml[i].len ||
                     memcmp(text, adp_builtin_yaml[i].text, len) != 0)
                     fail_msg("%s differs from builtin_yaml.c: run "
-                             "python3 src/adapters/gen_builtin.py", de->d_name);
+                             "python3 src/adapters/gen_builtin.py",
+                             de->d_name);
             }
         }
         if (!found)
@@ -136,8 +137,10 @@ static void expect_err(const char *yaml, const char *needle, unsigned line, unsi
 static void test_parser_errors_have_positions(void **state)
 {
     (void)state;
-    expect_err("id: a\ndisplay: A\ndetct:\n  bin: a\n", "unknown key 'detct' in the descriptor "
-               "(did you mean 'detect'?)", 3, 1);
+    expect_err("id: a\ndisplay: A\ndetct:\n  bin: a\n",
+               "unknown key 'detct' in the descriptor "
+               "(did you mean 'detect'?)",
+               3, 1);
     expect_err("id: a\ndisplay: [A\n", "did not find expected", 0, 0);
     expect_err("display: A\n", "needs an 'id'", 1, 1);
     expect_err("id: Bad/Id\ndisplay: A\n", "must match", 1, 5);
@@ -149,15 +152,15 @@ static void test_parser_errors_have_positions(void **state)
     expect_err("id: a\ndisplay: A\nconfig:\n  path: ~/a.json\nmcp:\n  fields:\n    url: u\n",
                "mcp.location is required", 0, 0);
     expect_err("id: a\ndisplay: A\nconfig:\n  path: ~/a.json\nmcp:\n  location: s\n"
-               "  fields:\n    uri: u\n", "unknown key 'uri' in mcp.fields (did you mean 'url'?)",
-               8, 5);
+               "  fields:\n    uri: u\n",
+               "unknown key 'uri' in mcp.fields (did you mean 'url'?)", 8, 5);
     expect_err("id: a\ndisplay: A\nid: b\n", "duplicate key 'id'", 3, 1);
     expect_err("id: a\ndisplay: A\n---\nid: b\n", "more than one YAML document", 0, 0);
     expect_err("", "empty descriptor", 1, 1);
     expect_err("- a\n- b\n", "must be a mapping", 1, 1);
     expect_err("id: a\ndisplay: A\ndetect:\n  bin: /usr/bin/a\n", "bare program name", 4, 8);
-    expect_err("id: a\ndisplay: A\nskills:\n  dir: ~/s\n  strategy: hardlink\n",
-               "symlink or copy", 5, 13);
+    expect_err("id: a\ndisplay: A\nskills:\n  dir: ~/s\n  strategy: hardlink\n", "symlink or copy",
+               5, 13);
 }
 
 static void test_minimal_dropin_and_override(void **state)
@@ -252,9 +255,8 @@ static void test_hostile_inputs(void **state)
         }
         free(buf);
     }
-    const char *bomb =
-        "a: &a [x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\n"
-        "c: &c [*b, *b, *b, *b, *b, *b, *b, *b]\nid: a\ndisplay: *c\n";
+    const char *bomb = "a: &a [x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\n"
+                       "c: &c [*b, *b, *b, *b, *b, *b, *b, *b]\nid: a\ndisplay: *c\n";
     expect_err(bomb, "unknown key 'a'", 1, 1);
     expect_err("id: a\ndisplay: A\nheadless:\n  args: &x [*x]\n", "", 0, 0);
     char nul[] = "id: a\ndisplay: A\0\n";

@@ -55,29 +55,28 @@ static void assert_valid_json(const char *s)
     json_decref(v);
 }
 
-static const char *SPEC_CLAUDE =
-    "{\n"
-    "  \"mcpServers\": {\n"
-    "    \"docs\": {\n"
-    "      \"type\": \"http\",\n"
-    "      \"url\": \"https://docs.example.test/mcp\",\n"
-    "      \"headers\": {\n"
-    "        \"X-Api-Key\": \"k1\"\n"
-    "      }\n"
-    "    },\n"
-    "    \"notes\": {\n"
-    "      \"type\": \"stdio\",\n"
-    "      \"command\": \"uvx\",\n"
-    "      \"args\": [\n"
-    "        \"notes-mcp\",\n"
-    "        \"--ro\"\n"
-    "      ],\n"
-    "      \"env\": {\n"
-    "        \"NOTES_TOKEN\": \"t1\"\n"
-    "      }\n"
-    "    }\n"
-    "  }\n"
-    "}\n";
+static const char *SPEC_CLAUDE = "{\n"
+                                 "  \"mcpServers\": {\n"
+                                 "    \"docs\": {\n"
+                                 "      \"type\": \"http\",\n"
+                                 "      \"url\": \"https://docs.example.test/mcp\",\n"
+                                 "      \"headers\": {\n"
+                                 "        \"X-Api-Key\": \"k1\"\n"
+                                 "      }\n"
+                                 "    },\n"
+                                 "    \"notes\": {\n"
+                                 "      \"type\": \"stdio\",\n"
+                                 "      \"command\": \"uvx\",\n"
+                                 "      \"args\": [\n"
+                                 "        \"notes-mcp\",\n"
+                                 "        \"--ro\"\n"
+                                 "      ],\n"
+                                 "      \"env\": {\n"
+                                 "        \"NOTES_TOKEN\": \"t1\"\n"
+                                 "      }\n"
+                                 "    }\n"
+                                 "  }\n"
+                                 "}\n";
 
 /* §8.1 / §8.3: absent, empty, blank or {} → the §2 document exactly. */
 static void test_fresh_documents(void **state)
@@ -128,8 +127,8 @@ static void test_section_inserted_after_brace(void **state)
 {
     (void)state;
     json_t *d = docs_entry();
-    char *o = merge("{\n  \"theme\": \"dark\"\n}", false, "mcpServers", "docs", d, NULL, NULL,
-                    NULL);
+    char *o =
+        merge("{\n  \"theme\": \"dark\"\n}", false, "mcpServers", "docs", d, NULL, NULL, NULL);
     assert_true(strncmp(o, "{\n  \"mcpServers\": {\n    \"docs\": {\n", 33) == 0);
     assert_non_null(strstr(o, "  },\n  \"theme\": \"dark\"\n}"));
     assert_int_equal(o[strlen(o) - 1], '}'); /* no trailing newline added */
@@ -200,25 +199,26 @@ static void test_remove_entries(void **state)
     free(o);
 }
 
-static const char *JSONC_TEXT =
-    "// VS Code MCP servers\n"
-    "{\n"
-    "  \"servers\": {\n"
-    "    // my hand-written server\n"
-    "    \"mine\": { \"command\": \"x\", }, // keep me\n"
-    "    /* block */ \"old\": {\"command\": \"y\"},\n"
-    "  },\n"
-    "  \"inputs\": [1, 2,],\n"
-    "}\n";
+static const char *JSONC_TEXT = "// VS Code MCP servers\n"
+                                "{\n"
+                                "  \"servers\": {\n"
+                                "    // my hand-written server\n"
+                                "    \"mine\": { \"command\": \"x\", }, // keep me\n"
+                                "    /* block */ \"old\": {\"command\": \"y\"},\n"
+                                "  },\n"
+                                "  \"inputs\": [1, 2,],\n"
+                                "}\n";
 
 static void test_jsonc_comments_survive(void **state)
 {
     (void)state;
     json_t *d = docs_entry();
     char *o = merge(JSONC_TEXT, true, "servers", "docs", d, NULL, NULL, "old");
-    assert_true(strncmp(o, "// VS Code MCP servers\n{\n  \"servers\": {\n"
-                           "    // my hand-written server\n"
-                           "    \"mine\": { \"command\": \"x\", }, // keep me\n", 103) == 0);
+    assert_true(strncmp(o,
+                        "// VS Code MCP servers\n{\n  \"servers\": {\n"
+                        "    // my hand-written server\n"
+                        "    \"mine\": { \"command\": \"x\", }, // keep me\n",
+                        103) == 0);
     assert_null(strstr(o, "\"old\""));
     assert_non_null(strstr(o, "    \"docs\": {\n      \"type\": \"http\","));
     assert_non_null(strstr(o, "  },\n  \"inputs\": [1, 2,],\n}\n"));
@@ -238,8 +238,7 @@ static void test_jsonc_comments_survive(void **state)
     strbuf out = SB_INIT;
     struct adp_json_entry up = {"docs", d};
     struct adp_json_edit ed = {false, "servers", &up, 1, NULL, 0};
-    assert_int_equal(adp_json_merge("v.json", JSONC_TEXT, strlen(JSONC_TEXT), &ed, &out, &err),
-                     -1);
+    assert_int_equal(adp_json_merge("v.json", JSONC_TEXT, strlen(JSONC_TEXT), &ed, &out, &err), -1);
     assert_non_null(strstr(err.msg, "existing config is not valid JSON"));
     assert_int_equal(err.line, 1);
     assert_int_equal(out.len, 0);
@@ -249,9 +248,11 @@ static void test_jsonc_comments_survive(void **state)
 static void test_malformed_is_refused(void **state)
 {
     (void)state;
-    const char *bad[] = {"{\"a\": 1,}", "{\"a\" 1}", "[1,2]", "{\"a\": tru}", "{\"a\": 01}",
-                         "{\"a\": \"x\ny\"}", "{\"a\": 1} {}", "{\"a\": {\"b\": [}}", "{",
-                         "\"str\"", "{\"a\": 1e}", "{\"a\": \"\\q\"}", "{\"a\":1 /* x */}"};
+    const char *bad[] = {"{\"a\": 1,}",      "{\"a\" 1}",           "[1,2]",
+                         "{\"a\": tru}",     "{\"a\": 01}",         "{\"a\": \"x\ny\"}",
+                         "{\"a\": 1} {}",    "{\"a\": {\"b\": [}}", "{",
+                         "\"str\"",          "{\"a\": 1e}",         "{\"a\": \"\\q\"}",
+                         "{\"a\":1 /* x */}"};
     json_t *d = docs_entry();
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct adp_json_entry up = {"docs", d};
@@ -356,7 +357,6 @@ static void test_emit_rules(void **state)
     json_decref(v);
 }
 
-
 /* ---- property test: random documents, random formatting, random edits ---- */
 
 static unsigned rng_state = 12345;
@@ -406,10 +406,22 @@ static void gen_value(strbuf *o, json_t **v, int depth, bool jsonc)
 {
     unsigned k = depth > 3 ? rnd(4) : rnd(6);
     switch (k) {
-    case 0: sb_adds(o, "0.9402052562189797"); *v = json_real(0.9402052562189797); break;
-    case 1: sb_addf(o, "%u", rnd(100)); *v = json_integer((json_int_t)0); break;
-    case 2: sb_adds(o, "\"s\\u00e9\\\"\""); *v = json_string("s\xc3\xa9\""); break;
-    case 3: sb_adds(o, "null"); *v = json_null(); break;
+    case 0:
+        sb_adds(o, "0.9402052562189797");
+        *v = json_real(0.9402052562189797);
+        break;
+    case 1:
+        sb_addf(o, "%u", rnd(100));
+        *v = json_integer((json_int_t)0);
+        break;
+    case 2:
+        sb_adds(o, "\"s\\u00e9\\\"\"");
+        *v = json_string("s\xc3\xa9\"");
+        break;
+    case 3:
+        sb_adds(o, "null");
+        *v = json_null();
+        break;
     case 4: {
         json_t *a = json_array();
         sb_addc(o, '[');
@@ -426,7 +438,9 @@ static void gen_value(strbuf *o, json_t **v, int depth, bool jsonc)
         *v = a;
         break;
     }
-    default: gen_object(o, v, depth, jsonc, (int)rnd(4)); break;
+    default:
+        gen_object(o, v, depth, jsonc, (int)rnd(4));
+        break;
     }
 }
 
@@ -553,8 +567,7 @@ static void test_property_random_edits(void **state)
         strbuf again = SB_INIT;
         assert_int_equal(adp_json_merge("o.json", out.buf, out.len, &ed, &again, &err), 0);
         if (strcmp(again.buf, out.buf) != 0)
-            fail_msg("second merge changed bytes\n--- once\n%s\n--- twice\n%s", out.buf,
-                     again.buf);
+            fail_msg("second merge changed bytes\n--- once\n%s\n--- twice\n%s", out.buf, again.buf);
         if (nu == 0 && nr == 0 && strcmp(out.buf, doc.buf) != 0)
             fail_msg("an empty edit changed bytes");
         changed += strcmp(out.buf, doc.buf) != 0;

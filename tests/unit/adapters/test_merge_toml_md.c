@@ -22,24 +22,23 @@ static char *tmerge(const char *text, const char *n1, const toml_value *t1, cons
         u[nu++] = (struct adp_toml_entry){n1, t1};
     const char *rms[1] = {rm};
     strbuf out = SB_INIT;
-    *rc = adp_toml_merge("config.toml", text, strlen(text), "mcp_servers", u, nu, rms,
-                         rm ? 1 : 0, &out, err);
+    *rc = adp_toml_merge("config.toml", text, strlen(text), "mcp_servers", u, nu, rms, rm ? 1 : 0,
+                         &out, err);
     return sb_detach(&out, NULL);
 }
 
-static const char *SPEC_CODEX =
-    "[mcp_servers.docs]\n"
-    "url = \"https://docs.example.test/mcp\"\n"
-    "\n"
-    "[mcp_servers.docs.http_headers]\n"
-    "X-Api-Key = \"k1\"\n"
-    "\n"
-    "[mcp_servers.notes]\n"
-    "command = \"uvx\"\n"
-    "args = [\"notes-mcp\", \"--ro\"]\n"
-    "\n"
-    "[mcp_servers.notes.env]\n"
-    "NOTES_TOKEN = \"t1\"\n";
+static const char *SPEC_CODEX = "[mcp_servers.docs]\n"
+                                "url = \"https://docs.example.test/mcp\"\n"
+                                "\n"
+                                "[mcp_servers.docs.http_headers]\n"
+                                "X-Api-Key = \"k1\"\n"
+                                "\n"
+                                "[mcp_servers.notes]\n"
+                                "command = \"uvx\"\n"
+                                "args = [\"notes-mcp\", \"--ro\"]\n"
+                                "\n"
+                                "[mcp_servers.notes.env]\n"
+                                "NOTES_TOKEN = \"t1\"\n";
 
 static void test_new_file_matches_spec(void **state)
 {
@@ -55,8 +54,8 @@ static void test_new_file_matches_spec(void **state)
     assert_string_equal(out.buf, SPEC_CODEX);
     /* Applying the same again changes nothing. */
     strbuf again = SB_INIT;
-    assert_int_equal(adp_toml_merge("c.toml", out.buf, out.len, "mcp_servers", u, 2, NULL, 0,
-                                    &again, &e), 0);
+    assert_int_equal(
+        adp_toml_merge("c.toml", out.buf, out.len, "mcp_servers", u, 2, NULL, 0, &again, &e), 0);
     assert_string_equal(again.buf, out.buf);
     assert_null(strstr(out.buf, "[mcp_servers]\n"));
     sb_release(&out);
@@ -87,8 +86,8 @@ static void test_codex_comments_kept(void **state)
     struct adp_toml_entry u[2] = {{"figma", figma}, {"docs", docs}};
     strbuf out = SB_INIT;
     struct as_err e = AS_ERR_INIT;
-    assert_int_equal(adp_toml_merge("c.toml", text, strlen(text), "mcp_servers", u, 2, NULL, 0,
-                                    &out, &e), 0);
+    assert_int_equal(
+        adp_toml_merge("c.toml", text, strlen(text), "mcp_servers", u, 2, NULL, 0, &out, &e), 0);
     /* Everything up to figma's header is byte-identical. */
     const char *head = strstr(text, "[mcp_servers.figma]");
     assert_memory_equal(out.buf, text, (size_t)(head - text));
@@ -108,8 +107,8 @@ static void test_codex_comments_kept(void **state)
     toml_free(root);
     /* Idempotent. */
     strbuf again = SB_INIT;
-    assert_int_equal(adp_toml_merge("c.toml", out.buf, out.len, "mcp_servers", u, 2, NULL, 0,
-                                    &again, &e), 0);
+    assert_int_equal(
+        adp_toml_merge("c.toml", out.buf, out.len, "mcp_servers", u, 2, NULL, 0, &again, &e), 0);
     assert_string_equal(again.buf, out.buf);
     sb_release(&again);
     sb_release(&out);
@@ -179,7 +178,8 @@ static void test_markdown_region(void **state)
     free(o2);
     /* Text after the region and a marker quoted mid-line are kept. */
     o2 = md("a `<!-- agentstack:start -->` b\n<!-- agentstack:start -->\nold\n"
-            "<!-- agentstack:end -->\ntail\n", "new");
+            "<!-- agentstack:end -->\ntail\n",
+            "new");
     assert_string_equal(o2, "a `<!-- agentstack:start -->` b\n<!-- agentstack:start -->\nnew\n"
                             "<!-- agentstack:end -->\ntail\n");
     free(o2);

@@ -26,8 +26,15 @@ static int teardown(void **state)
 
 static struct manifest *load(const char *toml)
 {
-    struct manifest_source src = {MANIFEST_PROJECT, "/p/.agentstack/agentstack.toml", toml,
-                                  strlen(toml), NULL, NULL, 0, NULL, NULL};
+    struct manifest_source src = {MANIFEST_PROJECT,
+                                  "/p/.agentstack/agentstack.toml",
+                                  toml,
+                                  strlen(toml),
+                                  NULL,
+                                  NULL,
+                                  0,
+                                  NULL,
+                                  NULL};
     struct as_err e = AS_ERR_INIT;
     struct manifest *m = manifest_load_bytes(&src, &e);
     if (!m)
@@ -43,8 +50,8 @@ static enum adp_render_status render(const char *id, const struct manifest *m, s
     assert_non_null(d);
     struct adp_render_ctx rc = {NULL, NULL, sec, "/p"};
     struct as_err e = AS_ERR_INIT;
-    enum adp_render_status st = adp_render_server(d, d->config_format, &m->servers.v[idx], &rc,
-                                                  r, &e);
+    enum adp_render_status st =
+        adp_render_server(d, d->config_format, &m->servers.v[idx], &rc, r, &e);
     if (st == ADP_RENDER_OK && r->json) {
         char *s = json_dumps(r->json, JSON_COMPACT | JSON_PRESERVE_ORDER);
         sb_adds(out, s);
@@ -139,10 +146,10 @@ static void test_secrets(void **state)
     (void)state;
     setenv("AS_T_TOKEN", "s3cr3t-value", 1);
     unsetenv("AS_T_NOPE");
-    struct manifest *m = load(
-        "version = 1\n[servers.ok]\ntype = \"http\"\nurl = \"https://x.test/${AS_T_TOKEN}\"\n"
-        "headers = { Authorization = \"Bearer ${AS_T_TOKEN}\", Keep = \"${V:-x}\" }\n"
-        "[servers.bad]\ntype = \"stdio\"\ncommand = \"c\"\nenv = { K = \"${AS_T_NOPE}\" }\n");
+    struct manifest *m =
+        load("version = 1\n[servers.ok]\ntype = \"http\"\nurl = \"https://x.test/${AS_T_TOKEN}\"\n"
+             "headers = { Authorization = \"Bearer ${AS_T_TOKEN}\", Keep = \"${V:-x}\" }\n"
+             "[servers.bad]\ntype = \"stdio\"\ncommand = \"c\"\nenv = { K = \"${AS_T_NOPE}\" }\n");
     strbuf o = SB_INIT;
     struct adp_rendered r;
     adp_secrets sec = VEC_INIT;

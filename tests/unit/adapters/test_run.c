@@ -44,8 +44,15 @@ static int setup(void **state)
     struct as_err e = AS_ERR_INIT;
     if (adp_registry_load(&f->reg, false, &e) != 0)
         fail_msg("registry: %s", e.msg);
-    struct manifest_source src = {MANIFEST_MACHINE, "/m/agentstack.toml", MACHINE,
-                                  strlen(MACHINE), NULL, NULL, 0, NULL, NULL};
+    struct manifest_source src = {MANIFEST_MACHINE,
+                                  "/m/agentstack.toml",
+                                  MACHINE,
+                                  strlen(MACHINE),
+                                  NULL,
+                                  NULL,
+                                  0,
+                                  NULL,
+                                  NULL};
     f->m = manifest_load_bytes(&src, &e);
     if (!f->m)
         fail_msg("manifest: %s", e.msg);
@@ -184,8 +191,11 @@ static void hand_session_never_recovered(void **state)
     FILE *out = fopen("/dev/null", "w");
     strvec targets = STRVEC_INIT;
     strvec_push(&targets, "claude-code");
-    struct adp_apply_opts o = {.m = f->m, .manifest_path = "/m/agentstack.toml",
-                               .targets = &targets, .toolset = "dev", .out = out};
+    struct adp_apply_opts o = {.m = f->m,
+                               .manifest_path = "/m/agentstack.toml",
+                               .targets = &targets,
+                               .toolset = "dev",
+                               .out = out};
     struct as_err e = AS_ERR_INIT;
     assert_int_equal(adp_session_start(&f->reg, &o, "/m", &e), 0);
     size_t n = 9;

@@ -45,9 +45,15 @@ static void test_field_order(void **state)
              "\"layer\":\"machine\"}");
     json_decref(r);
 
-    struct aud_call ok = {.ts = 5, .run = "r-1a2b", .pid = 1, .server = "ops", .tool = "get",
-                          .args_digest = "0123456789ab", .outcome = "ok",
-                          .detail = "ignored on ok rows", .ms = 12};
+    struct aud_call ok = {.ts = 5,
+                          .run = "r-1a2b",
+                          .pid = 1,
+                          .server = "ops",
+                          .tool = "get",
+                          .args_digest = "0123456789ab",
+                          .outcome = "ok",
+                          .detail = "ignored on ok rows",
+                          .ms = 12};
     r = aud_call_record(&ok);
     dump(r, buf, sizeof buf);
     assert_string_equal(buf, "{\"ts\":5,\"run\":\"r-1a2b\",\"pid\":1,\"server\":\"ops\",\"tool\":"
@@ -55,8 +61,15 @@ static void test_field_order(void **state)
                              "\"ms\":12}");
     json_decref(r);
 
-    struct aud_call fam = {.ts = 5, .pid = 1, .project = "/p", .server = "demo", .tool = "fence",
-                           .args_digest = "", .outcome = "denied", .detail = "fenced", .ms = 0};
+    struct aud_call fam = {.ts = 5,
+                           .pid = 1,
+                           .project = "/p",
+                           .server = "demo",
+                           .tool = "fence",
+                           .args_digest = "",
+                           .outcome = "denied",
+                           .detail = "fenced",
+                           .ms = 0};
     r = aud_call_record(&fam);
     dump(r, buf, sizeof buf);
     assert_string_equal(buf, "{\"ts\":5,\"pid\":1,\"project\":\"/p\",\"server\":\"demo\",\"tool\":"
@@ -71,8 +84,14 @@ static void test_detail_cut_on_utf8_boundary(void **state)
     char detail[400];
     memset(detail, 'a', 199);
     strcpy(detail + 199, "é and more"); /* é straddles the 200-byte cut */
-    struct aud_call c = {.ts = 1, .pid = 1, .server = "s", .tool = "t", .args_digest = "",
-                         .outcome = "error", .detail = detail, .ms = 0};
+    struct aud_call c = {.ts = 1,
+                         .pid = 1,
+                         .server = "s",
+                         .tool = "t",
+                         .args_digest = "",
+                         .outcome = "error",
+                         .detail = detail,
+                         .ms = 0};
     json_t *r = aud_call_record(&c);
     const char *d = json_string_value(json_object_get(r, "detail"));
     assert_non_null(d);
@@ -90,8 +109,13 @@ static void test_rows_are_chained(void **state)
     char *dir = tu_tmpdir();
     char *home = home_of(dir);
     struct as_err err = AS_ERR_INIT;
-    struct aud_call c = {.ts = 1, .pid = 1, .server = "s", .tool = "t", .args_digest = "x",
-                         .outcome = "ok", .ms = 1};
+    struct aud_call c = {.ts = 1,
+                         .pid = 1,
+                         .server = "s",
+                         .tool = "t",
+                         .args_digest = "x",
+                         .outcome = "ok",
+                         .ms = 1};
     assert_int_equal(aud_call_append(home, &c, &err), 0);
     assert_int_equal(aud_call_append(home, &c, &err), 0);
     assert_int_equal(aud_load_append(home, "review-checklist", "reviewing", "/p", NULL, &err), 0);
@@ -114,9 +138,17 @@ static void test_rows_are_chained(void **state)
 static void add(const char *home, const char *project, const char *server, const char *tool,
                 const char *outcome, const char *layer)
 {
-    struct aud_call c = {.ts = 1, .pid = 1, .project = project, .server = server, .tool = tool,
-                         .args_digest = "", .outcome = outcome, .ms = 0, .layer = layer,
-                         .rule = layer ? "!x" : NULL, .detail = layer ? "denied" : NULL};
+    struct aud_call c = {.ts = 1,
+                         .pid = 1,
+                         .project = project,
+                         .server = server,
+                         .tool = tool,
+                         .args_digest = "",
+                         .outcome = outcome,
+                         .ms = 0,
+                         .layer = layer,
+                         .rule = layer ? "!x" : NULL,
+                         .detail = layer ? "denied" : NULL};
     struct as_err err = AS_ERR_INIT;
     assert_int_equal(aud_call_append(home, &c, &err), 0);
 }
@@ -138,9 +170,9 @@ static void test_summary_line(void **state)
     /* the seed's closed loop: one ok call, one policy denial */
     add(home, "/p", "acme", "search_docs", "ok", NULL);
     add(home, "/p", "acme", "delete_index", "denied", "machine");
-    add(home, "/p", "acme", "fence", "denied", NULL);   /* refusal family: not a call */
-    add(home, "/p", "demo", "trust", "denied", NULL);   /* idem */
-    add(home, "/q", "other", "get", "ok", NULL);        /* another project */
+    add(home, "/p", "acme", "fence", "denied", NULL); /* refusal family: not a call */
+    add(home, "/p", "demo", "trust", "denied", NULL); /* idem */
+    add(home, "/q", "other", "get", "ok", NULL);      /* another project */
     add(home, "/q", "other", "get", "error", NULL);
     assert_int_equal(aud_calls_summarize(home, "/p", &s, &err), 0);
     sb_reset(&line);
@@ -167,7 +199,8 @@ static void test_summary_line(void **state)
     assert_true(asprintf(&old, "%s/audit/calls.jsonl.1", home) > 0);
     FILE *f = fopen(old, "w");
     fputs("{\"ts\":1,\"pid\":1,\"project\":\"/p\",\"server\":\"acme\",\"tool\":\"search_docs\","
-          "\"args_digest\":\"\",\"outcome\":\"ok\",\"ms\":0}\nnot json\n", f);
+          "\"args_digest\":\"\",\"outcome\":\"ok\",\"ms\":0}\nnot json\n",
+          f);
     fclose(f);
     assert_int_equal(aud_calls_summarize(home, "/p", &s, &err), 0);
     assert_int_equal(s.calls, 3);

@@ -68,9 +68,9 @@ static void test_digest_formula(void **state)
     assert_int_equal(strlen(d1), 12);
     for (int i = 0; i < 12; i++)
         assert_true(isxdigit((unsigned char)d1[i]) && !isupper((unsigned char)d1[i]));
-    assert_string_equal(d1, d2);        /* key order does not matter */
-    assert_string_not_equal(d1, d3);    /* values do */
-    assert_string_equal(d4, d5);        /* missing arguments = {} */
+    assert_string_equal(d1, d2);     /* key order does not matter */
+    assert_string_not_equal(d1, d3); /* values do */
+    assert_string_equal(d4, d5);     /* missing arguments = {} */
     /* exactly HMAC-SHA-256(key, canonical JSON), first 12 hex */
     unsigned char key[64];
     size_t klen;
@@ -103,8 +103,13 @@ static void test_rows_never_hold_values(void **state)
     char *home = home_of(dir);
     char d[13];
     digest_of(home, "{\"password\":\"correct-horse-battery\"}", d);
-    struct aud_call c = {.ts = 1, .pid = 2, .server = "s", .tool = "login", .args_digest = d,
-                         .outcome = "ok", .ms = 3};
+    struct aud_call c = {.ts = 1,
+                         .pid = 2,
+                         .server = "s",
+                         .tool = "login",
+                         .args_digest = d,
+                         .outcome = "ok",
+                         .ms = 3};
     struct as_err err = AS_ERR_INIT;
     assert_int_equal(aud_call_append(home, &c, &err), 0);
     char *log = NULL;

@@ -791,7 +791,7 @@ static void test_rmtree(void **st)
     struct as_err err = AS_ERR_INIT;
     assert_int_equal(fs_rmtree(t, &err), 0);
     assert_false(fs_exists(t));
-    assert_true(fs_exists(keep)); /* the link was removed, not its target */
+    assert_true(fs_exists(keep));            /* the link was removed, not its target */
     assert_int_equal(fs_rmtree(t, &err), 0); /* already gone: fine */
     /* a symlink root removes the link only */
     char *l2 = pj(dir, "l2");

@@ -39,10 +39,10 @@ static void test_spec_vector(void **st)
 static void test_key_order_independent(void **st)
 {
     (void)st;
-    json_t *a = json_pack("{s:i, s:{s:s, s:[i, {s:b, s:n}]}, s:s}", "b", 1, "a", "z", "x",
-                          "w", 2, "q", 1, "p", "c", "d");
-    json_t *b = json_pack("{s:s, s:{s:[i, {s:n, s:b}], s:s}, s:i}", "c", "d", "a", "w", 2,
-                          "p", "q", 1, "z", "x", "b", 1);
+    json_t *a = json_pack("{s:i, s:{s:s, s:[i, {s:b, s:n}]}, s:s}", "b", 1, "a", "z", "x", "w", 2,
+                          "q", 1, "p", "c", "d");
+    json_t *b = json_pack("{s:s, s:{s:[i, {s:n, s:b}], s:s}, s:i}", "c", "d", "a", "w", 2, "p", "q",
+                          1, "z", "x", "b", 1);
     assert_non_null(a);
     assert_non_null(b);
     char *ca = canon(a), *cb = canon(b);

@@ -299,7 +299,7 @@ static void test_which(void **st)
     assert_string_equal(out.buf, "/bin/sh");
     assert_int_equal(proc_which(plain, NULL, &out), -1); /* not executable */
     assert_int_equal(proc_which("plain", dir, &out), -1);
-    assert_int_equal(proc_which("bin", "/", &out), -1);           /* a directory */
+    assert_int_equal(proc_which("bin", "/", &out), -1); /* a directory */
     assert_int_equal(proc_which("", NULL, &out), -1);
     sb_release(&out);
     free(plain);
@@ -310,10 +310,14 @@ int main(void)
 {
     signal(SIGPIPE, SIG_DFL); /* prove run_capture survives EPIPE on its own */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_capture_basic),    cmocka_unit_test(test_capture_large_both_streams),
-        cmocka_unit_test(test_env_and_cwd),      cmocka_unit_test(test_exec_failures),
-        cmocka_unit_test(test_cloexec),          cmocka_unit_test(test_pipes_and_fd),
-        cmocka_unit_test(test_terminate_kills_group), cmocka_unit_test(test_which),
+        cmocka_unit_test(test_capture_basic),
+        cmocka_unit_test(test_capture_large_both_streams),
+        cmocka_unit_test(test_env_and_cwd),
+        cmocka_unit_test(test_exec_failures),
+        cmocka_unit_test(test_cloexec),
+        cmocka_unit_test(test_pipes_and_fd),
+        cmocka_unit_test(test_terminate_kills_group),
+        cmocka_unit_test(test_which),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -175,9 +175,9 @@ static void test_overflow_aborts(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_init_and_empty),     cmocka_unit_test(test_add_family),
-        cmocka_unit_test(test_self_append),        cmocka_unit_test(test_detach_trim_secure),
-        cmocka_unit_test(test_xalloc),             cmocka_unit_test(test_overflow_aborts),
+        cmocka_unit_test(test_init_and_empty), cmocka_unit_test(test_add_family),
+        cmocka_unit_test(test_self_append),    cmocka_unit_test(test_detach_trim_secure),
+        cmocka_unit_test(test_xalloc),         cmocka_unit_test(test_overflow_aborts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -85,15 +85,22 @@ static void test_sanitize(void **st)
     assert_string_equal(r, "ok?fake?line??end");
     free(r);
     /* C1 controls encoded as UTF-8 (U+009B is a CSI on some terminals) */
-    r = SAN("x\xc2\x9b" "1m");
+    r = SAN("x\xc2\x9b"
+            "1m");
     assert_string_equal(r, "x?1m");
     free(r);
     /* bidi overrides and isolates (Trojan Source) are removed */
-    r = SAN("admin\xe2\x80\xae" "txt.exe\xe2\x80\xac \xe2\x81\xa6x\xe2\x81\xa9");
+    r = SAN("admin\xe2\x80\xae"
+            "txt.exe\xe2\x80\xac \xe2\x81\xa6x\xe2\x81\xa9");
     assert_string_equal(r, "admintxt.exe x");
     free(r);
     /* zero-width characters and BOM are removed */
-    r = SAN("a\xe2\x80\x8b" "b\xe2\x80\x8c" "c\xe2\x80\x8d" "d\xef\xbb\xbf" "e\xe2\x81\xa0" "f");
+    r = SAN("a\xe2\x80\x8b"
+            "b\xe2\x80\x8c"
+            "c\xe2\x80\x8d"
+            "d\xef\xbb\xbf"
+            "e\xe2\x81\xa0"
+            "f");
     assert_string_equal(r, "abcdef");
     free(r);
     /* tag characters (invisible ASCII smuggling) are removed */
@@ -102,9 +109,15 @@ static void test_sanitize(void **st)
     free(r);
     /* invalid UTF-8: stray continuation, truncated sequence, overlong,
      * surrogate, above U+10FFFF, raw C1 byte */
-    r = SAN("a\x80" "b\xe2\x82" "c\xc0\xaf" "d\xed\xa0\x80" "e\xf4\x90\x80\x80" "f\x9b");
+    r = SAN("a\x80"
+            "b\xe2\x82"
+            "c\xc0\xaf"
+            "d\xed\xa0\x80"
+            "e\xf4\x90\x80\x80"
+            "f\x9b");
     assert_null(strchr(r, '\x80'));
-    assert_string_equal(r, "a\xef\xbf\xbd" "b\xef\xbf\xbd\xef\xbf\xbd"
+    assert_string_equal(r, "a\xef\xbf\xbd"
+                           "b\xef\xbf\xbd\xef\xbf\xbd"
                            "c\xef\xbf\xbd\xef\xbf\xbd"
                            "d\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
                            "e\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"

@@ -306,8 +306,8 @@ static void test_set_remove_restores(void **state)
     (void)state;
     /* adding a key or table and removing it again gives back the same bytes */
     static const char *const paths[][3] = {
-        {"new", NULL, NULL},          {"servers", "demo", "new"}, {"servers", "x", "y"},
-        {"tools", "new", NULL},       {"brand", "new", "k"},
+        {"new", NULL, NULL},    {"servers", "demo", "new"}, {"servers", "x", "y"},
+        {"tools", "new", NULL}, {"brand", "new", "k"},
     };
     static const size_t lens[] = {1, 3, 3, 2, 3};
     static const size_t remove_at[] = {1, 3, 2, 2, 1};
@@ -455,8 +455,7 @@ static void edit_file(const char *name, const char *text, size_t len, int *edits
                 }
             }
             if (!toml_equal(got, expect))
-                fail_msg("%s: op %d on %s: tree differs\n%.*s", name, op, seg[0], (int)elen,
-                         et);
+                fail_msg("%s: op %d on %s: tree differs\n%.*s", name, op, seg[0], (int)elen, et);
             (*edits)++;
             toml_free(got);
             toml_free(expect);

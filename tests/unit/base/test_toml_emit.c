@@ -24,8 +24,8 @@ static void roundtrip(const toml_value *t, const char *what)
     struct as_err err = AS_ERR_INIT;
     toml_value *back = toml_parse_ex("emitted", out.buf, out.len, TOML_PARSE_NUL_KEYS, &err);
     if (!back)
-        fail_msg("%s: emitted text does not parse: %u:%u: %s\n---\n%s", what, err.line,
-                 err.col, err.msg, out.buf);
+        fail_msg("%s: emitted text does not parse: %u:%u: %s\n---\n%s", what, err.line, err.col,
+                 err.msg, out.buf);
     if (!toml_equal(t, back))
         fail_msg("%s: parse(emit(t)) != t\n---\n%s", what, out.buf);
     /* emitting is deterministic: emit(parse(emit(t))) == emit(t) */
@@ -89,10 +89,11 @@ static void test_emit_keys_and_values(void **state)
     static const struct {
         double f;
         const char *s;
-    } floats[] = {{0.1, "0.1"},       {1e100, "1e+100"},     {-0.0, "-0.0"},
-                  {3.0, "3.0"},       {5e-324, "5e-324"},    {1.0 / 3, "0.3333333333333333"},
-                  {INFINITY, "inf"}, {-INFINITY, "-inf"},   {NAN, "nan"},
-                  {123456789.0, "123456789.0"}};
+    } floats[] = {{0.1, "0.1"},       {1e100, "1e+100"},
+                  {-0.0, "-0.0"},     {3.0, "3.0"},
+                  {5e-324, "5e-324"}, {1.0 / 3, "0.3333333333333333"},
+                  {INFINITY, "inf"},  {-INFINITY, "-inf"},
+                  {NAN, "nan"},       {123456789.0, "123456789.0"}};
     for (size_t i = 0; i < sizeof floats / sizeof floats[0]; i++) {
         toml_value *v = toml_new_float(floats[i].f);
         sb_reset(&sb);
@@ -170,14 +171,40 @@ static uint32_t rnd(void)
     rng_state ^= rng_state << 17;
     return (uint32_t)(rng_state >> 11);
 }
-static uint32_t below(uint32_t n) { return rnd() % n; }
+static uint32_t below(uint32_t n)
+{
+    return rnd() % n;
+}
 
 static void rand_text(strbuf *sb, bool allow_nul)
 {
-    static const char *const pieces[] = {"a", "Z", "0", "-", "_", ".", " ", "\"", "'", "\\",
-                                         "\t", "\n", "\r", "#", "=", "[", "]", "{", "}",
-                                         "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80",
-                                         "\x01", "\x7f", "\x1f", "key", "\xef\xbf\xbf"};
+    static const char *const pieces[] = {"a",
+                                         "Z",
+                                         "0",
+                                         "-",
+                                         "_",
+                                         ".",
+                                         " ",
+                                         "\"",
+                                         "'",
+                                         "\\",
+                                         "\t",
+                                         "\n",
+                                         "\r",
+                                         "#",
+                                         "=",
+                                         "[",
+                                         "]",
+                                         "{",
+                                         "}",
+                                         "\xc3\xa9",
+                                         "\xe2\x82\xac",
+                                         "\xf0\x9f\x98\x80",
+                                         "\x01",
+                                         "\x7f",
+                                         "\x1f",
+                                         "key",
+                                         "\xef\xbf\xbf"};
     size_t n = below(8);
     for (size_t i = 0; i < n; i++) {
         if (allow_nul && below(40) == 0)
@@ -211,8 +238,8 @@ static toml_value *rand_value(int depth)
     static const char *const ldts[] = {"1979-05-27T00:32:00.1", "0001-01-01T00:00:00"};
     static const char *const dates[] = {"1979-05-27", "9999-12-31", "2024-02-29"};
     static const char *const times[] = {"07:32:00", "00:00:00.000001", "23:59:60"};
-    static const double floats[] = {0.0, -0.0, 1.5, -2e-308, 1e308, 5e-324, 3.14159,
-                                    INFINITY, -INFINITY, NAN, 1e15, 123456.789e3};
+    static const double floats[] = {0.0,     -0.0,     1.5,       -2e-308, 1e308, 5e-324,
+                                    3.14159, INFINITY, -INFINITY, NAN,     1e15,  123456.789e3};
     uint32_t k = below(depth > 5 ? 8 : 12);
     switch (k) {
     case 0: {
@@ -298,10 +325,8 @@ static void test_roundtrip_deep(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_emit_exact),
-        cmocka_unit_test(test_emit_keys_and_values),
-        cmocka_unit_test(test_roundtrip_corpus),
-        cmocka_unit_test(test_roundtrip_generated),
+        cmocka_unit_test(test_emit_exact),       cmocka_unit_test(test_emit_keys_and_values),
+        cmocka_unit_test(test_roundtrip_corpus), cmocka_unit_test(test_roundtrip_generated),
         cmocka_unit_test(test_roundtrip_deep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

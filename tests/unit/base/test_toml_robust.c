@@ -107,8 +107,8 @@ static void test_huge_key(void **state)
     assert_string_equal(r.msg, "duplicate key '\\x1b[31m\\x0a'");
 }
 
-static char *repeat(const char *pre, const char *open, size_t n, const char *mid,
-                    const char *close, size_t *len)
+static char *repeat(const char *pre, const char *open, size_t n, const char *mid, const char *close,
+                    size_t *len)
 {
     strbuf sb = SB_INIT;
     sb_adds(&sb, pre);
@@ -176,7 +176,9 @@ static void test_huge_numbers(void **state)
     bad("i = -9223372036854775809\n", 25);
     bad("i = 0x8000000000000000\n", 23);
     bad("i = 0o1777777777777777777777\n", 29);
-    bad("i = 0b" "1111111111111111111111111111111111111111111111111111111111111111\n", 71);
+    bad("i = 0b"
+        "1111111111111111111111111111111111111111111111111111111111111111\n",
+        71);
     r = bad("f = 1e400\n", 10);
     assert_string_equal(r.msg, "float '1e400' is out of range");
     strbuf sb = SB_INIT;
@@ -245,8 +247,8 @@ static void test_truncated_everywhere(void **state)
         free(p);
     }
     /* and every byte replaced by a few troublesome values */
-    static const char repl[] = {'\0', '\r', '\n', '"', '\'', '[', ']', '=', '.', '#', '\\',
-                                (char)0xff, (char)0xc3};
+    static const char repl[] = {'\0', '\r', '\n', '"',  '\'',       '[',       ']',
+                                '=',  '.',  '#',  '\\', (char)0xff, (char)0xc3};
     char *p = malloc(n);
     for (size_t i = 0; i < n; i++) {
         for (size_t k = 0; k < sizeof repl; k++) {

@@ -45,8 +45,7 @@ static void test_prefixes(void **state)
         assert_int_not_equal(lsec_classify("X-Custom", hits[i]), LSEC_NONE);
     }
     /* a prefix glued to a ${REF} is still a secret; the ref alone is not */
-    assert_int_equal(lsec_value_shape("ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5${X}"),
-                     LSEC_PREFIX);
+    assert_int_equal(lsec_value_shape("ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5${X}"), LSEC_PREFIX);
     assert_int_equal(lsec_value_shape("${GHP_TOKEN}"), LSEC_NONE);
     /* inside a word, or too short, a prefix is no token */
     assert_int_equal(lsec_value_shape("task-runner"), LSEC_NONE);
@@ -171,9 +170,9 @@ static void test_server_table_and_lines(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_key_names),  cmocka_unit_test(test_prefixes),
-        cmocka_unit_test(test_entropy),    cmocka_unit_test(test_url),
-        cmocka_unit_test(test_args),       cmocka_unit_test(test_server_table_and_lines),
+        cmocka_unit_test(test_key_names), cmocka_unit_test(test_prefixes),
+        cmocka_unit_test(test_entropy),   cmocka_unit_test(test_url),
+        cmocka_unit_test(test_args),      cmocka_unit_test(test_server_table_and_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

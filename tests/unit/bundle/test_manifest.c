@@ -244,8 +244,8 @@ static void test_strictness(void **state)
     assert_non_null(strstr(err.msg, "[servers.\"my server\"]"));
 
     /* a typo deep in policy cannot silently drop it */
-    assert_null(load("version = 1\n[policy.filesystem]\nwrite = [\"./**\"]\ndeny_ = [\".env\"]\n",
-                     &err));
+    assert_null(
+        load("version = 1\n[policy.filesystem]\nwrite = [\"./**\"]\ndeny_ = [\".env\"]\n", &err));
     assert_non_null(strstr(err.msg, "unknown key `deny_` in [policy.filesystem]"));
     assert_null(load("version = 1\n[policy]\negres = {}\n", &err));
     assert_non_null(strstr(err.msg, "did you mean `egress`?"));
@@ -277,8 +277,8 @@ static void test_machine_only_tables(void **state)
     assert_false(m->experimental.tools_execute);
     manifest_free(m);
 
-    struct manifest_source src = {.kind = MANIFEST_MACHINE, .path = "/h/agentstack.toml",
-                                  .data = text, .len = strlen(text)};
+    struct manifest_source src = {
+        .kind = MANIFEST_MACHINE, .path = "/h/agentstack.toml", .data = text, .len = strlen(text)};
     assert_null(manifest_load_bytes(&src, &err));
     assert_non_null(strstr(err.msg, "unknown key `whatever` in [guard]"));
 
@@ -493,8 +493,7 @@ static void test_files_and_snapshot(void **state)
     assert_non_null(strstr(err.msg, "exceeds the 8388608-byte limit"));
     unlink(p.overlay);
     /* and via bytes */
-    struct manifest_source src = {.kind = MANIFEST_PROJECT, .path = man, .data = data,
-                                  .len = big};
+    struct manifest_source src = {.kind = MANIFEST_PROJECT, .path = man, .data = data, .len = big};
     assert_null(manifest_load_bytes(&src, &err));
     assert_non_null(strstr(err.msg, "exceeds the 8388608-byte limit"));
     free(data);
@@ -526,8 +525,8 @@ static void test_hostile_bytes(void **state)
     struct as_err err = AS_ERR_INIT;
     /* raw NUL, invalid UTF-8, NUL escapes in keys and values */
     const char nul[] = "version = 1\n[meta]\nname = \"a\0b\"\n";
-    struct manifest_source src = {.kind = MANIFEST_PROJECT, .path = "/p/agentstack.toml",
-                                  .data = nul, .len = sizeof nul - 1};
+    struct manifest_source src = {
+        .kind = MANIFEST_PROJECT, .path = "/p/agentstack.toml", .data = nul, .len = sizeof nul - 1};
     assert_null(manifest_load_bytes(&src, &err));
     assert_null(load("version = 1\n[meta]\nname = \"\xff\xfe\"\n", &err));
     assert_null(load("version = 1\n[meta]\nname = \"a\\u0000b\"\n", &err));
@@ -571,8 +570,8 @@ static void test_hostile_bytes(void **state)
     for (size_t i = 0; i < n; i++) {
         memcpy(buf, full, n + 1);
         buf[i] = subs[i % sizeof subs];
-        struct manifest_source s2 = {.kind = MANIFEST_PROJECT, .path = "/p/agentstack.toml",
-                                     .data = buf, .len = n};
+        struct manifest_source s2 = {
+            .kind = MANIFEST_PROJECT, .path = "/p/agentstack.toml", .data = buf, .len = n};
         m = manifest_load_bytes(&s2, &err);
         manifest_free(m);
     }

@@ -6,9 +6,9 @@
 
 #include "bundle/manifest.h"
 
-static const char *const adapters[] = {"claude-code", "claude-desktop", "codex", "copilot-cli",
-                                       "cursor", "gemini", "opencode", "pi", "vscode",
-                                       "windsurf", "kiro", "junie", "antigravity"};
+static const char *const adapters[] = {
+    "claude-code", "claude-desktop", "codex",    "copilot-cli", "cursor", "gemini",     "opencode",
+    "pi",          "vscode",         "windsurf", "kiro",        "junie",  "antigravity"};
 
 static char *fixture_dir(const char *sub)
 {
@@ -45,14 +45,16 @@ static size_t list(const char *dir, char ***out)
 
 /* Loads + validates; returns the model (NULL on a load error) and fills the
  * first error text in buf. */
-static struct manifest *load(const char *path, bool machine, char *buf, size_t n,
-                             unsigned *line, size_t *nerr)
+static struct manifest *load(const char *path, bool machine, char *buf, size_t n, unsigned *line,
+                             size_t *nerr)
 {
     size_t len;
     char *text = tu_read(path, &len);
     assert_non_null(text);
     struct manifest_source src = {.kind = machine ? MANIFEST_MACHINE : MANIFEST_PROJECT,
-                                  .path = path, .data = text, .len = len};
+                                  .path = path,
+                                  .data = text,
+                                  .len = len};
     struct as_err err = AS_ERR_INIT;
     struct manifest *m = manifest_load_bytes(&src, &err);
     free(text);
@@ -65,8 +67,7 @@ static struct manifest *load(const char *path, bool machine, char *buf, size_t n
         *nerr = 1;
         return NULL;
     }
-    struct manifest_env env = {adapters, sizeof adapters / sizeof adapters[0], NULL, NULL,
-                               false};
+    struct manifest_env env = {adapters, sizeof adapters / sizeof adapters[0], NULL, NULL, false};
     mf_diags d = VEC_INIT;
     *nerr = manifest_validate(m, &env, &d);
     if (d.n) {

@@ -29,8 +29,8 @@ static int fake_lib(void *ctx, enum pin_kind kind, const char *name, strbuf *pat
     if (strncmp(name, "ghost:", 6) == 0)
         return as_err_set(err, "no linked library named 'ghost'");
     const char *hit = NULL;
-    if (kind == PIN_SKILL && (strcmp(name, "team:review") == 0 ||
-                              strcmp(name, "lib:team/review") == 0))
+    if (kind == PIN_SKILL &&
+        (strcmp(name, "team:review") == 0 || strcmp(name, "lib:team/review") == 0))
         hit = f->team_skill;
     else if (kind == PIN_SKILL && strcmp(name, "review") == 0)
         hit = f->local_skill;
@@ -259,8 +259,8 @@ static void test_unresolved(void **state)
     struct fx f;
     setup_fx(&f);
     pin_items items = VEC_INIT;
-    collect(&f, "version = 1\n[toolsets.a]\nskills = [\"ghost:review\", \"team:nope\"]\n",
-            true, &items);
+    collect(&f, "version = 1\n[toolsets.a]\nskills = [\"ghost:review\", \"team:nope\"]\n", true,
+            &items);
     const struct pin_item *s = find(&items, PIN_SKILL, "review");
     assert_non_null(s);
     assert_int_equal(s->state, PIN_UNRESOLVED);

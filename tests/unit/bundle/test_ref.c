@@ -14,11 +14,11 @@ static char *scan_join(const char *s)
     return sb_detach(&sb, NULL);
 }
 
-#define SCAN(in, want)                           \
-    do {                                         \
-        char *got_ = scan_join(in);              \
-        assert_string_equal(got_, want);         \
-        free(got_);                              \
+#define SCAN(in, want)                                                                             \
+    do {                                                                                           \
+        char *got_ = scan_join(in);                                                                \
+        assert_string_equal(got_, want);                                                           \
+        free(got_);                                                                                \
     } while (0)
 
 static void test_grammar(void **state)
@@ -118,8 +118,8 @@ static void test_server_and_manifest_refs(void **state)
                        "headers = { Authorization = \"Bearer ${GH}\" }\n"
                        "[hooks.h]\nevent = \"PreToolUse\"\ncommand = \"${HOOKCMD}\"\n"
                        "args = [\"${AARG}\"]\n";
-    struct manifest_source src = {.kind = MANIFEST_PROJECT, .path = "/p/agentstack.toml",
-                                  .data = text, .len = strlen(text)};
+    struct manifest_source src = {
+        .kind = MANIFEST_PROJECT, .path = "/p/agentstack.toml", .data = text, .len = strlen(text)};
     struct as_err err = AS_ERR_INIT;
     struct manifest *m = manifest_load_bytes(&src, &err);
     assert_non_null(m);
@@ -130,8 +130,8 @@ static void test_server_and_manifest_refs(void **state)
     for (size_t i = 0; i < 6; i++)
         assert_string_equal(v.v[i], want[i]);
     ref_manifest_refs(m, &v);
-    const char *all[] = {"AARG", "CMD", "DEEP", "DIR", "ENVV", "EXTRA", "GH", "HOOKCMD",
-                         "TOK", "ZPATH"};
+    const char *all[] = {"AARG",  "CMD", "DEEP",    "DIR", "ENVV",
+                         "EXTRA", "GH",  "HOOKCMD", "TOK", "ZPATH"};
     assert_int_equal(v.n, 10);
     for (size_t i = 0; i < 10; i++)
         assert_string_equal(v.v[i], all[i]);
@@ -142,12 +142,9 @@ static void test_server_and_manifest_refs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_grammar),
-        cmocka_unit_test(test_binary_input),
-        cmocka_unit_test(test_name_valid),
-        cmocka_unit_test(test_expand),
-        cmocka_unit_test(test_url_host),
-        cmocka_unit_test(test_server_and_manifest_refs),
+        cmocka_unit_test(test_grammar),    cmocka_unit_test(test_binary_input),
+        cmocka_unit_test(test_name_valid), cmocka_unit_test(test_expand),
+        cmocka_unit_test(test_url_host),   cmocka_unit_test(test_server_and_manifest_refs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -46,10 +46,10 @@ static void u8(uint32_t cp, char *out)
 static void test_every_hidden_code_point(void **state)
 {
     (void)state;
-    static const uint32_t cps[] = {0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, 0x00AD, 0x180E,
-                                   0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067,
-                                   0x2068, 0x2069, 0xE0000, 0xE0041, 0xE007F, 0x200E, 0x200F,
-                                   0x061C, 0x2061, 0x2064};
+    static const uint32_t cps[] = {0x200B,  0x200C, 0x200D, 0x2060, 0xFEFF,  0x00AD,
+                                   0x180E,  0x202A, 0x202B, 0x202C, 0x202D,  0x202E,
+                                   0x2066,  0x2067, 0x2068, 0x2069, 0xE0000, 0xE0041,
+                                   0xE007F, 0x200E, 0x200F, 0x061C, 0x2061,  0x2064};
     for (size_t i = 0; i < sizeof cps / sizeof *cps; i++) {
         char c[8], text[64], want[32];
         u8(cps[i], c);
@@ -287,8 +287,8 @@ static void test_files_and_trees(void **state)
     char *skill = xasprintf("%s/skills/rev", d);
     free(tu_write(d, "skills/rev/SKILL.md", "---\ndescription: x\n---\nhi\xe2\x80\x8d there\n"));
     free(tu_write(d, "skills/rev/notes/ok.md", "fine\n"));
-    free(tu_write(d, "skills/rev/.git/config", "x\xe2\x80\x8b\n")); /* skipped */
-    free(tu_write(d, "skills/rev/logo.png", "\x89PNG\xe2\x80\x8b"));  /* binary ext */
+    free(tu_write(d, "skills/rev/.git/config", "x\xe2\x80\x8b\n"));  /* skipped */
+    free(tu_write(d, "skills/rev/logo.png", "\x89PNG\xe2\x80\x8b")); /* binary ext */
     char *bin = tu_write(d, "skills/rev/data.txt", "x");
     FILE *f = fopen(bin, "wb");
     fwrite("ab\0cd\xe2\x80\x8b", 1, 8, f); /* NUL in the first 8 KiB: binary */

@@ -15,16 +15,16 @@ static char *desc_of(const char *text)
     return d;
 }
 
-#define DESC(text, want)                               \
-    do {                                               \
-        char *d_ = desc_of(text);                      \
-        if (want) {                                    \
-            assert_non_null(d_);                       \
-            assert_string_equal(d_, (want));           \
-        } else {                                       \
-            assert_null(d_);                           \
-        }                                              \
-        free(d_);                                      \
+#define DESC(text, want)                                                                           \
+    do {                                                                                           \
+        char *d_ = desc_of(text);                                                                  \
+        if (want) {                                                                                \
+            assert_non_null(d_);                                                                   \
+            assert_string_equal(d_, (want));                                                       \
+        } else {                                                                                   \
+            assert_null(d_);                                                                       \
+        }                                                                                          \
+        free(d_);                                                                                  \
     } while (0)
 
 static void test_frontmatter(void **state)
@@ -56,7 +56,9 @@ static void test_sanitize(void **state)
     (void)state;
     /* escapes, controls, bidi and zero-width characters removed; one line */
     DESC("---\ndescription: \"a\x1b[31mred\x1b[0m b\"\n---\n", "ared b");
-    DESC("---\ndescription: x\xe2\x80\xae" "evil\xe2\x80\xac y\n---\n", "xevil y");
+    DESC("---\ndescription: x\xe2\x80\xae"
+         "evil\xe2\x80\xac y\n---\n",
+         "xevil y");
     DESC("---\ndescription: zero\xe2\x80\x8bwidth\xef\xbb\xbf\n---\n", "zerowidth");
     DESC("---\ndescription: tag\xf3\xa0\x80\x81s\n---\n", "tags");
     DESC("---\ndescription: bad\xff\xfe utf8\n---\n", "bad utf8");
@@ -222,10 +224,8 @@ static void test_dir_check(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_frontmatter),
-        cmocka_unit_test(test_sanitize),
-        cmocka_unit_test(test_names),
-        cmocka_unit_test(test_read_caps_and_refusals),
+        cmocka_unit_test(test_frontmatter), cmocka_unit_test(test_sanitize),
+        cmocka_unit_test(test_names),       cmocka_unit_test(test_read_caps_and_refusals),
         cmocka_unit_test(test_dir_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

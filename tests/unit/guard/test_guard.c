@@ -26,9 +26,8 @@ static void write_machine(const char *text)
     free(p);
 }
 
-static const char *machine_on =
-    "version = 1\n[guard]\nenabled = true\nallow_roots = []\n"
-    "deny = [\".env\", \".env.*\", \"*.pem\", \"id_rsa\"]\n";
+static const char *machine_on = "version = 1\n[guard]\nenabled = true\nallow_roots = []\n"
+                                "deny = [\".env\", \".env.*\", \"*.pem\", \"id_rsa\"]\n";
 
 static int setup(void **state)
 {
@@ -86,8 +85,8 @@ static void expect(const char *cmd, int deny, const char *needle)
     char *why = NULL;
     int d = judge(cmd, &why);
     if (d != deny)
-        fail_msg("%s: expected %s, got %s (%s)", cmd, deny ? "DENY" : "ALLOW",
-                 d ? "DENY" : "ALLOW", why);
+        fail_msg("%s: expected %s, got %s (%s)", cmd, deny ? "DENY" : "ALLOW", d ? "DENY" : "ALLOW",
+                 why);
     if (needle && !strstr(why, needle))
         fail_msg("%s: reason lacks '%s': %s", cmd, needle, why);
     free(why);
@@ -275,9 +274,12 @@ static void test_claude_codex_payloads(void **state)
         "{\"cwd\":\"%s\",\"tool_name\":\"MultiEdit\",\"tool_input\":{\"file_path\":\"%s\","
         "\"edits\":[]}}",
         NULL};
-    static const char *const paths[] = {"secrets/a.txt", "infra/prod/main.tf",
-                                        "personal-notes/n.md", "/opt/acme/out.txt",
-                                        "../../../../../../../../etc/x", NULL};
+    static const char *const paths[] = {"secrets/a.txt",
+                                        "infra/prod/main.tf",
+                                        "personal-notes/n.md",
+                                        "/opt/acme/out.txt",
+                                        "../../../../../../../../etc/x",
+                                        NULL};
     for (size_t i = 0; denied[i]; i++)
         for (size_t k = 0; paths[k]; k++) {
             if (i == 0 && k >= 3)
@@ -413,9 +415,12 @@ static void test_sniff(void **state)
         const char *json;
         enum guard_proto want;
     } cases[] = {
-        {"{\"toolCall\":{}}", GUARD_P_ANTIGRAVITY}, {"{\"tool_info\":{}}", GUARD_P_WINDSURF},
-        {"{\"toolArgs\":\"{}\"}", GUARD_P_COPILOT},  {"{\"command\":\"ls\"}", GUARD_P_CURSOR},
-        {"{\"turn_id\":\"x\"}", GUARD_P_CODEX},      {"{\"tool_name\":\"Bash\"}", GUARD_P_CLAUDE},
+        {"{\"toolCall\":{}}", GUARD_P_ANTIGRAVITY},
+        {"{\"tool_info\":{}}", GUARD_P_WINDSURF},
+        {"{\"toolArgs\":\"{}\"}", GUARD_P_COPILOT},
+        {"{\"command\":\"ls\"}", GUARD_P_CURSOR},
+        {"{\"turn_id\":\"x\"}", GUARD_P_CODEX},
+        {"{\"tool_name\":\"Bash\"}", GUARD_P_CLAUDE},
         {"{\"hook_event_name\":\"BeforeTool\"}", GUARD_P_GEMINI},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -461,26 +466,24 @@ static void test_failure_order(void **state)
     assert_int_equal(audit_lines(), before);
     /* 2. unreadable machine file → deny */
     write_machine("version = 1\n[guard\nenabled = true\n");
-    assert_true(hook("claude", "{\"tool_name\":\"Bash\",\"tool_input\":{\"command\":\"ls\"}}",
-                     &o));
+    assert_true(hook("claude", "{\"tool_name\":\"Bash\",\"tool_input\":{\"command\":\"ls\"}}", &o));
     assert_non_null(strstr(o.out.buf, "machine config unreadable"));
     assert_non_null(strstr(o.out.buf, "failing closed"));
     assert_int_equal(audit_lines(), before + 1);
     guard_hook_out_release(&o);
     /* 3. broken policy (or a non-boolean enabled) → deny */
     write_machine("version = 1\n[guard]\nenabled = true\n[policy.tools]\n\"*\" = 3\n");
-    assert_true(hook("claude", "{\"tool_name\":\"Bash\",\"tool_input\":{\"command\":\"ls\"}}",
-                     &o));
+    assert_true(hook("claude", "{\"tool_name\":\"Bash\",\"tool_input\":{\"command\":\"ls\"}}", &o));
     assert_non_null(strstr(o.out.buf, "machine policy unavailable"));
     guard_hook_out_release(&o);
     write_machine("version = 1\n[guard]\nenabled = \"yes\"\n");
-    assert_true(hook("claude", "{\"tool_name\":\"Bash\",\"tool_input\":{\"command\":\"ls\"}}",
-                     &o));
+    assert_true(hook("claude", "{\"tool_name\":\"Bash\",\"tool_input\":{\"command\":\"ls\"}}", &o));
     guard_hook_out_release(&o);
     write_machine(machine_on);
     /* 4. unreadable / oversized payloads */
-    struct guard_hook_in in = {.unreadable = true, .read_cause = "the hook payload is larger "
-                                                                 "than 4 MiB",
+    struct guard_hook_in in = {.unreadable = true,
+                               .read_cause = "the hook payload is larger "
+                                             "than 4 MiB",
                                .protocol = "claude"};
     guard_hook(&in, &o);
     assert_true(o.denied);
@@ -647,11 +650,16 @@ static void test_wire_edit(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_shell_refusals),   cmocka_unit_test(test_shell_allowed),
-        cmocka_unit_test(test_claude_codex_payloads), cmocka_unit_test(test_other_dialects),
-        cmocka_unit_test(test_sniff),            cmocka_unit_test(test_failure_order),
-        cmocka_unit_test(test_read_input),       cmocka_unit_test(test_audit_rows_redacted),
-        cmocka_unit_test(test_redact),           cmocka_unit_test(test_wire_edit),
+        cmocka_unit_test(test_shell_refusals),
+        cmocka_unit_test(test_shell_allowed),
+        cmocka_unit_test(test_claude_codex_payloads),
+        cmocka_unit_test(test_other_dialects),
+        cmocka_unit_test(test_sniff),
+        cmocka_unit_test(test_failure_order),
+        cmocka_unit_test(test_read_input),
+        cmocka_unit_test(test_audit_rows_redacted),
+        cmocka_unit_test(test_redact),
+        cmocka_unit_test(test_wire_edit),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -31,8 +31,9 @@ static void test_implicit_local_and_layout(void **state)
     char *home = home_of(root);
     skill(home, "lib/skills/review", "Review code");
     free(tu_write(home, "lib/servers/kibana.toml", "type = \"http\"\nurl = \"https://k\"\n"));
-    free(tu_write(home, "lib/servers/upstash%2Fcontext7.toml", "type = \"stdio\"\n"
-                                                                "command = \"npx\"\n"));
+    free(tu_write(home, "lib/servers/upstash%2Fcontext7.toml",
+                  "type = \"stdio\"\n"
+                  "command = \"npx\"\n"));
     free(tu_write(home, "lib/skills/BadName/SKILL.md", "x"));
     struct as_err err = AS_ERR_INIT;
     struct library *lib = lib_open(home, &err);
@@ -184,15 +185,17 @@ static void test_index_rules(void **state)
     assert_non_null(strstr(lib->warnings.v[0], "upgrade agentstack"));
     lib_free(lib);
 
-    free(tu_write(home, "lib/library.toml", "version = 1\n[[skill]]\nname = \"review\"\n"
-                                            "colour = \"blue\"\n"));
+    free(tu_write(home, "lib/library.toml",
+                  "version = 1\n[[skill]]\nname = \"review\"\n"
+                  "colour = \"blue\"\n"));
     lib = lib_open(home, &err);
     assert_non_null(strstr(lib->warnings.v[0], "unknown key 'colour'"));
     lib_free(lib);
 
     /* a row path may not leave the source */
-    free(tu_write(home, "lib/library.toml", "version = 1\n[[skill]]\nname = \"review\"\n"
-                                            "path = \"../../etc\"\n"));
+    free(tu_write(home, "lib/library.toml",
+                  "version = 1\n[[skill]]\nname = \"review\"\n"
+                  "path = \"../../etc\"\n"));
     lib = lib_open(home, &err);
     assert_int_equal(lib->warnings.n, 1);
     assert_non_null(strstr(lib->warnings.v[0], "traversal"));

@@ -126,7 +126,8 @@ static void test_pack_load(void **state)
     }
     /* hidden Unicode in a member: refused, nothing installed */
     free(tu_write(d, "pack.toml", good));
-    free(tu_write(d, "skills/sql-review/SKILL.md", "---\ndescription: x\n---\nhi\xe2\x80\x8bthere\n"));
+    free(tu_write(d, "skills/sql-review/SKILL.md",
+                  "---\ndescription: x\n---\nhi\xe2\x80\x8bthere\n"));
     assert_int_equal(lib_pack_load(d, &p, &err), -1);
     assert_non_null(strstr(err.msg, "failed the content scan"));
     assert_non_null(strstr(err.msg, "nothing installed"));

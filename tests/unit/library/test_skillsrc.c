@@ -9,12 +9,12 @@ static void ok(const char *spec, const char *path, const char *url, const char *
     struct lib_skill_src s;
     struct as_err err = AS_ERR_INIT;
     assert_int_equal(lib_skill_src_parse(spec, &s, &err), 0);
-#define EQ(a, b)                      \
-    do {                              \
-        if (b)                        \
-            assert_string_equal(a, b); \
-        else                          \
-            assert_null(a);           \
+#define EQ(a, b)                                                                                   \
+    do {                                                                                           \
+        if (b)                                                                                     \
+            assert_string_equal(a, b);                                                             \
+        else                                                                                       \
+            assert_null(a);                                                                        \
     } while (0)
     EQ(s.path, path);
     EQ(s.url, url);

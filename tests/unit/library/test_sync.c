@@ -46,8 +46,9 @@ static void test_scan_tree(void **state)
     free(tu_write(root, "servers/kibana.toml",
                   "type = \"http\"\nurl = \"https://k\"\n[headers]\n"
                   "Authorization = \"Bearer sk-1\"\n"));
-    free(tu_write(root, "servers/ok.toml", "type = \"http\"\nurl = \"https://k\"\n[headers]\n"
-                                           "Authorization = \"Bearer ${OK_TOKEN}\"\n"));
+    free(tu_write(root, "servers/ok.toml",
+                  "type = \"http\"\nurl = \"https://k\"\n[headers]\n"
+                  "Authorization = \"Bearer ${OK_TOKEN}\"\n"));
     free(tu_write(root, "servers/broken.toml", "type = \"http\n"));
     free(tu_write(root, "skills/x/SKILL.md", "use ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5\n"));
     free(tu_write(root, ".trash/server-old-1/kibana.toml", "token = \"abc\"\n"));
@@ -193,7 +194,8 @@ static void test_sync_roundtrip(void **state)
     free(marker);
 
     /* a literal secret refuses the sync and nothing new is pushed */
-    free(tu_write(fx.lib, "servers/leak.toml", "type = \"http\"\nurl = \"https://h/?api_key=x\"\n"));
+    free(
+        tu_write(fx.lib, "servers/leak.toml", "type = \"http\"\nurl = \"https://h/?api_key=x\"\n"));
     assert_int_equal(sync_run(&fx, &s, &diag), 1);
     assert_non_null(strstr(diag, "refusing to sync — 'api_key' looks like a literal secret"));
     free(diag);
@@ -229,8 +231,9 @@ static void test_history_gate(void **state)
     assert_int_equal(sync_run(&fx, &init, &diag), 0);
     free(diag);
     /* a secret committed by hand, then deleted: the tree is clean, history is not */
-    free(tu_write(fx.lib, "servers/old.toml", "type = \"stdio\"\ncommand = \"x\"\n[env]\n"
-                                              "GITHUB_TOKEN = \"abc123\"\n"));
+    free(tu_write(fx.lib, "servers/old.toml",
+                  "type = \"stdio\"\ncommand = \"x\"\n[env]\n"
+                  "GITHUB_TOKEN = \"abc123\"\n"));
     git_in(fx.lib, "add", "-A", NULL, NULL);
     git_in(fx.lib, "commit", "-qm", "oops", NULL);
     git_in(fx.lib, "rm", "-q", "servers/old.toml", NULL);
@@ -308,10 +311,8 @@ static void test_git_deadline(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_scan_tree),
-        cmocka_unit_test(test_sync_roundtrip),
-        cmocka_unit_test(test_history_gate),
-        cmocka_unit_test(test_git_failures_are_errors),
+        cmocka_unit_test(test_scan_tree),    cmocka_unit_test(test_sync_roundtrip),
+        cmocka_unit_test(test_history_gate), cmocka_unit_test(test_git_failures_are_errors),
         cmocka_unit_test(test_git_deadline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -49,8 +49,8 @@ static void test_content_2024_11_05(void **state)
     assert_non_null(strstr(text_at(r, 2), "[audio content dropped: MCP 2024-11-05"));
     assert_non_null(strstr(text_at(r, 2), "audio/wav"));
     assert_non_null(strstr(text_at(r, 2), "8 bytes of base64 data"));
-    assert_non_null(json_object_get(json_array_get(json_object_get(r, "content"), 2),
-                                    "annotations"));
+    assert_non_null(
+        json_object_get(json_array_get(json_object_get(r, "content"), 2), "annotations"));
     assert_string_equal(type_at(r, 3), "text");
     assert_non_null(strstr(text_at(r, 3), "[resource_link content dropped: MCP 2024-11-05"));
     assert_non_null(strstr(text_at(r, 3), "uri: test://static/resource/1"));

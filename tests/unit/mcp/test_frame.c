@@ -10,7 +10,7 @@
 #include "mcp/mcp.h"
 
 struct lines {
-    strbuf all;      /* lines joined with '|' */
+    strbuf all; /* lines joined with '|' */
     int n, oversize;
     size_t over_len;
     json_t *over_id;

@@ -116,8 +116,7 @@ static int teardown(void **state)
     return 0;
 }
 
-static struct mcp_client *make(struct env *e, const char *const *headers,
-                               struct mcp_client_opts *o)
+static struct mcp_client *make(struct env *e, const char *const *headers, struct mcp_client_opts *o)
 {
     struct mcp_http_opts ho = {e->url, headers, 0};
     e->c = mcp_client_http(e->loop, &ho, o);

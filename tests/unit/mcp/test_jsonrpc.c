@@ -27,7 +27,9 @@ static void test_request_notification_response(void **state)
     struct mcp_msg m;
     json_t *reply;
     assert_int_equal(parse("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\","
-                           "\"params\":{\"cursor\":\"x\"}}", &m, &reply), MCP_PARSED);
+                           "\"params\":{\"cursor\":\"x\"}}",
+                           &m, &reply),
+                     MCP_PARSED);
     assert_null(reply);
     assert_int_equal(m.kind, MCP_REQUEST);
     assert_string_equal(m.method, "tools/list");
@@ -35,15 +37,17 @@ static void test_request_notification_response(void **state)
     assert_string_equal(json_string_value(json_object_get(m.params, "cursor")), "x");
     mcp_msg_clear(&m);
 
-    assert_int_equal(parse("{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"m\",\"params\":[1]}",
-                           &m, NULL), MCP_PARSED);
+    assert_int_equal(
+        parse("{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"m\",\"params\":[1]}", &m, NULL),
+        MCP_PARSED);
     assert_int_equal(m.kind, MCP_REQUEST);
     assert_string_equal(json_string_value(m.id), "a");
     assert_true(json_is_array(m.params));
     mcp_msg_clear(&m);
 
-    assert_int_equal(parse("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", &m,
-                           NULL), MCP_PARSED);
+    assert_int_equal(
+        parse("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", &m, NULL),
+        MCP_PARSED);
     assert_int_equal(m.kind, MCP_NOTIFICATION);
     assert_null(m.id);
     assert_null(m.params);
@@ -56,7 +60,9 @@ static void test_request_notification_response(void **state)
     mcp_msg_clear(&m);
 
     assert_int_equal(parse("{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32700,"
-                           "\"message\":\"Parse error\"}}", &m, NULL), MCP_PARSED);
+                           "\"message\":\"Parse error\"}}",
+                           &m, NULL),
+                     MCP_PARSED);
     assert_int_equal(m.kind, MCP_RESPONSE);
     assert_non_null(m.error);
     mcp_msg_clear(&m);
@@ -80,8 +86,9 @@ static void test_parse_error_has_null_id(void **state)
     (void)state;
     struct mcp_msg m;
     json_t *reply;
-    const char *bad[] = {"garbage", "{\"jsonrpc\":\"2.0\",", "{'a':1}", "[1,", "\"\\u0000\"",
-                         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"} trailing"};
+    const char *bad[] = {"garbage",     "{\"jsonrpc\":\"2.0\",",
+                         "{'a':1}",     "[1,",
+                         "\"\\u0000\"", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"} trailing"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(parse(bad[i], &m, &reply), MCP_NOT_JSON);
         assert_null(m.root);
@@ -121,12 +128,12 @@ static void test_invalid_requests(void **state)
         assert_int_equal(parse(bad[i], &m, &reply), MCP_INVALID);
         assert_null(m.root);
         assert_non_null(reply);
-        assert_int_equal(json_integer_value(json_object_get(json_object_get(reply, "error"),
-                                                            "code")),
-                         MCP_INVALID_REQUEST);
-        assert_string_equal(json_string_value(json_object_get(json_object_get(reply, "error"),
-                                                              "message")),
-                            "Invalid request");
+        assert_int_equal(
+            json_integer_value(json_object_get(json_object_get(reply, "error"), "code")),
+            MCP_INVALID_REQUEST);
+        assert_string_equal(
+            json_string_value(json_object_get(json_object_get(reply, "error"), "message")),
+            "Invalid request");
         json_decref(reply);
     }
     /* the id is echoed when it was readable */
@@ -144,7 +151,9 @@ static void test_duplicate_keys_are_invalid(void **state)
     json_t *reply;
     /* two methods in one message: two readers could act on different ones */
     assert_int_equal(parse("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\","
-                           "\"method\":\"tools/call\"}", &m, &reply), MCP_INVALID);
+                           "\"method\":\"tools/call\"}",
+                           &m, &reply),
+                     MCP_INVALID);
     assert_error_reply(reply, MCP_INVALID_REQUEST, "null");
 }
 
@@ -179,8 +188,7 @@ static void test_builders_and_dump(void **state)
 
     json_t *n = mcp_notification_new("notifications/initialized", NULL);
     mcp_dump(n, &sb);
-    assert_string_equal(sb.buf,
-                        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+    assert_string_equal(sb.buf, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
     json_decref(n);
     sb_release(&sb);
 }

@@ -158,9 +158,8 @@ static void test_initialize_and_calls(void **state)
     assert_string_equal(mcp_client_protocol_version(e->c), "2025-11-25");
     assert_false(mcp_client_is_modern(e->c));
     const json_t *sr = mcp_client_server_result(e->c);
-    assert_string_equal(json_string_value(json_object_get(json_object_get(sr, "serverInfo"),
-                                                          "name")),
-                        "fake");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(sr, "serverInfo"), "name")), "fake");
     struct done d = {0};
     call_wait(e, "echo", "{\"message\":\"hi\"}", &d);
     assert_int_equal(d.st, MCP_OK);

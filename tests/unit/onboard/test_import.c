@@ -137,9 +137,9 @@ static void test_malformed(void **state)
     struct as_err err = AS_ERR_INIT;
     const struct adp_desc *d = adp_registry_find(&reg, "cursor");
     const char *bad = "{\"mcpServers\": {\"a\": }";
-    assert_int_equal(onb_read_servers(d, ADP_FMT_JSON, "/x/mcp.json", bad, strlen(bad), "c", false,
-                                      &im, &err),
-                     -1);
+    assert_int_equal(
+        onb_read_servers(d, ADP_FMT_JSON, "/x/mcp.json", bad, strlen(bad), "c", false, &im, &err),
+        -1);
     assert_true(err.line > 0 || strstr(err.msg, "JSON") != NULL); /* located, never a crash */
     as_err_clear(&err);
     const char *badt = "[mcp_servers.x\n";
@@ -183,8 +183,10 @@ static void test_dedup_across_clis(void **state)
     char buf[512];
     snprintf(buf, sizeof buf, "{\"mcpServers\": {%s, \"gh\": {\"url\": \"https://1\"}}}", fs);
     char *c1 = tu_write(tmp, "home/.cursor/mcp.json", buf);
-    snprintf(buf, sizeof buf, "{\"mcpServers\": {%s, \"gh\": {\"httpUrl\": \"https://2\"}, "
-                              "\"only\": {\"command\": \"x\", \"trust\": true}}}", fs);
+    snprintf(buf, sizeof buf,
+             "{\"mcpServers\": {%s, \"gh\": {\"httpUrl\": \"https://2\"}, "
+             "\"only\": {\"command\": \"x\", \"trust\": true}}}",
+             fs);
     char *c2 = tu_write(tmp, "home/.gemini/settings.json", buf);
     char *before1 = tu_read(c1, NULL), *before2 = tu_read(c2, NULL);
     setenv("PATH", "/nonexistent", 1);
@@ -224,12 +226,9 @@ static void test_dedup_across_clis(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_claude_json),
-        cmocka_unit_test(test_opencode_jsonc_and_windsurf),
-        cmocka_unit_test(test_codex_toml),
-        cmocka_unit_test(test_malformed),
-        cmocka_unit_test(test_unwrap),
-        cmocka_unit_test(test_dedup_across_clis),
+        cmocka_unit_test(test_claude_json), cmocka_unit_test(test_opencode_jsonc_and_windsurf),
+        cmocka_unit_test(test_codex_toml),  cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_unwrap),      cmocka_unit_test(test_dedup_across_clis),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

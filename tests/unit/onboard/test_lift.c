@@ -45,7 +45,7 @@ static void test_rules(void **state)
     struct onb_server *gh = add(&im, "git-hub", true);
     gh->url = strdup("https://api.example.com/mcp");
     kv(&gh->hdr_keys, &gh->hdr_vals, "Authorization", "Bearer abcdef123");
-    kv(&gh->hdr_keys, &gh->hdr_vals, "X-Api-Key", "short");       /* < 6: kept */
+    kv(&gh->hdr_keys, &gh->hdr_vals, "X-Api-Key", "short"); /* < 6: kept */
     kv(&gh->hdr_keys, &gh->hdr_vals, "Accept", "application/json");
     kv(&gh->hdr_keys, &gh->hdr_vals, "X-Ref", "Bearer ${ALREADY}"); /* a ref: kept */
     struct onb_server *st = add(&im, "tool", false);
@@ -55,12 +55,12 @@ static void test_rules(void **state)
     strvec_push(&st->args, "--api-key=key-value-77");
     strvec_push(&st->args, "ghp_Fx7Kq2Lm9Rt4Vw8Yz3Bc6Dn1Gh5Jp0Ts2Uv");
     strvec_push(&st->args, "--port=8080");
-    kv(&st->env_keys, &st->env_vals, "MY_PAT", "abcdef123");          /* same value as gh */
-    kv(&st->env_keys, &st->env_vals, "KEY_FILE", "/etc/key.pem");      /* a path: kept */
+    kv(&st->env_keys, &st->env_vals, "MY_PAT", "abcdef123");             /* same value as gh */
+    kv(&st->env_keys, &st->env_vals, "KEY_FILE", "/etc/key.pem");        /* a path: kept */
     kv(&st->env_keys, &st->env_vals, "SECRET_URL", "https://x.invalid"); /* a URL: kept */
     kv(&st->env_keys, &st->env_vals, "LOG_LEVEL", "debug");
-    kv(&st->env_keys, &st->env_vals, "SLACK", "xoxb-2231-88ab-Zq9Lw");  /* by shape */
-    kv(&st->env_keys, &st->env_vals, "HELD_TOKEN", "other-value-456");  /* taken → _2 */
+    kv(&st->env_keys, &st->env_vals, "SLACK", "xoxb-2231-88ab-Zq9Lw"); /* by shape */
+    kv(&st->env_keys, &st->env_vals, "HELD_TOKEN", "other-value-456"); /* taken → _2 */
     struct onb_server *u = add(&im, "docs", true);
     u->url = strdup("https://user:pa55word@docs.example.com/mcp?api_key=qwerty123&lang=en");
 
@@ -102,7 +102,8 @@ static void test_rules(void **state)
     assert_null(strstr(text.buf, "pa55word"));
     struct manifest_source src = {.kind = MANIFEST_PROJECT,
                                   .path = "/p/.agentstack/agentstack.toml",
-                                  .data = text.buf, .len = text.len};
+                                  .data = text.buf,
+                                  .len = text.len};
     struct as_err err = AS_ERR_INIT;
     struct manifest *m = manifest_load_bytes(&src, &err);
     assert_non_null(m);
@@ -139,8 +140,8 @@ static void test_starter_loads(void **state)
     (void)state;
     strbuf t = SB_INIT;
     onb_starter_text(&t);
-    struct manifest_source src = {.kind = MANIFEST_PROJECT, .path = "/p/agentstack.toml",
-                                  .data = t.buf, .len = t.len};
+    struct manifest_source src = {
+        .kind = MANIFEST_PROJECT, .path = "/p/agentstack.toml", .data = t.buf, .len = t.len};
     struct as_err err = AS_ERR_INIT;
     struct manifest *m = manifest_load_bytes(&src, &err);
     assert_non_null(m);

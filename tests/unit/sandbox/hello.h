@@ -14,7 +14,10 @@ struct th_buf {
     size_t n;
 };
 
-static inline void th_u8(struct th_buf *t, unsigned v) { t->b[t->n++] = (uint8_t)v; }
+static inline void th_u8(struct th_buf *t, unsigned v)
+{
+    t->b[t->n++] = (uint8_t)v;
+}
 static inline void th_u16(struct th_buf *t, unsigned v)
 {
     th_u8(t, v >> 8);
@@ -35,11 +38,11 @@ static inline size_t th_handshake(uint8_t *out, const char *sni, int ech, int du
     th_u16(&body, 0x0303);
     for (int i = 0; i < 32; i++)
         th_u8(&body, (unsigned)i);
-    th_u8(&body, 0);           /* session id */
-    th_u16(&body, 4);          /* cipher suites */
+    th_u8(&body, 0);  /* session id */
+    th_u16(&body, 4); /* cipher suites */
     th_u16(&body, 0x1301);
     th_u16(&body, 0x1302);
-    th_u8(&body, 1);           /* compression */
+    th_u8(&body, 1); /* compression */
     th_u8(&body, 0);
     if (!no_ext) {
         struct th_buf ext = {.n = 0};

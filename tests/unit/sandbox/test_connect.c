@@ -40,27 +40,27 @@ static void test_connect_forms(void **st)
     assert_string_equal(r.host, "::1");
     assert_false(r.host_bracketed);
     const char *bad[] = {
-        "CONNECT a.com HTTP/1.1\r\n\r\n",            /* no port */
-        "CONNECT a.com:0 HTTP/1.1\r\n\r\n",          /* port 0 */
-        "CONNECT a.com:65536 HTTP/1.1\r\n\r\n",      /* port range */
-        "CONNECT a.com:44x HTTP/1.1\r\n\r\n",        /* non-numeric */
-        "CONNECT :443 HTTP/1.1\r\n\r\n",             /* empty host */
-        "CONNECT [::1 HTTP/1.1\r\n\r\n",             /* unclosed */
-        "CONNECT [::1]x:1 HTTP/1.1\r\n\r\n",         /* junk after ] */
-        "CONNECT a.com:443 FTP/1.1\r\n\r\n",         /* not HTTP/ */
-        "CONNECT a.com:443\r\n\r\n",                 /* two parts */
-        "CONNECT a.com:443 HTTP/1.1 x\r\n\r\n",      /* four parts */
+        "CONNECT a.com HTTP/1.1\r\n\r\n",       /* no port */
+        "CONNECT a.com:0 HTTP/1.1\r\n\r\n",     /* port 0 */
+        "CONNECT a.com:65536 HTTP/1.1\r\n\r\n", /* port range */
+        "CONNECT a.com:44x HTTP/1.1\r\n\r\n",   /* non-numeric */
+        "CONNECT :443 HTTP/1.1\r\n\r\n",        /* empty host */
+        "CONNECT [::1 HTTP/1.1\r\n\r\n",        /* unclosed */
+        "CONNECT [::1]x:1 HTTP/1.1\r\n\r\n",    /* junk after ] */
+        "CONNECT a.com:443 FTP/1.1\r\n\r\n",    /* not HTTP/ */
+        "CONNECT a.com:443\r\n\r\n",            /* two parts */
+        "CONNECT a.com:443 HTTP/1.1 x\r\n\r\n", /* four parts */
         "CONNECT a.com:443 HTTP/1.1\r\nBad header\r\n\r\n",
-        "CONNECT a.com:443 HTTP/1.1\r\nX: a\nb\r\n\r\n",  /* bare LF */
-        "CONNECT a.com:443 HTTP/1.1\r\nX: a\rb\r\n\r\n",  /* bare CR */
+        "CONNECT a.com:443 HTTP/1.1\r\nX: a\nb\r\n\r\n", /* bare LF */
+        "CONNECT a.com:443 HTTP/1.1\r\nX: a\rb\r\n\r\n", /* bare CR */
         "CONNECT a.com:443 HTTP/1.1\r\n folded\r\n\r\n",
-        "GET /path HTTP/1.1\r\n\r\n",                /* origin-form */
-        "GET https://a.com/ HTTP/1.1\r\n\r\n",       /* https absolute-form */
-        "GET http://u@a.com/ HTTP/1.1\r\n\r\n",      /* userinfo */
-        "GET http://a.com/#f HTTP/1.1\r\n\r\n",      /* fragment */
+        "GET /path HTTP/1.1\r\n\r\n",           /* origin-form */
+        "GET https://a.com/ HTTP/1.1\r\n\r\n",  /* https absolute-form */
+        "GET http://u@a.com/ HTTP/1.1\r\n\r\n", /* userinfo */
+        "GET http://a.com/#f HTTP/1.1\r\n\r\n", /* fragment */
         "GET http://a.com/ HTTP/2.0\r\n\r\n",
         "\r\n\r\n",
-        "CONNECT a.com:443 HTTP/1.1\r\n",            /* incomplete */
+        "CONNECT a.com:443 HTTP/1.1\r\n", /* incomplete */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         if (parse(bad[i], &r) == 0)
@@ -145,8 +145,17 @@ static void test_normalize(void **st)
     assert_string_equal(out, "127.0.0.1");
     assert_int_equal(sbx_host_normalize("127.1", 0, out), 0);
     assert_string_equal(out, "127.0.0.1");
-    const char *bad[] = {"", ".", "a..b", ".a", "a.b..", "ex%41mple.com", "exämple.com",
-                         "a b", "a:b", "::1", "999.1.1.1",
+    const char *bad[] = {"",
+                         ".",
+                         "a..b",
+                         ".a",
+                         "a.b..",
+                         "ex%41mple.com",
+                         "exämple.com",
+                         "a b",
+                         "a:b",
+                         "::1",
+                         "999.1.1.1",
                          "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.com"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         if (sbx_host_normalize(bad[i], 0, out) == 0)
@@ -159,7 +168,7 @@ static void test_numeric(void **st)
 {
     (void)st;
     const char *num[] = {"127.0.0.1", "2130706433", "0x7f000001", "0177.0.0.01", "127.1",
-                         "::1", "1.2.3.4", "0x", "10.0x1"};
+                         "::1",       "1.2.3.4",    "0x",         "10.0x1"};
     for (size_t i = 0; i < sizeof num / sizeof num[0]; i++)
         if (!sbx_host_is_numeric(num[i]))
             fail_msg("not numeric: %s", num[i]);
@@ -188,19 +197,50 @@ static void test_addr_classes(void **st)
 {
     (void)st;
     const char *bad[] = {
-        "0.0.0.0", "10.1.2.3", "100.64.0.1", "127.0.0.1", "127.255.255.254", "169.254.169.254",
-        "172.16.0.1", "172.31.255.255", "192.0.0.8", "192.0.2.1", "192.168.1.1", "198.18.0.1",
-        "198.19.255.255", "198.51.100.7", "203.0.113.9", "224.0.0.1", "240.0.0.1",
-        "255.255.255.255", "::", "::1", "fe80::1", "fc00::1", "fd12::1", "fec0::1", "ff02::1",
-        "64:ff9b::1.2.3.4", "2002:a9fe:a9fe::", "2001::1", "2001:db8::1", "2001:2::1",
-        "2001:10::1", "2001:20::1", "::ffff:127.0.0.1", "::ffff:169.254.169.254",
-        "::ffff:10.0.0.1", "::127.0.0.1", "::10.0.0.1", "3fff::1",
+        "0.0.0.0",
+        "10.1.2.3",
+        "100.64.0.1",
+        "127.0.0.1",
+        "127.255.255.254",
+        "169.254.169.254",
+        "172.16.0.1",
+        "172.31.255.255",
+        "192.0.0.8",
+        "192.0.2.1",
+        "192.168.1.1",
+        "198.18.0.1",
+        "198.19.255.255",
+        "198.51.100.7",
+        "203.0.113.9",
+        "224.0.0.1",
+        "240.0.0.1",
+        "255.255.255.255",
+        "::",
+        "::1",
+        "fe80::1",
+        "fc00::1",
+        "fd12::1",
+        "fec0::1",
+        "ff02::1",
+        "64:ff9b::1.2.3.4",
+        "2002:a9fe:a9fe::",
+        "2001::1",
+        "2001:db8::1",
+        "2001:2::1",
+        "2001:10::1",
+        "2001:20::1",
+        "::ffff:127.0.0.1",
+        "::ffff:169.254.169.254",
+        "::ffff:10.0.0.1",
+        "::127.0.0.1",
+        "::10.0.0.1",
+        "3fff::1",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         if (!forbidden(bad[i]))
             fail_msg("allowed: %s", bad[i]);
-    const char *good[] = {"8.8.8.8", "1.1.1.1", "172.32.0.1", "100.128.0.1", "2606:4700::1111",
-                          "2a00:1450::1", "::ffff:8.8.8.8", "2001:4860::8888"};
+    const char *good[] = {"8.8.8.8",         "1.1.1.1",      "172.32.0.1",     "100.128.0.1",
+                          "2606:4700::1111", "2a00:1450::1", "::ffff:8.8.8.8", "2001:4860::8888"};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
         if (forbidden(good[i]))
             fail_msg("forbidden: %s", good[i]);
@@ -272,9 +312,9 @@ static void test_hello(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_head_end),  cmocka_unit_test(test_connect_forms),
-        cmocka_unit_test(test_http_forms), cmocka_unit_test(test_auth),
-        cmocka_unit_test(test_normalize), cmocka_unit_test(test_numeric),
+        cmocka_unit_test(test_head_end),     cmocka_unit_test(test_connect_forms),
+        cmocka_unit_test(test_http_forms),   cmocka_unit_test(test_auth),
+        cmocka_unit_test(test_normalize),    cmocka_unit_test(test_numeric),
         cmocka_unit_test(test_addr_classes), cmocka_unit_test(test_hello),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -78,12 +78,12 @@ static void test_plan_basics(void **st)
     assert_true(m && m->kind == SBX_MNT_FILE && strstr(m->data, "agent:x:"));
     assert_null(find(p, "/etc/shadow"));
     /* shadows: .env files, the manifest dir's, and a symlink's in-tree target */
-    assert_true(find(p, "/workspace/.env") && find(p, "/workspace/.env")->kind ==
-                SBX_MNT_EMPTY_FILE);
+    assert_true(find(p, "/workspace/.env") &&
+                find(p, "/workspace/.env")->kind == SBX_MNT_EMPTY_FILE);
     assert_non_null(find(p, "/workspace/.env.local"));
     assert_non_null(find(p, "/workspace/.agentstack/.env.ci"));
     assert_non_null(find(p, "/workspace/real.secrets"));
-    assert_null(find(p, "/workspace/.envrc")); /* the link itself is not a mount point */
+    assert_null(find(p, "/workspace/.envrc"));       /* the link itself is not a mount point */
     assert_null(find(p, "/workspace/.env.outside")); /* its target is not mounted at all */
     /* Landlock write roots: never the read-only workspace */
     for (size_t i = 0; i < p->writable.n; i++)
@@ -328,8 +328,11 @@ static void test_plan_host(void **st)
 
     /* --unprotected: no gates at all. */
     const char *args[] = {NULL};
-    struct sbx_plan_request rq = {.mode = SBX_MODE_HOST_ADVISORY, .harness_id = "fakecli",
-                                  .harness_bin = "/bin/sh", .args = args, .cwd = proj};
+    struct sbx_plan_request rq = {.mode = SBX_MODE_HOST_ADVISORY,
+                                  .harness_id = "fakecli",
+                                  .harness_bin = "/bin/sh",
+                                  .args = args,
+                                  .cwd = proj};
     assert_int_equal(sbx_plan_build(&rq, &p, &err), 0);
     assert_string_equal(p->posture_label, "HOST / ADVISORY");
     assert_int_equal(p->gates.n, 0);
@@ -341,12 +344,9 @@ static void test_plan_host(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_plan_basics),
-        cmocka_unit_test(test_plan_refuses_home),
-        cmocka_unit_test(test_plan_harness_prefix),
-        cmocka_unit_test(test_plan_decide),
-        cmocka_unit_test(test_argv_display),
-        cmocka_unit_test(test_plan_host),
+        cmocka_unit_test(test_plan_basics),         cmocka_unit_test(test_plan_refuses_home),
+        cmocka_unit_test(test_plan_harness_prefix), cmocka_unit_test(test_plan_decide),
+        cmocka_unit_test(test_argv_display),        cmocka_unit_test(test_plan_host),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -119,7 +119,7 @@ static int listen_lo(int *port)
     return fd;
 }
 
-static long echo_bytes;        /* bytes the echo server ever received */
+static long echo_bytes; /* bytes the echo server ever received */
 static int echo_port, echo_lfd, echo_stop;
 static pthread_t echo_thr;
 
@@ -434,8 +434,8 @@ static void flight_case(int lockdown, const uint8_t *first, size_t n, int shut, 
     echo_start();
     long before = __atomic_load_n(&echo_bytes, __ATOMIC_SEQ_CST);
     struct px x;
-    struct sbx_proxy_opts o = {.token = TOKEN, .allow_local = 1, .lockdown = lockdown,
-                               .flight_timeout_ms = 400};
+    struct sbx_proxy_opts o = {
+        .token = TOKEN, .allow_local = 1, .lockdown = lockdown, .flight_timeout_ms = 400};
     px_start(&x, &o);
     strbuf h = SB_INIT;
     int fd = open_tunnel(x.port, echo_target("localhost"), 1, &h);
@@ -489,8 +489,10 @@ static void test_lockdown_literal_ip(void **st)
     struct px x;
     struct sbx_proxy_opts o = {.token = TOKEN, .lockdown = 1};
     px_start(&x, &o);
-    const char *t[] = {"169.254.169.254:80", "[::ffff:169.254.169.254]:443", "2130706433:443",
-                       "0x7f000001:443", "127.1:443", "[::1]:443", "1.1.1.1:443"};
+    const char *t[] = {"169.254.169.254:80", "[::ffff:169.254.169.254]:443",
+                       "2130706433:443",     "0x7f000001:443",
+                       "127.1:443",          "[::1]:443",
+                       "1.1.1.1:443"};
     strbuf h = SB_INIT;
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         int fd = open_tunnel(x.port, t[i], 1, &h);
@@ -511,9 +513,10 @@ static void test_ssrf_guard(void **st)
     struct px x;
     struct sbx_proxy_opts o = {.token = TOKEN};
     px_start(&x, &o);
-    const char *t[] = {"169.254.169.254:80", "[::ffff:169.254.169.254]:443",
-                       "[2002:a9fe:a9fe::]:443", "[::1]:443", "127.0.0.1:443",
-                       "10.1.2.3:443", "localhost:443"};
+    const char *t[] = {"169.254.169.254:80",     "[::ffff:169.254.169.254]:443",
+                       "[2002:a9fe:a9fe::]:443", "[::1]:443",
+                       "127.0.0.1:443",          "10.1.2.3:443",
+                       "localhost:443"};
     strbuf h = SB_INIT;
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         int fd = open_tunnel(x.port, t[i], 1, &h);
@@ -616,7 +619,7 @@ static void test_rebinding(void **st)
     close(fd);
     struct rec *r = rec_wait(3);
     assert_non_null(strstr(r->rule, "'private.example' resolves only to non-global addresses "
-                                     "(10.0.0.1, ::1) — refused (SSRF guard)"));
+                                    "(10.0.0.1, ::1) — refused (SSRF guard)"));
     fd = open_tunnel(x.port, "nxdomain.example:443", 1, &h);
     assert_non_null(strstr(h.buf, " 403 "));
     close(fd);
@@ -685,15 +688,19 @@ static void test_plain_http_forwarded(void **st)
     int fd = dial(x.port);
     strbuf a = SB_INIT, req = SB_INIT, got = SB_INIT, resp = SB_INIT;
     sbx_basic_auth_value(TOKEN, &a);
-    sb_addf(&req, "GET http://LOCALHOST:%d/pkg/index?x=1 HTTP/1.1\r\nHost: other.example\r\n"
-                  "Proxy-Authorization: %s\r\nUser-Agent: t\r\n\r\n", hport, a.buf);
+    sb_addf(&req,
+            "GET http://LOCALHOST:%d/pkg/index?x=1 HTTP/1.1\r\nHost: other.example\r\n"
+            "Proxy-Authorization: %s\r\nUser-Agent: t\r\n\r\n",
+            hport, a.buf);
     send_all(fd, req.buf, req.len);
     int sfd = accept(hl, NULL, NULL);
     assert_true(sfd >= 0);
     read_head(sfd, &got);
     strbuf want = SB_INIT;
-    sb_addf(&want, "GET /pkg/index?x=1 HTTP/1.1\r\nUser-Agent: t\r\nHost: localhost:%d\r\n"
-                   "Connection: close\r\n\r\n", hport);
+    sb_addf(&want,
+            "GET /pkg/index?x=1 HTTP/1.1\r\nUser-Agent: t\r\nHost: localhost:%d\r\n"
+            "Connection: close\r\n\r\n",
+            hport);
     assert_string_equal(got.buf, want.buf);
     const char *reply = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello";
     send_all(sfd, reply, strlen(reply));
@@ -730,8 +737,8 @@ static void test_tunnel_cap_and_slowloris(void **st)
     rec_reset();
     echo_start();
     struct px x;
-    struct sbx_proxy_opts o = {.token = TOKEN, .allow_local = 1, .max_tunnels = 4,
-                               .head_timeout_ms = 300};
+    struct sbx_proxy_opts o = {
+        .token = TOKEN, .allow_local = 1, .max_tunnels = 4, .head_timeout_ms = 300};
     px_start(&x, &o);
     strbuf h = SB_INIT;
     int held[4];

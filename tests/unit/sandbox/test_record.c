@@ -12,8 +12,10 @@ static void deny(struct sbx_rec *r, const char *host, int port)
 {
     struct sbx_verdict v = {0};
     snprintf(v.layer, sizeof v.layer, "machine");
-    snprintf(v.rule, sizeof v.rule, "denied by [policy.egress] rule \"!%s\" (machine policy — "
-             "~/.agentstack/agentstack.toml)", host);
+    snprintf(v.rule, sizeof v.rule,
+             "denied by [policy.egress] rule \"!%s\" (machine policy — "
+             "~/.agentstack/agentstack.toml)",
+             host);
     snprintf(v.brief, sizeof v.brief, "denied by rule \"!%s\" (machine policy)", host);
     struct sbx_egress_event ev = {"shtest", host, port, "connect", &v};
     assert_int_equal(sbx_rec_egress(r, &ev), 0);
@@ -33,8 +35,8 @@ static void test_record_and_report(void **st)
     /* the same id twice is refused */
     struct sbx_rec r2;
     assert_int_equal(sbx_rec_create(home, "r-0859dcee73", "lockdown", &r2, &err), -1);
-    json_t *f = json_pack("{s:s,s:s,s:s}", "image", "host", "workspace", "/home/u/proj",
-                          "harness", "shtest");
+    json_t *f = json_pack("{s:s,s:s,s:s}", "image", "host", "workspace", "/home/u/proj", "harness",
+                          "shtest");
     assert_int_equal(sbx_rec_append(&r, "sandbox_started", f, &err), 0);
     deny(&r, "blocked.invalid", 443);
     struct sbx_verdict ok = {.allowed = 1};

@@ -25,8 +25,7 @@ static int have(const char *bin)
 /* secret-tool lookup service agentstack account NAME → out; exit status. */
 static int secret_tool_lookup(const char *name, strbuf *out)
 {
-    const char *argv[] = {"secret-tool", "lookup", "service", "agentstack", "account", name,
-                          NULL};
+    const char *argv[] = {"secret-tool", "lookup", "service", "agentstack", "account", name, NULL};
     struct as_err err = AS_ERR_INIT;
     return proc_run_capture(argv, NULL, NULL, NULL, 0, out, NULL, &err);
 }
@@ -74,8 +73,8 @@ static void test_store_lookup_list_delete(void **state)
     assert_int_equal(sec_keychain_lookup("BAD", &v, &err), SEC_MISSING);
     /* list: names only, ours only */
     assert_int_equal(sec_keychain_store("A_TOKEN", "xyz123", 6, &err), 0);
-    const char *argv[] = {"secret-tool", "store", "--label=other", "service", "someone-else",
-                          "account", "OTHER", NULL};
+    const char *argv[] = {"secret-tool",  "store",   "--label=other", "service",
+                          "someone-else", "account", "OTHER",         NULL};
     strbuf o2 = SB_INIT;
     assert_int_equal(proc_run_capture(argv, NULL, NULL, "v", 1, &o2, NULL, &err), 0);
     sb_release(&o2);

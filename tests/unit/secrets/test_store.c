@@ -35,8 +35,7 @@ static void test_value_rules(void **state)
 static void roundtrip(const char *path, const char *name, const char *value)
 {
     struct as_err err = AS_ERR_INIT;
-    assert_int_equal(sec_dotenv_set(path, name, value, strlen(value), SEC_STORE_DOTENV, NULL,
-                                    &err),
+    assert_int_equal(sec_dotenv_set(path, name, value, strlen(value), SEC_STORE_DOTENV, NULL, &err),
                      0);
     struct sec_chain *c = sec_chain_new();
     struct sec_backend b = sec_backend_dotenv(".env", path, 1);
@@ -54,9 +53,9 @@ static void test_quoting_roundtrips(void **state)
     char *tmp = tu_tmpdir();
     char *p = NULL;
     assert_true(asprintf(&p, "%s/d/.env", tmp) > 0);
-    const char *vals[] = {"plain", "two words", " padded ", "has#hash", "q\"uote", "'single'",
-                          "\"both\"", "\"unterminated", "=eq=", "tab\tin", "ünïcode",
-                          "export"};
+    const char *vals[] = {"plain",   "two words", " padded ", "has#hash",
+                          "q\"uote", "'single'",  "\"both\"", "\"unterminated",
+                          "=eq=",    "tab\tin",   "ünïcode",  "export"};
     for (size_t i = 0; i < sizeof vals / sizeof *vals; i++)
         roundtrip(p, "V", vals[i]);
     /* every assignment rewrote the same line: one V= line left */
@@ -204,8 +203,7 @@ static void test_full_chain_order(void **state)
     strbuf store = SB_INIT;
     struct as_err err = AS_ERR_INIT;
     assert_int_equal(sec_file_store_path(&store, &err), 0);
-    assert_int_equal(sec_dotenv_set(store.buf, "BOTH", "from-file", 9, SEC_STORE_FILE, NULL,
-                                    &err),
+    assert_int_equal(sec_dotenv_set(store.buf, "BOTH", "from-file", 9, SEC_STORE_FILE, NULL, &err),
                      0);
     struct sec_chain_opts o = {.project_dotenv = dotenv, .no_keychain = true};
     struct sec_chain *c = sec_chain_full(&o);
@@ -221,8 +219,8 @@ static void test_full_chain_order(void **state)
     assert_string_equal(r.source, ".env");
     sec_chain_free(c);
     /* with the keychain and varlock: env → varlock → keychain → file → .env */
-    struct sec_chain_opts o2 = {.project_dotenv = dotenv, .varlock_dir = tmp,
-                                .varlock_schema_sha256 = "00"};
+    struct sec_chain_opts o2 = {
+        .project_dotenv = dotenv, .varlock_dir = tmp, .varlock_schema_sha256 = "00"};
     c = sec_chain_full(&o2);
     assert_int_equal(sec_chain_count(c), 5);
     assert_string_equal(sec_chain_name(c, 1), "varlock");
