@@ -37,7 +37,8 @@ struct tplan {
     strvec removed;
     strvec skip_lines, left_out_lines, unresolved_lines, kept_foreign, left_out_names;
     adp_secrets secrets;
-    bool blocked; /* unresolved secrets or a store failure */
+    bool blocked;            /* unresolved secrets, a [policy.secrets] refusal or a store failure */
+    bool blocked_unresolved; /* only unresolved secrets: `secret set` is the fix */
     char *block_msg;
     bool trust_blocked;
     bool failed;
@@ -300,6 +301,8 @@ static void plan_target(struct run *R, struct tplan *t)
                              s->name, names.buf);
                 strvec_push(&t->left_out_names, s->name);
             } else {
+                if (!t->blocked)
+                    t->blocked_unresolved = true;
                 t->blocked = true;
                 if (!t->block_msg)
                     t->block_msg = xstrdup("not written — unresolved secrets; set them or pass "
@@ -308,6 +311,7 @@ static void plan_target(struct run *R, struct tplan *t)
             sb_release(&names);
         } else {
             t->blocked = true;
+            t->blocked_unresolved = false;
             char buf[2048];
             free(t->block_msg);
             t->block_msg = xstrdup(as_err_str(&e, buf, sizeof buf));
@@ -1337,6 +1341,22 @@ static void hist_add(struct adp_hist_entry *h, struct tplan *t)
     strvec_push(&h->targets, t->d->id);
 }
 
+/* The closing line's fix for blocked targets. `secret set` fixes only a missing value: a ref
+ * [policy.secrets] refuses stays refused whatever the store holds or --allow-unresolved says,
+ * so those point at the manifest (or the policy that refused it). */
+static const char *blocked_fix(size_t n_blocked, size_t n_other)
+{
+    if (!n_other)
+        return "agentstack secret set NAME (or pass --allow-unresolved)";
+    if (n_other == n_blocked)
+        return "see the ✗ line for each — remove a ${REF} that [policy.secrets] refuses from "
+               "agentstack.toml, or change the policy that refuses it (--allow-unresolved never "
+               "skips a policy refusal)";
+    return "agentstack secret set NAME for an unresolved secret; a ${REF} that "
+           "[policy.secrets] refuses must come out of agentstack.toml (or the policy must "
+           "change) — see the ✗ line for each";
+}
+
 int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, struct as_err *err)
 {
     FILE *out = o->out ? o->out : stdout;
@@ -1419,6 +1439,9 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
 
     size_t n_written = 0, n_failed = 0, n_blocked = 0, n_changed = 0, n_removing = 0;
     size_t n_targets = 0, n_trust = 0;
+    /* blocked by something `secret set` cannot fix: a [policy.secrets] refusal (never
+     * overridden, not even by --allow-unresolved) or a store failure */
+    size_t n_blocked_other = 0;
     strbuf failed_names = SB_INIT;
     const char *first_fail = NULL;
     char failbuf[2048] = "";
@@ -1447,6 +1470,7 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
         }
         if (t->blocked) {
             n_blocked++;
+            n_blocked_other += !t->blocked_unresolved;
             continue;
         }
         if (t->trust_blocked) {
@@ -1639,15 +1663,15 @@ record:
                 "Wrote %zu of %zu targets; %zu blocked — see the ✗ line for each; see ✗ "
                 "above.\n",
                 n_written, n_targets, n_blocked);
-        as_err_set(err,
-                   "%zu blocked write%s on %zu target%s — fix: agentstack secret set NAME "
-                   "(or pass --allow-unresolved)",
-                   n_blocked, n_blocked == 1 ? "" : "s", n_blocked, n_blocked == 1 ? "" : "s");
+        const char *fix = blocked_fix(n_blocked, n_blocked_other);
+        as_err_set(err, "%zu blocked write%s on %zu target%s — fix: %s", n_blocked,
+                   n_blocked == 1 ? "" : "s", n_blocked, n_blocked == 1 ? "" : "s", fix);
         if (!oo.write) {
             fprintf(out,
                     "%zu target%s would change — but --write would refuse on %zu target%s: "
-                    "fix: agentstack secret set NAME (or pass --allow-unresolved)\n",
-                    n_changed, n_changed == 1 ? "" : "s", n_blocked, n_blocked == 1 ? "" : "s");
+                    "fix: %s\n",
+                    n_changed, n_changed == 1 ? "" : "s", n_blocked, n_blocked == 1 ? "" : "s",
+                    fix);
             as_err_clear(err);
         } else {
             rc = 1;

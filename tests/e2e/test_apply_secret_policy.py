@@ -62,6 +62,16 @@ with Sandbox() as sb:
     check("GH_TOKEN" in out and '"!GH_*"' in out and "machine policy" in out,
           "the refusal names the ref, the rule and the machine layer", out)
     check(SECRET not in out, "the denied value is not printed", out)
+    check("agentstack secret set" not in out,
+          "a policy refusal's closing hint does not say `secret set` (no value can fix it)", out)
+    check("agentstack.toml" in out and "[policy.secrets]" in out,
+          "the closing hint points at the manifest and the policy instead", out)
+
+    d = H.run(sb, "apply", "--target", "codex", e=e)
+    out = d.stdout + d.stderr
+    check("would refuse" in out and "agentstack secret set" not in out
+          and "agentstack.toml" in out,
+          "the dry run's closing line gives the same manifest/policy fix", out)
 
     leaked = [p for root in (sb.project, sb.home) for p in files_under(root)
               if SECRET.encode() in open(p, "rb").read()]
@@ -87,5 +97,13 @@ with Sandbox() as sb:
     leaked = [p for root in (sb.project, sb.home) for p in files_under(root)
               if SECRET.encode() in open(p, "rb").read()]
     check(not leaked, "still no file holds the denied value", leaked)
+
+    # the control for the hint: a ref that is merely unset keeps the `secret set` fix
+    os.remove(cfg)
+    u = H.run(sb, "apply", "--write", "--target", "codex", e=H.env(sb))
+    uout = u.stdout + u.stderr
+    check(u.returncode != 0 and "NOTES_KEY" in uout and "agentstack secret set" in uout
+          and "[policy.secrets]" not in uout,
+          "an unset (not refused) ref keeps the `agentstack secret set` hint", uout)
 
 done()
