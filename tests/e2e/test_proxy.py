@@ -288,7 +288,11 @@ def main():
         tunnels.pop().close()
         served = False
         for attempt in range(200):
-            c, head = r.connect(target)
+            try:
+                c, head = r.connect(target)
+            except OSError:  # the freed slot may not be back yet: a reset, then retry
+                time.sleep(0.01)
+                continue
             c.close()
             if head.startswith("HTTP/1.1 200 "):
                 served = True
