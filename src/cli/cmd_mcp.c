@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "adapters/adapters.h"
+#include "adapters/engine.h"
 #include "as_version.h"
 #include "cli/cli.h"
 #include "gateway/gateway.h"
@@ -83,6 +84,23 @@ static int library_search(const struct manifest *m, const char *query, strbuf *o
     return 0;
 }
 
+/* agentstack_session_list's source: the same JSON `agentstack session list
+ * --json` prints (sessions.json is adapters/' file, above the gateway). */
+static int session_list(strbuf *out, struct as_err *err)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return as_err_errno(err, "cannot list sessions");
+    int rc = adp_session_list(true, f, err);
+    fclose(f);
+    if (rc == 0)
+        sb_add(out, buf, len);
+    free(buf);
+    return rc == 0 ? 0 : -1;
+}
+
 int cmd_mcp(int argc, char **argv, struct cli_ctx *ctx)
 {
     struct gw_opts o = {0};
@@ -124,6 +142,7 @@ int cmd_mcp(int argc, char **argv, struct cli_ctx *ctx)
     o.harness_count = harness_count;
     o.library_server = library_server;
     o.library_search = library_search;
+    o.session_list = session_list;
     struct as_err err = AS_ERR_INIT;
     int rc = gw_serve(&o, &err);
     if (rc != 0 && as_err_isset(&err))

@@ -16,6 +16,7 @@
 #include "bundle/ref.h"
 #include "gateway/control_ext.h"
 #include "gateway/gw_int.h"
+#include "gateway/sessions.h"
 #include "secrets/backends.h"
 #include "secrets/secrets.h"
 #include "trust/trust.h"
@@ -126,7 +127,11 @@ static const struct ctl_tool table[] = {
     {"agentstack_create_toolset", NULL, NULL, NULL},
     {"agentstack_session_start", NULL, NULL, NULL},
     {"agentstack_session_end", NULL, NULL, NULL},
-    {"agentstack_session_list", NULL, NULL, NULL},
+    {"agentstack_session_list", gw_t_session_list,
+     "Whether a native session (`agentstack session start`, run in a terminal) is active for "
+     "this project: toolset, start time. Read-only; sessions are started and ended only in a "
+     "terminal because they write project files.",
+     schema_empty},
     {"agentstack_session_freeze", NULL, NULL, NULL},
     {"agentstack_add_server", NULL, NULL, NULL},
 };

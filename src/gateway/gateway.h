@@ -65,6 +65,10 @@ struct gw_opts {
      * NULL). -1 + err when the library cannot be read. NULL: not searched. */
     int (*library_search)(const struct manifest *m, const char *query, strbuf *out,
                           struct as_err *err);
+    /* agentstack_session_list: appends `agentstack session list --json`'s
+     * array (sessions.json belongs to adapters/, above this module); -1 +
+     * err when it cannot be read. NULL: the tool answers that it cannot. */
+    int (*session_list)(strbuf *out, struct as_err *err);
 };
 
 /* Serves until stdin EOF; returns the process exit status (0 after a clean

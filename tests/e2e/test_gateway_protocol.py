@@ -16,7 +16,8 @@ from mcpclient import Gateway, is_error, modern_meta, payload, text  # noqa: E40
 BUILT = ["agentstack_search", "tools_search", "tools_bindings", "agentstack_list",
          "agentstack_doctor", "agentstack_list_loadable", "agentstack_load",
          "agentstack_lease_open", "agentstack_lease_status", "agentstack_lease_close",
-         "agentstack_lease_freeze", "agentstack_explain", "agentstack_diff"]
+         "agentstack_lease_freeze", "agentstack_explain", "agentstack_diff",
+         "agentstack_session_list"]
 SPEC_ORDER = ["agentstack_search", "tools_search", "tools_bindings", "agentstack_list",
               "agentstack_doctor", "agentstack_add_from", "agentstack_list_loadable",
               "agentstack_load", "agentstack_lease_open", "agentstack_lease_status",

@@ -59,7 +59,8 @@ TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 CONTROL = ["agentstack_search", "tools_search", "tools_bindings", "agentstack_list",
            "agentstack_doctor", "agentstack_list_loadable", "agentstack_load",
            "agentstack_lease_open", "agentstack_lease_status", "agentstack_lease_close",
-           "agentstack_lease_freeze", "agentstack_explain", "agentstack_diff"]
+           "agentstack_lease_freeze", "agentstack_explain", "agentstack_diff",
+           "agentstack_session_list"]
 PROJECT_DENY = "get-env"
 MACHINE_DENY = "trigger-*"
 DENY_PROJECT = ('Error: blocked: everything tried to call get-env — denied by '

@@ -1,0 +1,26 @@
+/*
+ * Internal to gateway/: native sessions as seen over MCP (02 §3, ext tier).
+ *
+ * Why only a view: a native session writes the harness's own files into the
+ * project (.mcp.json, skills, settings) and its end rewrites them, and errata
+ * 14 lets nothing in the gateway write into the project except lease_freeze
+ * (the manifest only). So agentstack_session_start, _end and _freeze are not
+ * built and not listed (errata 16); agentstack_session_list is, because it
+ * only reads $AGENTSTACK_HOME/sessions.json (through gw_opts.session_list:
+ * that file belongs to adapters/, which sits above this module).
+ *
+ * Guarantees: nothing is written anywhere; only this connection's project's
+ * session is reported (other projects' paths on the machine are never shown
+ * to an agent); every string from the record passes the hostile-text filter.
+ */
+#ifndef AS_GATEWAY_SESSIONS_H
+#define AS_GATEWAY_SESSIONS_H
+
+#include <jansson.h>
+
+struct gw;
+struct job;
+
+json_t *gw_t_session_list(struct gw *gw, struct job *j, const json_t *args);
+
+#endif

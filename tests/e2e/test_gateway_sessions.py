@@ -1,0 +1,141 @@
+"""02 §3 native sessions over MCP, as far as errata 14 allows.
+
+A native session writes the harness's own files into the project and its end
+rewrites them; errata 14 lets nothing in the gateway write into the project
+except lease_freeze (the manifest only). So agentstack_session_start, _end and
+_freeze are not built and not listed (errata 16): calling them is `unknown
+tool`, no audit row, no file touched. agentstack_session_list is built: it
+reads $AGENTSTACK_HOME/sessions.json (the record `agentstack session start`
+keeps), trusted or not, reports only this project's session, and writes
+nothing."""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from aslib import Sandbox, SRC, check, done  # noqa: E402
+from mcpclient import Gateway, audit_rows, is_error, payload, text  # noqa: E402
+
+sys.path.insert(0, os.path.join(SRC, "tests", "fixtures", "adapters"))
+import apply_helpers as H  # noqa: E402
+
+MANIFEST = """version = 1
+
+[servers.a]
+type = "stdio"
+command = "a-mcp"
+
+[skills.sql-review]
+path = "skills/sql-review"
+
+[toolsets.backend]
+servers = ["a"]
+skills = ["sql-review"]
+"""
+
+UNBUILT = ["agentstack_session_start", "agentstack_session_end", "agentstack_session_freeze"]
+OTHER = "/elsewhere/other-project"
+
+
+def sessions_path(sb):
+    return os.path.join(sb.ah, "sessions.json")
+
+
+def unbuilt_refused(g, sb, label):
+    """The project writers are unknown tools: no row, no file changed."""
+    before = H.tree(sb.project)
+    rows = len(audit_rows(sb))
+    for name, args in (("agentstack_session_start", {"profile": "backend"}),
+                       ("agentstack_session_end", {}),
+                       ("agentstack_session_freeze", {"name": "backend-frozen"})):
+        r = g.call(name, args)
+        check(is_error(r) and text(r) == f"Error: unknown tool '{name}'",
+              f"{label}: {name} is not built (errata 14) → unknown tool", r)
+    check(len(audit_rows(sb)) == rows, f"{label}: no audit row for an unbuilt tool",
+          audit_rows(sb)[rows:])
+    check(H.tree(sb.project) == before, f"{label}: no project file written or changed")
+
+
+with Sandbox() as sb:
+    H.fake_bin(sb, "claude")
+    sb.write(".agentstack/skills/sql-review/SKILL.md", "---\ndescription: sql\n---\n")
+    H.write_manifest(sb, MANIFEST)
+    hand = '{"mcpServers": {"mine": {"command": "m"}}, "x": 1.50}\n'
+    mcp = sb.write(".mcp.json", hand)
+    H.run(sb, "lock", "--write")
+    e = H.env(sb)
+
+    # ---- untrusted: list answers (read-only), the writers do not exist
+    with Gateway(sb, "--auto-project", env=e) as g:
+        g.initialize()
+        names = g.tools()
+        check("agentstack_session_list" in names and
+              not any(n in names for n in UNBUILT),
+              "tools/list: session_list listed, start/end/freeze not (errata 14/16)", names)
+        tools = {t["name"]: t for t in g.request("tools/list", {})["result"]["tools"]}
+        check(tools["agentstack_session_list"]["inputSchema"] ==
+              {"type": "object", "properties": {}}, "session_list takes no arguments")
+        r = g.call("agentstack_session_list", {})
+        p = payload(r)
+        check(not is_error(r) and p["active"] is False and "agentstack session start" in p["note"],
+              "untrusted, no session: active false, the note names the terminal command", p)
+        unbuilt_refused(g, sb, "untrusted")
+    check(H.read(mcp) == hand and not os.path.exists(sessions_path(sb)),
+          "untrusted: .mcp.json untouched, no sessions.json written by the gateway")
+
+    # ---- a session started in a terminal shows up; another project's does not
+    H.trust(sb)
+    st = H.run(sb, "session", "start", "backend")
+    check(st.returncode == 0, "CLI session start", st.stdout + st.stderr)
+    with open(sessions_path(sb)) as f:
+        doc = json.load(f)
+    doc["sessions"][OTHER] = {"toolset": "secret-plans", "started_unix": 1}
+    with open(sessions_path(sb), "w") as f:
+        json.dump(doc, f)
+    sessions_bytes = open(sessions_path(sb), "rb").read()
+    started = H.read(mcp)
+    with Gateway(sb, "--auto-project", env=e) as g:
+        g.initialize()
+        r = g.call("agentstack_session_list", {})
+        p = payload(r)
+        check(not is_error(r) and p["active"] is True and p["toolset"] == "backend" and
+              p["abandoned"] is False and p["native_files_written"] is True and
+              isinstance(p["started_unix"], int) and p["started_unix"] > 1,
+              "trusted, session active: toolset, start time, native files", p)
+        check(p["project"] == os.path.realpath(sb.project) or p["project"] == sb.project,
+              "the answer names this project", p)
+        check(OTHER not in text(r) and "secret-plans" not in text(r),
+              "another project's session (path, toolset) is never shown", text(r))
+        check("agentstack session end" in p["note"], "the note says how to end it", p)
+        unbuilt_refused(g, sb, "trusted, session active")
+    check(open(sessions_path(sb), "rb").read() == sessions_bytes and H.read(mcp) == started,
+          "session_list wrote nothing: sessions.json and .mcp.json unchanged")
+
+    # the record stays the CLI's: ending it there restores byte for byte, list follows
+    with open(sessions_path(sb)) as f:
+        doc = json.load(f)
+    del doc["sessions"][OTHER]
+    with open(sessions_path(sb), "w") as f:
+        json.dump(doc, f)
+    end = H.run(sb, "session", "end")
+    check(end.returncode == 0 and H.read(mcp) == hand,
+          "CLI session end restores .mcp.json byte for byte", end.stdout + end.stderr)
+    with Gateway(sb, "--auto-project", env=e) as g:
+        g.initialize()
+        p = payload(g.call("agentstack_session_list", {}))
+        check(p["active"] is False, "after the end: active false", p)
+
+        # a broken record: a clear error, no crash, nothing written
+        with open(sessions_path(sb), "w") as f:
+            f.write("{not json")
+        r = g.call("agentstack_session_list", {})
+        check(is_error(r) and "cannot read the native sessions" in text(r),
+              "unreadable sessions.json: isError naming the problem", r)
+        r = g.call("agentstack_session_list", {})
+        check(is_error(r), "the gateway still answers after the error", r)
+    check(open(sessions_path(sb)).read() == "{not json",
+          "the broken record is left for the user, not rewritten")
+    check(not any(row.get("tool", "").startswith("agentstack_session") for row in
+                  audit_rows(sb)), "no session tool wrote an audit row", audit_rows(sb))
+
+done()
