@@ -52,6 +52,10 @@ struct aud_append_opts {
  * rotation). */
 int aud_append(const char *path, const json_t *rec, const struct aud_append_opts *opts,
                struct as_err *err);
+/* aud_append for a record this module already encoded: body is one compact
+ * JSON object, valid and without a "prev" key (the caller guarantees it). */
+int aud_append_encoded(const char *path, const strbuf *body, const struct aud_append_opts *opts,
+                       struct as_err *err);
 
 struct aud_break {
     char file[PATH_MAX]; /* the file holding the broken line */
@@ -104,6 +108,11 @@ struct aud_call {
  * args_digest, outcome, detail?, ms, rule?, layer? (prev is added by the
  * appender). detail is omitted on ok rows. */
 json_t *aud_call_record(const struct aud_call *c);
+/* The same row written straight as compact JSON: byte for byte what
+ * json_dumps(aud_call_record(c), JSON_COMPACT | JSON_PRESERVE_ORDER) prints
+ * (test_calls checks it), without building and dumping a jansson tree on
+ * every brokered call. */
+void aud_call_encode(const struct aud_call *c, strbuf *out);
 /* Appends to $home/audit/calls.jsonl, rotating past 5 MiB. */
 int aud_call_append(const char *home, const struct aud_call *c, struct as_err *err);
 

@@ -54,20 +54,24 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
 
 void aud_utf8_cut(const char *s, size_t max, strbuf *out)
 {
+    /* Valid runs are copied whole (one sb_add per run, not per character):
+     * this runs for every field of every audited call. */
     const unsigned char *p = (const unsigned char *)s;
-    size_t n = strlen(s), used = 0;
+    size_t n = strlen(s), used = 0, run = 0;
     for (size_t i = 0; i < n;) {
-        size_t k = utf8_seq(p + i, n - i);
+        size_t k = p[i] < 0x80 ? 1 : utf8_seq(p + i, n - i);
         size_t take = k ? k : 1;
         if (used + take > max)
             break; /* never split a character */
-        if (k)
-            sb_add(out, p + i, k);
-        else
+        if (!k) {
+            sb_add(out, p + run, i - run);
             sb_addc(out, '?');
+            run = i + 1;
+        }
         used += take;
         i += take;
     }
+    sb_add(out, p + run, used - run);
 }
 
 static void set_str(json_t *o, const char *key, const char *v, size_t max)
@@ -101,14 +105,117 @@ json_t *aud_call_record(const struct aud_call *c)
     return o;
 }
 
+/* ,"key":"value" with value cut as set_str cuts it and escaped as jansson
+ * escapes (the cut leaves valid UTF-8, which jansson keeps as is). */
+static void enc_str(strbuf *out, const char *key, const char *v, size_t max)
+{
+    static const char hexd[] = "0123456789ABCDEF";
+    sb_adds(out, ",\"");
+    sb_adds(out, key);
+    sb_adds(out, "\":\"");
+    /* Most values (names, digests, outcomes) are short printable ASCII:
+     * nothing to cut or escape, so they are copied as they are. */
+    const char *s = v ? v : "";
+    size_t n = 0;
+    while (n <= max && s[n] >= 0x20 && s[n] < 0x7f && s[n] != '"' && s[n] != '\\')
+        n++;
+    if (!s[n] && n <= max) {
+        sb_add(out, s, n);
+        sb_addc(out, '"');
+        return;
+    }
+    strbuf sb = SB_INIT;
+    aud_utf8_cut(s, max, &sb);
+    size_t run = 0;
+    for (size_t i = 0; i < sb.len; i++) {
+        unsigned char ch = (unsigned char)sb.buf[i];
+        if (ch >= 0x20 && ch != '"' && ch != '\\')
+            continue;
+        sb_add(out, sb.buf + run, i - run);
+        run = i + 1;
+        switch (ch) {
+        case '"':
+            sb_adds(out, "\\\"");
+            break;
+        case '\\':
+            sb_adds(out, "\\\\");
+            break;
+        case '\b':
+            sb_adds(out, "\\b");
+            break;
+        case '\f':
+            sb_adds(out, "\\f");
+            break;
+        case '\n':
+            sb_adds(out, "\\n");
+            break;
+        case '\r':
+            sb_adds(out, "\\r");
+            break;
+        case '\t':
+            sb_adds(out, "\\t");
+            break;
+        default: {
+            char u[7] = {'\\', 'u', '0', '0', hexd[ch >> 4], hexd[ch & 15], '\0'};
+            sb_adds(out, u);
+        }
+        }
+    }
+    sb_add(out, sb.buf + run, sb.len - run);
+    sb_addc(out, '"');
+    sb_release(&sb);
+}
+
+/* ,"key":n as jansson prints a json_integer (%lld), without printf. */
+static void enc_int(strbuf *out, const char *key, long long v)
+{
+    char buf[24], *p = buf + sizeof buf;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do
+        *--p = (char)('0' + u % 10);
+    while (u /= 10);
+    if (v < 0)
+        *--p = '-';
+    sb_adds(out, ",\"");
+    sb_adds(out, key);
+    sb_adds(out, "\":");
+    sb_add(out, p, (size_t)(buf + sizeof buf - p));
+}
+
+void aud_call_encode(const struct aud_call *c, strbuf *out)
+{
+    /* Same keys, order and cuts as aud_call_record. */
+    size_t from = out->len;
+    enc_int(out, "ts", c->ts ? c->ts : (long long)time(NULL));
+    out->buf[from] = '{'; /* the first member's comma opens the object */
+    if (c->run && *c->run)
+        enc_str(out, "run", c->run, 128);
+    enc_int(out, "pid", (long long)(c->pid ? c->pid : (long)getpid()));
+    if (c->project && *c->project)
+        enc_str(out, "project", c->project, 4096);
+    enc_str(out, "server", c->server, 256);
+    enc_str(out, "tool", c->tool, 256);
+    enc_str(out, "args_digest", c->args_digest, AUD_DIGEST_HEX);
+    enc_str(out, "outcome", c->outcome ? c->outcome : "ok", 16);
+    if (c->detail && *c->detail && !(c->outcome && strcmp(c->outcome, "ok") == 0))
+        enc_str(out, "detail", c->detail, AUD_DETAIL_MAX);
+    enc_int(out, "ms", c->ms);
+    if (c->rule && *c->rule)
+        enc_str(out, "rule", c->rule, AUD_DETAIL_MAX);
+    if (c->layer && *c->layer)
+        enc_str(out, "layer", c->layer, 32);
+    sb_addc(out, '}');
+}
+
 int aud_call_append(const char *home, const struct aud_call *c, struct as_err *err)
 {
-    json_t *rec = aud_call_record(c);
+    strbuf body = SB_INIT;
+    aud_call_encode(c, &body);
     char *path = xasprintf("%s/audit/calls.jsonl", home);
     struct aud_append_opts o = {AUD_ROTATE_BYTES, 0};
-    int r = aud_append(path, rec, &o, err);
+    int r = aud_append_encoded(path, &body, &o, err);
     free(path);
-    json_decref(rec);
+    sb_release(&body);
     return r;
 }
 

@@ -362,9 +362,6 @@ int aud_append(const char *path, const json_t *rec, const struct aud_append_opts
         return as_err_set(err, "audit record must be a JSON object");
     if (json_object_get(rec, "prev"))
         return as_err_set(err, "audit record already carries \"prev\"");
-    size_t rotate = opts ? opts->rotate_bytes : 0;
-    int timeout = opts && opts->lock_timeout_ms > 0 ? opts->lock_timeout_ms : AUD_LOCK_TIMEOUT_MS;
-
     strbuf body = SB_INIT;
     char *dump = json_dumps(rec, JSON_COMPACT | JSON_PRESERVE_ORDER);
     if (!dump)
@@ -372,12 +369,23 @@ int aud_append(const char *path, const json_t *rec, const struct aud_append_opts
     sb_adds(&body, dump);
     free(dump);
 
+    int rc = aud_append_encoded(path, &body, opts, err);
+    sb_release(&body);
+    return rc;
+}
+
+int aud_append_encoded(const char *path, const strbuf *body, const struct aud_append_opts *opts,
+                       struct as_err *err)
+{
+    if (body->len < 2 || body->buf[0] != '{' || body->buf[body->len - 1] != '}')
+        return as_err_set(err, "audit record must be a JSON object");
+    size_t rotate = opts ? opts->rotate_bytes : 0;
+    int timeout = opts && opts->lock_timeout_ms > 0 ? opts->lock_timeout_ms : AUD_LOCK_TIMEOUT_MS;
     pthread_mutex_lock(&log_mu);
-    int rc = append_locked(path, &body, rotate, timeout, err);
+    int rc = append_locked(path, body, rotate, timeout, err);
     pthread_mutex_unlock(&log_mu);
     if (rc < 0 && !as_err_isset(err))
         as_err_set(err, "cannot append to %s: it keeps being rotated", path);
-    sb_release(&body);
     return rc;
 }
 

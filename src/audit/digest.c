@@ -19,6 +19,13 @@
 #include "base/sha256.h"
 #include "base/xalloc.h"
 
+/* The SHA256_* primitives (deprecated in OpenSSL 3, still supported) let the
+ * HMAC's keyed inner and outer states be computed once per key; see
+ * base/sha256.c for why they are used instead of EVP. */
+#define OPENSSL_SUPPRESS_DEPRECATED 1
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+
 #define KEY_MIN 16
 #define KEY_MAX 64
 
@@ -103,26 +110,54 @@ int aud_key_load(const char *home, unsigned char key[64], size_t *keylen, struct
     return r;
 }
 
-/* One key per home per process: digests are computed per call. */
+/* One key per home per process: digests are computed per call. The key is
+ * kept only as HMAC's two keyed states (SHA-256 after absorbing K ^ ipad and
+ * K ^ opad), so a call hashes its canonical arguments and one outer block
+ * instead of re-deriving both pads: the digest is still exactly
+ * HMAC-SHA-256(key, canonical(args)) (test_digest checks it against
+ * hmac_sha256). */
 static pthread_mutex_t key_mu = PTHREAD_MUTEX_INITIALIZER;
 static char *key_home;
-static unsigned char key_buf[KEY_MAX];
-static size_t key_len;
+static SHA256_CTX key_inner, key_outer;
 static int key_ok;
 static int warned;
 
+static void key_states(const unsigned char *key, size_t len)
+{
+    enum { BLOCK = 64 };
+    unsigned char k[BLOCK] = {0}, pad[BLOCK];
+    memcpy(k, key, len); /* len <= KEY_MAX == BLOCK: never hashed first */
+    for (int i = 0; i < BLOCK; i++)
+        pad[i] = k[i] ^ 0x36;
+    SHA256_Init(&key_inner);
+    SHA256_Update(&key_inner, pad, BLOCK);
+    for (int i = 0; i < BLOCK; i++)
+        pad[i] = k[i] ^ 0x5c;
+    SHA256_Init(&key_outer);
+    SHA256_Update(&key_outer, pad, BLOCK);
+    OPENSSL_cleanse(k, sizeof k);
+    OPENSSL_cleanse(pad, sizeof pad);
+}
+
 void aud_args_digest(const char *home, const json_t *args, char out[AUD_DIGEST_HEX + 1])
 {
+    _Static_assert(KEY_MAX <= 64, "a key longer than SHA-256's block would be hashed first");
     out[0] = '\0';
-    unsigned char key[KEY_MAX];
-    size_t len = 0;
+    SHA256_CTX inner, outer;
+    int have = 0;
     pthread_mutex_lock(&key_mu);
     if (!key_home || strcmp(key_home, home) != 0) {
         struct as_err err = AS_ERR_INIT;
+        unsigned char key[KEY_MAX];
+        size_t key_len = 0;
         free(key_home);
         key_home = xstrdup(home);
-        explicit_bzero(key_buf, sizeof key_buf);
-        key_ok = aud_key_load(home, key_buf, &key_len, &err) == 0;
+        OPENSSL_cleanse(&key_inner, sizeof key_inner);
+        OPENSSL_cleanse(&key_outer, sizeof key_outer);
+        key_ok = aud_key_load(home, key, &key_len, &err) == 0;
+        if (key_ok)
+            key_states(key, key_len);
+        explicit_bzero(key, sizeof key);
         if (!key_ok && !warned) {
             char buf[2300];
             warned = 1;
@@ -133,20 +168,26 @@ void aud_args_digest(const char *home, const json_t *args, char out[AUD_DIGEST_H
         }
     }
     if (key_ok) {
-        memcpy(key, key_buf, key_len);
-        len = key_len;
+        inner = key_inner;
+        outer = key_outer;
+        have = 1;
     }
     pthread_mutex_unlock(&key_mu);
-    if (!len)
+    if (!have)
         return; /* never an unkeyed digest: small arguments could be brute-forced */
     strbuf canon = SB_INIT;
     json_t *empty = NULL;
     if (!args)
         args = empty = json_object();
     json_canonical(args, &canon);
-    uint8_t mac[SHA256_LEN];
-    hmac_sha256(key, len, canon.buf, canon.len, mac);
-    explicit_bzero(key, sizeof key);
+    unsigned char ih[SHA256_LEN], mac[SHA256_LEN];
+    SHA256_Update(&inner, canon.buf, canon.len);
+    SHA256_Final(ih, &inner);
+    SHA256_Update(&outer, ih, sizeof ih);
+    SHA256_Final(mac, &outer);
+    OPENSSL_cleanse(&inner, sizeof inner);
+    OPENSSL_cleanse(&outer, sizeof outer);
+    OPENSSL_cleanse(ih, sizeof ih);
     char hex[SHA256_HEX_LEN + 1];
     hex_encode(mac, SHA256_LEN, hex);
     memcpy(out, hex, AUD_DIGEST_HEX);

@@ -216,10 +216,80 @@ static void test_summary_line(void **state)
     tu_rmtree(dir);
 }
 
+/* The appender writes aud_call_encode's bytes; they must be exactly what
+ * dumping aud_call_record prints, escapes and cuts included. */
+static void test_encode_matches_record(void **state)
+{
+    (void)state;
+    char big[600];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    big[198] = '\xc3'; /* a 2-byte character straddling the 200-byte cut */
+    big[199] = '\xa9';
+    const struct aud_call cases[] = {
+        {.ts = 1,
+         .pid = 7,
+         .server = "s",
+         .tool = "t",
+         .args_digest = "0123456789abcdef",
+         .outcome = "ok",
+         .detail = "hidden on ok rows",
+         .ms = 3},
+        {.ts = 2,
+         .run = "run-1",
+         .pid = 8,
+         .project = "/p/\"q\"\\r",
+         .server = "a\tb\nc",
+         .tool = "ctl\x01\x1f\x7f\b\f\r",
+         .args_digest = "",
+         .outcome = "denied",
+         .detail = big,
+         .rule = "del*\"",
+         .layer = "machine",
+         .ms = -1},
+        {.ts = 3,
+         .pid = 9,
+         .server = "ok\xff\xfe-\xc3\xa9-\xe2\x80\xa8",
+         .tool = "\xf0\x9f\x98\x80",
+         .args_digest = "x",
+         .outcome = "error",
+         .detail = "timeout",
+         .ms = 1234567890123LL},
+        {.ts = 5,
+         .pid = 2,
+         .server = "exactly-4",
+         .tool = "0123456789abcdefg",
+         .args_digest = "0123456789ab",
+         .outcome = "denied",
+         .detail = "d",
+         .layer = "exactly-32-bytes-long-0123456789",
+         .ms = -9223372036854775807LL - 1},
+        {.ts = 4,
+         .pid = 1,
+         .server = NULL,
+         .tool = NULL,
+         .args_digest = NULL,
+         .outcome = NULL,
+         .ms = 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *r = aud_call_record(&cases[i]);
+        char *want = json_dumps(r, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        strbuf got = SB_INIT;
+        aud_call_encode(&cases[i], &got);
+        assert_non_null(want);
+        assert_string_equal(got.buf, want);
+        free(want);
+        sb_release(&got);
+        json_decref(r);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_field_order),
+        cmocka_unit_test(test_encode_matches_record),
         cmocka_unit_test(test_detail_cut_on_utf8_boundary),
         cmocka_unit_test(test_rows_are_chained),
         cmocka_unit_test(test_summary_line),
