@@ -1,6 +1,8 @@
 /*
  * agentstack runs — every recorded run under $AGENTSTACK_HOME/runs/,
- * newest first (errata 39), one line each; --json for scripts.
+ * newest first (errata 39), one line each, live ones marked; --live: only
+ * the runs still going, from the registry (spec 05 §1.4); --json for
+ * scripts.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,15 +14,79 @@
 #include "bundle/home.h"
 #include "cli/cli.h"
 #include "sandbox/record.h"
+#include "sandbox/registry.h"
 
 int cmd_runs(int argc, char **argv, struct cli_ctx *ctx);
 
+static void add_uptime(strbuf *b, long long s)
+{
+    if (s < 0)
+        s = 0;
+    if (s < 60)
+        sb_addf(b, "%llds", s);
+    else if (s < 3600)
+        sb_addf(b, "%lldm", s / 60);
+    else
+        sb_addf(b, "%lldh%02lldm", s / 3600, (s % 3600) / 60);
+}
+
+/* `<id>  <display> pid=<pid> up=<t>[ · toolset T]  <cwd>` (05 §1.4). */
+static int list_live(const char *home, int json)
+{
+    struct as_err err = AS_ERR_INIT;
+    json_t *o = sbx_reg_live(home, &err);
+    if (!o) {
+        cli_error(&err);
+        return EXIT_FAIL;
+    }
+    json_t *arr = json_array();
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v) json_array_append(arr, v);
+    json_decref(o);
+    if (json) {
+        char *s = json_dumps(arr, JSON_INDENT(2));
+        puts(s);
+        free(s);
+        json_decref(arr);
+        return EXIT_OK;
+    }
+    if (json_array_size(arr) == 0)
+        puts("No live runs.");
+    size_t i;
+    json_array_foreach(arr, i, v)
+    {
+        strbuf line = SB_INIT;
+        const char *id = json_string_value(json_object_get(v, "id"));
+        const char *disp = json_string_value(json_object_get(v, "display"));
+        const char *prof = json_string_value(json_object_get(v, "profile"));
+        const char *cwd = json_string_value(json_object_get(v, "cwd"));
+        sb_addf(&line, "%s  ", id ? id : "?");
+        term_sanitize(&line, disp ? disp : "", strlen(disp ? disp : ""));
+        sb_addf(&line, " pid=%lld up=", (long long)json_integer_value(json_object_get(v, "pid")));
+        add_uptime(&line, (long long)time(NULL) -
+                              (long long)json_integer_value(json_object_get(v, "started_unix")));
+        if (prof) {
+            sb_adds(&line, " \xc2\xb7 toolset ");
+            term_sanitize(&line, prof, strlen(prof));
+        }
+        sb_adds(&line, "  ");
+        term_sanitize(&line, cwd ? cwd : "", strlen(cwd ? cwd : ""));
+        puts(line.buf);
+        sb_release(&line);
+    }
+    json_decref(arr);
+    return EXIT_OK;
+}
+
 int cmd_runs(int argc, char **argv, struct cli_ctx *ctx)
 {
-    int json = 0;
+    int json = 0, live_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json"))
             json = 1;
+        else if (!strcmp(argv[i], "--live"))
+            live_only = 1;
         else
             return cli_usage_error("runs", "unexpected argument '%s'", argv[i]);
     }
@@ -31,8 +97,26 @@ int cmd_runs(int argc, char **argv, struct cli_ctx *ctx)
         cli_error(&err);
         return EXIT_FAIL;
     }
+    if (live_only) {
+        int rc = list_live(home.buf, json);
+        sb_release(&home);
+        return rc;
+    }
     json_t *list = sbx_runs_list(home.buf, &err);
+    json_t *live = sbx_reg_live(home.buf, &err);
     sb_release(&home);
+    if (!live)
+        live = json_object();
+    size_t li;
+    json_t *lr;
+    json_array_foreach(list, li, lr)
+    {
+        json_t *e = json_object_get(live, json_string_value(json_object_get(lr, "id")));
+        json_object_set_new(lr, "live", json_boolean(e != NULL));
+        if (e)
+            json_object_set(lr, "pid", json_object_get(e, "pid"));
+    }
+    json_decref(live);
     if (json) {
         char *s = json_dumps(list, JSON_INDENT(2));
         puts(s);
@@ -63,6 +147,9 @@ int cmd_runs(int argc, char **argv, struct cli_ctx *ctx)
             sb_addf(&line, "  exit %lld", (long long)json_integer_value(code));
         else if (json_is_integer(sig))
             sb_addf(&line, "  signal %lld", (long long)json_integer_value(sig));
+        else if (json_is_true(json_object_get(r, "live")))
+            sb_addf(&line, "  LIVE pid=%lld",
+                    (long long)json_integer_value(json_object_get(r, "pid")));
         else if (json_is_string(json_object_get(r, "outcome"))) {
             const char *oc = json_string_value(json_object_get(r, "outcome"));
             sb_adds(&line, "  ");

@@ -24,6 +24,7 @@ int cmd_audit(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_run(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_report(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_runs(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_kill(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_guard(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_doctor(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_mcp(int argc, char **argv, struct cli_ctx *ctx);
@@ -112,7 +113,10 @@ const struct cli_command cli_commands[] = {
      0},
     {"report", cmd_report, "show a run's flight record: posture, egress decisions, exit",
      "usage: agentstack report <run-id> [--json]\n", 0},
-    {"runs", cmd_runs, "list recorded runs, newest first", "usage: agentstack runs [--json]\n", 0},
+    {"runs", cmd_runs, "list recorded runs, newest first (--live: the ones still going)",
+     "usage: agentstack runs [--live] [--json]\n", 0},
+    {"kill", cmd_kill, "stop a live run: SIGTERM to its tree, 2 s, then SIGKILL",
+     "usage: agentstack kill <run-id> [--force]\n", 0},
     {"mcp", cmd_mcp, "serve the live MCP gateway on stdio (brokered, policy-checked, audited)",
      "usage: agentstack mcp [--auto-project] [--transparent] [--manifest-dir DIR]\n", 0},
     {"demo-server", cmd_demo_server, "the demo's stdio MCP server (echo, secret_read, delete_all)",

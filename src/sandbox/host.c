@@ -1,5 +1,6 @@
 /* The host run executor (see host.h). */
 #include "sandbox/host.h"
+#include "sandbox/registry.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -187,7 +188,7 @@ static int spawn_wait(const struct sbx_plan *p, struct sbx_host_result *res, str
         close(ep[0]);
         child_exec(p, &c, pts, envp, &old, parent, ep[1]);
     }
-    int rc = -1, sfd = -1, tfd = -1;
+    int rc = -1, sfd = -1, tfd = -1, registered = 0;
     close(ep[1]);
     if (c.pid < 0) {
         as_err_errno(err, "fork");
@@ -198,6 +199,18 @@ static int spawn_wait(const struct sbx_plan *p, struct sbx_host_result *res, str
         setpgid(c.pid, c.pid); /* both sides set it: no race with the kill below */
     if (c.tty == TTY_FOREGROUND)
         tcsetpgrp(STDIN_FILENO, c.pid);
+    /* Registered before the exec is confirmed, so the run is killable from
+     * its first output on; a failed launch drops the entry at out. */
+    {
+        struct as_err rerr = AS_ERR_INIT;
+        if (sbx_reg_add(p, c.pid, 1, &rerr) < 0) {
+            char b[1024];
+            fprintf(stderr, "warning: run %s is not in the live-run registry (%s)\n", p->run_id,
+                    as_err_str(&rerr, b, sizeof b));
+        } else {
+            registered = 1;
+        }
+    }
     int e = 0;
     ssize_t n;
     while ((n = read(ep[0], &e, sizeof e)) < 0 && errno == EINTR)
@@ -306,6 +319,8 @@ static int spawn_wait(const struct sbx_plan *p, struct sbx_host_result *res, str
     kill(-c.pid, SIGTERM);
     rc = 0;
 out:
+    if (registered)
+        sbx_reg_remove(p->home, p->run_id);
     if (c.raw)
         tcsetattr(STDIN_FILENO, TCSAFLUSH, &c.saved);
     if (c.tty == TTY_FOREGROUND)

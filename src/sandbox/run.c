@@ -1,5 +1,6 @@
 /* The sandbox run executor (see run.h). */
 #include "sandbox/run.h"
+#include "sandbox/registry.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -54,7 +55,7 @@ int sbx_run_execute(const struct sbx_plan *p, FILE *banner, struct sbx_run_resul
     struct sbx_gw gw;
     sbx_gw_init(&gw);
     VEC(struct sbx_mount) mounts = {0};
-    int sfd = -1, tfd = -1, rc = -1, port = p->proxy_port;
+    int sfd = -1, tfd = -1, rc = -1, port = p->proxy_port, registered = 0;
     strvec env = STRVEC_INIT;
     sigset_t set, old;
     sigemptyset(&set);
@@ -185,7 +186,20 @@ int sbx_run_execute(const struct sbx_plan *p, FILE *banner, struct sbx_run_resul
     sbx_plan_print(p, banner, 0);
     fflush(banner);
     long long t0 = now_ms();
+    /* Registered before the harness starts: killable from its first output. */
+    {
+        struct as_err rerr = AS_ERR_INIT;
+        if (sbx_reg_add(p, child.pid, 0, &rerr) < 0) {
+            char b[1024];
+            fprintf(stderr, "warning: run %s is not in the live-run registry (%s)\n", p->run_id,
+                    as_err_str(&rerr, b, sizeof b));
+        } else {
+            registered = 1;
+        }
+    }
     if (sbx_ns_go(&child, err) < 0) {
+        if (registered)
+            sbx_reg_remove(p->home, p->run_id);
         f = json_object();
         json_object_set_new(f, "code", json_integer(127));
         json_object_set_new(f, "duration_ms", json_integer(now_ms() - t0));
@@ -223,6 +237,8 @@ int sbx_run_execute(const struct sbx_plan *p, FILE *banner, struct sbx_run_resul
         }
     }
     sbx_ns_reap(&child, &res->code, &res->sig);
+    if (registered)
+        sbx_reg_remove(p->home, p->run_id);
     res->duration_ms = now_ms() - t0;
     f = json_object();
     if (res->code >= 0)

@@ -1,0 +1,261 @@
+#include "sandbox/registry.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/fs.h"
+#include "base/lock.h"
+#include "base/strbuf.h"
+#include "base/xalloc.h"
+#include "sandbox/record.h"
+
+#define REG_MAX_BYTES (4u << 20)
+
+unsigned long long sbx_proc_start(pid_t pid)
+{
+    if (pid <= 0)
+        return 0;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 0;
+    char buf[1024];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    /* comm may hold spaces and parentheses: fields resume after the last ')'. */
+    char *s = strrchr(buf, ')');
+    if (!s || !s[1])
+        return 0;
+    s += 2;
+    char state = *s;
+    if (state == 'Z' || state == 'X' || state == 'x')
+        return 0;
+    /* s is field 3 (state); the start time is field 22. */
+    for (int field = 3; field < 22; field++) {
+        s = strchr(s, ' ');
+        if (!s)
+            return 0;
+        s++;
+    }
+    return strtoull(s, NULL, 10);
+}
+
+static char *reg_path(const char *home)
+{
+    return xasprintf("%s/runs.json", home);
+}
+
+/* Reads runs.json ({} when absent or unparsable: it is only a cache of what
+ * /proc can confirm) and drops the entries whose process is gone. Returns
+ * the count pruned. */
+static json_t *load_pruned(const char *home, int *pruned)
+{
+    *pruned = 0;
+    char *path = reg_path(home);
+    strbuf b = SB_INIT;
+    struct as_err e = AS_ERR_INIT;
+    json_t *o = NULL;
+    if (fs_read_file(path, REG_MAX_BYTES, 1, &b, &e) == 0)
+        o = json_loadb(b.buf, b.len, 0, NULL);
+    sb_release(&b);
+    free(path);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return json_object();
+    }
+    const char *k;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(o, tmp, k, v)
+    {
+        json_t *pid = json_object_get(v, "pid"), *st = json_object_get(v, "pid_start");
+        unsigned long long now =
+            json_is_integer(pid) ? sbx_proc_start((pid_t)json_integer_value(pid)) : 0;
+        if (!sbx_run_id_valid(k) || !now || !json_is_integer(st) ||
+            (unsigned long long)json_integer_value(st) != now) {
+            json_object_del(o, k);
+            (*pruned)++;
+        }
+    }
+    return o;
+}
+
+static int store(const char *home, json_t *o, struct as_err *err)
+{
+    char *path = reg_path(home);
+    char *s = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS);
+    struct fs_write_opts wo = {.mode = 0600, .symlinks = FS_SYMLINK_REFUSE};
+    int rc = fs_write_atomic(path, s, strlen(s), &wo, err);
+    free(s);
+    free(path);
+    return rc;
+}
+
+int sbx_reg_add(const struct sbx_plan *p, pid_t pid, int group, struct as_err *err)
+{
+    unsigned long long st = sbx_proc_start(pid);
+    if (!st)
+        return as_err_set(err, "run %s: its process %d is already gone", p->run_id, (int)pid);
+    json_t *e = json_object();
+    json_object_set_new(e, "id", json_string(p->run_id));
+    json_object_set_new(e, "pid", json_integer(pid));
+    json_object_set_new(e, "pid_start", json_integer((json_int_t)st));
+    json_object_set_new(e, "group", json_boolean(group));
+    json_object_set_new(e, "harness", json_string(p->harness_id ? p->harness_id : ""));
+    json_object_set_new(e, "display",
+                        json_string(p->harness_display ? p->harness_display
+                                    : p->harness_id    ? p->harness_id
+                                                       : ""));
+    json_object_set_new(e, "posture", json_string(p->posture_slug ? p->posture_slug : ""));
+    json_object_set_new(e, "command",
+                        json_string(p->harness_host_bin ? p->harness_host_bin
+                                    : p->argv.n         ? p->argv.v[0]
+                                                        : ""));
+    json_t *args = json_array();
+    for (size_t i = 1; i < p->argv.n; i++)
+        json_array_append_new(args, json_string(p->argv.v[i]));
+    json_object_set_new(e, "args", args);
+    const char *cwd = p->host_cwd ? p->host_cwd : p->workspace;
+    json_object_set_new(e, "cwd", json_string(cwd ? cwd : ""));
+    if (p->toolset)
+        json_object_set_new(e, "profile", json_string(p->toolset));
+    if (p->inject_scope)
+        json_object_set_new(e, "scope", json_string(p->inject_scope));
+    json_object_set_new(e, "started_unix", json_integer((json_int_t)time(NULL)));
+    json_object_set_new(e, "started_session", json_integer(getsid(0)));
+
+    struct as_lock l;
+    if (lock_acquire(&l, p->home, LOCK_WAIT_MS, err) < 0) {
+        json_decref(e);
+        return -1;
+    }
+    int pruned;
+    json_t *o = load_pruned(p->home, &pruned);
+    json_object_set_new(o, p->run_id, e);
+    int rc = store(p->home, o, err);
+    json_decref(o);
+    lock_release(&l);
+    return rc;
+}
+
+void sbx_reg_remove(const char *home, const char *run_id)
+{
+    struct as_lock l;
+    struct as_err err = AS_ERR_INIT;
+    if (lock_acquire(&l, home, LOCK_WAIT_MS, &err) < 0)
+        return;
+    int pruned;
+    json_t *o = load_pruned(home, &pruned);
+    int had = json_object_get(o, run_id) != NULL;
+    json_object_del(o, run_id);
+    if (had || pruned)
+        store(home, o, &err);
+    json_decref(o);
+    lock_release(&l);
+}
+
+json_t *sbx_reg_live(const char *home, struct as_err *err)
+{
+    int pruned;
+    json_t *o = load_pruned(home, &pruned);
+    if (pruned) {
+        /* Writing the pruned registry back is housekeeping: a reader that
+         * cannot take the lock still answers from what /proc confirmed. */
+        struct as_lock l;
+        struct as_err e2 = AS_ERR_INIT;
+        if (lock_acquire(&l, home, 0, &e2) == 0) {
+            json_decref(o);
+            o = load_pruned(home, &pruned);
+            if (pruned && store(home, o, err) < 0) {
+                lock_release(&l);
+                json_decref(o);
+                return NULL;
+            }
+            lock_release(&l);
+        }
+    }
+    return o;
+}
+
+static int still_same(pid_t pid, unsigned long long start)
+{
+    return sbx_proc_start(pid) == start;
+}
+
+static int send_sig(json_t *e, int sig)
+{
+    pid_t pid = (pid_t)json_integer_value(json_object_get(e, "pid"));
+    unsigned long long st = (unsigned long long)json_integer_value(json_object_get(e, "pid_start"));
+    /* Checked just before signalling: the narrowest window for pid reuse. */
+    if (!still_same(pid, st))
+        return 1;
+    if (json_is_true(json_object_get(e, "group")) && kill(-pid, sig) == 0)
+        return 0;
+    return kill(pid, sig) == 0 ? 0 : 1;
+}
+
+static void record(const char *home, const char *id, const char *sig, json_t *e)
+{
+    struct sbx_rec r = {0};
+    r.dir = xasprintf("%s/runs/%s", home, id);
+    r.events = xasprintf("%s/events.jsonl", r.dir);
+    json_t *f = json_object();
+    json_object_set_new(f, "signal", json_string(sig));
+    json_object_set(f, "pid", json_object_get(e, "pid"));
+    json_object_set_new(f, "by_pid", json_integer(getpid()));
+    struct as_err err = AS_ERR_INIT;
+    if (access(r.events, F_OK) == 0 && sbx_rec_append(&r, "run_kill", f, &err) < 0)
+        fprintf(stderr, "warning: could not record the kill in runs/%s\n", id);
+    else if (access(r.events, F_OK) != 0)
+        json_decref(f);
+    free(r.events);
+    free(r.dir);
+}
+
+int sbx_reg_kill(const char *home, const char *run_id, int force, FILE *out, struct as_err *err)
+{
+    if (!sbx_run_id_valid(run_id))
+        return as_err_set(err, "'%s' is not a run id", run_id);
+    json_t *o = sbx_reg_live(home, err);
+    if (!o)
+        return -1;
+    json_t *e = json_object_get(o, run_id);
+    if (!e) {
+        json_decref(o);
+        return 1;
+    }
+    pid_t pid = (pid_t)json_integer_value(json_object_get(e, "pid"));
+    unsigned long long st = (unsigned long long)json_integer_value(json_object_get(e, "pid_start"));
+    int rc = 0;
+    if (!force) {
+        record(home, run_id, "SIGTERM", e);
+        if (send_sig(e, SIGTERM) != 0)
+            goto gone;
+        fprintf(out, "sent SIGTERM to run %s (pid %d)\n", run_id, (int)pid);
+        /* Polled, not signalled: the run is not our child. 2 s grace. */
+        for (int i = 0; i < 40 && still_same(pid, st); i++)
+            poll(NULL, 0, 50);
+        if (!still_same(pid, st))
+            goto gone;
+        fprintf(out, "run %s still alive after 2 s\n", run_id);
+    }
+    record(home, run_id, "SIGKILL", e);
+    if (send_sig(e, SIGKILL) == 0)
+        fprintf(out, "sent SIGKILL to run %s (pid %d)\n", run_id, (int)pid);
+    for (int i = 0; i < 100 && still_same(pid, st); i++)
+        poll(NULL, 0, 50);
+    if (still_same(pid, st))
+        rc = as_err_set(err, "run %s (pid %d) survived SIGKILL", run_id, (int)pid);
+gone:
+    json_decref(o);
+    if (rc == 0)
+        fprintf(out, "run %s stopped.\n", run_id);
+    return rc;
+}
