@@ -540,10 +540,6 @@ static int dispatch_refusal(const struct run_opts *o)
         return refusef("--locked with --sandbox/--lockdown is not wired: the sandbox runs its "
                        "own gate",
                        NULL);
-    if (o->prompt)
-        return refusef("--prompt is not built yet",
-                       "the headless protected run (captured output, headless_output event) "
-                       "is not part of this build; run the CLI interactively");
     if (o->unprotected && o->plan_only && !o->sandbox && !o->lockdown)
         return refusef("--plan needs a gated run mode", NULL);
     if (o->keep && !(o->unprotected && o->toolset && !o->sandbox && !o->lockdown))
@@ -621,7 +617,8 @@ static int run_host(const struct sbx_plan *plan, const struct run_opts *o, struc
     }
     struct as_err err = AS_ERR_INIT;
     struct sbx_host_result res;
-    int r = sbx_host_execute(plan, &hooks, stdout, &res, &err);
+    /* Under --prompt stdout is the harness's answer alone (05 §1.1 step 2). */
+    int r = sbx_host_execute(plan, &hooks, plan->prompt_arg ? stderr : stdout, &res, &err);
     fflush(stdout);
     if (r < 0) {
         if (res.revert_failed)
@@ -692,9 +689,43 @@ int cmd_run(int argc, char **argv, struct cli_ctx *ctx)
             goto out;
         }
     }
-    args = xcalloc((size_t)o.nrest + 1, sizeof *args);
-    for (int k = 0; k < o.nrest; k++)
-        args[k] = o.rest[k];
+    int prompt_arg = 0;
+    if (o.prompt) {
+        /* 05 §1.1 step 1: the adapter's headless argv, the prompt one whole
+         * element (never split, never a shell word), nothing after --. */
+        if (o.nrest > 0) {
+            rc = refusef("--prompt takes no arguments after --",
+                         "the headless argv comes from the adapter's headless.args");
+            goto out;
+        }
+        if (!h.d || !h.d->headless_args.n) {
+            cli_errorf("%s has no headless mode: --prompt needs the adapter's headless.args", h.id);
+            fprintf(stderr, "why: only adapters that declare how to pass a prompt "
+                            "(e.g. claude-code, codex) can run one; run it interactively\n");
+            fprintf(stderr, "%s\n", NOTHING);
+            rc = EXIT_FAIL;
+            goto out;
+        }
+        const strvec *ha = &h.d->headless_args;
+        args = xcalloc(ha->n + 2, sizeof *args);
+        size_t k = 0;
+        for (size_t j = 0; j < ha->n; j++) {
+            if (!prompt_arg && !strcmp(ha->v[j], "{prompt}")) {
+                prompt_arg = (int)k + 1;
+                args[k++] = o.prompt;
+            } else {
+                args[k++] = ha->v[j];
+            }
+        }
+        if (!prompt_arg) {
+            prompt_arg = (int)k + 1;
+            args[k++] = o.prompt;
+        }
+    } else {
+        args = xcalloc((size_t)o.nrest + 1, sizeof *args);
+        for (int k = 0; k < o.nrest; k++)
+            args[k] = o.rest[k];
+    }
     if (adp_self_path(&self, &err) < 0) {
         sb_reset(&self); /* the grant-handoff gate (host) or the routing note (confined) */
         err = (struct as_err)AS_ERR_INIT;
@@ -709,6 +740,7 @@ int cmd_run(int argc, char **argv, struct cli_ctx *ctx)
         .harness_bin = h.bin.buf,
         .harness_has_mcp = h.has_mcp,
         .args = args,
+        .prompt_arg = prompt_arg,
         .manifest_dir = ctx->manifest_dir,
         .toolset = o.toolset,
         .harness_display = h.d ? h.d->display : NULL,

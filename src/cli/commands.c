@@ -105,11 +105,12 @@ const struct cli_command cli_commands[] = {
     {"run", cmd_run, "run a CLI gated (default), confined (--sandbox, --lockdown) or unprotected",
      "usage: agentstack run <cli-or-command> [--locked | --unprotected | --sandbox | --lockdown]\n"
      "                      [--plan] [--toolset T | --profile T] [--scope project|global]\n"
-     "                      [--keep] [-- ARG...]\n"
+     "                      [--keep] [--prompt TEXT] [-- ARG...]\n"
      "Default (--locked): trust, lock and policy gates, the toolset frozen into a grant, the\n"
      "CLI's MCP config given the gateway entry for the run and reverted at exit.\n"
      "--plan shows trust state, mode, mounts, the gates and the exact command; nothing is "
-     "started.\n",
+     "started.\n"
+     "--prompt runs the CLI headless (its adapter's headless args) under the same gates.\n",
      0},
     {"report", cmd_report, "show a run's flight record: posture, egress decisions, exit",
      "usage: agentstack report <run-id> [--json]\n", 0},

@@ -33,11 +33,20 @@ static long long now_ms(void)
 
 /* ---- spawning and waiting ---------------------------------------------------------- */
 
-enum tty_mode { TTY_NONE, TTY_FOREGROUND, TTY_PTY };
+enum tty_mode { TTY_NONE, TTY_FOREGROUND, TTY_PTY, TTY_HEADLESS };
+
+#define HEADLESS_CAPTURE (1u << 20)
+
+/* The headless run's stdout as relayed (05 §1.1 step 6). */
+struct capture {
+    sha256_ctx h;
+    long long bytes;
+};
 
 struct child {
     pid_t pid;
-    int mfd; /* pty master (TTY_PTY) */
+    int mfd; /* pty master (TTY_PTY), or the stdout pipe's read end (TTY_HEADLESS) */
+    int ofd; /* TTY_HEADLESS: the pipe's write end, the harness's stdout */
     enum tty_mode tty;
     struct termios saved; /* the caller's terminal, restored at the end */
     int raw;              /* fd 0 was put in raw mode */
@@ -77,6 +86,13 @@ static void child_exec(const struct sbx_plan *p, struct child *c, const char *pt
         if (s > 2)
             close(s);
     } else {
+        if (c->tty == TTY_HEADLESS) {
+            int nul = open("/dev/null", O_RDONLY);
+            if (nul < 0 || dup2(nul, 0) < 0 || dup2(c->ofd, 1) < 0)
+                goto fail;
+            if (nul > 2)
+                close(nul);
+        }
         setpgid(0, 0);
         if (c->tty == TTY_FOREGROUND)
             tcsetpgrp(STDIN_FILENO, getpid()); /* SIGTTOU is still blocked here */
@@ -124,14 +140,24 @@ static void pty_winsize(int mfd)
         ioctl(mfd, TIOCSWINSZ, &ws);
 }
 
-/* Copies what the pty has to the caller's stdout: 1 data, 0 EOF/EIO
+/* Copies what the pty (or the headless pipe, hashed into cap) has to the
+ * caller's stdout: 1 data, 0 EOF/EIO
  * (every slave descriptor is closed), -1 nothing right now. */
-static int pty_pump(int mfd)
+static int pty_pump(int mfd, struct capture *cap)
 {
     char buf[16384];
     ssize_t n = read(mfd, buf, sizeof buf);
     if (n > 0) {
         write_all(STDOUT_FILENO, buf, (size_t)n);
+        if (cap) {
+            if (cap->bytes < (long long)HEADLESS_CAPTURE) {
+                size_t take = (size_t)n;
+                if ((long long)take > (long long)HEADLESS_CAPTURE - cap->bytes)
+                    take = (size_t)((long long)HEADLESS_CAPTURE - cap->bytes);
+                sha256_update(&cap->h, buf, take);
+            }
+            cap->bytes += n;
+        }
         return 1;
     }
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -147,8 +173,20 @@ static int spawn_wait(const struct sbx_plan *p, struct sbx_host_result *res, str
     memset(&c, 0, sizeof c);
     c.pid = -1;
     c.mfd = -1;
+    c.ofd = -1;
     char pts[128] = "";
-    if (isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &c.saved) == 0) {
+    struct capture cap, *capp = NULL;
+    if (p->prompt_arg) {
+        int op[2];
+        if (pipe2(op, O_CLOEXEC) < 0)
+            return as_err_errno(err, "pipe");
+        c.tty = TTY_HEADLESS;
+        c.mfd = op[0];
+        c.ofd = op[1];
+        sha256_init(&cap.h);
+        cap.bytes = 0;
+        capp = &cap;
+    } else if (isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &c.saved) == 0) {
         if (isatty(STDOUT_FILENO))
             c.tty = TTY_PTY;
         else if (tcgetpgrp(STDIN_FILENO) == getpgrp())
@@ -168,6 +206,10 @@ static int spawn_wait(const struct sbx_plan *p, struct sbx_host_result *res, str
     if (pipe2(ep, O_CLOEXEC) < 0) {
         if (c.mfd >= 0)
             close(c.mfd);
+        if (c.ofd >= 0)
+            close(c.ofd);
+        if (capp)
+            sha256_abort(&cap.h);
         return as_err_errno(err, "pipe");
     }
     sigset_t set, old;
@@ -190,6 +232,10 @@ static int spawn_wait(const struct sbx_plan *p, struct sbx_host_result *res, str
     }
     int rc = -1, sfd = -1, tfd = -1, registered = 0;
     close(ep[1]);
+    if (c.ofd >= 0) {
+        close(c.ofd); /* the harness holds the only write end: EOF when it is done */
+        c.ofd = -1;
+    }
     if (c.pid < 0) {
         as_err_errno(err, "fork");
         close(ep[0]);
@@ -247,7 +293,7 @@ static int spawn_wait(const struct sbx_plan *p, struct sbx_host_result *res, str
         if (exited) {
             /* The harness is gone: copy out what the pty still holds. */
             fcntl(c.mfd, F_SETFL, O_NONBLOCK);
-            while (pty_pump(c.mfd) > 0)
+            while (pty_pump(c.mfd, capp) > 0)
                 ;
             break;
         }
@@ -259,7 +305,7 @@ static int spawn_wait(const struct sbx_plan *p, struct sbx_host_result *res, str
             exited = 1;
             continue;
         }
-        if ((pf[3].revents & (POLLIN | POLLHUP | POLLERR)) && pty_pump(c.mfd) == 0)
+        if ((pf[3].revents & (POLLIN | POLLHUP | POLLERR)) && pty_pump(c.mfd, capp) == 0)
             m_open = 0;
         if (pf[2].revents & (POLLIN | POLLHUP | POLLERR)) {
             ssize_t r = read(STDIN_FILENO, pend, sizeof pend);
@@ -327,6 +373,15 @@ out:
         tcsetpgrp(STDIN_FILENO, getpgrp()); /* SIGTTOU is blocked */
     if (c.mfd >= 0)
         close(c.mfd);
+    if (capp) {
+        uint8_t d[SHA256_LEN];
+        char hex[SHA256_HEX_LEN + 1];
+        sha256_final(&cap.h, d);
+        hex_encode(d, SHA256_LEN, hex);
+        snprintf(res->out_sha256, sizeof res->out_sha256, "sha256:%s", hex);
+        res->out_bytes = cap.bytes;
+        res->out_truncated = cap.bytes > (long long)HEADLESS_CAPTURE;
+    }
     if (sfd >= 0)
         close(sfd);
     if (tfd >= 0)
@@ -514,6 +569,15 @@ int sbx_host_execute(const struct sbx_plan *p, const struct sbx_host_hooks *h, F
     int launched = spawn_wait(p, res, &le) == 0;
     if (injected)
         do_revert(p, h, res, err);
+    if (launched && p->prompt_arg) {
+        json_t *o = json_object();
+        json_object_set_new(o, "bytes", json_integer(res->out_bytes));
+        json_object_set_new(o, "sha256", json_string(res->out_sha256));
+        json_object_set_new(o, "truncated", json_boolean(res->out_truncated));
+        struct as_err he = AS_ERR_INIT;
+        if (sbx_rec_append(&rec, "headless_output", o, &he) < 0)
+            fprintf(stderr, "warning: could not record the headless output\n");
+    }
     f = json_object();
     if (protected_run)
         json_object_set_new(f, "outcome", json_string(launched ? "completed" : "launch-failed"));

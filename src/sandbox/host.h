@@ -31,6 +31,11 @@
  *    from, the caller's terminal once the run is over); with only stdin a
  *    terminal, its group is made the terminal's foreground group for the
  *    run and the terminal is handed back afterwards.
+ *  - A --prompt run (plan->prompt_arg) is headless: the harness's stdin is
+ *    /dev/null, it gets no terminal, and its stdout is relayed through a
+ *    pipe, hashed over the first 1 MiB and recorded as `headless_output
+ *    {bytes, sha256, truncated}`; the banner goes where the caller says
+ *    (stderr), so stdout carries the answer only.
  */
 #ifndef AS_SANDBOX_HOST_H
 #define AS_SANDBOX_HOST_H
@@ -56,6 +61,10 @@ struct sbx_host_result {
     long long duration_ms;
     int revert_failed;     /* the injection could not be reverted (err says why) */
     char grant_digest[80]; /* "sha256:…" once frozen */
+    /* --prompt (plan->prompt_arg): what the harness wrote to stdout. */
+    long long out_bytes; /* relayed in all */
+    char out_sha256[72]; /* "sha256:…" of the captured bytes (the first 1 MiB) */
+    int out_truncated;   /* more than 1 MiB was relayed */
 };
 
 /* Executes the plan; the banner goes to `banner`. Returns 0 when the

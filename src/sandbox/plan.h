@@ -70,6 +70,8 @@ struct sbx_plan_request {
     const char *harness_bin;  /* the program, as found on the host PATH */
     int harness_has_mcp;      /* the adapter has an MCP mapping */
     const char *const *args;  /* the arguments after "--" (NULL-terminated, may be NULL) */
+    int prompt_arg;           /* --prompt: index of the prompt in the harness argv (args
+                               * index + 1); 0: no prompt (an interactive run) */
     const char *manifest_dir; /* --manifest-dir, or NULL */
     const char *cwd;          /* NULL = the process cwd */
     const char *toolset;      /* --toolset/--profile, or NULL (the default toolset, if any) */
@@ -163,6 +165,7 @@ struct sbx_plan {
     char *inject_note;  /* why nothing is injected, or NULL */
     strvec inject_argv; /* the entry's command: <self> mcp --grant <grant_path> */
     char *host_cwd;     /* host runs start here: the project root (else the cwd) */
+    int prompt_arg;     /* --prompt (headless): index of the prompt in argv, else 0 */
 
     /* Gateway routing (--sandbox/--lockdown; trusted bundle with servers, a
      * harness with an MCP mapping): the gateway runs on the host side with

@@ -322,6 +322,8 @@ int sbx_i_plan_host(const struct sbx_plan_request *rq, struct sbx_plan *p, struc
     strvec_push(&p->argv, rq->harness_bin);
     for (size_t i = 0; rq->args && rq->args[i]; i++)
         strvec_push(&p->argv, rq->args[i]);
+    if (rq->prompt_arg > 0 && (size_t)rq->prompt_arg < p->argv.n)
+        p->prompt_arg = rq->prompt_arg;
     if (!cwd) {
         if (!getcwd(cwdbuf, sizeof cwdbuf)) {
             as_err_errno(err, "getcwd");

@@ -119,8 +119,10 @@ int sbx_reg_add(const struct sbx_plan *p, pid_t pid, int group, struct as_err *e
                                     : p->argv.n         ? p->argv.v[0]
                                                         : ""));
     json_t *args = json_array();
+    /* No prompts (05 §1.4): a headless run's prompt element is left out. */
     for (size_t i = 1; i < p->argv.n; i++)
-        json_array_append_new(args, json_string(p->argv.v[i]));
+        if ((int)i != p->prompt_arg)
+            json_array_append_new(args, json_string(p->argv.v[i]));
     json_object_set_new(e, "args", args);
     const char *cwd = p->host_cwd ? p->host_cwd : p->workspace;
     json_object_set_new(e, "cwd", json_string(cwd ? cwd : ""));

@@ -13,8 +13,8 @@
  *  - Each entry records the pid's start time (/proc/<pid>/stat field 22);
  *    an entry whose pid is gone, a zombie, or started at another time is
  *    pruned on read and never signalled.
- *  - No secret is stored: the entry holds the command and arguments as
- *    launched (the plan's argv, which carries only ${REF}s), never env.
+ *  - No prompt and no environment is stored: the entry holds the command
+ *    and its arguments minus a --prompt run's prompt element.
  *  - Kill: host runs get the signal on their process group, sandboxed runs
  *    on their sandbox-init (whose SIGKILL ends the whole PID namespace);
  *    SIGTERM, up to 2 s, then SIGKILL (--force: SIGKILL at once). Each
