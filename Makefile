@@ -15,7 +15,8 @@ build: deps
 	@$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 	@$(CMAKE) --build build -j $(JOBS)
 
-asan: deps
+asan:
+	@sh tools/deps.sh --test
 	@$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DAS_SANITIZE=ON -DAS_WERROR=ON >/dev/null
 	@$(CMAKE) --build build-asan -j $(JOBS)
 

@@ -18,6 +18,18 @@ need yaml-0.1 libyaml-dev
 need libidn2 libidn2-dev
 need cmocka libcmocka-dev
 need libsecret-1 libsecret-1-dev
+# `make check` also runs tests that drive real peers: a Secret Service
+# (gnome-keyring under dbus-run-session), network namespaces (iproute2),
+# TLS clients and servers (curl, openssl).
+if [ "${1:-}" = "--test" ]; then
+    have() { command -v "$1" >/dev/null 2>&1 || missing="$missing $2"; }
+    have gnome-keyring-daemon gnome-keyring
+    have secret-tool libsecret-tools
+    have dbus-run-session dbus
+    have ip iproute2
+    have curl curl
+    have openssl openssl
+fi
 [ -z "$missing" ] && exit 0
 cmd="apt-get install -y$missing"
 if [ "$(id -u)" = 0 ]; then
