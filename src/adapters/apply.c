@@ -9,58 +9,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "adapters/engine.h"
-#include "adapters/internal.h"
-#include "adapters/merge.h"
+#include "adapters/apply_int.h"
 #include "base/fs.h"
 #include "base/lock.h"
 #include "base/term.h"
 #include "base/xalloc.h"
 #include "bundle/home.h"
 #include "bundle/lockfile.h"
-
-#define PREVIEW_LINES 8
-
-typedef VEC(const struct adp_desc *) desc_list;
-
-struct tplan {
-    const struct adp_desc *d;
-    char *path;
-    enum adp_format fmt;
-    char *key;
-    char *note; /* printed instead of a plan */
-    bool existed;
-    strbuf before, after;
-    /* the edit, kept for a re-merge just before the rename */
-    VEC(struct adp_rendered) rendered;
-    strvec names; /* parallel to rendered */
-    strvec removed;
-    strvec skip_lines, left_out_lines, unresolved_lines, kept_foreign, left_out_names;
-    adp_secrets secrets;
-    bool blocked;            /* unresolved secrets, a [policy.secrets] refusal or a store failure */
-    bool blocked_unresolved; /* only unresolved secrets: `secret set` is the fix */
-    char *block_msg;
-    bool trust_blocked;
-    bool failed;
-    struct as_err err;
-    bool changed;
-    bool written;
-    bool deleted;
-    strvec created_dirs;
-    /* use: the toolset's skills */
-    bool skills_on;
-    char *skills_dir;
-    char *skills_note;
-    struct adp_skills_req sreq;
-    struct adp_skills_plan splan;
-    strvec smanaged;
-    bool skills_failed;
-    struct as_err serr;
-    /* lanes (instructions, settings, hooks) edited in this same file, in
-     * order after the servers; lane_only: a file without a server section */
-    bool lane_only;
-    VEC(struct adp_lane *) lanes;
-};
 
 static void tplan_free(struct tplan *t)
 {
@@ -178,18 +133,6 @@ static bool only_empty_section(const struct tplan *t, const strbuf *text)
 }
 
 /* ---- planning ------------------------------------------------------------- */
-
-struct run {
-    const struct adp_apply_opts *o;
-    json_t *ledger;
-    VEC(const struct mf_server *) servers;
-    adp_secrets mask;        /* every resolved value, for previews */
-    strvec skill_names;      /* use: the toolset's skills (as placed: bare names) */
-    strvec skill_srcs;       /* parallel: resolved source dirs ("" = unresolved) */
-    strvec skill_why;        /* parallel: why "" (adp_skills_req.why) */
-    struct adp_i_libset lib; /* library servers selected */
-    strvec skill_notes;      /* use: why a library skill is not placed */
-};
 
 static void run_release(struct run *R)
 {
@@ -577,8 +520,6 @@ static void record_ledger(struct run *R, struct tplan *t)
 
 /* ---- output --------------------------------------------------------------- */
 
-static const char *lane_summary(const struct tplan *t, strbuf *out);
-
 static void print_target(struct run *R, struct tplan *t)
 {
     const struct adp_apply_opts *o = R->o;
@@ -666,7 +607,7 @@ static void print_target(struct run *R, struct tplan *t)
         strbuf sum = SB_INIT;
         if (n)
             fprintf(out, "  → %zu server%s to apply\n", n, n == 1 ? "" : "s");
-        else if (t->lanes.n && lane_summary(t, &sum)[0])
+        else if (t->lanes.n && adp_ap_lane_summary(t, &sum)[0])
             fprintf(out, "  → would update %s\n", sum.buf);
         else
             fprintf(out, "  → changes to apply\n");
@@ -676,7 +617,7 @@ static void print_target(struct run *R, struct tplan *t)
 }
 
 /* Lane-only files come after the server targets in T. */
-static size_t descs_end(const struct tplan *T, size_t nT)
+size_t adp_ap_descs_end(const struct tplan *T, size_t nT)
 {
     size_t k = 0;
     while (k < nT && !T[k].lane_only)
@@ -684,7 +625,7 @@ static size_t descs_end(const struct tplan *T, size_t nT)
     return k;
 }
 
-static const char *lane_summary(const struct tplan *t, strbuf *out)
+const char *adp_ap_lane_summary(const struct tplan *t, strbuf *out)
 {
     for (size_t i = 0; i < t->lanes.n; i++) {
         const struct adp_lane *l = t->lanes.v[i];
@@ -740,7 +681,7 @@ static void print_lanes(struct run *R, struct tplan *T, size_t nT, const adp_lan
             fprintf(out, "  %s\n", lanes->v[i]->note);
     for (size_t i = 0; i < st->lanes.n && !st->note; i++)
         print_lane_head(out, st->lanes.v[i], st->d);
-    for (size_t k = descs_end(T, nT); k < nT; k++) {
+    for (size_t k = adp_ap_descs_end(T, nT); k < nT; k++) {
         struct tplan *t = &T[k];
         bool mine = false;
         for (size_t i = 0; i < t->lanes.n; i++)
@@ -760,7 +701,7 @@ static void print_lanes(struct run *R, struct tplan *T, size_t nT, const adp_lan
             continue;
         }
         strbuf sum = SB_INIT;
-        lane_summary(t, &sum);
+        adp_ap_lane_summary(t, &sum);
         if (!t->changed) {
             if (sum.len)
                 fprintf(out, "    ✓ up to date\n");
@@ -1083,240 +1024,6 @@ out:
     sb_release(&next);
 }
 
-/* ---- diff: where the files stand against the manifest (§7) ------------- */
-
-static bool hand_edited(struct run *R, const struct tplan *t)
-{
-    json_t *e = adp_ledger_entry(R->ledger, t->key, false);
-    const char *hash = json_string_value(json_object_get(e, "last_hash"));
-    if (!hash || !t->existed || t->lane_only)
-        return false;
-    char cur[17];
-    adp_fnv1a64_hex(t->before.buf, t->before.len, cur);
-    return strcmp(cur, hash) != 0;
-}
-
-static void print_diff(struct run *R, struct tplan *T, size_t nT, const desc_list *descs)
-{
-    FILE *out = R->o->out;
-    size_t drifted = 0;
-    fprintf(out, "Scope: %s\n", R->o->project_scope ? "project" : "global");
-    for (size_t i = 0; i < descs->n; i++) {
-        bool off = false;
-        for (size_t k = 0; k < nT; k++) {
-            struct tplan *t = &T[k];
-            if (t->d != descs->v[i] || (t->note && k >= descs->n))
-                continue;
-            strbuf dp = SB_INIT;
-            if (t->path)
-                adp_i_display_path(t->path, &dp);
-            if (t->lane_only) {
-                strbuf what = SB_INIT;
-                for (size_t j = 0; j < t->lanes.n; j++)
-                    sb_addf(&what, "%s%s", j ? " + " : "", adp_lane_name(t->lanes.v[j]->kind));
-                fprintf(out, "  · %s → %s\n", what.buf, dp.buf);
-                sb_release(&what);
-            } else {
-                fprintf(out, "%s%s%s%s\n", t->d->display, dp.len ? " (" : "", dp.buf,
-                        dp.len ? ")" : "");
-            }
-            sb_release(&dp);
-            if (t->note) {
-                fprintf(out, "  %s\n", t->note);
-                continue;
-            }
-            if (t->failed) {
-                char buf[2048];
-                fprintf(out, "  ✗ %s\n", as_err_str(&t->err, buf, sizeof buf));
-                off = true;
-                continue;
-            }
-            if (hand_edited(R, t)) {
-                fprintf(out, "  ⚠ hand-edited: this file no longer matches what agentstack "
-                             "last wrote\n");
-                off = true;
-            }
-            for (size_t j = 0; j < t->names.n; j++)
-                fprintf(out, "  managed         %s\n", t->names.v[j]);
-            for (size_t j = 0; j < t->kept_foreign.n; j++)
-                fprintf(out, "  foreign (kept)  %s\n", t->kept_foreign.v[j]);
-            for (size_t j = 0; j < t->removed.n; j++)
-                fprintf(out, "  − %s (no longer in manifest)\n", t->removed.v[j]);
-            if (t->changed) {
-                strbuf diff = SB_INIT;
-                size_t a, r;
-                adp_diff(t->before.buf, t->before.len, t->after.buf, t->after.len, &R->mask,
-                         R->o->color, R->o->verbose ? 0 : PREVIEW_LINES, &diff, &a, &r);
-                fputs(diff.buf, out);
-                sb_release_secure(&diff);
-                fprintf(out, "  ~ differs from the manifest (+%zu / -%zu lines)\n", a, r);
-                off = true;
-            } else {
-                fprintf(out, "  ✓ in sync\n");
-            }
-        }
-        drifted += off;
-    }
-    if (drifted)
-        fprintf(out, "%zu target%s drifted. Run agentstack apply --write to reconcile.\n", drifted,
-                drifted == 1 ? "" : "s");
-    else
-        fprintf(out, "✓ all targets in sync with the manifest.\n");
-}
-
-/* diff --json: the same report as one document on stdout, for scripts. The
- * ledger keeps one hash per file, so hand-editing is a property of the
- * target, not of an entry. Diff text is left out: line counts only, so no
- * resolved value can leak through a line the masker did not know. */
-static void print_diff_json(struct run *R, struct tplan *T, size_t nT, const desc_list *descs)
-{
-    json_t *doc = json_object(), *targets = json_array();
-    size_t drifted = 0;
-    json_object_set_new(doc, "schema_version", json_integer(1));
-    json_object_set_new(doc, "command", json_string("diff"));
-    json_object_set_new(doc, "scope", json_string(R->o->project_scope ? "project" : "global"));
-    for (size_t i = 0; i < descs->n; i++) {
-        bool off = false;
-        for (size_t k = 0; k < nT; k++) {
-            struct tplan *t = &T[k];
-            if (t->d != descs->v[i] || (t->note && k >= descs->n))
-                continue;
-            json_t *o = json_object();
-            json_object_set_new(o, "id", json_string(t->d->id));
-            json_object_set_new(o, "display", json_string(t->d->display));
-            json_object_set_new(o, "path", t->path ? json_string(t->path) : json_null());
-            strbuf what = SB_INIT;
-            if (t->lane_only)
-                for (size_t j = 0; j < t->lanes.n; j++)
-                    sb_addf(&what, "%s%s", j ? " + " : "", adp_lane_name(t->lanes.v[j]->kind));
-            else
-                sb_adds(&what, "servers");
-            json_object_set_new(o, "kind", json_string(what.buf));
-            sb_release(&what);
-            json_t *entries = json_array(), *removed = json_array();
-            const char *state;
-            bool he = false;
-            if (t->note) {
-                state = "skipped";
-                json_object_set_new(o, "note", json_string(t->note));
-            } else if (t->failed) {
-                char buf[2048];
-                state = "failed";
-                json_object_set_new(o, "error", json_string(as_err_str(&t->err, buf, sizeof buf)));
-                off = true;
-            } else {
-                he = hand_edited(R, t);
-                off |= he;
-                for (size_t j = 0; j < t->names.n; j++)
-                    json_array_append_new(
-                        entries, json_pack("{s:s,s:s}", "name", t->names.v[j], "state", "managed"));
-                for (size_t j = 0; j < t->kept_foreign.n; j++)
-                    json_array_append_new(
-                        entries,
-                        json_pack("{s:s,s:s}", "name", t->kept_foreign.v[j], "state", "foreign"));
-                for (size_t j = 0; j < t->removed.n; j++)
-                    json_array_append_new(removed, json_string(t->removed.v[j]));
-                size_t a = 0, r = 0;
-                if (t->changed) {
-                    strbuf diff = SB_INIT;
-                    adp_diff(t->before.buf, t->before.len, t->after.buf, t->after.len, &R->mask,
-                             false, 0, &diff, &a, &r);
-                    sb_release_secure(&diff);
-                    off = true;
-                }
-                state = t->changed ? "differs" : (he ? "hand-edited" : "in_sync");
-                json_object_set_new(o, "added_lines", json_integer((json_int_t)a));
-                json_object_set_new(o, "removed_lines", json_integer((json_int_t)r));
-            }
-            json_object_set_new(o, "state", json_string(state));
-            json_object_set_new(o, "hand_edited", json_boolean(he));
-            json_object_set_new(o, "entries", entries);
-            json_object_set_new(o, "removed", removed);
-            json_array_append_new(targets, o);
-        }
-        drifted += off;
-    }
-    json_object_set_new(doc, "targets", targets);
-    json_object_set_new(doc, "drifted", json_integer((json_int_t)drifted));
-    json_object_set_new(doc, "in_sync", json_boolean(drifted == 0));
-    char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    if (text) {
-        fputs(text, R->o->out);
-        fputc('\n', R->o->out);
-    }
-    free(text);
-    json_decref(doc);
-}
-
-/* instructions: each compiled file once, with the CLIs that read it, its
- * lines, the preview and the outcome in §5's words; then what no CLI can
- * take (a CLI without an instruction file). */
-static void print_instructions(struct run *R, struct tplan *T, size_t nT,
-                               const adp_lane_list *lanes)
-{
-    const struct adp_apply_opts *o = R->o;
-    FILE *out = o->out;
-    size_t shown = 0;
-    for (size_t k = descs_end(T, nT); k < nT; k++) {
-        struct tplan *t = &T[k];
-        for (size_t i = 0; i < t->lanes.n; i++) {
-            const struct adp_lane *l = t->lanes.v[i];
-            if (l->kind != ADP_LANE_INSTRUCTIONS)
-                continue;
-            shown++;
-            strbuf dp = SB_INIT, who = SB_INIT;
-            adp_i_display_path(l->path, &dp);
-            for (size_t j = 0; j < l->owners.n; j++)
-                sb_addf(&who, "%s%s", j ? " · " : "", l->owners.v[j]->display);
-            fprintf(out, "%s (%s)\n", dp.buf, who.buf);
-            sb_release(&dp);
-            sb_release(&who);
-            for (size_t j = 0; j < l->frag_names.n; j++)
-                fprintf(out, "  fragment %s%s\n", l->frag_names.v[j],
-                        l->frag_pick.v[j] >= 0 ? " (variant)" : "");
-            for (size_t j = 0; j < l->lines.n; j++) /* the trust refusal among them */
-                fprintf(out, "  %s\n", l->lines.v[j]);
-        }
-        if (t->failed) {
-            char buf[4096];
-            fprintf(out, "  ✗ %s\n", as_err_str(&t->err, buf, sizeof buf));
-            if (t->err.hint[0])
-                fprintf(out, "    ↳ %s\n", t->err.hint);
-            continue;
-        }
-        bool blocked = false;
-        for (size_t i = 0; i < t->lanes.n; i++)
-            blocked |= t->lanes.v[i]->blocked ||
-                       (t->lanes.v[i]->trust_blocked && t->lanes.v[i]->content[0]);
-        if (blocked && !t->changed)
-            continue;
-        if (!t->changed) {
-            fprintf(out, "  ✓ up to date\n");
-            continue;
-        }
-        strbuf diff = SB_INIT;
-        size_t a, r;
-        adp_diff(t->before.buf, t->before.len, t->after.buf, t->after.len, &R->mask, o->color,
-                 o->verbose ? 0 : PREVIEW_LINES, &diff, &a, &r);
-        fputs(diff.buf, out);
-        sb_release_secure(&diff);
-        strbuf sum = SB_INIT;
-        lane_summary(t, &sum);
-        if (o->write && t->deleted)
-            fprintf(out, "  − removed empty %s\n", t->path);
-        else if (o->write && t->written)
-            fprintf(out, "  ✓ wrote %s\n", sum.len ? sum.buf : "managed region");
-        else if (!o->write)
-            fprintf(out, "  → would update %s\n", sum.len ? sum.buf : "managed region");
-        sb_release(&sum);
-    }
-    for (size_t i = 0; i < lanes->n; i++)
-        if (lanes->v[i]->kind == ADP_LANE_NOTE)
-            fprintf(out, "%s: %s\n", lanes->v[i]->first->display, lanes->v[i]->note);
-    if (!shown)
-        fprintf(out, "· no instructions declared for these CLIs — nothing to compile\n");
-}
-
 /* ---- the run -------------------------------------------------------------- */
 
 static void hist_add(struct adp_hist_entry *h, struct tplan *t)
@@ -1569,9 +1276,9 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
     int rc = 0;
     if (oo.diff) {
         if (oo.json)
-            print_diff_json(&R, T, nT, &descs);
+            adp_ap_print_diff_json(&R, T, nT, &descs);
         else
-            print_diff(&R, T, nT, &descs);
+            adp_ap_print_diff(&R, T, nT, &descs);
         goto cleanup;
     }
 
@@ -1581,7 +1288,7 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
 
     fprintf(out, "Scope: %s\n", oo.project_scope ? "project" : "global");
     if (oo.instructions) {
-        print_instructions(&R, T, nT, &lanes);
+        adp_ap_print_instructions(&R, T, nT, &lanes);
         fputs(gi_report.buf, out);
         sb_release(&gi_report);
         goto record;
@@ -1633,7 +1340,7 @@ record:
 
     if (oo.instructions) {
         size_t n_files = 0, n_lane_written = 0;
-        for (size_t k = descs_end(T, nT); k < nT; k++) {
+        for (size_t k = adp_ap_descs_end(T, nT); k < nT; k++) {
             n_files += T[k].changed && !T[k].failed;
             n_lane_written += T[k].written;
         }

@@ -1,0 +1,81 @@
+/*
+ * apply_int — what apply.c and apply_report.c share: a target's plan
+ * (struct tplan) and one run's state (struct run). Module-private.
+ */
+#ifndef AS_ADAPTERS_APPLY_INT_H
+#define AS_ADAPTERS_APPLY_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "adapters/engine.h"
+#include "adapters/internal.h"
+#include "adapters/merge.h"
+
+#define PREVIEW_LINES 8
+
+typedef VEC(const struct adp_desc *) desc_list;
+
+struct tplan {
+    const struct adp_desc *d;
+    char *path;
+    enum adp_format fmt;
+    char *key;
+    char *note; /* printed instead of a plan */
+    bool existed;
+    strbuf before, after;
+    /* the edit, kept for a re-merge just before the rename */
+    VEC(struct adp_rendered) rendered;
+    strvec names; /* parallel to rendered */
+    strvec removed;
+    strvec skip_lines, left_out_lines, unresolved_lines, kept_foreign, left_out_names;
+    adp_secrets secrets;
+    bool blocked;            /* unresolved secrets, a [policy.secrets] refusal or a store failure */
+    bool blocked_unresolved; /* only unresolved secrets: `secret set` is the fix */
+    char *block_msg;
+    bool trust_blocked;
+    bool failed;
+    struct as_err err;
+    bool changed;
+    bool written;
+    bool deleted;
+    strvec created_dirs;
+    /* use: the toolset's skills */
+    bool skills_on;
+    char *skills_dir;
+    char *skills_note;
+    struct adp_skills_req sreq;
+    struct adp_skills_plan splan;
+    strvec smanaged;
+    bool skills_failed;
+    struct as_err serr;
+    /* lanes (instructions, settings, hooks) edited in this same file, in
+     * order after the servers; lane_only: a file without a server section */
+    bool lane_only;
+    VEC(struct adp_lane *) lanes;
+};
+
+struct run {
+    const struct adp_apply_opts *o;
+    json_t *ledger;
+    VEC(const struct mf_server *) servers;
+    adp_secrets mask;        /* every resolved value, for previews */
+    strvec skill_names;      /* use: the toolset's skills (as placed: bare names) */
+    strvec skill_srcs;       /* parallel: resolved source dirs ("" = unresolved) */
+    strvec skill_why;        /* parallel: why "" (adp_skills_req.why) */
+    struct adp_i_libset lib; /* library servers selected */
+    strvec skill_notes;      /* use: why a library skill is not placed */
+};
+
+/* the first plan past the adapters' own targets (lane-only files follow) */
+size_t adp_ap_descs_end(const struct tplan *T, size_t nT);
+/* "instructions + settings" for the lanes a file holds; "" when none */
+const char *adp_ap_lane_summary(const struct tplan *t, strbuf *out);
+
+/* apply_report.c: `diff` (human and --json) and `instructions` output */
+void adp_ap_print_diff(struct run *R, struct tplan *T, size_t nT, const desc_list *descs);
+void adp_ap_print_diff_json(struct run *R, struct tplan *T, size_t nT, const desc_list *descs);
+void adp_ap_print_instructions(struct run *R, struct tplan *T, size_t nT,
+                               const adp_lane_list *lanes);
+
+#endif
