@@ -92,7 +92,7 @@ int adp_history_mark_undone(struct adp_hist_entry *e, struct as_err *err);
  * deleting files it created and then its created directories once empty;
  * prints one line per file. The caller holds the writer lock. Returns the
  * number of files that failed (0 = all good). */
-size_t adp_history_revert(struct adp_hist_entry *e, bool write, FILE *out, size_t *todo);
+size_t adp_history_revert(struct adp_hist_entry *e, bool write, FILE *out, size_t *pending);
 
 /* The rolling backup path of a config file (§3f). */
 int adp_backup_path(const char *file, strbuf *out, struct as_err *err);

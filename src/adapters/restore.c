@@ -126,9 +126,9 @@ static int by_depth_desc(const void *a, const void *b)
     return la < lb ? 1 : la > lb ? -1 : 0;
 }
 
-size_t adp_history_revert(struct adp_hist_entry *e, bool write, FILE *out, size_t *todo_out)
+size_t adp_history_revert(struct adp_hist_entry *e, bool write, FILE *out, size_t *pending_out)
 {
-    size_t todo = 0, failed = 0;
+    size_t pending = 0, failed = 0;
     for (size_t i = 0; i < e->files.n; i++) {
         struct adp_hist_file *f = &e->files.v[i];
         strbuf cur = SB_INIT, dp = SB_INIT;
@@ -143,10 +143,10 @@ size_t adp_history_revert(struct adp_hist_entry *e, bool write, FILE *out, size_
         if (matches) {
             fprintf(out, "  ✓ %s already matches\n", f->label);
         } else if (f->existed) {
-            todo++;
+            pending++;
             fprintf(out, "  ↩ %s revert %s\n", f->label, dp.buf);
         } else {
-            todo++;
+            pending++;
             fprintf(out, "  ✗ %s delete %s\n", f->label, dp.buf);
         }
         if (write && !matches) {
@@ -189,8 +189,8 @@ size_t adp_history_revert(struct adp_hist_entry *e, bool write, FILE *out, size_
             (void)rmdir(dirs.v[k]);
         strvec_clear(&dirs);
     }
-    if (todo_out)
-        *todo_out = todo;
+    if (pending_out)
+        *pending_out = pending;
     return failed;
 }
 
@@ -198,14 +198,14 @@ static int revert_entry(struct adp_hist_entry *e, const struct adp_restore_opts 
                         struct as_err *err)
 {
     FILE *out = o->out;
-    size_t todo = 0;
-    size_t failed = adp_history_revert(e, o->write, out, &todo);
+    size_t pending = 0;
+    size_t failed = adp_history_revert(e, o->write, out, &pending);
     if (!o->write) {
-        if (todo)
+        if (pending)
             fprintf(out,
                     "Dry run: %zu file%s would be restored. Re-run with --write to "
                     "restore.\n",
-                    todo, todo == 1 ? "" : "s");
+                    pending, pending == 1 ? "" : "s");
         else
             fprintf(out, "Every file already matches — nothing to restore.\n");
         return 0;
@@ -450,14 +450,14 @@ int adp_undo(const struct adp_undo_opts *o, struct as_err *err)
         f.label = xstrdup(batch->files.v[j].label);
         vec_push(&rec->files, f);
     }
-    size_t todo = 0;
-    size_t failed = adp_history_revert(batch, oo.write, oo.out, &todo);
+    size_t pending = 0;
+    size_t failed = adp_history_revert(batch, oo.write, oo.out, &pending);
     if (!oo.write) {
         fprintf(oo.out,
-                todo ? "Dry run: %zu file%s would be restored. Re-run with --write to "
-                       "restore.\n"
-                     : "Every file already matches — nothing to restore.\n",
-                todo, todo == 1 ? "" : "s");
+                pending ? "Dry run: %zu file%s would be restored. Re-run with --write to "
+                          "restore.\n"
+                        : "Every file already matches — nothing to restore.\n",
+                pending, pending == 1 ? "" : "s");
         goto out;
     }
     if (failed) {
@@ -468,7 +468,7 @@ int adp_undo(const struct adp_undo_opts *o, struct as_err *err)
     for (size_t i = n - oo.to + 1; i-- > 0;)
         if (!hl.v[i]->undone && adp_history_mark_undone(hl.v[i], err) != 0)
             rc = 1;
-    if (todo) {
+    if (pending) {
         rec->scope = xstrdup("global");
         rec->operation = xasprintf("undo --to %zu", oo.to);
         rec->summary = xasprintf("reverted %zu write%s", reverting, reverting == 1 ? "" : "s");

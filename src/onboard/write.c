@@ -90,10 +90,10 @@ void onb_stored_free(struct onb_stored *st)
 int onb_write_skills(const struct onb_import *im, size_t *copied, struct as_err *err)
 {
     *copied = 0;
-    size_t todo = 0;
+    size_t pending = 0;
     for (size_t i = 0; i < im->skills.n; i++)
-        todo += !im->skills.v[i].in_library;
-    if (!todo)
+        pending += !im->skills.v[i].in_library;
+    if (!pending)
         return 0;
     strbuf home = SB_INIT;
     if (home_ensure(HOME_ROOT_DIR, &home, err) < 0) {
