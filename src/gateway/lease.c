@@ -19,6 +19,7 @@
 #include "base/xalloc.h"
 #include "bundle/home.h"
 #include "gateway/gw_int.h"
+#include "gateway/sessions.h"
 #include "trust/trust.h"
 
 static json_t *pretty_result(json_t *o /* stolen */, bool is_error)
@@ -145,6 +146,29 @@ static struct manifest *load_manifest(struct gw *gw, struct as_err *err)
 static int lease_set(struct gw *gw, const char *profile, char **registry_note, strbuf *why)
 {
     struct as_err err = AS_ERR_INIT;
+    /* A native session already wrote its toolset into the harness's files
+     * here; a lease on top would serve a second, different surface (02 §10).
+     * An unreadable record refuses too: it may hold an active session. */
+    strbuf sess = SB_INIT;
+    int active = gw_native_session(gw, &sess, &err);
+    if (active != 0) {
+        if (active > 0) {
+            sb_addf(why,
+                    "a native session (toolset '%s') is active for this project; end it in a "
+                    "terminal with `agentstack session end`, then open the lease",
+                    sess.buf);
+        } else {
+            char buf[2300];
+            sb_addf(why,
+                    "cannot tell whether a native session is active for this project (%s); "
+                    "check it with `agentstack session list` and end any with `agentstack "
+                    "session end`",
+                    as_err_str(&err, buf, sizeof buf));
+        }
+        sb_release(&sess);
+        return -1;
+    }
+    sb_release(&sess);
     struct manifest *m = load_manifest(gw, &err);
     if (!m) {
         char buf[2300];

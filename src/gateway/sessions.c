@@ -31,6 +31,46 @@ static json_t *as_text(json_t *o)
     return r;
 }
 
+int gw_native_session(struct gw *gw, strbuf *toolset, struct as_err *err)
+{
+    if (!gw->o.session_list || !gw->proj.found)
+        return 0; /* nothing to read, or no project a session could belong to */
+    strbuf key = SB_INIT;
+    if (discover_project_key(gw->proj.paths.base, &key) < 0) {
+        sb_release(&key);
+        return as_err_set(err, "cannot name this project's session record");
+    }
+    strbuf raw = SB_INIT;
+    if (gw->o.session_list(&raw, err) != 0) {
+        sb_release(&raw);
+        sb_release(&key);
+        return -1;
+    }
+    json_error_t je;
+    json_t *all = json_loads(raw.buf, 0, &je);
+    sb_release(&raw);
+    int rc = 0;
+    if (!json_is_array(all)) {
+        rc = as_err_set(err, "the session list is not a JSON array");
+    } else {
+        size_t i;
+        json_t *v;
+        json_array_foreach(all, i, v)
+        {
+            const char *dir = json_string_value(json_object_get(v, "manifest_dir"));
+            if (dir && strcmp(dir, key.buf) == 0) {
+                const char *ts = json_string_value(json_object_get(v, "toolset"));
+                gw_one_line(ts ? ts : "", 100, toolset);
+                rc = 1;
+                break;
+            }
+        }
+    }
+    json_decref(all);
+    sb_release(&key);
+    return rc;
+}
+
 json_t *gw_t_session_list(struct gw *gw, struct job *j, const json_t *args)
 {
     (void)j;

@@ -18,9 +18,17 @@
 
 #include <jansson.h>
 
+#include "base/err.h"
+#include "base/strbuf.h"
+
 struct gw;
 struct job;
 
+/* Is a native session active for this connection's project (02 §10: it
+ * refuses a lease)? 1 + its toolset (hostile-text filtered) appended to
+ * `toolset`; 0 when none, or when no project or no session reader is bound;
+ * -1 + err when the record cannot be read. Reads only. */
+int gw_native_session(struct gw *gw, strbuf *toolset, struct as_err *err);
 json_t *gw_t_session_list(struct gw *gw, struct job *j, const json_t *args);
 
 #endif

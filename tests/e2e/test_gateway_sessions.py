@@ -108,6 +108,20 @@ with Sandbox() as sb:
               "another project's session (path, toolset) is never shown", text(r))
         check("agentstack session end" in p["note"], "the note says how to end it", p)
         unbuilt_refused(g, sb, "trusted, session active")
+
+        # 02 §10 / §5.2: a native session refuses a lease, the default's too
+        st = payload(g.call("agentstack_lease_status", {}))
+        check(st["active"] is False, "session active: the default toolset was not auto-opened",
+              st)
+        r = g.call("agentstack_lease_open", {"profile": "backend"})
+        check(is_error(r) and "native session" in text(r) and
+              "agentstack session end" in text(r),
+              "session active: lease_open refused, naming `agentstack session end`", r)
+        r = g.call("agentstack_lease_open", {"profile": "nope"})
+        check(is_error(r) and "native session" in text(r),
+              "session active: refused before the unknown-toolset check", r)
+        st = payload(g.call("agentstack_lease_status", {}))
+        check(st["active"] is False, "session active: the refusal opened nothing", st)
     check(open(sessions_path(sb), "rb").read() == sessions_bytes and H.read(mcp) == started,
           "session_list wrote nothing: sessions.json and .mcp.json unchanged")
 
@@ -124,6 +138,13 @@ with Sandbox() as sb:
         g.initialize()
         p = payload(g.call("agentstack_session_list", {}))
         check(p["active"] is False, "after the end: active false", p)
+        st = payload(g.call("agentstack_lease_status", {}))
+        check(st["active"] is True and st["profile"] == "backend",
+              "after the end: the default toolset auto-opens", st)
+        r = g.call("agentstack_lease_open", {"profile": "backend"})
+        check(not is_error(r) and payload(r)["opened"] == "backend",
+              "after the end: lease_open opens", r)
+        lease_id = payload(r)["instance"]
 
         # a broken record: a clear error, no crash, nothing written
         with open(sessions_path(sb), "w") as f:
@@ -133,6 +154,11 @@ with Sandbox() as sb:
               "unreadable sessions.json: isError naming the problem", r)
         r = g.call("agentstack_session_list", {})
         check(is_error(r), "the gateway still answers after the error", r)
+        r = g.call("agentstack_lease_open", {"profile": "backend"})
+        st = payload(g.call("agentstack_lease_status", {}))
+        check(is_error(r) and "cannot tell whether a native session is active" in text(r) and
+              st["active"] is True and st["instance"] == lease_id,
+              "unreadable sessions.json: lease_open refused, the open lease kept", [r, st])
     check(open(sessions_path(sb)).read() == "{not json",
           "the broken record is left for the user, not rewritten")
     check(not any(row.get("tool", "").startswith("agentstack_session") for row in
