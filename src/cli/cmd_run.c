@@ -643,6 +643,38 @@ static int run_host(const struct sbx_plan *plan, const struct run_opts *o, struc
     return rc;
 }
 
+/* Whether the run needs the adapter registry. Parsing the 13 built-ins and
+ * the drop-ins with libyaml is most of a plain command's start-up (issue 8),
+ * so a name that is no adapter id skips it: no built-in of that id and no
+ * drop-in file $AGENTSTACK_HOME/adapters/<name>.yaml (a drop-in's id must
+ * match its file name, so existence is enough). */
+static int needs_registry(const struct run_opts *o)
+{
+    const char *name = o->name;
+    if (o->prompt || o->toolset || strcmp(name, "shtest") == 0)
+        return 1;
+    if (strchr(name, '/') || name[0] == '.' || name[0] == '\0')
+        return 0;
+    size_t n = strlen(name);
+    for (size_t i = 0; i < adp_builtin_count; i++) {
+        const char *f = adp_builtin_yaml[i].file;
+        if (strncmp(f, name, n) == 0 && strcmp(f + n, ".yaml") == 0)
+            return 1;
+    }
+    const char *ah = getenv("AGENTSTACK_HOME");
+    const char *home = getenv("HOME");
+    char *path;
+    if (ah && ah[0])
+        path = xasprintf("%s/adapters/%s.yaml", ah, name);
+    else if (home && home[0])
+        path = xasprintf("%s/.agentstack/adapters/%s.yaml", home, name);
+    else
+        return 0;
+    int r = access(path, F_OK) == 0 || errno != ENOENT;
+    free(path);
+    return r;
+}
+
 int cmd_run(int argc, char **argv, struct cli_ctx *ctx)
 {
     struct run_opts o;
@@ -662,12 +694,14 @@ int cmd_run(int argc, char **argv, struct cli_ctx *ctx)
     strbuf self = SB_INIT;
     const char **args = NULL;
     int rc = EXIT_FAIL;
-    if (adp_registry_load(&reg, true, &err) < 0) {
-        rc = refuse(&err);
-        goto out;
+    if (needs_registry(&o)) {
+        if (adp_registry_load(&reg, true, &err) < 0) {
+            rc = refuse(&err);
+            goto out;
+        }
+        for (size_t k = 0; k < reg.warnings.n; k++)
+            fprintf(stderr, "warning: %s\n", reg.warnings.v[k]);
     }
-    for (size_t k = 0; k < reg.warnings.n; k++)
-        fprintf(stderr, "warning: %s\n", reg.warnings.v[k]);
     if (resolve_harness(&reg, o.name, &h, &err) < 0) {
         rc = refuse(&err);
         goto out;
