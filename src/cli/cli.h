@@ -44,6 +44,12 @@ int cli_print_usage(const struct cli_command *c);
 /* Closest name by edit distance (<= 2) among candidates, or NULL. */
 const char *cli_did_you_mean(const char *word, const char *const *candidates, size_t n);
 
+struct library;
+/* The central library with its warnings printed, or NULL (after a warning)
+ * when sources.toml cannot be used: then no library name resolves and the
+ * command goes on, validation saying which names are unknown. */
+struct library *cli_open_library(void);
+
 int cmd_help(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_version(int argc, char **argv, struct cli_ctx *ctx);
 

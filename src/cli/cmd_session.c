@@ -35,25 +35,6 @@ static int session_dir(struct cli_ctx *ctx, struct bundle_paths *p, strbuf *out,
     return home_dir(out, err);
 }
 
-/* The central library, or NULL when sources.toml cannot be used: then no
- * library name resolves (validation says which) and the rest still runs. */
-static struct library *open_library(void)
-{
-    struct as_err err = AS_ERR_INIT;
-    struct library *lib = lib_open(NULL, &err);
-    if (!lib) {
-        char buf[4096];
-        fprintf(stderr, "warning: the central library cannot be read: %s\n",
-                as_err_str(&err, buf, sizeof buf));
-        if (err.hint[0])
-            fprintf(stderr, "  %s\n", err.hint);
-        return NULL;
-    }
-    for (size_t i = 0; i < lib->warnings.n; i++)
-        fprintf(stderr, "warning: %s\n", lib->warnings.v[i]);
-    return lib;
-}
-
 /* Validation as `use --write` does it: errors refuse the start (a session
  * writes). Returns the number of errors. */
 static size_t validate(struct manifest *m, const struct adp_registry *reg, struct library *lib)
@@ -152,7 +133,7 @@ static int start(int argc, char **argv, struct cli_ctx *ctx)
     have_reg = true;
     for (size_t i = 0; i < reg.warnings.n; i++)
         fprintf(stderr, "warning: %s\n", reg.warnings.v[i]);
-    lib = open_library();
+    lib = cli_open_library();
     size_t nerr = validate(m, &reg, lib);
     if (nerr) {
         cli_errorf("refusing to start a session: the manifest has %zu validation error%s (see "

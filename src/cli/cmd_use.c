@@ -112,25 +112,6 @@ static void list_toolsets(const struct manifest *m, bool json)
     }
 }
 
-/* The central library, or NULL when sources.toml cannot be used: then no
- * library name resolves (validation says which) and the rest still runs. */
-static struct library *open_library(void)
-{
-    struct as_err err = AS_ERR_INIT;
-    struct library *lib = lib_open(NULL, &err);
-    if (!lib) {
-        char buf[4096];
-        fprintf(stderr, "warning: the central library cannot be read: %s\n",
-                as_err_str(&err, buf, sizeof buf));
-        if (err.hint[0])
-            fprintf(stderr, "  %s\n", err.hint);
-        return NULL;
-    }
-    for (size_t i = 0; i < lib->warnings.n; i++)
-        fprintf(stderr, "warning: %s\n", lib->warnings.v[i]);
-    return lib;
-}
-
 int cmd_use(int argc, char **argv, struct cli_ctx *ctx)
 {
     struct use_args a = {0};
@@ -205,7 +186,7 @@ int cmd_use(int argc, char **argv, struct cli_ctx *ctx)
     const char **ids = xcalloc(reg.v.n + 1, sizeof(char *));
     for (size_t i = 0; i < reg.v.n; i++)
         ids[i] = reg.v.v[i]->id;
-    lib = open_library();
+    lib = cli_open_library();
     struct manifest_env env = {.adapter_ids = ids,
                                .n_adapter_ids = reg.v.n,
                                .library_has = lib ? lib_manifest_has : NULL,

@@ -6,6 +6,7 @@
 #include "base/suggest.h"
 #include "base/term.h"
 #include "cli/cli.h"
+#include "library/library.h"
 
 void cli_error(const struct as_err *err)
 {
@@ -61,4 +62,23 @@ int cli_print_usage(const struct cli_command *c)
 const char *cli_did_you_mean(const char *word, const char *const *candidates, size_t n)
 {
     return suggest_closest(word, candidates, n);
+}
+
+/* The central library, or NULL when sources.toml cannot be used: then no
+ * library name resolves (validation says which) and the rest still runs. */
+struct library *cli_open_library(void)
+{
+    struct as_err err = AS_ERR_INIT;
+    struct library *lib = lib_open(NULL, &err);
+    if (!lib) {
+        char buf[4096];
+        fprintf(stderr, "warning: the central library cannot be read: %s\n",
+                as_err_str(&err, buf, sizeof buf));
+        if (err.hint[0])
+            fprintf(stderr, "  %s\n", err.hint);
+        return NULL;
+    }
+    for (size_t i = 0; i < lib->warnings.n; i++)
+        fprintf(stderr, "warning: %s\n", lib->warnings.v[i]);
+    return lib;
 }
