@@ -14,6 +14,7 @@
 #include "bundle/skill_md.h"
 #include "library/git.h"
 #include "library/pack.h"
+#include "library/txn.h"
 #include "trust/trust.h"
 
 void lib_skill_src_free(struct lib_skill_src *s)
@@ -299,18 +300,6 @@ static int add_to_toolset(toml_edit *ed, const struct manifest *m, const char *t
     return rc;
 }
 
-static void restore(const char *path, const strbuf *old, bool had, const char *root)
-{
-    struct as_err e = AS_ERR_INIT;
-    if (had) {
-        struct fs_write_opts o = {
-            .mode = 0644, .symlinks = FS_SYMLINK_FOLLOW, .contain_root = root};
-        fs_write_atomic(path, old->buf, old->len, &o, &e);
-    } else {
-        unlink(path);
-    }
-}
-
 int lib_add_skill(struct library *lib, const struct bundle_paths *p, const char *spec,
                   const struct lib_skill_opts *o, struct as_err *err)
 {
@@ -318,14 +307,13 @@ int lib_add_skill(struct library *lib, const struct bundle_paths *p, const char 
     if (lib_skill_src_parse(spec, &s, err) < 0)
         return -1;
     struct manifest *m = NULL;
-    strbuf commit = SB_INIT, root = SB_INIT, abs = SB_INIT, old_m = SB_INIT, old_l = SB_INIT;
-    char *rel = NULL, *dir = NULL, *name = NULL, *copy_to = NULL, *made_parent = NULL;
+    strbuf commit = SB_INIT, root = SB_INIT, abs = SB_INIT;
+    char *rel = NULL, *dir = NULL, *name = NULL, *copy_to = NULL;
     struct skill_md md = {0};
     struct scan_report sr;
     scan_report_init(&sr);
     toml_edit *ed = NULL;
-    struct trust_status before = {.key = SB_INIT};
-    bool wrote = false, committed = false, had_m = false, had_l = false, copied = false;
+    struct lib_txn t = LIB_TXN_INIT;
     int rc = -1;
     FILE *f = o->out;
 
@@ -423,8 +411,8 @@ int lib_add_skill(struct library *lib, const struct bundle_paths *p, const char 
         goto out;
     }
     if (!ts) {
-        const struct mf_toolset *t = manifest_effective_toolset(m);
-        ts = t ? t->name : NULL;
+        const struct mf_toolset *eff = manifest_effective_toolset(m);
+        ts = eff ? eff->name : NULL;
     }
     char hex[SHA256_HEX_LEN + 1];
     if (digest_skill_tree(dir, hex, err) < 0)
@@ -484,16 +472,7 @@ int lib_add_skill(struct library *lib, const struct bundle_paths *p, const char 
             goto out;
         }
     }
-    {
-        strbuf text = SB_INIT;
-        if (fs_read_file(p->manifest, LIB_MAX_FILE_BYTES, 0, &text, err) < 0) {
-            sb_release(&text);
-            toml_free(entry);
-            goto out;
-        }
-        ed = toml_edit_open(p->manifest, text.buf, text.len, err);
-        sb_release(&text);
-    }
+    ed = lib_manifest_edit(p, err);
     const char *kpath[] = {"skills", name};
     int er = ed ? toml_edit_set_table(ed, kpath, 2, entry, err) : -1;
     toml_free(entry);
@@ -527,66 +506,27 @@ int lib_add_skill(struct library *lib, const struct bundle_paths *p, const char 
     }
 
     /* Write: copy, manifest, lock — or none of them. */
-    if (trust_check(p, &before, err) < 0)
+    if (lib_txn_begin(&t, p, err) < 0)
         goto out;
-    {
-        struct as_err e = AS_ERR_INIT;
-        had_m = fs_read_file(p->manifest, LIB_MAX_FILE_BYTES, 0, &old_m, &e) == 0;
-        as_err_clear(&e);
-        had_l = fs_read_file(p->lock, LIB_MAX_FILE_BYTES, 0, &old_l, &e) == 0;
-    }
     if (copy_to) {
-        char *parent = xasprintf("%s/skills", p->manifest_dir);
-        int r = 0;
-        if (!fs_is_dir(parent)) {
-            r = fs_mkdirs(parent, 0755, err);
-            if (r == 0) {
-                made_parent = parent; /* a rollback leaves no empty skills/ */
-                parent = NULL;
-                copied = true;
-            }
-        }
-        free(parent);
-        if (r < 0 || lib_copy_tree(dir, copy_to, err) < 0)
+        /* skills/ made here is recorded too: a rollback leaves no empty skills/. */
+        if (lib_txn_parents(&t, p->manifest_dir, copy_to, err) < 0 ||
+            lib_copy_tree(dir, copy_to, err) < 0)
             goto out;
-        copied = true;
-    }
-    {
-        size_t len;
-        const char *text = toml_edit_text(ed, &len);
-        struct fs_write_opts wo = {
-            .mode = 0644, .symlinks = FS_SYMLINK_FOLLOW, .contain_root = p->project_root};
-        wrote = true;
-        if (fs_write_atomic(p->manifest, text, len, &wo, err) < 0)
-            goto out;
+        strvec_push(&t.created, copy_to);
     }
     strbuf pins = SB_INIT;
-    if (lib_relock(lib, p, &pins, err) < 0) {
-        as_err_prefix(err, "pinning the skill failed, so nothing was added");
-        sb_release(&pins);
+    if (lib_txn_commit(&t, lib, ed, NULL, NULL, "pinning the skill failed, so nothing was added",
+                       &pins, err) < 0)
         goto out;
-    }
-    committed = true;
     fprintf(f, "✓ added skill '%s' (%s) — pinned %.12s…\n", name, s.url ? "git" : "path", hex);
     fprintf(f, "✓ pinned %s in %s\n", pins.buf, p->lock);
     sb_release(&pins);
     fprintf(f, "next: agentstack trust .   then   agentstack apply --write\n");
-    if (before.state == TRUST_TRUSTED)
-        fprintf(o->diag, "warning: the manifest and lock changed, so this project is no longer "
-                         "trusted until you review it: agentstack trust .\n");
+    lib_txn_warn_untrusted(&t, o->diag);
     rc = 0;
 out:
-    if (!committed) {
-        struct as_err e = AS_ERR_INIT;
-        if (copied)
-            fs_rmtree(made_parent ? made_parent : copy_to, &e);
-        if (wrote) {
-            restore(p->manifest, &old_m, had_m, p->project_root);
-            restore(p->lock, &old_l, had_l, p->project_root);
-        }
-    }
-    free(made_parent);
-    trust_status_release(&before);
+    lib_txn_end(&t);
     toml_edit_free(ed);
     scan_report_free(&sr);
     skill_md_free(&md);
@@ -597,8 +537,6 @@ out:
     sb_release(&commit);
     sb_release(&root);
     sb_release(&abs);
-    sb_release(&old_m);
-    sb_release(&old_l);
     manifest_free(m);
     lib_skill_src_free(&s);
     return rc;

@@ -2,255 +2,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "base/fs.h"
-#include "base/rand.h"
 #include "base/term.h"
 #include "base/xalloc.h"
 #include "bundle/digest.h"
-#include "bundle/lockfile.h"
 #include "bundle/manifest.h"
 #include "library/pack.h"
+#include "library/txn.h"
 #include "policy/policy.h"
 #include "trust/trust.h"
-
-/* ---- re-pinning ---------------------------------------------------------------------- */
-
-/* pin_build_lock keeps stale skill/server rows (an offline source must not
- * lose its pin); a removal names the rows that must go. */
-static void drop_rows(struct lockfile *l, const strvec *skills, const strvec *servers)
-{
-    size_t w = 0;
-    for (size_t i = 0; skills && i < l->skills.n; i++) {
-        struct lock_skill *s = &l->skills.v[i];
-        if (strvec_find(skills, s->name) < 0) {
-            l->skills.v[w++] = *s;
-            continue;
-        }
-        free(s->name);
-        free(s->source);
-        free(s->path);
-        free(s->git);
-        free(s->rev);
-        free(s->license);
-        free(s->origin);
-    }
-    if (skills)
-        l->skills.n = w;
-    w = 0;
-    for (size_t i = 0; servers && i < l->servers.n; i++) {
-        struct lock_server *s = &l->servers.v[i];
-        if (strvec_find(servers, s->name) < 0) {
-            l->servers.v[w++] = *s;
-            continue;
-        }
-        free(s->name);
-        free(s->source);
-    }
-    if (servers)
-        l->servers.n = w;
-}
-
-static int relock(struct library *lib, const struct bundle_paths *p, strbuf *summary,
-                  const strvec *drop_skills, const strvec *drop_servers, struct as_err *err)
-{
-    struct manifest_snapshot snap;
-    manifest_snapshot_init(&snap);
-    struct manifest *m = NULL;
-    struct lockfile *old = NULL, *nl = NULL;
-    pin_items items = VEC_INIT;
-    mf_diags diags = VEC_INIT;
-    strvec warnings = STRVEC_INIT;
-    int rc = -1;
-    if (manifest_snapshot_read(p, &snap, err) < 0)
-        goto out;
-    m = manifest_load_snapshot(p, &snap, err);
-    if (!m)
-        goto out;
-    struct manifest_env env = {
-        .library_has = lib_manifest_has, .library_ctx = lib, .check_paths = true};
-    if (manifest_validate(m, &env, &diags)) {
-        for (size_t i = 0; i < diags.n; i++) {
-            if (diags.v[i].sev != MF_ERROR)
-                continue;
-            strbuf d = SB_INIT;
-            mf_diag_format(&diags.v[i], &d);
-            as_err_set(err, "refusing to lock: %s", d.buf);
-            sb_release(&d);
-            break;
-        }
-        goto out;
-    }
-    if (snap.has_lock) {
-        old = lockfile_parse(p->lock, snap.lock.buf, snap.lock.len, err);
-        if (!old)
-            goto out;
-    }
-    struct pin_opts po = {
-        .home = lib->home, .library = lib_pin_lookup, .library_ctx = lib, .lock = old};
-    if (pin_collect(m, &po, &items, err) < 0)
-        goto out;
-    for (size_t i = 0; i < items.n; i++) {
-        if (items.v[i].state == PIN_FAILED) {
-            as_err_set(err, "refusing to lock: %s", items.v[i].error);
-            goto out;
-        }
-    }
-    nl = pin_build_lock(&items, old, NULL);
-    drop_rows(nl, drop_skills, drop_servers);
-    bool written = false;
-    if (lockfile_save(nl, p->lock, p->project_root, snap.lock.buf, snap.lock.len, snap.has_lock,
-                      &written, err) < 0)
-        goto out;
-    pin_deposit(&items, lib->home, &warnings);
-    if (summary) {
-        size_t n =
-            nl->skills.n + nl->servers.n + nl->instructions.n + nl->executables.n + nl->settings.n;
-        sb_addf(summary, "%zu pin%s (%zu skill%s, %zu server%s)", n, n == 1 ? "" : "s",
-                nl->skills.n, nl->skills.n == 1 ? "" : "s", nl->servers.n,
-                nl->servers.n == 1 ? "" : "s");
-    }
-    rc = 0;
-out:
-    strvec_clear(&warnings);
-    mf_diags_free(&diags);
-    pin_items_free(&items);
-    lockfile_free(old);
-    lockfile_free(nl);
-    manifest_free(m);
-    manifest_snapshot_release(&snap);
-    return rc;
-}
-
-int lib_relock(struct library *lib, const struct bundle_paths *p, strbuf *summary,
-               struct as_err *err)
-{
-    return relock(lib, p, summary, NULL, NULL, err);
-}
-
-/* ---- a small transaction over files --------------------------------------------------- */
-
-struct moved {
-    char *from, *aside;
-};
-
-struct txn {
-    strvec created;          /* removed on rollback, newest first */
-    VEC(struct moved) moved; /* renamed back on rollback; removed on commit */
-    const char *manifest;
-    strbuf manifest_old;
-    bool manifest_had, manifest_written;
-    const char *lock;
-    strbuf lock_old;
-    bool lock_had;
-};
-
-static void txn_init(struct txn *t, const struct bundle_paths *p)
-{
-    memset(t, 0, sizeof *t);
-    t->manifest = p->manifest;
-    t->lock = p->lock;
-    struct as_err e = AS_ERR_INIT;
-    t->manifest_had = fs_read_file(p->manifest, LIB_MAX_FILE_BYTES, 0, &t->manifest_old, &e) == 0;
-    as_err_clear(&e);
-    t->lock_had = fs_read_file(p->lock, LIB_MAX_FILE_BYTES, 0, &t->lock_old, &e) == 0;
-}
-
-static int txn_aside(struct txn *t, const char *path, struct as_err *err)
-{
-    char rnd[17];
-    if (rand_hex(rnd, 8, err) < 0)
-        return -1;
-    char *aside = xasprintf("%s.agentstack-old-%s", path, rnd);
-    if (rename(path, aside) != 0) {
-        as_err_errno(err, "cannot move %s aside", path);
-        free(aside);
-        return -1;
-    }
-    struct moved m = {xstrdup(path), aside};
-    vec_push(&t->moved, m);
-    return 0;
-}
-
-static void restore_file(const char *path, const strbuf *old, bool had, const char *root)
-{
-    struct as_err e = AS_ERR_INIT;
-    if (had) {
-        struct fs_write_opts o = {
-            .mode = 0644, .symlinks = FS_SYMLINK_FOLLOW, .contain_root = root};
-        fs_write_atomic(path, old->buf, old->len, &o, &e);
-    } else {
-        unlink(path);
-    }
-}
-
-static void txn_rollback(struct txn *t, const char *root)
-{
-    struct as_err e = AS_ERR_INIT;
-    for (size_t i = t->created.n; i-- > 0;)
-        fs_rmtree(t->created.v[i], &e);
-    for (size_t i = t->moved.n; i-- > 0;)
-        (void)rename(t->moved.v[i].aside, t->moved.v[i].from);
-    if (t->manifest_written) {
-        restore_file(t->manifest, &t->manifest_old, t->manifest_had, root);
-        restore_file(t->lock, &t->lock_old, t->lock_had, root);
-    }
-}
-
-static void txn_free(struct txn *t, bool committed)
-{
-    struct as_err e = AS_ERR_INIT;
-    for (size_t i = 0; i < t->moved.n; i++) {
-        if (committed)
-            fs_rmtree(t->moved.v[i].aside, &e);
-        free(t->moved.v[i].from);
-        free(t->moved.v[i].aside);
-    }
-    vec_free(&t->moved);
-    strvec_clear(&t->created);
-    sb_release(&t->manifest_old);
-    sb_release(&t->lock_old);
-}
-
-/* Creates the missing parents of path below base and records the topmost
- * one, so a rollback leaves no empty directory behind. */
-static int txn_parents(struct txn *t, const char *base, const char *path, struct as_err *err)
-{
-    char *dir = xstrdup(path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = '\0';
-    size_t bl = strlen(base);
-    char *top = NULL, *cur = xstrdup(dir);
-    while (strlen(cur) > bl && !fs_exists(cur)) {
-        free(top);
-        top = xstrdup(cur);
-        char *s2 = strrchr(cur, '/');
-        if (!s2)
-            break;
-        *s2 = '\0';
-    }
-    free(cur);
-    int rc = 0;
-    if (top) {
-        rc = fs_mkdirs(dir, 0755, err);
-        if (rc == 0)
-            strvec_push(&t->created, top);
-    }
-    free(top);
-    free(dir);
-    return rc;
-}
-
-static int write_manifest(struct txn *t, const struct bundle_paths *p, const char *text, size_t len,
-                          struct as_err *err)
-{
-    struct fs_write_opts o = {
-        .mode = 0644, .symlinks = FS_SYMLINK_FOLLOW, .contain_root = p->project_root};
-    t->manifest_written = true;
-    return fs_write_atomic(p->manifest, text, len, &o, err);
-}
 
 /* A destination inside the project: no existing component below the
  * manifest dir may be a symlink (a hostile checkout could point skills/
@@ -451,6 +212,59 @@ static void secret_refs(const struct lib_pack *pk, strvec *out)
     toml_free(t);
 }
 
+/* [<table>.<name>] path = "<rel>": the entry of a skill or house rule. */
+static int set_path_entry(toml_edit *ed, const char *table, const char *name, const char *rel,
+                          struct as_err *err)
+{
+    toml_value *e = toml_new(TOML_TABLE);
+    toml_table_set(e, "path", toml_new_string(rel));
+    const char *path[] = {table, name};
+    int r = toml_edit_set_table(ed, path, 2, e, err);
+    toml_free(e);
+    return r;
+}
+
+static int set_ledger(toml_edit *ed, const struct lib_pack *pk, const struct lib_pack_ref *ref,
+                      bool with_instructions, struct as_err *err)
+{
+    toml_value *led = ledger_table(pk, ref, with_instructions);
+    const char *path[] = {"packs", pk->name};
+    int r = toml_edit_set_table(ed, path, 2, led, err);
+    toml_free(led);
+    return r;
+}
+
+/* Copies a pack skill into the project; dst is recorded for rollback. */
+static int copy_skill(struct lib_txn *t, const struct bundle_paths *p, const char *src,
+                      const char *dst, struct as_err *err)
+{
+    if (lib_txn_parents(t, p->manifest_dir, dst, err) < 0 || lib_copy_tree(src, dst, err) < 0)
+        return -1;
+    strvec_push(&t->created, dst);
+    return 0;
+}
+
+/* Writes a vendored house rule to dst under instructions/ (made if missing);
+ * what it creates is recorded for rollback. */
+static int write_instruction(struct lib_txn *t, const struct bundle_paths *p, const char *dst,
+                             const char *body, size_t len, struct as_err *err)
+{
+    char *dir = xasprintf("%s/instructions", p->manifest_dir);
+    int r = 0;
+    if (!fs_is_dir(dir)) {
+        r = fs_mkdirs(dir, 0755, err);
+        if (r == 0)
+            strvec_push(&t->created, dir);
+    }
+    free(dir);
+    struct fs_write_opts wo = {.mode = 0644, .symlinks = FS_SYMLINK_REFUSE};
+    if (r == 0)
+        r = fs_write_atomic(dst, body, len, &wo, err);
+    if (r == 0)
+        strvec_push(&t->created, dst);
+    return r;
+}
+
 /* ---- add from git: ---------------------------------------------------------------------- */
 
 int lib_pack_add(struct library *lib, const struct bundle_paths *p, const char *spec,
@@ -464,9 +278,7 @@ int lib_pack_add(struct library *lib, const struct bundle_paths *p, const char *
     memset(&pk, 0, sizeof pk);
     char *tag = NULL;
     toml_edit *ed = NULL;
-    struct txn t;
-    bool txn = false, committed = false;
-    struct trust_status before = {.key = SB_INIT};
+    struct lib_txn t = LIB_TXN_INIT;
     int rc = -1;
 
     m = manifest_load(p, err);
@@ -531,17 +343,9 @@ int lib_pack_add(struct library *lib, const struct bundle_paths *p, const char *
         goto out;
 
     /* The manifest edit, in memory. */
-    {
-        strbuf text = SB_INIT;
-        if (fs_read_file(p->manifest, LIB_MAX_FILE_BYTES, 0, &text, err) < 0) {
-            sb_release(&text);
-            goto out;
-        }
-        ed = toml_edit_open(p->manifest, text.buf, text.len, err);
-        sb_release(&text);
-        if (!ed)
-            goto out;
-    }
+    ed = lib_manifest_edit(p, err);
+    if (!ed)
+        goto out;
     if (pk.has_server) {
         toml_value *srv = lib_pack_server_table(&pk);
         const char *path[] = {"servers", pk.name};
@@ -551,35 +355,21 @@ int lib_pack_add(struct library *lib, const struct bundle_paths *p, const char *
             goto out;
     }
     for (size_t i = 0; i < pk.skills.n; i++) {
-        toml_value *sk = toml_new(TOML_TABLE);
         char *rel = xasprintf("./%s", pk.skills.v[i].path);
-        toml_table_set(sk, "path", toml_new_string(rel));
+        int r = set_path_entry(ed, "skills", pk.skills.v[i].name, rel, err);
         free(rel);
-        const char *path[] = {"skills", pk.skills.v[i].name};
-        int r = toml_edit_set_table(ed, path, 2, sk, err);
-        toml_free(sk);
         if (r < 0)
             goto out;
     }
     for (size_t i = 0; o->with_instructions && i < pk.instructions.n; i++) {
-        toml_value *in = toml_new(TOML_TABLE);
         char *rel = xasprintf("instructions/%s.md", pk.instructions.v[i].name);
-        toml_table_set(in, "path", toml_new_string(rel));
+        int r = set_path_entry(ed, "instructions", pk.instructions.v[i].name, rel, err);
         free(rel);
-        const char *path[] = {"instructions", pk.instructions.v[i].name};
-        int r = toml_edit_set_table(ed, path, 2, in, err);
-        toml_free(in);
         if (r < 0)
             goto out;
     }
-    {
-        toml_value *led = ledger_table(&pk, &ref, o->with_instructions);
-        const char *path[] = {"packs", pk.name};
-        int r = toml_edit_set_table(ed, path, 2, led, err);
-        toml_free(led);
-        if (r < 0)
-            goto out;
-    }
+    if (set_ledger(ed, &pk, &ref, o->with_instructions, err) < 0)
+        goto out;
 
     FILE *f = o->out;
     fprintf(f, "pack '%s' %s (%.12s) from %s%s%s\n", pk.name, pk.tag, pk.commit, ref.url,
@@ -611,55 +401,32 @@ int lib_pack_add(struct library *lib, const struct bundle_paths *p, const char *
     }
 
     /* Write: files, manifest, lock — or none of them. */
-    if (trust_check(p, &before, err) < 0)
+    if (lib_txn_begin(&t, p, err) < 0)
         goto out;
-    txn_init(&t, p);
-    txn = true;
     for (size_t i = 0; i < pk.skills.n; i++) {
         char *src = xasprintf("%s/%s", pk.root, pk.skills.v[i].path);
         char *dst = anchored(p->manifest_dir, pk.skills.v[i].path);
-        int r = txn_parents(&t, p->manifest_dir, dst, err);
-        if (r == 0)
-            r = lib_copy_tree(src, dst, err);
+        int r = copy_skill(&t, p, src, dst, err);
         free(src);
-        if (r < 0) {
-            free(dst);
+        free(dst);
+        if (r < 0)
             goto out;
-        }
-        strvec_push_take(&t.created, dst);
     }
     for (size_t i = 0; o->with_instructions && i < pk.instructions.n; i++) {
         strbuf body = SB_INIT;
-        char *dir = xasprintf("%s/instructions", p->manifest_dir);
-        char *dst = xasprintf("%s/%s.md", dir, pk.instructions.v[i].name);
+        char *dst = xasprintf("%s/instructions/%s.md", p->manifest_dir, pk.instructions.v[i].name);
         int r = vendor_instruction(&pk, &pk.instructions.v[i], &body, err);
-        if (r == 0 && !fs_is_dir(dir)) {
-            r = fs_mkdirs(dir, 0755, err);
-            if (r == 0)
-                strvec_push(&t.created, dir);
-        }
-        struct fs_write_opts wo = {.mode = 0644, .symlinks = FS_SYMLINK_REFUSE};
         if (r == 0)
-            r = fs_write_atomic(dst, body.buf, body.len, &wo, err);
+            r = write_instruction(&t, p, dst, body.buf, body.len, err);
         sb_release(&body);
-        free(dir);
-        if (r < 0) {
-            free(dst);
+        free(dst);
+        if (r < 0)
             goto out;
-        }
-        strvec_push_take(&t.created, dst);
     }
-    size_t len;
-    const char *text = toml_edit_text(ed, &len);
-    if (write_manifest(&t, p, text, len, err) < 0)
-        goto out;
     strbuf pins = SB_INIT;
-    if (lib_relock(lib, p, &pins, err) < 0) {
-        as_err_prefix(err, "pinning the pack failed, so nothing was installed");
-        sb_release(&pins);
+    if (lib_txn_commit(&t, lib, ed, NULL, NULL, "pinning the pack failed, so nothing was installed",
+                       &pins, err) < 0)
         goto out;
-    }
-    committed = true;
     fprintf(f, "✓ installed pack '%s' — servers + skills, secrets stay ${REF}s\n", pk.name);
     fprintf(f, "✓ pinned %s in %s\n", pins.buf, p->lock);
     sb_release(&pins);
@@ -670,17 +437,10 @@ int lib_pack_add(struct library *lib, const struct bundle_paths *p, const char *
                 refs.v[i]);
     strvec_clear(&refs);
     fprintf(f, "next: agentstack trust .   then   agentstack apply --write\n");
-    if (before.state == TRUST_TRUSTED)
-        fprintf(o->diag, "warning: the manifest and lock changed, so this project is no longer "
-                         "trusted until you review it: agentstack trust .\n");
+    lib_txn_warn_untrusted(&t, o->diag);
     rc = 0;
 out:
-    if (txn) {
-        if (!committed)
-            txn_rollback(&t, p->project_root);
-        txn_free(&t, committed);
-    }
-    trust_status_release(&before);
+    lib_txn_end(&t);
     toml_edit_free(ed);
     free(tag);
     lib_pack_free(&pk);
@@ -773,6 +533,15 @@ static bool file_equals(const char *path, const strbuf *want)
     return eq;
 }
 
+/* Whether the new version of the pack still carries a member of that name. */
+static bool has_member(const lib_pack_members *v, const char *name)
+{
+    for (size_t i = 0; i < v->n; i++)
+        if (strcmp(v->v[i].name, name) == 0)
+            return true;
+    return false;
+}
+
 static bool has_vendor_marker(const char *path)
 {
     strbuf cur = SB_INIT;
@@ -797,9 +566,7 @@ int lib_pack_upgrade(struct library *lib, const struct bundle_paths *p, const ch
     member_changes skills = VEC_INIT, instr = VEC_INIT;
     toml_value *new_srv = NULL;
     toml_edit *ed = NULL;
-    struct txn t;
-    bool txn = false, committed = false;
-    struct trust_status before = {.key = SB_INIT};
+    struct lib_txn t = LIB_TXN_INIT;
     int rc = -1;
     FILE *f = o->out;
 
@@ -898,10 +665,7 @@ int lib_pack_upgrade(struct library *lib, const struct bundle_paths *p, const ch
         vec_push(&skills, c);
     }
     for (size_t i = 0; i < old_skills.n; i++) {
-        bool kept = false;
-        for (size_t j = 0; j < pk.skills.n; j++)
-            kept = kept || strcmp(pk.skills.v[j].name, old_skills.v[i]) == 0;
-        if (kept || !manifest_skill(m, old_skills.v[i]))
+        if (has_member(&pk.skills, old_skills.v[i]) || !manifest_skill(m, old_skills.v[i]))
             continue;
         struct member_change c = {.name = xstrdup(old_skills.v[i]), .ch = CH_DEL};
         if (managed_skill_dir(p, m, c.name, &c.installed, err) < 0) {
@@ -945,10 +709,7 @@ int lib_pack_upgrade(struct library *lib, const struct bundle_paths *p, const ch
         vec_push(&instr, c);
     }
     for (size_t i = 0; i < old_instr.n; i++) {
-        bool kept = false;
-        for (size_t j = 0; j < pk.instructions.n; j++)
-            kept = kept || strcmp(pk.instructions.v[j].name, old_instr.v[i]) == 0;
-        if (kept)
+        if (has_member(&pk.instructions, old_instr.v[i]))
             continue;
         struct member_change c = {.name = xstrdup(old_instr.v[i]), .ch = CH_DEL};
         c.installed = xasprintf("%s/instructions/%s.md", p->manifest_dir, c.name);
@@ -1013,17 +774,9 @@ int lib_pack_upgrade(struct library *lib, const struct bundle_paths *p, const ch
     }
 
     /* One transaction: files, manifest, lock. */
-    {
-        strbuf text = SB_INIT;
-        if (fs_read_file(p->manifest, LIB_MAX_FILE_BYTES, 0, &text, err) < 0) {
-            sb_release(&text);
-            goto out;
-        }
-        ed = toml_edit_open(p->manifest, text.buf, text.len, err);
-        sb_release(&text);
-        if (!ed)
-            goto out;
-    }
+    ed = lib_manifest_edit(p, err);
+    if (!ed)
+        goto out;
     if (srv_change == CH_ADD || srv_change == CH_MOD) {
         const char *path[] = {"servers", name};
         if (toml_edit_set_table(ed, path, 2, new_srv, err) < 0)
@@ -1037,12 +790,9 @@ int lib_pack_upgrade(struct library *lib, const struct bundle_paths *p, const ch
         const struct member_change *c = &skills.v[i];
         const char *path[] = {"skills", c->name};
         if (c->ch == CH_ADD) {
-            toml_value *sk = toml_new(TOML_TABLE);
             char *rel = xasprintf("./%s", c->installed + strlen(p->manifest_dir) + 1);
-            toml_table_set(sk, "path", toml_new_string(rel));
+            int r = set_path_entry(ed, "skills", c->name, rel, err);
             free(rel);
-            int r = toml_edit_set_table(ed, path, 2, sk, err);
-            toml_free(sk);
             if (r < 0)
                 goto out;
         } else if (c->ch == CH_DEL && toml_edit_remove(ed, path, 2, err) < 0) {
@@ -1053,90 +803,49 @@ int lib_pack_upgrade(struct library *lib, const struct bundle_paths *p, const ch
         const struct member_change *c = &instr.v[i];
         const char *path[] = {"instructions", c->name};
         if (c->ch == CH_ADD) {
-            toml_value *in = toml_new(TOML_TABLE);
             char *rel = xasprintf("instructions/%s.md", c->name);
-            toml_table_set(in, "path", toml_new_string(rel));
+            int r = set_path_entry(ed, "instructions", c->name, rel, err);
             free(rel);
-            int r = toml_edit_set_table(ed, path, 2, in, err);
-            toml_free(in);
             if (r < 0)
                 goto out;
         } else if (c->ch == CH_DEL && toml_edit_remove(ed, path, 2, err) < 0) {
             goto out;
         }
     }
-    {
-        toml_value *led = ledger_table(&pk, &ref, with_instr);
-        const char *path[] = {"packs", name};
-        int r = toml_edit_set_table(ed, path, 2, led, err);
-        toml_free(led);
-        if (r < 0)
-            goto out;
-    }
-    if (trust_check(p, &before, err) < 0)
+    if (set_ledger(ed, &pk, &ref, with_instr, err) < 0)
         goto out;
-    txn_init(&t, p);
-    txn = true;
+    if (lib_txn_begin(&t, p, err) < 0)
+        goto out;
     for (size_t i = 0; i < skills.n; i++) {
         const struct member_change *c = &skills.v[i];
         if ((c->ch == CH_MOD || c->ch == CH_DEL) && fs_exists(c->installed) &&
-            txn_aside(&t, c->installed, err) < 0)
+            lib_txn_aside(&t, c->installed, err) < 0)
             goto out;
-        if (c->ch == CH_MOD || c->ch == CH_ADD) {
-            if (txn_parents(&t, p->manifest_dir, c->installed, err) < 0 ||
-                lib_copy_tree(c->src, c->installed, err) < 0)
-                goto out;
-            strvec_push(&t.created, c->installed);
-        }
+        if ((c->ch == CH_MOD || c->ch == CH_ADD) &&
+            copy_skill(&t, p, c->src, c->installed, err) < 0)
+            goto out;
     }
     for (size_t i = 0; i < instr.n; i++) {
         const struct member_change *c = &instr.v[i];
         if ((c->ch == CH_MOD || c->ch == CH_DEL) && c->installed && fs_exists(c->installed) &&
-            txn_aside(&t, c->installed, err) < 0)
+            lib_txn_aside(&t, c->installed, err) < 0)
             goto out;
-        if (c->ch == CH_MOD || c->ch == CH_ADD) {
-            char *dir = xasprintf("%s/instructions", p->manifest_dir);
-            int r = 0;
-            if (!fs_is_dir(dir)) {
-                r = fs_mkdirs(dir, 0755, err);
-                if (r == 0)
-                    strvec_push(&t.created, dir);
-            }
-            free(dir);
-            struct fs_write_opts wo = {.mode = 0644, .symlinks = FS_SYMLINK_REFUSE};
-            if (r == 0)
-                r = fs_write_atomic(c->installed, c->src, strlen(c->src), &wo, err);
-            if (r < 0)
-                goto out;
-            strvec_push(&t.created, c->installed);
-        }
+        if ((c->ch == CH_MOD || c->ch == CH_ADD) &&
+            write_instruction(&t, p, c->installed, c->src, strlen(c->src), err) < 0)
+            goto out;
     }
-    size_t len;
-    const char *text = toml_edit_text(ed, &len);
-    if (write_manifest(&t, p, text, len, err) < 0)
-        goto out;
     strbuf pins = SB_INIT;
-    if (lib_relock(lib, p, &pins, err) < 0) {
-        as_err_prefix(err, "re-pinning failed, so the upgrade was rolled back");
-        sb_release(&pins);
+    if (lib_txn_commit(&t, lib, ed, NULL, NULL, "re-pinning failed, so the upgrade was rolled back",
+                       &pins, err) < 0)
         goto out;
-    }
-    committed = true;
     fprintf(f, "✓ upgraded pack '%s' — previewed, re-pinned @%s\n", name, target);
     fprintf(f, "✓ pinned %s in %s\n", pins.buf, p->lock);
     sb_release(&pins);
     fprintf(f, "next: agentstack trust .   then   agentstack apply --write\n");
-    if (before.state == TRUST_TRUSTED)
-        fprintf(o->diag, "warning: the manifest and lock changed, so this project is no longer "
-                         "trusted until you review it: agentstack trust .\n");
+    lib_txn_warn_untrusted(&t, o->diag);
     rc = 0;
 out:
-    if (txn) {
-        if (!committed)
-            txn_rollback(&t, p->project_root);
-        txn_free(&t, committed);
-    }
-    trust_status_release(&before);
+    lib_txn_end(&t);
     toml_edit_free(ed);
     toml_free(new_srv);
     changes_free(&skills);
@@ -1266,9 +975,7 @@ int lib_pack_remove(struct library *lib, const struct bundle_paths *p, const cha
     removals rm = VEC_INIT;
     strvec servers = STRVEC_INIT, skills = STRVEC_INIT, instr = STRVEC_INIT;
     toml_edit *ed = NULL;
-    struct txn t;
-    bool txn = false, committed = false;
-    struct trust_status before = {.key = SB_INIT};
+    struct lib_txn t = LIB_TXN_INIT;
     int rc = -1;
     FILE *f = o->out;
 
@@ -1310,17 +1017,9 @@ int lib_pack_remove(struct library *lib, const struct bundle_paths *p, const cha
         vec_push(&rm, r);
     }
 
-    {
-        strbuf text = SB_INIT;
-        if (fs_read_file(p->manifest, LIB_MAX_FILE_BYTES, 0, &text, err) < 0) {
-            sb_release(&text);
-            goto out;
-        }
-        ed = toml_edit_open(p->manifest, text.buf, text.len, err);
-        sb_release(&text);
-        if (!ed)
-            goto out;
-    }
+    ed = lib_manifest_edit(p, err);
+    if (!ed)
+        goto out;
     if (pack) {
         const char *ver = lstr(ledger, "version"), *src = lstr(ledger, "source");
         fprintf(f, "remove pack '%s'%s%s", name, ver ? " " : "", ver ? ver : "");
@@ -1360,22 +1059,16 @@ int lib_pack_remove(struct library *lib, const struct bundle_paths *p, const cha
     }
 
     /* One transaction: files aside, manifest, lock; a failure puts all back. */
-    if (trust_check(p, &before, err) < 0)
+    if (lib_txn_begin(&t, p, err) < 0)
         goto out;
-    txn_init(&t, p);
-    txn = true;
     size_t files = 0;
     for (size_t i = 0; i < rm.n; i++) {
         if (!rm.v[i].file)
             continue;
-        if (txn_aside(&t, rm.v[i].file, err) < 0)
+        if (lib_txn_aside(&t, rm.v[i].file, err) < 0)
             goto out;
         files++;
     }
-    size_t len;
-    const char *text = toml_edit_text(ed, &len);
-    if (write_manifest(&t, p, text, len, err) < 0)
-        goto out;
     strbuf pins = SB_INIT;
     strvec gone_skills = STRVEC_INIT, gone_servers = STRVEC_INIT;
     for (size_t i = 0; i < rm.n; i++) {
@@ -1384,32 +1077,22 @@ int lib_pack_remove(struct library *lib, const struct bundle_paths *p, const cha
         else if (strcmp(rm.v[i].table, "servers") == 0)
             strvec_push(&gone_servers, rm.v[i].name);
     }
-    int pr = relock(lib, p, &pins, &gone_skills, &gone_servers, err);
+    int pr = lib_txn_commit(&t, lib, ed, &gone_skills, &gone_servers,
+                            "re-pinning failed, so nothing was removed", &pins, err);
     strvec_clear(&gone_skills);
     strvec_clear(&gone_servers);
-    if (pr < 0) {
-        as_err_prefix(err, "re-pinning failed, so nothing was removed");
-        sb_release(&pins);
+    if (pr < 0)
         goto out;
-    }
-    committed = true;
     fprintf(f, "✓ removed %s '%s' — %zu entr%s, %zu file%s deleted\n", pack ? "pack" : "entry",
             name, rm.n + (pack ? 1 : 0), rm.n + (pack ? 1 : 0) == 1 ? "y" : "ies", files,
             files == 1 ? "" : "s");
     fprintf(f, "✓ pinned %s in %s\n", pins.buf, p->lock);
     sb_release(&pins);
     fprintf(f, "next: agentstack apply --write   (withdraws what the CLIs still hold)\n");
-    if (before.state == TRUST_TRUSTED)
-        fprintf(o->diag, "warning: the manifest and lock changed, so this project is no longer "
-                         "trusted until you review it: agentstack trust .\n");
+    lib_txn_warn_untrusted(&t, o->diag);
     rc = 0;
 out:
-    if (txn) {
-        if (!committed)
-            txn_rollback(&t, p->project_root);
-        txn_free(&t, committed);
-    }
-    trust_status_release(&before);
+    lib_txn_end(&t);
     toml_edit_free(ed);
     removals_free(&rm);
     strvec_clear(&servers);

@@ -1,0 +1,78 @@
+/*
+ * txn — the one write transaction behind every project edit the library
+ * makes (`add skill`, `add from git:`, `upgrade`, `remove`). Internal to
+ * src/library.
+ *
+ * Why: each of those commands writes files, the manifest and the lock, and
+ * must leave all three as they were when any step fails (06 §3.3, §3.4).
+ * Four hand-written copies of that sequence drifted apart once; one copy
+ * cannot.
+ *
+ * Guarantees:
+ *  - lib_txn_begin records the trust state and the manifest and lock bytes
+ *    before anything is written.
+ *  - Until lib_txn_commit succeeds, lib_txn_end removes every path recorded
+ *    in `created` (newest first), renames every path moved aside back, and
+ *    restores the manifest and lock bytes (or removes files that did not
+ *    exist). After a commit it deletes what was moved aside.
+ *  - lib_txn_commit writes the manifest (contained in the project root),
+ *    then re-pins the lock from it; a failed pin is a failed commit.
+ */
+#ifndef AS_LIBRARY_TXN_H
+#define AS_LIBRARY_TXN_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "base/err.h"
+#include "base/strbuf.h"
+#include "base/toml.h"
+#include "base/vec.h"
+#include "bundle/discover.h"
+#include "library/library.h"
+#include "trust/trust.h"
+
+struct lib_txn_moved {
+    char *from, *aside;
+};
+
+struct lib_txn {
+    strvec created;                  /* removed on rollback, newest first */
+    VEC(struct lib_txn_moved) moved; /* renamed back on rollback; removed on commit */
+    const struct bundle_paths *p;    /* NULL until begun */
+    strbuf manifest_old, lock_old;   /* the bytes before the write */
+    bool manifest_had, lock_had;     /* whether those files existed */
+    bool manifest_written, committed;
+    struct trust_status before; /* the trust state before the write */
+};
+
+#define LIB_TXN_INIT                                                                               \
+    {                                                                                              \
+        .created = STRVEC_INIT, .moved = VEC_INIT, .manifest_old = SB_INIT, .lock_old = SB_INIT,   \
+        .before = {                                                                                \
+            .key = SB_INIT                                                                         \
+        }                                                                                          \
+    }
+
+/* The manifest of p, opened for an in-place edit (comments and layout kept). */
+toml_edit *lib_manifest_edit(const struct bundle_paths *p, struct as_err *err);
+
+/* Checks trust and records the bytes to restore; nothing is written yet. */
+int lib_txn_begin(struct lib_txn *t, const struct bundle_paths *p, struct as_err *err);
+/* Moves path aside (restored on rollback, deleted on commit). */
+int lib_txn_aside(struct lib_txn *t, const char *path, struct as_err *err);
+/* Creates the missing parents of path below base, recording the topmost so a
+ * rollback leaves no empty directory behind. */
+int lib_txn_parents(struct lib_txn *t, const char *base, const char *path, struct as_err *err);
+/* Writes ed's text as the manifest, then re-pins the lock, dropping the lock
+ * rows named in drop_skills/drop_servers (either may be NULL). pins gets the
+ * summary. On failure err is prefixed with undone and nothing is committed. */
+int lib_txn_commit(struct lib_txn *t, struct library *lib, toml_edit *ed, const strvec *drop_skills,
+                   const strvec *drop_servers, const char *undone, strbuf *pins,
+                   struct as_err *err);
+/* Rolls back unless committed; releases everything (safe on LIB_TXN_INIT). */
+void lib_txn_end(struct lib_txn *t);
+/* A project that was trusted before the write no longer is: say so on diag. */
+void lib_txn_warn_untrusted(const struct lib_txn *t, FILE *diag);
+
+#endif
