@@ -446,6 +446,7 @@ static int write_target(struct run *R, struct tplan *t)
     sb_release_secure(&now);
     if (t->after.len == t->before.len && memcmp(t->after.buf, t->before.buf, t->after.len) == 0)
         return 0;
+    t->before_mode = t->existed ? adp_i_file_mode(t->path) : 0;
 
     strbuf backup = SB_INIT;
     if (adp_backup_path(t->path, &backup, &t->err) != 0) {
@@ -459,8 +460,8 @@ static int write_target(struct run *R, struct tplan *t)
         ((!t->lane_only && o->project_scope && t->removed.n && only_empty_section(t, &t->after)) ||
          (t->lane_only && t->after.len == 0));
     if (drop) {
-        struct fs_write_opts bo = {0600, FS_SYMLINK_FOLLOW, NULL, NULL};
-        if (fs_write_atomic(backup.buf, t->before.buf, t->before.len, &bo, &t->err) != 0 ||
+        struct fs_write_opts bo = {0600, FS_SYMLINK_REFUSE, NULL, NULL};
+        if (fs_write_exact(backup.buf, t->before.buf, t->before.len, &bo, &t->err) != 0 ||
             unlink(t->path) != 0) {
             if (!as_err_isset(&t->err))
                 as_err_errno(&t->err, "cannot remove %s", t->path);
@@ -999,6 +1000,7 @@ static void gitignore_step(struct run *R, const struct adp_registry *r, struct t
         goto out;
     }
     bool existed = fs_exists(gi.buf);
+    unsigned gi_mode = existed ? adp_i_file_mode(gi.buf) : 0;
     struct fs_write_opts wo = {0644, FS_SYMLINK_FOLLOW, o->project_root, NULL};
     if (fs_write_atomic(gi.buf, next.buf, next.len, &wo, &e) != 0) {
         char buf[2048];
@@ -1010,6 +1012,7 @@ static void gitignore_step(struct run *R, const struct adp_registry *r, struct t
         struct adp_hist_file f = {0};
         f.path = xstrdup(gi.buf);
         f.existed = existed;
+        f.mode = gi_mode;
         sb_init(&f.before, 0);
         sb_add(&f.before, text.buf, text.len);
         f.label = xstrdup(".gitignore · managed block");
@@ -1031,6 +1034,7 @@ static void hist_add(struct adp_hist_entry *h, struct tplan *t)
     struct adp_hist_file f = {0};
     f.path = xstrdup(t->path);
     f.existed = t->existed;
+    f.mode = t->before_mode;
     sb_init(&f.before, 0);
     sb_add(&f.before, t->before.buf, t->before.len);
     if (t->lane_only) {

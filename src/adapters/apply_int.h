@@ -39,6 +39,7 @@ struct tplan {
     bool changed;
     bool written;
     bool deleted;
+    unsigned before_mode; /* the file's own mode just before the write, for undo */
     strvec created_dirs;
     /* use: the toolset's skills */
     bool skills_on;

@@ -244,6 +244,7 @@ int adp_connect(const struct adp_registry *r, const struct adp_connect_opts *o, 
             if (o->write) {
                 struct adp_i_write w = {t->path, t->after.buf, t->after.len,    t->existed,
                                         0600,    NULL,         &t->created_dirs};
+                unsigned before_mode = t->existed ? adp_i_file_mode(t->path) : 0;
                 if (adp_i_write_file(&w, &t->err) != 0) {
                     t->failed = true;
                 } else {
@@ -252,6 +253,7 @@ int adp_connect(const struct adp_registry *r, const struct adp_connect_opts *o, 
                     struct adp_hist_file f = {0};
                     f.path = xstrdup(t->path);
                     f.existed = t->existed;
+                    f.mode = before_mode;
                     sb_init(&f.before, 0);
                     sb_add(&f.before, t->before.buf, t->before.len);
                     f.label = xasprintf("%s · gateway", t->d->display);

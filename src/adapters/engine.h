@@ -65,6 +65,7 @@ struct adp_hist_file {
     strbuf before;
     char *label;         /* "Claude Code · servers" */
     strvec created_dirs; /* directories this write created, deepest last */
+    unsigned mode;       /* the file's own permission bits before; 0 = not recorded */
 };
 
 struct adp_hist_entry {

@@ -57,6 +57,11 @@ struct adp_i_write {
 /* The one writer of agentstack-owned edits (see the guarantees above). */
 int adp_i_write_file(const struct adp_i_write *w, struct as_err *err);
 
+/* The permission bits (0777) of the file at path, following a symlink as
+ * the writer does; 0 when it does not exist. History entries record it so a
+ * restore puts a file back with its own mode, not the 0600 of our copies. */
+unsigned adp_i_file_mode(const char *path);
+
 /* Takes the writer lock ($AGENTSTACK_HOME/.lock, 10 s). On failure err says
  * "another agentstack write is in progress: …". */
 int adp_i_take_lock(struct as_lock *lk, struct as_err *err);

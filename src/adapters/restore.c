@@ -1,8 +1,9 @@
 /* restore — put back what a recorded write replaced (spec 04 §3f, §7).
  *
  * Every history entry holds each file's previous bytes (or "did not
- * exist"), so a restore is byte-for-byte; directories the write created are
- * removed only when empty. */
+ * exist") and mode, so a restore is byte-for-byte and the file gets its own
+ * mode back (never the 0600 of our private copies, unless that was its
+ * mode); directories the write created are removed only when empty. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,9 +159,13 @@ size_t adp_history_revert(struct adp_hist_entry *e, bool write, FILE *out, size_
                 sb_setlen(&parent, (size_t)(strrchr(parent.buf, '/') - parent.buf));
                 rc = parent.len ? fs_mkdirs(parent.buf, 0755, &we) : 0;
                 sb_release(&parent);
-                struct fs_write_opts wo = {0600, FS_SYMLINK_FOLLOW, NULL, NULL};
+                /* The recorded mode when there is one; an entry without it
+                 * (older) keeps the file's current mode, or 0600 for a file
+                 * that is gone: its bytes may hold secrets. */
+                struct fs_write_opts wo = {f->mode ? f->mode : 0600, FS_SYMLINK_FOLLOW, NULL, NULL};
                 if (rc == 0)
-                    rc = fs_write_atomic(f->path, f->before.buf, f->before.len, &wo, &we);
+                    rc = f->mode ? fs_write_exact(f->path, f->before.buf, f->before.len, &wo, &we)
+                                 : fs_write_atomic(f->path, f->before.buf, f->before.len, &wo, &we);
             } else {
                 rc = unlink(f->path);
                 if (rc != 0)
@@ -222,8 +227,21 @@ static int revert_entry(struct adp_hist_entry *e, const struct adp_restore_opts 
     return 0;
 }
 
+/* The mode cfg had before agentstack's newest recorded write to it — the
+ * write the rolling backup was taken for; 0 when no entry says. */
+static unsigned recorded_mode(const adp_hist_list *hl, const char *cfg)
+{
+    for (size_t i = 0; i < hl->n; i++)
+        for (size_t k = 0; k < hl->v[i]->files.n; k++) {
+            const struct adp_hist_file *f = &hl->v[i]->files.v[k];
+            if (strcmp(f->path, cfg) == 0)
+                return f->existed ? f->mode : 0;
+        }
+    return 0;
+}
+
 static int restore_adapter(const struct adp_desc *d, const struct adp_restore_opts *o,
-                           struct as_err *err)
+                           const adp_hist_list *hl, struct as_err *err)
 {
     strbuf cfg = SB_INIT, bak = SB_INIT, dp = SB_INIT, bytes = SB_INIT;
     int rc = 1;
@@ -236,6 +254,8 @@ static int restore_adapter(const struct adp_desc *d, const struct adp_restore_op
         goto out;
     }
     tilde(cfg.buf, &dp);
+    struct as_err terr = AS_ERR_INIT; /* re-tightened on open, best effort */
+    (void)fs_tighten_file(bak.buf, 0600, &terr);
     if (fs_read_file(bak.buf, FILE_MAX, 1, &bytes, err) != 0)
         goto out;
     fprintf(o->out, "%s (%s)\n  ↩ restore the copy taken before agentstack's last write\n",
@@ -245,8 +265,12 @@ static int restore_adapter(const struct adp_desc *d, const struct adp_restore_op
         rc = 0;
         goto out;
     }
-    struct fs_write_opts wo = {0600, FS_SYMLINK_FOLLOW, NULL, NULL};
-    if (fs_write_atomic(cfg.buf, bytes.buf, bytes.len, &wo, err) != 0)
+    /* The config's own mode, not the backup's 0600: the one recorded for
+     * that write, else the file's current mode (0600 if it is gone). */
+    unsigned mode = recorded_mode(hl, cfg.buf);
+    struct fs_write_opts wo = {mode ? mode : 0600, FS_SYMLINK_FOLLOW, NULL, NULL};
+    if ((mode ? fs_write_exact(cfg.buf, bytes.buf, bytes.len, &wo, err)
+              : fs_write_atomic(cfg.buf, bytes.buf, bytes.len, &wo, err)) != 0)
         goto out;
     fprintf(o->out, "✓ restored %s from its backup\n", dp.buf);
     rc = 0;
@@ -298,7 +322,7 @@ int adp_restore(const struct adp_registry *r, const struct adp_restore_opts *o, 
     } else {
         const struct adp_desc *d = adp_registry_find(r, oo.what);
         if (d) {
-            rc = restore_adapter(d, &oo, err);
+            rc = restore_adapter(d, &oo, &hl, err);
             goto out;
         }
         size_t wl = strlen(oo.what), hits = 0;
@@ -422,6 +446,7 @@ int adp_undo(const struct adp_undo_opts *o, struct as_err *err)
                 struct adp_hist_file c = {0};
                 c.path = xstrdup(f->path);
                 c.existed = f->existed;
+                c.mode = f->mode;
                 sb_init(&c.before, 0);
                 sb_add(&c.before, f->before.buf, f->before.len);
                 c.label = xstrdup(f->label ? f->label : "");
@@ -447,6 +472,7 @@ int adp_undo(const struct adp_undo_opts *o, struct as_err *err)
         sb_init(&f.before, 0);
         struct as_err re = AS_ERR_INIT;
         f.existed = fs_exists(p) && fs_read_file(p, FILE_MAX, 0, &f.before, &re) == 0;
+        f.mode = f.existed ? adp_i_file_mode(p) : 0;
         f.label = xstrdup(batch->files.v[j].label);
         vec_push(&rec->files, f);
     }

@@ -28,6 +28,8 @@ static int sessions_load(json_t **out, struct as_err *err)
         return -1;
     }
     int rc = 0;
+    struct as_err terr = AS_ERR_INIT; /* re-tightened on open, best effort */
+    (void)fs_tighten_file(path.buf, 0600, &terr);
     if (!fs_exists(path.buf)) {
         *out = json_pack("{s:i,s:{}}", "version", 1, "sessions");
     } else if (fs_read_file(path.buf, (size_t)64 << 20, 1, &text, err) != 0) {
@@ -62,7 +64,7 @@ static int sessions_save(const json_t *s, struct as_err *err)
     }
     char *text = json_dumps(s, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     struct fs_write_opts o = {0600, FS_SYMLINK_REFUSE, NULL, NULL};
-    int rc = fs_write_atomic(path.buf, text, strlen(text), &o, err);
+    int rc = fs_write_exact(path.buf, text, strlen(text), &o, err);
     free(text);
     sb_release(&path);
     return rc;

@@ -1,6 +1,8 @@
 /* store — the ownership ledger, the undo history and rolling backups
- * (spec 04 §3f, §3g). All three hold resolved secrets, so every file is 0600
- * and written atomically; callers hold the writer lock. */
+ * (spec 04 §3f, §3g). All three hold resolved secrets, so every file is
+ * exactly 0600 (an older copy's looser mode does not survive a rewrite) and
+ * written atomically, and backups/ and history/ are 0700, re-tightened
+ * whenever they are used; callers hold the writer lock. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -34,6 +36,8 @@ int adp_ledger_load(json_t **out, struct as_err *err)
         sb_release(&path);
         return 0;
     }
+    struct as_err terr = AS_ERR_INIT; /* best effort: a read never fails on it */
+    (void)fs_tighten_file(path.buf, 0600, &terr);
     int rc = fs_read_file(path.buf, LEDGER_MAX, 1, &text, err);
     json_t *v = NULL;
     if (rc == 0) {
@@ -71,7 +75,7 @@ int adp_ledger_save(const json_t *ledger, struct as_err *err)
     sb_addc(&t, '\n');
     free(text);
     struct fs_write_opts o = {0600, FS_SYMLINK_REFUSE, NULL, NULL};
-    int rc = fs_write_atomic(path.buf, t.buf, t.len, &o, err);
+    int rc = fs_write_exact(path.buf, t.buf, t.len, &o, err);
     sb_release_secure(&t);
     sb_release(&path);
     return rc;
@@ -165,7 +169,7 @@ void adp_fnv1a64_hex(const void *data, size_t len, char out[17])
 int adp_backup_path(const char *file, strbuf *out, struct as_err *err)
 {
     strbuf dir = SB_INIT;
-    if (home_ensure(HOME_BACKUPS_DIR, &dir, err) != 0) {
+    if (home_path(HOME_BACKUPS_DIR, &dir, err) != 0 || fs_private_dir(dir.buf, err) != 0) {
         sb_release(&dir);
         return -1;
     }
@@ -245,6 +249,11 @@ static json_t *entry_json(const struct adp_hist_entry *e)
             json_object_set_new(o, "before_hex", json_string(hex));
             free(hex);
         }
+        if (f->existed && f->mode) {
+            char m[8];
+            snprintf(m, sizeof m, "%04o", f->mode & 0777);
+            json_object_set_new(o, "mode", json_string(m));
+        }
         json_object_set_new(o, "label", json_string(f->label ? f->label : ""));
         json_t *cd = json_array();
         for (size_t k = 0; k < f->created_dirs.n; k++)
@@ -267,7 +276,7 @@ static int write_entry(const struct adp_hist_entry *e, const char *path, struct 
     char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(j);
     struct fs_write_opts o = {0600, FS_SYMLINK_REFUSE, NULL, NULL};
-    int rc = fs_write_atomic(path, text, strlen(text), &o, err);
+    int rc = fs_write_exact(path, text, strlen(text), &o, err);
     explicit_bzero(text, strlen(text));
     free(text);
     return rc;
@@ -299,7 +308,7 @@ static void list_names(const char *dir, strvec *out)
 int adp_history_record(struct adp_hist_entry *e, struct as_err *err)
 {
     strbuf dir = SB_INIT;
-    if (home_ensure(HOME_HISTORY_DIR, &dir, err) != 0) {
+    if (home_path(HOME_HISTORY_DIR, &dir, err) != 0 || fs_private_dir(dir.buf, err) != 0) {
         sb_release(&dir);
         return -1;
     }
@@ -372,6 +381,9 @@ static struct adp_hist_entry *parse_entry(const char *path, const json_t *j)
                 sb_setlen(&f.before, n);
         }
         f.label = xstrdup((s = json_string_value(json_object_get(v, "label"))) ? s : "");
+        const char *m = json_string_value(json_object_get(v, "mode"));
+        if (f.existed && m && strlen(m) == 4 && strspn(m, "01234567") == 4)
+            f.mode = (unsigned)strtoul(m, NULL, 8) & 0777;
         size_t k;
         json_t *d;
         json_array_foreach(json_object_get(v, "created_dirs"), k,
@@ -390,11 +402,17 @@ int adp_history_list(adp_hist_list *out, struct as_err *err)
         return -1;
     }
     strvec names = STRVEC_INIT;
+    /* Re-tightened on open, best effort: listing never fails on it (a
+     * symlinked history/ is refused when the next entry is recorded). */
+    struct as_err terr = AS_ERR_INIT;
+    if (fs_is_dir(dir.buf))
+        (void)fs_private_dir(dir.buf, &terr);
     list_names(dir.buf, &names);
     for (size_t i = 0; i < names.n; i++) {
         strbuf p = SB_INIT, text = SB_INIT;
         struct as_err e2 = AS_ERR_INIT;
         sb_addf(&p, "%s/%s", dir.buf, names.v[i]);
+        (void)fs_tighten_file(p.buf, 0600, &e2);
         if (fs_read_file(p.buf, HISTORY_ENTRY_MAX, 1, &text, &e2) == 0) {
             json_error_t je;
             json_t *j = json_loadb(text.buf, text.len, 0, &je);

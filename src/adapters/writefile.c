@@ -159,6 +159,14 @@ out:
     return rc;
 }
 
+unsigned adp_i_file_mode(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return 0;
+    return (unsigned)(st.st_mode & 0777);
+}
+
 /* ---- the bridge ----------------------------------------------------------- */
 
 static bool stem_is_agentstack(const char *cmd)

@@ -111,6 +111,52 @@ int fs_mkdirs(const char *path, mode_t mode, struct as_err *err)
     return rc;
 }
 
+int fs_private_dir(const char *path, struct as_err *err)
+{
+    if (fs_mkdirs(path, 0700, err) != 0)
+        return -1;
+    /* Through a fd opened without following a link, so the mode we check is
+     * the mode we change: chmod by name could land on a swapped-in target. */
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ELOOP || errno == ENOTDIR)
+            return as_err_set(err,
+                              "%s: is a symlink or not a directory — refusing to keep "
+                              "private copies there",
+                              path);
+        return as_err_errno(err, "%s", path);
+    }
+    struct stat st;
+    int rc = 0;
+    if (fstat(fd, &st) != 0) {
+        rc = as_err_errno(err, "%s", path);
+    } else if (st.st_uid != geteuid()) {
+        rc = as_err_set(err,
+                        "%s: is owned by uid %ld, not by you — refusing to keep private "
+                        "copies there",
+                        path, (long)st.st_uid);
+        as_err_hint(err, "move it aside; agentstack recreates it 0700");
+    } else if ((st.st_mode & 077) && fchmod(fd, 0700) != 0) {
+        rc = as_err_errno(err, "cannot make %s private (chmod 0700)", path);
+    }
+    close(fd);
+    return rc;
+}
+
+int fs_tighten_file(const char *path, mode_t mode, struct as_err *err)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    struct stat st;
+    int rc = 0;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+        (st.st_mode & 07777 & ~mode) && fchmod(fd, mode & 07777) != 0)
+        rc = as_err_errno(err, "cannot make %s private (chmod %04o)", path, (unsigned)mode);
+    close(fd);
+    return rc;
+}
+
 int fs_safe_join(const char *root, const char *rel, int check_symlinks, strbuf *out,
                  struct as_err *err)
 {

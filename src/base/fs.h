@@ -7,7 +7,14 @@
  *    (O_EXCL|O_NOFOLLOW), write, fsync, rename, fsync the directory. It keeps
  *    the existing file's mode (and owner; a failing fchown refuses the write),
  *    writes through a symlink to its target when allowed, and refuses a
- *    read-only target with a clear error.
+ *    read-only target with a clear error. The temp file is 0600 from its
+ *    first byte and gets its final mode before the rename, so a copy never
+ *    has a looser mode than asked for, not even for a moment, whatever the
+ *    umask. A backup (backup_path) is always exactly 0600, whatever the mode
+ *    of the file it copies or of an older backup it replaces.
+ *  - fs_private_dir: a directory for private copies is 0700 (created so,
+ *    and re-tightened when it has group/other bits); a symlink or a
+ *    directory owned by someone else is refused.
  *  - fs_safe_join refuses any path that escapes its root via "..", an
  *    absolute path, or a symlink at any component.
  *  - fs_walk visits a tree in a stable byte order and never follows symlinks.
@@ -37,14 +44,31 @@ struct fs_write_opts {
     mode_t mode; /* for a new file; an existing file keeps its mode */
     enum fs_symlink_mode symlinks;
     const char *contain_root; /* if set, the resolved target must lie inside this dir */
-    const char *backup_path;  /* if set and the target exists, copy old bytes here first */
+    const char *backup_path;  /* if set and the target exists, copy old bytes here first
+                               * (exactly 0600; a symlink at backup_path is refused) */
 };
 /* Atomically replaces path with data. opts may be NULL (mode 0644, follow). */
 int fs_write_atomic(const char *path, const void *data, size_t len,
                     const struct fs_write_opts *opts, struct as_err *err);
+/* fs_write_atomic, but opts->mode applies to an existing file too: for
+ * private copies (exactly 0600 whatever an older copy's mode was) and for
+ * putting a file back with its recorded mode. opts is required. */
+int fs_write_exact(const char *path, const void *data, size_t len, const struct fs_write_opts *opts,
+                   struct as_err *err);
 
 /* mkdir -p with mode for each created component. */
 int fs_mkdirs(const char *path, mode_t mode, struct as_err *err);
+
+/* mkdir -p for a directory that holds private copies (backups, history):
+ * missing components are created 0700; the last one, new or existing, ends
+ * up 0700 when it had any group/other bit. Refuses (clear error) a symlink
+ * or non-directory there, and a directory owned by another user. */
+int fs_private_dir(const char *path, struct as_err *err);
+/* Re-tightens an existing private file: a regular file (never through a
+ * symlink) owned by us with any permission bit outside mode gets exactly
+ * mode. 0 when done or nothing to do (absent, a symlink, someone else's);
+ * -1 + err when the chmod fails. */
+int fs_tighten_file(const char *path, mode_t mode, struct as_err *err);
 
 /* Joins root and rel into out; refuses absolute rel, ".." components, and
  * (when check_symlinks) any existing component of rel that is a symlink

@@ -148,8 +148,9 @@ static int open_temp(int dirfd, const char *base, const char *path, strbuf *name
     return as_err_set(err, "cannot write %s: temporary file names keep colliding", path);
 }
 
+/* exact_mode: opts->mode also replaces an existing file's mode. */
 static int write_core(const char *path, const struct source *src, const struct fs_write_opts *opts,
-                      struct as_err *err);
+                      int exact_mode, struct as_err *err);
 
 int fs_copy_file(const char *src, const char *dst, mode_t mode, struct as_err *err)
 {
@@ -168,7 +169,7 @@ int fs_copy_file(const char *src, const char *dst, mode_t mode, struct as_err *e
     }
     struct source s = {NULL, 0, fd, src};
     struct fs_write_opts o = {mode, FS_SYMLINK_FOLLOW, NULL, NULL};
-    int rc = write_core(dst, &s, &o, err);
+    int rc = write_core(dst, &s, &o, 0, err);
     close(fd);
     return rc;
 }
@@ -178,11 +179,18 @@ int fs_write_atomic(const char *path, const void *data, size_t len,
 {
     struct source s = {data, len, -1, NULL};
     static const struct fs_write_opts defaults = {0644, FS_SYMLINK_FOLLOW, NULL, NULL};
-    return write_core(path, &s, opts ? opts : &defaults, err);
+    return write_core(path, &s, opts ? opts : &defaults, 0, err);
+}
+
+int fs_write_exact(const char *path, const void *data, size_t len, const struct fs_write_opts *opts,
+                   struct as_err *err)
+{
+    struct source s = {data, len, -1, NULL};
+    return write_core(path, &s, opts, 1, err);
 }
 
 static int write_core(const char *path, const struct source *src, const struct fs_write_opts *opts,
-                      struct as_err *err)
+                      int exact_mode, struct as_err *err)
 {
     strbuf target = SB_INIT, dir = SB_INIT, base = SB_INIT, cdir = SB_INIT, tmp = SB_INIT;
     strbuf croot = SB_INIT;
@@ -274,8 +282,11 @@ static int write_core(const char *path, const struct source *src, const struct f
                 goto out;
             }
             struct source bs = {NULL, 0, ofd, path};
-            struct fs_write_opts bo = {0600, FS_SYMLINK_FOLLOW, NULL, NULL};
-            int brc = write_core(opts->backup_path, &bs, &bo, err);
+            /* Exactly 0600, not the target's mode: the copy may hold
+             * resolved secrets even when the config is 0644, and an older
+             * backup's looser mode must not survive. */
+            struct fs_write_opts bo = {0600, FS_SYMLINK_REFUSE, NULL, NULL};
+            int brc = write_core(opts->backup_path, &bs, &bo, 1, err);
             close(ofd);
             if (brc != 0) {
                 as_err_prefix(err, "%s not written: its backup failed", path);
@@ -320,7 +331,7 @@ static int write_core(const char *path, const struct source *src, const struct f
         }
     }
     /* After fchown, which may clear set-id bits. */
-    if (fchmod(fd, exists ? (old.st_mode & 07777) : (opts->mode & 07777)) != 0) {
+    if (fchmod(fd, exists && !exact_mode ? (old.st_mode & 07777) : (opts->mode & 07777)) != 0) {
         as_err_errno(err, "cannot write %s (chmod)", path);
         goto out;
     }

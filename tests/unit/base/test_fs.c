@@ -501,6 +501,166 @@ static void test_copy_file(void **st)
     tu_rmtree(dir);
 }
 
+/* ---- private copies (backups, history: they hold resolved secrets) ----- */
+
+static mode_t lmode_of(const char *p)
+{
+    struct stat st;
+    assert_int_equal(lstat(p, &st), 0);
+    return st.st_mode & 07777;
+}
+
+static void test_backup_always_0600(void **st)
+{
+    (void)st;
+    mode_t old = umask(0);
+    char *dir = tu_tmpdir();
+    char *p = tu_write(dir, "cfg", "TOKEN=v1");
+    assert_int_equal(chmod(p, 0644), 0);
+    char *bdir = pj(dir, "backups");
+    assert_int_equal(mkdir(bdir, 0700), 0);
+    char *b = pj(bdir, "cfg.bak");
+    struct as_err err = AS_ERR_INIT;
+    struct fs_write_opts o = {0644, FS_SYMLINK_FOLLOW, NULL, b};
+    /* a 0644 config: its copy is still 0600, and the config keeps 0644 */
+    assert_int_equal(fs_write_atomic(p, "TOKEN=v2", 8, &o, &err), 0);
+    assert_int_equal(mode_of(b), 0600);
+    assert_int_equal(mode_of(p), 0644);
+    /* an older, looser backup does not keep its mode when it is replaced */
+    assert_int_equal(chmod(b, 0666), 0);
+    assert_int_equal(fs_write_atomic(p, "TOKEN=v3", 8, &o, &err), 0);
+    assert_content(b, "TOKEN=v2");
+    assert_int_equal(mode_of(b), 0600);
+    /* a symlink planted at the backup path is refused: the copy would land
+     * wherever it points; the target keeps its bytes */
+    char *elsewhere = tu_write(dir, "elsewhere", "x");
+    assert_int_equal(unlink(b), 0);
+    assert_int_equal(symlink(elsewhere, b), 0);
+    assert_int_equal(fs_write_atomic(p, "TOKEN=v4", 8, &o, &err), -1);
+    assert_non_null(strstr(err.msg, "backup"));
+    assert_content(p, "TOKEN=v3");
+    assert_content(elsewhere, "x");
+    assert_int_equal(count_temps(dir), 0);
+    assert_int_equal(count_temps(bdir), 0);
+    free(elsewhere);
+    free(b);
+    free(bdir);
+    free(p);
+    tu_rmtree(dir);
+    umask(old);
+}
+
+static void test_write_exact(void **st)
+{
+    (void)st;
+    mode_t old = umask(0);
+    char *dir = tu_tmpdir();
+    struct as_err err = AS_ERR_INIT;
+    /* new files: exactly the asked mode under umask 0 */
+    char *n = pj(dir, "new");
+    struct fs_write_opts o = {0600, FS_SYMLINK_REFUSE, NULL, NULL};
+    assert_int_equal(fs_write_exact(n, "s", 1, &o, &err), 0);
+    assert_int_equal(mode_of(n), 0600);
+    char *a = pj(dir, "atomic");
+    assert_int_equal(fs_write_atomic(a, "s", 1, &o, &err), 0);
+    assert_int_equal(mode_of(a), 0600);
+    /* existing: fs_write_atomic keeps the mode, fs_write_exact replaces it */
+    assert_int_equal(chmod(n, 0644), 0);
+    assert_int_equal(chmod(a, 0644), 0);
+    assert_int_equal(fs_write_atomic(a, "t", 1, &o, &err), 0);
+    assert_int_equal(mode_of(a), 0644);
+    assert_int_equal(fs_write_exact(n, "t", 1, &o, &err), 0);
+    assert_int_equal(mode_of(n), 0600);
+    assert_content(n, "t");
+    /* and back to a recorded 0640 (restore) */
+    struct fs_write_opts r = {0640, FS_SYMLINK_FOLLOW, NULL, NULL};
+    assert_int_equal(fs_write_exact(n, "u", 1, &r, &err), 0);
+    assert_int_equal(mode_of(n), 0640);
+    /* a refused symlink stays refused */
+    char *l = pj(dir, "link");
+    assert_int_equal(symlink(a, l), 0);
+    assert_int_equal(fs_write_exact(l, "v", 1, &o, &err), -1);
+    assert_content(a, "t");
+    assert_int_equal(count_temps(dir), 0);
+    free(l);
+    free(a);
+    free(n);
+    tu_rmtree(dir);
+    umask(old);
+}
+
+static void test_private_dir(void **st)
+{
+    (void)st;
+    mode_t old = umask(0);
+    char *dir = tu_tmpdir();
+    struct as_err err = AS_ERR_INIT;
+    char *d = pj(dir, "ah/backups");
+    char *ah = pj(dir, "ah");
+    assert_int_equal(fs_private_dir(d, &err), 0);
+    assert_int_equal(mode_of(ah), 0700);
+    assert_int_equal(mode_of(d), 0700);
+    /* re-tightened when loosened */
+    assert_int_equal(chmod(d, 0755), 0);
+    assert_int_equal(fs_private_dir(d, &err), 0);
+    assert_int_equal(mode_of(d), 0700);
+    assert_int_equal(chmod(d, 02777), 0);
+    assert_int_equal(fs_private_dir(d, &err), 0);
+    assert_int_equal(mode_of(d), 0700);
+    /* a stricter owner-only mode is left alone */
+    assert_int_equal(chmod(d, 0500), 0);
+    assert_int_equal(fs_private_dir(d, &err), 0);
+    assert_int_equal(mode_of(d), 0500);
+    assert_int_equal(chmod(d, 0700), 0);
+    /* a symlink there is refused, and what it points at is not chmod'ed */
+    char *shared = pj(dir, "shared");
+    assert_int_equal(mkdir(shared, 0777), 0);
+    char *l = pj(dir, "ah/history");
+    assert_int_equal(symlink(shared, l), 0);
+    assert_int_equal(fs_private_dir(l, &err), -1);
+    assert_non_null(strstr(err.msg, "symlink"));
+    assert_int_equal(mode_of(shared), 0777);
+    assert_int_equal(lmode_of(l) & 0777, 0777); /* the link itself */
+    /* a file there is refused */
+    char *f = tu_write(dir, "ah/file", "x");
+    assert_int_equal(fs_private_dir(f, &err), -1);
+    free(f);
+    free(l);
+    free(shared);
+    free(ah);
+    free(d);
+    tu_rmtree(dir);
+    umask(old);
+}
+
+static void test_tighten_file(void **st)
+{
+    (void)st;
+    char *dir = tu_tmpdir();
+    struct as_err err = AS_ERR_INIT;
+    char *f = tu_write(dir, "state.json", "{}");
+    assert_int_equal(chmod(f, 0644), 0);
+    assert_int_equal(fs_tighten_file(f, 0600, &err), 0);
+    assert_int_equal(mode_of(f), 0600);
+    assert_int_equal(chmod(f, 0400), 0); /* nothing outside 0600: left alone */
+    assert_int_equal(fs_tighten_file(f, 0600, &err), 0);
+    assert_int_equal(mode_of(f), 0400);
+    /* never through a symlink */
+    char *t = tu_write(dir, "target", "x");
+    assert_int_equal(chmod(t, 0644), 0);
+    char *l = pj(dir, "link");
+    assert_int_equal(symlink(t, l), 0);
+    assert_int_equal(fs_tighten_file(l, 0600, &err), 0);
+    assert_int_equal(mode_of(t), 0644);
+    char *missing = pj(dir, "missing");
+    assert_int_equal(fs_tighten_file(missing, 0600, &err), 0);
+    free(missing);
+    free(l);
+    free(t);
+    free(f);
+    tu_rmtree(dir);
+}
+
 /* ---- joins and paths ------------------------------------------------- */
 
 static void test_safe_join(void **st)
@@ -822,6 +982,10 @@ int main(void)
         cmocka_unit_test(test_write_backup),
         cmocka_unit_test(test_write_not_regular),
         cmocka_unit_test(test_copy_file),
+        cmocka_unit_test(test_backup_always_0600),
+        cmocka_unit_test(test_write_exact),
+        cmocka_unit_test(test_private_dir),
+        cmocka_unit_test(test_tighten_file),
         cmocka_unit_test(test_safe_join),
         cmocka_unit_test(test_paths),
         cmocka_unit_test(test_mkdirs_exists),
