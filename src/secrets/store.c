@@ -199,14 +199,13 @@ static int ensure_parent(const char *path, struct as_err *err)
     return rc;
 }
 
-static int write_private(const char *path, bool exists, const strbuf *data, struct as_err *err)
+static int write_private(const char *path, const strbuf *data, struct as_err *err)
 {
-    /* Tighten a looser existing file before the new value goes in: the
-     * atomic writer keeps the old mode. */
-    if (exists && chmod(path, 0600) < 0)
-        return as_err_errno(err, "cannot make %s private (chmod 600)", path);
+    /* Exactly 0600 even over a looser existing file, and never through a
+     * symlink planted at the path (fs_write_exact refuses it before any
+     * chmod, so no target elsewhere is touched). */
     struct fs_write_opts o = {.mode = 0600, .symlinks = FS_SYMLINK_REFUSE};
-    return fs_write_atomic(path, data->buf, data->len, &o, err);
+    return fs_write_exact(path, data->buf, data->len, &o, err);
 }
 
 static int edit_file(const char *path, const char *name, const char *value, size_t vlen,
@@ -232,7 +231,7 @@ static int edit_file(const char *path, const char *name, const char *value, size
     }
     if (!exists && ensure_parent(path, err) < 0)
         goto done;
-    rc = write_private(path, exists, &out, err);
+    rc = write_private(path, &out, err);
 done:
     sb_release_secure(&text);
     sb_release_secure(&out);

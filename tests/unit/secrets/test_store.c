@@ -118,9 +118,14 @@ static void test_refusals(void **state)
     char *link = NULL;
     assert_true(asprintf(&link, "%s/.env", tmp) > 0);
     assert_int_equal(symlink(target, link), 0);
+    assert_int_equal(chmod(target, 0644), 0);
     struct as_err err = AS_ERR_INIT;
     assert_int_equal(sec_dotenv_set(link, "T", "v1", 2, SEC_STORE_DOTENV, NULL, &err), -1);
     assert_non_null(strstr(err.msg, "symlink"));
+    /* refused before anything touched the link's target, its mode included */
+    struct stat st;
+    assert_int_equal(stat(target, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0644);
     char *t = tu_read(target, NULL);
     assert_string_equal(t, "X=1\n");
     free(t);
