@@ -8,7 +8,10 @@
 #ifndef AS_CLI_CLI_H
 #define AS_CLI_CLI_H
 
+#include <stdbool.h>
+
 #include "base/err.h"
+#include "base/lock.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
@@ -49,6 +52,28 @@ struct library;
  * when sources.toml cannot be used: then no library name resolves and the
  * command goes on, validation saying which names are unknown. */
 struct library *cli_open_library(void);
+
+/* The central library a command works on, with the one writer lock taken
+ * first when the command writes. Start from {0}. */
+struct cli_lib {
+    struct library *lib;
+    struct as_lock lock;
+    bool locked;
+};
+/* Takes the writer lock when lock is set, then opens the central library.
+ * NULL after printing the error, with nothing held. */
+struct library *cli_lib_open(struct cli_lib *cl, bool lock);
+/* Frees the library and releases the lock; safe after a failed open. */
+void cli_lib_close(struct cli_lib *cl);
+
+struct bundle_paths;
+typedef int (*cli_project_fn)(struct library *lib, const struct bundle_paths *p, const void *arg,
+                              struct as_err *err);
+/* The project (discovered and required), the writer lock and the central
+ * library around fn, held for the whole command (add, upgrade, remove), so
+ * two edits never race; lib_warnings prints the library's warnings first.
+ * Prints fn's error once; EXIT_OK or EXIT_FAIL. */
+int cli_with_project(struct cli_ctx *ctx, bool lib_warnings, cli_project_fn fn, const void *arg);
 
 int cmd_help(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_version(int argc, char **argv, struct cli_ctx *ctx);

@@ -13,52 +13,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/lock.h"
-#include "bundle/discover.h"
 #include "cli/cli.h"
 #include "library/library.h"
 #include "library/pack.h"
-#include "trust/trust.h"
 
 int cmd_add(int argc, char **argv, struct cli_ctx *ctx);
-
-/* Project + writer lock + library around fn; prints the error once. */
-typedef int (*project_fn)(struct library *lib, const struct bundle_paths *p, const void *arg,
-                          struct as_err *err);
-
-static int with_project(struct cli_ctx *ctx, project_fn fn, const void *arg)
-{
-    struct as_err err = AS_ERR_INIT;
-    struct bundle_paths p;
-    if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0 || discover_require(&p, &err) < 0) {
-        cli_error(&err);
-        bundle_paths_free(&p);
-        return EXIT_FAIL;
-    }
-    struct as_lock l;
-    if (trust_lock(&l, &err) < 0) {
-        cli_error(&err);
-        bundle_paths_free(&p);
-        return EXIT_FAIL;
-    }
-    int rc = EXIT_FAIL;
-    struct library *lib = lib_open(NULL, &err);
-    if (!lib) {
-        cli_error(&err);
-    } else {
-        for (size_t i = 0; i < lib->warnings.n; i++)
-            fprintf(stderr, "warning: %s\n", lib->warnings.v[i]);
-        fflush(stdout);
-        if (fn(lib, &p, arg, &err) < 0)
-            cli_error(&err);
-        else
-            rc = EXIT_OK;
-    }
-    lib_free(lib);
-    lock_release(&l);
-    bundle_paths_free(&p);
-    return rc;
-}
 
 struct skill_call {
     const char *spec;
@@ -70,6 +29,18 @@ static int skill_fn(struct library *lib, const struct bundle_paths *p, const voi
 {
     const struct skill_call *c = arg;
     return lib_add_skill(lib, p, c->spec, &c->o, err);
+}
+
+struct pack_call {
+    const char *spec;
+    struct lib_pack_opts o;
+};
+
+static int pack_fn(struct library *lib, const struct bundle_paths *p, const void *arg,
+                   struct as_err *err)
+{
+    const struct pack_call *c = arg;
+    return lib_pack_add(lib, p, c->spec, &c->o, err);
 }
 
 static int add_skill(int argc, char **argv, struct cli_ctx *ctx)
@@ -113,7 +84,7 @@ static int add_skill(int argc, char **argv, struct cli_ctx *ctx)
     if (!c.spec)
         return cli_usage_error("add", "add skill needs a source: agentstack add skill "
                                       "<./dir | owner/repo[@skill][#ref] | git URL> --write");
-    return with_project(ctx, skill_fn, &c);
+    return cli_with_project(ctx, true, skill_fn, &c);
 }
 
 int cmd_add(int argc, char **argv, struct cli_ctx *ctx)
@@ -145,34 +116,6 @@ int cmd_add(int argc, char **argv, struct cli_ctx *ctx)
                                "unknown pack source '%s': use git:<owner>/<repo>[@<tag>]"
                                "[#<subdir>] or git:<full git URL>",
                                spec);
-    struct as_err err = AS_ERR_INIT;
-    struct bundle_paths p;
-    if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0 || discover_require(&p, &err) < 0) {
-        cli_error(&err);
-        bundle_paths_free(&p);
-        return EXIT_FAIL;
-    }
-    struct as_lock l;
-    if (trust_lock(&l, &err) < 0) {
-        cli_error(&err);
-        bundle_paths_free(&p);
-        return EXIT_FAIL;
-    }
-    int rc = EXIT_FAIL;
-    struct library *lib = lib_open(NULL, &err);
-    if (!lib) {
-        cli_error(&err);
-    } else {
-        for (size_t i = 0; i < lib->warnings.n; i++)
-            fprintf(stderr, "warning: %s\n", lib->warnings.v[i]);
-        fflush(stdout);
-        if (lib_pack_add(lib, &p, spec, &o, &err) < 0)
-            cli_error(&err);
-        else
-            rc = EXIT_OK;
-    }
-    lib_free(lib);
-    lock_release(&l);
-    bundle_paths_free(&p);
-    return rc;
+    struct pack_call c = {spec, o};
+    return cli_with_project(ctx, true, pack_fn, &c);
 }

@@ -15,7 +15,6 @@
 
 #include "base/fs.h"
 #include "base/json.h"
-#include "base/lock.h"
 #include "base/strbuf.h"
 #include "base/term.h"
 #include "base/xalloc.h"
@@ -28,7 +27,6 @@
 #include "cli/cli.h"
 #include "library/library.h"
 #include "library/sync.h"
-#include "trust/trust.h"
 
 int cmd_lib(int argc, char **argv, struct cli_ctx *ctx);
 
@@ -116,26 +114,14 @@ static void print_warnings(const struct library *lib)
     }
 }
 
-/* Opens the library, taking the writer lock first when writing. */
-static struct library *open_lib(bool lock, struct as_lock *l, bool *locked)
+/* The "Dry run." footer when not writing: then the command is done. */
+static bool dry_run(const struct opts *o, int *rc)
 {
-    struct as_err err = AS_ERR_INIT;
-    *locked = false;
-    if (lock) {
-        if (trust_lock(l, &err) < 0) {
-            cli_error(&err);
-            return NULL;
-        }
-        *locked = true;
-    }
-    struct library *lib = lib_open(NULL, &err);
-    if (!lib) {
-        cli_error(&err);
-        if (*locked)
-            lock_release(l);
-        *locked = false;
-    }
-    return lib;
+    if (o->write)
+        return false;
+    printf(DRY_RUN);
+    *rc = EXIT_OK;
+    return true;
 }
 
 /* ---- lib sources ------------------------------------------------------------------- */
@@ -190,9 +176,8 @@ static void emit_json(json_t *j)
 
 static int do_sources(struct opts *o)
 {
-    struct as_lock l;
-    bool locked;
-    struct library *lib = open_lib(false, &l, &locked);
+    struct cli_lib cl = {0};
+    struct library *lib = cli_lib_open(&cl, false);
     if (!lib)
         return EXIT_FAIL;
     print_warnings(lib);
@@ -211,7 +196,7 @@ static int do_sources(struct opts *o)
         }
         emit_json(json_pack("{s:i, s:o, s:o}", "schema_version", 1, "sources", src, "shadowed",
                             collisions_json(lib)));
-        lib_free(lib);
+        cli_lib_close(&cl);
         return EXIT_OK;
     }
     printf("Library sources (first match wins)\n");
@@ -236,7 +221,7 @@ static int do_sources(struct opts *o)
         }
     }
     print_collisions(lib, "Shadowed names:");
-    lib_free(lib);
+    cli_lib_close(&cl);
     return EXIT_OK;
 }
 
@@ -338,9 +323,8 @@ static void list_kind(const struct library *lib, enum lib_kind k, const char *ti
 
 static int do_list(struct opts *o)
 {
-    struct as_lock l;
-    bool locked;
-    struct library *lib = open_lib(false, &l, &locked);
+    struct cli_lib cl = {0};
+    struct library *lib = cli_lib_open(&cl, false);
     if (!lib)
         return EXIT_FAIL;
     print_warnings(lib);
@@ -357,7 +341,7 @@ static int do_list(struct opts *o)
     if (o->json) {
         emit_json(json_pack("{s:i, s:o, s:o}", "schema_version", 1, "items", items, "shadowed",
                             collisions_json(lib)));
-        lib_free(lib);
+        cli_lib_close(&cl);
         return EXIT_OK;
     }
     if (!shown)
@@ -367,7 +351,7 @@ static int do_list(struct opts *o)
     if (c.n)
         print_collisions(lib, "Shadowed names");
     lib_collisions_free(&c);
-    lib_free(lib);
+    cli_lib_close(&cl);
     return EXIT_OK;
 }
 
@@ -388,9 +372,8 @@ static int do_link(struct opts *o)
     if (o->pos.n != 1)
         return cli_usage_error("lib", "lib link needs one folder: agentstack lib link <path> "
                                       "[--name N] [--first] [--note T] [--write]");
-    struct as_lock l;
-    bool locked;
-    struct library *lib = open_lib(o->write, &l, &locked);
+    struct cli_lib cl = {0};
+    struct library *lib = cli_lib_open(&cl, o->write);
     if (!lib)
         return EXIT_FAIL;
     struct as_err err = AS_ERR_INIT;
@@ -408,11 +391,8 @@ static int do_link(struct opts *o)
     if (!was)
         printf("+ library source 'local' → %s/lib  (kept, now listed in sources.toml)\n",
                lib->home);
-    if (!o->write) {
-        printf(DRY_RUN);
-        rc = EXIT_OK;
+    if (dry_run(o, &rc))
         goto out;
-    }
     rc = save_sources(lib);
     if (rc == EXIT_OK) {
         printf("✓ linked '%s' (%zu source%s; first match wins)\n", s->name, lib->sources.n,
@@ -425,9 +405,7 @@ static int do_link(struct opts *o)
         lib_collisions_free(&c);
     }
 out:
-    if (locked)
-        lock_release(&l);
-    lib_free(lib);
+    cli_lib_close(&cl);
     return rc;
 }
 
@@ -435,9 +413,8 @@ static int do_unlink(struct opts *o)
 {
     if (o->pos.n != 1)
         return cli_usage_error("lib", "lib unlink needs a source name");
-    struct as_lock l;
-    bool locked;
-    struct library *lib = open_lib(o->write, &l, &locked);
+    struct cli_lib cl = {0};
+    struct library *lib = cli_lib_open(&cl, o->write);
     if (!lib)
         return EXIT_FAIL;
     struct as_err err = AS_ERR_INIT;
@@ -451,27 +428,21 @@ static int do_unlink(struct opts *o)
     printf("- library source '%s' (", o->pos.v[0]);
     sanitized(stdout, path);
     printf("; the folder is left as it is)\n");
-    if (!o->write) {
-        printf(DRY_RUN);
-        rc = EXIT_OK;
+    if (dry_run(o, &rc))
         goto out;
-    }
     rc = save_sources(lib);
     if (rc == EXIT_OK)
         printf("✓ unlinked '%s'\n", o->pos.v[0]);
 out:
     free(path);
-    if (locked)
-        lock_release(&l);
-    lib_free(lib);
+    cli_lib_close(&cl);
     return rc;
 }
 
 static int do_reorder(struct opts *o)
 {
-    struct as_lock l;
-    bool locked;
-    struct library *lib = open_lib(o->write, &l, &locked);
+    struct cli_lib cl = {0};
+    struct library *lib = cli_lib_open(&cl, o->write);
     if (!lib)
         return EXIT_FAIL;
     struct as_err err = AS_ERR_INIT;
@@ -485,18 +456,13 @@ static int do_reorder(struct opts *o)
         printf("  %zu. %s\n", i + 1, lib->sources.v[i].name);
     printf("(the order applies to the next agentstack lock; pins that would now resolve "
            "differently re-gate trust)\n");
-    if (!o->write) {
-        printf(DRY_RUN);
-        rc = EXIT_OK;
+    if (dry_run(o, &rc))
         goto out;
-    }
     rc = save_sources(lib);
     if (rc == EXIT_OK)
         printf("✓ reordered\n");
 out:
-    if (locked)
-        lock_release(&l);
-    lib_free(lib);
+    cli_lib_close(&cl);
     return rc;
 }
 
@@ -528,8 +494,7 @@ static int do_add(struct opts *o)
     }
     struct as_err err = AS_ERR_INIT;
     strbuf abs = SB_INIT;
-    struct as_lock l;
-    bool locked = false;
+    struct cli_lib cl = {0};
     struct library *lib = NULL;
     struct skill_md md = {0};
     struct scan_report sr;
@@ -583,7 +548,7 @@ static int do_add(struct opts *o)
         fprintf(stderr, "  review the findings above; to add it anyway: --allow-flagged\n");
         goto out;
     }
-    lib = open_lib(o->write, &l, &locked);
+    lib = cli_lib_open(&cl, o->write);
     if (!lib)
         goto out;
     print_warnings(lib);
@@ -621,11 +586,8 @@ static int do_add(struct opts *o)
     printf("  (copied from ");
     sanitized(stdout, abs.buf);
     printf(", %.12s)\n", hex);
-    if (!o->write) {
-        printf(DRY_RUN);
-        rc = EXIT_OK;
+    if (dry_run(o, &rc))
         goto out;
-    }
     if (have && lib_trash_item(lib, LIB_SKILL, name, &trashed, &err) < 0) {
         cli_error(&err);
         goto out;
@@ -681,9 +643,7 @@ static int do_add(struct opts *o)
     printf("next: name it in a toolset — skills = [\"%s\"] — then agentstack lock --write\n", name);
     rc = EXIT_OK;
 out:
-    if (locked)
-        lock_release(&l);
-    lib_free(lib);
+    cli_lib_close(&cl);
     scan_report_free(&sr);
     skill_md_free(&md);
     sb_release(&abs);
@@ -748,8 +708,7 @@ static int do_add_server(struct opts *o, struct cli_ctx *ctx)
     struct manifest *m = NULL;
     struct bundle_paths p = {0};
     char *prov = NULL;
-    struct as_lock l;
-    bool locked = false;
+    struct cli_lib cl = {0};
     struct library *lib = NULL;
     int rc = EXIT_FAIL;
     if (!name[0] || strchr(name, '\n')) {
@@ -796,7 +755,7 @@ static int do_add_server(struct opts *o, struct cli_ctx *ctx)
                 "will refuse it; use ${REF} instead\n",
                 f.v[i].key, f.v[i].where);
     lsec_findings_free(&f);
-    lib = open_lib(o->write, &l, &locked);
+    lib = cli_lib_open(&cl, o->write);
     if (!lib)
         goto out;
     struct lib_source *first = lib_first(lib);
@@ -828,9 +787,7 @@ static int do_add_server(struct opts *o, struct cli_ctx *ctx)
     printf("%c server '%s' → ", have ? '~' : '+', name);
     sanitized(stdout, dst);
     fputc('\n', stdout);
-    if (!o->write) {
-        printf(DRY_RUN);
-        rc = EXIT_OK;
+    if (dry_run(o, &rc)) {
         sb_release(&body);
         free(dst);
         goto out;
@@ -880,9 +837,7 @@ static int do_add_server(struct opts *o, struct cli_ctx *ctx)
     free(trashed);
     rc = EXIT_OK;
 out:
-    if (locked)
-        lock_release(&l);
-    lib_free(lib);
+    cli_lib_close(&cl);
     toml_free(table);
     toml_free(doc);
     manifest_free(m);
@@ -899,9 +854,8 @@ static int do_remove(struct opts *o, enum lib_kind kind)
     if (o->pos.n != 1)
         return cli_usage_error("lib", "lib remove needs a name");
     const char *name = o->pos.v[0];
-    struct as_lock l;
-    bool locked;
-    struct library *lib = open_lib(o->write, &l, &locked);
+    struct cli_lib cl = {0};
+    struct library *lib = cli_lib_open(&cl, o->write);
     if (!lib)
         return EXIT_FAIL;
     struct as_err err = AS_ERR_INIT;
@@ -919,11 +873,8 @@ static int do_remove(struct opts *o, enum lib_kind kind)
     const char *src = lib->sources.v[it->source].name;
     printf("- %s '%s' from library '%s' (its body moves to .trash/; projects are untouched)\n",
            lib_kind_name(kind), it->name, src);
-    if (!o->write) {
-        printf(DRY_RUN);
-        rc = EXIT_OK;
+    if (dry_run(o, &rc))
         goto out;
-    }
     char *id = NULL;
     char *srcname = xstrdup(src);
     if (lib_trash_item(lib, kind, name, &id, &err) < 0) {
@@ -937,18 +888,15 @@ static int do_remove(struct opts *o, enum lib_kind kind)
     free(id);
     rc = EXIT_OK;
 out:
-    if (locked)
-        lock_release(&l);
-    lib_free(lib);
+    cli_lib_close(&cl);
     return rc;
 }
 
 static int do_trash(struct opts *o)
 {
     bool mutate = o->restore || o->empty;
-    struct as_lock l;
-    bool locked;
-    struct library *lib = open_lib(mutate && o->write, &l, &locked);
+    struct cli_lib cl = {0};
+    struct library *lib = cli_lib_open(&cl, mutate && o->write);
     if (!lib)
         return EXIT_FAIL;
     struct as_err err = AS_ERR_INIT;
@@ -1002,11 +950,8 @@ static int do_trash(struct opts *o)
             goto out;
         }
         printf("+ restore %s%s\n", o->restore, o->replace ? " (replacing the current one)" : "");
-        if (!o->write) {
-            printf(DRY_RUN);
-            rc = EXIT_OK;
+        if (dry_run(o, &rc))
             goto out;
-        }
         if (lib_trash_restore(lib, o->restore, o->replace, &err) < 0) {
             cli_error(&err);
             goto out;
@@ -1023,11 +968,8 @@ static int do_trash(struct opts *o)
         goto out;
     }
     printf("- purge %zu trash entr%s for good\n", n, n == 1 ? "y" : "ies");
-    if (!o->write) {
-        printf(DRY_RUN);
-        rc = EXIT_OK;
+    if (dry_run(o, &rc))
         goto out;
-    }
     size_t purged = 0;
     if (lib_trash_empty(lib, o->id, &purged, &err) < 0) {
         cli_error(&err);
@@ -1037,9 +979,7 @@ static int do_trash(struct opts *o)
     rc = EXIT_OK;
 out:
     lib_trash_entries_free(&all);
-    if (locked)
-        lock_release(&l);
-    lib_free(lib);
+    cli_lib_close(&cl);
     return rc;
 }
 
@@ -1159,9 +1099,8 @@ static int do_sync(struct opts *o)
 {
     if (o->pos.n)
         return cli_usage_error("lib", "lib sync takes no positional arguments");
-    struct as_lock l;
-    bool locked;
-    struct library *lib = open_lib(!o->status, &l, &locked);
+    struct cli_lib cl = {0};
+    struct library *lib = cli_lib_open(&cl, !o->status);
     if (!lib)
         return EXIT_FAIL;
     print_warnings(lib);
@@ -1183,9 +1122,7 @@ static int do_sync(struct opts *o)
     } else if (r > 0) {
         rc = EXIT_FAIL;
     }
-    if (locked)
-        lock_release(&l);
-    lib_free(lib);
+    cli_lib_close(&cl);
     return rc;
 }
 

@@ -14,12 +14,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/lock.h"
-#include "bundle/discover.h"
 #include "cli/cli.h"
 #include "library/library.h"
 #include "library/pack.h"
-#include "trust/trust.h"
 
 int cmd_upgrade(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_remove(int argc, char **argv, struct cli_ctx *ctx);
@@ -27,37 +24,25 @@ int cmd_remove(int argc, char **argv, struct cli_ctx *ctx);
 typedef int (*pack_fn)(struct library *lib, const struct bundle_paths *p, const char *name,
                        const struct lib_pack_opts *o, struct as_err *err);
 
+struct pack_call {
+    pack_fn fn;
+    const char *name;
+    const struct lib_pack_opts *o;
+};
+
+static int call_fn(struct library *lib, const struct bundle_paths *p, const void *arg,
+                   struct as_err *err)
+{
+    const struct pack_call *c = arg;
+    return c->fn(lib, p, c->name, c->o, err);
+}
+
+/* Unlike add, upgrade and remove have never printed the library's warnings. */
 static int run_locked(struct cli_ctx *ctx, pack_fn fn, const char *name,
                       const struct lib_pack_opts *o)
 {
-    struct as_err err = AS_ERR_INIT;
-    struct bundle_paths p;
-    if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0 || discover_require(&p, &err) < 0) {
-        cli_error(&err);
-        bundle_paths_free(&p);
-        return EXIT_FAIL;
-    }
-    struct as_lock l;
-    if (trust_lock(&l, &err) < 0) {
-        cli_error(&err);
-        bundle_paths_free(&p);
-        return EXIT_FAIL;
-    }
-    int rc = EXIT_FAIL;
-    struct library *lib = lib_open(NULL, &err);
-    if (!lib) {
-        cli_error(&err);
-    } else {
-        fflush(stdout);
-        if (fn(lib, &p, name, o, &err) < 0)
-            cli_error(&err);
-        else
-            rc = EXIT_OK;
-    }
-    lib_free(lib);
-    lock_release(&l);
-    bundle_paths_free(&p);
-    return rc;
+    struct pack_call c = {fn, name, o};
+    return cli_with_project(ctx, false, call_fn, &c);
 }
 
 int cmd_upgrade(int argc, char **argv, struct cli_ctx *ctx)

@@ -1,12 +1,15 @@
-/* Shared CLI helpers: error printing, usage, did-you-mean. */
+/* Shared CLI helpers: error printing, usage, did-you-mean, opening the library
+ * and the project for a command. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "base/suggest.h"
 #include "base/term.h"
+#include "bundle/discover.h"
 #include "cli/cli.h"
 #include "library/library.h"
+#include "trust/trust.h"
 
 void cli_error(const struct as_err *err)
 {
@@ -81,4 +84,60 @@ struct library *cli_open_library(void)
     for (size_t i = 0; i < lib->warnings.n; i++)
         fprintf(stderr, "warning: %s\n", lib->warnings.v[i]);
     return lib;
+}
+
+struct library *cli_lib_open(struct cli_lib *cl, bool lock)
+{
+    struct as_err err = AS_ERR_INIT;
+    cl->locked = false;
+    if (lock) {
+        if (trust_lock(&cl->lock, &err) < 0) {
+            cli_error(&err);
+            return NULL;
+        }
+        cl->locked = true;
+    }
+    cl->lib = lib_open(NULL, &err);
+    if (!cl->lib) {
+        cli_error(&err);
+        if (cl->locked)
+            lock_release(&cl->lock);
+        cl->locked = false;
+    }
+    return cl->lib;
+}
+
+void cli_lib_close(struct cli_lib *cl)
+{
+    if (cl->locked)
+        lock_release(&cl->lock);
+    cl->locked = false;
+    lib_free(cl->lib);
+    cl->lib = NULL;
+}
+
+int cli_with_project(struct cli_ctx *ctx, bool lib_warnings, cli_project_fn fn, const void *arg)
+{
+    struct as_err err = AS_ERR_INIT;
+    struct bundle_paths p;
+    if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0 || discover_require(&p, &err) < 0) {
+        cli_error(&err);
+        bundle_paths_free(&p);
+        return EXIT_FAIL;
+    }
+    int rc = EXIT_FAIL;
+    struct cli_lib cl = {0};
+    struct library *lib = cli_lib_open(&cl, true);
+    if (lib) {
+        for (size_t i = 0; lib_warnings && i < lib->warnings.n; i++)
+            fprintf(stderr, "warning: %s\n", lib->warnings.v[i]);
+        fflush(stdout);
+        if (fn(lib, &p, arg, &err) < 0)
+            cli_error(&err);
+        else
+            rc = EXIT_OK;
+    }
+    cli_lib_close(&cl);
+    bundle_paths_free(&p);
+    return rc;
 }
