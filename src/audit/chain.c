@@ -169,6 +169,29 @@ static struct log_ent log_cache[LOG_CACHE_N];
 static unsigned long long log_tick;
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* getpid() is a real syscall in glibc (no caching since 2.25) and the cache
+ * asks on every append; remember it, forgetting it in a forked child. */
+static pid_t self_pid;
+static pthread_once_t self_pid_once = PTHREAD_ONCE_INIT;
+
+static void self_pid_forget(void)
+{
+    self_pid = 0;
+}
+
+static void self_pid_hook(void)
+{
+    pthread_atfork(NULL, NULL, self_pid_forget);
+}
+
+static pid_t my_pid(void)
+{
+    pthread_once(&self_pid_once, self_pid_hook);
+    if (!self_pid)
+        self_pid = getpid();
+    return self_pid;
+}
+
 static void ent_drop(struct log_ent *e)
 {
     if (e->fd >= 0)
@@ -183,7 +206,7 @@ static struct log_ent *ent_find(const char *path)
     for (size_t i = 0; i < LOG_CACHE_N; i++) {
         struct log_ent *e = &log_cache[i];
         if (e->path && strcmp(e->path, path) == 0) {
-            if (e->pid != getpid()) {
+            if (e->pid != my_pid()) {
                 ent_drop(e);
                 return NULL;
             }
@@ -217,7 +240,7 @@ static void ent_store(const char *path, int fd, const struct stat *st, off_t siz
         e->path = xstrdup(path);
     }
     e->fd = fd;
-    e->pid = getpid();
+    e->pid = my_pid();
     e->dev = st->st_dev;
     e->ino = st->st_ino;
     e->size = size;
@@ -335,7 +358,9 @@ static int append_locked(const char *path, const strbuf *body, size_t rotate, in
         sb_add(&line, body->buf, body->len - 1);
         if (body->len > 2)
             sb_addc(&line, ',');
-        sb_addf(&line, "\"prev\":\"%s\"}", prev);
+        sb_adds(&line, "\"prev\":\"");
+        sb_add(&line, prev, SHA256_HEX_LEN);
+        sb_add(&line, "\"}", 2);
         char mine[SHA256_HEX_LEN + 1];
         sha256_hex(line.buf + from, line.len - from, mine);
         sb_addc(&line, '\n');

@@ -32,6 +32,7 @@ void gw_audit(struct gw *gw, const char *server, const char *tool, const char *d
         return; /* no project: nothing brokered */
     struct aud_call c = {0};
     c.run = gw->run_id;
+    c.pid = gw->pid;
     c.project = gw->proj.root;
     c.server = server;
     c.tool = tool;
@@ -99,6 +100,64 @@ static void regate_refusal(struct gw *gw, struct job *j, const char *why)
     finish_refusal(gw, j, r);
 }
 
+/* What a brokered result keeps of the upstream's, in this order. */
+static const char *const keep[] = {"content", "structuredContent", "isError", "_meta", NULL};
+
+static void forward_parsed(struct gw *gw, struct job *j, const json_t *result)
+{
+    json_t *fwd = json_object();
+    for (size_t i = 0; keep[i]; i++) {
+        json_t *v = json_object_get(result, keep[i]);
+        if (v)
+            json_object_set(fwd, keep[i], v);
+    }
+    if (!json_object_get(fwd, "content"))
+        json_object_set_new(fwd, "content", json_array());
+    mcp_result_for_version(fwd, j->modern ? MCP_VERSION_MODERN : gw->negotiated);
+    json_t *capped = gw_result_cap(fwd, (size_t)gw->max_result);
+    json_decref(fwd);
+    gw_reply(gw, j, capped);
+}
+
+/* The same answer as forward_parsed, spliced from the upstream's bytes
+ * (vouched for by mcp_raw_response: valid, no duplicate keys, no reals):
+ * the kept members in the same order, "content": [] when absent. false when
+ * that would not be the same answer, and forward_parsed decides: a block the
+ * client's revision lacks, a result near the cap (the parsed path cuts it
+ * on its serialized size, which the raw bytes bound from above: jansson
+ * never prints an integer or string longer than it was written), or a reply
+ * that does not go to stdout. */
+static bool forward_raw(struct gw *gw, struct job *j, const char *res, size_t len)
+{
+    if (j->via_http || len > (size_t)gw->max_result)
+        return false;
+    struct mcp_member m[MCP_RAW_KEYS];
+    struct mcp_span all = {res, len};
+    int n = mcp_raw_members(all, m, MCP_RAW_KEYS);
+    if (n < 0)
+        return false;
+    struct mcp_span content = mcp_raw_get(m, (size_t)n, "content");
+    if (!mcp_raw_content_unchanged(content, j->modern ? MCP_VERSION_MODERN : gw->negotiated))
+        return false;
+    strbuf out = SB_INIT;
+    for (size_t i = 0; keep[i]; i++) {
+        struct mcp_span v = mcp_raw_get(m, (size_t)n, keep[i]);
+        if (!v.p)
+            continue;
+        if (out.len)
+            sb_addc(&out, ',');
+        sb_addc(&out, '"');
+        sb_adds(&out, keep[i]);
+        sb_add(&out, "\":", 2);
+        sb_add(&out, v.p, v.n);
+    }
+    if (!content.p)
+        sb_adds(&out, out.len ? ",\"content\":[]" : "\"content\":[]");
+    bool ok = gw_reply_raw(gw, j, &out);
+    sb_release(&out);
+    return ok;
+}
+
 static void on_called(void *ctx, const struct mcp_reply *rep)
 {
     struct job *j = ctx;
@@ -106,20 +165,14 @@ static void on_called(void *ctx, const struct mcp_reply *rep)
     long long ms = (long long)((now_us() - j->t0) / 1000u);
     j->handle = 0;
     if (rep->status == MCP_OK) {
-        json_t *fwd = json_object();
-        static const char *const keep[] = {"content", "structuredContent", "isError", "_meta",
-                                           NULL};
-        for (size_t i = 0; keep[i]; i++) {
-            json_t *v = json_object_get(rep->result, keep[i]);
-            if (v)
-                json_object_set(fwd, keep[i], v);
+        if (rep->raw && !forward_raw(gw, j, rep->raw, rep->raw_len)) {
+            json_error_t je;
+            json_t *r = json_loadb(rep->raw, rep->raw_len, JSON_REJECT_DUPLICATES, &je);
+            forward_parsed(gw, j, r); /* never NULL: the bytes were vouched for */
+            json_decref(r);
+        } else if (!rep->raw) {
+            forward_parsed(gw, j, rep->result);
         }
-        if (!json_object_get(fwd, "content"))
-            json_object_set_new(fwd, "content", json_array());
-        mcp_result_for_version(fwd, j->modern ? MCP_VERSION_MODERN : gw->negotiated);
-        json_t *capped = gw_result_cap(fwd, (size_t)gw->max_result);
-        json_decref(fwd);
-        gw_reply(gw, j, capped);
         gw_audit(gw, j->server, j->tool, j->digest, "ok", NULL, NULL, NULL, ms);
     } else {
         const char *cls;
@@ -316,6 +369,6 @@ void gw_dispatch(struct gw *gw, struct job *j)
     gw_surface_ref(sf);
     j->up = up;
     j->t0 = now_us();
-    j->handle = mcp_client_call_tool(up->client, j->tool, j->args,
-                                     up->http ? GW_HTTP_TIMEOUT_MS : gw->call_ms, on_called, j);
+    j->handle = mcp_client_call_tool_raw(up->client, j->tool, j->args,
+                                         up->http ? GW_HTTP_TIMEOUT_MS : gw->call_ms, on_called, j);
 }

@@ -257,6 +257,7 @@ struct gw {
     uint64_t drain_timer;
     size_t closing; /* upstream clients still shutting down */
 
+    long pid;         /* getpid() at start: audit rows without a syscall each */
     char *home;       /* $AGENTSTACK_HOME */
     char *run_id;     /* AGENTSTACK_RUN_ID */
     char *negotiated; /* initialize's answered version, or NULL */
@@ -308,6 +309,11 @@ struct gw {
 /* server.c */
 void gw_reply(struct gw *gw, struct job *j, json_t *result /* stolen */);
 void gw_reply_error(struct gw *gw, struct job *j, int code, const char *msg, json_t *data);
+/* gw_reply for a result already encoded: members holds the result object's
+ * members (compact JSON, without the braces, never a "resultType"). Writes
+ * the same frame gw_reply would. false (nothing done) when the job does not
+ * answer on stdout or its id cannot be printed cheaply: use gw_reply. */
+bool gw_reply_raw(struct gw *gw, struct job *j, const strbuf *members);
 void gw_job_free(struct job *j);
 /* A job not born from a stdin frame (code mode): linked into gw->jobs so
  * shutdown drains and cancels it like any other. */

@@ -102,6 +102,33 @@ void gw_reply(struct gw *gw, struct job *j, json_t *result)
         flush_dirty(gw);
 }
 
+bool gw_reply_raw(struct gw *gw, struct job *j, const strbuf *members)
+{
+    if (j->via_http || !(json_is_integer(j->id) || json_is_string(j->id)))
+        return false;
+    if (!j->cancelled && !j->replied) {
+        /* mcp_result_new's frame, key for key: jsonrpc, id, result. */
+        strbuf f = SB_INIT;
+        sb_adds(&f, "{\"jsonrpc\":\"2.0\",\"id\":");
+        if (json_is_integer(j->id))
+            mcp_json_int((long long)json_integer_value(j->id), &f);
+        else
+            mcp_json_str(json_string_value(j->id), json_string_length(j->id), &f);
+        sb_adds(&f, ",\"result\":{");
+        sb_add(&f, members->buf, members->len);
+        if (j->modern)
+            sb_adds(&f,
+                    members->len ? ",\"resultType\":\"complete\"" : "\"resultType\":\"complete\"");
+        sb_adds(&f, "}}");
+        mcp_writer_send(&gw->w, f.buf, f.len);
+        sb_release(&f);
+    }
+    j->replied = true;
+    if (strcmp(j->method, "tools/list") == 0 || strcmp(j->method, "tools/call") == 0)
+        flush_dirty(gw);
+    return true;
+}
+
 void gw_reply_error(struct gw *gw, struct job *j, int code, const char *msg, json_t *data)
 {
     if (j->via_http) {
@@ -620,6 +647,7 @@ int gw_serve(const struct gw_opts *o, struct as_err *err)
 {
     struct gw gw = {0};
     gw.o = *o;
+    gw.pid = (long)getpid();
     gw.ino_fd = -1;
     gw.last_state = -2;
     gw.max_result = GW_RESULT_MAX_DEFAULT;

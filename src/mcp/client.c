@@ -133,6 +133,8 @@ int mcp__pending(const struct mcp_client *c, uint64_t id)
 
 static void pending_free(struct pending *p)
 {
+    if (p->raw)
+        p->c->raw_pending--;
     if (p->msg)
         json_decref(p->msg);
     free(p->fail_msg);
@@ -155,7 +157,7 @@ static void finish(struct mcp_client *c, struct pending *p, const struct mcp_rep
 static void finish_status(struct mcp_client *c, struct pending *p, enum mcp_status st,
                           const char *msg, long http)
 {
-    struct mcp_reply r = {st, NULL, NULL, msg ? msg : mcp_status_name(st), http};
+    struct mcp_reply r = {st, NULL, NULL, msg ? msg : mcp_status_name(st), http, NULL, 0};
     finish(c, p, &r);
 }
 
@@ -315,6 +317,50 @@ uint64_t mcp_client_call_tool(struct mcp_client *c, const char *name, const json
     return mcp_client_request(c, "tools/call", params, timeout_ms, cb, ctx);
 }
 
+uint64_t mcp_client_call_tool_raw(struct mcp_client *c, const char *name, const json_t *arguments,
+                                  int timeout_ms, mcp_reply_fn cb, void *ctx)
+{
+    uint64_t h;
+    if (c->state == MCP_ST_READY && !c->modern && c->ops->send_raw) {
+        /* The common case, written straight: no message tree to build,
+         * copy, dump and free. Byte for byte what send() would write. */
+        struct pending *p = xcalloc(1, sizeof *p);
+        p->c = c;
+        p->id = c->next_id++;
+        p->cb = cb;
+        p->ctx = ctx;
+        p->timer = mcp_loop_timer(
+            c->loop, (uint64_t)(timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS), req_timer_cb, p);
+        struct pending **pp = &c->live;
+        while (*pp)
+            pp = &(*pp)->next;
+        *pp = p;
+        strbuf line = SB_INIT;
+        sb_adds(&line, "{\"jsonrpc\":\"2.0\",\"id\":");
+        mcp_json_int((long long)p->id, &line);
+        sb_adds(&line, ",\"method\":\"tools/call\",\"params\":{\"name\":");
+        mcp_json_str(name, strlen(name), &line);
+        sb_adds(&line, ",\"arguments\":");
+        if (json_is_object(arguments))
+            mcp_dump(arguments, &line);
+        else
+            sb_adds(&line, "{}");
+        sb_adds(&line, "}}");
+        p->sent = 1;
+        c->ops->send_raw(c, line.buf, line.len, p->id);
+        sb_release(&line);
+        h = p->id;
+    } else {
+        h = mcp_client_call_tool(c, name, arguments, timeout_ms, cb, ctx);
+    }
+    struct pending *p = find_live(c, h, NULL);
+    if (p && !p->raw) {
+        p->raw = 1;
+        c->raw_pending++;
+    }
+    return h;
+}
+
 int mcp_client_notify(struct mcp_client *c, const char *method, json_t *params, struct as_err *err)
 {
     if (c->state != MCP_ST_READY) {
@@ -389,6 +435,21 @@ static int id_value(const json_t *id, uint64_t *out)
 void mcp__on_line(struct mcp_client *c, const char *data, size_t len)
 {
     struct mcp_msg m;
+    if (c->raw_pending) {
+        /* A success answer to a raw request goes back as the bytes it came
+         * in; anything the raw reader cannot vouch for is parsed below. */
+        uint64_t id;
+        struct mcp_span res;
+        struct pending **link;
+        struct pending *p;
+        if (mcp_raw_response(data, len, &id, &res) && (p = find_live(c, id, &link)) && p->sent &&
+            p->raw) {
+            *link = p->next;
+            struct mcp_reply r = {MCP_OK, NULL, NULL, "ok", 0, res.p, res.n};
+            finish(c, p, &r);
+            return;
+        }
+    }
     /* Non-JSON lines and invalid messages on an upstream's stdout are
      * skipped: servers print banners, and nothing we could answer helps. */
     if (mcp_parse(data, len, &m, NULL) != MCP_PARSED)
@@ -399,7 +460,7 @@ void mcp__on_line(struct mcp_client *c, const char *data, size_t len)
         struct pending *p = id_value(m.id, &id) == 0 ? find_live(c, id, &link) : NULL;
         if (p && p->sent) {
             *link = p->next;
-            struct mcp_reply r = {MCP_OK, NULL, NULL, "ok", 0};
+            struct mcp_reply r = {MCP_OK, NULL, NULL, "ok", 0, NULL, 0};
             if (m.error) {
                 r.status = MCP_E_RPC;
                 r.error = m.error;
@@ -468,8 +529,10 @@ static void start_done(struct mcp_client *c, enum mcp_status st, const char *msg
     mcp_reply_fn cb = c->start_cb;
     c->start_cb = NULL;
     if (cb) {
-        struct mcp_reply r = {st, st == MCP_OK ? c->server_result : NULL, NULL,
-                              msg ? msg : mcp_status_name(st), 0};
+        struct mcp_reply r = {st,   st == MCP_OK ? c->server_result : NULL,
+                              NULL, msg ? msg : mcp_status_name(st),
+                              0,    NULL,
+                              0};
         c->busy++;
         cb(c->start_ctx, &r);
         c->busy--;
@@ -722,7 +785,8 @@ static void list_reply(void *ctx, const struct mcp_reply *r)
         more = 0;
     }
     if (more && mcp_now_ms() >= op->deadline) {
-        struct mcp_reply tr = {MCP_E_TIMEOUT, NULL, NULL, "listing exceeded its time budget", 0};
+        struct mcp_reply tr = {MCP_E_TIMEOUT, NULL, NULL, "listing exceeded its time budget", 0,
+                               NULL,          0};
         list_finish(op, &tr);
         return;
     }
@@ -734,7 +798,7 @@ static void list_reply(void *ctx, const struct mcp_reply *r)
     json_object_set(res, "tools", op->tools);
     if (op->truncated)
         json_object_set_new(res, "truncated", json_true());
-    struct mcp_reply ok = {MCP_OK, res, NULL, "ok", 0};
+    struct mcp_reply ok = {MCP_OK, res, NULL, "ok", 0, NULL, 0};
     list_finish(op, &ok);
     json_decref(res);
 }
@@ -795,7 +859,7 @@ void mcp__closed(struct mcp_client *c)
     mcp_reply_fn cb = c->shut_cb;
     c->shut_cb = NULL;
     if (cb) {
-        struct mcp_reply r = {MCP_OK, NULL, NULL, "closed", 0};
+        struct mcp_reply r = {MCP_OK, NULL, NULL, "closed", 0, NULL, 0};
         mcp__enter(c);
         cb(c->shut_ctx, &r);
         mcp__leave(c);
@@ -857,7 +921,7 @@ static void destroy(struct mcp_client *c)
     mcp_loop_timer_cancel(c->loop, c->start_fail_timer);
     mcp_loop_timer_cancel(c->loop, c->shut_timer);
     if (c->start_cb) {
-        struct mcp_reply r = {MCP_E_CLOSED, NULL, NULL, "upstream client freed", 0};
+        struct mcp_reply r = {MCP_E_CLOSED, NULL, NULL, "upstream client freed", 0, NULL, 0};
         mcp_reply_fn cb = c->start_cb;
         c->start_cb = NULL;
         cb(c->start_ctx, &r);

@@ -22,6 +22,9 @@ struct mcp_transport_ops {
      * replies. Failures are reported through mcp__transport_failed or
      * mcp__request_failed, from the loop. */
     void (*send)(struct mcp_client *c, const json_t *msg, uint64_t id);
+    /* Sends one message already encoded as a compact line (no '\n'). May be
+     * NULL: callers then build a message tree for send. */
+    void (*send_raw)(struct mcp_client *c, const char *line, size_t len, uint64_t id);
     /* Stops work for one request id (HTTP aborts its transfer). May be NULL. */
     void (*abort)(struct mcp_client *c, uint64_t id);
     /* After a failure: tear down in the background (no callback). */
@@ -41,6 +44,7 @@ struct pending {
     json_t *msg; /* the request until it is sent */
     int sent;
     int internal;         /* handshake traffic: sent while STARTING */
+    int raw;              /* mcp_client_call_tool_raw: a plain success may arrive raw */
     enum mcp_status fail; /* set when completion is deferred to a 0 ms timer */
     char *fail_msg;
     struct pending *next;
@@ -59,6 +63,7 @@ struct mcp_client {
     void *notify_ctx;
 
     uint64_t next_id;
+    size_t raw_pending;    /* live requests with raw set: worth trying mcp_raw_response */
     struct pending *live;  /* waiting for an answer (or queued until READY) */
     struct pending *limbo; /* off the wire, completion deferred to a timer */
 

@@ -141,6 +141,37 @@ int mcp_result_for_version(json_t *result, const char *version)
     return (int)n;
 }
 
+int mcp_raw_content_unchanged(struct mcp_span content, const char *version)
+{
+    if (!content.p || !rev_usable(version) || *content.p != '[')
+        return 1;
+    /* A block is rewritten only when it is an object whose "type" is a
+     * string no revision up to version defines. */
+    struct mcp_span el[64];
+    int n = mcp_raw_elements(content, el, sizeof el / sizeof el[0]);
+    if (n < 0)
+        return 0; /* more blocks than that: the parsed path judges */
+    for (int i = 0; i < n; i++) {
+        if (*el[i].p != '{')
+            continue;
+        struct mcp_member m[MCP_RAW_KEYS];
+        int k = mcp_raw_members(el[i], m, MCP_RAW_KEYS);
+        if (k < 0)
+            return 0;
+        struct mcp_span t = mcp_raw_get(m, (size_t)k, "type");
+        if (!t.p || *t.p != '"')
+            continue;
+        char type[32];
+        if (t.n - 2 >= sizeof type || memchr(t.p, '\\', t.n))
+            return 0; /* escaped or long: judged by the parsed path */
+        memcpy(type, t.p + 1, t.n - 2);
+        type[t.n - 2] = '\0';
+        if (!block_allowed(type, version))
+            return 0;
+    }
+    return 1;
+}
+
 /* ---- tool metadata ---------------------------------------------------------- */
 
 static json_t *clean_line(const char *s, mcp_line_clean_fn line, size_t line_max)

@@ -238,6 +238,11 @@ enum mcp_read_status mcp_reader_read(struct mcp_reader *r, int fd, mcp_line_fn f
         ssize_t n = read(fd, chunk, sizeof chunk);
         if (n > 0) {
             mcp_reader_feed(r, chunk, (size_t)n, fn, ctx);
+            /* A short read emptied the pipe or socket: the read that would
+             * only say EAGAIN is one syscall per message for nothing, and the
+             * level-triggered loop reports whatever arrives next (EOF too). */
+            if ((size_t)n < sizeof chunk)
+                return MCP_READ_AGAIN;
             continue;
         }
         if (n == 0) {

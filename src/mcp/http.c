@@ -623,7 +623,7 @@ static void h_destroy(struct mcp_client *c)
 }
 
 static const struct mcp_transport_ops http_ops = {
-    MCP_E_HTTP, h_open, h_send, h_abort, h_drop, h_close, h_destroy,
+    MCP_E_HTTP, h_open, h_send, NULL, h_abort, h_drop, h_close, h_destroy,
 };
 
 struct mcp_client *mcp_client_http(struct mcp_loop *loop, const struct mcp_http_opts *ho,

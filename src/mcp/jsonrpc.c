@@ -119,7 +119,12 @@ enum mcp_parse_status mcp_parse(const char *data, size_t len, struct mcp_msg *m,
         return MCP_BLANK;
 
     json_error_t je;
-    json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+    /* Most lines are plain objects the raw validator vouches for; their tree
+     * is built directly, without jansson's per-character lexer. Anything it
+     * cannot vouch for (malformed, or merely unusual) goes to jansson. */
+    json_t *root = mcp_raw_valid(data, len) ? mcp_raw_tree(data, len) : NULL;
+    if (!root)
+        root = json_loadb(data, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
     if (!root) {
         /* Duplicate keys are well-formed JSON but an ambiguous message: two
          * readers could see two different methods. */

@@ -100,6 +100,56 @@ json_t *mcp_error_new(const json_t *id, int code, const char *message, json_t *d
  * '/' unescaped) without the newline. */
 void mcp_dump(const json_t *msg, strbuf *out);
 
+/* ---- raw spans (rawjson.c) ------------------------------------------------ */
+
+/* Forwarding an answer without a parse + dump round trip: a validator that
+ * vouches for a line, then walkers that hand out byte spans of it.
+ * mcp_raw_valid(s, n) is 1 only when s is one JSON object (JSON whitespace
+ * around it allowed) that mcp_parse's parser accepts and whose raw bytes
+ * carry exactly the values a parse + dump would: valid UTF-8, no duplicate
+ * key at any depth, within conservative limits (depth <= MCP_RAW_DEPTH,
+ * <= MCP_RAW_KEYS keys per object and 256 in all the objects open at one
+ * point, keys without escapes, integers of at
+ * most 18 digits and never -0, no reals, no \u0000, surrogate escapes
+ * paired). 0 means "cannot vouch" (malformed, or merely unusual): the caller
+ * takes the full parser, which stays the judge. Never reads past s + n. */
+#define MCP_RAW_DEPTH 64
+#define MCP_RAW_KEYS 64
+
+struct mcp_span {
+    const char *p; /* NULL = absent */
+    size_t n;
+};
+struct mcp_member {
+    struct mcp_span key; /* the key's bytes without quotes (never escaped) */
+    struct mcp_span val; /* the value's bytes */
+};
+
+int mcp_raw_valid(const char *s, size_t n);
+/* The members of an object (elements of an array) inside a span the
+ * validator accepted, in order; -1 when it is no object (array) or has more
+ * than max. Spans that were not vouched for give meaningless (but bounded)
+ * results. */
+int mcp_raw_members(struct mcp_span obj, struct mcp_member *out, size_t max);
+int mcp_raw_elements(struct mcp_span arr, struct mcp_span *out, size_t max);
+/* The value of key among n members, or a span with p NULL. */
+struct mcp_span mcp_raw_get(const struct mcp_member *m, size_t n, const char *key);
+/* 1 when v's bytes are exactly lit (e.g. "\"2.0\"", "true"). */
+int mcp_raw_is(struct mcp_span v, const char *lit);
+/* 1 when the line is a vouched-for success response: "jsonrpc": "2.0", a
+ * positive integer id (*id), an object "result" (*result, a span of s),
+ * and neither "method" nor "error". 0 otherwise (parse it fully). */
+int mcp_raw_response(const char *s, size_t n, uint64_t *id, struct mcp_span *result);
+/* The jansson tree of a span mcp_raw_valid accepted (or any value inside
+ * one): the very values json_loadb would give, built without its lexer.
+ * NULL only when out of memory. */
+json_t *mcp_raw_tree(const char *s, size_t n);
+/* Appends v in decimal, as jansson prints an integer (no printf). */
+void mcp_json_int(long long v, strbuf *out);
+/* Appends s (valid UTF-8, n bytes) as a JSON string: quotes, backslashes
+ * and control characters escaped as jansson's dump escapes them. */
+void mcp_json_str(const char *s, size_t n, strbuf *out);
+
 /* ---- loop ---------------------------------------------------------------- */
 
 struct mcp_loop;
@@ -233,6 +283,11 @@ struct mcp_reply {
     const char *message; /* one line, never NULL; never upstream-authored text, a URL or
                             a header (spawn failures name argv[0]) */
     long http_status;    /* MCP_E_HTTP: the status, or 0 when no response */
+    /* MCP_OK on a request made with mcp_client_call_tool_raw, when the
+     * answer was vouched for by mcp_raw_response: result is NULL and these
+     * are the bytes of the "result" object (borrowed for the callback). */
+    const char *raw;
+    size_t raw_len;
 };
 typedef void (*mcp_reply_fn)(void *ctx, const struct mcp_reply *r);
 /* A notification from the server (method, params may be NULL). */
@@ -302,6 +357,13 @@ uint64_t mcp_client_request(struct mcp_client *c, const char *method, json_t *pa
 /* tools/call {name, arguments}; arguments borrowed (NULL = {}). */
 uint64_t mcp_client_call_tool(struct mcp_client *c, const char *name, const json_t *arguments,
                               int timeout_ms, mcp_reply_fn cb, void *ctx);
+/* mcp_client_call_tool for a caller that forwards the answer: a plain
+ * success may arrive raw (see struct mcp_reply: result NULL, raw set), any
+ * other answer arrives as mcp_client_call_tool's would. Over stdio, outside
+ * the stateless era, the request itself is written straight from name and
+ * the dumped arguments, without a message tree. */
+uint64_t mcp_client_call_tool_raw(struct mcp_client *c, const char *name, const json_t *arguments,
+                                  int timeout_ms, mcp_reply_fn cb, void *ctx);
 /* tools/list following nextCursor under one deadline; the result is
  * {"tools": [...]} with every page's tools, stopping (with "truncated": true)
  * at max_tools tools or max_pages pages or a repeated cursor (<= 0: 1000/100). */
@@ -345,6 +407,11 @@ const char *mcp_client_session_id(const struct mcp_client *c);
  * content array is replaced, never edited, so a shared one stays intact.
  * NULL or unknown versions change nothing. Returns the blocks rewritten. */
 int mcp_result_for_version(json_t *result, const char *version);
+/* The raw twin of the check above: 1 when mcp_result_for_version would
+ * leave a result whose "content" value is the (vouched-for) span content
+ * untouched (content.p NULL: no content), 0 when it would rewrite a block or
+ * a block's type cannot be judged without decoding it. */
+int mcp_raw_content_unchanged(struct mcp_span content, const char *version);
 
 /* Cleans untrusted text for a client: one line, at most max characters. */
 typedef void (*mcp_line_clean_fn)(const char *s, size_t max, strbuf *out);

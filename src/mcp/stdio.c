@@ -511,6 +511,14 @@ static void st_send(struct mcp_client *c, const json_t *msg, uint64_t id)
         mcp_writer_send_json(&tr->cur->w, msg);
 }
 
+static void st_send_raw(struct mcp_client *c, const char *line, size_t len, uint64_t id)
+{
+    (void)id;
+    struct stdio_tr *tr = c->tr;
+    if (tr->cur && tr->cur->in_fd >= 0)
+        mcp_writer_send(&tr->cur->w, line, len);
+}
+
 static void st_drop(struct mcp_client *c, int grace_ms)
 {
     struct stdio_tr *tr = c->tr;
@@ -563,7 +571,7 @@ static void st_destroy(struct mcp_client *c)
 }
 
 static const struct mcp_transport_ops stdio_ops = {
-    MCP_E_SPAWN, st_open, st_send, NULL, st_drop, st_close, st_destroy,
+    MCP_E_SPAWN, st_open, st_send, st_send_raw, NULL, st_drop, st_close, st_destroy,
 };
 
 struct mcp_client *mcp_client_stdio(struct mcp_loop *loop, const struct mcp_stdio_opts *so,
