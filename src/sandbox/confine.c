@@ -130,8 +130,11 @@ int sbx_landlock_apply(const char *const *writable, char *why, size_t whysz)
 
 int sbx_drop_privileges(char *why, size_t whysz)
 {
-    int last = 63;
-    /* The highest capability the kernel knows; probing past it fails EINVAL. */
+    /* The highest capability the kernel knows; probing past it fails EINVAL.
+     * Start from the one these headers know: one or two probes, not 60. */
+    int last = CAP_LAST_CAP;
+    while (last < 63 && prctl(PR_CAPBSET_READ, last + 1, 0, 0, 0) >= 0)
+        last++;
     while (last > 0 && prctl(PR_CAPBSET_READ, last, 0, 0, 0) < 0)
         last--;
     for (int c = 0; c <= last; c++) {

@@ -132,9 +132,44 @@ static int write_file(const char *path, const char *data)
     return w == (ssize_t)n ? 0 : -1;
 }
 
+/* Directories known to exist in the root being built, so that the mkdir -p
+ * before each of the ~40 entries does not repeat a mkdir per component
+ * (issue 8: most of the child's system calls were EEXIST). A mount at T
+ * hides what was below T, so mounting forgets those entries. */
+#define DIRS_MAX 64
+static char g_dirs[DIRS_MAX][256];
+static int g_ndirs;
+
+static int dir_known(const char *p)
+{
+    for (int i = 0; i < g_ndirs; i++)
+        if (strcmp(g_dirs[i], p) == 0)
+            return 1;
+    return 0;
+}
+
+static void dir_note(const char *p)
+{
+    if (g_ndirs < DIRS_MAX && strlen(p) < sizeof g_dirs[0] && !dir_known(p))
+        snprintf(g_dirs[g_ndirs++], sizeof g_dirs[0], "%s", p);
+}
+
+static void dirs_forget_below(const char *t)
+{
+    size_t n = strlen(t);
+    for (int i = 0; i < g_ndirs;) {
+        if (strncmp(g_dirs[i], t, n) == 0 && g_dirs[i][n] == '/')
+            memcpy(g_dirs[i], g_dirs[--g_ndirs], sizeof g_dirs[0]);
+        else
+            i++;
+    }
+}
+
 /* mkdir -p, for directories inside the scratch and new roots only. */
 static int mkdir_p(const char *path, mode_t mode)
 {
+    if (dir_known(path))
+        return 0;
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp)
         return errno = ENAMETOOLONG, -1;
@@ -142,12 +177,16 @@ static int mkdir_p(const char *path, mode_t mode)
         if (*p != '/')
             continue;
         *p = '\0';
-        if (mkdir(tmp, mode) < 0 && errno != EEXIST)
-            return -1;
+        if (!dir_known(tmp)) {
+            if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+                return -1;
+            dir_note(tmp);
+        }
         *p = '/';
     }
     if (mkdir(tmp, mode) < 0 && errno != EEXIST)
         return -1;
+    dir_note(tmp);
     return 0;
 }
 
@@ -290,14 +329,19 @@ static void ro_submounts(const struct sbx_ns_spec *s)
     fclose(f);
 }
 
-static void make_mountpoint(const char *src_host, const char *target)
+/* Creates the mount point for a bind of src_host. Returns 0, or 1 when an
+ * optional source is missing (the entry is skipped). */
+static int make_mountpoint(const char *src_host, const char *target, int optional)
 {
     struct stat st;
-    if (stat(src_host, &st) < 0)
+    if (stat(src_host, &st) < 0) {
+        if (optional && errno == ENOENT)
+            return 1;
         child_fail("%s: %s", src_host + strlen(OLDROOT), strerror(errno));
+    }
     struct stat tst;
     if (lstat(target, &tst) == 0 && !S_ISLNK(tst.st_mode))
-        return; /* bound over what is there (possibly inside a read-only bind) */
+        return 0; /* bound over what is there (possibly inside a read-only bind) */
     if (mkparent(target) < 0)
         child_fail("creating the parent of %s: %s", target + strlen(NEWROOT), strerror(errno));
     if (S_ISDIR(st.st_mode)) {
@@ -310,6 +354,7 @@ static void make_mountpoint(const char *src_host, const char *target)
         if (fd >= 0)
             close(fd);
     }
+    return 0;
 }
 
 static void apply_mount(const struct sbx_mount *m)
@@ -323,11 +368,11 @@ static void apply_mount(const struct sbx_mount *m)
     case SBX_MNT_RO_BIND:
     case SBX_MNT_RW_BIND:
     case SBX_MNT_DEV:
-        if (m->optional && access(src, F_OK) < 0)
+        if (make_mountpoint(src, target, m->optional))
             return;
-        make_mountpoint(src, target);
         if (mount(src, target, NULL, MS_BIND | MS_REC, NULL) < 0)
             child_fail("binding %s at %s: %s", m->src, what, strerror(errno));
+        dirs_forget_below(target);
         if (m->kind == SBX_MNT_DEV)
             return;
         if ((m->kind == SBX_MNT_RO_BIND ? ro_tree(target) : remount(target, MS_NOSUID | MS_NODEV)) <
@@ -340,6 +385,7 @@ static void apply_mount(const struct sbx_mount *m)
         if (mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, m->data ? m->data : "mode=0755") <
             0)
             child_fail("mounting a tmpfs at %s: %s", what, strerror(errno));
+        dirs_forget_below(target);
         return;
     case SBX_MNT_PROC:
         if (mkdir_p(target, 0555) < 0)
@@ -348,6 +394,7 @@ static void apply_mount(const struct sbx_mount *m)
             child_fail("cannot mount a fresh /proc in the sandbox (%s) — this kernel or "
                        "container does not allow procfs in a new user namespace",
                        strerror(errno));
+        dirs_forget_below(target);
         return;
     case SBX_MNT_DEVPTS:
         if (mkdir_p(target, 0755) < 0)
@@ -356,6 +403,7 @@ static void apply_mount(const struct sbx_mount *m)
                   "newinstance,ptmxmode=0666,mode=620") < 0 &&
             !m->optional)
             child_fail("mounting devpts at %s: %s", what, strerror(errno));
+        dirs_forget_below(target);
         return;
     case SBX_MNT_EMPTY_FILE: {
         struct stat st;
@@ -381,6 +429,7 @@ static void apply_mount(const struct sbx_mount *m)
         if (mount("tmpfs", target, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
                   "mode=0555") < 0)
             child_fail("cannot shadow %s: %s", what, strerror(errno));
+        dirs_forget_below(target);
         return;
     }
     case SBX_MNT_SYMLINK:
@@ -421,6 +470,7 @@ static void build_root(const struct sbx_ns_spec *s)
         child_fail("chdir: %s", strerror(errno));
     if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
         child_fail("mounting the new root: %s", strerror(errno));
+    dir_note(NEWROOT);
     int fd = open("/.empty", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
     if (fd < 0)
         child_fail("creating the shadow file: %s", strerror(errno));
@@ -500,6 +550,43 @@ static void noop_handler(int sig)
 
 static const int fwd_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGUSR1, SIGUSR2};
 
+struct spawn_args {
+    const struct sbx_ns_spec *s;
+    volatile int err; /* errno of a failed chdir or execve, set by the child */
+};
+
+/* The vfork child's stack (it only runs until execve). */
+static char spawn_stack[64 * 1024] __attribute__((aligned(16)));
+
+/* Runs in the CLONE_VM child: only async-signal-safe calls, and nothing of
+ * init's memory is written but a->err. Its signal dispositions and
+ * descriptor table are its own (no CLONE_SIGHAND, no CLONE_FILES). */
+static int harness_main(void *arg)
+{
+    struct spawn_args *a = arg;
+    setsid();
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_DFL;
+    /* Default dispositions before the unblock: init's handlers live in the
+     * shared memory and must never run here. */
+    for (size_t i = 0; i < sizeof fwd_sigs / sizeof fwd_sigs[0]; i++)
+        sigaction(fwd_sigs[i], &sa, NULL);
+    sigaction(SIGCHLD, &sa, NULL);
+    sigaction(SIGPIPE, &sa, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    if (chdir(a->s->cwd) == 0) {
+        /* init's control socket and signalfd are close-on-exec already;
+         * this catches anything inherited from the host. */
+        syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+        execve(a->s->argv[0], (char *const *)a->s->argv, (char *const *)a->s->envp);
+    }
+    a->err = errno ? errno : ENOEXEC;
+    _exit(127);
+}
+
 static void __attribute__((noreturn)) child_run_init(const struct sbx_ns_spec *s)
 {
     sigset_t set, old;
@@ -519,48 +606,19 @@ static void __attribute__((noreturn)) child_run_init(const struct sbx_ns_spec *s
     int sfd = signalfd(-1, &set, SFD_CLOEXEC);
     if (sfd < 0)
         child_fail("signalfd: %s", strerror(errno));
-    int ep[2];
-    if (pipe2(ep, O_CLOEXEC) < 0)
-        child_fail("pipe: %s", strerror(errno));
-    pid_t h = fork();
+    /* The harness is started like posix_spawn does it: a child sharing
+     * init's memory (CLONE_VM|CLONE_VFORK) on a stack of its own, so no
+     * page table is copied and no page faulted copy-on-write just to exec
+     * (issue 8); init sleeps until the exec or the _exit, and the child
+     * leaves a failed chdir/exec's errno in the shared struct. */
+    struct spawn_args a = {.s = s, .err = 0};
+    pid_t h =
+        clone(harness_main, spawn_stack + sizeof spawn_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
     if (h < 0)
         child_fail("starting the harness: %s", strerror(errno));
-    if (h == 0) {
-        close(ep[0]);
-        close(sfd);
-        close(g_ctl);
-        setsid();
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = SIG_DFL;
-        for (size_t i = 0; i < sizeof fwd_sigs / sizeof fwd_sigs[0]; i++)
-            sigaction(fwd_sigs[i], &sa, NULL);
-        sigaction(SIGCHLD, &sa, NULL);
-        sigaction(SIGPIPE, &sa, NULL);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        int e = 0;
-        if (chdir(s->cwd) < 0) {
-            e = errno;
-        } else {
-            syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
-            execve(s->argv[0], (char *const *)s->argv, (char *const *)s->envp);
-            e = errno;
-        }
-        ssize_t w = write(ep[1], &e, sizeof e);
-        (void)w;
-        _exit(127);
-    }
-    close(ep[1]);
-    int e = 0;
-    ssize_t r;
-    do
-        r = read(ep[0], &e, sizeof e);
-    while (r < 0 && errno == EINTR);
-    close(ep[0]);
     char msg[MSG_MAX];
-    if (r == (ssize_t)sizeof e) {
-        snprintf(msg, sizeof msg, "exec-failed %s: %s", s->argv[0], strerror(e));
+    if (a.err) {
+        snprintf(msg, sizeof msg, "exec-failed %s: %s", s->argv[0], strerror(a.err));
         send_msg(g_ctl, msg, -1);
         waitpid(h, NULL, 0);
         _exit(127);
@@ -684,6 +742,13 @@ static void unavailable_hint(struct as_err *err)
 
 int sbx_ns_start(const struct sbx_ns_spec *s, struct sbx_ns_child *c, struct as_err *err)
 {
+    if (sbx_ns_spawn(s, c, err) < 0)
+        return -1;
+    return sbx_ns_ready(s, c, err);
+}
+
+int sbx_ns_spawn(const struct sbx_ns_spec *s, struct sbx_ns_child *c, struct as_err *err)
+{
     memset(c, 0, sizeof *c);
     c->pid = -1;
     c->pidfd = c->ctl = c->listen_fd = c->face_fd = -1;
@@ -737,6 +802,14 @@ int sbx_ns_start(const struct sbx_ns_spec *s, struct sbx_ns_child *c, struct as_
         as_err_errno(err, "starting sandbox-init");
         goto fail;
     }
+    return 0;
+fail:
+    sbx_ns_release(c);
+    return -1;
+}
+
+int sbx_ns_ready(const struct sbx_ns_spec *s, struct sbx_ns_child *c, struct as_err *err)
+{
     for (;;) {
         char msg[MSG_MAX];
         int fd = -1;

@@ -86,6 +86,12 @@ struct sbx_ns_child {
  * every layer (or failed). On failure nothing was launched; err says why
  * (the caller adds «nothing was launched»). */
 int sbx_ns_start(const struct sbx_ns_spec *s, struct sbx_ns_child *c, struct as_err *err);
+/* sbx_ns_start in two halves, so the caller's own start-up work runs while
+ * init builds the sandbox: spawn clones init, writes its id maps and lets
+ * it build; ready waits for the build (both release the child on failure).
+ * Nothing can be launched before sbx_ns_go. */
+int sbx_ns_spawn(const struct sbx_ns_spec *s, struct sbx_ns_child *c, struct as_err *err);
+int sbx_ns_ready(const struct sbx_ns_spec *s, struct sbx_ns_child *c, struct as_err *err);
 
 /* Tells init to start the harness; returns once it has exec'd (0) or failed
  * to (-1 with err, e.g. "sh: No such file or directory"). */

@@ -84,6 +84,12 @@ int sbx_rec_create(const char *home, const char *run_id, const char *posture, st
     close(fd);
     if (w != (ssize_t)n)
         return as_err_set(err, "writing the run's posture: short write");
+    /* The (empty) log now, so that the first append, which comes once the
+     * sandbox is built and holds up the launch, only opens it (issue 8). */
+    fd = open(r->events, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return as_err_errno(err, "creating the run's log");
+    close(fd);
     return 0;
 }
 

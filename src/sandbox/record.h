@@ -35,7 +35,8 @@ struct sbx_rec {
 /* 1 when id is usable as a run directory name. */
 int sbx_run_id_valid(const char *id);
 
-/* Creates runs/<id>/ (0700; an existing one is an error) and the posture file. */
+/* Creates runs/<id>/ (0700; an existing one is an error), the posture file
+ * and the empty events.jsonl (0600). */
 int sbx_rec_create(const char *home, const char *run_id, const char *posture, struct sbx_rec *r,
                    struct as_err *err);
 /* Appends {"event": name, "ts": now, ...fields}; fields is consumed (may be NULL). */

@@ -1,10 +1,12 @@
 #include "sandbox/registry.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -87,13 +89,101 @@ static json_t *load_pruned(const char *home, int *pruned)
     return o;
 }
 
+/* Writes all of s to fd; 0 or -1 (errno). */
+static int write_all(int fd, const char *s, size_t len)
+{
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, s + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        off += (size_t)w;
+    }
+    return 0;
+}
+
+/* Opens the body runs.json does not name, for rewriting: a regular file of
+ * ours with no other name. Anything else found there (a symlink, a FIFO, a
+ * second name of another file) is unlinked, never written through, and a
+ * new body made. -1 (errno). */
+static int open_spare(const char *spare)
+{
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int fd = open(spare, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            struct stat st;
+            if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 &&
+                st.st_uid == geteuid() && ((st.st_mode & 07777) == 0600 || fchmod(fd, 0600) == 0))
+                return fd;
+            close(fd);
+        } else if (errno != ELOOP && errno != ENXIO) {
+            return -1;
+        }
+        if (unlink(spare) < 0 && errno != ENOENT)
+            return -1;
+    }
+    errno = EEXIST;
+    return -1;
+}
+
+/* Replaces runs.json whole, atomically for every reader: the new registry
+ * is written into a spare body (.runs.json.a or .b, whichever runs.json
+ * does not name) and linked to runs.json by a rename, so a reader sees the
+ * old registry or the new one, never a torn one, and rename() replaces a
+ * symlink planted at runs.json instead of following it.
+ *
+ * Why two long-lived bodies instead of a temp file per write (issue 8): on
+ * a journal-less ext4, every inode deleted in the last seconds is skipped,
+ * one by one, by each later inode allocation, so a burst of runs each
+ * creating and deleting two registry files slowed down every file any run
+ * created. Here no write creates or deletes an inode.
+ *
+ * Why no fsync (fs_write_atomic's two per write were most of a lockdown
+ * start's wall time): the registry only lists processes that are alive,
+ * and /proc must confirm every entry before it is listed or signalled, so
+ * after a crash it has nothing to say durably — every entry it held is
+ * dead, and a body cut short by the crash reads as {}. */
 static int store(const char *home, json_t *o, struct as_err *err)
 {
     char *path = reg_path(home);
+    char *spare_a = xasprintf("%s/.runs.json.a", home);
+    char *spare_b = xasprintf("%s/.runs.json.b", home);
+    char *swap = xasprintf("%s/.runs.json.swap", home);
     char *s = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS);
-    struct fs_write_opts wo = {.mode = 0600, .symlinks = FS_SYMLINK_REFUSE};
-    int rc = fs_write_atomic(path, s, strlen(s), &wo, err);
+    int rc = -1;
+    /* A link left by a crash between link() and rename() below. */
+    if (unlink(swap) < 0 && errno != ENOENT)
+        goto fail;
+    struct stat cur, sa;
+    const char *spare = spare_a;
+    if (lstat(path, &cur) == 0 && lstat(spare_a, &sa) == 0 && sa.st_ino == cur.st_ino &&
+        sa.st_dev == cur.st_dev)
+        spare = spare_b;
+    int fd = s ? open_spare(spare) : -1;
+    if (fd < 0)
+        goto fail;
+    size_t len = strlen(s);
+    if (write_all(fd, s, len) < 0 || ftruncate(fd, (off_t)len) < 0) {
+        close(fd);
+        goto fail;
+    }
+    if (close(fd) < 0 || link(spare, swap) < 0)
+        goto fail;
+    if (rename(swap, path) < 0) {
+        unlink(swap);
+        goto fail;
+    }
+    rc = 0;
+    goto out;
+fail:
+    as_err_errno(err, "writing %s", path);
+out:
     free(s);
+    free(swap);
+    free(spare_b);
+    free(spare_a);
     free(path);
     return rc;
 }

@@ -8,7 +8,7 @@
  * signalled.
  *
  * Guarantees:
- *  - runs.json is only rewritten whole (fs_write_atomic, 0600) under the
+ *  - runs.json is only rewritten whole (a 0600 spare body renamed over it) under the
  *    $AGENTSTACK_HOME writer lock; a reader never sees a torn file.
  *  - Each entry records the pid's start time (/proc/<pid>/stat field 22);
  *    an entry whose pid is gone, a zombie, or started at another time is

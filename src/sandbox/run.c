@@ -27,6 +27,9 @@ static long long now_ms(void)
 
 static int mkdirs(const char *path)
 {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return 0;
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s", path);
     for (char *p = tmp + 1; *p; p++) {
@@ -62,7 +65,12 @@ int sbx_run_execute(const struct sbx_plan *p, FILE *banner, struct sbx_run_resul
     for (size_t i = 0; i < sizeof relayed / sizeof relayed[0]; i++)
         sigaddset(&set, relayed[i]);
 
-    if (sbx_rec_create(p->home, p->run_id, p->posture_slug, &rec, err) < 0) {
+    memset(&rec, 0, sizeof rec);
+    /* The run record is created while init builds the sandbox (issue 8: its
+     * three new files are off the critical path) unless a staged file the
+     * sandbox mounts lives in it; either way before anything is launched. */
+    int rec_early = p->gateway_routed || p->mcp_shadow_src;
+    if (rec_early && sbx_rec_create(p->home, p->run_id, p->posture_slug, &rec, err) < 0) {
         as_err_prefix(err, "refusing to run unobserved");
         return -1;
     }
@@ -117,7 +125,26 @@ int sbx_run_execute(const struct sbx_plan *p, FILE *banner, struct sbx_run_resul
     /* Block the relayed signals before the clone: init and the parent both
      * take them from a signalfd, never from the default action. */
     sigprocmask(SIG_BLOCK, &set, &old);
-    if (sbx_ns_start(&spec, &child, err) < 0)
+    if (sbx_ns_spawn(&spec, &child, err) < 0)
+        goto refused_mask;
+    if (!rec_early && sbx_rec_create(p->home, p->run_id, p->posture_slug, &rec, err) < 0) {
+        as_err_prefix(err, "refusing to run unobserved");
+        goto refused_mask;
+    }
+    /* Registered while init builds the sandbox (issue 8: off the critical
+     * path) and before the harness starts: killable from its first output.
+     * A refusal from here on drops the entry again. */
+    {
+        struct as_err rerr = AS_ERR_INIT;
+        if (sbx_reg_add(p, child.pid, 0, &rerr) < 0) {
+            char b[1024];
+            fprintf(stderr, "warning: run %s is not in the live-run registry (%s)\n", p->run_id,
+                    as_err_str(&rerr, b, sizeof b));
+        } else {
+            registered = 1;
+        }
+    }
+    if (sbx_ns_ready(&spec, &child, err) < 0)
         goto refused_mask;
     if (child.listen_fd >= 0) {
         int lfd = child.listen_fd;
@@ -186,17 +213,6 @@ int sbx_run_execute(const struct sbx_plan *p, FILE *banner, struct sbx_run_resul
     sbx_plan_print(p, banner, 0);
     fflush(banner);
     long long t0 = now_ms();
-    /* Registered before the harness starts: killable from its first output. */
-    {
-        struct as_err rerr = AS_ERR_INIT;
-        if (sbx_reg_add(p, child.pid, 0, &rerr) < 0) {
-            char b[1024];
-            fprintf(stderr, "warning: run %s is not in the live-run registry (%s)\n", p->run_id,
-                    as_err_str(&rerr, b, sizeof b));
-        } else {
-            registered = 1;
-        }
-    }
     if (sbx_ns_go(&child, err) < 0) {
         if (registered)
             sbx_reg_remove(p->home, p->run_id);
@@ -255,6 +271,8 @@ refused_mask:
     sigprocmask(SIG_SETMASK, &old, NULL);
 refused:
     sbx_ns_release(&child);
+    if (registered)
+        sbx_reg_remove(p->home, p->run_id);
     sbx_gw_finish(&gw);
     vec_free(&mounts);
     sbx_rec_remove(&rec);
