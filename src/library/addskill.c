@@ -515,13 +515,11 @@ int lib_add_skill(struct library *lib, const struct bundle_paths *p, const char 
             goto out;
         strvec_push(&t.created, copy_to);
     }
-    strbuf pins = SB_INIT;
     if (lib_txn_commit(&t, lib, ed, NULL, NULL, "pinning the skill failed, so nothing was added",
-                       &pins, err) < 0)
+                       err) < 0)
         goto out;
-    fprintf(f, "✓ added skill '%s' (%s) — pinned %.12s…\n", name, s.url ? "git" : "path", hex);
-    fprintf(f, "✓ pinned %s in %s\n", pins.buf, p->lock);
-    sb_release(&pins);
+    lib_txn_done(&t, f, "✓ added skill '%s' (%s) — pinned %.12s…\n", name, s.url ? "git" : "path",
+                 hex);
     fprintf(f, "next: agentstack trust .   then   agentstack apply --write\n");
     lib_txn_warn_untrusted(&t, o->diag);
     rc = 0;

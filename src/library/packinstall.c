@@ -423,13 +423,11 @@ int lib_pack_add(struct library *lib, const struct bundle_paths *p, const char *
         if (r < 0)
             goto out;
     }
-    strbuf pins = SB_INIT;
     if (lib_txn_commit(&t, lib, ed, NULL, NULL, "pinning the pack failed, so nothing was installed",
-                       &pins, err) < 0)
+                       err) < 0)
         goto out;
-    fprintf(f, "✓ installed pack '%s' — servers + skills, secrets stay ${REF}s\n", pk.name);
-    fprintf(f, "✓ pinned %s in %s\n", pins.buf, p->lock);
-    sb_release(&pins);
+    lib_txn_done(&t, f, "✓ installed pack '%s' — servers + skills, secrets stay ${REF}s\n",
+                 pk.name);
     strvec refs = STRVEC_INIT;
     secret_refs(&pk, &refs);
     for (size_t i = 0; i < refs.n; i++)
@@ -834,13 +832,10 @@ int lib_pack_upgrade(struct library *lib, const struct bundle_paths *p, const ch
             write_instruction(&t, p, c->installed, c->src, strlen(c->src), err) < 0)
             goto out;
     }
-    strbuf pins = SB_INIT;
     if (lib_txn_commit(&t, lib, ed, NULL, NULL, "re-pinning failed, so the upgrade was rolled back",
-                       &pins, err) < 0)
+                       err) < 0)
         goto out;
-    fprintf(f, "✓ upgraded pack '%s' — previewed, re-pinned @%s\n", name, target);
-    fprintf(f, "✓ pinned %s in %s\n", pins.buf, p->lock);
-    sb_release(&pins);
+    lib_txn_done(&t, f, "✓ upgraded pack '%s' — previewed, re-pinned @%s\n", name, target);
     fprintf(f, "next: agentstack trust .   then   agentstack apply --write\n");
     lib_txn_warn_untrusted(&t, o->diag);
     rc = 0;
@@ -1069,7 +1064,6 @@ int lib_pack_remove(struct library *lib, const struct bundle_paths *p, const cha
             goto out;
         files++;
     }
-    strbuf pins = SB_INIT;
     strvec gone_skills = STRVEC_INIT, gone_servers = STRVEC_INIT;
     for (size_t i = 0; i < rm.n; i++) {
         if (strcmp(rm.v[i].table, "skills") == 0)
@@ -1078,16 +1072,14 @@ int lib_pack_remove(struct library *lib, const struct bundle_paths *p, const cha
             strvec_push(&gone_servers, rm.v[i].name);
     }
     int pr = lib_txn_commit(&t, lib, ed, &gone_skills, &gone_servers,
-                            "re-pinning failed, so nothing was removed", &pins, err);
+                            "re-pinning failed, so nothing was removed", err);
     strvec_clear(&gone_skills);
     strvec_clear(&gone_servers);
     if (pr < 0)
         goto out;
-    fprintf(f, "✓ removed %s '%s' — %zu entr%s, %zu file%s deleted\n", pack ? "pack" : "entry",
-            name, rm.n + (pack ? 1 : 0), rm.n + (pack ? 1 : 0) == 1 ? "y" : "ies", files,
-            files == 1 ? "" : "s");
-    fprintf(f, "✓ pinned %s in %s\n", pins.buf, p->lock);
-    sb_release(&pins);
+    lib_txn_done(&t, f, "✓ removed %s '%s' — %zu entr%s, %zu file%s deleted\n",
+                 pack ? "pack" : "entry", name, rm.n + (pack ? 1 : 0),
+                 rm.n + (pack ? 1 : 0) == 1 ? "y" : "ies", files, files == 1 ? "" : "s");
     fprintf(f, "next: agentstack apply --write   (withdraws what the CLIs still hold)\n");
     lib_txn_warn_untrusted(&t, o->diag);
     rc = 0;

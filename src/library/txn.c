@@ -1,4 +1,5 @@
 /* txn — the write transaction and the re-pin behind every project edit; see txn.h. */
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -196,7 +197,7 @@ int lib_txn_parents(struct lib_txn *t, const char *base, const char *path, struc
 }
 
 int lib_txn_commit(struct lib_txn *t, struct library *lib, toml_edit *ed, const strvec *drop_skills,
-                   const strvec *drop_servers, const char *undone, strbuf *pins, struct as_err *err)
+                   const strvec *drop_servers, const char *undone, struct as_err *err)
 {
     const struct bundle_paths *p = t->p;
     size_t len;
@@ -206,13 +207,21 @@ int lib_txn_commit(struct lib_txn *t, struct library *lib, toml_edit *ed, const 
     t->manifest_written = true;
     if (fs_write_atomic(p->manifest, text, len, &o, err) < 0)
         return -1;
-    if (relock(lib, p, pins, drop_skills, drop_servers, err) < 0) {
+    if (relock(lib, p, &t->pins, drop_skills, drop_servers, err) < 0) {
         as_err_prefix(err, "%s", undone);
-        sb_release(pins);
         return -1;
     }
     t->committed = true;
     return 0;
+}
+
+void lib_txn_done(const struct lib_txn *t, FILE *f, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fprintf(f, "✓ pinned %s in %s\n", t->pins.buf, t->p->lock);
 }
 
 static void restore_file(const char *path, const strbuf *old, bool had, const char *root)
@@ -250,6 +259,7 @@ void lib_txn_end(struct lib_txn *t)
     strvec_clear(&t->created);
     sb_release(&t->manifest_old);
     sb_release(&t->lock_old);
+    sb_release(&t->pins);
     trust_status_release(&t->before);
 }
 

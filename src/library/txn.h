@@ -41,6 +41,7 @@ struct lib_txn {
     VEC(struct lib_txn_moved) moved; /* renamed back on rollback; removed on commit */
     const struct bundle_paths *p;    /* NULL until begun */
     strbuf manifest_old, lock_old;   /* the bytes before the write */
+    strbuf pins;                     /* the re-pin summary, once committed */
     bool manifest_had, lock_had;     /* whether those files existed */
     bool manifest_written, committed;
     struct trust_status before; /* the trust state before the write */
@@ -49,7 +50,7 @@ struct lib_txn {
 #define LIB_TXN_INIT                                                                               \
     {                                                                                              \
         .created = STRVEC_INIT, .moved = VEC_INIT, .manifest_old = SB_INIT, .lock_old = SB_INIT,   \
-        .before = {                                                                                \
+        .pins = SB_INIT, .before = {                                                               \
             .key = SB_INIT                                                                         \
         }                                                                                          \
     }
@@ -65,11 +66,14 @@ int lib_txn_aside(struct lib_txn *t, const char *path, struct as_err *err);
  * rollback leaves no empty directory behind. */
 int lib_txn_parents(struct lib_txn *t, const char *base, const char *path, struct as_err *err);
 /* Writes ed's text as the manifest, then re-pins the lock, dropping the lock
- * rows named in drop_skills/drop_servers (either may be NULL). pins gets the
- * summary. On failure err is prefixed with undone and nothing is committed. */
+ * rows named in drop_skills/drop_servers (either may be NULL). On failure err
+ * is prefixed with undone and nothing is committed. */
 int lib_txn_commit(struct lib_txn *t, struct library *lib, toml_edit *ed, const strvec *drop_skills,
-                   const strvec *drop_servers, const char *undone, strbuf *pins,
-                   struct as_err *err);
+                   const strvec *drop_servers, const char *undone, struct as_err *err);
+/* After a commit: the caller's line (printf-style), then "✓ pinned <summary>
+ * in <lock>". */
+void lib_txn_done(const struct lib_txn *t, FILE *f, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Rolls back unless committed; releases everything (safe on LIB_TXN_INIT). */
 void lib_txn_end(struct lib_txn *t);
 /* A project that was trusted before the write no longer is: say so on diag. */
