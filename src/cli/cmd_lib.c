@@ -105,13 +105,17 @@ static void sanitized(FILE *f, const char *s)
     sb_release(&b);
 }
 
-static void print_warnings(const struct library *lib)
+/* The library with its warnings printed (sanitized: they quote sources.toml
+ * and library folders), for the subcommands that read it whole. */
+static struct library *open_warned(struct cli_lib *cl, bool lock)
 {
-    for (size_t i = 0; i < lib->warnings.n; i++) {
+    struct library *lib = cli_lib_open(cl, lock);
+    for (size_t i = 0; lib && i < lib->warnings.n; i++) {
         fputs("warning: ", stderr);
         sanitized(stderr, lib->warnings.v[i]);
         fputc('\n', stderr);
     }
+    return lib;
 }
 
 /* The "Dry run." footer when not writing: then the command is done. */
@@ -177,10 +181,9 @@ static void emit_json(json_t *j)
 static int do_sources(struct opts *o)
 {
     struct cli_lib cl = {0};
-    struct library *lib = cli_lib_open(&cl, false);
+    struct library *lib = open_warned(&cl, false);
     if (!lib)
         return EXIT_FAIL;
-    print_warnings(lib);
     if (o->json) {
         json_t *src = json_array();
         for (size_t i = 0; i < lib->sources.n; i++) {
@@ -324,10 +327,9 @@ static void list_kind(const struct library *lib, enum lib_kind k, const char *ti
 static int do_list(struct opts *o)
 {
     struct cli_lib cl = {0};
-    struct library *lib = cli_lib_open(&cl, false);
+    struct library *lib = open_warned(&cl, false);
     if (!lib)
         return EXIT_FAIL;
-    print_warnings(lib);
     static const struct {
         enum lib_kind k;
         const char *title;
@@ -548,10 +550,9 @@ static int do_add(struct opts *o)
         fprintf(stderr, "  review the findings above; to add it anyway: --allow-flagged\n");
         goto out;
     }
-    lib = cli_lib_open(&cl, o->write);
+    lib = open_warned(&cl, o->write);
     if (!lib)
         goto out;
-    print_warnings(lib);
     struct lib_source *first = lib_first(lib);
     dst = xasprintf("%s/skills/%s", first->path, name);
     {
@@ -1100,10 +1101,9 @@ static int do_sync(struct opts *o)
     if (o->pos.n)
         return cli_usage_error("lib", "lib sync takes no positional arguments");
     struct cli_lib cl = {0};
-    struct library *lib = cli_lib_open(&cl, !o->status);
+    struct library *lib = open_warned(&cl, !o->status);
     if (!lib)
         return EXIT_FAIL;
-    print_warnings(lib);
     struct as_err err = AS_ERR_INIT;
     struct lib_sync_opts so = {.source = o->source,
                                .init = o->init,
