@@ -753,6 +753,7 @@ int sbx_ns_spawn(const struct sbx_ns_spec *s, struct sbx_ns_child *c, struct as_
     c->pid = -1;
     c->pidfd = c->ctl = c->listen_fd = c->face_fd = -1;
     c->harness = -1;
+    c->end_code = c->end_sig = -1;
     if (s->inner_uid == 0 || s->inner_gid == 0)
         return as_err_set(err, "refusing to run the harness as uid/gid 0 inside the sandbox");
     if (!s->argv || !s->argv[0] || s->argv[0][0] != '/')
@@ -880,9 +881,48 @@ void sbx_ns_signal(struct sbx_ns_child *c, int sig)
         kill(c->pid, sig);
 }
 
+/* Parses "exit <code> <sig>" messages waiting on ctl; 1 when one was seen,
+ * or the socket is at EOF. */
+static int read_end(struct sbx_ns_child *c)
+{
+    char msg[MSG_MAX];
+    for (;;) {
+        ssize_t n = recv(c->ctl, msg, sizeof msg - 1, MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+            c->ended = 1; /* init is gone without a word: reaping tells */
+            return 1;
+        }
+        if (n < 0)
+            return c->ended;
+        msg[n] = '\0';
+        int a, b;
+        if (sscanf(msg, "exit %d %d", &a, &b) == 2) {
+            c->ended = 1;
+            c->end_code = a;
+            c->end_sig = b;
+        }
+    }
+}
+
+int sbx_ns_poll_end(struct sbx_ns_child *c)
+{
+    if (c->ctl < 0)
+        return 1;
+    return read_end(c);
+}
+
 int sbx_ns_reap(struct sbx_ns_child *c, int *code, int *sig)
 {
     *code = *sig = -1;
+    if (c->ended && (c->end_code >= 0 || c->end_sig >= 0)) {
+        /* init's last word carries the harness status exactly; its own
+         * exit (the namespaces' teardown) is waited for by release. */
+        *code = c->end_code;
+        *sig = c->end_sig;
+        return 0;
+    }
     if (c->pid <= 0)
         return -1;
     int st;
@@ -915,6 +955,8 @@ int sbx_ns_reap(struct sbx_ns_child *c, int *code, int *sig)
 void sbx_ns_release(struct sbx_ns_child *c)
 {
     if (c->pid > 0) {
+        /* An init that reported the harness's end is exiting on its own; a
+         * SIGKILL then changes nothing but is harmless, and makes sure. */
         kill(c->pid, SIGKILL);
         while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR)
             ;

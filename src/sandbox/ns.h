@@ -80,6 +80,9 @@ struct sbx_ns_child {
     int face_fd;      /* the in-namespace gateway face listener, or -1 */
     pid_t harness;    /* harness pid inside, once started */
     char layers[256]; /* "seccomp, landlock abi 7" etc., for the record */
+    int ended;        /* init reported the harness's end (or its socket closed) */
+    int end_code;     /* with ended: the harness's exit status, or -1 */
+    int end_sig;      /* with ended: the signal that ended it, or -1 */
 };
 
 /* Starts sandbox-init and waits until it has built the sandbox and applied
@@ -97,12 +100,19 @@ int sbx_ns_ready(const struct sbx_ns_spec *s, struct sbx_ns_child *c, struct as_
  * to (-1 with err, e.g. "sh: No such file or directory"). */
 int sbx_ns_go(struct sbx_ns_child *c, struct as_err *err);
 
+/* Reads what init sent on the control socket (c->ctl polled readable):
+ * returns 1 once init has reported the harness's end ("exit", also an EOF:
+ * init is gone), else 0. init's own exit (tearing down the namespaces)
+ * still follows; the caller can record the end meanwhile, then reap. */
+int sbx_ns_poll_end(struct sbx_ns_child *c);
+
 /* Sends sig to init (which forwards it to the harness). */
 void sbx_ns_signal(struct sbx_ns_child *c, int sig);
 
 /* Reaps init after pidfd is readable (or blocks until it exits). Returns the
  * harness result: *code = exit status, or *sig = the signal that ended it;
- * both -1 if init itself was killed before reporting. */
+ * both -1 if init itself was killed before reporting. With c->ended, the
+ * reported end is returned without waiting (init is reaped by release). */
 int sbx_ns_reap(struct sbx_ns_child *c, int *code, int *sig);
 
 /* SIGKILLs init if still running, reaps it and closes every descriptor. */

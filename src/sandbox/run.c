@@ -225,11 +225,14 @@ int sbx_run_execute(const struct sbx_plan *p, FILE *banner, struct sbx_run_resul
     }
     res->launched = 1;
 
-    int fds[3] = {child.pidfd, sfd, tfd};
+    /* init's "exit" message (fds[3]) comes before its own exit, which tears
+     * down the namespaces: the end is recorded meanwhile and init reaped
+     * afterwards (issue 8). The pidfd still ends the loop if init dies. */
+    int fds[4] = {child.pidfd, sfd, tfd, child.ctl};
     int armed = 0;
     for (;;) {
-        int w = sbx_proxy_run(proxy, fds, 3, err);
-        if (w == 0)
+        int w = sbx_proxy_run(proxy, fds, 4, err);
+        if (w == 0 || (w == 3 && sbx_ns_poll_end(&child)))
             break;
         if (w < 0) {
             sbx_ns_signal(&child, SIGKILL);
