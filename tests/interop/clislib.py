@@ -2,6 +2,8 @@
 (test_apply_clis, test_connect_clis, test_init_clis): where setup_clis.sh
 installed them, the environment that keeps them quiet, the table of pinned
 CLIs, and the helpers that run them inside a loopback-only network namespace.
+The gateway suites (test_gateway_sdk and the two that import it) take the
+cache paths from here too.
 
 Not a test itself (run.sh runs only test_*.py).
 """

