@@ -85,9 +85,15 @@ static int ll_rule(int rs, const char *path, uint64_t access, char *why, size_t 
     return 0;
 }
 
-int sbx_landlock_apply(const char *const *writable, char *why, size_t whysz)
+int sbx_landlock_abi(void)
 {
     long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_VERSION);
+    return abi < 1 ? 0 : (int)abi;
+}
+
+int sbx_landlock_apply(const char *const *writable, char *why, size_t whysz)
+{
+    long abi = sbx_landlock_abi();
     if (abi < 1)
         return 0;
     uint64_t read_x = LL_FS_EXECUTE | LL_FS_READ_FILE | LL_FS_READ_DIR;

@@ -35,6 +35,8 @@ int sbx_no_new_privs(void);
  * to the sandbox where the ABI has scoping. Returns the ABI applied (>0),
  * 0 when the kernel has no Landlock, -1 on a failure (why in buf). */
 int sbx_landlock_apply(const char *const *writable, char *why, size_t whysz);
+/* This kernel's Landlock ABI version (what sbx_landlock_apply applies), or 0. */
+int sbx_landlock_abi(void);
 
 /* Clears every capability and locks the securebits. 0 or -1 (why in buf). */
 int sbx_drop_privileges(char *why, size_t whysz);

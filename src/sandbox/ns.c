@@ -543,6 +543,20 @@ static void nested_userns(const struct sbx_ns_spec *s)
         child_fail("nested gid_map: %s", strerror(errno));
 }
 
+/* The confinement layers as recorded: seccomp always, Landlock's ABI. */
+static void layers_str(int ll, char *buf, size_t n)
+{
+    if (ll > 0)
+        snprintf(buf, n, "seccomp, landlock abi %d", ll);
+    else
+        snprintf(buf, n, "seccomp, landlock unavailable");
+}
+
+void sbx_ns_layers(char *buf, size_t n)
+{
+    layers_str(sbx_landlock_abi(), buf, n);
+}
+
 static void noop_handler(int sig)
 {
     (void)sig;
@@ -710,10 +724,7 @@ child_main(const struct sbx_ns_spec *s, int ctl, int parent_root)
         child_fail("%s", why);
     if (sbx_seccomp_install(why, sizeof why) < 0)
         child_fail("%s", why);
-    if (ll > 0)
-        snprintf(layers, sizeof layers, "seccomp, landlock abi %d", ll);
-    else
-        snprintf(layers, sizeof layers, "seccomp, landlock unavailable");
+    layers_str(ll, layers, sizeof layers);
     snprintf(msg, sizeof msg, "ready %s", layers);
     send_msg(ctl, msg, -1);
     n = recv_msg(ctl, msg, sizeof msg, NULL);

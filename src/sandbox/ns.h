@@ -106,6 +106,11 @@ int sbx_ns_go(struct sbx_ns_child *c, struct as_err *err);
  * still follows; the caller can record the end meanwhile, then reap. */
 int sbx_ns_poll_end(struct sbx_ns_child *c);
 
+/* The layers sandbox-init reports in "ready" on this kernel ("seccomp,
+ * landlock abi 7"), known before it has applied them: init applies every
+ * one or refuses. */
+void sbx_ns_layers(char *buf, size_t n);
+
 /* Sends sig to init (which forwards it to the harness). */
 void sbx_ns_signal(struct sbx_ns_child *c, int sig);
 

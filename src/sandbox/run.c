@@ -43,6 +43,55 @@ static int mkdirs(const char *path)
     return mkdir(tmp, 0700) < 0 && errno != EEXIST ? -1 : 0;
 }
 
+/* sandbox_started and limits: recorded before the harness runs, so a run
+ * that cannot be recorded does not start. */
+static int record_start(const struct sbx_plan *p, struct sbx_rec *rec, const struct sbx_gw *gw,
+                        struct sbx_proxy *proxy, const char *layers, struct as_err *err)
+{
+    json_t *f = json_object();
+    json_object_set_new(f, "image", json_string(p->image));
+    json_object_set_new(f, "workspace", json_string(p->workspace));
+    json_object_set_new(f, "workspace_writable", json_boolean(p->workspace_writable));
+    json_object_set_new(f, "harness", json_string(p->harness_id));
+    json_object_set_new(f, "posture", json_string(p->posture_slug));
+    json_object_set_new(f, "trust",
+                        json_string(p->trust == SBX_TRUST_TRUSTED     ? "trusted"
+                                    : p->trust == SBX_TRUST_CHANGED   ? "changed"
+                                    : p->trust == SBX_TRUST_UNTRUSTED ? "untrusted"
+                                                                      : "no-project"));
+    json_object_set_new(f, "uid", json_integer(p->inner_uid));
+    json_object_set_new(f, "layers", json_string(layers));
+    if (p->allow_local)
+        json_object_set_new(f, "allow_local_targets", json_true());
+    if (p->gateway_routed) {
+        strbuf u = SB_INIT;
+        sbx_plan_face_url(p, gw->port, &u);
+        json_t *g = json_object();
+        json_object_set_new(g, "url", json_string(u.buf));
+        json_object_set_new(g, "grant_digest", json_string(gw->digest));
+        json_object_set_new(g, "config", json_string(p->gateway_config_inside));
+        json_object_set_new(f, "gateway", g);
+        sb_release(&u);
+    }
+    if (sbx_rec_append(rec, "sandbox_started", f, err) < 0) {
+        as_err_prefix(err, "refusing to run unobserved");
+        return -1;
+    }
+    struct sbx_proxy_stats st;
+    sbx_proxy_get_stats(proxy, &st);
+    f = json_object();
+    json_object_set_new(f, "tunnels", json_integer(st.max_tunnels));
+    json_object_set_new(f, "head_bytes", json_integer(8192));
+    json_object_set_new(f, "head_timeout_s", json_integer(15));
+    json_object_set_new(f, "first_flight_timeout_s", json_integer(15));
+    json_object_set_new(f, "idle_timeout_s", json_integer(600));
+    if (sbx_rec_append(rec, "limits", f, err) < 0) {
+        as_err_prefix(err, "refusing to run unobserved");
+        return -1;
+    }
+    return 0;
+}
+
 static const int relayed[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGUSR1, SIGUSR2};
 
 int sbx_run_execute(const struct sbx_plan *p, FILE *banner, struct sbx_run_result *res,
@@ -70,6 +119,9 @@ int sbx_run_execute(const struct sbx_plan *p, FILE *banner, struct sbx_run_resul
      * three new files are off the critical path) unless a staged file the
      * sandbox mounts lives in it; either way before anything is launched. */
     int rec_early = p->gateway_routed || p->mcp_shadow_src;
+    int early_start = !p->gateway_routed;
+    char layers[256];
+    sbx_ns_layers(layers, sizeof layers);
     if (rec_early && sbx_rec_create(p->home, p->run_id, p->posture_slug, &rec, err) < 0) {
         as_err_prefix(err, "refusing to run unobserved");
         return -1;
@@ -144,6 +196,11 @@ int sbx_run_execute(const struct sbx_plan *p, FILE *banner, struct sbx_run_resul
             registered = 1;
         }
     }
+    /* Without a gateway (whose port and grant digest come later), the start
+     * is recorded during the build too, naming the layers this kernel
+     * gives; sandbox-init's own report must then match it. */
+    if (early_start && record_start(p, &rec, &gw, proxy, layers, err) < 0)
+        goto refused_mask;
     if (sbx_ns_ready(&spec, &child, err) < 0)
         goto refused_mask;
     if (child.listen_fd >= 0) {
@@ -166,53 +223,18 @@ int sbx_run_execute(const struct sbx_plan *p, FILE *banner, struct sbx_run_resul
         goto refused_mask;
     }
 
-    /* Recorded before the harness runs: a run that cannot be recorded does
-     * not start. */
-    json_t *f = json_object();
-    json_object_set_new(f, "image", json_string(p->image));
-    json_object_set_new(f, "workspace", json_string(p->workspace));
-    json_object_set_new(f, "workspace_writable", json_boolean(p->workspace_writable));
-    json_object_set_new(f, "harness", json_string(p->harness_id));
-    json_object_set_new(f, "posture", json_string(p->posture_slug));
-    json_object_set_new(f, "trust",
-                        json_string(p->trust == SBX_TRUST_TRUSTED     ? "trusted"
-                                    : p->trust == SBX_TRUST_CHANGED   ? "changed"
-                                    : p->trust == SBX_TRUST_UNTRUSTED ? "untrusted"
-                                                                      : "no-project"));
-    json_object_set_new(f, "uid", json_integer(p->inner_uid));
-    json_object_set_new(f, "layers", json_string(child.layers));
-    if (p->allow_local)
-        json_object_set_new(f, "allow_local_targets", json_true());
-    if (p->gateway_routed) {
-        strbuf u = SB_INIT;
-        sbx_plan_face_url(p, gw.port, &u);
-        json_t *g = json_object();
-        json_object_set_new(g, "url", json_string(u.buf));
-        json_object_set_new(g, "grant_digest", json_string(gw.digest));
-        json_object_set_new(g, "config", json_string(p->gateway_config_inside));
-        json_object_set_new(f, "gateway", g);
-        sb_release(&u);
-    }
-    if (sbx_rec_append(&rec, "sandbox_started", f, err) < 0) {
-        as_err_prefix(err, "refusing to run unobserved");
+    if (!early_start && record_start(p, &rec, &gw, proxy, child.layers, err) < 0)
         goto refused_mask;
-    }
-    struct sbx_proxy_stats st;
-    sbx_proxy_get_stats(proxy, &st);
-    f = json_object();
-    json_object_set_new(f, "tunnels", json_integer(st.max_tunnels));
-    json_object_set_new(f, "head_bytes", json_integer(8192));
-    json_object_set_new(f, "head_timeout_s", json_integer(15));
-    json_object_set_new(f, "first_flight_timeout_s", json_integer(15));
-    json_object_set_new(f, "idle_timeout_s", json_integer(600));
-    if (sbx_rec_append(&rec, "limits", f, err) < 0) {
-        as_err_prefix(err, "refusing to run unobserved");
+    if (early_start && strcmp(child.layers, layers) != 0) {
+        as_err_set(err, "sandbox-init applied \"%s\", not the recorded \"%s\"", child.layers,
+                   layers);
         goto refused_mask;
     }
 
     sbx_plan_print(p, banner, 0);
     fflush(banner);
     long long t0 = now_ms();
+    json_t *f;
     if (sbx_ns_go(&child, err) < 0) {
         if (registered)
             sbx_reg_remove(p->home, p->run_id);
