@@ -252,14 +252,6 @@ static int pick_dir(const char *root, const struct lib_skill_src *s, char **rel,
     return rc;
 }
 
-static void say(FILE *f, const char *pre, const char *s, const char *post)
-{
-    strbuf b = SB_INIT;
-    term_sanitize(&b, s, strlen(s));
-    fprintf(f, "%s%s%s", pre, b.buf, post);
-    sb_release(&b);
-}
-
 static int list_skills(const char *root, FILE *f, struct as_err *err)
 {
     strvec found = STRVEC_INIT;
@@ -273,10 +265,10 @@ static int list_skills(const char *root, FILE *f, struct as_err *err)
         struct skill_md md = {0};
         struct as_err e = AS_ERR_INIT;
         const char *b = strrchr(found.v[i], '/');
-        say(f, "  ", strcmp(found.v[i], ".") == 0 ? "(root)" : b ? b + 1 : found.v[i], "");
-        say(f, "  ", found.v[i], "");
+        lib_say(f, "  ", strcmp(found.v[i], ".") == 0 ? "(root)" : b ? b + 1 : found.v[i], "");
+        lib_say(f, "  ", found.v[i], "");
         if (skill_md_read(dir, &md, &e) == 0 && md.description)
-            say(f, "  — ", md.description, "");
+            lib_say(f, "  — ", md.description, "");
         fputc('\n', f);
         skill_md_free(&md);
         free(dir);
@@ -404,16 +396,9 @@ int lib_add_skill(struct library *lib, const struct bundle_paths *p, const char 
         as_err_hint(err, "remove it first (agentstack remove %s --write) or pass --name", name);
         goto out;
     }
-    const char *ts = o->toolset;
-    if (ts && !manifest_toolset(m, ts)) {
-        as_err_set(err, "toolset '%s' is not declared in %s", ts, m->path);
-        as_err_hint(err, "declare [toolsets.%s], or leave --toolset out", ts);
+    const char *ts = NULL;
+    if (lib_pick_toolset(m, o->toolset, &ts, err) < 0)
         goto out;
-    }
-    if (!ts) {
-        const struct mf_toolset *eff = manifest_effective_toolset(m);
-        ts = eff ? eff->name : NULL;
-    }
     char hex[SHA256_HEX_LEN + 1];
     if (digest_skill_tree(dir, hex, err) < 0)
         goto out;
@@ -427,7 +412,7 @@ int lib_add_skill(struct library *lib, const struct bundle_paths *p, const char 
     for (size_t i = 0; i < sr.v.n; i++) {
         strbuf line = SB_INIT;
         scan_finding_format(&sr.v.v[i], &line);
-        say(o->diag, sr.v.v[i].sev == SCAN_HIGH ? "✗ " : "⚠ ", line.buf, "\n");
+        lib_say(o->diag, sr.v.v[i].sev == SCAN_HIGH ? "✗ " : "⚠ ", line.buf, "\n");
         sb_release(&line);
     }
     if (scan_report_blocking(&sr) && !o->allow_flagged) {
@@ -480,20 +465,20 @@ int lib_add_skill(struct library *lib, const struct bundle_paths *p, const char 
         goto out;
 
     fprintf(f, "skill '%s' from ", name);
-    say(f, "", s.url ? s.url : abs.buf, "");
+    lib_say(f, "", s.url ? s.url : abs.buf, "");
     if (s.url)
         fprintf(f, " @ %.12s", commit.buf);
     if (rel)
-        say(f, " #", rel, "");
+        lib_say(f, " #", rel, "");
     fputc('\n', f);
     if (md.description)
-        say(f, "  ", md.description, "\n");
+        lib_say(f, "  ", md.description, "\n");
     if (s.url)
-        say(f, "  + [skills.", name, "]  git, rev = the commit");
+        lib_say(f, "  + [skills.", name, "]  git, rev = the commit");
     else
-        say(f, "  + [skills.", name, copy_to ? "]  path = ./skills/" : "]  path (in place)");
+        lib_say(f, "  + [skills.", name, copy_to ? "]  path = ./skills/" : "]  path (in place)");
     if (copy_to)
-        say(f, "", name, "  (copied into the project)");
+        lib_say(f, "", name, "  (copied into the project)");
     fputc('\n', f);
     if (ts)
         fprintf(f, "  + toolset '%s' skills += \"%s\"\n", ts, name);

@@ -104,26 +104,6 @@ static int forbid_check(const struct manifest *m, const struct lib_pack *pk, str
     return rc;
 }
 
-/* The toolset a pack's server joins: --toolset, else the effective one. */
-static int pick_toolset(const struct manifest *m, const char *want, const char **out,
-                        struct as_err *err)
-{
-    *out = NULL;
-    if (want) {
-        if (!manifest_toolset(m, want)) {
-            as_err_set(err, "toolset '%s' is not declared in %s", want, m->path);
-            as_err_hint(err, "declare [toolsets.%s], or leave --toolset out", want);
-            return -1;
-        }
-        *out = want;
-        return 0;
-    }
-    const struct mf_toolset *t = manifest_effective_toolset(m);
-    if (t)
-        *out = t->name;
-    return 0;
-}
-
 static int add_to_toolset(toml_edit *ed, const struct manifest *m, const char *ts, const char *list,
                           const char *name, struct as_err *err)
 {
@@ -144,15 +124,6 @@ static int add_to_toolset(toml_edit *ed, const struct manifest *m, const char *t
     return rc;
 }
 
-/* pre + s (sanitized: it came from a repository) + post. */
-static void say(FILE *f, const char *pre, const char *s, const char *post)
-{
-    strbuf b = SB_INIT;
-    term_sanitize(&b, s, strlen(s));
-    fprintf(f, "%s%s%s", pre, b.buf, post);
-    sb_release(&b);
-}
-
 static int vendor_instruction(const struct lib_pack *pk, const struct lib_pack_member *mb,
                               strbuf *out, struct as_err *err)
 {
@@ -169,9 +140,9 @@ static void print_server(FILE *f, const struct lib_pack *pk)
         return;
     if (strcmp(pk->server_type, "stdio") == 0) {
         fprintf(f, "  + [servers.%s]  stdio: ", pk->name);
-        say(f, "", pk->server_command, "");
+        lib_say(f, "", pk->server_command, "");
         for (size_t i = 0; i < pk->server_args.n; i++)
-            say(f, " ", pk->server_args.v[i], "");
+            lib_say(f, " ", pk->server_args.v[i], "");
         fputc('\n', f);
         for (size_t i = 0; i < pk->secret_env.n; i++) {
             strbuf n = SB_INIT;
@@ -181,7 +152,7 @@ static void print_server(FILE *f, const struct lib_pack *pk)
         }
     } else {
         fprintf(f, "  + [servers.%s]  http: ", pk->name);
-        say(f, "", pk->server_url, "\n");
+        lib_say(f, "", pk->server_url, "\n");
         toml_value *t = lib_pack_server_table(pk);
         const toml_value *h = toml_get(t, "headers");
         for (size_t i = 0; i < toml_len(h); i++) {
@@ -339,7 +310,7 @@ int lib_pack_add(struct library *lib, const struct bundle_paths *p, const char *
         }
     }
     const char *ts = NULL;
-    if (pk.has_server && pick_toolset(m, o->toolset, &ts, err) < 0)
+    if (pk.has_server && lib_pick_toolset(m, o->toolset, &ts, err) < 0)
         goto out;
 
     /* The manifest edit, in memory. */
@@ -375,7 +346,7 @@ int lib_pack_add(struct library *lib, const struct bundle_paths *p, const char *
     fprintf(f, "pack '%s' %s (%.12s) from %s%s%s\n", pk.name, pk.tag, pk.commit, ref.url,
             ref.subdir ? " #" : "", ref.subdir ? ref.subdir : "");
     if (pk.description)
-        say(f, "  ", pk.description, "\n");
+        lib_say(f, "  ", pk.description, "\n");
     print_server(f, &pk);
     if (pk.has_server && ts)
         fprintf(f, "  + toolset '%s' servers += \"%s\"\n", ts, pk.name);
@@ -1019,7 +990,7 @@ int lib_pack_remove(struct library *lib, const struct bundle_paths *p, const cha
         const char *ver = lstr(ledger, "version"), *src = lstr(ledger, "source");
         fprintf(f, "remove pack '%s'%s%s", name, ver ? " " : "", ver ? ver : "");
         if (src)
-            say(f, " (", src, ")");
+            lib_say(f, " (", src, ")");
         fputc('\n', f);
     } else {
         fprintf(f, "remove %s '%s'\n", servers.n ? "server" : "skill", name);
@@ -1033,7 +1004,7 @@ int lib_pack_remove(struct library *lib, const struct bundle_paths *p, const cha
         if (r->file)
             fprintf(f, "  (deletes %s)", r->file + strlen(p->manifest_dir) + 1);
         else if (r->kept)
-            say(f, "  (", r->kept, ")");
+            lib_say(f, "  (", r->kept, ")");
         fputc('\n', f);
         const char *list = strcmp(r->table, "servers") == 0  ? "servers"
                            : strcmp(r->table, "skills") == 0 ? "skills"

@@ -6,6 +6,7 @@
 
 #include "base/fs.h"
 #include "base/rand.h"
+#include "base/term.h"
 #include "base/xalloc.h"
 #include "bundle/lockfile.h"
 #include "bundle/manifest.h"
@@ -268,4 +269,33 @@ void lib_txn_warn_untrusted(const struct lib_txn *t, FILE *diag)
     if (t->before.state == TRUST_TRUSTED)
         fprintf(diag, "warning: the manifest and lock changed, so this project is no longer "
                       "trusted until you review it: agentstack trust .\n");
+}
+
+/* ---- shared by the edits --------------------------------------------------------------- */
+
+int lib_pick_toolset(const struct manifest *m, const char *want, const char **out,
+                     struct as_err *err)
+{
+    *out = NULL;
+    if (want) {
+        if (!manifest_toolset(m, want)) {
+            as_err_set(err, "toolset '%s' is not declared in %s", want, m->path);
+            as_err_hint(err, "declare [toolsets.%s], or leave --toolset out", want);
+            return -1;
+        }
+        *out = want;
+        return 0;
+    }
+    const struct mf_toolset *t = manifest_effective_toolset(m);
+    if (t)
+        *out = t->name;
+    return 0;
+}
+
+void lib_say(FILE *f, const char *pre, const char *s, const char *post)
+{
+    strbuf b = SB_INIT;
+    term_sanitize(&b, s, strlen(s));
+    fprintf(f, "%s%s%s", pre, b.buf, post);
+    sb_release(&b);
 }

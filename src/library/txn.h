@@ -1,7 +1,7 @@
 /*
  * txn — the one write transaction behind every project edit the library
- * makes (`add skill`, `add from git:`, `upgrade`, `remove`). Internal to
- * src/library.
+ * makes (`add skill`, `add from git:`, `upgrade`, `remove`), and the small
+ * pieces those edits share. Internal to src/library.
  *
  * Why: each of those commands writes files, the manifest and the lock, and
  * must leave all three as they were when any step fails (06 §3.3, §3.4).
@@ -29,6 +29,7 @@
 #include "base/toml.h"
 #include "base/vec.h"
 #include "bundle/discover.h"
+#include "bundle/manifest.h"
 #include "library/library.h"
 #include "trust/trust.h"
 
@@ -78,5 +79,12 @@ void lib_txn_done(const struct lib_txn *t, FILE *f, const char *fmt, ...)
 void lib_txn_end(struct lib_txn *t);
 /* A project that was trusted before the write no longer is: say so on diag. */
 void lib_txn_warn_untrusted(const struct lib_txn *t, FILE *diag);
+
+/* The toolset an added server or skill joins: want (--toolset; it must be
+ * declared), else the manifest's effective toolset, else none (*out NULL). */
+int lib_pick_toolset(const struct manifest *m, const char *want, const char **out,
+                     struct as_err *err);
+/* pre + s (sanitized for the terminal: it came from a repository) + post. */
+void lib_say(FILE *f, const char *pre, const char *s, const char *post);
 
 #endif
