@@ -760,7 +760,11 @@ int cmd_run(int argc, char **argv, struct cli_ctx *ctx)
         for (int k = 0; k < o.nrest; k++)
             args[k] = o.rest[k];
     }
-    if (adp_self_path(&self, &err) < 0) {
+    /* Our own path serves the gateway: host runs, and confined runs whose
+     * harness has an MCP mapping to route (a confined run without one never
+     * reads it, and the PATH walk is a dozen system calls of its start). */
+    int wants_self = !confined || (h.d && h.d->has_mcp);
+    if (wants_self && adp_self_path(&self, &err) < 0) {
         sb_reset(&self); /* the grant-handoff gate (host) or the routing note (confined) */
         err = (struct as_err)AS_ERR_INIT;
     }
