@@ -689,6 +689,13 @@ child_main(const struct sbx_ns_spec *s, int ctl, int parent_root)
     /* Out of the terminal's foreground group: a Ctrl-C reaches agentstack,
      * which forwards it once, instead of reaching init directly as well. */
     setsid();
+    /* The hostname and the network need no uid mapping, only this user
+     * namespace's capabilities: done while the host writes the maps, off
+     * the path to "ready" (issue 8). */
+    if (s->hostname && sethostname(s->hostname, strlen(s->hostname)) < 0)
+        child_fail("sethostname: %s", strerror(errno));
+    if (s->new_net)
+        lo_up_and_listen(s);
     char msg[MSG_MAX];
     ssize_t n = recv_msg(ctl, msg, sizeof msg, NULL);
     if (n <= 0 || strcmp(msg, "go") != 0)
@@ -706,10 +713,6 @@ child_main(const struct sbx_ns_spec *s, int ctl, int parent_root)
         child_fail("the uid/gid map was not applied");
     /* After the id change, which clears it. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (s->hostname && sethostname(s->hostname, strlen(s->hostname)) < 0)
-        child_fail("sethostname: %s", strerror(errno));
-    if (s->new_net)
-        lo_up_and_listen(s);
     build_root(s);
     nested_userns(s);
 
@@ -749,6 +752,26 @@ static void unavailable_hint(struct as_err *err)
     as_err_hint(err, "user namespaces are needed: check `sysctl user.max_user_namespaces` "
                      "(> 0), kernel.unprivileged_userns_clone, and AppArmor's "
                      "kernel.apparmor_restrict_unprivileged_userns");
+}
+
+/* init may have failed (and said why) before the host finished starting
+ * it: its word replaces the host's own error (a map write to a dead pid). */
+static void child_error(struct sbx_ns_child *c, struct as_err *err)
+{
+    char msg[MSG_MAX];
+    for (;;) {
+        if (c->ctl < 0)
+            return;
+        ssize_t n = recv(c->ctl, msg, sizeof msg - 1, MSG_DONTWAIT);
+        if (n <= 0)
+            return;
+        msg[n] = '\0';
+        if (strncmp(msg, "error ", 6) == 0) {
+            *err = (struct as_err)AS_ERR_INIT;
+            as_err_set(err, "%s", msg + 6);
+            return;
+        }
+    }
 }
 
 int sbx_ns_start(const struct sbx_ns_spec *s, struct sbx_ns_child *c, struct as_err *err)
@@ -816,6 +839,7 @@ int sbx_ns_spawn(const struct sbx_ns_spec *s, struct sbx_ns_child *c, struct as_
     }
     return 0;
 fail:
+    child_error(c, err);
     sbx_ns_release(c);
     return -1;
 }
