@@ -209,12 +209,20 @@ void aud_call_encode(const struct aud_call *c, strbuf *out)
 
 int aud_call_append(const char *home, const struct aud_call *c, struct as_err *err)
 {
-    strbuf body = SB_INIT;
+    strbuf body;
+    sb_init(&body, 512); /* one allocation for a typical row */
     aud_call_encode(c, &body);
-    char *path = xasprintf("%s/audit/calls.jsonl", home);
+    /* Joined by hand: this runs once per brokered call. */
+    static const char tail[] = "/audit/calls.jsonl";
+    size_t hl = strlen(home);
+    char stack[512];
+    char *path = hl + sizeof tail <= sizeof stack ? stack : xmalloc(hl + sizeof tail);
+    memcpy(path, home, hl);
+    memcpy(path + hl, tail, sizeof tail);
     struct aud_append_opts o = {AUD_ROTATE_BYTES, 0};
     int r = aud_append_encoded(path, &body, &o, err);
-    free(path);
+    if (path != stack)
+        free(path);
     sb_release(&body);
     return r;
 }

@@ -351,7 +351,8 @@ static int append_locked(const char *path, const strbuf *body, size_t rotate, in
                 break;
             }
         }
-        strbuf line = SB_INIT;
+        strbuf line;
+        sb_init(&line, body->len + 80); /* ,"prev":"<64 hex>"} and '\n' */
         if (!terminated)
             sb_addc(&line, '\n'); /* close a torn line; the verifier will name it */
         size_t from = line.len;

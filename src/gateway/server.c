@@ -108,7 +108,8 @@ bool gw_reply_raw(struct gw *gw, struct job *j, const strbuf *members)
         return false;
     if (!j->cancelled && !j->replied) {
         /* mcp_result_new's frame, key for key: jsonrpc, id, result. */
-        strbuf f = SB_INIT;
+        strbuf f;
+        sb_init(&f, members->len + 96);
         sb_adds(&f, "{\"jsonrpc\":\"2.0\",\"id\":");
         if (json_is_integer(j->id))
             mcp_json_int((long long)json_integer_value(j->id), &f);

@@ -335,7 +335,8 @@ uint64_t mcp_client_call_tool_raw(struct mcp_client *c, const char *name, const 
         while (*pp)
             pp = &(*pp)->next;
         *pp = p;
-        strbuf line = SB_INIT;
+        strbuf line;
+        sb_init(&line, 256);
         sb_adds(&line, "{\"jsonrpc\":\"2.0\",\"id\":");
         mcp_json_int((long long)p->id, &line);
         sb_adds(&line, ",\"method\":\"tools/call\",\"params\":{\"name\":");
