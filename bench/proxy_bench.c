@@ -15,12 +15,17 @@
  *       resolver seam (allow_local, as the proxy's own tests do). Prints
  *       "port N", serves until stdin reaches EOF, then prints the counters.
  *   proxy_bench client PORT MIB SETUPS
- *       Starts loopback servers (source, sink, ping) on threads and a plain
- *       splice relay in a child process (the floor any relay pays here),
- *       then measures a MIB download and upload directly, through the
- *       relay and through the proxy at PORT (interleaved, best of 5), and
- *       SETUPS connection setups (CONNECT, 200, ClientHello, first upstream
- *       byte) directly and through the proxy; prints table rows.
+ *       Starts loopback servers (source, sink, ping) on threads and two bare
+ *       relays in child processes — blocking, a thread per direction, one
+ *       splicing through a pipe and one copying through a buffer: the floor
+ *       any relay pays here — then measures a MIB download and upload
+ *       directly, through each bare relay and through the proxy at PORT
+ *       (interleaved, best and median of 5), and SETUPS connection setups
+ *       (CONNECT, 200, ClientHello, first upstream byte) directly and
+ *       through the proxy; prints table rows. With PROXY_BENCH_PROXY_PID
+ *       set to the proxy's pid it also prints the CPU time each path costs
+ *       per GiB (this process's client and server threads, plus the proxy),
+ *       which bounds what a relayed path can reach on this many cores.
  *   proxy_bench transfer PORT MIB
  *       One proxied download and upload of MIB each, untimed (for strace).
  */
@@ -50,6 +55,7 @@
     "YWdlbnRzdGFjazowMTIzNDU2Nzg5YWJjZGVmMDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWYw"             \
     "MTIzNDU2Nzg5YWJjZGVm"
 #define CHUNK (1u << 20)
+#define REPS 5
 
 static void die(const char *what)
 {
@@ -248,11 +254,14 @@ static void srv_start(struct srv *s, enum srv_kind k)
     pthread_detach(t);
 }
 
-/* ---- the floor: a plain splice relay ------------------------------------------------ */
+/* ---- the floor: bare relays ----------------------------------------------------- */
 
 /* What any CONNECT relay costs on this machine: no policy, no recorder, no
- * event loop — a blocking thread per direction splicing through a pipe.
- * The proxy's throughput is judged against this as well as against direct. */
+ * event loop — a blocking thread per direction, either splicing through a
+ * pipe or copying through a buffer. The proxy is judged against both as
+ * well as against direct. */
+static int g_relay_copy; /* the relay child's mode */
+
 struct half {
     int from, to;
 };
@@ -260,6 +269,18 @@ struct half {
 static void *relay_pump(void *arg)
 {
     struct half *h = arg;
+    if (g_relay_copy) {
+        uint8_t *b = malloc(CHUNK);
+        if (!b)
+            die("malloc");
+        ssize_t n;
+        while ((n = read(h->from, b, CHUNK)) > 0)
+            if (write_full(h->to, b, (size_t)n) < 0)
+                break;
+        free(b);
+        shutdown(h->to, SHUT_WR);
+        return NULL;
+    }
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC) < 0)
         die("pipe2");
@@ -486,10 +507,31 @@ static void rate_row(const char *name, double tp, double tb)
     row(name, o, b, d);
 }
 
-static void min_in(double *best, double t)
+static double self_cpu_s(void)
 {
-    if (t < *best)
-        *best = t;
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The proxy's CPU time: its event loop thread does all the relaying (the
+ * first field of schedstat is that thread's run time in ns, softirq work
+ * it ran included). */
+static int g_proxy_pid;
+static double proxy_cpu_s(void)
+{
+    if (!g_proxy_pid)
+        return 0;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/schedstat", g_proxy_pid);
+    FILE *f = fopen(path, "r");
+    unsigned long long ns = 0;
+    if (f) {
+        if (fscanf(f, "%llu", &ns) != 1)
+            ns = 0;
+        fclose(f);
+    }
+    return (double)ns / 1e9;
 }
 
 static void setup_rows(int port, int proxy, int n)
@@ -521,29 +563,30 @@ static void setup_rows(int port, int proxy, int n)
     free(sd);
 }
 
-static int client(int proxy, long mib, int setups, int timed)
+static int client(int proxy, long mib_arg, int setups, int timed)
 {
-    g_bytes = (size_t)mib << 20;
+    g_bytes = (size_t)mib_arg << 20;
     for (size_t i = 0; i < CHUNK; i++)
         g_buf[i] = (uint8_t)(i * 131 + (i >> 12));
     g_hello_len = make_hello(g_hello);
-    /* The floor relay is forked before any thread exists. */
-    int relay = 0;
-    pid_t rpid = -1;
-    if (timed) {
+    /* The bare relays are forked before any thread exists. */
+    int relay[2] = {0, 0};
+    pid_t rpid[2] = {-1, -1};
+    for (int k = 0; timed && k < 2; k++) {
         int pfd[2];
         if (pipe2(pfd, O_CLOEXEC) < 0)
             die("pipe2");
-        rpid = fork();
-        if (rpid < 0)
+        rpid[k] = fork();
+        if (rpid[k] < 0)
             die("fork");
-        if (rpid == 0) {
+        if (rpid[k] == 0) {
             close(pfd[0]);
+            g_relay_copy = k;
             relay_main(pfd[1]);
             _exit(0);
         }
         close(pfd[1]);
-        if (read_full(pfd[0], &relay, sizeof relay) < 0)
+        if (read_full(pfd[0], &relay[k], sizeof relay[k]) < 0)
             die("relay port");
         close(pfd[0]);
     }
@@ -556,27 +599,65 @@ static int client(int proxy, long mib, int setups, int timed)
         upload(sink.port, proxy);
         return 0;
     }
-    /* Interleaved, best of N: each path gets the same machine weather. */
-    double dp = 1e9, dd = 1e9, dr = 1e9, up = 1e9, ud = 1e9, ur = 1e9;
-    for (int i = 0; i < 5; i++) {
-        min_in(&dd, download(source.port, 0));
-        min_in(&dr, download(source.port, relay));
-        min_in(&dp, download(source.port, proxy));
-        min_in(&ud, upload(sink.port, 0));
-        min_in(&ur, upload(sink.port, relay));
-        min_in(&up, upload(sink.port, proxy));
+    const char *pid = getenv("PROXY_BENCH_PROXY_PID");
+    g_proxy_pid = pid ? atoi(pid) : 0;
+    /* Interleaved: each path gets the same machine weather. */
+    enum { P_DIRECT, P_SPLICE, P_COPY, P_PROXY, NPATH };
+    const int via[NPATH] = {0, relay[0], relay[1], proxy};
+    double t[2][NPATH][REPS], cpu[2][NPATH] = {{0}}, pcpu[2] = {0};
+    for (int i = 0; i < REPS; i++)
+        for (int dir = 0; dir < 2; dir++)
+            for (int k = 0; k < NPATH; k++) {
+                double c0 = self_cpu_s(), p0 = proxy_cpu_s();
+                t[dir][k][i] = dir ? upload(sink.port, via[k]) : download(source.port, via[k]);
+                cpu[dir][k] += self_cpu_s() - c0;
+                if (k == P_PROXY)
+                    pcpu[dir] += proxy_cpu_s() - p0;
+            }
+    static const char *const dname[2] = {"download", "upload"};
+    double mib = (double)g_bytes / (1 << 20);
+    for (int dir = 0; dir < 2; dir++) {
+        double best[NPATH], med[NPATH];
+        for (int k = 0; k < NPATH; k++) {
+            qsort(t[dir][k], REPS, sizeof(double), cmp_d);
+            best[k] = t[dir][k][0];
+            med[k] = t[dir][k][REPS / 2];
+        }
+        char name[64];
+        snprintf(name, sizeof name, "proxy %s %ld MiB vs direct", dname[dir], mib_arg);
+        rate_row(name, best[P_PROXY], best[P_DIRECT]);
+        snprintf(name, sizeof name, "  median of %d", REPS);
+        rate_row(name, med[P_PROXY], med[P_DIRECT]);
+        snprintf(name, sizeof name, "proxy %s vs bare splice relay", dname[dir]);
+        rate_row(name, best[P_PROXY], best[P_SPLICE]);
+        snprintf(name, sizeof name, "proxy %s vs bare copy relay", dname[dir]);
+        rate_row(name, best[P_PROXY], best[P_COPY]);
+        if (!g_proxy_pid)
+            continue;
+        /* CPU seconds per GiB moved, summed over every participant: the
+         * relayed path runs a second TCP connection, and on N cores it can
+         * go no faster than N / (its CPU per byte). */
+        double gib = mib * REPS / 1024;
+        double cd = cpu[dir][P_DIRECT] / gib, cp = (cpu[dir][P_PROXY] + pcpu[dir]) / gib;
+        char o[32], b2[32], d[48];
+        snprintf(name, sizeof name, "  CPU s/GiB (proxy %.2f of it)", pcpu[dir] / gib);
+        snprintf(o, sizeof o, "%.2fs", cp);
+        snprintf(b2, sizeof b2, "%.2fs", cd);
+        snprintf(d, sizeof d, "%.2fx", cp / cd);
+        row(name, o, b2, d);
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        snprintf(name, sizeof name, "  CPU ceiling on %ld cores", ncpu);
+        snprintf(o, sizeof o, "%.0fMiB/s", (double)ncpu * 1024 / cp);
+        snprintf(b2, sizeof b2, "%.0fMiB/s", mib / best[P_DIRECT]);
+        snprintf(d, sizeof d, "%.2fx", (double)ncpu * 1024 / cp / (mib / best[P_DIRECT]));
+        row(name, o, b2, d);
     }
-    char name[64];
-    snprintf(name, sizeof name, "proxy download %ld MiB vs direct", mib);
-    rate_row(name, dp, dd);
-    snprintf(name, sizeof name, "proxy upload %ld MiB vs direct", mib);
-    rate_row(name, up, ud);
-    rate_row("proxy download vs splice relay", dp, dr);
-    rate_row("proxy upload vs splice relay", up, ur);
     if (setups > 0)
         setup_rows(ping.port, proxy, setups);
-    kill(rpid, SIGKILL);
-    waitpid(rpid, NULL, 0);
+    for (int k = 0; k < 2; k++) {
+        kill(rpid[k], SIGKILL);
+        waitpid(rpid[k], NULL, 0);
+    }
     return 0;
 }
 
