@@ -283,8 +283,16 @@ static int append_locked(const char *path, const strbuf *body, size_t rotate, in
             break;
         }
         struct stat fst, pst;
-        if (fstat(fd, &fst) != 0 || lstat(path, &pst) != 0 || fst.st_ino != pst.st_ino ||
-            fst.st_dev != pst.st_dev) {
+        /* A cached descriptor's inode is known: when the path still names it,
+         * the path's stat is the descriptor's (size and mode included), and
+         * the fstat is one syscall per brokered call for nothing. */
+        int same =
+            lstat(path, &pst) == 0 &&
+            (cached ? pst.st_ino == e->ino && pst.st_dev == e->dev
+                    : fstat(fd, &fst) == 0 && fst.st_ino == pst.st_ino && fst.st_dev == pst.st_dev);
+        if (same && cached)
+            fst = pst;
+        if (!same) {
             /* rotated (or replaced, or removed) since: start over from the path */
             unlock_close(fd, cached);
             if (cached)
