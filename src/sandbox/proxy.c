@@ -30,7 +30,7 @@
 #include "sandbox/connect.h"
 
 #define MAX_ADDRS 8
-#define FDS_PER_TUNNEL 2 /* client, upstream */
+#define FDS_PER_TUNNEL 6 /* client, upstream, two pipes */
 
 enum cstate { C_FREE = 0, C_HEAD, C_RESOLVE, C_DIAL, C_REPLY, C_FLIGHT, C_RELAY };
 enum tag { T_CLIENT = 0, T_UPSTREAM = 1, T_LISTENER = 2, T_MISC = 3 };
@@ -50,7 +50,8 @@ struct conn {
     char host[SBX_HOST_MAX];
     int64_t deadline; /* ms, monotonic; 0 = none */
     int64_t last_active;
-    size_t cwant, uwant; /* relay read sizes: client->upstream, upstream->client */
+    int pc[2], pu[2]; /* pipes client->upstream, upstream->client */
+    size_t pc_fill, pu_fill, pc_cap, pu_cap;
     int c_eof, u_eof, c_shut, u_shut;
     int recorded;
     struct sbx_verdict allow; /* the policy's allow, named in the final event */
@@ -75,8 +76,7 @@ struct sbx_proxy {
     strbuf auth; /* expected Proxy-Authorization value */
     int has_auth;
     int ep;
-    int rpipe[2];  /* resolver results */
-    uint8_t *rbuf; /* the relay's copy buffer, shared by every tunnel */
+    int rpipe[2]; /* resolver results */
     int *listeners;
     size_t nlisteners;
     int listeners_paused;
@@ -169,6 +169,10 @@ static void conn_close(struct sbx_proxy *p, struct conn *c)
         return;
     close_fd(&c->cfd);
     close_fd(&c->ufd);
+    close_fd(&c->pc[0]);
+    close_fd(&c->pc[1]);
+    close_fd(&c->pu[0]);
+    close_fd(&c->pu[1]);
     sb_release(&c->in);
     sb_release(&c->cout);
     sb_release(&c->uout);
@@ -176,6 +180,7 @@ static void conn_close(struct sbx_proxy *p, struct conn *c)
     memset(c, 0, sizeof *c);
     c->gen = gen;
     c->cfd = c->ufd = -1;
+    c->pc[0] = c->pc[1] = c->pu[0] = c->pu[1] = -1;
     c->st = C_FREE;
     p->active--;
     pause_listeners(p, 0);
@@ -185,6 +190,7 @@ static void conn_init_slot(struct conn *c)
 {
     memset(c, 0, sizeof *c);
     c->cfd = c->ufd = -1;
+    c->pc[0] = c->pc[1] = c->pu[0] = c->pu[1] = -1;
 }
 
 /* ---- evidence ------------------------------------------------------------ */
@@ -571,59 +577,29 @@ allow:
 
 /* ---- relay ------------------------------------------------------------------ */
 
-/* Bytes are copied through one buffer shared by every tunnel (the loop is
- * single-threaded), not spliced through per-tunnel pipes: measured on
- * loopback (bench/proxy_bench.sh), splice(2) saved the relay nothing and
- * made the receiving end dearer, so a copy relay moved more per CPU second.
- * A read takes at most `want` bytes: it starts small so interactive tunnels
- * stay cheap, grows while the receiver takes every read whole (a bulk
- * transfer), and falls back as soon as it does not. What the receiver
- * refuses is kept as the tunnel's owed bytes (≤ one read) and that
- * direction reads nothing more until they are gone, so TCP flow control
- * reaches the sender instead of our memory growing. */
-#define RELAY_MIN (64u << 10)
-#define RELAY_MAX (1u << 20)
-
-/* One direction: flush what is owed, else one read and one send. Returns
- * 1 on progress (bytes moved or EOF seen), 0 when blocked, -1 to close. */
-static int relay_dir(uint8_t *buf, int from, int to, strbuf *owed, size_t *off, size_t *want,
-                     int *eof)
+static int make_pipe(int fds[2], size_t *cap)
 {
-    if (owed->len > *off) {
-        ssize_t w = send(to, owed->buf + *off, owed->len - *off, MSG_NOSIGNAL);
-        if (w < 0)
-            return errno == EAGAIN || errno == EINTR ? 0 : -1;
-        *off += (size_t)w;
-        if (*off == owed->len) {
-            sb_release(owed);
-            *off = 0;
-        }
-        return w > 0;
-    }
-    if (*eof)
-        return 0;
-    ssize_t n = recv(from, buf, *want, 0);
-    if (n == 0) {
-        *eof = 1;
-        return 1;
-    }
-    if (n < 0)
-        return errno == EAGAIN || errno == EINTR ? 0 : -1;
-    ssize_t w = send(to, buf, (size_t)n, MSG_NOSIGNAL);
-    if (w < 0) {
-        if (errno != EAGAIN && errno != EINTR)
-            return -1;
-        w = 0;
-    }
-    if (w < n) {
-        sb_reset(owed); /* fully sent before this read, e.g. the 200 line */
-        sb_add(owed, buf + w, (size_t)(n - w));
-        *off = 0;
-        *want = RELAY_MIN;
-    } else if ((size_t)n == *want && *want < RELAY_MAX) {
-        *want *= 4;
-    }
-    return 1;
+    if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0)
+        return -1;
+    int sz = fcntl(fds[0], F_GETPIPE_SZ);
+    *cap = sz > 0 ? (size_t)sz : 4096;
+    return 0;
+}
+
+/* A pipe that keeps filling carries a bulk transfer: grow it (up to 1 MiB)
+ * so each wakeup moves more. Idle and interactive tunnels keep the default
+ * 64 KiB, which bounds the memory of a thousand mostly-idle tunnels. */
+#define PIPE_GROW_MAX (1 << 20)
+static void maybe_grow(int wfd, size_t *cap)
+{
+    if (*cap >= PIPE_GROW_MAX)
+        return;
+    int want = (int)(*cap * 4 > PIPE_GROW_MAX ? PIPE_GROW_MAX : *cap * 4);
+    int got = fcntl(wfd, F_SETPIPE_SZ, want);
+    if (got > 0)
+        *cap = (size_t)got;
+    else
+        *cap = PIPE_GROW_MAX; /* refused (per-user pipe limits): stop trying */
 }
 
 static void relay_update(struct sbx_proxy *p, struct conn *c)
@@ -631,13 +607,13 @@ static void relay_update(struct sbx_proxy *p, struct conn *c)
     uint32_t ce = 0, ue = 0;
     int cout_pending = c->cout.len > c->cout_off;
     int uout_pending = c->uout.len > c->uout_off;
-    if (!c->c_eof && !uout_pending)
+    if (!c->c_eof && c->pc_fill < c->pc_cap)
         ce |= EPOLLIN;
-    if (cout_pending)
+    if (cout_pending || c->pu_fill)
         ce |= EPOLLOUT;
-    if (!c->u_eof && !cout_pending)
+    if (!c->u_eof && c->pu_fill < c->pu_cap)
         ue |= EPOLLIN;
-    if (uout_pending)
+    if (uout_pending || c->pc_fill)
         ue |= EPOLLOUT;
     reg(p, c, 0, ce);
     reg(p, c, 1, ue);
@@ -645,27 +621,95 @@ static void relay_update(struct sbx_proxy *p, struct conn *c)
 
 /* Moves bytes until nothing more can move. Returns -1 when the connection
  * must close (error, or both directions finished). */
-static int relay_pump(struct sbx_proxy *p, struct conn *c)
+static int relay_pump(struct conn *c)
 {
     int progress = 1, any = 0;
-    /* A few rounds per wakeup: enough to keep a bulk transfer moving
+    /* A few rounds per wakeup: enough to move a chunk through both hops
      * without another epoll trip, few enough to stay fair to other tunnels. */
     for (int round = 0; progress && round < 8; round++) {
-        /* client -> upstream (after the flight or rewritten head) */
-        int a = relay_dir(p->rbuf, c->cfd, c->ufd, &c->uout, &c->uout_off, &c->cwant, &c->c_eof);
-        /* upstream -> client (after the 200 line) */
-        int b = relay_dir(p->rbuf, c->ufd, c->cfd, &c->cout, &c->cout_off, &c->uwant, &c->u_eof);
-        if (a < 0 || b < 0)
-            return -1;
-        progress = a | b;
+        progress = 0;
+        /* client -> upstream */
+        if (c->uout.len > c->uout_off) {
+            ssize_t w =
+                send(c->ufd, c->uout.buf + c->uout_off, c->uout.len - c->uout_off, MSG_NOSIGNAL);
+            if (w > 0) {
+                c->uout_off += (size_t)w;
+                progress = 1;
+                if (c->uout_off == c->uout.len) {
+                    sb_release(&c->uout);
+                    c->uout_off = 0;
+                }
+            } else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+                return -1;
+            }
+        } else if (c->pc_fill) {
+            ssize_t n =
+                splice(c->pc[0], NULL, c->ufd, NULL, c->pc_fill, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+            if (n > 0) {
+                c->pc_fill -= (size_t)n;
+                progress = 1;
+            } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+                return -1;
+            }
+        }
+        if (!c->c_eof && c->pc_fill < c->pc_cap) {
+            ssize_t n = splice(c->cfd, NULL, c->pc[1], NULL, c->pc_cap - c->pc_fill,
+                               SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+            if (n > 0) {
+                c->pc_fill += (size_t)n;
+                progress = 1;
+                if (c->pc_fill == c->pc_cap)
+                    maybe_grow(c->pc[1], &c->pc_cap);
+            } else if (n == 0) {
+                c->c_eof = 1;
+                progress = 1;
+            } else if (errno != EAGAIN && errno != EINTR) {
+                return -1;
+            }
+        }
+        /* upstream -> client (the 200 line goes first) */
+        if (c->cout.len > c->cout_off) {
+            ssize_t w =
+                send(c->cfd, c->cout.buf + c->cout_off, c->cout.len - c->cout_off, MSG_NOSIGNAL);
+            if (w > 0) {
+                c->cout_off += (size_t)w;
+                progress = 1;
+            } else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+                return -1;
+            }
+        } else if (c->pu_fill) {
+            ssize_t n =
+                splice(c->pu[0], NULL, c->cfd, NULL, c->pu_fill, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+            if (n > 0) {
+                c->pu_fill -= (size_t)n;
+                progress = 1;
+            } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+                return -1;
+            }
+        }
+        if (!c->u_eof && c->pu_fill < c->pu_cap) {
+            ssize_t n = splice(c->ufd, NULL, c->pu[1], NULL, c->pu_cap - c->pu_fill,
+                               SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+            if (n > 0) {
+                c->pu_fill += (size_t)n;
+                progress = 1;
+                if (c->pu_fill == c->pu_cap)
+                    maybe_grow(c->pu[1], &c->pu_cap);
+            } else if (n == 0) {
+                c->u_eof = 1;
+                progress = 1;
+            } else if (errno != EAGAIN && errno != EINTR) {
+                return -1;
+            }
+        }
         any |= progress;
     }
     /* Half-close each direction once it has drained. */
-    if (c->c_eof && c->uout.len == c->uout_off && !c->u_shut) {
+    if (c->c_eof && !c->pc_fill && c->uout.len == c->uout_off && !c->u_shut) {
         shutdown(c->ufd, SHUT_WR);
         c->u_shut = 1;
     }
-    if (c->u_eof && c->cout.len == c->cout_off && !c->c_shut) {
+    if (c->u_eof && !c->pu_fill && c->cout.len == c->cout_off && !c->c_shut) {
         shutdown(c->cfd, SHUT_WR);
         c->c_shut = 1;
     }
@@ -676,7 +720,7 @@ static int relay_pump(struct sbx_proxy *p, struct conn *c)
 
 static void relay_run(struct sbx_proxy *p, struct conn *c, uint32_t ev)
 {
-    int r = relay_pump(p, c);
+    int r = relay_pump(c);
     if (r < 0 || (r == 0 && (ev & (EPOLLHUP | EPOLLERR)))) {
         conn_close(p, c);
         return;
@@ -688,12 +732,13 @@ static void relay_run(struct sbx_proxy *p, struct conn *c, uint32_t ev)
 
 static void enter_relay(struct sbx_proxy *p, struct conn *c)
 {
-    if (!p->rbuf)
-        p->rbuf = xmalloc(RELAY_MAX);
+    if (make_pipe(c->pc, &c->pc_cap) < 0 || make_pipe(c->pu, &c->pu_cap) < 0) {
+        conn_close(p, c);
+        return;
+    }
     c->st = C_RELAY;
     c->deadline = 0;
     c->last_active = now_ms();
-    c->cwant = c->uwant = RELAY_MIN;
     reg(p, c, 1, EPOLLIN);
     relay_run(p, c, 0);
 }
@@ -1119,7 +1164,6 @@ void sbx_proxy_free(struct sbx_proxy *p)
     free(p->gw_hosts);
     sb_release_secure(&p->auth);
     free(p->conns);
-    free(p->rbuf);
     free(p->identity);
     free(p);
 }
