@@ -568,7 +568,7 @@ static int door_open(struct gw_cm *cm, struct gw_surface *sf, struct as_err *err
     if (!cm->dir) {
         strbuf d = SB_INIT;
         sb_addf(&d, "%s/gateway", gw->home);
-        if (fs_mkdirs(d.buf, 0700, err) < 0) {
+        if (fs_private_dir(d.buf, err) < 0) { /* re-tightened, never a symlink */
             sb_release(&d);
             close(s);
             return -1;

@@ -533,10 +533,19 @@ static struct gw_up *up_build(struct gw *gw, struct gw_surface *sf, struct sec_c
         strbuf sub = SB_INIT, log = SB_INIT, fname = SB_INIT;
         struct as_err err = AS_ERR_INIT;
         sb_adds(&sub, gw->proj.root_sha12 ? gw->proj.root_sha12 : "none");
-        if (home_ensure_sub(HOME_LOGS_DIR, sub.buf, &log, &err) == 0) {
+        /* logs/ and logs/<sha12>/ re-tightened and never a symlink: a refused
+         * one leaves the upstream running with its stderr discarded. */
+        int ok = home_path(HOME_LOGS_DIR, &log, &err) == 0 && fs_private_dir(log.buf, &err) == 0;
+        if (ok) {
+            sb_addf(&log, "/%s", sub.buf);
+            ok = fs_private_dir(log.buf, &err) == 0;
+        }
+        if (ok) {
             gw_file_safe(def->name, &fname);
             sb_addf(&log, "/%s.log", fname.buf);
             up->log_path = sb_detach(&log, NULL);
+        } else {
+            gw_note("server '%s': stderr not logged: %s", def->name, err.msg);
         }
         sb_release(&sub);
         sb_release(&log);

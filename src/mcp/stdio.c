@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "base/proc.h"
 #include "base/xalloc.h"
 #include "mcp/client_int.h"
@@ -85,26 +86,20 @@ static void set_nonblock(int fd)
         fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
-/* mkdir -p of path's parent, new components 0700. */
-static void make_parent(const char *path)
+/* mkdir -p of path's parent, new components 0700; the parent itself is
+ * re-tightened to 0700 and refused when a symlink or someone else's. */
+static int make_parent(const char *path)
 {
-    char buf[PATH_MAX];
-    size_t n = strlen(path);
-    if (n >= sizeof buf)
-        return;
-    memcpy(buf, path, n + 1);
-    char *slash = strrchr(buf, '/');
-    if (!slash || slash == buf)
-        return;
-    *slash = '\0';
-    for (char *p = buf + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            mkdir(buf, 0700);
-            *p = '/';
-        }
+    char *dir = xstrdup(path);
+    char *slash = strrchr(dir, '/');
+    int rc = 0;
+    if (slash && slash != dir) {
+        *slash = '\0';
+        struct as_err err = AS_ERR_INIT;
+        rc = fs_private_dir(dir, &err);
     }
-    mkdir(buf, 0700);
+    free(dir);
+    return rc;
 }
 
 static int open_log(const char *path, int excl)
@@ -471,8 +466,7 @@ static int st_open(struct mcp_client *c, struct as_err *err)
     mcp_reader_init(&ch->rd, c->max_frame);
     mcp_writer_init(&ch->w, c->loop, ch->in_fd, writer_err, ch);
     if (tr->log_path) {
-        make_parent(tr->log_path);
-        ch->log_fd = open_log(tr->log_path, 0);
+        ch->log_fd = make_parent(tr->log_path) == 0 ? open_log(tr->log_path, 0) : -1;
         struct stat st;
         if (ch->log_fd >= 0 && fstat(ch->log_fd, &st) == 0)
             ch->log_size = (size_t)st.st_size;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "audit/audit.h"
+#include "base/fs.h"
 #include "base/term.h"
 #include "base/xalloc.h"
 
@@ -53,13 +54,8 @@ int sbx_rec_create(const char *home, const char *run_id, const char *posture, st
     if (!sbx_run_id_valid(run_id))
         return as_err_set(err, "invalid run id '%s'", run_id);
     char *runs = xasprintf("%s/runs", home);
-    if (mkdir(home, 0700) < 0 && errno != EEXIST) {
-        as_err_errno(err, "creating %s", home);
-        free(runs);
-        return -1;
-    }
-    if (mkdir(runs, 0700) < 0 && errno != EEXIST) {
-        as_err_errno(err, "creating %s", runs);
+    /* runs/ is re-tightened to 0700 and never a symlink or someone else's. */
+    if (fs_private_dir(runs, err) < 0) {
         free(runs);
         return -1;
     }

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "base/xalloc.h"
 #include "sandbox/gwface.h"
 #include "sandbox/ns.h"
@@ -25,22 +26,17 @@ static long long now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int mkdirs(const char *path)
+/* sandbox-home/ and sandbox-home/<harness>/: 0700 (re-tightened), never a
+ * symlink or someone else's. */
+static int sandbox_home_dirs(const char *path, struct as_err *err)
 {
-    struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        return 0;
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    return mkdir(tmp, 0700) < 0 && errno != EEXIST ? -1 : 0;
+    char *parent = xstrdup(path);
+    char *slash = strrchr(parent, '/');
+    if (slash && slash != parent)
+        *slash = '\0';
+    int rc = fs_private_dir(parent, err);
+    free(parent);
+    return rc < 0 ? -1 : fs_private_dir(path, err);
 }
 
 /* sandbox_started and limits: recorded before the harness runs, so a run
@@ -126,8 +122,8 @@ int sbx_run_execute(const struct sbx_plan *p, FILE *banner, struct sbx_run_resul
         as_err_prefix(err, "refusing to run unobserved");
         return -1;
     }
-    if (mkdirs(p->sandbox_home) < 0) {
-        as_err_errno(err, "creating the sandbox home %s", p->sandbox_home);
+    if (sandbox_home_dirs(p->sandbox_home, err) < 0) {
+        as_err_prefix(err, "the sandbox home");
         goto refused;
     }
 

@@ -257,7 +257,36 @@ def idle():
             g.close()
 
 
+def private_dir():
+    # gateway/ loosened by hand is re-tightened; planted as a symlink the
+    # endpoint does not open and nothing is written through the link.
+    with Sandbox() as sb:
+        project(sb, stdio("t", "--tools", "get_a"))
+        gwd = os.path.join(sb.ah, "gateway")
+        os.mkdir(gwd)
+        os.chmod(gwd, 0o755)
+        with Gateway(sb, "--auto-project") as g:
+            g.initialize()
+            g.request("tools/list")
+            mode = os.stat(gwd).st_mode & 0o777
+            check(len(endpoints(sb)) == 1 and mode == 0o700, "gateway/ is re-tightened to 0700",
+                  oct(mode))
+            g.close()
+        elsewhere = os.path.join(sb.root, "elsewhere")
+        os.mkdir(elsewhere)
+        os.rmdir(gwd)
+        os.symlink(elsewhere, gwd)
+        with Gateway(sb, "--auto-project") as g:
+            g.initialize()
+            g.request("tools/list")
+            g.close()
+        check(f"{gwd}: is a symlink" in g.stderr() and os.listdir(elsewhere) == [],
+              "gateway/ as a symlink: no endpoint, named on stderr, nothing written through it",
+              (g.stderr(), os.listdir(elsewhere)))
+
+
 round_trip()
+private_dir()
 no_endpoint_when_empty()
 swap()
 idle()

@@ -169,6 +169,27 @@ def hostile():
         st = os.stat(log) if os.path.exists(log) else None
         check(st is not None and st.st_mode & 0o777 == 0o600 and st.st_size >= 4321,
               "errata 15: upstream stderr → logs/<root-sha12>/<server>.log, 0600", log)
+        logs = [os.path.join(sb.ah, "logs"), os.path.dirname(log)]
+        for d in logs:
+            os.chmod(d, 0o755)
+        with Gateway(sb, "--auto-project") as g:
+            g.initialize()
+            g.call("w__echo", {})
+            g.close()
+        modes = [oct(os.stat(d).st_mode & 0o777) for d in logs]
+        check(modes == ["0o700"] * 2, "logs/ and logs/<sha12>/ are re-tightened to 0700", modes)
+        elsewhere = os.path.join(sb.root, "elsewhere")
+        os.mkdir(elsewhere)
+        os.rename(logs[0], logs[0] + ".real")
+        os.symlink(elsewhere, logs[0])
+        with Gateway(sb, "--auto-project") as g:
+            g.initialize()
+            c = g.call("w__echo", {})
+            g.close()
+        check(text(c) == "echo: ok" and f"{logs[0]}: is a symlink" in g.stderr()
+              and os.listdir(elsewhere) == [],
+              "logs/ as a symlink: refused (named on stderr), nothing written through it",
+              (g.stderr(), os.listdir(elsewhere)))
 
 
 def transparent():

@@ -177,6 +177,32 @@ def registry_files(s):
     check(not os.path.islink(a) and registry(s) == {}, "the bodies are ours again", registry(s))
 
 
+def private_dirs(s):
+    # runs/ and sandbox-home/ (and its per-harness dir) loosened by hand are
+    # re-tightened; planted as symlinks they refuse the run, nothing written.
+    dirs = [os.path.join(s.ah, "runs"), os.path.join(s.ah, "sandbox-home")]
+    dirs.append(os.path.join(dirs[1], "shtest"))
+    for d in dirs:
+        os.chmod(d, 0o755)
+    r = s.run("run", "--lockdown", "shtest", "--", "-c", "true")
+    modes = [oct(os.stat(d).st_mode & 0o777) for d in dirs]
+    check(r.returncode == 0 and modes == ["0o700"] * len(dirs),
+          "runs/, sandbox-home/ and sandbox-home/<h>/ are re-tightened to 0700", (r.stderr, modes))
+    for d in dirs[:2]:
+        elsewhere = os.path.join(s.root, "elsewhere")
+        os.mkdir(elsewhere)
+        os.rename(d, d + ".real")
+        os.symlink(elsewhere, d)
+        r = s.run("run", "--lockdown", "--", "echo", "SHOULD-NOT-RUN")
+        check(r.returncode == 1 and f"{d}: is a symlink" in r.stderr
+              and "SHOULD-NOT-RUN" not in r.stdout and os.listdir(elsewhere) == [],
+              f"{os.path.basename(d)}/ as a symlink: refused, nothing written through it",
+              (r.returncode, r.stderr, os.listdir(elsewhere)))
+        os.unlink(d)
+        os.rename(d + ".real", d)
+        os.rmdir(elsewhere)
+
+
 def main():
     if os.geteuid() != 0 and not os.path.exists("/proc/self/ns/user"):
         print("skip: no user namespaces")
@@ -188,6 +214,7 @@ def main():
         refused_during_build(s)
         record_before_launch(s)
         registry_files(s)
+        private_dirs(s)
     done()
 
 
