@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "adapters/merge.h"
+#include "base/json.h"
 #include "base/vec.h"
 #include "base/xalloc.h"
 
@@ -402,40 +403,12 @@ static int scan_document(struct scan *sc, jmembers *root, bool *blank, size_t *r
 
 /* ---- emitting ------------------------------------------------------------- */
 
+/* DEL is escaped too in files we edit (what this writer always did, so a
+ * rewrite leaves untouched strings byte-identical). */
 static void emit_string(const char *s, size_t n, strbuf *out)
 {
     sb_addc(out, '"');
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        switch (c) {
-        case '"':
-            sb_adds(out, "\\\"");
-            break;
-        case '\\':
-            sb_adds(out, "\\\\");
-            break;
-        case '\b':
-            sb_adds(out, "\\b");
-            break;
-        case '\f':
-            sb_adds(out, "\\f");
-            break;
-        case '\n':
-            sb_adds(out, "\\n");
-            break;
-        case '\r':
-            sb_adds(out, "\\r");
-            break;
-        case '\t':
-            sb_adds(out, "\\t");
-            break;
-        default:
-            if (c < 0x20 || c == 0x7f)
-                sb_addf(out, "\\u%04x", c);
-            else
-                sb_addc(out, (char)c);
-        }
-    }
+    json_escape(s, n, JSON_ESC_DEL, out);
     sb_addc(out, '"');
 }
 

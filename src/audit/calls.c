@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "audit/audit.h"
+#include "base/json.h"
 #include "base/xalloc.h"
 
 static const char *const families[] = {"trust",  "fence",      "pin", "egress",
@@ -109,7 +110,6 @@ json_t *aud_call_record(const struct aud_call *c)
  * escapes (the cut leaves valid UTF-8, which jansson keeps as is). */
 static void enc_str(strbuf *out, const char *key, const char *v, size_t max)
 {
-    static const char hexd[] = "0123456789ABCDEF";
     sb_adds(out, ",\"");
     sb_adds(out, key);
     sb_adds(out, "\":\"");
@@ -126,42 +126,7 @@ static void enc_str(strbuf *out, const char *key, const char *v, size_t max)
     }
     strbuf sb = SB_INIT;
     aud_utf8_cut(s, max, &sb);
-    size_t run = 0;
-    for (size_t i = 0; i < sb.len; i++) {
-        unsigned char ch = (unsigned char)sb.buf[i];
-        if (ch >= 0x20 && ch != '"' && ch != '\\')
-            continue;
-        sb_add(out, sb.buf + run, i - run);
-        run = i + 1;
-        switch (ch) {
-        case '"':
-            sb_adds(out, "\\\"");
-            break;
-        case '\\':
-            sb_adds(out, "\\\\");
-            break;
-        case '\b':
-            sb_adds(out, "\\b");
-            break;
-        case '\f':
-            sb_adds(out, "\\f");
-            break;
-        case '\n':
-            sb_adds(out, "\\n");
-            break;
-        case '\r':
-            sb_adds(out, "\\r");
-            break;
-        case '\t':
-            sb_adds(out, "\\t");
-            break;
-        default: {
-            char u[7] = {'\\', 'u', '0', '0', hexd[ch >> 4], hexd[ch & 15], '\0'};
-            sb_adds(out, u);
-        }
-        }
-    }
-    sb_add(out, sb.buf + run, sb.len - run);
+    json_escape(sb.buf, sb.len, JSON_ESC_UPPER_HEX, out);
     sb_addc(out, '"');
     sb_release(&sb);
 }

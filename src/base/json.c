@@ -40,57 +40,82 @@ static size_t utf8_len(const unsigned char *s, size_t len)
     return n;
 }
 
-/* JSON string escaping: only what JSON requires ('"', '\\', controls);
- * '/' and non-ASCII stay literal. jansson only holds invalid UTF-8 when a
- * caller used a _nocheck constructor; such bytes become U+FFFD so the
- * output is always valid JSON. */
-static void canon_string(const char *s, size_t len, strbuf *out)
+/* Which bytes json_escape stops at: 1 always, the other bits only under the
+ * flag of the same value (JSON_ESC_DEL, JSON_ESC_FIX_UTF8). One load and one
+ * test per byte: the audit encoder calls this for every field of every
+ * brokered call, and escaped runs are copied whole (one sb_add per run). */
+static const unsigned char esc_class[256] = {
+    [0 ... 0x1f] = 1,
+    ['"'] = 1,
+    ['\\'] = 1,
+    [0x7f] = JSON_ESC_DEL,
+    [0x80 ... 0xff] = JSON_ESC_FIX_UTF8,
+};
+
+void json_escape(const char *s, size_t len, unsigned flags, strbuf *out)
 {
+    const char *hexd = (flags & JSON_ESC_UPPER_HEX) ? "0123456789ABCDEF" : "0123456789abcdef";
+    const unsigned mask = 1u | (flags & (JSON_ESC_DEL | JSON_ESC_FIX_UTF8));
     const unsigned char *p = (const unsigned char *)s;
-    sb_addc(out, '"');
-    size_t i = 0;
-    while (i < len) {
+    size_t run = 0;
+    for (size_t i = 0; i < len;) {
         unsigned char c = p[i];
-        if (c == '"' || c == '\\') {
-            sb_addc(out, '\\');
-            sb_addc(out, (char)c);
+        unsigned k = esc_class[c] & mask;
+        if (!k) {
             i++;
-        } else if (c < 0x20) {
-            switch (c) {
-            case '\b':
-                sb_adds(out, "\\b");
-                break;
-            case '\f':
-                sb_adds(out, "\\f");
-                break;
-            case '\n':
-                sb_adds(out, "\\n");
-                break;
-            case '\r':
-                sb_adds(out, "\\r");
-                break;
-            case '\t':
-                sb_adds(out, "\\t");
-                break;
-            default:
-                sb_addf(out, "\\u%04x", c);
-                break;
-            }
-            i++;
-        } else if (c < 0x80) {
-            sb_addc(out, (char)c);
-            i++;
-        } else {
+            continue;
+        }
+        if (k == JSON_ESC_FIX_UTF8) {
             size_t n = utf8_len(p + i, len - i);
             if (n) {
-                sb_add(out, p + i, n);
                 i += n;
-            } else {
-                sb_adds(out, "\xEF\xBF\xBD");
-                i++;
+                continue;
             }
+            sb_add(out, s + run, i - run);
+            sb_adds(out, "\xEF\xBF\xBD");
+            run = ++i;
+            continue;
+        }
+        sb_add(out, s + run, i - run);
+        run = ++i;
+        switch (c) {
+        case '"':
+            sb_adds(out, "\\\"");
+            break;
+        case '\\':
+            sb_adds(out, "\\\\");
+            break;
+        case '\b':
+            sb_adds(out, "\\b");
+            break;
+        case '\f':
+            sb_adds(out, "\\f");
+            break;
+        case '\n':
+            sb_adds(out, "\\n");
+            break;
+        case '\r':
+            sb_adds(out, "\\r");
+            break;
+        case '\t':
+            sb_adds(out, "\\t");
+            break;
+        default: {
+            char u[6] = {'\\', 'u', '0', '0', hexd[c >> 4], hexd[c & 15]};
+            sb_add(out, u, sizeof u);
+        }
         }
     }
+    sb_add(out, s + run, len - run);
+}
+
+/* Canonical strings escape only what JSON requires; '/' and non-ASCII stay
+ * literal. jansson only holds invalid UTF-8 when a caller used a _nocheck
+ * constructor; such bytes become U+FFFD so the output is always valid JSON. */
+static void canon_string(const char *s, size_t len, strbuf *out)
+{
+    sb_addc(out, '"');
+    json_escape(s, len, JSON_ESC_FIX_UTF8, out);
     sb_addc(out, '"');
 }
 

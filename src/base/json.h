@@ -16,6 +16,18 @@
 #include "base/strbuf.h"
 #include "base/toml.h"
 
+/* json_escape flags: the three writers differ on purpose and their bytes
+ * are pinned (digests, hash-chained audit rows, files we edit in place).
+ * DEL and FIX_UTF8 are also bits of json.c's byte-class table. */
+enum {
+    JSON_ESC_UPPER_HEX = 1, /* \u001F as jansson writes it (audit rows); else \u001f */
+    JSON_ESC_DEL = 2,       /* 0x7f as \u007f (edited config files); else literal */
+    JSON_ESC_FIX_UTF8 = 4,  /* invalid UTF-8 -> U+FFFD (canonical form); else bytes as is */
+};
+/* Appends s[0..len) escaped for the inside of a JSON string (no quotes):
+ * '"', '\\', and controls (\b \f \n \r \t short, others \u00XX); '/' and
+ * non-ASCII stay literal. Embedded NULs are escaped like any control. */
+void json_escape(const char *s, size_t len, unsigned flags, strbuf *out);
 /* Appends the canonical form of v. */
 void json_canonical(const json_t *v, strbuf *out);
 /* Parses text; on error err reads "<path>:<line>:<col>: <jansson message>". */

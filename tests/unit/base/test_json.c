@@ -88,6 +88,34 @@ static void test_string_escaping(void **st)
     json_decref(s);
 }
 
+/* The three writers' differences are flags, each pinned byte for byte. */
+static void test_escape_flags(void **st)
+{
+    (void)st;
+    static const char in[] = "a\"\\/\b\f\n\r\t\x01\x1f\x7f\xc3\xa9\xff\0z";
+    static const struct {
+        unsigned flags;
+        const char *want;
+    } cases[] = {
+        {0, "a\\\"\\\\/\\b\\f\\n\\r\\t\\u0001\\u001f\x7f\xc3\xa9\xff\\u0000z"},
+        {JSON_ESC_UPPER_HEX, "a\\\"\\\\/\\b\\f\\n\\r\\t\\u0001\\u001F\x7f\xc3\xa9\xff\\u0000z"},
+        {JSON_ESC_DEL, "a\\\"\\\\/\\b\\f\\n\\r\\t\\u0001\\u001f\\u007f\xc3\xa9\xff\\u0000z"},
+        {JSON_ESC_FIX_UTF8, "a\\\"\\\\/\\b\\f\\n\\r\\t\\u0001\\u001f\x7f\xc3\xa9\xef\xbf\xbd"
+                            "\\u0000z"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        strbuf sb = SB_INIT;
+        json_escape(in, sizeof in - 1, cases[i].flags, &sb);
+        assert_string_equal(sb.buf, cases[i].want);
+        sb_release(&sb);
+    }
+    /* a truncated sequence at the very end is one bad byte per byte */
+    strbuf sb = SB_INIT;
+    json_escape("x\xe2\x82", 3, JSON_ESC_FIX_UTF8, &sb);
+    assert_string_equal(sb.buf, "x\xef\xbf\xbd\xef\xbf\xbd");
+    sb_release(&sb);
+}
+
 static void test_numbers(void **st)
 {
     (void)st;
@@ -245,8 +273,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spec_vector),     cmocka_unit_test(test_key_order_independent),
         cmocka_unit_test(test_byte_order_keys), cmocka_unit_test(test_string_escaping),
-        cmocka_unit_test(test_numbers),         cmocka_unit_test(test_parse_errors),
-        cmocka_unit_test(test_load_and_dump),   cmocka_unit_test(test_from_toml),
+        cmocka_unit_test(test_escape_flags),    cmocka_unit_test(test_numbers),
+        cmocka_unit_test(test_parse_errors),    cmocka_unit_test(test_load_and_dump),
+        cmocka_unit_test(test_from_toml),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
