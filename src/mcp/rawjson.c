@@ -13,6 +13,7 @@
  */
 #include <string.h>
 
+#include "base/json.h"
 #include "mcp/mcp.h"
 
 /* Keys of every object still open, innermost last: duplicate checks need
@@ -447,45 +448,9 @@ void mcp_json_int(long long v, strbuf *out)
 
 void mcp_json_str(const char *s, size_t n, strbuf *out)
 {
-    static const char hexd[] = "0123456789ABCDEF"; /* jansson prints \u%04X */
+    /* jansson's bytes: \u%04X for controls, DEL and UTF-8 passed as is */
     sb_addc(out, '"');
-    size_t run = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\')
-            continue;
-        sb_add(out, s + run, i - run);
-        run = i + 1;
-        switch (c) {
-        case '"':
-            sb_adds(out, "\\\"");
-            break;
-        case '\\':
-            sb_adds(out, "\\\\");
-            break;
-        case '\n':
-            sb_adds(out, "\\n");
-            break;
-        case '\r':
-            sb_adds(out, "\\r");
-            break;
-        case '\t':
-            sb_adds(out, "\\t");
-            break;
-        case '\b':
-            sb_adds(out, "\\b");
-            break;
-        case '\f':
-            sb_adds(out, "\\f");
-            break;
-        default: {
-            char u[7] = {'\\', 'u', '0', '0', hexd[c >> 4], hexd[c & 15], 0};
-            sb_adds(out, u);
-            break;
-        }
-        }
-    }
-    sb_add(out, s + run, n - run);
+    json_escape(s, n, JSON_ESC_UPPER_HEX, out);
     sb_addc(out, '"');
 }
 
