@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/utf8.h"
 #include "audit/audit.h"
 #include "base/json.h"
 #include "base/xalloc.h"
@@ -26,33 +27,6 @@ int aud_is_family_tool(const char *tool)
     return 0;
 }
 
-/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-    size_t k;
-    unsigned c, min;
-    if (s[0] < 0x80)
-        return 1;
-    if ((s[0] & 0xE0) == 0xC0)
-        k = 2, c = s[0] & 0x1Fu, min = 0x80;
-    else if ((s[0] & 0xF0) == 0xE0)
-        k = 3, c = s[0] & 0x0Fu, min = 0x800;
-    else if ((s[0] & 0xF8) == 0xF0)
-        k = 4, c = s[0] & 0x07u, min = 0x10000;
-    else
-        return 0;
-    if (n < k)
-        return 0;
-    for (size_t i = 1; i < k; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        c = (c << 6) | (s[i] & 0x3Fu);
-    }
-    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-        return 0;
-    return k;
-}
-
 void aud_utf8_cut(const char *s, size_t max, strbuf *out)
 {
     /* Valid runs are copied whole (one sb_add per run, not per character):
@@ -60,7 +34,8 @@ void aud_utf8_cut(const char *s, size_t max, strbuf *out)
     const unsigned char *p = (const unsigned char *)s;
     size_t n = strlen(s), used = 0, run = 0;
     for (size_t i = 0; i < n;) {
-        size_t k = p[i] < 0x80 ? 1 : utf8_seq(p + i, n - i);
+        unsigned cp;
+        size_t k = p[i] < 0x80 ? 1 : utf8_decode(p + i, n - i, &cp);
         size_t take = k ? k : 1;
         if (used + take > max)
             break; /* never split a character */

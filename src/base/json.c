@@ -1,5 +1,6 @@
 /* json — see json.h. The canonical writer is our own (errata rule 20): its
  * bytes feed digests, so they must not change with a jansson upgrade. */
+#include "base/utf8.h"
 #include "base/json.h"
 
 #include <math.h>
@@ -11,34 +12,6 @@
 #include "base/xalloc.h"
 
 /* ---- canonical form ------------------------------------------------------ */
-
-/* Decodes one UTF-8 sequence; its length, or 0 when invalid. */
-static size_t utf8_len(const unsigned char *s, size_t len)
-{
-    size_t n;
-    unsigned c, min;
-    if (s[0] < 0x80)
-        return 1;
-    if ((s[0] & 0xE0) == 0xC0) {
-        n = 2, c = s[0] & 0x1Fu, min = 0x80;
-    } else if ((s[0] & 0xF0) == 0xE0) {
-        n = 3, c = s[0] & 0x0Fu, min = 0x800;
-    } else if ((s[0] & 0xF8) == 0xF0) {
-        n = 4, c = s[0] & 0x07u, min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (len < n)
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        c = (c << 6) | (s[i] & 0x3Fu);
-    }
-    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-        return 0;
-    return n;
-}
 
 /* Which bytes json_escape stops at: 1 always, the other bits only under the
  * flag of the same value (JSON_ESC_DEL, JSON_ESC_FIX_UTF8). One load and one
@@ -66,7 +39,8 @@ void json_escape(const char *s, size_t len, unsigned flags, strbuf *out)
             continue;
         }
         if (k == JSON_ESC_FIX_UTF8) {
-            size_t n = utf8_len(p + i, len - i);
+            unsigned cp;
+            size_t n = utf8_decode(p + i, len - i, &cp);
             if (n) {
                 i += n;
                 continue;

@@ -7,38 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/utf8.h"
 #include "base/xalloc.h"
 #include "gateway/gw_int.h"
-
-/* Decodes one UTF-8 sequence at s[0..n); returns its length (0 = invalid). */
-static size_t utf8_dec(const unsigned char *s, size_t n, unsigned *cp)
-{
-    unsigned c, min;
-    size_t k;
-    if (s[0] < 0x80) {
-        *cp = s[0];
-        return 1;
-    }
-    if ((s[0] & 0xE0) == 0xC0)
-        k = 2, c = s[0] & 0x1Fu, min = 0x80;
-    else if ((s[0] & 0xF0) == 0xE0)
-        k = 3, c = s[0] & 0x0Fu, min = 0x800;
-    else if ((s[0] & 0xF8) == 0xF0)
-        k = 4, c = s[0] & 0x07u, min = 0x10000;
-    else
-        return 0;
-    if (n < k)
-        return 0;
-    for (size_t i = 1; i < k; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        c = (c << 6) | (s[i] & 0x3Fu);
-    }
-    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-        return 0;
-    *cp = c;
-    return k;
-}
 
 /* Code points that reorder, hide or smuggle text. */
 static bool invisible(unsigned c)
@@ -96,7 +67,7 @@ void gw_clean(const char *str, size_t len, int keep_nl, strbuf *out)
             continue;
         }
         unsigned c;
-        size_t k = utf8_dec(s + i, len - i, &c);
+        size_t k = utf8_decode(s + i, len - i, &c);
         if (!k) {
             i++;
             continue;
@@ -132,7 +103,7 @@ void gw_one_line(const char *s, size_t max_chars, strbuf *out)
     size_t chars = 0, i = 0;
     while (i < t.len && chars < max_chars) {
         unsigned c;
-        size_t k = utf8_dec((const unsigned char *)t.buf + i, t.len - i, &c);
+        size_t k = utf8_decode((const unsigned char *)t.buf + i, t.len - i, &c);
         i += k ? k : 1;
         chars++;
     }

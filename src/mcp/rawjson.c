@@ -13,6 +13,7 @@
  */
 #include <string.h>
 
+#include "base/utf8.h"
 #include "base/json.h"
 #include "mcp/mcp.h"
 
@@ -55,33 +56,6 @@ static int hex4(const unsigned char *p, unsigned *out)
     }
     *out = u;
     return 1;
-}
-
-/* Length of the valid UTF-8 sequence at s (lead byte >= 0x80), 0 if invalid:
- * overlong forms, surrogates and code points past U+10FFFF are refused, as
- * jansson refuses them. */
-static size_t utf8_len(const unsigned char *s, const unsigned char *end)
-{
-    size_t k;
-    unsigned c, min;
-    if ((s[0] & 0xE0) == 0xC0)
-        k = 2, c = s[0] & 0x1Fu, min = 0x80;
-    else if ((s[0] & 0xF0) == 0xE0)
-        k = 3, c = s[0] & 0x0Fu, min = 0x800;
-    else if ((s[0] & 0xF8) == 0xF0)
-        k = 4, c = s[0] & 0x07u, min = 0x10000;
-    else
-        return 0;
-    if ((size_t)(end - s) < k)
-        return 0;
-    for (size_t i = 1; i < k; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        c = (c << 6) | (s[i] & 0x3Fu);
-    }
-    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-        return 0;
-    return k;
 }
 
 /* v->p at the opening quote. Keys (key != 0) may hold no escape at all, so
@@ -127,7 +101,8 @@ static int v_string(struct vctx *v, int key)
             v->p++;
             continue;
         }
-        size_t k = utf8_len(v->p, v->end);
+        unsigned cp;
+        size_t k = utf8_decode(v->p, (size_t)(v->end - v->p), &cp);
         if (!k)
             return 0;
         v->p += k;
