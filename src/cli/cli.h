@@ -10,8 +10,11 @@
 
 #include <stdbool.h>
 
+#include "adapters/engine.h"
 #include "base/err.h"
 #include "base/lock.h"
+#include "bundle/discover.h"
+#include "bundle/manifest.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
@@ -52,6 +55,40 @@ struct library;
  * when sources.toml cannot be used: then no library name resolves and the
  * command goes on, validation saying which names are unknown. */
 struct library *cli_open_library(void);
+
+/* What apply, use and session start render from: the project's manifest (or
+ * the machine manifest when there is no project), the adapter registry, the
+ * central library, the trust gate's verdict and the render environment.
+ * cli_render_init first; the caller discovers r.p (discover_project), then
+ * cli_render_load, cli_render_prepare, cli_render_opts; cli_render_release
+ * always. Each step prints its own error and returns -1, leaving err set. */
+struct cli_render {
+    struct bundle_paths p;
+    struct manifest_snapshot snap;
+    struct manifest *m;
+    strbuf machine_path; /* the machine manifest's path when !p.found */
+    struct adp_registry reg;
+    bool have_reg;
+    struct library *lib; /* NULL when the central library cannot be read */
+    char *refusal;       /* the trust gate's refusal, or NULL */
+    struct adp_render_env renv;
+    bool have_renv;
+    bool project_scope;
+};
+void cli_render_init(struct cli_render *r);
+/* The manifest of the discovered project, or else the machine manifest (its
+ * absence reported as "no project" by discover_require). */
+int cli_render_load(struct cli_render *r, struct as_err *err);
+/* The registry (its warnings printed), the central library, the manifest
+ * validated against both (diagnostics printed; with refuse set, errors stop
+ * here: "refusing to <refuse>: …"), the trust gate for a project, and the
+ * render environment for scope ("global", "project" or NULL). */
+int cli_render_prepare(struct cli_render *r, const char *scope, const char *refuse,
+                       struct as_err *err);
+/* Fills o's fields that come from r and applies the render environment; the
+ * caller sets its own fields first. */
+void cli_render_opts(const struct cli_render *r, struct adp_apply_opts *o);
+void cli_render_release(struct cli_render *r);
 
 /* The central library a command works on, with the one writer lock taken
  * first when the command writes. Start from {0}. */

@@ -77,16 +77,6 @@ static int parse(int argc, char **argv, struct apply_args *a, const char *cmd)
     return 0;
 }
 
-static void print_validation(const mf_diags *d)
-{
-    for (size_t i = 0; i < d->n; i++) {
-        strbuf s = SB_INIT;
-        mf_diag_format(&d->v[i], &s);
-        fprintf(stderr, "%s: %s\n", d->v[i].sev == MF_ERROR ? "error" : "warning", s.buf);
-        sb_release(&s);
-    }
-}
-
 int cli_apply_run(int argc, char **argv, struct cli_ctx *ctx, bool diff, bool json,
                   bool instructions)
 {
@@ -103,94 +93,25 @@ int cli_apply_run(int argc, char **argv, struct cli_ctx *ctx, bool diff, bool js
         return rc;
     }
     struct as_err err = AS_ERR_INIT;
-    struct bundle_paths p = {0};
-    struct manifest_snapshot snap;
-    manifest_snapshot_init(&snap);
-    struct manifest *m = NULL;
-    struct adp_registry reg = {0};
-    bool have_reg = false;
-    char *refusal = NULL;
-    strbuf machine_path = SB_INIT;
-    struct adp_render_env renv = {0};
-    bool have_renv = false;
-    struct library *lib = NULL;
+    struct cli_render r;
+    cli_render_init(&r);
     rc = EXIT_FAIL;
 
-    if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0) {
+    if (discover_project(ctx->manifest_dir, NULL, &r.p, &err) < 0) {
         cli_error(&err);
         goto out;
     }
-    bool project = p.found;
-    if (project) {
-        if (manifest_snapshot_read(&p, &snap, &err) < 0 ||
-            !(m = manifest_load_snapshot(&p, &snap, &err))) {
-            cli_error(&err);
-            goto out;
-        }
-    } else {
-        int absent = 0;
-        m = manifest_load_machine(&absent, &err);
-        if (!m) {
-            if (absent) {
-                as_err_clear(&err);
-                discover_require(&p, &err);
-            }
-            cli_error(&err);
-            goto out;
-        }
-        home_path(HOME_MACHINE_MANIFEST, &machine_path, &err);
-        if (a.scope && strcmp(a.scope, "project") == 0) {
-            cli_errorf("--scope project needs a project manifest (none at or above the current "
-                       "directory)");
-            rc = EXIT_USAGE;
-            goto out;
-        }
-    }
-    if (adp_registry_load(&reg, true, &err) < 0) {
-        cli_error(&err);
+    if (cli_render_load(&r, &err) < 0)
+        goto out;
+    if (!r.p.found && a.scope && strcmp(a.scope, "project") == 0) {
+        cli_errorf("--scope project needs a project manifest (none at or above the current "
+                   "directory)");
+        rc = EXIT_USAGE;
         goto out;
     }
-    have_reg = true;
-    for (size_t i = 0; i < reg.warnings.n; i++)
-        fprintf(stderr, "warning: %s\n", reg.warnings.v[i]);
-
-    const char **ids = xcalloc(reg.v.n + 1, sizeof(char *));
-    for (size_t i = 0; i < reg.v.n; i++)
-        ids[i] = reg.v.v[i]->id;
-    lib = cli_open_library();
-    struct manifest_env env = {.adapter_ids = ids,
-                               .n_adapter_ids = reg.v.n,
-                               .library_has = lib ? lib_manifest_has : NULL,
-                               .library_ctx = lib};
-    mf_diags diags = VEC_INIT;
-    size_t nerr = manifest_validate(m, &env, &diags);
-    free(ids);
-    print_validation(&diags);
-    mf_diags_free(&diags);
-    if (nerr && a.write) {
-        cli_errorf("refusing to write: the manifest has %zu validation error%s (see above)", nerr,
-                   nerr == 1 ? "" : "s");
+    if (cli_render_prepare(&r, a.scope, a.write ? "write" : NULL, &err) < 0)
         goto out;
-    }
-
-    bool project_scope = project && !(a.scope && strcmp(a.scope, "global") == 0);
-    struct trust_library tl = {
-        .pin = lib ? lib_pin_lookup : NULL, .has = lib ? lib_manifest_has : NULL, .ctx = lib};
-    if (project && adp_trust_gate_lib(&p, &snap, m, &tl, &refusal, &err) < 0) {
-        as_err_prefix(&err, "cannot check trust");
-        cli_error(&err);
-        goto out;
-    }
-    if (adp_render_env_init(&renv, m, &p, &snap, !project_scope, &err) < 0) {
-        cli_error(&err);
-        goto out;
-    }
-    have_renv = true;
     struct adp_apply_opts o = {
-        .m = m,
-        .manifest_path = project ? p.manifest : machine_path.buf,
-        .project_scope = project_scope,
-        .project_root = project ? p.project_root : NULL,
         .targets = &a.targets,
         .toolset = a.toolset,
         .write = a.write,
@@ -198,40 +119,26 @@ int cli_apply_run(int argc, char **argv, struct cli_ctx *ctx, bool diff, bool js
         .prune_foreign = a.prune_foreign,
         .verbose = a.verbose,
         .no_gitignore = a.no_gitignore,
-        .color = term_use_color(1),
-        .trust_refusal = refusal,
         .operation = instructions ? "instructions"
                      : a.toolset  ? NULL
                                   : "apply",
         .diff = diff,
         .json = diff && json,
         .instructions = instructions,
-        .out = stdout,
-        .library = lib ? lib_pin_lookup : NULL,
-        .library_ctx = lib,
     };
-    adp_render_env_apply(&renv, &o);
+    cli_render_opts(&r, &o);
     char *op =
         a.toolset ? xasprintf("%s --toolset %s", instructions ? "instructions" : "apply", a.toolset)
                   : NULL;
     if (op)
         o.operation = op;
-    rc = adp_apply(&reg, &o, &err);
+    rc = adp_apply(&r.reg, &o, &err);
     free(op);
     fflush(stdout);
     if (rc && as_err_isset(&err))
         cli_error(&err);
 out:
-    if (have_renv)
-        adp_render_env_release(&renv);
-    lib_free(lib);
-    free(refusal);
-    if (have_reg)
-        adp_registry_free(&reg);
-    manifest_free(m);
-    manifest_snapshot_release(&snap);
-    bundle_paths_free(&p);
-    sb_release(&machine_path);
+    cli_render_release(&r);
     strvec_clear(&a.targets);
     return rc;
 }

@@ -35,30 +35,6 @@ static int session_dir(struct cli_ctx *ctx, struct bundle_paths *p, strbuf *out,
     return home_dir(out, err);
 }
 
-/* Validation as `use --write` does it: errors refuse the start (a session
- * writes). Returns the number of errors. */
-static size_t validate(struct manifest *m, const struct adp_registry *reg, struct library *lib)
-{
-    const char **ids = xcalloc(reg->v.n + 1, sizeof(char *));
-    for (size_t i = 0; i < reg->v.n; i++)
-        ids[i] = reg->v.v[i]->id;
-    struct manifest_env env = {.adapter_ids = ids,
-                               .n_adapter_ids = reg->v.n,
-                               .library_has = lib ? lib_manifest_has : NULL,
-                               .library_ctx = lib};
-    mf_diags diags = VEC_INIT;
-    size_t nerr = manifest_validate(m, &env, &diags);
-    free(ids);
-    for (size_t i = 0; i < diags.n; i++) {
-        strbuf s = SB_INIT;
-        mf_diag_format(&diags.v[i], &s);
-        fprintf(stderr, "%s: %s\n", diags.v[i].sev == MF_ERROR ? "error" : "warning", s.buf);
-        sb_release(&s);
-    }
-    mf_diags_free(&diags);
-    return nerr;
-}
-
 static int start(int argc, char **argv, struct cli_ctx *ctx)
 {
     const char *toolset = NULL, *scope = NULL;
@@ -84,112 +60,45 @@ static int start(int argc, char **argv, struct cli_ctx *ctx)
         }
     }
     struct as_err err = AS_ERR_INIT;
-    struct bundle_paths p = {0};
-    struct manifest_snapshot snap;
-    manifest_snapshot_init(&snap);
-    struct manifest *m = NULL;
-    struct adp_registry reg = {0};
-    bool have_reg = false;
-    char *refusal = NULL, *op = NULL;
-    strbuf key = SB_INIT, machine_path = SB_INIT;
-    struct adp_render_env renv = {0};
-    bool have_renv = false;
-    struct library *lib = NULL;
+    struct cli_render r;
+    cli_render_init(&r);
+    char *op = NULL;
+    strbuf key = SB_INIT;
     int rc = EXIT_FAIL;
-    if (session_dir(ctx, &p, &key, &err) < 0) {
+    if (session_dir(ctx, &r.p, &key, &err) < 0) {
         cli_error(&err);
         goto out;
     }
-    if (p.found) {
-        if (manifest_snapshot_read(&p, &snap, &err) < 0 ||
-            !(m = manifest_load_snapshot(&p, &snap, &err))) {
-            cli_error(&err);
-            goto out;
-        }
-    } else {
-        int absent = 0;
-        if (!(m = manifest_load_machine(&absent, &err))) {
-            if (absent) {
-                as_err_clear(&err);
-                discover_require(&p, &err);
-            }
-            cli_error(&err);
-            goto out;
-        }
-        home_path(HOME_MACHINE_MANIFEST, &machine_path, &err);
-    }
+    if (cli_render_load(&r, &err) < 0)
+        goto out;
     const struct mf_toolset *ts =
-        toolset ? manifest_toolset(m, toolset) : manifest_effective_toolset(m);
+        toolset ? manifest_toolset(r.m, toolset) : manifest_effective_toolset(r.m);
     if (!ts) {
         cli_errorf(toolset ? "no toolset '%s' in %s" : "which toolset?%s %s names no default",
-                   toolset ? toolset : "", m->path);
+                   toolset ? toolset : "", r.m->path);
         fprintf(stderr, "  agentstack use --list\n");
         goto out;
     }
-    if (adp_registry_load(&reg, true, &err) < 0) {
-        cli_error(&err);
+    /* Validation as `use --write` does it: errors refuse the start (a session
+     * writes). */
+    if (cli_render_prepare(&r, scope, "start a session", &err) < 0)
         goto out;
-    }
-    have_reg = true;
-    for (size_t i = 0; i < reg.warnings.n; i++)
-        fprintf(stderr, "warning: %s\n", reg.warnings.v[i]);
-    lib = cli_open_library();
-    size_t nerr = validate(m, &reg, lib);
-    if (nerr) {
-        cli_errorf("refusing to start a session: the manifest has %zu validation error%s (see "
-                   "above)",
-                   nerr, nerr == 1 ? "" : "s");
-        goto out;
-    }
-    if (p.found) {
-        struct trust_library tl = {
-            .pin = lib ? lib_pin_lookup : NULL, .has = lib ? lib_manifest_has : NULL, .ctx = lib};
-        if (adp_trust_gate_lib(&p, &snap, m, &tl, &refusal, &err) < 0) {
-            as_err_prefix(&err, "cannot check trust");
-            cli_error(&err);
-            goto out;
-        }
-    }
-    bool project_scope = p.found && !(scope && strcmp(scope, "global") == 0);
-    if (adp_render_env_init(&renv, m, &p, &snap, !project_scope, &err) < 0) {
-        cli_error(&err);
-        goto out;
-    }
-    have_renv = true;
     op = xasprintf("session start '%s'", ts->name);
     struct adp_apply_opts o = {
-        .m = m,
-        .manifest_path = p.found ? p.manifest : machine_path.buf,
-        .project_scope = project_scope,
-        .project_root = p.found ? p.project_root : NULL,
         .targets = &targets,
         .toolset = ts->name,
         .allow_unresolved = allow_unresolved,
-        .color = term_use_color(1),
-        .trust_refusal = refusal,
         .operation = op,
-        .out = stdout,
-        .library = lib ? lib_pin_lookup : NULL,
-        .library_ctx = lib,
     };
-    adp_render_env_apply(&renv, &o);
-    rc = adp_session_start(&reg, &o, key.buf, &err);
+    cli_render_opts(&r, &o);
+    rc = adp_session_start(&r.reg, &o, key.buf, &err);
     fflush(stdout);
     if (rc)
         cli_error(&err);
 out:
-    if (have_renv)
-        adp_render_env_release(&renv);
-    lib_free(lib);
     free(op);
-    free(refusal);
-    if (have_reg)
-        adp_registry_free(&reg);
-    manifest_free(m);
-    manifest_snapshot_release(&snap);
-    bundle_paths_free(&p);
+    cli_render_release(&r);
     sb_release(&key);
-    sb_release(&machine_path);
     strvec_clear(&targets);
     return rc;
 }

@@ -121,110 +121,38 @@ int cmd_use(int argc, char **argv, struct cli_ctx *ctx)
         return rc;
     }
     struct as_err err = AS_ERR_INIT;
-    struct bundle_paths p = {0};
-    struct manifest_snapshot snap;
-    manifest_snapshot_init(&snap);
-    struct manifest *m = NULL;
-    struct adp_registry reg = {0};
-    bool have_reg = false;
-    char *refusal = NULL;
+    struct cli_render r;
+    cli_render_init(&r);
     char *op = NULL;
-    strbuf machine_path = SB_INIT;
-    struct adp_render_env renv = {0};
-    bool have_renv = false;
-    struct library *lib = NULL;
     rc = EXIT_FAIL;
 
-    if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0) {
+    if (discover_project(ctx->manifest_dir, NULL, &r.p, &err) < 0) {
         cli_error(&err);
         goto out;
     }
-    bool project = p.found;
-    if (project) {
-        if (manifest_snapshot_read(&p, &snap, &err) < 0 ||
-            !(m = manifest_load_snapshot(&p, &snap, &err))) {
-            cli_error(&err);
-            goto out;
-        }
-    } else {
-        int absent = 0;
-        m = manifest_load_machine(&absent, &err);
-        if (!m) {
-            if (absent) {
-                as_err_clear(&err);
-                discover_require(&p, &err);
-            }
-            cli_error(&err);
-            goto out;
-        }
-        home_path(HOME_MACHINE_MANIFEST, &machine_path, &err);
-    }
+    if (cli_render_load(&r, &err) < 0)
+        goto out;
     if (a.list) {
-        list_toolsets(m, a.json);
+        list_toolsets(r.m, a.json);
         rc = EXIT_OK;
         goto out;
     }
     const struct mf_toolset *ts =
-        a.toolset ? manifest_toolset(m, a.toolset) : manifest_effective_toolset(m);
+        a.toolset ? manifest_toolset(r.m, a.toolset) : manifest_effective_toolset(r.m);
     if (!ts) {
         if (a.toolset)
-            cli_errorf("no toolset '%s' in %s", a.toolset, m->path);
+            cli_errorf("no toolset '%s' in %s", a.toolset, r.m->path);
         else
-            cli_errorf("which toolset? %s declares %zu and no default_toolset", m->path,
-                       m->toolsets.n);
+            cli_errorf("which toolset? %s declares %zu and no default_toolset", r.m->path,
+                       r.m->toolsets.n);
         fprintf(stderr, "  agentstack use --list\n");
         rc = a.toolset ? EXIT_FAIL : EXIT_USAGE;
         goto out;
     }
-    if (adp_registry_load(&reg, true, &err) < 0) {
-        cli_error(&err);
+    if (cli_render_prepare(&r, a.scope, a.write ? "write" : NULL, &err) < 0)
         goto out;
-    }
-    have_reg = true;
-    for (size_t i = 0; i < reg.warnings.n; i++)
-        fprintf(stderr, "warning: %s\n", reg.warnings.v[i]);
-    const char **ids = xcalloc(reg.v.n + 1, sizeof(char *));
-    for (size_t i = 0; i < reg.v.n; i++)
-        ids[i] = reg.v.v[i]->id;
-    lib = cli_open_library();
-    struct manifest_env env = {.adapter_ids = ids,
-                               .n_adapter_ids = reg.v.n,
-                               .library_has = lib ? lib_manifest_has : NULL,
-                               .library_ctx = lib};
-    mf_diags diags = VEC_INIT;
-    size_t nerr = manifest_validate(m, &env, &diags);
-    free(ids);
-    for (size_t i = 0; i < diags.n; i++) {
-        strbuf s = SB_INIT;
-        mf_diag_format(&diags.v[i], &s);
-        fprintf(stderr, "%s: %s\n", diags.v[i].sev == MF_ERROR ? "error" : "warning", s.buf);
-        sb_release(&s);
-    }
-    mf_diags_free(&diags);
-    if (nerr && a.write) {
-        cli_errorf("refusing to write: the manifest has %zu validation error%s (see above)", nerr,
-                   nerr == 1 ? "" : "s");
-        goto out;
-    }
-    struct trust_library tl = {
-        .pin = lib ? lib_pin_lookup : NULL, .has = lib ? lib_manifest_has : NULL, .ctx = lib};
-    if (project && adp_trust_gate_lib(&p, &snap, m, &tl, &refusal, &err) < 0) {
-        as_err_prefix(&err, "cannot check trust");
-        cli_error(&err);
-        goto out;
-    }
-    bool project_scope = project && !(a.scope && strcmp(a.scope, "global") == 0);
-    if (adp_render_env_init(&renv, m, &p, &snap, !project_scope, &err) < 0) {
-        cli_error(&err);
-        goto out;
-    }
-    have_renv = true;
     op = xasprintf("use '%s'", ts->name);
     struct adp_apply_opts o = {
-        .m = m,
-        .manifest_path = project ? p.manifest : machine_path.buf,
-        .project_scope = project_scope,
-        .project_root = project ? p.project_root : NULL,
         .targets = &a.targets,
         .toolset = ts->name,
         .write = a.write,
@@ -232,32 +160,18 @@ int cmd_use(int argc, char **argv, struct cli_ctx *ctx)
         .prune_foreign = a.prune_foreign,
         .verbose = a.verbose,
         .no_gitignore = a.no_gitignore,
-        .color = term_use_color(1),
-        .trust_refusal = refusal,
         .operation = op,
         .use = true,
-        .out = stdout,
-        .library = lib ? lib_pin_lookup : NULL,
-        .library_ctx = lib,
     };
-    adp_render_env_apply(&renv, &o);
+    cli_render_opts(&r, &o);
     printf("Toolset: %s\n", ts->name);
-    rc = adp_apply(&reg, &o, &err);
+    rc = adp_apply(&r.reg, &o, &err);
     fflush(stdout);
     if (rc && as_err_isset(&err))
         cli_error(&err);
 out:
-    if (have_renv)
-        adp_render_env_release(&renv);
-    lib_free(lib);
     free(op);
-    free(refusal);
-    if (have_reg)
-        adp_registry_free(&reg);
-    manifest_free(m);
-    manifest_snapshot_release(&snap);
-    bundle_paths_free(&p);
-    sb_release(&machine_path);
+    cli_render_release(&r);
     strvec_clear(&a.targets);
     return rc;
 }

@@ -1,12 +1,15 @@
 /* Shared CLI helpers: error printing, usage, did-you-mean, opening the library
- * and the project for a command. */
+ * and the project for a command, and the set-up apply, use and session share. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/suggest.h"
 #include "base/term.h"
+#include "base/xalloc.h"
 #include "bundle/discover.h"
+#include "bundle/home.h"
 #include "cli/cli.h"
 #include "library/library.h"
 #include "trust/trust.h"
@@ -140,4 +143,113 @@ int cli_with_project(struct cli_ctx *ctx, bool lib_warnings, cli_project_fn fn, 
     cli_lib_close(&cl);
     bundle_paths_free(&p);
     return rc;
+}
+
+void cli_render_init(struct cli_render *r)
+{
+    memset(r, 0, sizeof *r);
+    manifest_snapshot_init(&r->snap);
+    sb_init(&r->machine_path, 0);
+}
+
+int cli_render_load(struct cli_render *r, struct as_err *err)
+{
+    if (r->p.found) {
+        if (manifest_snapshot_read(&r->p, &r->snap, err) < 0 ||
+            !(r->m = manifest_load_snapshot(&r->p, &r->snap, err))) {
+            cli_error(err);
+            return -1;
+        }
+        return 0;
+    }
+    int absent = 0;
+    r->m = manifest_load_machine(&absent, err);
+    if (!r->m) {
+        if (absent) {
+            as_err_clear(err);
+            discover_require(&r->p, err);
+        }
+        cli_error(err);
+        return -1;
+    }
+    home_path(HOME_MACHINE_MANIFEST, &r->machine_path, err);
+    return 0;
+}
+
+int cli_render_prepare(struct cli_render *r, const char *scope, const char *refuse,
+                       struct as_err *err)
+{
+    if (adp_registry_load(&r->reg, true, err) < 0) {
+        cli_error(err);
+        return -1;
+    }
+    r->have_reg = true;
+    for (size_t i = 0; i < r->reg.warnings.n; i++)
+        fprintf(stderr, "warning: %s\n", r->reg.warnings.v[i]);
+    const char **ids = xcalloc(r->reg.v.n + 1, sizeof(char *));
+    for (size_t i = 0; i < r->reg.v.n; i++)
+        ids[i] = r->reg.v.v[i]->id;
+    r->lib = cli_open_library();
+    struct manifest_env env = {.adapter_ids = ids,
+                               .n_adapter_ids = r->reg.v.n,
+                               .library_has = r->lib ? lib_manifest_has : NULL,
+                               .library_ctx = r->lib};
+    mf_diags diags = VEC_INIT;
+    size_t nerr = manifest_validate(r->m, &env, &diags);
+    free(ids);
+    for (size_t i = 0; i < diags.n; i++) {
+        strbuf s = SB_INIT;
+        mf_diag_format(&diags.v[i], &s);
+        fprintf(stderr, "%s: %s\n", diags.v[i].sev == MF_ERROR ? "error" : "warning", s.buf);
+        sb_release(&s);
+    }
+    mf_diags_free(&diags);
+    if (nerr && refuse) {
+        cli_errorf("refusing to %s: the manifest has %zu validation error%s (see above)", refuse,
+                   nerr, nerr == 1 ? "" : "s");
+        return -1;
+    }
+    struct trust_library tl = {.pin = r->lib ? lib_pin_lookup : NULL,
+                               .has = r->lib ? lib_manifest_has : NULL,
+                               .ctx = r->lib};
+    if (r->p.found && adp_trust_gate_lib(&r->p, &r->snap, r->m, &tl, &r->refusal, err) < 0) {
+        as_err_prefix(err, "cannot check trust");
+        cli_error(err);
+        return -1;
+    }
+    r->project_scope = r->p.found && !(scope && strcmp(scope, "global") == 0);
+    if (adp_render_env_init(&r->renv, r->m, &r->p, &r->snap, !r->project_scope, err) < 0) {
+        cli_error(err);
+        return -1;
+    }
+    r->have_renv = true;
+    return 0;
+}
+
+void cli_render_opts(const struct cli_render *r, struct adp_apply_opts *o)
+{
+    o->m = r->m;
+    o->manifest_path = r->p.found ? r->p.manifest : r->machine_path.buf;
+    o->project_scope = r->project_scope;
+    o->project_root = r->p.found ? r->p.project_root : NULL;
+    o->color = term_use_color(1);
+    o->trust_refusal = r->refusal;
+    o->out = stdout;
+    o->library = r->lib ? lib_pin_lookup : NULL;
+    o->library_ctx = r->lib;
+    adp_render_env_apply(&r->renv, o);
+}
+
+void cli_render_release(struct cli_render *r)
+{
+    if (r->have_renv)
+        adp_render_env_release(&r->renv);
+    lib_free(r->lib);
+    free(r->refusal);
+    if (r->have_reg)
+        adp_registry_free(&r->reg);
+    manifest_free(r->m);
+    manifest_snapshot_release(&r->snap);
+    bundle_paths_free(&r->p);
+    sb_release(&r->machine_path);
 }
