@@ -279,19 +279,6 @@ static int list_skills(const char *root, FILE *f, struct as_err *err)
 
 /* ---- the install ------------------------------------------------------------------------- */
 
-static int add_to_toolset(toml_edit *ed, const struct manifest *m, const char *ts, const char *name,
-                          struct as_err *err)
-{
-    const char *table = m->toolsets_legacy ? "profiles" : "toolsets";
-    const toml_value *cur = toml_get_path(toml_edit_root(ed), table, ts, "skills", NULL);
-    toml_value *arr = cur && cur->type == TOML_ARRAY ? toml_clone(cur) : toml_new(TOML_ARRAY);
-    toml_array_push(arr, toml_new_string(name));
-    const char *path[] = {table, ts, "skills"};
-    int rc = toml_edit_set(ed, path, 3, arr, err);
-    toml_free(arr);
-    return rc;
-}
-
 int lib_add_skill(struct library *lib, const struct bundle_paths *p, const char *spec,
                   const struct lib_skill_opts *o, struct as_err *err)
 {
@@ -461,7 +448,8 @@ int lib_add_skill(struct library *lib, const struct bundle_paths *p, const char 
     const char *kpath[] = {"skills", name};
     int er = ed ? toml_edit_set_table(ed, kpath, 2, entry, err) : -1;
     toml_free(entry);
-    if (er < 0 || (ts && add_to_toolset(ed, m, ts, name, err) < 0))
+    int joined = er < 0 || !ts ? 0 : lib_toolset_add(ed, m, ts, "skills", name, err);
+    if (er < 0 || joined < 0)
         goto out;
 
     fprintf(f, "skill '%s' from ", name);
@@ -480,8 +468,10 @@ int lib_add_skill(struct library *lib, const struct bundle_paths *p, const char 
     if (copy_to)
         lib_say(f, "", name, "  (copied into the project)");
     fputc('\n', f);
-    if (ts)
+    if (joined)
         fprintf(f, "  + toolset '%s' skills += \"%s\"\n", ts, name);
+    else if (ts)
+        fprintf(f, "  toolset '%s' already lists \"%s\"\n", ts, name);
     fprintf(f, "  checksum %.12s…, %zu file%s scanned, %zu finding%s\n", hex, sr.files,
             sr.files == 1 ? "" : "s", sr.v.n, sr.v.n == 1 ? "" : "s");
     if (!o->write) {

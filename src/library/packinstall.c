@@ -104,26 +104,6 @@ static int forbid_check(const struct manifest *m, const struct lib_pack *pk, str
     return rc;
 }
 
-static int add_to_toolset(toml_edit *ed, const struct manifest *m, const char *ts, const char *list,
-                          const char *name, struct as_err *err)
-{
-    const char *table = m->toolsets_legacy ? "profiles" : "toolsets";
-    const toml_value *cur = toml_get_path(toml_edit_root(ed), table, ts, list, NULL);
-    toml_value *arr = cur && cur->type == TOML_ARRAY ? toml_clone(cur) : toml_new(TOML_ARRAY);
-    for (size_t i = 0; i < toml_len(arr); i++) {
-        const toml_value *v = toml_at(arr, i);
-        if (v->type == TOML_STRING && strcmp(v->u.str.s, name) == 0) {
-            toml_free(arr);
-            return 0;
-        }
-    }
-    toml_array_push(arr, toml_new_string(name));
-    const char *path[] = {table, ts, list};
-    int rc = toml_edit_set(ed, path, 3, arr, err);
-    toml_free(arr);
-    return rc;
-}
-
 static int vendor_instruction(const struct lib_pack *pk, const struct lib_pack_member *mb,
                               strbuf *out, struct as_err *err)
 {
@@ -317,12 +297,15 @@ int lib_pack_add(struct library *lib, const struct bundle_paths *p, const char *
     ed = lib_manifest_edit(p, err);
     if (!ed)
         goto out;
+    int joined = 0;
     if (pk.has_server) {
         toml_value *srv = lib_pack_server_table(&pk);
         const char *path[] = {"servers", pk.name};
         int r = toml_edit_set_table(ed, path, 2, srv, err);
         toml_free(srv);
-        if (r < 0 || (ts && add_to_toolset(ed, m, ts, "servers", pk.name, err) < 0))
+        if (r >= 0 && ts)
+            joined = lib_toolset_add(ed, m, ts, "servers", pk.name, err);
+        if (r < 0 || joined < 0)
             goto out;
     }
     for (size_t i = 0; i < pk.skills.n; i++) {
@@ -348,8 +331,10 @@ int lib_pack_add(struct library *lib, const struct bundle_paths *p, const char *
     if (pk.description)
         lib_say(f, "  ", pk.description, "\n");
     print_server(f, &pk);
-    if (pk.has_server && ts)
+    if (joined)
         fprintf(f, "  + toolset '%s' servers += \"%s\"\n", ts, pk.name);
+    else if (pk.has_server && ts)
+        fprintf(f, "  toolset '%s' already lists \"%s\"\n", ts, pk.name);
     else if (pk.has_server && m->toolsets.n)
         fprintf(o->diag, "⚠ the server joins no toolset (several, none default): pass "
                          "--toolset <name>\n");

@@ -299,3 +299,23 @@ void lib_say(FILE *f, const char *pre, const char *s, const char *post)
     fprintf(f, "%s%s%s", pre, b.buf, post);
     sb_release(&b);
 }
+
+int lib_toolset_add(toml_edit *ed, const struct manifest *m, const char *ts, const char *list,
+                    const char *name, struct as_err *err)
+{
+    const char *table = m->toolsets_legacy ? "profiles" : "toolsets";
+    const toml_value *cur = toml_get_path(toml_edit_root(ed), table, ts, list, NULL);
+    toml_value *arr = cur && cur->type == TOML_ARRAY ? toml_clone(cur) : toml_new(TOML_ARRAY);
+    for (size_t i = 0; i < toml_len(arr); i++) {
+        const toml_value *v = toml_at(arr, i);
+        if (v->type == TOML_STRING && strcmp(v->u.str.s, name) == 0) {
+            toml_free(arr);
+            return 0; /* already there */
+        }
+    }
+    toml_array_push(arr, toml_new_string(name));
+    const char *path[] = {table, ts, list};
+    int rc = toml_edit_set(ed, path, 3, arr, err);
+    toml_free(arr);
+    return rc < 0 ? -1 : 1;
+}

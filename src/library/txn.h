@@ -84,6 +84,11 @@ void lib_txn_warn_untrusted(const struct lib_txn *t, FILE *diag);
  * declared), else the manifest's effective toolset, else none (*out NULL). */
 int lib_pick_toolset(const struct manifest *m, const char *want, const char **out,
                      struct as_err *err);
+/* Appends name to [toolsets.<ts>].<list> ("servers", "skills"; [profiles.*]
+ * in a legacy manifest) unless it is already there: adding twice never
+ * writes a duplicate entry. 1 when added, 0 when already listed, -1 + err. */
+int lib_toolset_add(toml_edit *ed, const struct manifest *m, const char *ts, const char *list,
+                    const char *name, struct as_err *err);
 /* pre + s (sanitized for the terminal: it came from a repository) + post. */
 void lib_say(FILE *f, const char *pre, const char *s, const char *post);
 

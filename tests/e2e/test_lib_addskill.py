@@ -136,6 +136,21 @@ def scenario_path():
         check(r.returncode == 1 and "not a directory" in r.stderr, "missing folder", r.stderr)
 
 
+def scenario_already_listed():
+    # a toolset that already names the skill: joining it again writes no duplicate
+    with Sandbox() as sb:
+        sb.write(".agentstack/agentstack.toml",
+                 'version = 1\n\n[toolsets.default]\nskills = ["mine"]\n')
+        sb.write("mine/SKILL.md", "---\ndescription: Mine\n---\nhello\n")
+        r = sb.run("add", "skill", "./mine", "--write")
+        m = read(os.path.join(sb.project, ".agentstack", "agentstack.toml"))
+        check(r.returncode == 0 and 'skills = ["mine"]\n' in m and m.count('"mine"') == 1,
+              "already listed: no duplicate membership", r.stdout + r.stderr + m)
+        check("toolset 'default' already lists \"mine\"" in r.stdout and
+              "skills += " not in r.stdout, "the report says it was already listed", r.stdout)
+
+
 scenario_git()
 scenario_path()
+scenario_already_listed()
 done()
