@@ -132,17 +132,27 @@ static void child_fail(int errfd, int stage, int e)
     _exit(127);
 }
 
+void proc_default_signals(void)
+{
+    /* The kernel's struct sigaction for x86-64 and most 64-bit ABIs:
+     * handler, flags, restorer, then a 64-bit mask (the last argument). */
+    struct {
+        void (*handler)(int);
+        unsigned long flags;
+        void (*restorer)(void);
+        unsigned long long mask;
+    } ks = {SIG_DFL, 0, NULL, 0};
+    for (int s = 1; s <= 64; s++)
+        if (s != SIGKILL && s != SIGSTOP)
+            syscall(SYS_rt_sigaction, s, &ks, NULL, sizeof ks.mask);
+}
+
 /* Runs in the child. src[i] is the descriptor for fd i, or -1 to inherit. */
 static void child_exec(const struct proc *p, const char *prog, int src[3], int errfd)
 {
     /* Dispositions the parent set to SIG_IGN survive exec; a server must
      * start with defaults (a child ignoring SIGPIPE misbehaves). */
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = SIG_DFL;
-    for (int s = 1; s < NSIG; s++)
-        if (s != SIGKILL && s != SIGSTOP)
-            sigaction(s, &sa, NULL);
+    proc_default_signals();
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);

@@ -60,4 +60,11 @@ int proc_run_capture(const char *const *argv, const char *const *envp, const cha
 /* Looks up a program in PATH (or the given path string); out = full path. 0 when found. */
 int proc_which(const char *name, const char *path_env, strbuf *out);
 
+/* Puts every signal disposition back to SIG_DFL (SIGKILL/SIGSTOP aside),
+ * for a child about to exec: a SIG_IGN survives exec, and whoever started
+ * agentstack may have ignored anything. Uses the raw system call because
+ * glibc's sigaction refuses its two reserved real-time signals (32, 33).
+ * Async-signal-safe: callable after fork/vfork/CLONE_VM. */
+void proc_default_signals(void);
+
 #endif

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/json.h"
+#include "base/proc.h"
 #include "base/sha256.h"
 #include "base/xalloc.h"
 #include "sandbox/record.h"
@@ -102,9 +103,7 @@ static void child_exec(const struct sbx_plan *p, struct child *c, const char *pt
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent)
         _exit(127);
-    for (int s = 1; s < NSIG; s++)
-        if (s != SIGKILL && s != SIGSTOP)
-            signal(s, SIG_DFL);
+    proc_default_signals();
     sigprocmask(SIG_SETMASK, old, NULL);
     if (chdir(p->host_cwd) < 0)
         goto fail;

@@ -30,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/proc.h"
 #include "sandbox/confine.h"
 
 #ifndef SYS_pidfd_open
@@ -579,15 +580,10 @@ static int harness_main(void *arg)
 {
     struct spawn_args *a = arg;
     setsid();
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = SIG_DFL;
     /* Default dispositions before the unblock: init's handlers live in the
-     * shared memory and must never run here. */
-    for (size_t i = 0; i < sizeof fwd_sigs / sizeof fwd_sigs[0]; i++)
-        sigaction(fwd_sigs[i], &sa, NULL);
-    sigaction(SIGCHLD, &sa, NULL);
-    sigaction(SIGPIPE, &sa, NULL);
+     * shared memory and must never run here, and nothing ignored by
+     * whoever started agentstack may reach the harness. */
+    proc_default_signals();
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
