@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
 #include "adapters/merge.h"
 #include "base/json.h"
 #include "base/vec.h"
@@ -105,21 +106,8 @@ static int hexval(char c)
 
 static void put_utf8(strbuf *o, uint32_t cp)
 {
-    if (cp < 0x80) {
-        sb_addc(o, (char)cp);
-    } else if (cp < 0x800) {
-        sb_addc(o, (char)(0xC0 | (cp >> 6)));
-        sb_addc(o, (char)(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-        sb_addc(o, (char)(0xE0 | (cp >> 12)));
-        sb_addc(o, (char)(0x80 | ((cp >> 6) & 0x3F)));
-        sb_addc(o, (char)(0x80 | (cp & 0x3F)));
-    } else {
-        sb_addc(o, (char)(0xF0 | (cp >> 18)));
-        sb_addc(o, (char)(0x80 | ((cp >> 12) & 0x3F)));
-        sb_addc(o, (char)(0x80 | ((cp >> 6) & 0x3F)));
-        sb_addc(o, (char)(0x80 | (cp & 0x3F)));
-    }
+    char b[4];
+    sb_add(o, b, utf8_encode(cp, b));
 }
 
 /* At '"': validates the string and moves past it; decodes into dec if set. */

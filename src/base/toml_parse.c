@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/utf8.h"
 #include "base/toml.h"
 #include "base/toml_internal.h"
 #include "base/vec.h"
@@ -247,27 +248,7 @@ static int end_of_line(struct parser *p, const char *after)
 static void put_utf8(strbuf *sb, uint32_t cp)
 {
     char b[4];
-    size_t n;
-    if (cp < 0x80) {
-        b[0] = (char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        b[0] = (char)(0xc0 | (cp >> 6));
-        b[1] = (char)(0x80 | (cp & 0x3f));
-        n = 2;
-    } else if (cp < 0x10000) {
-        b[0] = (char)(0xe0 | (cp >> 12));
-        b[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        b[2] = (char)(0x80 | (cp & 0x3f));
-        n = 3;
-    } else {
-        b[0] = (char)(0xf0 | (cp >> 18));
-        b[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-        b[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        b[3] = (char)(0x80 | (cp & 0x3f));
-        n = 4;
-    }
-    sb_add(sb, b, n);
+    sb_add(sb, b, utf8_encode(cp, b));
 }
 
 static int hexval(int c)

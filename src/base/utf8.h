@@ -7,7 +7,9 @@
  * RFC 3629 — no overlong forms, no surrogates (U+D800..U+DFFF), nothing
  * past U+10FFFF, no truncated sequence at the end of the buffer — which is
  * also what jansson accepts, so a string we pass as valid reads back the
- * same. It is inline because it runs per character on the gateway's path.
+ * same. utf8_encode writes the shortest form of a code point; callers pass
+ * code points they validated (<= U+10FFFF, no surrogates). Both are inline
+ * because they run per character on the gateway's path.
  */
 #ifndef AS_BASE_UTF8_H
 #define AS_BASE_UTF8_H
@@ -43,6 +45,31 @@ static inline size_t utf8_decode(const unsigned char *s, size_t n, unsigned *cp)
         return 0;
     *cp = c;
     return k;
+}
+
+/* Writes cp (<= U+10FFFF) as UTF-8 into b; returns the byte count (1..4). */
+static inline size_t utf8_encode(unsigned cp, char b[4])
+{
+    if (cp < 0x80) {
+        b[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        b[0] = (char)(0xC0 | cp >> 6);
+        b[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        b[0] = (char)(0xE0 | cp >> 12);
+        b[1] = (char)(0x80 | (cp >> 6 & 0x3F));
+        b[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    b[0] = (char)(0xF0 | cp >> 18);
+    b[1] = (char)(0x80 | (cp >> 12 & 0x3F));
+    b[2] = (char)(0x80 | (cp >> 6 & 0x3F));
+    b[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
 }
 
 #endif

@@ -434,27 +434,7 @@ void mcp_json_str(const char *s, size_t n, strbuf *out)
 static void put_utf8(unsigned cp, strbuf *out)
 {
     char b[4];
-    size_t n;
-    if (cp < 0x80) {
-        b[0] = (char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        b[0] = (char)(0xC0 | cp >> 6);
-        b[1] = (char)(0x80 | (cp & 0x3F));
-        n = 2;
-    } else if (cp < 0x10000) {
-        b[0] = (char)(0xE0 | cp >> 12);
-        b[1] = (char)(0x80 | (cp >> 6 & 0x3F));
-        b[2] = (char)(0x80 | (cp & 0x3F));
-        n = 3;
-    } else {
-        b[0] = (char)(0xF0 | cp >> 18);
-        b[1] = (char)(0x80 | (cp >> 12 & 0x3F));
-        b[2] = (char)(0x80 | (cp >> 6 & 0x3F));
-        b[3] = (char)(0x80 | (cp & 0x3F));
-        n = 4;
-    }
-    sb_add(out, b, n);
+    sb_add(out, b, utf8_encode(cp, b));
 }
 
 /* A string value (span with its quotes) decoded; escapes were checked. */
