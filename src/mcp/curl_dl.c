@@ -4,9 +4,8 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stddef.h>
-#include <stdio.h>
-#include <string.h>
 
+#include "base/dl.h"
 #include "mcp/curl_dl.h"
 
 /* Debian's libcurl4 first; libcurl3-gnutls ships the same ABI under another
@@ -18,16 +17,10 @@ static const char *const *names = default_names;
 static struct mcp_curl api;
 static int loaded;
 
-_Static_assert(sizeof(void *) == sizeof(void (*)(void)),
-               "dlsym results are stored into function pointers");
-
 /* Kept as written: three rows of names read better than the formatter's layout. */
 /* clang-format off */
 #define SYM(f) {"curl_" #f, offsetof(struct mcp_curl, f)}
-static const struct {
-    const char *name;
-    size_t off;
-} syms[] = {
+static const struct dl_sym syms[] = {
     SYM(global_init), SYM(easy_init), SYM(easy_cleanup), SYM(easy_setopt), SYM(easy_getinfo),
     SYM(easy_strerror), SYM(slist_append), SYM(slist_free_all),
     SYM(multi_init), SYM(multi_cleanup), SYM(multi_setopt), SYM(multi_add_handle),
@@ -40,55 +33,25 @@ _Static_assert(sizeof syms / sizeof syms[0] == sizeof(struct mcp_curl) / sizeof(
 
 #define INSTALL_HINT "apt-get install libcurl4"
 
-/* Fills `out` from one opened library; -1 + err if a symbol is missing. */
-static int resolve(void *h, const char *lib, struct mcp_curl *out, struct as_err *err)
-{
-    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-        dlerror();
-        void *p = dlsym(h, syms[i].name);
-        if (!p) {
-            const char *why = dlerror();
-            return as_err_set(err, "the libcurl found (%s) lacks %s: %s; " INSTALL_HINT, lib,
-                              syms[i].name, why ? why : "not found");
-        }
-        memcpy((char *)out + syms[i].off, &p, sizeof p);
-    }
-    return 0;
-}
-
 /* Called with load_mu held. */
 static int load_locked(struct as_err *err)
 {
-    char first_why[512] = "";
-    for (size_t i = 0; names[i]; i++) {
-        void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-        if (!h) {
-            if (!first_why[0]) {
-                const char *why = dlerror();
-                snprintf(first_why, sizeof first_why, "%s", why ? why : names[i]);
-            }
-            continue;
-        }
-        struct mcp_curl tmp;
-        if (resolve(h, names[i], &tmp, err) < 0) {
-            dlclose(h);
-            return -1;
-        }
-        /* Once per process: curl_global_init is not thread-safe in older
-         * libcurl, and this runs under load_mu before any handle exists. */
-        CURLcode rc = tmp.global_init(CURL_GLOBAL_DEFAULT);
-        if (rc != CURLE_OK) {
-            as_err_set(err, "libcurl (%s) failed to initialise: %s", names[i],
-                       tmp.easy_strerror(rc));
-            dlclose(h);
-            return -1;
-        }
-        api = tmp;
-        loaded = 1;
-        return 0;
+    struct mcp_curl tmp;
+    void *h = dl_load_table(names, "libcurl", INSTALL_HINT, syms, sizeof syms / sizeof syms[0],
+                            &tmp, err);
+    if (!h)
+        return -1;
+    /* Once per process: curl_global_init is not thread-safe in older
+     * libcurl, and this runs under load_mu before any handle exists. */
+    CURLcode rc = tmp.global_init(CURL_GLOBAL_DEFAULT);
+    if (rc != CURLE_OK) {
+        as_err_set(err, "libcurl failed to initialise: %s", tmp.easy_strerror(rc));
+        dlclose(h);
+        return -1;
     }
-    return as_err_set(err, "libcurl is not installed: " INSTALL_HINT " (%s)",
-                      first_why[0] ? first_why : "no library name to try");
+    api = tmp;
+    loaded = 1;
+    return 0;
 }
 
 const struct mcp_curl *mcp_curl_load(struct as_err *err)
