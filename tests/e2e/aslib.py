@@ -59,6 +59,38 @@ class Sandbox:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
+
+def git(*args, cwd=None):
+    """git with a fixed identity and no system or user config: scenarios
+    build throwaway repositories and must not read the machine's."""
+    e = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0")
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t",
+                           "-c", "init.defaultBranch=main", *args],
+                          cwd=cwd, env=e, capture_output=True, text=True, timeout=60)
+
+
+def write(path, text_):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text_)
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def files(root):
+    """Every file under root, relative path -> text: compared before and
+    after a refusal to prove nothing changed."""
+    out = {}
+    for d, _, fs in os.walk(root):
+        for f in fs:
+            p = os.path.join(d, f)
+            out[os.path.relpath(p, root)] = read(p)
+    return out
+
+
 def check(cond, what, detail=""):
     """Records one assertion; prints a line either way."""
     global _failures, _passes

@@ -12,34 +12,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from aslib import Sandbox, check, done  # noqa: E402
-
-
-def git(*args, cwd=None):
-    e = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0")
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t",
-                           "-c", "init.defaultBranch=main", *args],
-                          cwd=cwd, env=e, capture_output=True, text=True, timeout=60)
-
-
-def write(path, text_):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        f.write(text_)
-
-
-def read(path):
-    with open(path) as f:
-        return f.read()
-
-
-def files(root):
-    out = {}
-    for d, _, fs in os.walk(root):
-        for f in fs:
-            p = os.path.join(d, f)
-            out[os.path.relpath(p, root)] = read(p)
-    return out
+from aslib import Sandbox, check, done, files, git, read, write  # noqa: E402
 
 
 def make_repo(root):

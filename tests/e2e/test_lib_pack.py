@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from aslib import Sandbox, check, done  # noqa: E402
+from aslib import Sandbox, check, done, git, read, write  # noqa: E402
 from mcpclient import Gateway, audit_rows, is_error, text  # noqa: E402
 
 SERVER = r'''#!/usr/bin/env python3
@@ -44,24 +44,6 @@ for line in sys.stdin:
     else:
         send({"jsonrpc": "2.0", "id": rid, "result": {}})
 '''
-
-
-def git(*args, cwd=None):
-    e = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0")
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t",
-                           "-c", "init.defaultBranch=main", *args],
-                          cwd=cwd, env=e, capture_output=True, text=True, timeout=60)
-
-
-def write(path, text_):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        f.write(text_)
-
-
-def read(path):
-    with open(path) as f:
-        return f.read()
 
 
 def pack_toml(server_py, extra=""):
