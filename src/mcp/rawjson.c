@@ -148,6 +148,24 @@ static int v_literal(struct vctx *v, const char *lit, size_t n)
 
 static int v_value(struct vctx *v);
 
+/* At the byte after an opener or after a member/element: closer (the
+ * container ends; depth restored) -> 2, ',' then more -> 1, else 0. */
+static int v_close(struct vctx *v, unsigned char closer)
+{
+    ws(v);
+    if (v->p < v->end && *v->p == closer) {
+        v->p++;
+        v->depth--;
+        return 2;
+    }
+    if (v->p < v->end && *v->p == ',') {
+        v->p++;
+        ws(v);
+        return 1;
+    }
+    return 0;
+}
+
 static int v_object(struct vctx *v)
 {
     size_t base = v->nkeys;
@@ -181,19 +199,11 @@ static int v_object(struct vctx *v)
         ws(v);
         if (!v_value(v))
             return 0;
-        ws(v);
-        if (v->p < v->end && *v->p == ',') {
-            v->p++;
-            ws(v);
-            continue;
-        }
-        if (v->p < v->end && *v->p == '}') {
-            v->p++;
-            v->depth--;
+        int c = v_close(v, '}');
+        if (c == 2)
             v->nkeys = base;
-            return 1;
-        }
-        return 0;
+        if (c != 1)
+            return c == 2;
     }
 }
 
@@ -211,18 +221,9 @@ static int v_array(struct vctx *v)
     for (;;) {
         if (!v_value(v))
             return 0;
-        ws(v);
-        if (v->p < v->end && *v->p == ',') {
-            v->p++;
-            ws(v);
-            continue;
-        }
-        if (v->p < v->end && *v->p == ']') {
-            v->p++;
-            v->depth--;
-            return 1;
-        }
-        return 0;
+        int c = v_close(v, ']');
+        if (c != 1)
+            return c == 2;
     }
 }
 
