@@ -606,6 +606,16 @@ static int door_open(struct gw_cm *cm, struct gw_surface *sf, struct as_err *err
 
 static void face_close(struct gw_cm *cm);
 
+/* How long a connection may stall mid-request or mid-answer before it is
+ * dropped: 10 s, or AGENTSTACK_CODEMODE_IDLE_MS (tests shorten it to see a
+ * slowloris client dropped without waiting). */
+static uint64_t cm_idle_ms(void)
+{
+    const char *im = getenv("AGENTSTACK_CODEMODE_IDLE_MS");
+    long v = im && *im ? atol(im) : 0;
+    return v > 0 ? (uint64_t)v : CM_IDLE_MS_DEFAULT;
+}
+
 void gw_cm_sync(struct gw *gw)
 {
     if (gw->shutting_down && gw->face)
@@ -619,9 +629,7 @@ void gw_cm_sync(struct gw *gw)
         cm = gw->cm = xcalloc(1, sizeof *cm);
         cm->gw = gw;
         cm->lfd = -1;
-        const char *im = getenv("AGENTSTACK_CODEMODE_IDLE_MS");
-        long v = im && *im ? atol(im) : 0;
-        cm->idle_ms = v > 0 ? (uint64_t)v : CM_IDLE_MS_DEFAULT;
+        cm->idle_ms = cm_idle_ms();
     }
     if (want && cm->lfd >= 0 && cm->sf == sf)
         return;
@@ -910,9 +918,7 @@ void gw_face_open(struct gw *gw)
         cm->lfd = (int)fd;
         cm->epoch = 1;
         memcpy(cm->token, token, sizeof cm->token);
-        const char *im = getenv("AGENTSTACK_CODEMODE_IDLE_MS");
-        long v = im && *im ? atol(im) : 0;
-        cm->idle_ms = v > 0 ? (uint64_t)v : CM_IDLE_MS_DEFAULT;
+        cm->idle_ms = cm_idle_ms();
         struct as_err err = AS_ERR_INIT;
         if (mcp_loop_add(gw->loop, cm->lfd, MCP_EV_IN, on_accept, cm, &err) < 0) {
             gw_note("sandbox face: not served (%s)", err.msg);
