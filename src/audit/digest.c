@@ -22,9 +22,7 @@
 /* The SHA256_* primitives (deprecated in OpenSSL 3, still supported) let the
  * HMAC's keyed inner and outer states be computed once per key; see
  * base/sha256.c for why they are used instead of EVP. */
-#define OPENSSL_SUPPRESS_DEPRECATED 1
-#include <openssl/crypto.h>
-#include <openssl/sha.h>
+#include "base/crypto_dl.h"
 
 #define KEY_MIN 16
 #define KEY_MAX 64
@@ -129,14 +127,15 @@ static void key_states(const unsigned char *key, size_t len)
     memcpy(k, key, len); /* len <= KEY_MAX == BLOCK: never hashed first */
     for (int i = 0; i < BLOCK; i++)
         pad[i] = k[i] ^ 0x36;
-    SHA256_Init(&key_inner);
-    SHA256_Update(&key_inner, pad, BLOCK);
+    const struct as_libcrypto *C = crypto_api();
+    C->sha256_init(&key_inner);
+    C->sha256_update(&key_inner, pad, BLOCK);
     for (int i = 0; i < BLOCK; i++)
         pad[i] = k[i] ^ 0x5c;
-    SHA256_Init(&key_outer);
-    SHA256_Update(&key_outer, pad, BLOCK);
-    OPENSSL_cleanse(k, sizeof k);
-    OPENSSL_cleanse(pad, sizeof pad);
+    C->sha256_init(&key_outer);
+    C->sha256_update(&key_outer, pad, BLOCK);
+    explicit_bzero(k, sizeof k);
+    explicit_bzero(pad, sizeof pad);
 }
 
 void aud_args_digest(const char *home, const json_t *args, char out[AUD_DIGEST_HEX + 1])
@@ -152,8 +151,8 @@ void aud_args_digest(const char *home, const json_t *args, char out[AUD_DIGEST_H
         size_t key_len = 0;
         free(key_home);
         key_home = xstrdup(home);
-        OPENSSL_cleanse(&key_inner, sizeof key_inner);
-        OPENSSL_cleanse(&key_outer, sizeof key_outer);
+        explicit_bzero(&key_inner, sizeof key_inner);
+        explicit_bzero(&key_outer, sizeof key_outer);
         key_ok = aud_key_load(home, key, &key_len, &err) == 0;
         if (key_ok)
             key_states(key, key_len);
@@ -181,13 +180,14 @@ void aud_args_digest(const char *home, const json_t *args, char out[AUD_DIGEST_H
         args = empty = json_object();
     json_canonical(args, &canon);
     unsigned char ih[SHA256_LEN], mac[SHA256_LEN];
-    SHA256_Update(&inner, canon.buf, canon.len);
-    SHA256_Final(ih, &inner);
-    SHA256_Update(&outer, ih, sizeof ih);
-    SHA256_Final(mac, &outer);
-    OPENSSL_cleanse(&inner, sizeof inner);
-    OPENSSL_cleanse(&outer, sizeof outer);
-    OPENSSL_cleanse(ih, sizeof ih);
+    const struct as_libcrypto *C = crypto_api();
+    C->sha256_update(&inner, canon.buf, canon.len);
+    C->sha256_final(ih, &inner);
+    C->sha256_update(&outer, ih, sizeof ih);
+    C->sha256_final(mac, &outer);
+    explicit_bzero(&inner, sizeof inner);
+    explicit_bzero(&outer, sizeof outer);
+    explicit_bzero(ih, sizeof ih);
     char hex[SHA256_HEX_LEN + 1];
     hex_encode(mac, SHA256_LEN, hex);
     memcpy(out, hex, AUD_DIGEST_HEX);

@@ -26,6 +26,13 @@ struct dl_sym {
     size_t off;
 };
 
+/* Compile-time proof that the table member through which fn is called has
+ * fn's own prototype, as the library's installed header declares it. */
+#define DL_PROTO_CHECK(table, member, fn)                                                          \
+    _Static_assert(                                                                                \
+        __builtin_types_compatible_p(__typeof__(((table *)0)->member), __typeof__(&fn)),           \
+        #fn " is called with its library's prototype")
+
 /* Opens the first loadable name of names (NULL-terminated) and fills table
  * from syms[0..n). what names the library in errors ("libcurl"), hint says
  * how to install it. Returns the handle, or NULL + err. */

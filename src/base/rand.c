@@ -2,11 +2,10 @@
 #include "base/rand.h"
 
 #include <errno.h>
-#include <limits.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/random.h>
-
-#include <openssl/rand.h>
+#include <unistd.h>
 
 #include "base/sha256.h"
 #include "base/xalloc.h"
@@ -20,22 +19,27 @@ int rand_bytes(void *buf, size_t n, struct as_err *err)
         if (r < 0) {
             if (errno == EINTR)
                 continue;
-            break; /* ENOSYS or a seccomp filter: OpenSSL's DRBG is next */
+            break; /* ENOSYS or a seccomp filter: the device is next */
         }
         got += (size_t)r;
     }
     if (got == n)
         return 0;
-    size_t rest = n - got;
-    while (rest) {
-        int chunk = rest > INT_MAX ? INT_MAX : (int)rest;
-        if (RAND_bytes(p + got, chunk) != 1)
-            return as_err_set(err, "no source of secure random bytes (getrandom and "
-                                   "OpenSSL both failed)");
-        got += (size_t)chunk;
-        rest -= (size_t)chunk;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    while (fd >= 0 && got < n) {
+        ssize_t r = read(fd, p + got, n - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
     }
-    return 0;
+    if (fd >= 0)
+        close(fd);
+    if (got == n)
+        return 0;
+    return as_err_set(err, "no source of secure random bytes (getrandom and /dev/urandom "
+                           "both failed)");
 }
 
 int rand_hex(char *out, size_t n, struct as_err *err)

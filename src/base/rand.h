@@ -1,6 +1,8 @@
 /*
- * rand — cryptographically secure random bytes (getrandom, falling back to
- * OpenSSL). Used for audit keys, run ids, proxy tokens and temp names.
+ * rand — cryptographically secure random bytes from the kernel (getrandom,
+ * falling back to /dev/urandom where the syscall is missing or filtered).
+ * Used for audit keys, run ids, proxy tokens and temp names. Fails closed:
+ * an error, never weaker bytes.
  */
 #ifndef AS_BASE_RAND_H
 #define AS_BASE_RAND_H

@@ -15,11 +15,9 @@
  * at start. The SHA256_* primitives run the same assembly (SHA-NI where the
  * CPU has it) with no provider set-up, so digests and HMAC use them. They are
  * marked deprecated in 3.x but are part of its supported API; EVP remains in
- * use where it is the only interface (Ed25519 in bundle/sign.c). */
-#define OPENSSL_SUPPRESS_DEPRECATED 1
-#include <openssl/crypto.h>
-#include <openssl/sha.h>
-
+ * use where it is the only interface (Ed25519 in bundle/sign.c). libcrypto
+ * itself is loaded on the first digest (crypto_dl.h). */
+#include "base/crypto_dl.h"
 #include "base/xalloc.h"
 
 /* A failing digest primitive means a broken libcrypto, not bad input: there is
@@ -33,7 +31,7 @@ static void crypto_fail(const char *what)
 void sha256_init(sha256_ctx *c)
 {
     SHA256_CTX *x = xmalloc(sizeof *x);
-    if (SHA256_Init(x) != 1)
+    if (crypto_api()->sha256_init(x) != 1)
         crypto_fail("SHA256_Init");
     c->md = x;
 }
@@ -42,7 +40,7 @@ void sha256_update(sha256_ctx *c, const void *data, size_t len)
 {
     if (!len)
         return;
-    if (SHA256_Update((SHA256_CTX *)c->md, data, len) != 1)
+    if (crypto_api()->sha256_update((SHA256_CTX *)c->md, data, len) != 1)
         crypto_fail("SHA256_Update");
 }
 
@@ -56,9 +54,9 @@ void sha256_update_u64le(sha256_ctx *c, uint64_t n)
 
 void sha256_final(sha256_ctx *c, uint8_t out[SHA256_LEN])
 {
-    if (SHA256_Final(out, (SHA256_CTX *)c->md) != 1)
+    if (crypto_api()->sha256_final(out, (SHA256_CTX *)c->md) != 1)
         crypto_fail("SHA256_Final");
-    OPENSSL_cleanse(c->md, sizeof(SHA256_CTX));
+    explicit_bzero(c->md, sizeof(SHA256_CTX));
     free(c->md);
     c->md = NULL;
 }
@@ -66,7 +64,7 @@ void sha256_final(sha256_ctx *c, uint8_t out[SHA256_LEN])
 void sha256_abort(sha256_ctx *c)
 {
     if (c->md) {
-        OPENSSL_cleanse(c->md, sizeof(SHA256_CTX));
+        explicit_bzero(c->md, sizeof(SHA256_CTX));
         free(c->md);
     }
     c->md = NULL;
@@ -220,12 +218,18 @@ void hmac_sha256(const void *key, size_t keylen, const void *data, size_t len,
     sha256_update(&c, pad, BLOCK);
     sha256_update(&c, inner, SHA256_LEN);
     sha256_final(&c, out);
-    OPENSSL_cleanse(k, sizeof k);
-    OPENSSL_cleanse(pad, sizeof pad);
-    OPENSSL_cleanse(inner, sizeof inner);
+    explicit_bzero(k, sizeof k);
+    explicit_bzero(pad, sizeof pad);
+    explicit_bzero(inner, sizeof inner);
 }
 
 int ct_equal(const void *a, const void *b, size_t n)
 {
-    return CRYPTO_memcmp(a, b, n) == 0;
+    /* Every byte is read whatever the earlier ones were (volatile: the
+     * compiler may not stop at the first difference). */
+    const volatile unsigned char *x = a, *y = b;
+    unsigned char diff = 0;
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned char)(x[i] ^ y[i]);
+    return diff == 0;
 }

@@ -10,9 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-
+#include "base/crypto_dl.h"
 #include "base/fs.h"
 #include "base/rand.h"
 #include "base/sha256.h"
@@ -34,12 +32,13 @@ int sign_parse_hex(const char *text, uint8_t *out, size_t n)
 int sign_public_from_seed(const uint8_t seed[SIGN_SEED_LEN], uint8_t pub[SIGN_PUB_LEN],
                           struct as_err *err)
 {
-    EVP_PKEY *k = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, seed, SIGN_SEED_LEN);
+    const struct as_libcrypto *C = crypto_api();
+    EVP_PKEY *k = C->pkey_new_raw_private_key(EVP_PKEY_ED25519, NULL, seed, SIGN_SEED_LEN);
     if (!k)
         return as_err_set(err, "ed25519: cannot load the signing key");
     size_t n = SIGN_PUB_LEN;
-    int ok = EVP_PKEY_get_raw_public_key(k, pub, &n) == 1 && n == SIGN_PUB_LEN;
-    EVP_PKEY_free(k);
+    int ok = C->pkey_get_raw_public_key(k, pub, &n) == 1 && n == SIGN_PUB_LEN;
+    C->pkey_free(k);
     return ok ? 0 : as_err_set(err, "ed25519: cannot derive the public key");
 }
 
@@ -79,7 +78,7 @@ static int read_key_file(const char *path, int secret, uint8_t *out, size_t n, s
         if (sign_parse_hex(buf, out, n) < 0)
             rc = as_err_set(err, "%s is not a hex ed25519 key", path);
     }
-    OPENSSL_cleanse(buf, sizeof buf);
+    explicit_bzero(buf, sizeof buf);
     return rc;
 }
 
@@ -127,7 +126,7 @@ static int load_or_create(const char *keys_dir, uint8_t seed[SIGN_SEED_LEN],
     strcat(hex, "\n");
     struct fs_write_opts ko = {.mode = 0600, .symlinks = FS_SYMLINK_REFUSE};
     rc = fs_write_atomic(key, hex, strlen(hex), &ko, err);
-    OPENSSL_cleanse(hex, sizeof hex);
+    explicit_bzero(hex, sizeof hex);
     if (rc < 0)
         goto out;
     char phex[2 * SIGN_PUB_LEN + 2];
@@ -148,7 +147,7 @@ int sign_key_ensure(const char *keys_dir, uint8_t pub[SIGN_PUB_LEN], int *create
 {
     uint8_t seed[SIGN_SEED_LEN];
     int rc = load_or_create(keys_dir, seed, pub, created, err);
-    OPENSSL_cleanse(seed, sizeof seed);
+    explicit_bzero(seed, sizeof seed);
     return rc;
 }
 
@@ -158,34 +157,36 @@ int sign_message(const char *keys_dir, const void *msg, size_t len, uint8_t sig[
     uint8_t seed[SIGN_SEED_LEN];
     int rc = load_or_create(keys_dir, seed, pub, created, err);
     if (rc < 0) {
-        OPENSSL_cleanse(seed, sizeof seed);
+        explicit_bzero(seed, sizeof seed);
         return -1;
     }
-    EVP_PKEY *k = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, seed, SIGN_SEED_LEN);
-    OPENSSL_cleanse(seed, sizeof seed);
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    const struct as_libcrypto *C = crypto_api();
+    EVP_PKEY *k = C->pkey_new_raw_private_key(EVP_PKEY_ED25519, NULL, seed, SIGN_SEED_LEN);
+    explicit_bzero(seed, sizeof seed);
+    EVP_MD_CTX *ctx = C->md_ctx_new();
     size_t n = SIGN_SIG_LEN;
     rc = -1;
-    if (k && ctx && EVP_DigestSignInit(ctx, NULL, NULL, NULL, k) == 1 &&
-        EVP_DigestSign(ctx, sig, &n, msg, len) == 1 && n == SIGN_SIG_LEN)
+    if (k && ctx && C->digest_sign_init(ctx, NULL, NULL, NULL, k) == 1 &&
+        C->digest_sign(ctx, sig, &n, msg, len) == 1 && n == SIGN_SIG_LEN)
         rc = 0;
     else
         as_err_set(err, "ed25519: signing failed");
-    EVP_MD_CTX_free(ctx);
-    EVP_PKEY_free(k);
+    C->md_ctx_free(ctx);
+    C->pkey_free(k);
     return rc;
 }
 
 int sign_verify(const uint8_t pub[SIGN_PUB_LEN], const uint8_t sig[SIGN_SIG_LEN], const void *msg,
                 size_t len)
 {
-    EVP_PKEY *k = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, pub, SIGN_PUB_LEN);
+    const struct as_libcrypto *C = crypto_api();
+    EVP_PKEY *k = C->pkey_new_raw_public_key(EVP_PKEY_ED25519, NULL, pub, SIGN_PUB_LEN);
     if (!k)
         return 0;
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    int ok = ctx && EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, k) == 1 &&
-             EVP_DigestVerify(ctx, sig, SIGN_SIG_LEN, msg, len) == 1;
-    EVP_MD_CTX_free(ctx);
-    EVP_PKEY_free(k);
+    EVP_MD_CTX *ctx = C->md_ctx_new();
+    int ok = ctx && C->digest_verify_init(ctx, NULL, NULL, NULL, k) == 1 &&
+             C->digest_verify(ctx, sig, SIGN_SIG_LEN, msg, len) == 1;
+    C->md_ctx_free(ctx);
+    C->pkey_free(k);
     return ok;
 }

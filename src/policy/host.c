@@ -10,11 +10,60 @@
  */
 #include <arpa/inet.h>
 #include <idn2.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/dl.h"
 #include "policy/pol_internal.h"
+
+/* ---- libidn2, for Unicode labels only ------------------------------------- */
+
+/* A Unicode label is rare in rules and names, and linking libidn2 (with
+ * libunistring behind it) costs every command's start ~570 symbol
+ * relocations: it is dlopen'ed the first time a label needs it (base/dl.h).
+ * When it cannot be loaded, the label is refused — never matched unconverted. */
+struct idn2_api {
+    int (*to_ascii_8z)(const char *input, char **output, int flags);
+    void (*free)(void *ptr);
+};
+DL_PROTO_CHECK(struct idn2_api, to_ascii_8z, idn2_to_ascii_8z);
+DL_PROTO_CHECK(struct idn2_api, free, idn2_free);
+static const struct dl_sym idn2_syms[] = {
+    {"idn2_to_ascii_8z", offsetof(struct idn2_api, to_ascii_8z)},
+    {"idn2_free", offsetof(struct idn2_api, free)},
+};
+static const char *const idn2_default_names[] = {"libidn2.so.0", NULL};
+static const char *const *idn2_names = idn2_default_names;
+static pthread_mutex_t idn2_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct idn2_api idn2;
+static int idn2_loaded;
+
+static const struct idn2_api *idn2_load(void)
+{
+    pthread_mutex_lock(&idn2_mu);
+    if (!idn2_loaded) {
+        struct as_err err = AS_ERR_INIT;
+        struct idn2_api tmp;
+        if (dl_load_table(idn2_names, "libidn2", "install Debian's libidn2-0", idn2_syms,
+                          sizeof idn2_syms / sizeof idn2_syms[0], &tmp, &err)) {
+            idn2 = tmp;
+            idn2_loaded = 1;
+        }
+    }
+    int ok = idn2_loaded;
+    pthread_mutex_unlock(&idn2_mu);
+    return ok ? &idn2 : NULL;
+}
+
+void pol__idn2_set_names(const char *const *names)
+{
+    pthread_mutex_lock(&idn2_mu);
+    idn2_names = names ? names : idn2_default_names;
+    pthread_mutex_unlock(&idn2_mu);
+}
 
 static int is_space(unsigned char c)
 {
@@ -279,15 +328,22 @@ static int host_pattern_norm(const char *h, size_t n, int ipv6, char *out, const
             char lab[POL_MAX_PATTERN + 1];
             memcpy(lab, h + i, j - i);
             lab[j - i] = '\0';
+            const struct idn2_api *idn = idn2_load();
+            if (!idn) {
+                sb_release(&acc);
+                *why = "a Unicode label needs libidn2 to be converted to xn-- form, and it "
+                       "could not be loaded (install Debian's libidn2-0)";
+                return -1;
+            }
             char *ascii = NULL;
-            int rc = idn2_to_ascii_8z(lab, &ascii, IDN2_NFC_INPUT | IDN2_NONTRANSITIONAL);
+            int rc = idn->to_ascii_8z(lab, &ascii, IDN2_NFC_INPUT | IDN2_NONTRANSITIONAL);
             if (rc != IDN2_OK) {
                 sb_release(&acc);
                 *why = "Unicode label is not a valid internationalized name";
                 return -1;
             }
             sb_adds(&acc, ascii);
-            idn2_free(ascii);
+            idn->free(ascii);
         } else {
             for (size_t k = i; k < j; k++) {
                 unsigned char c = (unsigned char)h[k];

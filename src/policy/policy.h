@@ -291,6 +291,9 @@ int pol_host_normalize(const char *host, size_t len, char *out, const char **why
  * POL_HOST_MAX + 1 bytes), *port (0 = any) and canon (the normalized entry,
  * POL_MAX_PATTERN + 1 bytes); on error returns -1 and *why. */
 int pol_egress_parse(const char *entry, char *host, uint16_t *port, char *canon, const char **why);
+/* Test seam: the sonames tried when a Unicode label first needs libidn2
+ * (NULL restores the default). */
+void pol__idn2_set_names(const char *const *names);
 
 /* ---- explain and doctor ------------------------------------------------- */
 

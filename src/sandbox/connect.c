@@ -3,7 +3,6 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,17 +261,30 @@ int sbx_head_auth_ok(const char *head, size_t len, const char *expected)
     return ok;
 }
 
+/* Standard base64 with padding (RFC 4648 §4), as the Basic scheme wants. */
+static void base64_add(const unsigned char *p, size_t n, strbuf *out)
+{
+    static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)p[i] << 16;
+        if (i + 1 < n)
+            v |= (unsigned)p[i + 1] << 8;
+        if (i + 2 < n)
+            v |= p[i + 2];
+        sb_addc(out, a[v >> 18 & 63]);
+        sb_addc(out, a[v >> 12 & 63]);
+        sb_addc(out, i + 1 < n ? a[v >> 6 & 63] : '=');
+        sb_addc(out, i + 2 < n ? a[v & 63] : '=');
+    }
+}
+
 void sbx_basic_auth_value(const char *token, strbuf *out)
 {
     strbuf raw = SB_INIT;
     sb_addf(&raw, "agentstack:%s", token);
-    size_t enc_len = 4 * ((raw.len + 2) / 3) + 1;
-    unsigned char *enc = xmalloc(enc_len);
-    EVP_EncodeBlock(enc, (const unsigned char *)raw.buf, (int)raw.len);
     sb_reset(out);
     sb_adds(out, "Basic ");
-    sb_adds(out, (const char *)enc);
-    free(enc);
+    base64_add((const unsigned char *)raw.buf, raw.len, out);
     sb_release_secure(&raw);
 }
 

@@ -99,6 +99,28 @@ static void test_http_forms(void **st)
     sb_release(&out);
 }
 
+/* Known answers (Python's base64.b64encode): one per padding case, since
+ * "agentstack:" is 11 bytes — '=' , none, '=='. */
+static void test_auth_base64(void **st)
+{
+    (void)st;
+    static const char *const cases[][2] = {
+        {"", "Basic YWdlbnRzdGFjazo="},
+        {"a", "Basic YWdlbnRzdGFjazph"},
+        {"ab", "Basic YWdlbnRzdGFjazphYg=="},
+        {"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
+         "Basic YWdlbnRzdGFjazowMDExMjIzMzQ0NTU2Njc3ODg5OWFhYmJjY2RkZWVmZjAwMTEyMjMzNDQ1NTY2Nzc4"
+         "ODk5YWFiYmNjZGRlZWZm"},
+    };
+    strbuf v = SB_INIT;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sb_adds(&v, "stale"); /* the value replaces whatever the buffer held */
+        sbx_basic_auth_value(cases[i][0], &v);
+        assert_string_equal(v.buf, cases[i][1]);
+    }
+    sb_release(&v);
+}
+
 static void test_auth(void **st)
 {
     (void)st;
@@ -312,10 +334,11 @@ static void test_hello(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_head_end),     cmocka_unit_test(test_connect_forms),
-        cmocka_unit_test(test_http_forms),   cmocka_unit_test(test_auth),
-        cmocka_unit_test(test_normalize),    cmocka_unit_test(test_numeric),
-        cmocka_unit_test(test_addr_classes), cmocka_unit_test(test_hello),
+        cmocka_unit_test(test_head_end),    cmocka_unit_test(test_connect_forms),
+        cmocka_unit_test(test_http_forms),  cmocka_unit_test(test_auth),
+        cmocka_unit_test(test_auth_base64), cmocka_unit_test(test_normalize),
+        cmocka_unit_test(test_numeric),     cmocka_unit_test(test_addr_classes),
+        cmocka_unit_test(test_hello),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
