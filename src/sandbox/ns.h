@@ -120,7 +120,10 @@ void sbx_ns_signal(struct sbx_ns_child *c, int sig);
  * reported end is returned without waiting (init is reaped by release). */
 int sbx_ns_reap(struct sbx_ns_child *c, int *code, int *sig);
 
-/* SIGKILLs init if still running, reaps it and closes every descriptor. */
+/* SIGKILLs init if still running, reaps it and closes every descriptor.
+ * After init's "exit" report (which it sends only once every other process
+ * of the sandbox is dead and reaped) init is reaped only if its exit is
+ * already complete — its namespace teardown is not waited for. */
 void sbx_ns_release(struct sbx_ns_child *c);
 
 /* Probes whether user namespaces work here (a throwaway child). 0 or -1+err. */
