@@ -5,6 +5,9 @@ Proves, through the real binary, under --lockdown and --sandbox:
   - the harness is exec'd with default signal dispositions, nothing blocked
     or ignored, in a session of its own, as PID 2 under sandbox-init, with
     no descriptor beyond 0-2 (it is started with CLONE_VM|CLONE_VFORK now);
+  - the harness runs with the caller's CPU affinity, whole or narrowed
+    (sandbox-init is kept off the launcher's CPU until "go" and restores
+    it);
   - an exec that fails inside the sandbox is reported with its reason,
     "nothing was launched", exit 1, recorded as launch-failed, and leaves
     no live-run entry;
@@ -85,6 +88,28 @@ def harness_state(s, mode):
     # ls itself holds one more descriptor (the directory it lists).
     check(len(fds) <= 4 and {"0", "1", "2"} <= set(fds),
           f"{mode}: only stdin/stdout/stderr are inherited", fds)
+
+
+def cpu_list(text):
+    cpus = set()
+    for part in text.strip().split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return sorted(cpus)
+
+
+def affinity(s, mode):
+    allowed = sorted(os.sched_getaffinity(0))
+    wants = [allowed] + ([[allowed[-1]], allowed[:-1]] if len(allowed) > 1 else [])
+    for want in wants:
+        r = subprocess.run([BIN, "run", mode, "shtest", "--", "-c",
+                            "grep Cpus_allowed_list /proc/self/status"],
+                           cwd=s.project, env=s.env(), capture_output=True, text=True,
+                           timeout=60, preexec_fn=lambda w=want: os.sched_setaffinity(0, w))
+        m = re.search(r"Cpus_allowed_list:\s*(\S+)", r.stdout)
+        got = cpu_list(m.group(1)) if m else None
+        check(r.returncode == 0 and got == want,
+              f"{mode}: the harness has the caller's CPU affinity {want}", (got, r.stderr))
 
 
 def exec_fails(s):
@@ -228,6 +253,7 @@ def main():
     with Sandbox() as s:
         for mode in ("--lockdown", "--sandbox"):
             harness_state(s, mode)
+            affinity(s, mode)
         exec_fails(s)
         refused_during_build(s)
         record_before_launch(s)
