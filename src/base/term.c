@@ -9,6 +9,8 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "base/utf8.h"
+
 int term_isatty(int fd)
 {
     return isatty(fd);
@@ -37,43 +39,6 @@ const char *term_color(int fd, enum term_code code)
     return seq[code];
 }
 
-/* Decodes one UTF-8 sequence; returns its length or 0 if invalid. */
-static size_t utf8_decode(const unsigned char *s, size_t len, uint32_t *cp)
-{
-    if (s[0] < 0x80) {
-        *cp = s[0];
-        return 1;
-    }
-    size_t n;
-    uint32_t c, min;
-    if ((s[0] & 0xE0) == 0xC0) {
-        n = 2;
-        c = s[0] & 0x1F;
-        min = 0x80;
-    } else if ((s[0] & 0xF0) == 0xE0) {
-        n = 3;
-        c = s[0] & 0x0F;
-        min = 0x800;
-    } else if ((s[0] & 0xF8) == 0xF0) {
-        n = 4;
-        c = s[0] & 0x07;
-        min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (len < n)
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        c = (c << 6) | (s[i] & 0x3F);
-    }
-    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-        return 0;
-    *cp = c;
-    return n;
-}
-
 /* Code points that reorder text, render as nothing, or break lines behind
  * the terminal's back: removed so hidden text cannot pass for visible. */
 static int invisible(uint32_t c)
@@ -85,12 +50,42 @@ static int invisible(uint32_t c)
            (c >= 0xFFF9 && c <= 0xFFFB);
 }
 
+size_t term_escape_len(const unsigned char *s, size_t n)
+{
+    if (n < 2)
+        return 1;
+    size_t i;
+    if (s[1] == '[') { /* CSI: parameters, intermediates, one final byte */
+        for (i = 2; i < n; i++)
+            if (s[i] >= 0x40 && s[i] <= 0x7E)
+                return i + 1;
+        return n;
+    }
+    if (s[1] == ']' || s[1] == 'P' || s[1] == '_' || s[1] == '^' || s[1] == 'X') {
+        /* OSC / DCS / APC / PM / SOS: up to BEL or ST (ESC \) */
+        for (i = 2; i < n; i++) {
+            if (s[i] == 0x07)
+                return i + 1;
+            if (s[i] == 0x1B && i + 1 < n && s[i + 1] == '\\')
+                return i + 2;
+        }
+        return n;
+    }
+    if (s[1] >= 0x20 && s[1] <= 0x2F) { /* nF: intermediates then a final */
+        for (i = 2; i < n; i++)
+            if (s[i] >= 0x30 && s[i] <= 0x7E)
+                return i + 1;
+        return n;
+    }
+    return 2;
+}
+
 void term_sanitize(strbuf *out, const char *s, size_t len)
 {
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0;
     while (i < len) {
-        uint32_t cp;
+        unsigned cp;
         size_t n = utf8_decode(p + i, len - i, &cp);
         if (!n) {
             sb_adds(out, "\xEF\xBF\xBD");

@@ -26,6 +26,12 @@ int term_isatty(int fd);
  * bidirectional / zero-width code points replaced by '?' or removed;
  * invalid UTF-8 bytes become U+FFFD. */
 void term_sanitize(strbuf *out, const char *s, size_t len);
+/* The length of the terminal escape sequence at s[0] == ESC (n >= 1 bytes
+ * left): CSI up to its final byte; OSC, DCS, APC, PM and SOS up to BEL or
+ * ST (ESC \); nF up to its final byte; otherwise ESC and one byte. An
+ * unterminated sequence runs to the end (n). Used by every sanitizer that
+ * strips escapes, so they agree on where a sequence ends. */
+size_t term_escape_len(const unsigned char *s, size_t n);
 /* Reads one line from the terminal without echo (for secrets). Returns 0,
  * or -1 when there is no terminal. The caller releases with sb_release_secure. */
 int term_read_secret(const char *prompt, strbuf *out);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/fs.h"
+#include "base/utf8.h"
 #include "base/xalloc.h"
 #include "bundle/lockfile.h"
 #include "bundle/skill_md.h"
@@ -93,53 +94,13 @@ static bool needs_escape(uint32_t cp)
            (cp >= 0xE0000 && cp <= 0xE0FFF) || cp == 0xFFFC || cp == 0xFFFD;
 }
 
-/* Decodes one UTF-8 sequence at s[0..n). Returns its length (1..4) and sets
- * *cp, or 0 for an invalid sequence (overlong, surrogate, > U+10FFFF,
- * truncated). */
-static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
-{
-    unsigned char c = s[0];
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    }
-    size_t len;
-    uint32_t v, min;
-    if (c >= 0xC2 && c <= 0xDF) {
-        len = 2;
-        v = c & 0x1F;
-        min = 0x80;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        v = c & 0x0F;
-        min = 0x800;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        v = c & 0x07;
-        min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (n < len)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        v = (v << 6) | (s[i] & 0x3F);
-    }
-    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
-        return 0;
-    *cp = v;
-    return len;
-}
-
 /* Appends s[0..n) with invisibles written \u{XXXX}; invalid bytes as \xNN. */
 static void escape_text(const char *s, size_t n, strbuf *out)
 {
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0;
     while (i < n) {
-        uint32_t cp;
+        unsigned cp;
         size_t l = utf8_decode(p + i, n - i, &cp);
         if (!l) {
             sb_addf(out, "\\x%02X", p[i]);
@@ -515,7 +476,7 @@ static void scan_pass(struct file_ctx *c)
             vs_reported_line = false;
             continue;
         }
-        uint32_t cp;
+        unsigned cp;
         size_t l = utf8_decode(d + i, n - i, &cp);
         if (!l) {
             if (!invalid_seen) {

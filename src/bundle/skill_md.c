@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/term.h"
+#include "base/utf8.h"
 #include "base/xalloc.h"
 
 bool skill_name_valid(const char *name)
@@ -38,38 +40,6 @@ void skill_md_free(struct skill_md *s)
 
 /* ---- sanitizing ---------------------------------------------------------- */
 
-/* Decodes one UTF-8 sequence at s (n bytes left). Returns its length and the
- * code point, or 0 for an invalid sequence (overlong, surrogate, > U+10FFFF). */
-static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
-{
-    unsigned char c = s[0];
-    size_t len;
-    uint32_t v, min;
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    } else if ((c & 0xE0) == 0xC0) {
-        len = 2, v = c & 0x1F, min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-        len = 3, v = c & 0x0F, min = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-        len = 4, v = c & 0x07, min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (n < len)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        v = (v << 6) | (s[i] & 0x3F);
-    }
-    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
-        return 0;
-    *cp = v;
-    return len;
-}
-
 static bool cp_is_space(uint32_t cp)
 {
     return cp == ' ' || cp == '\t' || cp == '\n' || cp == '\r' || cp == '\v' || cp == '\f' ||
@@ -89,31 +59,6 @@ static bool cp_is_hidden(uint32_t cp)
            cp == 0x1D179 || cp == 0x1D17A;
 }
 
-/* Length of a terminal escape sequence starting at s[0] == ESC. */
-static size_t escape_len(const unsigned char *s, size_t n)
-{
-    if (n < 2)
-        return 1;
-    size_t i;
-    if (s[1] == '[') { /* CSI: parameters, then one final byte 0x40–0x7E */
-        for (i = 2; i < n; i++)
-            if (s[i] >= 0x40 && s[i] <= 0x7E)
-                return i + 1;
-        return n;
-    }
-    if (s[1] == ']' || s[1] == 'P' || s[1] == '_' || s[1] == '^' || s[1] == 'X') {
-        /* OSC/DCS/APC/PM/SOS: up to BEL or ESC '\' */
-        for (i = 2; i < n; i++) {
-            if (s[i] == 0x07)
-                return i + 1;
-            if (s[i] == 0x1B && i + 1 < n && s[i + 1] == '\\')
-                return i + 2;
-        }
-        return n;
-    }
-    return 2;
-}
-
 void skill_md_sanitize(const char *text, size_t len, strbuf *out)
 {
     const unsigned char *s = (const unsigned char *)text;
@@ -122,10 +67,10 @@ void skill_md_sanitize(const char *text, size_t len, strbuf *out)
     size_t i = 0;
     while (i < len) {
         if (s[i] == 0x1B) {
-            i += escape_len(s + i, len - i);
+            i += term_escape_len(s + i, len - i);
             continue;
         }
-        uint32_t cp;
+        unsigned cp;
         size_t n = utf8_decode(s + i, len - i, &cp);
         if (n == 0) {
             i++; /* invalid byte: dropped */

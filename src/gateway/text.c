@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/term.h"
 #include "base/utf8.h"
 #include "base/xalloc.h"
 #include "gateway/gw_int.h"
@@ -25,37 +26,6 @@ static bool invisible(unsigned c)
            (c >= 0xE0100 && c <= 0xE01EF);   /* variation selectors supplement */
 }
 
-/* Length of an escape sequence starting at s[0] == ESC. */
-static size_t esc_len(const unsigned char *s, size_t n)
-{
-    if (n < 2)
-        return 1;
-    size_t i;
-    if (s[1] == '[') { /* CSI: parameters, intermediates, one final byte */
-        for (i = 2; i < n; i++)
-            if (s[i] >= 0x40 && s[i] <= 0x7E)
-                return i + 1;
-        return n;
-    }
-    if (s[1] == ']' || s[1] == 'P' || s[1] == '_' || s[1] == '^' || s[1] == 'X') {
-        /* OSC / DCS / APC / PM / SOS: up to BEL or ST (ESC \) */
-        for (i = 2; i < n; i++) {
-            if (s[i] == 0x07)
-                return i + 1;
-            if (s[i] == 0x1B && i + 1 < n && s[i + 1] == '\\')
-                return i + 2;
-        }
-        return n;
-    }
-    if (s[1] >= 0x20 && s[1] <= 0x2F) { /* nF: intermediates then a final */
-        for (i = 2; i < n; i++)
-            if (s[i] >= 0x30 && s[i] <= 0x7E)
-                return i + 1;
-        return n;
-    }
-    return 2;
-}
-
 void gw_clean(const char *str, size_t len, int keep_nl, strbuf *out)
 {
     const unsigned char *s = (const unsigned char *)str;
@@ -63,7 +33,7 @@ void gw_clean(const char *str, size_t len, int keep_nl, strbuf *out)
     bool pend_space = false; /* one-line form: a whitespace run is pending */
     for (size_t i = 0; i < len;) {
         if (s[i] == 0x1B) {
-            i += esc_len(s + i, len - i);
+            i += term_escape_len(s + i, len - i);
             continue;
         }
         unsigned c;

@@ -132,6 +132,28 @@ static void test_sanitize(void **st)
     sb_release(&sb);
 }
 
+static void test_escape_len(void **st)
+{
+    (void)st;
+    static const struct {
+        const char *s;
+        size_t want;
+    } cases[] = {
+        {"\x1b", 1},               /* ESC alone at the end */
+        {"\x1b[31mred", 5},        /* CSI: up to the final byte */
+        {"\x1b[1;2;3", 7},         /* CSI never finished: to the end */
+        {"\x1b]0;title\x07x", 10}, /* OSC ended by BEL */
+        {"\x1b]8;;u\x1b\\x", 8},   /* OSC ended by ST */
+        {"\x1bPdata", 6},          /* DCS never finished */
+        {"\x1b(Bx", 3},            /* nF: intermediate, then a final */
+        {"\x1b#", 2},              /* nF without a final: to the end */
+        {"\0337x", 2},             /* any other: ESC and one byte (octal: ESC, '7') */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        assert_int_equal(term_escape_len((const unsigned char *)cases[i].s, strlen(cases[i].s)),
+                         cases[i].want);
+}
+
 static void test_read_secret_without_tty(void **st)
 {
     (void)st;
@@ -156,6 +178,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_color_decision),
         cmocka_unit_test(test_sanitize),
+        cmocka_unit_test(test_escape_len),
         cmocka_unit_test(test_read_secret_without_tty),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

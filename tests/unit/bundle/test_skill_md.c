@@ -63,6 +63,8 @@ static void test_sanitize(void **state)
     DESC("---\ndescription: tag\xf3\xa0\x80\x81s\n---\n", "tags");
     DESC("---\ndescription: bad\xff\xfe utf8\n---\n", "bad utf8");
     DESC("---\ndescription: osc\x1b]0;title\x07 done\n---\n", "osc done");
+    /* an nF sequence (ESC, intermediates, final) goes whole, as in the gateway */
+    DESC("---\ndescription: nf\x1b(B done\n---\n", "nf done");
     DESC("---\ndescription: tab\there\x01\x7f!\n---\n", "tab here!");
     strbuf sb = SB_INIT;
     skill_md_sanitize("  a \n\n b\r\n  ", 13, &sb);
