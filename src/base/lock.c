@@ -13,19 +13,25 @@
 #include "base/fs.h"
 #include "base/strbuf.h"
 
-#define LOCK_POLL_MS 10
+/* The wait between attempts starts short and doubles up to 10 ms: the
+ * shared logs are held for microseconds per append, so a gateway that finds
+ * one taken gets it on the next try instead of stalling its calls for 10 ms;
+ * a long holder (another command writing the home) costs a few extra tries. */
+#define LOCK_POLL_FIRST_US 50
+#define LOCK_POLL_MAX_US 10000
 
-static long long now_ms(void)
+static long long now_us(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /* 0 locked, 1 timed out, -1 other error (errno set). */
 static int poll_lock(int fd, int timeout_ms)
 {
-    long long deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    long long deadline = now_us() + (timeout_ms > 0 ? (long long)timeout_ms * 1000 : 0);
+    long long step = LOCK_POLL_FIRST_US;
     for (;;) {
         if (flock(fd, LOCK_EX | LOCK_NB) == 0)
             return 0;
@@ -33,12 +39,14 @@ static int poll_lock(int fd, int timeout_ms)
             continue;
         if (errno != EWOULDBLOCK)
             return -1;
-        long long left = deadline - now_ms();
+        long long left = deadline - now_us();
         if (left <= 0)
             return 1;
-        long long step = left < LOCK_POLL_MS ? left : LOCK_POLL_MS;
-        struct timespec ts = {0, (long)step * 1000000L};
+        long long wait = left < step ? left : step;
+        struct timespec ts = {(time_t)(wait / 1000000), (long)(wait % 1000000) * 1000L};
         nanosleep(&ts, NULL);
+        if (step < LOCK_POLL_MAX_US)
+            step = step * 2 > LOCK_POLL_MAX_US ? LOCK_POLL_MAX_US : step * 2;
     }
 }
 
