@@ -5,6 +5,9 @@ Proves, through the real binary, under --lockdown and --sandbox:
   - the harness is exec'd with default signal dispositions, nothing blocked
     or ignored, in a session of its own, as PID 2 under sandbox-init, with
     no descriptor beyond 0-2 (it is started with CLONE_VM|CLONE_VFORK now);
+  - when `run` returns nothing of the sandbox runs any more, although it no
+    longer waits for init's own exit: a detached child that ignores every
+    catchable signal is gone (init kills and reaps before it reports);
   - the harness runs with the caller's CPU affinity, whole or narrowed
     (sandbox-init is kept off the launcher's CPU until "go" and restores
     it);
@@ -110,6 +113,30 @@ def affinity(s, mode):
         got = cpu_list(m.group(1)) if m else None
         check(r.returncode == 0 and got == want,
               f"{mode}: the harness has the caller's CPU affinity {want}", (got, r.stderr))
+
+
+def nothing_left(s, mode):
+    marker = "31337.7"
+    script = (f"trap '' HUP INT QUIT TERM USR1 USR2; "
+              f"setsid sh -c 'trap \"\" HUP INT QUIT TERM; exec sleep {marker}' </dev/null "
+              f">/dev/null 2>&1 & echo started")
+    try:
+        r = subprocess.run([BIN, "run", mode, "shtest", "--", "-c", script], cwd=s.project,
+                           env=s.env(), capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        r = subprocess.CompletedProcess([], -1, "", "run did not return within 60 s")
+    alive = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open(f"/proc/{p}/cmdline", "rb") as f:
+                    if marker.encode() in f.read():
+                        alive.append(p)
+            except OSError:
+                pass
+    check(r.returncode == 0 and "started" in r.stdout and alive == [],
+          f"{mode}: a detached child that ignores signals is gone when run returns",
+          (r.returncode, r.stdout, r.stderr[-300:], alive))
 
 
 def exec_fails(s):
@@ -254,6 +281,7 @@ def main():
         for mode in ("--lockdown", "--sandbox"):
             harness_state(s, mode)
             affinity(s, mode)
+            nothing_left(s, mode)
         exec_fails(s)
         refused_during_build(s)
         record_before_launch(s)
