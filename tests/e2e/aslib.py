@@ -91,6 +91,20 @@ def files(root):
     return out
 
 
+def pids_with(marker):
+    """Pids of the processes whose command line contains marker (str)."""
+    found = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open(f"/proc/{p}/cmdline", "rb") as f:
+                    if marker.encode() in f.read():
+                        found.append(p)
+            except OSError:
+                pass
+    return found
+
+
 def check(cond, what, detail=""):
     """Records one assertion; prints a line either way."""
     global _failures, _passes

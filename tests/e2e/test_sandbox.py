@@ -18,7 +18,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from aslib import BIN, Sandbox, check, done  # noqa: E402
+from aslib import BIN, Sandbox, check, done, pids_with  # noqa: E402
 
 PLAN_LABEL = "SANDBOX / PROXIED · DIRECT ROUTE OPEN"
 
@@ -224,15 +224,7 @@ def main():
         r = s.run("run", "--sandbox", "shtest", "--", "-c",
                   f"sleep {marker} & echo pid=$$; cat /proc/1/status | grep -c Name")
         check("pid=2\n" in r.stdout, "the harness is PID 2 under its own init", r.stdout)
-        alive = []
-        for p in os.listdir("/proc"):
-            if p.isdigit():
-                try:
-                    with open(f"/proc/{p}/cmdline", "rb") as f:
-                        if marker.encode() in f.read():
-                            alive.append(p)
-                except OSError:
-                    pass
+        alive = pids_with(marker)
         check(alive == [], "a background child dies with the run", alive)
 
         # SIGINT reaches the harness through init; its exit status comes back.

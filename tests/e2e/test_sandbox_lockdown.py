@@ -20,7 +20,7 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(__file__))
-from aslib import BIN, Sandbox, check, done  # noqa: E402
+from aslib import BIN, Sandbox, check, done, pids_with  # noqa: E402
 
 LABEL = "LOCKDOWN / ENFORCED · NO DIRECT ROUTE"
 hits = []
@@ -204,15 +204,7 @@ def main():
               and (ex[0].get("signal") == signal.SIGINT or ex[0].get("code") == 130
                    or ("code" not in ex[0] and "signal" not in ex[0])),
               "SIGINT ends a lockdown run and sandbox_exited is recorded", (pr.returncode, ex))
-        left = []
-        for p in os.listdir("/proc"):
-            if p.isdigit():
-                try:
-                    with open(f"/proc/{p}/cmdline", "rb") as f:
-                        if marker.encode() in f.read():
-                            left.append(p)
-                except OSError:
-                    pass
+        left = pids_with(marker)
         check(left == [], "no process of the interrupted run is left", left)
         check(rid and sorted(os.listdir(os.path.join(s.ah, "runs", rid)))
               == ["events.jsonl", "posture"], "nothing is staged or left beside the record")

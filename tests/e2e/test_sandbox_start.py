@@ -37,7 +37,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from aslib import BIN, Sandbox, check, done  # noqa: E402
+from aslib import BIN, Sandbox, check, done, pids_with  # noqa: E402
 
 
 def run_id(out):
@@ -125,15 +125,7 @@ def nothing_left(s, mode):
                            env=s.env(), capture_output=True, text=True, timeout=60)
     except subprocess.TimeoutExpired:
         r = subprocess.CompletedProcess([], -1, "", "run did not return within 60 s")
-    alive = []
-    for p in os.listdir("/proc"):
-        if p.isdigit():
-            try:
-                with open(f"/proc/{p}/cmdline", "rb") as f:
-                    if marker.encode() in f.read():
-                        alive.append(p)
-            except OSError:
-                pass
+    alive = pids_with(marker)
     check(r.returncode == 0 and "started" in r.stdout and alive == [],
           f"{mode}: a detached child that ignores signals is gone when run returns",
           (r.returncode, r.stdout, r.stderr[-300:], alive))
