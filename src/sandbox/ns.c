@@ -534,10 +534,11 @@ static void nested_userns(const struct sbx_ns_spec *s)
      * tree unmounted and an expedited RCU grace period waited for on the
      * way to "ready" (~0.1-0.3 ms on a small VM). init holds it open
      * instead, so that work happens in init's exit, which the host does not
-     * wait for. The descriptor is close-on-exec, and the namespace belongs
-     * to the outer user namespace, where nothing inside has a capability:
-     * no one in the sandbox can enter it. Best effort: without /proc the
-     * unshare frees it as before. */
+     * wait for. The descriptor is close-on-exec and cannot be reopened
+     * through /proc/1/fd (init is made non-dumpable in child_main), and the
+     * namespace belongs to the outer user namespace, where nothing inside
+     * has a capability: no one in the sandbox can enter it. Best effort:
+     * without /proc the unshare frees it as before. */
     (void)open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
     /* Mounts made in the first user namespace become locked in a child one:
      * nothing inside can unmount a shadow or remount a read-only bind. */
@@ -738,6 +739,14 @@ child_main(const struct sbx_ns_spec *s, int ctl, int parent_root)
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     build_root(s);
     nested_userns(s);
+    /* The harness runs with init's uid: left dumpable, init would be open to
+     * it through /proc/1 — its descriptors (the run's output pipe, the
+     * control socket, the first mount namespace held above) reopened via
+     * /proc/1/fd, its memory read. Not dumpable, /proc/1's private files need
+     * a capability nothing inside has. After the id maps, which are written
+     * through /proc/self; the harness's own exec makes it dumpable again. */
+    if (prctl(PR_SET_DUMPABLE, 0) < 0)
+        child_fail("making sandbox-init undumpable: %s", strerror(errno));
 
     char layers[256] = "";
     char why[512] = "";

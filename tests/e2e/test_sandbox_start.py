@@ -8,6 +8,10 @@ Proves, through the real binary, under --lockdown and --sandbox:
   - when `run` returns nothing of the sandbox runs any more, although it no
     longer waits for init's own exit: a detached child that ignores every
     catchable signal is gone (init kills and reaps before it reports);
+  - sandbox-init is closed to the harness although both run with one uid:
+    its descriptors (the run's output pipe, the mount namespace it holds,
+    the control socket) cannot be reopened through /proc/1/fd, nor its
+    environment or memory read;
   - the harness runs with the caller's CPU affinity, whole or narrowed
     (sandbox-init is kept off the launcher's CPU until "go" and restores
     it);
@@ -113,6 +117,21 @@ def affinity(s, mode):
         got = cpu_list(m.group(1)) if m else None
         check(r.returncode == 0 and got == want,
               f"{mode}: the harness has the caller's CPU affinity {want}", (got, r.stderr))
+
+
+def init_closed(s, mode):
+    # Every descriptor init holds, each tried through /proc/1/fd; then its
+    # environ and mem. A line per success; "tried N" proves the loop ran.
+    script = ("n=0; for f in /proc/1/fd/*; do n=$((n+1)); "
+              "(exec 3<\"$f\") 2>/dev/null && echo \"OPENED $f\"; done; echo \"tried $n\"; "
+              "for f in environ mem; do (exec 3</proc/1/$f) 2>/dev/null && echo \"OPENED $f\"; "
+              "done; true")
+    r = subprocess.run([BIN, "run", mode, "shtest", "--", "-c", script], cwd=s.project,
+                       env=s.env(), capture_output=True, text=True, timeout=60)
+    m = re.search(r"tried (\d+)", r.stdout)
+    check(r.returncode == 0 and m and int(m.group(1)) >= 4 and "OPENED" not in r.stdout,
+          f"{mode}: the harness cannot open sandbox-init's descriptors, environ or memory",
+          (r.returncode, r.stdout[-400:], r.stderr[-300:]))
 
 
 def nothing_left(s, mode):
@@ -273,6 +292,7 @@ def main():
         for mode in ("--lockdown", "--sandbox"):
             harness_state(s, mode)
             affinity(s, mode)
+            init_closed(s, mode)
             nothing_left(s, mode)
         exec_fails(s)
         refused_during_build(s)
