@@ -104,6 +104,10 @@ struct library *cli_lib_open(struct cli_lib *cl, bool lock);
 void cli_lib_close(struct cli_lib *cl);
 
 struct bundle_paths;
+/* The project a command works on: discovered from the working directory
+ * (or --manifest-dir) and required to exist. -1 after printing why, with p
+ * freed (and so safe to free again). */
+int cli_project(const struct cli_ctx *ctx, struct bundle_paths *p);
 typedef int (*cli_project_fn)(struct library *lib, const struct bundle_paths *p, const void *arg,
                               struct as_err *err);
 /* The project (discovered and required), the writer lock and the central

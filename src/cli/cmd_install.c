@@ -109,11 +109,8 @@ int cmd_install(int argc, char **argv, struct cli_ctx *ctx)
     }
     struct as_err err = AS_ERR_INIT;
     struct bundle_paths p;
-    if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0 || discover_require(&p, &err) < 0) {
-        cli_error(&err);
-        bundle_paths_free(&p);
+    if (cli_project(ctx, &p) < 0)
         return EXIT_FAIL;
-    }
     int rc = EXIT_FAIL;
     struct as_lock wl = {-1};
     bool held = false;

@@ -322,11 +322,8 @@ static int do_upgrade(const struct lock_args *a, struct cli_ctx *ctx)
 {
     struct as_err err = AS_ERR_INIT;
     struct bundle_paths p;
-    if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0 || discover_require(&p, &err) < 0) {
-        cli_error(&err);
-        bundle_paths_free(&p);
+    if (cli_project(ctx, &p) < 0)
         return EXIT_FAIL;
-    }
     struct as_lock wl = {-1};
     if (trust_lock(&wl, &err) < 0) {
         cli_error(&err);
@@ -456,11 +453,8 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
     }
     struct as_err err = AS_ERR_INIT;
     struct bundle_paths p;
-    if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0 || discover_require(&p, &err) < 0) {
-        cli_error(&err);
-        bundle_paths_free(&p);
+    if (cli_project(ctx, &p) < 0)
         return EXIT_FAIL;
-    }
     struct as_lock wl = {-1};
     bool locked = false;
     struct manifest_snapshot snap;

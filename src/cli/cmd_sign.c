@@ -28,10 +28,8 @@ int cmd_sign(int argc, char **argv, struct cli_ctx *ctx)
     struct bundle_paths p;
     strbuf lock = SB_INIT, keys = SB_INIT;
     int rc = EXIT_FAIL;
-    if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0 || discover_require(&p, &err) < 0) {
-        cli_error(&err);
+    if (cli_project(ctx, &p) < 0)
         goto out;
-    }
     if (!fs_exists(p.lock)) {
         cli_errorf("no agentstack.lock to sign in %s", p.manifest_dir);
         fprintf(stderr, "  create it first: agentstack lock --write\n");

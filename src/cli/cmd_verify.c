@@ -94,10 +94,8 @@ int cmd_verify(int argc, char **argv, struct cli_ctx *ctx)
             goto out;
         }
     }
-    if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0 || discover_require(&p, &err) < 0) {
-        cli_error(&err);
+    if (cli_project(ctx, &p) < 0)
         goto out;
-    }
     uint8_t sig[SIGN_SIG_LEN];
     if (sigarg) {
         sb_adds(&sigtext, sigarg);

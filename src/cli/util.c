@@ -119,15 +119,23 @@ void cli_lib_close(struct cli_lib *cl)
     cl->lib = NULL;
 }
 
+int cli_project(const struct cli_ctx *ctx, struct bundle_paths *p)
+{
+    struct as_err err = AS_ERR_INIT;
+    if (discover_project(ctx->manifest_dir, NULL, p, &err) < 0 || discover_require(p, &err) < 0) {
+        cli_error(&err);
+        bundle_paths_free(p);
+        return -1;
+    }
+    return 0;
+}
+
 int cli_with_project(struct cli_ctx *ctx, bool lib_warnings, cli_project_fn fn, const void *arg)
 {
     struct as_err err = AS_ERR_INIT;
     struct bundle_paths p;
-    if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0 || discover_require(&p, &err) < 0) {
-        cli_error(&err);
-        bundle_paths_free(&p);
+    if (cli_project(ctx, &p) < 0)
         return EXIT_FAIL;
-    }
     int rc = EXIT_FAIL;
     struct cli_lib cl = {0};
     struct library *lib = cli_lib_open(&cl, true);
