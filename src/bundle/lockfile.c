@@ -14,7 +14,7 @@ struct lockfile *lockfile_new(void)
     return l;
 }
 
-static void free_skill(struct lock_skill *s)
+void lock_skill_free(struct lock_skill *s)
 {
     free(s->name);
     free(s->source);
@@ -23,6 +23,12 @@ static void free_skill(struct lock_skill *s)
     free(s->rev);
     free(s->license);
     free(s->origin);
+}
+
+void lock_server_free(struct lock_server *s)
+{
+    free(s->name);
+    free(s->source);
 }
 
 static void free_instruction(struct lock_instruction *in)
@@ -64,12 +70,10 @@ void lockfile_free(struct lockfile *l)
         return;
     free(l->manifest_digest);
     for (size_t i = 0; i < l->skills.n; i++)
-        free_skill(&l->skills.v[i]);
+        lock_skill_free(&l->skills.v[i]);
     vec_free(&l->skills);
-    for (size_t i = 0; i < l->servers.n; i++) {
-        free(l->servers.v[i].name);
-        free(l->servers.v[i].source);
-    }
+    for (size_t i = 0; i < l->servers.n; i++)
+        lock_server_free(&l->servers.v[i]);
     vec_free(&l->servers);
     for (size_t i = 0; i < l->instructions.n; i++)
         free_instruction(&l->instructions.v[i]);
@@ -184,7 +188,7 @@ static int read_skills(struct rd *r, const toml_value *root, struct lockfile *l)
         if (rc == 0 && !s.source)
             s.source = xstrdup(s.git ? "git" : "path");
         if (rc != 0)
-            free_skill(&s);
+            lock_skill_free(&s);
         else
             vec_push(&l->skills, s);
     }

@@ -93,6 +93,9 @@ struct lockfile {
 
 struct lockfile *lockfile_new(void);
 void lockfile_free(struct lockfile *l);
+/* Frees one row's strings (for code that drops rows from a lockfile). */
+void lock_skill_free(struct lock_skill *s);
+void lock_server_free(struct lock_server *s);
 /* Parses lock bytes. NULL + err ("<path>:<line>:<col>: …") on bad input. */
 struct lockfile *lockfile_parse(const char *path, const char *data, size_t len, struct as_err *err);
 /* Renders the §4.1 layout (sorting rows in place first). */

@@ -250,13 +250,7 @@ int cmd_install(int argc, char **argv, struct cli_ctx *ctx)
         if (wanted) {
             vec_push(&nl->skills, *s);
         } else {
-            free(s->name);
-            free(s->source);
-            free(s->path);
-            free(s->git);
-            free(s->rev);
-            free(s->license);
-            free(s->origin);
+            lock_skill_free(s);
         }
     }
     vec_free(&tmp->skills);

@@ -26,13 +26,7 @@ static void drop_rows(struct lockfile *l, const strvec *skills, const strvec *se
             l->skills.v[w++] = *s;
             continue;
         }
-        free(s->name);
-        free(s->source);
-        free(s->path);
-        free(s->git);
-        free(s->rev);
-        free(s->license);
-        free(s->origin);
+        lock_skill_free(s);
     }
     if (skills)
         l->skills.n = w;
@@ -43,8 +37,7 @@ static void drop_rows(struct lockfile *l, const strvec *skills, const strvec *se
             l->servers.v[w++] = *s;
             continue;
         }
-        free(s->name);
-        free(s->source);
+        lock_server_free(s);
     }
     if (servers)
         l->servers.n = w;
