@@ -246,16 +246,7 @@ static int spawn_wait(const struct sbx_plan *p, struct sbx_host_result *res, str
         tcsetpgrp(STDIN_FILENO, c.pid);
     /* Registered before the exec is confirmed, so the run is killable from
      * its first output on; a failed launch drops the entry at out. */
-    {
-        struct as_err rerr = AS_ERR_INIT;
-        if (sbx_reg_add(p, c.pid, 1, &rerr) < 0) {
-            char b[1024];
-            fprintf(stderr, "warning: run %s is not in the live-run registry (%s)\n", p->run_id,
-                    as_err_str(&rerr, b, sizeof b));
-        } else {
-            registered = 1;
-        }
-    }
+    registered = sbx_reg_add_or_warn(p, c.pid, 1);
     int e = 0;
     ssize_t n;
     while ((n = read(ep[0], &e, sizeof e)) < 0 && errno == EINTR)

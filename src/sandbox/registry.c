@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -238,6 +239,17 @@ int sbx_reg_add(const struct sbx_plan *p, pid_t pid, int group, struct as_err *e
     json_decref(o);
     lock_release(&l);
     return rc;
+}
+
+int sbx_reg_add_or_warn(const struct sbx_plan *p, pid_t pid, int group)
+{
+    struct as_err err = AS_ERR_INIT;
+    if (sbx_reg_add(p, pid, group, &err) == 0)
+        return 1;
+    char b[1024];
+    fprintf(stderr, "warning: run %s is not in the live-run registry (%s)\n", p->run_id,
+            as_err_str(&err, b, sizeof b));
+    return 0;
 }
 
 void sbx_reg_remove(const char *home, const char *run_id)

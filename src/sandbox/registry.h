@@ -33,6 +33,9 @@
 /* Registers a live run of plan p whose tree is led by pid (group: signal
  * the process group -pid, else pid alone). */
 int sbx_reg_add(const struct sbx_plan *p, pid_t pid, int group, struct as_err *err);
+/* sbx_reg_add for a run that goes on without its entry: a failure is a
+ * warning on stderr ("not in the live-run registry"). 1 when registered. */
+int sbx_reg_add_or_warn(const struct sbx_plan *p, pid_t pid, int group);
 /* Drops the run's entry (its end); failures are ignored: a stale entry is
  * pruned by the next reader. */
 void sbx_reg_remove(const char *home, const char *run_id);

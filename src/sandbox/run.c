@@ -182,16 +182,7 @@ int sbx_run_execute(const struct sbx_plan *p, FILE *banner, struct sbx_run_resul
     /* Registered while init builds the sandbox (issue 8: off the critical
      * path) and before the harness starts: killable from its first output.
      * A refusal from here on drops the entry again. */
-    {
-        struct as_err rerr = AS_ERR_INIT;
-        if (sbx_reg_add(p, child.pid, 0, &rerr) < 0) {
-            char b[1024];
-            fprintf(stderr, "warning: run %s is not in the live-run registry (%s)\n", p->run_id,
-                    as_err_str(&rerr, b, sizeof b));
-        } else {
-            registered = 1;
-        }
-    }
+    registered = sbx_reg_add_or_warn(p, child.pid, 0);
     /* Without a gateway (whose port and grant digest come later), the start
      * is recorded during the build too, naming the layers this kernel
      * gives; sandbox-init's own report must then match it. */
