@@ -8,6 +8,8 @@ Proves, through the real binary, under --lockdown and --sandbox:
   - when `run` returns nothing of the sandbox runs any more, although it no
     longer waits for init's own exit: a detached child that ignores every
     catchable signal is gone (init kills and reaps before it reports);
+  - an init killed from outside ends the run with "its init was killed"
+    (137), and `run` returns only once the kernel has killed the rest;
   - sandbox-init is closed to the harness although both run with one uid:
     its descriptors (the run's output pipe, the mount namespace it holds,
     the control socket) cannot be reopened through /proc/1/fd, nor its
@@ -117,6 +119,43 @@ def affinity(s, mode):
         got = cpu_list(m.group(1)) if m else None
         check(r.returncode == 0 and got == want,
               f"{mode}: the harness has the caller's CPU affinity {want}", (got, r.stderr))
+
+
+def children_of(pid):
+    kids = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open(f"/proc/{p}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        kids.append(int(p))
+            except (OSError, ValueError, IndexError):
+                pass
+    return kids
+
+
+def init_killed(s):
+    marker = "31337.8"
+    pr = subprocess.Popen([BIN, "run", "--lockdown", "shtest", "--", "-c",
+                           f"setsid sleep {marker} </dev/null >/dev/null 2>&1 & "
+                           f"echo started; exec sleep {marker}"],
+                          cwd=s.project, env=s.env(), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+    head = pr.stdout.readline()
+    while head and "started" not in head:
+        head = pr.stdout.readline()
+    inits = children_of(pr.pid)
+    for pid in inits:
+        os.kill(pid, signal.SIGKILL)
+    try:
+        out, err = pr.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        pr.kill()
+        out, err = pr.communicate()
+    left = pids_with(marker)
+    check(len(inits) == 1 and pr.returncode == 137 and "its init was killed" in err and left == [],
+          "init killed from outside: exit 137, said so, and nothing of the sandbox is left",
+          (inits, pr.returncode, err[-300:], left))
 
 
 def init_closed(s, mode):
@@ -294,6 +333,7 @@ def main():
             affinity(s, mode)
             init_closed(s, mode)
             nothing_left(s, mode)
+        init_killed(s)
         exec_fails(s)
         refused_during_build(s)
         record_before_launch(s)
