@@ -41,6 +41,10 @@
 #define GW_KILL_GRACE_MS 3000
 #define GW_MAX_TOOLS 1000
 #define GW_MAX_PAGES 100
+/* How long the loop polls before sleeping once traffic is flowing (see
+ * mcp/loop.c): an upstream's answer or a client's next request usually
+ * comes sooner than a sleeping vCPU wakes. */
+#define GW_SPIN_US 100
 
 struct gw;
 struct gw_surface;

@@ -676,6 +676,7 @@ int gw_serve(const struct gw_opts *o, struct as_err *err)
         free(gw.run_id);
         return 1;
     }
+    mcp_loop_set_spin(gw.loop, GW_SPIN_US);
     int in_fl = fcntl(o->in_fd, F_GETFL);
     int out_fl = fcntl(o->out_fd, F_GETFL);
     if (in_fl >= 0)

@@ -178,6 +178,12 @@ void mcp_loop_post(struct mcp_loop *loop, mcp_timer_fn fn, void *ctx);
 /* One round: waits up to max_wait_ms (-1 = until something happens), then
  * runs due fd callbacks, timers and posts. Returns 0, or -1 + err. */
 int mcp_loop_run_once(struct mcp_loop *loop, int max_wait_ms, struct as_err *err);
+/* Lets a wait poll without sleeping for up to us microseconds when the
+ * previous wait ended within that time (see loop.c); 0 turns it off, as
+ * do fewer than two usable CPUs. Off by default. */
+void mcp_loop_set_spin(struct mcp_loop *loop, unsigned us);
+/* How many waits began with a spin, and how many of those found work. */
+void mcp_loop_spin_stats(const struct mcp_loop *loop, uint64_t *spins, uint64_t *hits);
 /* Rounds until mcp_loop_stop(). */
 int mcp_loop_run(struct mcp_loop *loop, struct as_err *err);
 void mcp_loop_stop(struct mcp_loop *loop);

@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <time.h>
 #include <sys/wait.h>
 
 #include "mcp/mcp.h"
@@ -315,6 +317,7 @@ static void test_fd_callbacks_and_post(void **state)
     (void)state;
     struct as_err err = AS_ERR_INIT;
     struct mcp_loop *loop = mcp_loop_new(&err);
+    mcp_loop_set_spin(loop, 100); /* callbacks and posts arrive alike whether a wait spins */
     int p[2];
     assert_int_equal(pipe2(p, O_NONBLOCK), 0);
     struct fdctx f = {0, p[0]};
@@ -336,6 +339,95 @@ static void test_fd_callbacks_and_post(void **state)
     mcp_loop_free(loop);
 }
 
+/* ---- spinning ---- */
+
+static void drain(struct mcp_loop *loop, int fd, unsigned ev, void *ctx)
+{
+    (void)loop;
+    (void)ev;
+    char b[16];
+    while (read(fd, b, sizeof b) > 0)
+        (*(int *)ctx)++;
+}
+
+static double wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void one_round(struct mcp_loop *loop, int pfd, int max_wait_ms)
+{
+    struct as_err err = AS_ERR_INIT;
+    if (pfd >= 0)
+        assert_int_equal(write(pfd, "x", 1), 1);
+    assert_int_equal(mcp_loop_run_once(loop, max_wait_ms, &err), 0);
+}
+
+/* The spin is armed by a wait that ended within the budget, disarmed by one
+ * that did not, never runs past max_wait_ms, and never runs at all with a
+ * single usable CPU. (Budgets here are seconds so that no scheduling delay
+ * can change which side of the budget a wait falls on.) */
+static void test_spin_arms_disarms_and_stays_bounded(void **state)
+{
+    (void)state;
+    cpu_set_t all;
+    assert_int_equal(sched_getaffinity(0, sizeof all, &all), 0);
+    if (CPU_COUNT(&all) < 2)
+        skip(); /* the loop refuses to spin here; the single-CPU half needs two to narrow */
+    struct as_err err = AS_ERR_INIT;
+    struct mcp_loop *loop = mcp_loop_new(&err);
+    int p[2], got = 0;
+    uint64_t spins, hits;
+    assert_int_equal(pipe2(p, O_NONBLOCK), 0);
+    assert_int_equal(mcp_loop_add(loop, p[0], MCP_EV_IN, drain, &got, &err), 0);
+    mcp_loop_set_spin(loop, 5000000);
+
+    one_round(loop, p[1], 1000); /* not armed yet: a plain wait, which ends at once */
+    mcp_loop_spin_stats(loop, &spins, &hits);
+    assert_int_equal(spins, 0);
+    one_round(loop, p[1], 1000); /* armed: the spin finds the byte */
+    mcp_loop_spin_stats(loop, &spins, &hits);
+    assert_int_equal(spins, 1);
+    assert_int_equal(hits, 1);
+    assert_int_equal(got, 2);
+
+    double t = wall_ms();
+    one_round(loop, -1, 100); /* armed, nothing comes: spins, but only for max_wait_ms */
+    double took = wall_ms() - t;
+    mcp_loop_spin_stats(loop, &spins, &hits);
+    assert_int_equal(spins, 2);
+    assert_int_equal(hits, 1);
+    assert_true(took >= 99);
+    assert_true(took < 2500); /* the 5 s budget would have run on without the bound */
+
+    one_round(loop, -1, 10); /* that wait ran out: disarmed, this one sleeps at once */
+    mcp_loop_spin_stats(loop, &spins, &hits);
+    assert_int_equal(spins, 2);
+
+    /* One usable CPU: spinning would only hold off the peer we wait for. */
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &all)) {
+            CPU_SET(c, &one);
+            break;
+        }
+    assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
+    mcp_loop_set_spin(loop, 5000000);
+    assert_int_equal(sched_setaffinity(0, sizeof all, &all), 0);
+    for (int i = 0; i < 3; i++)
+        one_round(loop, p[1], 1000);
+    mcp_loop_spin_stats(loop, &spins, &hits);
+    assert_int_equal(spins, 2);
+    assert_int_equal(got, 5);
+
+    close(p[0]);
+    close(p[1]);
+    mcp_loop_free(loop);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -347,6 +439,7 @@ int main(void)
         cmocka_unit_test(test_writer_epipe_no_signal),
         cmocka_unit_test(test_timers_order_and_cancel),
         cmocka_unit_test(test_fd_callbacks_and_post),
+        cmocka_unit_test(test_spin_arms_disarms_and_stays_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
