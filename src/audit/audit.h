@@ -127,13 +127,18 @@ void aud_utf8_cut(const char *s, size_t max, strbuf *out);
 
 /* ---- summary (errata 4) ----------------------------------------------------- */
 
+/* The `server` of the host guard's deny rows in calls.jsonl: hook
+ * refusals, not brokered calls. */
+#define AUD_GUARD_SERVER "host-guard"
+
 struct aud_summary {
-    size_t calls;  /* brokered call rows (family rows excluded) */
+    size_t calls;  /* brokered call rows (family and host-guard rows excluded) */
     size_t tools;  /* distinct server__tool among them */
     size_t denied; /* call rows carrying a "layer" */
     size_t ok, errors;
-    size_t unreadable; /* lines that were not JSON objects (skipped) */
-    json_t *by_tool;   /* {"server__tool": {"calls": n, "denied": n}}, in first-seen order */
+    size_t guard_denied; /* host-guard rows (counted apart, not as calls) */
+    size_t unreadable;   /* lines that were not JSON objects (skipped) */
+    json_t *by_tool;     /* {"server__tool": {"calls": n, "denied": n}}, in first-seen order */
 };
 
 /* Reads calls.jsonl.1 then calls.jsonl; project NULL = every project. */

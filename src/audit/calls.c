@@ -215,6 +215,11 @@ static int summarize_file(const char *path, const char *project, struct aud_summ
             json_decref(row);
             continue;
         }
+        if (strcmp(server, AUD_GUARD_SERVER) == 0) {
+            s->guard_denied++; /* a refused hook, never a brokered call */
+            json_decref(row);
+            continue;
+        }
         s->calls++;
         int denied = json_object_get(row, "layer") != NULL;
         s->denied += (size_t)denied;

@@ -77,6 +77,7 @@ static int do_calls(int all, int json, struct cli_ctx *ctx)
         json_object_set_new(o, "denied", json_integer((json_int_t)s.denied));
         json_object_set_new(o, "ok", json_integer((json_int_t)s.ok));
         json_object_set_new(o, "error", json_integer((json_int_t)s.errors));
+        json_object_set_new(o, "guard_denied", json_integer((json_int_t)s.guard_denied));
         json_object_set_new(o, "unreadable", json_integer((json_int_t)s.unreadable));
         json_object_set(o, "by_tool", s.by_tool);
         char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -87,6 +88,9 @@ static int do_calls(int all, int json, struct cli_ctx *ctx)
         strbuf line = SB_INIT;
         aud_summary_line(&s, &line);
         printf("%s\n", line.buf);
+        if (s.guard_denied)
+            printf("%zu command%s refused by the host guard\n", s.guard_denied,
+                   s.guard_denied == 1 ? "" : "s");
         sb_release(&line);
     }
     if (r == 0 && s.unreadable)

@@ -38,6 +38,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "audit/audit.h"
 #include "base/err.h"
 #include "base/strbuf.h"
 #include "base/toml.h"
@@ -46,7 +47,7 @@
 
 #define GUARD_MAX_PAYLOAD ((size_t)4 << 20)
 #define GUARD_REASON_PREFIX "agentstack guard blocked this: "
-#define GUARD_SERVER "host-guard"
+#define GUARD_SERVER AUD_GUARD_SERVER
 #define GUARD_MARKER "agentstack-guard"
 #define GUARD_MAX_SHELL_DEPTH 3
 #define GUARD_MAX_PATCH_LINES 20000

@@ -55,11 +55,16 @@ with Sandbox() as sb:
           "verify with no logs is intact",
           r.stdout + r.stderr)
 
+    guard_row = {"ts": 1767225600, "pid": 43, "project": root, "server": "host-guard",
+                 "tool": "bash: cat .env", "args_digest": "", "outcome": "denied",
+                 "detail": "a command naming .env was refused", "ms": 0}
     append_chain(calls, [
         row(root, "acme", "search_docs", "ok"),
         row(root, "acme", "delete_index", "denied", "machine"),
         row(root, "acme", "fence", "denied"),
         row("/elsewhere", "other", "get", "ok"),
+        guard_row,
+        dict(guard_row, tool="read: .env"),
     ])
     append_chain(trust, [{"ts": 1, "action": "grant", "project": root, "digest": "sha256:00"}])
 
@@ -68,8 +73,10 @@ with Sandbox() as sb:
 
     r = sb.run("audit", "--calls")
     check(r.returncode == 0 and
-          r.stdout == "2 calls · 2 tools · 1 denied by policy — digests, never values\n",
-          "seed summary line for the current project", r.stdout + r.stderr)
+          r.stdout == "2 calls · 2 tools · 1 denied by policy — digests, never values\n"
+                      "2 commands refused by the host guard\n",
+          "seed summary line for the current project; host-guard refusals apart, "
+          "never counted as brokered calls", r.stdout + r.stderr)
     r = sb.run("audit", "--calls", cwd=os.path.join(sb.project, ".agentstack"))
     check(r.stdout.startswith("2 calls · 2 tools · 1 denied"),
           "same project from inside .agentstack/",
@@ -80,7 +87,9 @@ with Sandbox() as sb:
           r.stdout + r.stderr)
     r = sb.run("audit", "--calls", "--json")
     j = json.loads(r.stdout) if r.returncode == 0 else {}
-    check(j.get("calls") == 2 and j.get("denied") == 1 and j.get("project") == root,
+    check(j.get("calls") == 2 and j.get("denied") == 1 and j.get("project") == root and
+          j.get("guard_denied") == 2 and
+          not any(k.startswith("host-guard") for k in j.get("by_tool", {})),
           "--json",
           r.stdout + r.stderr)
     check("hunter2" not in open(calls).read(), "no argument values in the log")
