@@ -56,13 +56,18 @@ void mf_diags_free(mf_diags *d)
     vec_free(d);
 }
 
-void mf_diag_format(const struct mf_diag *d, strbuf *out)
+void mf_diag_message(const struct mf_diag *d, strbuf *out)
 {
     if (d->pos.file && d->pos.line)
         sb_addf(out, "%s:%u:%u: ", d->pos.file, d->pos.line, d->pos.col ? d->pos.col : 1);
     else if (d->pos.file)
         sb_addf(out, "%s: ", d->pos.file);
     sb_adds(out, d->msg);
+}
+
+void mf_diag_format(const struct mf_diag *d, strbuf *out)
+{
+    mf_diag_message(d, out);
     if (d->fix)
         sb_addf(out, "\n  %s", d->fix);
 }

@@ -226,7 +226,9 @@ struct mf_diag {
 typedef VEC(struct mf_diag) mf_diags;
 
 void mf_diags_free(mf_diags *d);
-/* "file:line:col: msg" (or "file: msg"), then "\n  <fix>". */
+/* "file:line:col: msg" (or "file: msg", when no line is known). */
+void mf_diag_message(const struct mf_diag *d, strbuf *out);
+/* mf_diag_message, then "\n  <fix>". */
 void mf_diag_format(const struct mf_diag *d, strbuf *out);
 /* Copies a diagnostic into err: location, msg, hint = fix + the re-check line. */
 int mf_diag_to_err(const struct mf_diag *d, struct as_err *err);
@@ -253,7 +255,8 @@ struct manifest {
     VEC(struct mf_settings) settings;
     VEC(struct mf_hook) hooks;
     bool has_targets;
-    strvec targets_default;   /* [targets] default */
+    strvec targets_default; /* [targets] default */
+    struct mf_pos targets_default_pos;
     const toml_value *policy; /* raw [policy] (shape-checked), or NULL */
     VEC(struct mf_extension) extensions;
     VEC(struct mf_workflow) workflows;
@@ -353,6 +356,11 @@ struct manifest_env {
     /* Known adapter ids (built-in + drop-ins). NULL: adapter ids unchecked. */
     const char *const *adapter_ids;
     size_t n_adapter_ids;
+    /* Or, when adapter_ids is NULL: called once, on the first adapter id the
+     * manifest names, to fill them in (loading the registry costs more than
+     * the rest of a lock); returns false to leave them unchecked. */
+    bool (*load_adapter_ids)(void *ctx, const char *const **ids, size_t *n);
+    void *adapter_ctx;
     /* Does the central library have this item? NULL: the library is empty. */
     bool (*library_has)(void *ctx, enum mf_item_kind kind, const char *name);
     void *library_ctx;

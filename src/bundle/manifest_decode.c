@@ -872,6 +872,9 @@ int mf_decode(struct manifest *m, toml_value *root, const struct mf_origin *o, s
             rc = keys_allowed(d, &tt, targets_keys);
             if (rc == 0)
                 rc = opt_strs(d, &tt, "default", &m->targets_default, &m->has_targets);
+            const toml_kv *kv = rc == 0 ? toml_get_kv(tt.tab, "default") : NULL;
+            if (kv)
+                m->targets_default_pos = pos_of_kv(d, &tt, kv);
         }
         free((char *)tt.name);
         if (rc < 0)

@@ -88,6 +88,9 @@ struct val {
     const struct manifest_env *env;
     mf_diags *out;
     size_t errors;
+    const char *const *ids; /* adapter ids, once known */
+    size_t n_ids;
+    bool ids_asked; /* env->load_adapter_ids was called */
 };
 
 static __attribute__((format(printf, 4, 5))) void issue(struct val *v, struct mf_pos pos,
@@ -109,15 +112,25 @@ static bool lib_has(struct val *v, enum mf_item_kind k, const char *name)
 
 static bool adapters_known(struct val *v)
 {
-    return v->env && v->env->adapter_ids;
+    if (v->ids || !v->env)
+        return v->ids != NULL;
+    if (v->env->adapter_ids) {
+        v->ids = v->env->adapter_ids;
+        v->n_ids = v->env->n_adapter_ids;
+    } else if (v->env->load_adapter_ids && !v->ids_asked) {
+        v->ids_asked = true;
+        if (!v->env->load_adapter_ids(v->env->adapter_ctx, &v->ids, &v->n_ids))
+            v->ids = NULL;
+    }
+    return v->ids != NULL;
 }
 
 static bool adapter_ok(struct val *v, const char *id)
 {
     if (!adapters_known(v))
         return true;
-    for (size_t i = 0; i < v->env->n_adapter_ids; i++)
-        if (strcmp(v->env->adapter_ids[i], id) == 0)
+    for (size_t i = 0; i < v->n_ids; i++)
+        if (strcmp(v->ids[i], id) == 0)
             return true;
     return false;
 }
@@ -126,19 +139,24 @@ static void bad_adapter(struct val *v, struct mf_pos pos, const char *id, const 
 {
     const char *near = NULL;
     if (adapters_known(v)) {
-        const char **c = xcalloc(v->env->n_adapter_ids + 1, sizeof *c);
-        for (size_t i = 0; i < v->env->n_adapter_ids; i++)
-            c[i] = v->env->adapter_ids[i];
+        const char **c = xcalloc(v->n_ids + 1, sizeof *c);
+        for (size_t i = 0; i < v->n_ids; i++)
+            c[i] = v->ids[i];
         near = mf_did_you_mean(id, c);
         free(c);
     }
-    char fix[512];
+    strbuf fix = SB_INIT;
     if (near)
-        snprintf(fix, sizeof fix, "did you mean '%s'? (`agentstack doctor` lists adapter ids)",
-                 near);
-    else
-        snprintf(fix, sizeof fix, "use a known adapter id (`agentstack doctor` lists them)");
-    issue(v, pos, fix, "unknown adapter id '%s' in %s", id, where);
+        sb_addf(&fix, "did you mean '%s'? ", near);
+    if (adapters_known(v)) {
+        sb_adds(&fix, "known adapter ids: ");
+        for (size_t i = 0; i < v->n_ids; i++)
+            sb_addf(&fix, "%s%s", i ? ", " : "", v->ids[i]);
+    } else {
+        sb_adds(&fix, "use a known adapter id");
+    }
+    issue(v, pos, fix.buf, "unknown adapter id '%s' in %s", id, where);
+    sb_release(&fix);
 }
 
 static void check_targets(struct val *v, const strvec *t, struct mf_pos pos, const char *where)
@@ -324,7 +342,7 @@ static void check_toolsets(struct val *v)
 
 size_t manifest_validate(const struct manifest *m, const struct manifest_env *env, mf_diags *out)
 {
-    struct val vv = {m, env, out, 0}, *v = &vv;
+    struct val vv = {.m = m, .env = env, .out = out}, *v = &vv;
 
     if (m->default_toolset && !manifest_toolset(m, m->default_toolset)) {
         const char **names = xcalloc(m->toolsets.n + 1, sizeof *names);
@@ -422,7 +440,7 @@ size_t manifest_validate(const struct manifest *m, const struct manifest_env *en
     if (m->has_targets)
         for (size_t i = 0; i < m->targets_default.n; i++)
             if (!adapter_ok(v, m->targets_default.v[i]))
-                bad_adapter(v, (struct mf_pos){m->path, 0, 0}, m->targets_default.v[i],
+                bad_adapter(v, m->targets_default_pos, m->targets_default.v[i],
                             "[targets] default");
     for (size_t i = 0; i < m->settings.n; i++)
         if (!adapter_ok(v, m->settings.v[i].adapter))

@@ -69,6 +69,7 @@ struct doc {
     const char *next_cmd;
     char *next_why;
     char *next_buf;
+    bool next_is_err;
 };
 
 enum { S_MANIFEST, S_SECRETS, S_DRIFT, S_SCAN, S_REPRO, S_MPOLICY, S_POLICY, S_COUNT };
@@ -89,9 +90,14 @@ static void add(struct doc *d, int s, enum lvl l, const char *fix, const char *f
         d->errors++;
     else if (l == L_WARN)
         d->warnings++;
-    if ((l == L_ERR || (l == L_WARN && !d->next_cmd)) && fix && !d->next_buf) {
+    /* next: the first error's fix; a warning's only while there is no error */
+    bool take = fix && (l == L_ERR ? !d->next_is_err : l == L_WARN && !d->next_cmd && !d->next_buf);
+    if (take) {
+        free(d->next_buf);
+        free(d->next_why);
         d->next_buf = xstrdup(fix);
         d->next_why = xstrdup(x.msg);
+        d->next_is_err = l == L_ERR;
     }
 }
 
@@ -861,16 +867,14 @@ int cmd_doctor(int argc, char **argv, struct cli_ctx *ctx)
         manifest_validate(m, ids ? &env : NULL, &diags);
         for (size_t i = 0; i < m->warnings.n; i++) {
             strbuf t = SB_INIT;
-            mf_diag_format(&m->warnings.v[i], &t);
+            mf_diag_message(&m->warnings.v[i], &t);
             add(&d, S_MANIFEST, L_WARN, m->warnings.v[i].fix, "%s", t.buf);
             sb_release(&t);
         }
         for (size_t i = 0; i < diags.n; i++) {
             const struct mf_diag *g = &diags.v[i];
             strbuf t = SB_INIT;
-            if (g->pos.file)
-                sb_addf(&t, "%s:%u:%u: ", g->pos.file, g->pos.line, g->pos.col);
-            sb_adds(&t, g->msg);
+            mf_diag_message(g, &t);
             add(&d, S_MANIFEST, g->sev == MF_ERROR ? L_ERR : L_WARN, g->fix, "%s", t.buf);
             sb_release(&t);
         }

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adapters/adapters.h"
 #include "base/lock.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
@@ -236,6 +237,29 @@ static size_t lock_diff(const struct lockfile *o, const struct lockfile *n, strb
             sb_adds(out, "  - manifest stamp (dropped by a partial lock)\n");
     }
     return c;
+}
+
+struct lock_ids {
+    struct adp_registry reg;
+    const char **ids;
+    bool loaded;
+};
+
+/* A registry that cannot load is a build bug that doctor reports: lock then
+ * checks the rest rather than refusing every project. */
+static bool lock_load_ids(void *ctx, const char *const **ids, size_t *n)
+{
+    struct lock_ids *li = ctx;
+    struct as_err err = AS_ERR_INIT;
+    if (adp_registry_load(&li->reg, true, &err) < 0)
+        return false;
+    li->loaded = true;
+    li->ids = xcalloc(li->reg.v.n + 1, sizeof *li->ids);
+    for (size_t i = 0; i < li->reg.v.n; i++)
+        li->ids[i] = li->reg.v.v[i]->id;
+    *ids = li->ids;
+    *n = li->reg.v.n;
+    return true;
 }
 
 int cmd_lock(int argc, char **argv, struct cli_ctx *ctx);
@@ -501,9 +525,18 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
         goto out;
     }
     mf_diags diags = VEC_INIT;
-    struct manifest_env env = {
-        .library_has = lib_manifest_has, .library_ctx = lib, .check_paths = true};
+    /* Adapter ids too (01 §2.8: an unknown one blocks lock), the registry
+     * loaded only if the manifest names one. */
+    struct lock_ids li = {0};
+    struct manifest_env env = {.load_adapter_ids = lock_load_ids,
+                               .adapter_ctx = &li,
+                               .library_has = lib_manifest_has,
+                               .library_ctx = lib,
+                               .check_paths = true};
     size_t nerr = manifest_validate(m, &env, &diags);
+    free(li.ids);
+    if (li.loaded)
+        adp_registry_free(&li.reg);
     for (size_t i = 0; i < diags.n; i++) {
         strbuf d = SB_INIT;
         mf_diag_format(&diags.v[i], &d);

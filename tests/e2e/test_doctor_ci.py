@@ -223,4 +223,26 @@ with Sandbox() as sb:
     fails(doctor(sb, env=sb.env(API_TOKEN="x")), "broken machine policy", "agentstack.toml:2:8",
           "refusing to continue", "fix " + os.path.join(sb.ah, "agentstack.toml"))
 
+with Sandbox() as sb:
+    # every manifest diagnostic at its own file:line:col, its fix on the next line only
+    sb.write(".agentstack/agentstack.toml",
+             'version = 1\n\n[gateway]\ncall_timeout_ms = 5\n\n[targets]\ndefault = ["codx"]\n')
+    mf = os.path.join(sb.project, ".agentstack", "agentstack.toml")
+    r = doctor(sb)
+    lines = r.stdout.splitlines()
+    warn = [l for l in lines if "⚠" in l and "[gateway] counts only in the machine" in l]
+    bad = [l for l in lines if "✗" in l and "unknown adapter id 'codx' in [targets] default" in l]
+    check(len(warn) == 1 and warn[0].endswith(f"{mf}:3:2: [gateway] counts only in the machine "
+                                              "manifest; ignored in a project") and
+          "move it to the machine manifest" in lines[lines.index(warn[0]) + 1],
+          "a project-layer warning: message at file:line:col, the fix alone on the next line",
+          r.stdout)
+    check(r.returncode == 1 and len(bad) == 1 and f"{mf}:7:1: unknown adapter id" in bad[0] and
+          ":0:0:" not in r.stdout and "did you mean 'codex'?" in r.stdout,
+          "an unknown id in [targets] default: at file:line:col (was :0:0), with did-you-mean",
+          r.stdout)
+    nxt = [l for l in lines if l.startswith("next: ")]
+    check(len(nxt) == 1 and nxt[0].startswith("next: did you mean 'codex'?"),
+          "next: names the error's fix, not the earlier warning's", r.stdout)
+
 done()

@@ -212,6 +212,20 @@ with Sandbox() as sb:
     j, r = preview(sb)
     check(j is not None and j["grantable"] is False, "12: FIFO skill not grantable", r.stderr)
 
+# ---- 12b: unknown adapter ids block the lock (01 §2.8), with file:line:col -------
+with Sandbox() as sb:
+    setup(sb, skill=False, manifest='version = 1\n\n[servers.a]\ntype = "stdio"\n'
+                                    'command = "true"\ntargets = ["nope-cli"]\n\n'
+                                    '[targets]\ndefault = ["claude-code", "codx"]\n')
+    r = sb.run("lock", "--write")
+    mf = os.path.join(mdir(sb), "agentstack.toml")
+    check(r.returncode == 1 and not os.path.exists(lockpath(sb)) and
+          "%s:3:1: unknown adapter id 'nope-cli' in [servers.a] targets" % mf in r.stderr and
+          "%s:9:1: unknown adapter id 'codx' in [targets] default" % mf in r.stderr and
+          "did you mean 'codex'?" in r.stderr and "known adapter ids: claude-code," in r.stderr,
+          "12b: unknown adapter ids refuse the lock, each at its file:line:col, "
+          "naming the known ids", r.stderr)
+
 # ---- 13: traversal, symlinked and absolute commands ------------------------------
 with Sandbox() as sb:
     sb.write("../outside/evil.sh", "echo evil\n")
@@ -270,19 +284,19 @@ with Sandbox() as sb:
 
 # ---- 15: settings canonical form, variants --------------------------------------------
 with Sandbox() as sb:
-    setup(sb, "version = 1\n[settings.claude]\nperm = {b = 1, a = 2}\nlist = [\"x\", \"y\"]\n",
+    setup(sb, "version = 1\n[settings.claude-code]\nperm = {b = 1, a = 2}\nlist = [\"x\", \"y\"]\n",
           skill=False)
     sb.run("lock", "--write")
     first = read(lockpath(sb))
     sb.write(".agentstack/agentstack.toml",
-             "version = 1\n[settings.claude]\nperm = {a = 2, b = 1}\nlist = [\"x\", \"y\"]\n")
+             "version = 1\n[settings.claude-code]\nperm = {a = 2, b = 1}\nlist = [\"x\", \"y\"]\n")
     r = sb.run("lock")
     check("~ setting" not in r.stdout and "+ setting" not in r.stdout,
           "15: {b=1,a=2} == {a=2,b=1}", r.stdout)
     sb.write(".agentstack/agentstack.toml",
-             "version = 1\n[settings.claude]\nperm = {a = 2, b = 1}\nlist = [\"y\", \"x\"]\n")
+             "version = 1\n[settings.claude-code]\nperm = {a = 2, b = 1}\nlist = [\"y\", \"x\"]\n")
     r = sb.run("lock")
-    check("~ setting claude.list" in r.stdout, "15: array order is content", r.stdout)
+    check("~ setting claude-code.list" in r.stdout, "15: array order is content", r.stdout)
 
 with Sandbox() as sb:
     sb.write(".agentstack/base.md", "base\n")

@@ -598,7 +598,8 @@ static size_t validate(const char *text, bool paths, const char *root, mf_diags 
     struct manifest *m = manifest_load_bytes(&src, &err);
     if (!m)
         fail_msg("%s", err.msg);
-    struct manifest_env env = {adapters, 4, lib_has, NULL, paths};
+    struct manifest_env env = {
+        .adapter_ids = adapters, .n_adapter_ids = 4, .library_has = lib_has, .check_paths = paths};
     size_t e = manifest_validate(m, &env, d);
     /* diagnostics must not point into the freed model: copy checks below use msg only */
     for (size_t i = 0; i < d->n; i++)
@@ -614,6 +615,80 @@ static bool has_diag(const mf_diags *d, const char *text)
         if (strstr(d->v[i].msg, text))
             return true;
     return false;
+}
+
+/* An unknown id in [targets] default is reported where it was written, and
+ * the fix names the ids that would do (no command lists them). */
+static void test_targets_default_position_and_known_ids(void **state)
+{
+    (void)state;
+    mf_diags d = VEC_INIT;
+    assert_int_equal(validate("version = 1\n\n[targets]\ndefault = [\"claude-code\", \"codx\"]\n",
+                              false, NULL, &d),
+                     1);
+    assert_int_equal(d.n, 1);
+    assert_non_null(strstr(d.v[0].msg, "unknown adapter id 'codx' in [targets] default"));
+    assert_int_equal(d.v[0].pos.line, 4);
+    assert_int_equal(d.v[0].pos.col, 1);
+    assert_non_null(d.v[0].fix);
+    assert_non_null(strstr(d.v[0].fix, "did you mean 'codex'?"));
+    assert_non_null(strstr(d.v[0].fix, "known adapter ids: claude-code, codex, pi, cursor"));
+    mf_diags_free(&d);
+}
+
+static int loads;
+
+static bool load_ids(void *ctx, const char *const **ids, size_t *n)
+{
+    loads++;
+    if (ctx)
+        return false; /* a registry that cannot load */
+    *ids = adapters;
+    *n = 4;
+    return true;
+}
+
+static size_t validate_lazy(const char *text, void *ctx, mf_diags *d)
+{
+    struct as_err err = AS_ERR_INIT;
+    struct manifest_source src = {
+        .kind = MANIFEST_PROJECT, .data = text, .len = strlen(text), .path = "/p/agentstack.toml"};
+    struct manifest *m = manifest_load_bytes(&src, &err);
+    if (!m)
+        fail_msg("%s", err.msg);
+    struct manifest_env env = {.load_adapter_ids = load_ids, .adapter_ctx = ctx};
+    size_t e = manifest_validate(m, &env, d);
+    for (size_t i = 0; i < d->n; i++)
+        d->v[i].pos.file = NULL;
+    manifest_free(m);
+    return e;
+}
+
+/* The adapter registry is asked for only when the manifest names an id, and
+ * once; when it cannot load, ids go unchecked rather than refused. */
+static void test_adapter_ids_loaded_lazily(void **state)
+{
+    (void)state;
+    mf_diags d = VEC_INIT;
+    loads = 0;
+    assert_int_equal(
+        validate_lazy("version = 1\n[servers.s]\ntype = \"stdio\"\ncommand = \"c\"\n", NULL, &d),
+        0);
+    assert_int_equal(loads, 0);
+    assert_int_equal(
+        validate_lazy("version = 1\n[servers.s]\ntype = \"stdio\"\ncommand = \"c\"\n"
+                      "targets = [\"codex\", \"nope\"]\n[targets]\ndefault = [\"zz\"]\n",
+                      NULL, &d),
+        2);
+    assert_int_equal(loads, 1);
+    assert_true(has_diag(&d, "unknown adapter id 'nope'"));
+    assert_true(has_diag(&d, "unknown adapter id 'zz'"));
+    mf_diags_free(&d);
+    loads = 0;
+    assert_int_equal(
+        validate_lazy("version = 1\n[targets]\ndefault = [\"zz\", \"yy\"]\n", (void *)1, &d), 0);
+    assert_int_equal(loads, 1);
+    mf_diags_free(&d);
 }
 
 static void test_validate_semantics(void **state)
@@ -780,6 +855,8 @@ int main(void)
         cmocka_unit_test(test_files_and_snapshot),
         cmocka_unit_test(test_hostile_bytes),
         cmocka_unit_test(test_validate_semantics),
+        cmocka_unit_test(test_targets_default_position_and_known_ids),
+        cmocka_unit_test(test_adapter_ids_loaded_lazily),
         cmocka_unit_test(test_contained_paths),
         cmocka_unit_test(test_diag_helpers),
     };

@@ -67,7 +67,8 @@ static struct manifest *load(const char *path, bool machine, char *buf, size_t n
         *nerr = 1;
         return NULL;
     }
-    struct manifest_env env = {adapters, sizeof adapters / sizeof adapters[0], NULL, NULL, false};
+    struct manifest_env env = {.adapter_ids = adapters,
+                               .n_adapter_ids = sizeof adapters / sizeof adapters[0]};
     mf_diags d = VEC_INIT;
     *nerr = manifest_validate(m, &env, &d);
     if (d.n) {
