@@ -894,7 +894,8 @@ int lib_sync(struct library *lib, const struct lib_sync_opts *o, struct as_err *
         else
             fprintf(o->out, "✓ library '%s' is already a git repository (%s)%s%s\n", s->name, path,
                     o->remote ? "; origin is now " : "", o->remote ? o->remote : "");
-        fprintf(o->out, "next: agentstack lib sync%s\n", o->source ? " --source <name>" : "");
+        fprintf(o->out, "next: agentstack lib sync%s%s\n", o->source ? " --source " : "",
+                o->source ? o->source : "");
         return 0;
     }
     if (!fs_is_dir(path)) {

@@ -81,7 +81,8 @@ def scenario_two_machines():
               "plain folder: lib sync names --init", r.stderr)
         # scenario 4
         r = a.run("lib", "sync", "--init", "--remote", bare)
-        check(r.returncode == 0 and "now a git repository" in r.stdout, "A: lib sync --init",
+        check(r.returncode == 0 and "now a git repository" in r.stdout and
+              r.stdout.endswith("next: agentstack lib sync\n"), "A: lib sync --init",
               r.stdout + r.stderr)
         r = a.run("lib", "sync")
         check(r.returncode == 0 and "synced" in r.stdout, "A: lib sync pushes",
@@ -152,8 +153,9 @@ def scenario_refusals():
         git("init", "-q", "--bare", bare)
         lib = os.path.join(sb.ah, "lib")
         write(os.path.join(lib, "skills", "x", "SKILL.md"), "---\ndescription: x\n---\n")
-        r = sb.run("lib", "sync", "--init", "--remote", bare)
-        check(r.returncode == 0, "init", r.stderr)
+        r = sb.run("lib", "sync", "--init", "--remote", bare, "--source", "local")
+        check(r.returncode == 0 and "next: agentstack lib sync --source local\n" in r.stdout,
+              "init with --source: the next step names that source", r.stdout + r.stderr)
         r = sb.run("lib", "sync")
         check(r.returncode == 0, "first push", r.stderr)
         before = git("--git-dir", bare, "rev-parse", "main").stdout
