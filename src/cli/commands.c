@@ -49,18 +49,24 @@ const struct cli_command cli_commands[] = {
     {"version", cmd_version, "print the version",
      "usage: agentstack version\n       agentstack --version\n", 0},
     {"lock", cmd_lock, "pin every skill, server, instruction and executable in agentstack.lock",
-     "usage: agentstack lock [--write] [--toolset NAME]\n", 0},
+     "usage: agentstack lock [--write] [--toolset NAME] [--update [NAME]]\n"
+     "       agentstack lock --upgrade (PACK | --all) [--with-instructions] [--yes] --write\n"
+     "--update moves git sources to the manifest's rev (else the upstream head).\n",
+     0},
     {"trust", cmd_trust, "review and approve a project's exact bytes on this machine",
-     "usage: agentstack trust [PATH] [--preview | --list | --revoke | --yes --consented D]\n", 0},
+     "usage: agentstack trust [PATH] [--preview | --list | --revoke |\n"
+     "                        --yes --consented D [--allow-flagged]]\n",
+     0},
     {"sign", cmd_sign, "sign agentstack.lock with this machine's ed25519 key",
      "usage: agentstack sign [--print-key-only]\n", 0},
     {"verify", cmd_verify, "check agentstack.lock.sig against a public key",
      "usage: agentstack verify (--pubkey HEX | --publishers FILE) [--signature HEX]\n", 0},
     {"install", cmd_install, "resolve skills against agentstack.lock (--locked: check only)",
-     "usage: agentstack install [--locked]\n", 0},
+     "usage: agentstack install [--locked] [--allow-flagged]\n", 0},
     {"apply", cmd_apply, "render the manifest's servers into every CLI's own config",
      "usage: agentstack apply [--target ID]... [--toolset NAME] [--scope global|project]\n"
-     "                        [--dry-run] [--write] [--allow-unresolved] [--prune-foreign] [-v]\n"
+     "                        [--dry-run] [--write] [--allow-unresolved] [--prune-foreign]\n"
+     "                        [--no-gitignore] [-v]\n"
      "Previews each target as a diff; --write writes atomically, backs up and records an undo.\n",
      0},
     {"diff", cmd_diff, "compare each CLI's files with the manifest (managed, foreign, hand-edited)",
