@@ -15,6 +15,9 @@ BUILD = os.environ.get("AS_BUILD") or os.path.dirname(BIN)
 SRC = os.environ.get("AS_SRC") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))
 SHARED = os.environ.get("AS_SHARED") or os.path.join(SRC, "..", "shared")
+# Run a command with an unlocked gnome-keyring in the current D-Bus session:
+# ["dbus-run-session", "--", "sh", KEYRING_SESSION, cmd...] (HOME a temp dir).
+KEYRING_SESSION = os.path.join(SRC, "tests", "keyring_session.sh")
 
 _failures = 0
 _passes = 0

@@ -16,7 +16,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from aslib import BIN, Sandbox, check, done  # noqa: E402
+from aslib import BIN, KEYRING_SESSION, Sandbox, check, done  # noqa: E402
 
 TOKEN = "ghp_Fx7Kq2Lm9Rt4Vw8Yz3Bc6Dn1Gh5Jp0Ts2Uv"
 
@@ -33,9 +33,7 @@ def reexec_in_keyring_session():
     env.pop("DBUS_SESSION_BUS_ADDRESS", None)
     try:
         r = subprocess.run(
-            ["dbus-run-session", "--", "sh", "-c",
-             "printf pw | gnome-keyring-daemon --unlock --components=secrets "
-             ">/dev/null 2>&1; exec \"$0\" \"$1\"", sys.executable, __file__],
+            ["dbus-run-session", "--", "sh", KEYRING_SESSION, sys.executable, __file__],
             env=env, timeout=600)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -42,6 +42,7 @@ from clislib import (ANSI, BIN, CACHE, CLIS, EVERYTHING, NODE22, SRC, check,  # 
                      codex_servers, done, require_clis)
 
 FIX = os.path.join(SRC, "tests", "fixtures", "onboard", "home")
+KEYRING_SESSION = os.path.join(SRC, "tests", "keyring_session.sh")
 PORT = 38419
 
 GH = "ghp_Fx7Kq2Lm9Rt4Vw8Yz3Bc6Dn1Gh5Jp0Ts2Uv"      # github, Claude + Gemini
@@ -321,9 +322,7 @@ def reexec_in_keyring_session():
     env.pop("DBUS_SESSION_BUS_ADDRESS", None)
     try:
         r = subprocess.run(
-            ["dbus-run-session", "--", "sh", "-c",
-             "printf pw | gnome-keyring-daemon --unlock --components=secrets "
-             ">/dev/null 2>&1; exec \"$0\" \"$1\"", sys.executable, __file__],
+            ["dbus-run-session", "--", "sh", KEYRING_SESSION, sys.executable, __file__],
             env=env, timeout=1800)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

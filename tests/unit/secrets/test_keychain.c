@@ -170,10 +170,12 @@ int main(int argc, char **argv)
             ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
             assert_true(n > 0);
             self[n] = '\0';
-            execlp("dbus-run-session", "dbus-run-session", "--", "sh", "-c",
-                   "printf pw | gnome-keyring-daemon --unlock --components=secrets "
-                   ">/dev/null 2>&1; exec \"$0\"",
-                   self, (char *)NULL);
+            /* tests/keyring_session.sh unlocks the keyring and waits until
+             * it owns the Secret Service name before running us. */
+            const char *src = getenv("AS_SRC");
+            char script[4200];
+            snprintf(script, sizeof script, "%s/tests/keyring_session.sh", src ? src : ".");
+            execlp("dbus-run-session", "dbus-run-session", "--", "sh", script, self, (char *)NULL);
             fprintf(stderr, "cannot run dbus-run-session\n");
             return 1;
         }
