@@ -115,6 +115,7 @@ struct gw_up {
     bool http;
     char **argv, **envp; /* resolved (secrets: wiped on free) */
     char *cwd, *url;
+    char *cwd_rel; /* the manifest's project-relative cwd, re-checked before a spawn */
     char **headers;
     strvec unresolved;            /* refs that did not resolve */
     strvec denied;                /* refs [policy.secrets] denied */

@@ -69,6 +69,7 @@ static void up_free(struct gw_up *up)
     free_vec_secure(up->envp);
     free_vec_secure(up->headers);
     free_secure(up->cwd);
+    free(up->cwd_rel);
     free_secure(up->url);
     strvec_clear(&up->unresolved);
     strvec_clear(&up->denied);
@@ -349,6 +350,11 @@ static int check_pins(struct gw *gw, const struct trust_pins *pins, const struct
         if (it->kind == PIN_EXECUTABLE && it->sub && strcmp(it->sub, "file") == 0 &&
             strvec_find(&rels, it->name) >= 0)
             mine = true;
+        /* A cwd that cannot be pinned (a symlink, '..') is reported under the
+         * cwd's own name; it is this server's, and refuses it. */
+        if (it->kind == PIN_EXECUTABLE && it->sub && strcmp(it->sub, "file") == 0 &&
+            def->type == MF_SERVER_STDIO && def->cwd && strcmp(def->cwd, it->name) == 0)
+            mine = true;
         if (it->kind == PIN_EXECUTABLE && it->sub && strcmp(it->sub, "root") == 0)
             for (size_t k = 0; k < def->integrity_roots.n; k++)
                 if (strcmp(def->integrity_roots.v[k], it->name) == 0)
@@ -527,6 +533,8 @@ static struct gw_up *up_build(struct gw *gw, struct gw_surface *sf, struct sec_c
             up->cwd = c[0] == '/' ? c : xasprintf("%s/%s", root, c);
             if (up->cwd != c)
                 free_secure(c);
+            if (def->cwd[0] != '/' && !strstr(def->cwd, "${"))
+                up->cwd_rel = xstrdup(def->cwd);
         } else {
             up->cwd = xstrdup(root);
         }
@@ -872,7 +880,19 @@ int gw_up_ensure(struct gw_up *up, strbuf *why)
     if (st != MCP_ST_IDLE && st != MCP_ST_DEAD)
         return 0;
     /* Spawn only the bytes that were pinned: a script edited after the
-     * surface was built is refused, not run. */
+     * surface was built is refused, not run; and only in the directory that
+     * was checked: a project-relative cwd swapped for a symlink since then
+     * would run whatever it points at. */
+    if (up->cwd_rel) {
+        strbuf real = SB_INIT;
+        struct as_err err = AS_ERR_INIT;
+        int bad = manifest_contained_path(up->sf->m->project_root, up->cwd_rel, &real, &err);
+        sb_release(&real);
+        if (bad < 0) {
+            sb_addf(why, "cwd %s", err.msg);
+            return -1;
+        }
+    }
     for (size_t i = 0; i < up->pins.n; i++) {
         char hex[SHA256_HEX_LEN + 1];
         struct as_err err = AS_ERR_INIT;

@@ -409,9 +409,55 @@ def pins():
               "pins: pin rows are family rows", rows)
 
 
+def cwd_symlink():
+    """A server's project-relative cwd swapped for a symlink after trust is
+    refused — both when the gateway starts after the swap (the cwd's pin
+    failure is that server's) and when the swap happens after the surface
+    was built (re-checked right before the spawn). The trust digest covers
+    manifest, overlay and lock bytes, not a directory turned into a link,
+    so this is the pins' job."""
+    with Sandbox() as sb:
+        marker = os.path.join(sb.root, "evil.started")
+        machine(sb, "version = 1\n")
+        for d, extra in (("sub", ""), ("evil", " --marker " + marker)):
+            sb.write(d + "/fake.py", FAKE)
+            sb.write(d + "/run.sh", "#!/bin/sh\nexec python3 fake.py --tools t%s\n" % extra)
+            os.chmod(os.path.join(sb.project, d, "run.sh"), 0o755)
+        sb.write("agentstack.toml", 'version = 1\n\n[servers.m]\ntype = "stdio"\n'
+                 'command = "./run.sh"\ncwd = "sub"\n')
+        grant(sb)
+        sub = os.path.join(sb.project, "sub")
+        with Gateway(sb, "--auto-project") as g:
+            g.initialize()
+            g.tools()  # surface built with the real directory; nothing spawned yet
+            os.rename(sub, sub + ".orig")
+            os.symlink("evil", sub)
+            c = g.call("m__t", {})
+            check(is_error(c) and "symlink" in text(c) and not os.path.exists(marker),
+                  "cwd swapped for a symlink after the surface was built: refused, nothing ran",
+                  text(c))
+            g.close()
+        with Gateway(sb, "--auto-project") as g:
+            g.initialize()
+            c = g.call("m__t", {})
+            check(is_error(c) and "not served" in text(c) and "symlink" in text(c) and
+                  not os.path.exists(marker),
+                  "cwd already a symlink when the gateway starts: the server is not served",
+                  text(c))
+            g.close()
+        os.remove(sub)
+        os.rename(sub + ".orig", sub)
+        with Gateway(sb, "--auto-project") as g:
+            g.initialize()
+            c = g.call("m__t", {})
+            check(not is_error(c), "the real directory back: the server runs", text(c))
+            g.close()
+
+
 def main():
     intersection()
     pins()
+    cwd_symlink()
     modern_default()
     fence()
     regate()
