@@ -116,6 +116,7 @@ struct gw_up {
     char **argv, **envp; /* resolved (secrets: wiped on free) */
     char *cwd, *url;
     char *cwd_rel; /* the manifest's project-relative cwd, re-checked before a spawn */
+    strvec secret_names, secret_vals; /* resolved for this upstream; masked in notes */
     char **headers;
     strvec unresolved;            /* refs that did not resolve */
     strvec denied;                /* refs [policy.secrets] denied */

@@ -70,6 +70,10 @@ static void up_free(struct gw_up *up)
     free_vec_secure(up->headers);
     free_secure(up->cwd);
     free(up->cwd_rel);
+    strvec_clear(&up->secret_names);
+    for (size_t i = 0; i < up->secret_vals.n; i++)
+        explicit_bzero(up->secret_vals.v[i], strlen(up->secret_vals.v[i]));
+    strvec_clear(&up->secret_vals);
     free_secure(up->url);
     strvec_clear(&up->unresolved);
     strvec_clear(&up->denied);
@@ -559,8 +563,50 @@ static struct gw_up *up_build(struct gw *gw, struct gw_surface *sf, struct sec_c
         sb_release(&log);
         sb_release(&fname);
     }
+    /* Kept to mask them out of our own messages about this upstream (a spawn
+     * error names argv[0], a chdir error the cwd): stderr never carries a
+     * secret value. */
+    for (size_t i = 0; i < res.v.n; i++)
+        if (res.v.v[i].state == 0 && res.v.v[i].value.len) {
+            strvec_push(&up->secret_names, res.v.v[i].name);
+            strvec_push(&up->secret_vals, res.v.v[i].value.buf);
+        }
     resolver_free(&res);
     return up;
+}
+
+/* msg with every secret value resolved for up replaced by its ${NAME}
+ * (longest first, so a value inside another is not left half-masked). */
+static char *up_mask(const struct gw_up *up, const char *msg)
+{
+    strbuf out = SB_INIT;
+    sb_adds(&out, msg ? msg : "");
+    bool *done = xcalloc(up->secret_vals.n + 1, sizeof *done);
+    for (;;) {
+        size_t best = up->secret_vals.n, blen = 0;
+        for (size_t i = 0; i < up->secret_vals.n; i++) {
+            size_t n = strlen(up->secret_vals.v[i]);
+            if (!done[i] && n > blen) {
+                best = i;
+                blen = n;
+            }
+        }
+        if (best == up->secret_vals.n)
+            break;
+        done[best] = true;
+        strbuf next = SB_INIT;
+        const char *p = out.buf, *hit;
+        while ((hit = strstr(p, up->secret_vals.v[best])) != NULL) {
+            sb_add(&next, p, (size_t)(hit - p));
+            sb_addf(&next, "${%s}", up->secret_names.v[best]);
+            p = hit + blen;
+        }
+        sb_adds(&next, p);
+        sb_release_secure(&out);
+        out = next;
+    }
+    free(done);
+    return sb_detach(&out, NULL);
 }
 
 /* ---- library servers (02 §6.1) ------------------------------------------- */
@@ -866,9 +912,11 @@ static struct mcp_client *make_client(struct gw *gw, struct gw_up *up)
 static void start_done(void *ctx, const struct mcp_reply *r)
 {
     struct gw_up *up = ctx;
-    if (r->status != MCP_OK)
-        gw_note("upstream '%s' did not start: %s (%s)", up->name, mcp_status_name(r->status),
-                r->message);
+    if (r->status != MCP_OK) {
+        char *m = up_mask(up, r->message);
+        gw_note("upstream '%s' did not start: %s (%s)", up->name, mcp_status_name(r->status), m);
+        free_secure(m);
+    }
 }
 
 int gw_up_ensure(struct gw_up *up, strbuf *why)
@@ -988,9 +1036,12 @@ static void on_listed(void *ctx, const struct mcp_reply *r)
     up->late = false;
     if (r->status == MCP_OK)
         store_tools(up, r->result);
-    else
+    else {
+        char *m = up_mask(up, r->message);
         gw_note("upstream '%s' could not list its tools: %s (%s)", up->name,
-                mcp_status_name(r->status), r->message);
+                mcp_status_name(r->status), m);
+        free_secure(m);
+    }
     if (up->disc != 1)
         return; /* late, after the deadline: cached for the next search */
     up->disc = 2;

@@ -78,6 +78,31 @@ def failures():
         check(rows.get(("quiet", "x"), {}).get("detail") == "timeout", "12: timeout row")
         check(rows.get(("hang", "forever"), {}).get("detail") == "timeout", "14: timeout row")
 
+    # a secret in the command, args or cwd never reaches stderr, the log or the agent
+    with Sandbox() as sb:
+        secret = "SUPERSECRETVALUE123"
+        project(sb, '[servers.c]\ntype = "stdio"\ncommand = "${SECRETKEY}"\n'
+                'args = ["--token=${SECRETKEY}"]\n\n'
+                '[servers.d]\ntype = "stdio"\ncommand = "python3"\nargs = ["./fake.py"]\n'
+                'cwd = "/nonexistent/${SECRETKEY}-dir"\n')
+        env = sb.env(SECRETKEY=secret)
+        with Gateway(sb, "--auto-project", env=env) as g:
+            g.initialize()
+            for name in ("c__t", "d__t"):
+                c = g.call(name, {})
+                check(is_error(c) and secret not in json.dumps(c),
+                      "secret in %s's spawn: the agent sees no value" % name[0], c)
+            g.close()
+            err = g.stderr()
+        check("did not start" in err and "${SECRETKEY}" in err and secret not in err,
+              "secret in the command or cwd: stderr names ${SECRETKEY}, never the value", err)
+        logs = ""
+        for root, _, files in os.walk(sb.ah):
+            for fn in files:
+                with open(os.path.join(root, fn), "rb") as f:
+                    logs += f.read().decode("utf-8", "replace")
+        check(secret not in logs, "…and no file under AGENTSTACK_HOME holds it")
+
 
 def concurrency():
     with Sandbox() as sb:
