@@ -1055,8 +1055,12 @@ static void hist_add(struct adp_hist_entry *h, struct tplan *t)
 /* The closing line's fix for blocked targets. `secret set` fixes only a missing value: a ref
  * [policy.secrets] refuses stays refused whatever the store holds or --allow-unresolved says,
  * so those point at the manifest (or the policy that refused it). */
-static const char *blocked_fix(size_t n_blocked, size_t n_other)
+static const char *blocked_fix(size_t n_blocked, size_t n_other, size_t n_lane)
 {
+    /* A blocked lane (an instruction fragment missing, drifted from the lock
+     * or carrying a region marker line) has its own fix on its ✗ line. */
+    if (n_lane)
+        return "see the ✗ line for each";
     if (!n_other)
         return "agentstack secret set NAME (or pass --allow-unresolved)";
     if (n_other == n_blocked)
@@ -1152,7 +1156,7 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
     size_t n_targets = 0, n_trust = 0;
     /* blocked by something `secret set` cannot fix: a [policy.secrets] refusal (never
      * overridden, not even by --allow-unresolved) or a store failure */
-    size_t n_blocked_other = 0;
+    size_t n_blocked_other = 0, n_blocked_lane = 0;
     strbuf failed_names = SB_INIT;
     const char *first_fail = NULL;
     char failbuf[2048] = "";
@@ -1160,6 +1164,7 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
     const char *trust_what = NULL;
     for (size_t i = 0; i < lanes.n; i++) {
         n_blocked += lanes.v[i]->blocked;
+        n_blocked_lane += lanes.v[i]->blocked;
         if (lanes.v[i]->trust_blocked) {
             n_trust++;
             if (!trust_what)
@@ -1374,7 +1379,7 @@ record:
                 "Wrote %zu of %zu targets; %zu blocked — see the ✗ line for each; see ✗ "
                 "above.\n",
                 n_written, n_targets, n_blocked);
-        const char *fix = blocked_fix(n_blocked, n_blocked_other);
+        const char *fix = blocked_fix(n_blocked, n_blocked_other, n_blocked_lane);
         as_err_set(err, "%zu blocked write%s on %zu target%s — fix: %s", n_blocked,
                    n_blocked == 1 ? "" : "s", n_blocked, n_blocked == 1 ? "" : "s", fix);
         if (!oo.write) {

@@ -33,7 +33,7 @@ static bool hand_edited(struct run *R, const struct tplan *t)
 void adp_ap_print_diff(struct run *R, struct tplan *T, size_t nT, const desc_list *descs)
 {
     FILE *out = R->o->out;
-    size_t drifted = 0;
+    size_t drifted = 0, blocked = 0;
     fprintf(out, "Scope: %s\n", R->o->project_scope ? "project" : "global");
     for (size_t i = 0; i < descs->n; i++) {
         bool off = false;
@@ -65,6 +65,21 @@ void adp_ap_print_diff(struct run *R, struct tplan *T, size_t nT, const desc_lis
                 off = true;
                 continue;
             }
+            /* A blocked lane leaves the file as it is, so it compares equal:
+             * say why it would not be written instead of "in sync". */
+            bool lane_blocked = false;
+            for (size_t j = 0; j < t->lanes.n; j++) {
+                const struct adp_lane *l = t->lanes.v[j];
+                if (!l->blocked)
+                    continue;
+                lane_blocked = true;
+                for (size_t n = 0; n < l->lines.n; n++)
+                    fprintf(out, "  %s\n", l->lines.v[n]);
+            }
+            if (lane_blocked) {
+                blocked++;
+                continue;
+            }
             if (hand_edited(R, t)) {
                 fprintf(out, "  ⚠ hand-edited: this file no longer matches what agentstack "
                              "last wrote\n");
@@ -91,10 +106,13 @@ void adp_ap_print_diff(struct run *R, struct tplan *T, size_t nT, const desc_lis
         }
         drifted += off;
     }
+    if (blocked)
+        fprintf(out, "✗ %zu file%s would not be written — see the ✗ lines above.\n", blocked,
+                blocked == 1 ? "" : "s");
     if (drifted)
         fprintf(out, "%zu target%s drifted. Run agentstack apply --write to reconcile.\n", drifted,
                 drifted == 1 ? "" : "s");
-    else
+    else if (!blocked)
         fprintf(out, "✓ all targets in sync with the manifest.\n");
 }
 

@@ -215,7 +215,10 @@ static int library_toml(const struct adp_apply_opts *o, const char *name, strbuf
  * copy, or the content store's approved copy of it) with a `body` string, or
  * a `path` (relative, inside dir — the item's library directory; default
  * instruction.md) naming the Markdown file. */
-static int library_body(const char *toml, const char *dir, strbuf *body, struct as_err *err)
+/* src gets the file the body came from (the .md, or the toml itself for an
+ * inline `body`), for messages that point at a line of it. */
+static int library_body(const char *toml, const char *dir, strbuf *body, strbuf *src,
+                        struct as_err *err)
 {
     int rc = -1;
     toml_value *t = fs_exists(toml) ? toml_parse_file(toml, FRAGMENT_MAX, err) : NULL;
@@ -228,13 +231,16 @@ static int library_body(const char *toml, const char *dir, strbuf *body, struct 
     const toml_value *p = toml_get(t, "path");
     if (b && b->type == TOML_STRING) {
         sb_add(body, b->u.str.s, b->u.str.len);
+        sb_adds(src, toml);
         rc = 0;
     } else {
         strbuf file = SB_INIT;
         const char *rel = p && p->type == TOML_STRING ? p->u.str.s : "instruction.md";
         if (fs_safe_join(dir, rel, 1, &file, err) == 0 &&
-            fs_read_file(file.buf, FRAGMENT_MAX, 1, body, err) == 0)
+            fs_read_file(file.buf, FRAGMENT_MAX, 1, body, err) == 0) {
+            sb_adds(src, file.buf);
             rc = 0;
+        }
         sb_release(&file);
     }
     toml_free(t);
@@ -291,7 +297,7 @@ static void compile_instructions(const struct adp_apply_opts *o, struct adp_lane
 {
     const struct manifest *m = o->m;
     strbuf content = SB_INIT;
-    bool missing = false, drifted = false;
+    bool missing = false, drifted = false, marked = false;
     for (size_t i = 0; i < l->frag_names.n; i++) {
         const struct mf_instruction *in = manifest_instruction(m, l->frag_names.v[i]);
         long pick = l->frag_pick.v[i];
@@ -319,7 +325,7 @@ static void compile_instructions(const struct adp_apply_opts *o, struct adp_lane
         /* A kept fragment is compiled from the approved copy pin_collect
          * found (the content store's when the live bytes drifted). */
         const char *kept = dec && dec->decision == PIN_DECISION_KEEP ? dec->fs_path : NULL;
-        strbuf file = SB_INIT, body = SB_INIT;
+        strbuf file = SB_INIT, body = SB_INIT, src = SB_INIT;
         struct as_err e = AS_ERR_INIT;
         int rc;
         if (decl) {
@@ -330,6 +336,7 @@ static void compile_instructions(const struct adp_apply_opts *o, struct adp_lane
             else
                 sb_addf(&file, "%s/%s", anchor, decl);
             rc = fs_read_file(file.buf, FRAGMENT_MAX, 0, &body, &e);
+            sb_adds(&src, file.buf);
         } else {
             strbuf live = SB_INIT;
             rc = library_toml(o, in->name, &live, &e);
@@ -339,7 +346,7 @@ static void compile_instructions(const struct adp_apply_opts *o, struct adp_lane
                 if (slash)
                     *slash = '\0';
                 sb_adds(&file, kept ? kept : live.buf);
-                rc = library_body(file.buf, dir, &body, &e);
+                rc = library_body(file.buf, dir, &body, &src, &e);
                 free(dir);
             }
             sb_release(&live);
@@ -361,7 +368,19 @@ static void compile_instructions(const struct adp_apply_opts *o, struct adp_lane
                 drifted = true;
             }
         }
-        if (rc == 0) {
+        const char *which = NULL;
+        size_t at = rc == 0 ? adp_md_marker_line(body.buf, body.len, &which) : 0;
+        if (at) {
+            /* Rendered, the line would close (or reopen) the region early:
+             * the text after it would escape the region, survive the
+             * fragment's removal and be appended again on every run. */
+            strvec_pushf(&l->lines,
+                         "✗ instruction fragment '%s' has a managed-region marker line "
+                         "(%s:%zu: %s) — it would break out of the managed region ↳ "
+                         "remove that line or indent it",
+                         in->name, src.buf, at, which);
+            marked = true;
+        } else if (rc == 0) {
             size_t n = trim_nl(body.buf, body.len);
             if (n) {
                 if (content.len)
@@ -371,10 +390,14 @@ static void compile_instructions(const struct adp_apply_opts *o, struct adp_lane
         }
         sb_release(&file);
         sb_release(&body);
+        sb_release(&src);
     }
     if (missing)
         strvec_push(&l->lines, "✗ instructions not written — missing fragment sources");
-    l->blocked = missing || drifted;
+    if (marked)
+        strvec_push(&l->lines,
+                    "✗ instructions not written — a fragment has a managed-region marker line");
+    l->blocked = missing || drifted || marked;
     l->content = sb_detach(&content, NULL);
     if (o->trust_refusal && l->content[0] && !l->blocked) {
         l->trust_blocked = true;
@@ -761,6 +784,15 @@ int adp_lane_apply(const struct adp_lane *l, const char *path, const char *text,
         return 0;
     }
     if (l->kind == ADP_LANE_INSTRUCTIONS) {
+        /* compile_instructions blocks such a fragment; this guards the
+         * region against any other way content might reach here. */
+        const char *which = NULL;
+        size_t at = adp_md_marker_line(l->content, strlen(l->content), &which);
+        if (at)
+            return as_err_set(err,
+                              "%s: compiled instructions have a managed-region marker line "
+                              "(line %zu: %s) — not written",
+                              path, at, which);
         adp_md_region(text, len, l->content, out);
         return 0;
     }

@@ -27,6 +27,21 @@ static long find_line(const char *s, size_t n, size_t from, const char *marker)
     return -1;
 }
 
+size_t adp_md_marker_line(const char *s, size_t n, const char **which)
+{
+    long st = find_line(s, n, 0, ADP_MD_START);
+    long en = find_line(s, n, 0, ADP_MD_END);
+    if (st < 0 && en < 0)
+        return 0;
+    long at = st < 0 || (en >= 0 && en < st) ? en : st;
+    if (which)
+        *which = at == en ? ADP_MD_END : ADP_MD_START;
+    size_t line = 1;
+    for (long i = 0; i < at; i++)
+        line += s[i] == '\n';
+    return line;
+}
+
 static size_t trim_newlines(const char *s, size_t n)
 {
     while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r'))

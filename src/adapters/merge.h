@@ -100,4 +100,12 @@ int adp_toml_merge_root(const char *path, const char *text, size_t len, const to
 /* Replaces (or adds, or with empty content removes) the managed region. */
 void adp_md_region(const char *text, size_t len, const char *content, strbuf *out);
 
+/* The 1-based number of the first line of s that adp_md_region would take
+ * for a marker (either one; the same whole-line match, a trailing CR
+ * allowed), or 0. Content carrying one would end or restart the region
+ * early, so the text after it escapes the region and every later run adds
+ * another copy: callers refuse such content rather than render it. *which
+ * (optional) gets the marker found. */
+size_t adp_md_marker_line(const char *s, size_t n, const char **which);
+
 #endif

@@ -26,6 +26,7 @@
 
 #include "adapters/adapters.h"
 #include "adapters/engine.h"
+#include "adapters/merge.h"
 #include "base/fs.h"
 #include "base/json.h"
 #include "base/strbuf.h"
@@ -497,6 +498,30 @@ static void check_policy(struct doc *d, const struct manifest *m, struct pol_lay
     (void)refused;
 }
 
+/* An instruction body with a managed-region marker line: apply refuses to
+ * render it (the line would end the region early), so doctor says where
+ * it is before apply does. Library bodies are checked when compiled. */
+static void check_markers(struct doc *d, const pin_items *items)
+{
+    for (size_t i = 0; i < items->n; i++) {
+        const struct pin_item *it = &items->v[i];
+        if ((it->kind != PIN_INSTRUCTION && it->kind != PIN_VARIANT) || it->library || !it->fs_path)
+            continue;
+        strbuf body = SB_INIT;
+        struct as_err err = AS_ERR_INIT;
+        const char *which = NULL;
+        size_t at = 0;
+        if (fs_read_file(it->fs_path, (size_t)4 << 20, 0, &body, &err) == 0)
+            at = adp_md_marker_line(body.buf, body.len, &which);
+        if (at)
+            add(d, S_MANIFEST, L_ERR, "remove that line from the fragment, or indent it",
+                "%s '%s': %s:%zu is a managed-region marker line (%s) — apply refuses to "
+                "render it",
+                pin_kind_name(it->kind), it->name, it->fs_path, at, which);
+        sb_release(&body);
+    }
+}
+
 /* Library items (linked sources, qualified `<source>:<name>`) are pinned and
  * verified through the library's own resolver, where `lock` pinned them;
  * lib NULL (sources.toml unusable) leaves the implicit local source only. */
@@ -526,6 +551,7 @@ static void check_lock(struct doc *d, const struct manifest *m, const struct bun
         lockfile_free(lock);
         return;
     }
+    check_markers(d, &items);
     const char *fix = "agentstack lock --write   (then review and trust: agentstack trust .)";
     if (!lock && items.n) {
         add(d, S_REPRO, L_ERR, fix,

@@ -190,13 +190,62 @@ static void test_markdown_region(void **state)
     free(o);
 }
 
+/* adp_md_marker_line reports exactly the lines the region parser takes for
+ * a marker: whole lines, LF or CRLF, the last line with or without a
+ * newline or with a bare CR; indented, trailing-blank or quoted ones are
+ * text. */
+static void test_markdown_marker_line(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *s;
+        size_t line;
+        const char *which;
+    } cases[] = {
+        {"", 0, NULL},
+        {"plain\ntext\n", 0, NULL},
+        {"<!-- agentstack:end -->", 1, ADP_MD_END},
+        {"a\n<!-- agentstack:end -->\nb\n", 2, ADP_MD_END},
+        {"a\r\n<!-- agentstack:end -->\r\nb\r\n", 2, ADP_MD_END},
+        {"a\nb\n<!-- agentstack:end -->", 3, ADP_MD_END},
+        {"a\nb\n<!-- agentstack:end -->\r", 3, ADP_MD_END},
+        {"a\n<!-- agentstack:start -->\n", 2, ADP_MD_START},
+        {"a\r\n<!-- agentstack:start -->\r\n", 2, ADP_MD_START},
+        {"<!-- agentstack:end -->\n<!-- agentstack:start -->\n", 1, ADP_MD_END},
+        {"x\n<!-- agentstack:start -->\n<!-- agentstack:end -->\n", 2, ADP_MD_START},
+        {" <!-- agentstack:end -->\n", 0, NULL},
+        {"\t<!-- agentstack:start -->\n", 0, NULL},
+        {"<!-- agentstack:end --> \n", 0, NULL},
+        {"<!-- agentstack:end -->\r\r\n", 0, NULL},
+        {"<!-- agentstack:end -->x\n", 0, NULL},
+        {"a `<!-- agentstack:end -->` b\n", 0, NULL},
+        {"<!--  agentstack:end -->\n", 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *which = NULL;
+        size_t at = adp_md_marker_line(cases[i].s, strlen(cases[i].s), &which);
+        assert_int_equal(at, cases[i].line);
+        if (cases[i].which)
+            assert_string_equal(which, cases[i].which);
+        /* An end-marker line the check misses would close a region early:
+         * the parser must keep the text after it outside the region. */
+        strbuf f = SB_INIT;
+        sb_addf(&f, ADP_MD_START "\n%s\nTAIL\n" ADP_MD_END "\n", cases[i].s);
+        char *o = md(f.buf, "new");
+        bool escaped = strstr(o, "TAIL") != NULL;
+        if (escaped)
+            assert_int_not_equal(at, 0);
+        free(o);
+        sb_release(&f);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_new_file_matches_spec),
-        cmocka_unit_test(test_codex_comments_kept),
-        cmocka_unit_test(test_remove_and_errors),
-        cmocka_unit_test(test_markdown_region),
+        cmocka_unit_test(test_new_file_matches_spec), cmocka_unit_test(test_codex_comments_kept),
+        cmocka_unit_test(test_remove_and_errors),     cmocka_unit_test(test_markdown_region),
+        cmocka_unit_test(test_markdown_marker_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
