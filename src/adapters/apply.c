@@ -312,12 +312,23 @@ static void add_mask(struct run *R, const adp_secrets *s)
     free(view);
 }
 
+/* adp_i_check_contained for a target; apply says the file is not written,
+ * diff (which writes nothing) only why. */
+static int target_contained(const struct adp_apply_opts *o, const char *path, struct as_err *err)
+{
+    if (!o->project_scope || adp_i_check_contained(path, o->project_root, err) == 0)
+        return 0;
+    if (!o->diff)
+        as_err_set(err, "%s — not written", err->msg);
+    return -1;
+}
+
 /* Reads the file (once, bounded, regular files only) and computes the
  * proposed bytes: servers, then every lane edit of the same file. */
 static void read_and_merge(struct run *R, struct tplan *t)
 {
     const struct adp_apply_opts *o = R->o;
-    if (o->project_scope && adp_i_check_contained(t->path, o->project_root, &t->err) != 0) {
+    if (target_contained(o, t->path, &t->err) != 0) {
         t->failed = true;
         return;
     }
@@ -336,6 +347,14 @@ static void read_and_merge(struct run *R, struct tplan *t)
         }
     } else if (errno != ENOENT) {
         as_err_errno(&t->err, "%s", t->path);
+        t->failed = true;
+        return;
+    } else if (lstat(t->path, &st) == 0 && S_ISLNK(st.st_mode)) {
+        /* Global scope (project scope stopped in target_contained): the
+         * writer would follow the link into a missing place. */
+        adp_i_dangling_link(t->path, o->project_scope ? o->project_root : NULL, &t->err);
+        if (!o->diff)
+            as_err_set(&t->err, "%s — not written", t->err.msg);
         t->failed = true;
         return;
     }
@@ -395,7 +414,7 @@ static void plan_skills(struct run *R, struct tplan *t)
         strvec_push(&t->sreq.sources, R->skill_srcs.v[i]);
         strvec_push(&t->sreq.why, R->skill_why.v[i]);
     }
-    if (o->project_scope && adp_i_check_contained(t->skills_dir, o->project_root, &t->serr) != 0) {
+    if (target_contained(o, t->skills_dir, &t->serr) != 0) {
         t->skills_failed = true;
         return;
     }
@@ -417,7 +436,7 @@ static void record_skills(struct run *R, struct tplan *t)
 static int write_target(struct run *R, struct tplan *t)
 {
     const struct adp_apply_opts *o = R->o;
-    if (o->project_scope && adp_i_check_contained(t->path, o->project_root, &t->err) != 0)
+    if (target_contained(o, t->path, &t->err) != 0)
         return -1;
     /* Claude Code (and others) rewrite their files while running: re-read
      * and re-merge if the bytes moved since planning. */

@@ -40,6 +40,12 @@ void adp_i_display_path(const char *p, strbuf *out);
 /* errata 33: 0, or -1 + err when path or an existing parent resolves outside root. */
 int adp_i_check_contained(const char *path, const char *root, struct as_err *err);
 
+/* -1 + err for the symlink at link that does not resolve, in the words lock
+ * uses (bundle/discover.c): "symlink resolves outside the project" when its
+ * target lies outside root (root NULL: never), else "symlink does not
+ * resolve" — not "No such file or directory" on a path the user sees. */
+int adp_i_dangling_link(const char *link, const char *root, struct as_err *err);
+
 /* The directories a write of file would create, outermost first. */
 void adp_i_collect_missing_dirs(const char *file, strvec *out);
 /* rmdir each of dirs, deepest first (non-empty ones stay). */
