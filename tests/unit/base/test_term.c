@@ -154,6 +154,46 @@ static void test_escape_len(void **st)
                          cases[i].want);
 }
 
+static void test_sbprintf(void **st)
+{
+    (void)st;
+    strbuf sb = SB_INIT;
+    /* every %s is sanitized; the format's own newline stays */
+    term_sbprintf(&sb, "name %s in %s\n", "a\x1b]0;T\x07\x1b[31mb", "dir\nx");
+    assert_string_equal(sb.buf, "name a?]0;T??[31mb in dir?x\n");
+    /* numbers, widths, precision, '*', %c, %%, %n refused */
+    sb_reset(&sb);
+    int n = 7;
+    term_sbprintf(&sb, "%d|%5zu|%-4s|%4s|%.2s|%*s|%-*d|%c%c|%%|%x|%ld|%lld%n|%.3f|%.*s", -3,
+                  (size_t)42, "ab", "cd", "xyz", 3, "e", 3, 9, 'q', '\a', 255u, -5L, 6LL, &n, 1.5,
+                  2, "\x1bzz");
+    assert_string_equal(sb.buf, "-3|   42|ab  |  cd|xy|  e|9  |q?|%|ff|-5|6|1.500|?z");
+    assert_int_equal(n, 7); /* %n writes nothing */
+    /* a negative '*' width is left-justification */
+    sb_reset(&sb);
+    term_sbprintf(&sb, "[%*s]", -3, "a");
+    assert_string_equal(sb.buf, "[a  ]");
+    /* term_color's sequences pass; the same bytes from elsewhere do not */
+    setenv("CLICOLOR_FORCE", "1", 1);
+    unsetenv("NO_COLOR");
+    char fake[8];
+    strcpy(fake, "\033[31m");
+    sb_reset(&sb);
+    term_sbprintf(&sb, "%s%s%s", term_color(1, TERM_RED), fake, term_color(1, TERM_RESET));
+    assert_string_equal(sb.buf, "\033[31m?[31m\033[0m");
+    unsetenv("CLICOLOR_FORCE");
+    /* term_fputs: sanitized, no newline added, NULL as nothing */
+    char *mem = NULL;
+    size_t memlen = 0;
+    FILE *f = open_memstream(&mem, &memlen);
+    term_fputs("x\ny\x1b", f);
+    term_fputs(NULL, f);
+    fclose(f);
+    assert_string_equal(mem, "x?y?");
+    free(mem);
+    sb_release(&sb);
+}
+
 static void test_read_secret_without_tty(void **st)
 {
     (void)st;
@@ -179,6 +219,7 @@ int main(void)
         cmocka_unit_test(test_color_decision),
         cmocka_unit_test(test_sanitize),
         cmocka_unit_test(test_escape_len),
+        cmocka_unit_test(test_sbprintf),
         cmocka_unit_test(test_read_secret_without_tty),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
