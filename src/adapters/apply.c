@@ -548,51 +548,51 @@ static void print_target(struct run *R, struct tplan *t)
     if (t->path)
         adp_i_display_path(t->path, &dp);
     if (t->note && strncmp(t->note, "·", strlen("·")) != 0) {
-        fprintf(out, "%s\n", t->note);
+        term_fprintf(out, "%s\n", t->note);
         sb_release(&dp);
         return;
     }
     if (dp.len)
-        fprintf(out, "%s (%s)\n", t->d->display, dp.buf);
+        term_fprintf(out, "%s (%s)\n", t->d->display, dp.buf);
     else
-        fprintf(out, "%s\n", t->d->display);
+        term_fprintf(out, "%s\n", t->d->display);
     if (t->note) {
-        fprintf(out, "  %s\n", t->note);
+        term_fprintf(out, "  %s\n", t->note);
         sb_release(&dp);
         return;
     }
     for (size_t i = 0; i < t->skip_lines.n; i++)
-        fprintf(out, "  %s\n", t->skip_lines.v[i]);
+        term_fprintf(out, "  %s\n", t->skip_lines.v[i]);
     for (size_t i = 0; i < t->left_out_lines.n; i++)
-        fprintf(out, "  %s\n", t->left_out_lines.v[i]);
+        term_fprintf(out, "  %s\n", t->left_out_lines.v[i]);
     for (size_t i = 0; i < t->unresolved_lines.n; i++)
-        fprintf(out, "  %s\n", t->unresolved_lines.v[i]);
+        term_fprintf(out, "  %s\n", t->unresolved_lines.v[i]);
     if (t->kept_foreign.n) {
         strbuf n = SB_INIT;
         for (size_t i = 0; i < t->kept_foreign.n; i++)
             sb_addf(&n, "%s%s", i ? ", " : "", t->kept_foreign.v[i]);
-        fprintf(out,
-                "  ⚠ keeping %s — applied by another manifest ↳ keep: agentstack adopt · "
-                "prune: agentstack apply --prune-foreign\n",
-                n.buf);
+        term_fprintf(out,
+                     "  ⚠ keeping %s — applied by another manifest ↳ keep: agentstack adopt · "
+                     "prune: agentstack apply --prune-foreign\n",
+                     n.buf);
         sb_release(&n);
     }
     if (t->failed) {
         char buf[4096];
-        fprintf(out, "  ✗ %s\n", as_err_str(&t->err, buf, sizeof buf));
+        term_fprintf(out, "  ✗ %s\n", as_err_str(&t->err, buf, sizeof buf));
         if (t->err.hint[0])
-            fprintf(out, "    ↳ %s\n", t->err.hint);
+            term_fprintf(out, "    ↳ %s\n", t->err.hint);
         sb_release(&dp);
         return;
     }
     if (t->trust_blocked)
-        fprintf(out, "  ✗ refusing to render MCP servers: %s\n", o->trust_refusal);
+        term_fprintf(out, "  ✗ refusing to render MCP servers: %s\n", o->trust_refusal);
     for (size_t i = 0; i < t->removed.n; i++) {
         if (o->write && !t->blocked)
-            fprintf(out, "  − pruning '%s' (no longer in manifest)\n", t->removed.v[i]);
+            term_fprintf(out, "  − pruning '%s' (no longer in manifest)\n", t->removed.v[i]);
         else
-            fprintf(out, "  − would REMOVE '%s' from %s (no longer in manifest)\n", t->removed.v[i],
-                    dp.buf);
+            term_fprintf(out, "  − would REMOVE '%s' from %s (no longer in manifest)\n",
+                         t->removed.v[i], dp.buf);
     }
     if (t->changed) {
         strbuf diff = SB_INIT;
@@ -601,36 +601,36 @@ static void print_target(struct run *R, struct tplan *t)
                  o->verbose ? 0 : PREVIEW_LINES, &diff, &a, &r);
         fputs(diff.buf, out);
         if (!o->verbose)
-            fprintf(out, "  ~ +%zu / -%zu lines%s\n", a, r,
-                    (r == 0 && a > 0) ? " (new content)" : "");
+            term_fprintf(out, "  ~ +%zu / -%zu lines%s\n", a, r,
+                         (r == 0 && a > 0) ? " (new content)" : "");
         sb_release_secure(&diff);
     }
     if (t->blocked) {
-        fprintf(out, "  ✗ %s\n", t->block_msg);
+        term_fprintf(out, "  ✗ %s\n", t->block_msg);
     } else if (!t->changed) {
-        fprintf(out, "  ✓ %sup to date\n", o->use ? "servers " : "");
+        term_fprintf(out, "  ✓ %sup to date\n", o->use ? "servers " : "");
     } else if (o->write && t->deleted) {
-        fprintf(out, "  − removed empty %s\n", dp.buf);
+        term_fprintf(out, "  − removed empty %s\n", dp.buf);
     } else if (o->write && t->written) {
         size_t n = t->trust_blocked ? 0 : t->rendered.n;
         if (n)
-            fprintf(out, "  ✓ wrote %zu server%s\n", n, n == 1 ? "" : "s");
+            term_fprintf(out, "  ✓ wrote %zu server%s\n", n, n == 1 ? "" : "s");
         else
-            fprintf(out, "  ✓ wrote %s\n", dp.buf);
+            term_fprintf(out, "  ✓ wrote %s\n", dp.buf);
     } else if (o->write && !t->written && !t->trust_blocked) {
         char buf[4096];
-        fprintf(out, "  ✗ %s\n", as_err_str(&t->err, buf, sizeof buf));
+        term_fprintf(out, "  ✗ %s\n", as_err_str(&t->err, buf, sizeof buf));
         if (t->err.hint[0])
-            fprintf(out, "    ↳ %s\n", t->err.hint);
+            term_fprintf(out, "    ↳ %s\n", t->err.hint);
     } else if (!o->write) {
         size_t n = t->rendered.n;
         strbuf sum = SB_INIT;
         if (n)
-            fprintf(out, "  → %zu server%s to apply\n", n, n == 1 ? "" : "s");
+            term_fprintf(out, "  → %zu server%s to apply\n", n, n == 1 ? "" : "s");
         else if (t->lanes.n && adp_ap_lane_summary(t, &sum)[0])
-            fprintf(out, "  → would update %s\n", sum.buf);
+            term_fprintf(out, "  → would update %s\n", sum.buf);
         else
-            fprintf(out, "  → changes to apply\n");
+            term_fprintf(out, "  → changes to apply\n");
         sb_release(&sum);
     }
     sb_release(&dp);
@@ -670,13 +670,13 @@ static void print_lane_head(FILE *out, const struct adp_lane *l, const struct ad
     strbuf dp = SB_INIT;
     adp_i_display_path(l->path, &dp);
     if (l->first != d)
-        fprintf(out, "  · %s → %s (shared with %s)\n", adp_lane_name(l->kind), dp.buf,
-                l->first->display);
+        term_fprintf(out, "  · %s → %s (shared with %s)\n", adp_lane_name(l->kind), dp.buf,
+                     l->first->display);
     else
-        fprintf(out, "  · %s → %s\n", adp_lane_name(l->kind), dp.buf);
+        term_fprintf(out, "  · %s → %s\n", adp_lane_name(l->kind), dp.buf);
     sb_release(&dp);
     for (size_t k = 0; l->first == d && k < l->lines.n; k++)
-        fprintf(out, "    %s\n", l->lines.v[k]);
+        term_fprintf(out, "    %s\n", l->lines.v[k]);
 }
 
 static bool lane_owned_by(const struct adp_lane *l, const struct adp_desc *d)
@@ -698,7 +698,7 @@ static void print_lanes(struct run *R, struct tplan *T, size_t nT, const adp_lan
     FILE *out = o->out;
     for (size_t i = 0; i < lanes->n; i++)
         if (lanes->v[i]->kind == ADP_LANE_NOTE && lanes->v[i]->first == st->d)
-            fprintf(out, "  %s\n", lanes->v[i]->note);
+            term_fprintf(out, "  %s\n", lanes->v[i]->note);
     for (size_t i = 0; i < st->lanes.n && !st->note; i++)
         print_lane_head(out, st->lanes.v[i], st->d);
     for (size_t k = adp_ap_descs_end(T, nT); k < nT; k++) {
@@ -715,16 +715,16 @@ static void print_lanes(struct run *R, struct tplan *T, size_t nT, const adp_lan
             continue;
         if (t->failed) {
             char buf[4096];
-            fprintf(out, "    ✗ %s\n", as_err_str(&t->err, buf, sizeof buf));
+            term_fprintf(out, "    ✗ %s\n", as_err_str(&t->err, buf, sizeof buf));
             if (t->err.hint[0])
-                fprintf(out, "      ↳ %s\n", t->err.hint);
+                term_fprintf(out, "      ↳ %s\n", t->err.hint);
             continue;
         }
         strbuf sum = SB_INIT;
         adp_ap_lane_summary(t, &sum);
         if (!t->changed) {
             if (sum.len)
-                fprintf(out, "    ✓ up to date\n");
+                term_fprintf(out, "    ✓ up to date\n");
         } else {
             strbuf diff = SB_INIT;
             size_t a, r;
@@ -739,14 +739,14 @@ static void print_lanes(struct run *R, struct tplan *T, size_t nT, const adp_lan
             }
             sb_release_secure(&diff);
             if (!o->verbose)
-                fprintf(out, "    ~ +%zu / -%zu lines%s\n", a, r,
-                        (r == 0 && a > 0) ? " (new content)" : "");
+                term_fprintf(out, "    ~ +%zu / -%zu lines%s\n", a, r,
+                             (r == 0 && a > 0) ? " (new content)" : "");
             if (o->write && t->deleted)
-                fprintf(out, "    − removed empty %s\n", t->path);
+                term_fprintf(out, "    − removed empty %s\n", t->path);
             else if (o->write && t->written)
-                fprintf(out, "    ✓ wrote %s\n", sum.buf);
+                term_fprintf(out, "    ✓ wrote %s\n", sum.buf);
             else if (!o->write)
-                fprintf(out, "    → would update %s\n", sum.buf);
+                term_fprintf(out, "    → would update %s\n", sum.buf);
         }
         sb_release(&sum);
     }
@@ -756,14 +756,14 @@ static void print_skills(struct run *R, const struct tplan *t)
 {
     FILE *out = R->o->out;
     if (t->skills_note)
-        fprintf(out, "  %s\n", t->skills_note);
+        term_fprintf(out, "  %s\n", t->skills_note);
     if (t->skills_failed) {
         char buf[2048];
-        fprintf(out, "  ✗ skills: %s\n", as_err_str(&t->serr, buf, sizeof buf));
+        term_fprintf(out, "  ✗ skills: %s\n", as_err_str(&t->serr, buf, sizeof buf));
         return;
     }
     for (size_t i = 0; t->skills_on && i < t->splan.lines.n; i++)
-        fprintf(out, "  %s\n", t->splan.lines.v[i]);
+        term_fprintf(out, "  %s\n", t->splan.lines.v[i]);
 }
 
 /* ---- target and server selection ---------------------------------------- */
@@ -914,13 +914,14 @@ static void gitignore_step(struct run *R, const struct adp_registry *r, struct t
     if (fs_exists(gi.buf) && (adp_i_check_contained(gi.buf, o->project_root, &e) != 0 ||
                               fs_read_file(gi.buf, (size_t)16 << 20, 0, &text, &e) != 0)) {
         char buf[2048];
-        sb_addf(report, "✗ .gitignore: %s\n", as_err_str(&e, buf, sizeof buf));
+        term_sbprintf(report, "✗ .gitignore: %s\n", as_err_str(&e, buf, sizeof buf));
         goto out;
     }
     if (o->no_gitignore || !o->m->meta_gitignore) {
         if (adp_gitignore_has_block(text.buf, text.len))
-            sb_addf(report, "· .gitignore: keeping the agentstack block (opted out of updates; "
-                            "`agentstack uninstall` removes it)\n");
+            term_sbprintf(report,
+                          "· .gitignore: keeping the agentstack block (opted out of updates; "
+                          "`agentstack uninstall` removes it)\n");
         goto out;
     }
     strvec entries = STRVEC_INIT;
@@ -1010,11 +1011,11 @@ static void gitignore_step(struct run *R, const struct adp_registry *r, struct t
         goto out;
     }
     if (!o->write) {
-        sb_addf(report, "→ .gitignore: would %s a managed block (%zu entr%s)\n",
-                adp_gitignore_has_block(text.buf, text.len) ? "update" : "add", entries.n,
-                entries.n == 1 ? "y" : "ies");
+        term_sbprintf(report, "→ .gitignore: would %s a managed block (%zu entr%s)\n",
+                      adp_gitignore_has_block(text.buf, text.len) ? "update" : "add", entries.n,
+                      entries.n == 1 ? "y" : "ies");
         for (size_t i = 0; i < entries.n; i++)
-            sb_addf(report, "  + %s\n", entries.v[i]);
+            term_sbprintf(report, "  + %s\n", entries.v[i]);
         strvec_clear(&entries);
         goto out;
     }
@@ -1023,11 +1024,11 @@ static void gitignore_step(struct run *R, const struct adp_registry *r, struct t
     struct fs_write_opts wo = {0644, FS_SYMLINK_FOLLOW, o->project_root, NULL};
     if (fs_write_atomic(gi.buf, next.buf, next.len, &wo, &e) != 0) {
         char buf[2048];
-        sb_addf(report, "✗ .gitignore: %s\n", as_err_str(&e, buf, sizeof buf));
+        term_sbprintf(report, "✗ .gitignore: %s\n", as_err_str(&e, buf, sizeof buf));
         (*n_failed)++;
     } else {
-        sb_addf(report, "✓ .gitignore: managed block updated (%zu entr%s)\n", entries.n,
-                entries.n == 1 ? "y" : "ies");
+        term_sbprintf(report, "✓ .gitignore: managed block updated (%zu entr%s)\n", entries.n,
+                      entries.n == 1 ? "y" : "ies");
         struct adp_hist_file f = {0};
         f.path = xstrdup(gi.buf);
         f.existed = existed;
@@ -1314,7 +1315,7 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
     if (oo.project_scope && !n_blocked && !n_trust)
         gitignore_step(&R, r, T, nT, h, &gi_report, &n_written, &n_failed);
 
-    fprintf(out, "Scope: %s\n", oo.project_scope ? "project" : "global");
+    term_fprintf(out, "Scope: %s\n", oo.project_scope ? "project" : "global");
     if (oo.instructions) {
         adp_ap_print_instructions(&R, T, nT, &lanes);
         fputs(gi_report.buf, out);
@@ -1322,7 +1323,7 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
         goto record;
     }
     for (size_t i = 0; i < R.skill_notes.n; i++)
-        fprintf(out, "%s\n", R.skill_notes.v[i]);
+        term_fprintf(out, "%s\n", R.skill_notes.v[i]);
     for (size_t i = 0; i < descs.n; i++) {
         print_target(&R, &T[i]);
         print_lanes(&R, T, nT, &lanes, &T[i]);
@@ -1334,8 +1335,8 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
     for (size_t i = 0; i < oo.m->toolsets.n; i++)
         toolset_skills |= oo.m->toolsets.v[i].skills.n > 0;
     if ((oo.m->skills.n || toolset_skills) && !oo.use)
-        fprintf(out, "· skills are not rendered by apply — place them with: agentstack use "
-                     "<toolset> --write\n");
+        term_fprintf(out, "· skills are not rendered by apply — place them with: agentstack use "
+                          "<toolset> --write\n");
 
 record:
     if (oo.write) {
@@ -1347,8 +1348,8 @@ record:
             struct as_err herr = AS_ERR_INIT;
             if (adp_history_record(h, &herr) != 0) {
                 char buf[2048];
-                fprintf(stderr, "warning: the undo history was not recorded: %s\n",
-                        as_err_str(&herr, buf, sizeof buf));
+                term_fprintf(stderr, "warning: the undo history was not recorded: %s\n",
+                             as_err_str(&herr, buf, sizeof buf));
             } else if (oo.history_id) {
                 *oo.history_id = xstrdup(h->id);
             }
@@ -1358,8 +1359,8 @@ record:
             struct as_err lerr = AS_ERR_INIT;
             if (adp_ledger_save(R.ledger, &lerr) != 0) {
                 char buf[2048];
-                fprintf(stderr, "warning: the ownership ledger was not saved: %s\n",
-                        as_err_str(&lerr, buf, sizeof buf));
+                term_fprintf(stderr, "warning: the ownership ledger was not saved: %s\n",
+                             as_err_str(&lerr, buf, sizeof buf));
                 rc = 1;
             }
         }
@@ -1373,72 +1374,73 @@ record:
             n_lane_written += T[k].written;
         }
         if (n_blocked) {
-            fprintf(out, "✗ instructions not written to %zu file%s — see the ✗ lines above\n",
-                    n_blocked, n_blocked == 1 ? "" : "s");
+            term_fprintf(out, "✗ instructions not written to %zu file%s — see the ✗ lines above\n",
+                         n_blocked, n_blocked == 1 ? "" : "s");
             if (oo.write) {
                 as_err_set(err, "%zu instruction file%s blocked — see the ✗ lines above", n_blocked,
                            n_blocked == 1 ? "" : "s");
                 rc = 1;
             }
         } else if (!oo.write && n_files) {
-            fprintf(out, "%zu instruction file%s would change. Re-run with --write to write.\n",
-                    n_files, n_files == 1 ? "" : "s");
+            term_fprintf(out,
+                         "%zu instruction file%s would change. Re-run with --write to write.\n",
+                         n_files, n_files == 1 ? "" : "s");
         } else if (oo.write && n_lane_written) {
-            fprintf(out,
-                    "✓ wrote %zu instruction file%s.\nundo: agentstack restore --last "
-                    "--write\n",
-                    n_lane_written, n_lane_written == 1 ? "" : "s");
+            term_fprintf(out,
+                         "✓ wrote %zu instruction file%s.\nundo: agentstack restore --last "
+                         "--write\n",
+                         n_lane_written, n_lane_written == 1 ? "" : "s");
         } else if (n_trust && !oo.write) {
-            fprintf(out, "✗ --write would refuse — see the ✗ lines above\n");
+            term_fprintf(out, "✗ --write would refuse — see the ✗ lines above\n");
         } else if (!n_failed && !n_trust) {
-            fprintf(out, "✓ nothing to write — every instruction file up to date\n");
+            term_fprintf(out, "✓ nothing to write — every instruction file up to date\n");
         }
     } else if (n_blocked) {
-        fprintf(out,
-                "Wrote %zu of %zu targets; %zu blocked — see the ✗ line for each; see ✗ "
-                "above.\n",
-                n_written, n_targets, n_blocked);
+        term_fprintf(out,
+                     "Wrote %zu of %zu targets; %zu blocked — see the ✗ line for each; see ✗ "
+                     "above.\n",
+                     n_written, n_targets, n_blocked);
         const char *fix = blocked_fix(n_blocked, n_blocked_other, n_blocked_lane);
         as_err_set(err, "%zu blocked write%s on %zu target%s — fix: %s", n_blocked,
                    n_blocked == 1 ? "" : "s", n_blocked, n_blocked == 1 ? "" : "s", fix);
         if (!oo.write) {
-            fprintf(out,
-                    "%zu target%s would change — but --write would refuse on %zu target%s: "
-                    "fix: %s\n",
-                    n_changed, n_changed == 1 ? "" : "s", n_blocked, n_blocked == 1 ? "" : "s",
-                    fix);
+            term_fprintf(out,
+                         "%zu target%s would change — but --write would refuse on %zu target%s: "
+                         "fix: %s\n",
+                         n_changed, n_changed == 1 ? "" : "s", n_blocked, n_blocked == 1 ? "" : "s",
+                         fix);
             as_err_clear(err);
         } else {
             rc = 1;
         }
     } else if (!oo.write && oo.use) {
         if (n_changed || n_skill_changes)
-            fprintf(out, "Dry run. Re-run with --write to apply.\n");
+            term_fprintf(out, "Dry run. Re-run with --write to apply.\n");
         else if (!n_failed)
-            fprintf(out, "✓ nothing to write — every target in sync\n");
+            term_fprintf(out, "✓ nothing to write — every target in sync\n");
     } else if (!oo.write) {
         if (n_changed) {
-            fprintf(out, "%zu target%s would change", n_changed, n_changed == 1 ? "" : "s");
+            term_fprintf(out, "%zu target%s would change", n_changed, n_changed == 1 ? "" : "s");
             if (n_removing)
-                fprintf(out, ", REMOVING %zu server entr%s", n_removing,
-                        n_removing == 1 ? "y" : "ies");
-            fprintf(out, ". Re-run with --write to write.\n");
+                term_fprintf(out, ", REMOVING %zu server entr%s", n_removing,
+                             n_removing == 1 ? "y" : "ies");
+            term_fprintf(out, ". Re-run with --write to write.\n");
         } else if (!n_failed) {
-            fprintf(out, "✓ nothing to write — every target in sync\n");
+            term_fprintf(out, "✓ nothing to write — every target in sync\n");
         }
     } else {
         size_t in_sync = n_targets - n_failed;
         if (n_written == 0 && n_skill_changes == 0 && !n_failed && !n_trust)
-            fprintf(out, "%zu target%s already in sync — nothing to change.\n", n_targets,
-                    n_targets == 1 ? "" : "s");
+            term_fprintf(out, "%zu target%s already in sync — nothing to change.\n", n_targets,
+                         n_targets == 1 ? "" : "s");
         else if (n_written)
-            fprintf(out, "%zu target%s in sync — wrote %zu.\n", in_sync, in_sync == 1 ? "" : "s",
-                    n_written);
+            term_fprintf(out, "%zu target%s in sync — wrote %zu.\n", in_sync,
+                         in_sync == 1 ? "" : "s", n_written);
         if (n_written || n_skill_changes) {
-            fprintf(out, "Restart the affected CLIs (or start a new session) to load the "
-                         "change.\n");
+            term_fprintf(out, "Restart the affected CLIs (or start a new session) to load the "
+                              "change.\n");
             if (!oo.caller_holds_lock) /* a session is undone by `session end` */
-                fprintf(out, "undo: agentstack restore --last --write\n");
+                term_fprintf(out, "undo: agentstack restore --last --write\n");
         }
     }
     if (n_trust && !n_blocked && oo.write) {

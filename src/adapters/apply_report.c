@@ -34,7 +34,7 @@ void adp_ap_print_diff(struct run *R, struct tplan *T, size_t nT, const desc_lis
 {
     FILE *out = R->o->out;
     size_t drifted = 0, blocked = 0;
-    fprintf(out, "Scope: %s\n", R->o->project_scope ? "project" : "global");
+    term_fprintf(out, "Scope: %s\n", R->o->project_scope ? "project" : "global");
     for (size_t i = 0; i < descs->n; i++) {
         bool off = false;
         for (size_t k = 0; k < nT; k++) {
@@ -48,20 +48,20 @@ void adp_ap_print_diff(struct run *R, struct tplan *T, size_t nT, const desc_lis
                 strbuf what = SB_INIT;
                 for (size_t j = 0; j < t->lanes.n; j++)
                     sb_addf(&what, "%s%s", j ? " + " : "", adp_lane_name(t->lanes.v[j]->kind));
-                fprintf(out, "  · %s → %s\n", what.buf, dp.buf);
+                term_fprintf(out, "  · %s → %s\n", what.buf, dp.buf);
                 sb_release(&what);
             } else {
-                fprintf(out, "%s%s%s%s\n", t->d->display, dp.len ? " (" : "", dp.buf,
-                        dp.len ? ")" : "");
+                term_fprintf(out, "%s%s%s%s\n", t->d->display, dp.len ? " (" : "", dp.buf,
+                             dp.len ? ")" : "");
             }
             sb_release(&dp);
             if (t->note) {
-                fprintf(out, "  %s\n", t->note);
+                term_fprintf(out, "  %s\n", t->note);
                 continue;
             }
             if (t->failed) {
                 char buf[2048];
-                fprintf(out, "  ✗ %s\n", as_err_str(&t->err, buf, sizeof buf));
+                term_fprintf(out, "  ✗ %s\n", as_err_str(&t->err, buf, sizeof buf));
                 off = true;
                 continue;
             }
@@ -74,23 +74,23 @@ void adp_ap_print_diff(struct run *R, struct tplan *T, size_t nT, const desc_lis
                     continue;
                 lane_blocked = true;
                 for (size_t n = 0; n < l->lines.n; n++)
-                    fprintf(out, "  %s\n", l->lines.v[n]);
+                    term_fprintf(out, "  %s\n", l->lines.v[n]);
             }
             if (lane_blocked) {
                 blocked++;
                 continue;
             }
             if (hand_edited(R, t)) {
-                fprintf(out, "  ⚠ hand-edited: this file no longer matches what agentstack "
-                             "last wrote\n");
+                term_fprintf(out, "  ⚠ hand-edited: this file no longer matches what agentstack "
+                                  "last wrote\n");
                 off = true;
             }
             for (size_t j = 0; j < t->names.n; j++)
-                fprintf(out, "  managed         %s\n", t->names.v[j]);
+                term_fprintf(out, "  managed         %s\n", t->names.v[j]);
             for (size_t j = 0; j < t->kept_foreign.n; j++)
-                fprintf(out, "  foreign (kept)  %s\n", t->kept_foreign.v[j]);
+                term_fprintf(out, "  foreign (kept)  %s\n", t->kept_foreign.v[j]);
             for (size_t j = 0; j < t->removed.n; j++)
-                fprintf(out, "  − %s (no longer in manifest)\n", t->removed.v[j]);
+                term_fprintf(out, "  − %s (no longer in manifest)\n", t->removed.v[j]);
             if (t->changed) {
                 strbuf diff = SB_INIT;
                 size_t a, r;
@@ -98,10 +98,10 @@ void adp_ap_print_diff(struct run *R, struct tplan *T, size_t nT, const desc_lis
                          R->o->color, R->o->verbose ? 0 : PREVIEW_LINES, &diff, &a, &r);
                 fputs(diff.buf, out);
                 sb_release_secure(&diff);
-                fprintf(out, "  ~ differs from the manifest (+%zu / -%zu lines)\n", a, r);
+                term_fprintf(out, "  ~ differs from the manifest (+%zu / -%zu lines)\n", a, r);
                 off = true;
             } else {
-                fprintf(out, "  ✓ in sync\n");
+                term_fprintf(out, "  ✓ in sync\n");
             }
         }
         drifted += off;
@@ -110,10 +110,10 @@ void adp_ap_print_diff(struct run *R, struct tplan *T, size_t nT, const desc_lis
         fprintf(out, "✗ %zu file%s would not be written — see the ✗ lines above.\n", blocked,
                 blocked == 1 ? "" : "s");
     if (drifted)
-        fprintf(out, "%zu target%s drifted. Run agentstack apply --write to reconcile.\n", drifted,
-                drifted == 1 ? "" : "s");
+        term_fprintf(out, "%zu target%s drifted. Run agentstack apply --write to reconcile.\n",
+                     drifted, drifted == 1 ? "" : "s");
     else if (!blocked)
-        fprintf(out, "✓ all targets in sync with the manifest.\n");
+        term_fprintf(out, "✓ all targets in sync with the manifest.\n");
 }
 
 /* diff --json: the same report as one document on stdout, for scripts. The
@@ -220,20 +220,20 @@ void adp_ap_print_instructions(struct run *R, struct tplan *T, size_t nT,
             adp_i_display_path(l->path, &dp);
             for (size_t j = 0; j < l->owners.n; j++)
                 sb_addf(&who, "%s%s", j ? " · " : "", l->owners.v[j]->display);
-            fprintf(out, "%s (%s)\n", dp.buf, who.buf);
+            term_fprintf(out, "%s (%s)\n", dp.buf, who.buf);
             sb_release(&dp);
             sb_release(&who);
             for (size_t j = 0; j < l->frag_names.n; j++)
-                fprintf(out, "  fragment %s%s\n", l->frag_names.v[j],
-                        l->frag_pick.v[j] >= 0 ? " (variant)" : "");
+                term_fprintf(out, "  fragment %s%s\n", l->frag_names.v[j],
+                             l->frag_pick.v[j] >= 0 ? " (variant)" : "");
             for (size_t j = 0; j < l->lines.n; j++) /* the trust refusal among them */
-                fprintf(out, "  %s\n", l->lines.v[j]);
+                term_fprintf(out, "  %s\n", l->lines.v[j]);
         }
         if (t->failed) {
             char buf[4096];
-            fprintf(out, "  ✗ %s\n", as_err_str(&t->err, buf, sizeof buf));
+            term_fprintf(out, "  ✗ %s\n", as_err_str(&t->err, buf, sizeof buf));
             if (t->err.hint[0])
-                fprintf(out, "    ↳ %s\n", t->err.hint);
+                term_fprintf(out, "    ↳ %s\n", t->err.hint);
             continue;
         }
         bool blocked = false;
@@ -243,7 +243,7 @@ void adp_ap_print_instructions(struct run *R, struct tplan *T, size_t nT,
         if (blocked && !t->changed)
             continue;
         if (!t->changed) {
-            fprintf(out, "  ✓ up to date\n");
+            term_fprintf(out, "  ✓ up to date\n");
             continue;
         }
         strbuf diff = SB_INIT;
@@ -255,16 +255,16 @@ void adp_ap_print_instructions(struct run *R, struct tplan *T, size_t nT,
         strbuf sum = SB_INIT;
         adp_ap_lane_summary(t, &sum);
         if (o->write && t->deleted)
-            fprintf(out, "  − removed empty %s\n", t->path);
+            term_fprintf(out, "  − removed empty %s\n", t->path);
         else if (o->write && t->written)
-            fprintf(out, "  ✓ wrote %s\n", sum.len ? sum.buf : "managed region");
+            term_fprintf(out, "  ✓ wrote %s\n", sum.len ? sum.buf : "managed region");
         else if (!o->write)
-            fprintf(out, "  → would update %s\n", sum.len ? sum.buf : "managed region");
+            term_fprintf(out, "  → would update %s\n", sum.len ? sum.buf : "managed region");
         sb_release(&sum);
     }
     for (size_t i = 0; i < lanes->n; i++)
         if (lanes->v[i]->kind == ADP_LANE_NOTE)
-            fprintf(out, "%s: %s\n", lanes->v[i]->first->display, lanes->v[i]->note);
+            term_fprintf(out, "%s: %s\n", lanes->v[i]->first->display, lanes->v[i]->note);
     if (!shown)
-        fprintf(out, "· no instructions declared for these CLIs — nothing to compile\n");
+        term_fprintf(out, "· no instructions declared for these CLIs — nothing to compile\n");
 }

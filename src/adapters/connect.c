@@ -14,6 +14,7 @@
 #include "adapters/internal.h"
 #include "adapters/merge.h"
 #include "base/fs.h"
+#include "base/term.h"
 #include "base/xalloc.h"
 
 int adp_self_path(strbuf *out, struct as_err *err)
@@ -170,8 +171,8 @@ static int select_clis(const struct adp_registry *r, const struct adp_connect_op
         if (named ? strvec_find(o->ids, d->id) < 0 : !adp_detected(d, NULL))
             continue;
         if (!d->has_mcp || !d->config_path) {
-            fprintf(fp, "· %s: no MCP config support — the gateway doesn't apply, skipped\n",
-                    d->id);
+            term_fprintf(fp, "· %s: no MCP config support — the gateway doesn't apply, skipped\n",
+                         d->id);
             continue;
         }
         vec_push(out, d);
@@ -283,21 +284,21 @@ int adp_connect(const struct adp_registry *r, const struct adp_connect_opts *o, 
         strbuf dp = SB_INIT;
         if (t->path)
             adp_i_display_path(t->path, &dp);
-        fprintf(out, "%s (%s)\n", t->d->display, dp.len ? dp.buf : t->d->config_path);
+        term_fprintf(out, "%s (%s)\n", t->d->display, dp.len ? dp.buf : t->d->config_path);
         sb_release(&dp);
         if (t->failed) {
             char buf[4096];
-            fprintf(out, "  ✗ %s\n", as_err_str(&t->err, buf, sizeof buf));
+            term_fprintf(out, "  ✗ %s\n", as_err_str(&t->err, buf, sizeof buf));
             if (t->err.hint[0])
-                fprintf(out, "    ↳ %s\n", t->err.hint);
+                term_fprintf(out, "    ↳ %s\n", t->err.hint);
             continue;
         }
         if (t->skip) {
-            fprintf(out, "  %s\n", t->skip);
+            term_fprintf(out, "  %s\n", t->skip);
             continue;
         }
         if (!t->changed) {
-            fprintf(out, "  ✓ %s\n", o->disconnect ? "not connected" : "already connected");
+            term_fprintf(out, "  ✓ %s\n", o->disconnect ? "not connected" : "already connected");
             continue;
         }
         strbuf diff = SB_INIT;
@@ -307,15 +308,15 @@ int adp_connect(const struct adp_registry *r, const struct adp_connect_opts *o, 
         fputs(diff.buf, out);
         sb_release(&diff);
         if (o->disconnect)
-            fprintf(out, "  %s\n",
-                    t->written ? "✓ gateway removed"
-                               : "→ would remove the "
-                                 "gateway");
+            term_fprintf(out, "  %s\n",
+                         t->written ? "✓ gateway removed"
+                                    : "→ would remove the "
+                                      "gateway");
         else if (t->written)
-            fprintf(out, "  ✓ gateway registered (agentstack mcp --auto-project%s)\n",
-                    o->transparent ? " --transparent" : "");
+            term_fprintf(out, "  ✓ gateway registered (agentstack mcp --auto-project%s)\n",
+                         o->transparent ? " --transparent" : "");
         else
-            fprintf(out, "  → would register the gateway\n");
+            term_fprintf(out, "  → would register the gateway\n");
     }
 
     rc = 0;
@@ -327,8 +328,8 @@ int adp_connect(const struct adp_registry *r, const struct adp_connect_opts *o, 
         struct as_err herr = AS_ERR_INIT;
         if (adp_history_record(h, &herr) != 0) {
             char buf[2048];
-            fprintf(stderr, "warning: the undo history was not recorded: %s\n",
-                    as_err_str(&herr, buf, sizeof buf));
+            term_fprintf(stderr, "warning: the undo history was not recorded: %s\n",
+                         as_err_str(&herr, buf, sizeof buf));
         }
     }
     char *ledger_after = json_dumps(ledger, JSON_SORT_KEYS | JSON_COMPACT);
@@ -338,15 +339,15 @@ int adp_connect(const struct adp_registry *r, const struct adp_connect_opts *o, 
     free(ledger_before);
 
     if (o->write && n_written)
-        fprintf(out,
-                "Updated %zu harness config%s.\nRestart the affected CLIs to load the "
-                "change. undo: agentstack restore --last --write\n",
-                n_written, n_written == 1 ? "" : "s");
+        term_fprintf(out,
+                     "Updated %zu harness config%s.\nRestart the affected CLIs to load the "
+                     "change. undo: agentstack restore --last --write\n",
+                     n_written, n_written == 1 ? "" : "s");
     else if (!o->write && n_changed)
-        fprintf(out, "%zu harness config%s would change. Re-run with --write to apply.\n",
-                n_changed, n_changed == 1 ? "" : "s");
+        term_fprintf(out, "%zu harness config%s would change. Re-run with --write to apply.\n",
+                     n_changed, n_changed == 1 ? "" : "s");
     else if (!n_failed)
-        fprintf(out, "Nothing to change.\n");
+        term_fprintf(out, "Nothing to change.\n");
     if (n_failed) {
         as_err_set(err, "write failed on %zu target(s): %s — see ✗ above", n_failed, failed.buf);
         rc = 1;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "adapters/engine.h"
+#include "base/term.h"
 #include "base/xalloc.h"
 #include "bundle/home.h"
 #include "bundle/lockfile.h"
@@ -28,8 +29,8 @@ int adp_render_env_init(struct adp_render_env *e, struct manifest *m, const stru
         e->lock = lockfile_parse(p->lock, snap->lock.buf, snap->lock.len, &le);
         if (!e->lock) {
             char buf[1024];
-            fprintf(stderr, "warning: %s — instruction pins are not checked\n",
-                    as_err_str(&le, buf, sizeof buf));
+            term_fprintf(stderr, "warning: %s — instruction pins are not checked\n",
+                         as_err_str(&le, buf, sizeof buf));
         }
     }
     if (m->kind == MANIFEST_PROJECT && global_scope) {

@@ -15,6 +15,7 @@
 #include "adapters/internal.h"
 #include "base/fs.h"
 #include "base/lock.h"
+#include "base/term.h"
 #include "base/xalloc.h"
 #include "bundle/home.h"
 
@@ -90,34 +91,35 @@ static int list(const struct adp_registry *r, const struct adp_restore_opts *o, 
         return 0;
     }
     if (!hl->n)
-        fprintf(out, "No recorded writes yet.\n");
+        term_fprintf(out, "No recorded writes yet.\n");
     else
-        fprintf(out, "Recorded writes (newest first):\n");
+        term_fprintf(out, "Recorded writes (newest first):\n");
     for (size_t i = 0; i < hl->n && i < LIST_MAX; i++) {
         struct adp_hist_entry *e = hl->v[i];
         char ag[32];
         age(e->time_unix, ag, sizeof ag);
-        fprintf(out, "  %.8s  %-8s  %-7s  %s — %s%s\n", e->id + 8, ag, e->scope, e->operation,
-                e->summary, e->undone ? " · undone" : "");
+        term_fprintf(out, "  %.8s  %-8s  %-7s  %s — %s%s\n", e->id + 8, ag, e->scope, e->operation,
+                     e->summary, e->undone ? " · undone" : "");
     }
     bool any = false;
     for (size_t i = 0; i < r->v.n; i++) {
         strbuf cfg = SB_INIT, bak = SB_INIT, dp = SB_INIT;
         if (adapter_backup(r->v.v[i], &cfg, &bak)) {
             if (!any)
-                fprintf(out, "Adapters with a backup (restore one: agentstack restore <adapter> "
+                term_fprintf(out,
+                             "Adapters with a backup (restore one: agentstack restore <adapter> "
                              "--write):\n");
             any = true;
             tilde(cfg.buf, &dp);
-            fprintf(out, "  %-15s %s\n", r->v.v[i]->id, dp.buf);
+            term_fprintf(out, "  %-15s %s\n", r->v.v[i]->id, dp.buf);
         }
         sb_release(&cfg);
         sb_release(&bak);
         sb_release(&dp);
     }
     if (hl->n)
-        fprintf(out, "undo one: agentstack restore <id> --write   (newest: agentstack restore "
-                     "--last --write)\n");
+        term_fprintf(out, "undo one: agentstack restore <id> --write   (newest: agentstack restore "
+                          "--last --write)\n");
     return 0;
 }
 
@@ -142,13 +144,13 @@ size_t adp_history_revert(struct adp_hist_entry *e, bool write, FILE *out, size_
                                      memcmp(cur.buf, f->before.buf, cur.len) == 0)
                                   : !exists;
         if (matches) {
-            fprintf(out, "  ✓ %s already matches\n", f->label);
+            term_fprintf(out, "  ✓ %s already matches\n", f->label);
         } else if (f->existed) {
             pending++;
-            fprintf(out, "  ↩ %s revert %s\n", f->label, dp.buf);
+            term_fprintf(out, "  ↩ %s revert %s\n", f->label, dp.buf);
         } else {
             pending++;
-            fprintf(out, "  ✗ %s delete %s\n", f->label, dp.buf);
+            term_fprintf(out, "  ✗ %s delete %s\n", f->label, dp.buf);
         }
         if (write && !matches) {
             struct as_err we = AS_ERR_INIT;
@@ -173,7 +175,7 @@ size_t adp_history_revert(struct adp_hist_entry *e, bool write, FILE *out, size_
             }
             if (rc != 0) {
                 char buf[2048];
-                fprintf(out, "    ✗ %s\n", as_err_str(&we, buf, sizeof buf));
+                term_fprintf(out, "    ✗ %s\n", as_err_str(&we, buf, sizeof buf));
                 failed++;
             }
         }
@@ -207,12 +209,12 @@ static int revert_entry(struct adp_hist_entry *e, const struct adp_restore_opts 
     size_t failed = adp_history_revert(e, o->write, out, &pending);
     if (!o->write) {
         if (pending)
-            fprintf(out,
-                    "Dry run: %zu file%s would be restored. Re-run with --write to "
-                    "restore.\n",
-                    pending, pending == 1 ? "" : "s");
+            term_fprintf(out,
+                         "Dry run: %zu file%s would be restored. Re-run with --write to "
+                         "restore.\n",
+                         pending, pending == 1 ? "" : "s");
         else
-            fprintf(out, "Every file already matches — nothing to restore.\n");
+            term_fprintf(out, "Every file already matches — nothing to restore.\n");
         return 0;
     }
     if (failed) {
@@ -222,7 +224,8 @@ static int revert_entry(struct adp_hist_entry *e, const struct adp_restore_opts 
     }
     if (adp_history_mark_undone(e, err) != 0)
         return 1;
-    fprintf(out, "✓ undone — reverted files show up as pending again; re-apply with: agentstack "
+    term_fprintf(out,
+                 "✓ undone — reverted files show up as pending again; re-apply with: agentstack "
                  "apply --write\n");
     return 0;
 }
@@ -258,10 +261,10 @@ static int restore_adapter(const struct adp_desc *d, const struct adp_restore_op
     (void)fs_tighten_file(bak.buf, 0600, &terr);
     if (fs_read_file(bak.buf, FILE_MAX, 1, &bytes, err) != 0)
         goto out;
-    fprintf(o->out, "%s (%s)\n  ↩ restore the copy taken before agentstack's last write\n",
-            d->display, dp.buf);
+    term_fprintf(o->out, "%s (%s)\n  ↩ restore the copy taken before agentstack's last write\n",
+                 d->display, dp.buf);
     if (!o->write) {
-        fprintf(o->out, "Dry run. Re-run with --write to restore.\n");
+        term_fprintf(o->out, "Dry run. Re-run with --write to restore.\n");
         rc = 0;
         goto out;
     }
@@ -272,7 +275,7 @@ static int restore_adapter(const struct adp_desc *d, const struct adp_restore_op
     if ((mode ? fs_write_exact(cfg.buf, bytes.buf, bytes.len, &wo, err)
               : fs_write_atomic(cfg.buf, bytes.buf, bytes.len, &wo, err)) != 0)
         goto out;
-    fprintf(o->out, "✓ restored %s from its backup\n", dp.buf);
+    term_fprintf(o->out, "✓ restored %s from its backup\n", dp.buf);
     rc = 0;
 out:
     sb_release(&cfg);
@@ -316,7 +319,7 @@ int adp_restore(const struct adp_registry *r, const struct adp_restore_opts *o, 
             if (!hl.v[i]->undone)
                 target = hl.v[i];
         if (!target) {
-            fprintf(oo.out, "nothing to undo — no recorded write that isn't already undone\n");
+            term_fprintf(oo.out, "nothing to undo — no recorded write that isn't already undone\n");
             goto out;
         }
     } else {
@@ -346,14 +349,14 @@ int adp_restore(const struct adp_registry *r, const struct adp_restore_opts *o, 
             goto out;
         }
         if (target->undone) {
-            fprintf(oo.out, "nothing to undo — that write is already undone\n");
+            term_fprintf(oo.out, "nothing to undo — that write is already undone\n");
             goto out;
         }
     }
     char ag[32];
     age(target->time_unix, ag, sizeof ag);
-    fprintf(oo.out, "Undo %.8s (%s, %s, %s):\n", target->id + 8, target->operation, target->scope,
-            ag);
+    term_fprintf(oo.out, "Undo %.8s (%s, %s, %s):\n", target->id + 8, target->operation,
+                 target->scope, ag);
     rc = revert_entry(target, &oo, err);
 out:
     adp_hist_list_free(&hl);
@@ -384,18 +387,18 @@ static void undo_timeline(const adp_hist_list *hl, const struct adp_undo_opts *o
         return;
     }
     if (!n) {
-        fprintf(out, "No recorded writes yet.\n");
+        term_fprintf(out, "No recorded writes yet.\n");
         return;
     }
-    fprintf(out, "Timeline (oldest first):\n");
+    term_fprintf(out, "Timeline (oldest first):\n");
     for (size_t i = n; i-- > 0;) {
         const struct adp_hist_entry *e = hl->v[i];
         char ag[32];
         age(e->time_unix, ag, sizeof ag);
-        fprintf(out, "  %3zu  %.8s  %-8s  %-7s  %s — %s%s\n", n - i, e->id + 8, ag, e->scope,
-                e->operation, e->summary, e->undone ? " · undone" : "");
+        term_fprintf(out, "  %3zu  %.8s  %-8s  %-7s  %s — %s%s\n", n - i, e->id + 8, ag, e->scope,
+                     e->operation, e->summary, e->undone ? " · undone" : "");
     }
-    fprintf(out, "back to before one: agentstack undo --to <N> --write\n");
+    term_fprintf(out, "back to before one: agentstack undo --to <N> --write\n");
 }
 
 int adp_undo(const struct adp_undo_opts *o, struct as_err *err)
@@ -457,11 +460,11 @@ int adp_undo(const struct adp_undo_opts *o, struct as_err *err)
         }
     }
     if (!reverting) {
-        fprintf(oo.out, "nothing to undo — no recorded write that isn't already undone\n");
+        term_fprintf(oo.out, "nothing to undo — no recorded write that isn't already undone\n");
         goto out;
     }
-    fprintf(oo.out, "Back to before #%zu (%zu write%s to revert):\n", oo.to, reverting,
-            reverting == 1 ? "" : "s");
+    term_fprintf(oo.out, "Back to before #%zu (%zu write%s to revert):\n", oo.to, reverting,
+                 reverting == 1 ? "" : "s");
     /* The revert is itself a write: record what it replaces so it can be
      * undone in turn. */
     rec = xcalloc(1, sizeof *rec);
@@ -479,11 +482,11 @@ int adp_undo(const struct adp_undo_opts *o, struct as_err *err)
     size_t pending = 0;
     size_t failed = adp_history_revert(batch, oo.write, oo.out, &pending);
     if (!oo.write) {
-        fprintf(oo.out,
-                pending ? "Dry run: %zu file%s would be restored. Re-run with --write to "
-                          "restore.\n"
-                        : "Every file already matches — nothing to restore.\n",
-                pending, pending == 1 ? "" : "s");
+        term_fprintf(oo.out,
+                     pending ? "Dry run: %zu file%s would be restored. Re-run with --write to "
+                               "restore.\n"
+                             : "Every file already matches — nothing to restore.\n",
+                     pending, pending == 1 ? "" : "s");
         goto out;
     }
     if (failed) {
@@ -501,14 +504,14 @@ int adp_undo(const struct adp_undo_opts *o, struct as_err *err)
         struct as_err herr = AS_ERR_INIT;
         if (adp_history_record(rec, &herr) != 0) {
             char buf[2048];
-            fprintf(stderr, "warning: the undo was not recorded: %s\n",
-                    as_err_str(&herr, buf, sizeof buf));
+            term_fprintf(stderr, "warning: the undo was not recorded: %s\n",
+                         as_err_str(&herr, buf, sizeof buf));
         }
     }
-    fprintf(oo.out,
-            "✓ undone — back to before #%zu; reverted files show up as pending again; "
-            "this undo is itself in the timeline (agentstack undo)\n",
-            oo.to);
+    term_fprintf(oo.out,
+                 "✓ undone — back to before #%zu; reverted files show up as pending again; "
+                 "this undo is itself in the timeline (agentstack undo)\n",
+                 oo.to);
 out:
     adp_hist_entry_free(batch);
     adp_hist_entry_free(rec);

@@ -680,7 +680,7 @@ static const char *lvl_name(enum lvl l)
 
 static void print_text(const struct doc *d, const char *root, bool all)
 {
-    printf("agentstack doctor — %s\n", root);
+    term_printf("agentstack doctor — %s\n", root);
     for (size_t s = 0; s < d->nsec; s++) {
         const struct dsec *x = &d->sec[s];
         if (!x->ran)
@@ -689,29 +689,29 @@ static void print_text(const struct doc *d, const char *root, bool all)
         for (size_t i = 0; i < x->lines.n; i++)
             clean &= x->lines.v[i].level <= L_INFO;
         if (clean && x->summary && !x->lines.n) {
-            printf("%s ✓ %s\n", x->title, x->summary);
+            term_printf("%s ✓ %s\n", x->title, x->summary);
             continue;
         }
         if (clean && !all && !x->summary) {
             /* informational only */
         }
-        printf("%s\n", x->title);
+        term_printf("%s\n", x->title);
         for (size_t i = 0; i < x->lines.n; i++) {
             strbuf m = SB_INIT;
             term_sanitize(&m, x->lines.v[i].msg, strlen(x->lines.v[i].msg));
-            printf("  %s %s\n", mark(x->lines.v[i].level), m.buf);
+            term_printf("  %s %s\n", mark(x->lines.v[i].level), m.buf);
             if (x->lines.v[i].fix)
-                printf("    ↳ %s\n", x->lines.v[i].fix);
+                term_printf("    ↳ %s\n", x->lines.v[i].fix);
             sb_release(&m);
         }
         if (x->summary && clean)
-            printf("  ✓ %s\n", x->summary);
+            term_printf("  ✓ %s\n", x->summary);
     }
-    printf("%zu error%s, %zu warning%s", d->errors, d->errors == 1 ? "" : "s", d->warnings,
-           d->warnings == 1 ? "" : "s");
+    term_printf("%zu error%s, %zu warning%s", d->errors, d->errors == 1 ? "" : "s", d->warnings,
+                d->warnings == 1 ? "" : "s");
     if (d->notes)
-        printf(", %zu note%s", d->notes, d->notes == 1 ? "" : "s");
-    printf(".\n");
+        term_printf(", %zu note%s", d->notes, d->notes == 1 ? "" : "s");
+    term_printf(".\n");
 }
 
 static json_t *to_json(const struct doc *d, const char *readiness, const char *trust, bool ci,
@@ -817,13 +817,14 @@ int cmd_doctor(int argc, char **argv, struct cli_ctx *ctx)
         if (ci) {
             discover_require(&p, &err);
             cli_error(&err);
-            fprintf(stderr, "doctor found 1 error(s) — see report above\n");
+            term_fprintf(stderr, "doctor found 1 error(s) — see report above\n");
         } else if (json) {
             printf("{\"schema_version\":1,\"state\":\"needs_setup\",\"readiness\":\"empty\","
                    "\"next_action\":\"agentstack init\",\"errors\":0,\"warnings\":0}\n");
         } else {
-            printf("No agentstack manifest here (needs_setup).\nnext: agentstack init   create "
-                   "a manifest for this project\n");
+            term_printf(
+                "No agentstack manifest here (needs_setup).\nnext: agentstack init   create "
+                "a manifest for this project\n");
         }
         bundle_paths_free(&p);
         sb_release(&home);
@@ -942,21 +943,21 @@ int cmd_doctor(int argc, char **argv, struct cli_ctx *ctx)
         json_decref(o);
     } else {
         print_text(&d, p.project_root ? p.project_root : p.base, all);
-        printf("readiness: %s%s\n", readiness,
-               trust ? (strcmp(trust, "trusted") ? " (untrusted: CI checks never need consent)"
-                                                 : " (trusted)")
-                     : "");
+        term_printf("readiness: %s%s\n", readiness,
+                    trust ? (strcmp(trust, "trusted") ? " (untrusted: CI checks never need consent)"
+                                                      : " (trusted)")
+                          : "");
         if (d.next_buf)
-            printf("next: %s   %s\n", d.next_buf, d.next_why);
+            term_printf("next: %s   %s\n", d.next_buf, d.next_why);
         else if (trust && strcmp(trust, "trusted"))
-            printf("next: agentstack trust .   review and approve this project on this "
-                   "machine\n");
+            term_printf("next: agentstack trust .   review and approve this project on this "
+                        "machine\n");
         else
-            printf("next: agentstack status   everything checks out\n");
+            term_printf("next: agentstack status   everything checks out\n");
     }
     int rc = EXIT_OK;
     if (ci && d.errors) {
-        fprintf(stderr, "doctor found %zu error(s) — see report above\n", d.errors);
+        term_fprintf(stderr, "doctor found %zu error(s) — see report above\n", d.errors);
         rc = EXIT_FAIL;
     }
     manifest_free(m);

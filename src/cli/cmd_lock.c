@@ -335,7 +335,7 @@ static struct library *open_library(const char *home, struct as_err *err)
     for (size_t i = 0; lib && i < lib->warnings.n; i++) {
         strbuf b = SB_INIT;
         term_sanitize(&b, lib->warnings.v[i], strlen(lib->warnings.v[i]));
-        fprintf(stderr, "warning: %s\n", b.buf);
+        term_fprintf(stderr, "warning: %s\n", b.buf);
         sb_release(&b);
     }
     return lib;
@@ -371,7 +371,7 @@ static int do_upgrade(const struct lock_args *a, struct cli_ctx *ctx)
             strvec_push(&names, toml_entry(m->packs, i)->key);
         manifest_free(m);
         if (!names.n) {
-            printf("no packs installed in %s — nothing to upgrade.\n", p.manifest);
+            term_printf("no packs installed in %s — nothing to upgrade.\n", p.manifest);
             rc = EXIT_OK;
             goto out;
         }
@@ -435,7 +435,7 @@ static void announce(const char *kind, const char *name, const char *url)
     strbuf b = SB_INIT, clean = SB_INIT;
     sb_addf(&b, "→ resolving git %s '%s' from %s (may fetch)", kind, name, url);
     term_sanitize(&clean, b.buf, b.len);
-    fprintf(stderr, "%s\n", clean.buf);
+    term_fprintf(stderr, "%s\n", clean.buf);
     sb_release(&b);
     sb_release(&clean);
 }
@@ -509,7 +509,7 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
         char buf[4096];
         print_refusal(as_err_str(&err, buf, sizeof buf));
         if (err.hint[0])
-            fprintf(stderr, "  %s\n", err.hint);
+            term_fprintf(stderr, "  %s\n", err.hint);
         goto out;
     }
     if (manifest_snapshot_read(&p, &snap, &err) < 0) {
@@ -521,7 +521,7 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
         char buf[4096];
         print_refusal(as_err_str(&err, buf, sizeof buf));
         if (err.hint[0])
-            fprintf(stderr, "  %s\n", err.hint);
+            term_fprintf(stderr, "  %s\n", err.hint);
         goto out;
     }
     mf_diags diags = VEC_INIT;
@@ -538,12 +538,15 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
     if (li.loaded)
         adp_registry_free(&li.reg);
     for (size_t i = 0; i < diags.n; i++) {
+        /* message and fix on lines of their own: each is sanitized whole */
         strbuf d = SB_INIT;
-        mf_diag_format(&diags.v[i], &d);
+        mf_diag_message(&diags.v[i], &d);
         if (diags.v[i].sev == MF_ERROR)
             print_refusal(d.buf);
         else
-            fprintf(stderr, "warning: %s\n", d.buf);
+            term_fprintf(stderr, "warning: %s\n", d.buf);
+        if (diags.v[i].fix)
+            term_fprintf(stderr, "  %s\n", diags.v[i].fix);
         sb_release(&d);
     }
     mf_diags_free(&diags);
@@ -577,7 +580,7 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
             print_refusal(items.v[i].error);
             failed++;
         } else if (items.v[i].state != PIN_OK) {
-            fprintf(stderr, "warning: %s\n", items.v[i].error);
+            term_fprintf(stderr, "warning: %s\n", items.v[i].error);
         } else {
             ok++;
         }
@@ -600,23 +603,23 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
     bool nothing = rows(nl) == 0 && !old;
 
     if (!a.write) {
-        printf("→ lock preview: %s from %s in %s\n", sum.buf, src, p.lock);
+        term_printf("→ lock preview: %s from %s in %s\n", sum.buf, src, p.lock);
         if (nothing)
-            printf("nothing to pin — this project declares no skills, servers, instructions, "
-                   "executables or settings.\n");
+            term_printf("nothing to pin — this project declares no skills, servers, instructions, "
+                        "executables or settings.\n");
         else if (!changes)
-            printf("no pin changes — agentstack.lock already matches this project.\n");
+            term_printf("no pin changes — agentstack.lock already matches this project.\n");
         else
             fputs(diff.buf, stdout);
-        printf("Dry run: nothing was pinned.\n");
+        term_printf("Dry run: nothing was pinned.\n");
         rc = EXIT_OK;
         sb_release(&sum);
         sb_release(&diff);
         goto out;
     }
     if (nothing) {
-        printf("nothing to pin — this project declares no skills, servers, instructions, "
-               "executables or settings; no agentstack.lock was written.\n");
+        term_printf("nothing to pin — this project declares no skills, servers, instructions, "
+                    "executables or settings; no agentstack.lock was written.\n");
         rc = EXIT_OK;
         sb_release(&sum);
         sb_release(&diff);
@@ -633,22 +636,23 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
     if (lockfile_save(nl, p.lock, p.project_root, snap.lock.buf, snap.lock.len, snap.has_lock,
                       &written, &err) < 0) {
         cli_error(&err);
-        fprintf(stderr, "  the previous agentstack.lock was left as it was\n");
+        term_fprintf(stderr, "  the previous agentstack.lock was left as it was\n");
         sb_release(&sum);
         sb_release(&diff);
         goto out;
     }
     pin_deposit(&items, home.buf, &warnings);
     for (size_t i = 0; i < warnings.n; i++)
-        fprintf(stderr, "warning: %s\n", warnings.v[i]);
+        term_fprintf(stderr, "warning: %s\n", warnings.v[i]);
     if (written)
         fputs(diff.buf, stdout);
-    printf("✓ pinned %s %s %s\n", sum.buf, written ? "in" : "— already up to date in", p.lock);
+    term_printf("✓ pinned %s %s %s\n", sum.buf, written ? "in" : "— already up to date in", p.lock);
     if (before.state == TRUST_TRUSTED && written)
-        fprintf(stderr, "warning: trust is stale — agentstack.lock changed, so this project is "
-                        "no longer trusted until you review it: agentstack trust .\n");
+        term_fprintf(stderr,
+                     "warning: trust is stale — agentstack.lock changed, so this project is "
+                     "no longer trusted until you review it: agentstack trust .\n");
     else if (before.state != TRUST_TRUSTED)
-        printf("next: agentstack trust .\n");
+        term_printf("next: agentstack trust .\n");
     rc = EXIT_OK;
     sb_release(&sum);
     sb_release(&diff);

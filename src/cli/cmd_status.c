@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "adapters/adapters.h"
+#include "base/term.h"
 #include "base/xalloc.h"
 #include "bundle/discover.h"
 #include "bundle/home.h"
@@ -199,7 +200,7 @@ static void gather(struct cli_ctx *ctx, struct st *s)
 static void join(const strvec *v, const char *sep)
 {
     for (size_t i = 0; i < v->n; i++)
-        printf("%s%s", i ? sep : "", v->v[i]);
+        term_printf("%s%s", i ? sep : "", v->v[i]);
 }
 
 static const char *trust_label(enum trust_state t)
@@ -211,66 +212,68 @@ static const char *trust_label(enum trust_state t)
 
 static void print_human(const struct st *s, bool verbose)
 {
-    printf("CLIs       ");
+    term_printf("CLIs       ");
     if (s->clis.n) {
         join(&s->cli_names, " · ");
-        printf("\n");
+        term_printf("\n");
     } else {
-        printf("none detected\n");
+        term_printf("none detected\n");
     }
-    printf("Setup      ");
+    term_printf("Setup      ");
     if (s->project || s->machine) {
         strbuf d = SB_INIT;
         onb_display_path(s->manifest_path, &d);
-        printf("%s %s", s->project ? "project" : "machine", d.buf);
+        term_printf("%s %s", s->project ? "project" : "machine", d.buf);
         sb_release(&d);
         if (s->loaded)
-            printf(" · %zu server%s · %zu skill%s%s", s->servers, s->servers == 1 ? "" : "s",
-                   s->skills, s->skills == 1 ? "" : "s", s->valid ? "" : " · ✗ invalid");
+            term_printf(" · %zu server%s · %zu skill%s%s", s->servers, s->servers == 1 ? "" : "s",
+                        s->skills, s->skills == 1 ? "" : "s", s->valid ? "" : " · ✗ invalid");
         else
-            printf(" · ✗ does not load");
-        printf("\n");
+            term_printf(" · ✗ does not load");
+        term_printf("\n");
     } else {
-        printf("no manifest here\n");
+        term_printf("no manifest here\n");
     }
     if (s->loaded) {
-        printf("Toolsets   ");
+        term_printf("Toolsets   ");
         if (s->toolsets.n)
             join(&s->toolsets, " · ");
         else
-            printf("none");
-        printf("\n");
+            term_printf("none");
+        term_printf("\n");
         if (s->project)
-            printf("Status     %s · %s\n", s->locked ? "locked" : "not locked",
-                   trust_label(s->trust));
-        printf("Toolset    %s\n", s->default_toolset ? s->default_toolset : "— (every server)");
-        printf("Delivery   %s\n", s->render_locally ? "rendered locally (apply writes native files)"
-                                                    : "live where the gateway is connected, "
-                                                      "rendered elsewhere");
-        printf("Secrets    %zu resolved · %zu missing", s->sec_ok.n, s->sec_missing.n);
+            term_printf("Status     %s · %s\n", s->locked ? "locked" : "not locked",
+                        trust_label(s->trust));
+        term_printf("Toolset    %s\n",
+                    s->default_toolset ? s->default_toolset : "— (every server)");
+        term_printf("Delivery   %s\n", s->render_locally
+                                           ? "rendered locally (apply writes native files)"
+                                           : "live where the gateway is connected, "
+                                             "rendered elsewhere");
+        term_printf("Secrets    %zu resolved · %zu missing", s->sec_ok.n, s->sec_missing.n);
         if (s->sec_missing.n) {
-            printf(" (");
+            term_printf(" (");
             join(&s->sec_missing, ", ");
-            printf(")");
+            term_printf(")");
             if (s->kc_unchecked)
-                printf(" · the keychain could not be asked");
+                term_printf(" · the keychain could not be asked");
         }
-        printf("\n");
+        term_printf("\n");
     }
-    printf("Gateway    ");
+    term_printf("Gateway    ");
     if (s->connected.n) {
-        printf("connected in ");
+        term_printf("connected in ");
         join(&s->connected, " · ");
-        printf("\n");
+        term_printf("\n");
     } else {
-        printf("not connected (agentstack connect --all --write)\n");
+        term_printf("not connected (agentstack connect --all --write)\n");
     }
-    printf("Library    %s\n", s->shadowed.n ? "shadowed names:" : "no shadowed names");
+    term_printf("Library    %s\n", s->shadowed.n ? "shadowed names:" : "no shadowed names");
     for (size_t i = 0; i < s->shadowed.n && (verbose || i < 5); i++)
-        printf("  %s\n", s->shadowed.v[i]);
+        term_printf("  %s\n", s->shadowed.v[i]);
     if (s->load_error && verbose)
-        printf("  ✗ %s\n", s->load_error);
-    printf("Next: %s · %s\n", s->next_cmd, s->next_why);
+        term_printf("  ✗ %s\n", s->load_error);
+    term_printf("Next: %s · %s\n", s->next_cmd, s->next_why);
 }
 
 /* Bare `agentstack` (06 §5.2 "shortest form"): one line of state, the next
@@ -278,26 +281,27 @@ static void print_human(const struct st *s, bool verbose)
  * both what to do and how to see every command. */
 static void print_short(const struct st *s)
 {
-    printf("agentstack · ");
+    term_printf("agentstack · ");
     if (s->project || s->machine) {
         strbuf d = SB_INIT;
         onb_display_path(s->manifest_path, &d);
-        printf("%s %s", s->project ? "project" : "machine", d.buf);
+        term_printf("%s %s", s->project ? "project" : "machine", d.buf);
         sb_release(&d);
         if (!s->loaded)
-            printf(" · ✗ does not load");
+            term_printf(" · ✗ does not load");
         else if (!s->valid)
-            printf(" · ✗ invalid");
+            term_printf(" · ✗ invalid");
         if (s->loaded && s->project)
-            printf(" · %s · %s", s->locked ? "locked" : "not locked", trust_label(s->trust));
+            term_printf(" · %s · %s", s->locked ? "locked" : "not locked", trust_label(s->trust));
         if (s->sec_missing.n)
-            printf(" · %zu secret%s missing", s->sec_missing.n, s->sec_missing.n == 1 ? "" : "s");
+            term_printf(" · %zu secret%s missing", s->sec_missing.n,
+                        s->sec_missing.n == 1 ? "" : "s");
     } else {
-        printf("no manifest here");
+        term_printf("no manifest here");
     }
-    printf(" · %zu CLI%s\n", s->clis.n, s->clis.n == 1 ? "" : "s");
-    printf("Next: %s · %s\n", s->next_cmd, s->next_why);
-    printf("agentstack status: the full picture · agentstack help: every command\n");
+    term_printf(" · %zu CLI%s\n", s->clis.n, s->clis.n == 1 ? "" : "s");
+    term_printf("Next: %s · %s\n", s->next_cmd, s->next_why);
+    term_printf("agentstack status: the full picture · agentstack help: every command\n");
 }
 
 static json_t *strarr(const strvec *v)

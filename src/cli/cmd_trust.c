@@ -85,13 +85,13 @@ static int do_list(void)
         return EXIT_FAIL;
     }
     if (s.corrupt)
-        fprintf(stderr,
-                "warning: %s is unreadable or corrupt; every project counts as "
-                "untrusted\n",
-                s.path);
+        term_fprintf(stderr,
+                     "warning: %s is unreadable or corrupt; every project counts as "
+                     "untrusted\n",
+                     s.path);
     json_t *t = json_object_get(s.root, "trusted");
     if (json_object_size(t) == 0)
-        printf("no trusted projects\n");
+        term_printf("no trusted projects\n");
     const char *key;
     json_t *e;
     json_object_foreach(t, key, e)
@@ -169,7 +169,7 @@ static int do_revoke(const struct trust_args *a, struct cli_ctx *ctx)
     }
     const char *d = trust_store_digest(&s, key.buf);
     if (!d) {
-        printf("%s was not trusted; nothing to revoke.\n", shown);
+        term_printf("%s was not trusted; nothing to revoke.\n", shown);
         rc = EXIT_OK;
     } else {
         char *digest = xstrdup(d);
@@ -179,10 +179,10 @@ static int do_revoke(const struct trust_args *a, struct cli_ctx *ctx)
         } else {
             struct as_err lerr = AS_ERR_INIT;
             if (trust_log("revoke", key.buf, digest, &lerr) < 0)
-                fprintf(stderr, "warning: trust.jsonl not written: %s\n", lerr.msg);
-            printf("✓ trust revoked for %s — agents will not load its servers, skills or "
-                   "instructions until you trust it again\n",
-                   shown);
+                term_fprintf(stderr, "warning: trust.jsonl not written: %s\n", lerr.msg);
+            term_printf("✓ trust revoked for %s — agents will not load its servers, skills or "
+                        "instructions until you trust it again\n",
+                        shown);
             rc = EXIT_OK;
         }
         free(digest);
@@ -232,7 +232,7 @@ static bool read_answer(char *buf, size_t n)
 
 static bool ask_terminal(const char *base)
 {
-    printf("\nTrust %s with exactly these bytes? [y/N] ", base);
+    term_printf("\nTrust %s with exactly these bytes? [y/N] ", base);
     fflush(stdout);
     char line[64];
     if (!read_answer(line, sizeof line))
@@ -273,10 +273,11 @@ static size_t ask_drift(const struct trust_review *r, drift_answers *out)
         if (!trust_answerable(x))
             continue;
         if (!header) {
-            printf("\nDrifted content — for each: [a]ccept the live bytes, [k]eep the approved "
-                   "bytes (delivered from the content store), [b]lock it (never delivered), or "
-                   "Enter to %s\n",
-                   "leave it as it is (a drifted item keeps blocking)");
+            term_printf(
+                "\nDrifted content — for each: [a]ccept the live bytes, [k]eep the approved "
+                "bytes (delivered from the content store), [b]lock it (never delivered), or "
+                "Enter to %s\n",
+                "leave it as it is (a drifted item keeps blocking)");
             header = true;
         }
         struct drift_answer a = {x, ANS_NONE, "", ""};
@@ -288,8 +289,8 @@ static size_t ask_drift(const struct trust_review *r, drift_answers *out)
         const char *now = x->item->decision == PIN_DECISION_KEEP    ? "kept"
                           : x->item->decision == PIN_DECISION_BLOCK ? "blocked"
                                                                     : "drifted";
-        printf("  %s — %s (approved %.12s, live %.12s): ", label.buf, now,
-               a.approved[0] ? a.approved : "none", a.live[0] ? a.live : "unreadable");
+        term_printf("  %s — %s (approved %.12s, live %.12s): ", label.buf, now,
+                    a.approved[0] ? a.approved : "none", a.live[0] ? a.live : "unreadable");
         fflush(stdout);
         sb_release(&label);
         char line[64];
@@ -471,7 +472,7 @@ static int accept_pins(const struct trust_review *r, const drift_answers *ans, c
         goto out;
     pin_deposit(&accepted, r->home, &warnings);
     for (size_t i = 0; i < warnings.n; i++)
-        fprintf(stderr, "warning: %s\n", warnings.v[i]);
+        term_fprintf(stderr, "warning: %s\n", warnings.v[i]);
     /* The digest comes from the bytes as written; the manifest and overlay
      * must still be the ones reviewed. */
     if (manifest_snapshot_read(r->paths, &after, err) < 0)
@@ -539,7 +540,7 @@ static int grant(const struct trust_review *r, const char *consented, const drif
         goto out;
     }
     if (s.corrupt)
-        fprintf(stderr, "warning: %s was corrupt; it is replaced by a fresh store\n", s.path);
+        term_fprintf(stderr, "warning: %s was corrupt; it is replaced by a fresh store\n", s.path);
     const char *key = r->status.key.buf;
     const char *prev = trust_store_digest(&s, key);
     bool existed = prev != NULL;
@@ -564,28 +565,29 @@ static int grant(const struct trust_review *r, const char *consented, const drif
     trust_store_free(&s);
     struct as_err lerr = AS_ERR_INIT;
     if (!same && trust_log(existed ? "regrant" : "grant", key, record, &lerr) < 0)
-        fprintf(stderr, "warning: trust.jsonl not written: %s\n", lerr.msg);
+        term_fprintf(stderr, "warning: trust.jsonl not written: %s\n", lerr.msg);
     /* Decisions are stored after the grant, and logged after it. */
     if (decided && trust_log("decide", key, record, &lerr) < 0)
-        fprintf(stderr, "warning: trust.jsonl not written: %s\n", lerr.msg);
+        term_fprintf(stderr, "warning: trust.jsonl not written: %s\n", lerr.msg);
     if (undecided && trust_log("undecide", key, record, &lerr) < 0)
-        fprintf(stderr, "warning: trust.jsonl not written: %s\n", lerr.msg);
-    printf("✓ trusted at %s.\n", record);
+        term_fprintf(stderr, "warning: trust.jsonl not written: %s\n", lerr.msg);
+    term_printf("✓ trusted at %s.\n", record);
     for (size_t i = 0; ans && i < ans->n; i++) {
         const struct drift_answer *a = &ans->v[i];
         if (a->ans == ANS_NONE)
             continue;
         strbuf label = SB_INIT;
         item_label(a->x->item, &label);
-        printf("  %s: %s\n", label.buf,
-               a->ans == ANS_ACCEPT ? "accepted — agentstack.lock now pins the live bytes"
-               : a->ans == ANS_KEEP ? "kept — the approved bytes are delivered from the store"
-                                    : "blocked — it is not delivered");
+        term_printf("  %s: %s\n", label.buf,
+                    a->ans == ANS_ACCEPT ? "accepted — agentstack.lock now pins the live bytes"
+                    : a->ans == ANS_KEEP ? "kept — the approved bytes are delivered from the store"
+                                         : "blocked — it is not delivered");
         sb_release(&label);
     }
-    printf("  any edit to agentstack.toml, agentstack.local.toml or agentstack.lock needs a new "
-           "review;\n  drifted skills, instructions or executables block use until re-pinned;\n"
-           "  undo with: agentstack trust --revoke\n");
+    term_printf(
+        "  any edit to agentstack.toml, agentstack.local.toml or agentstack.lock needs a new "
+        "review;\n  drifted skills, instructions or executables block use until re-pinned;\n"
+        "  undo with: agentstack trust --revoke\n");
     rc = EXIT_OK;
 out:
     lock_release(&wl);
@@ -634,7 +636,7 @@ static int do_trust(const struct trust_args *a, struct cli_ctx *ctx)
     for (size_t i = 0; i < lib->warnings.n; i++) {
         strbuf b = SB_INIT;
         term_sanitize(&b, lib->warnings.v[i], strlen(lib->warnings.v[i]));
-        fprintf(stderr, "warning: %s\n", b.buf);
+        term_fprintf(stderr, "warning: %s\n", b.buf);
         sb_release(&b);
     }
     struct trust_library tl = {.pin = lib_pin_lookup, .has = lib_manifest_has, .ctx = lib};
@@ -643,8 +645,9 @@ static int do_trust(const struct trust_args *a, struct cli_ctx *ctx)
         goto out;
     }
     if (r.store_corrupt)
-        fprintf(stderr, "warning: trust.json is unreadable or corrupt; every project counts as "
-                        "untrusted until it is trusted again\n");
+        term_fprintf(stderr,
+                     "warning: trust.json is unreadable or corrupt; every project counts as "
+                     "untrusted until it is trusted again\n");
     if (a->preview) {
         json_t *j = trust_review_preview(&r);
         strbuf sb = SB_INIT;
@@ -661,8 +664,9 @@ static int do_trust(const struct trust_args *a, struct cli_ctx *ctx)
     sb_release(&card);
     fflush(stdout);
     if (r.lock_first)
-        fprintf(stderr, "warning: no agentstack.lock yet, but this project has content to pin: "
-                        "agentstack lock --write\n");
+        term_fprintf(stderr,
+                     "warning: no agentstack.lock yet, but this project has content to pin: "
+                     "agentstack lock --write\n");
     bool tty = term_isatty(0);
     bool interactive = tty && !a->yes && !a->consented;
     if (r.blockers.n && (!interactive || hard_blockers(&r))) {
@@ -687,8 +691,8 @@ static int do_trust(const struct trust_args *a, struct cli_ctx *ctx)
                        "text in what this project puts into agents' context) — nothing was "
                        "written",
                        r.scan.high, r.scan.high == 1 ? "" : "s");
-        fprintf(stderr, "  review the findings above; to trust it anyway: agentstack trust . "
-                        "--allow-flagged\n");
+        term_fprintf(stderr, "  review the findings above; to trust it anyway: agentstack trust . "
+                             "--allow-flagged\n");
         goto out;
     }
     if (interactive) {
@@ -697,11 +701,12 @@ static int do_trust(const struct trust_args *a, struct cli_ctx *ctx)
             cli_errorf("cannot trust %s: %zu drifted item%s left unanswered — nothing was "
                        "written",
                        p.base, open, open == 1 ? "" : "s");
-            fprintf(stderr, "  answer a, k or b for each, or re-pin: agentstack lock --write\n");
+            term_fprintf(stderr,
+                         "  answer a, k or b for each, or re-pin: agentstack lock --write\n");
             goto out;
         }
         if (!ask_terminal(p.base)) {
-            printf("not trusted; nothing was written\n");
+            term_printf("not trusted; nothing was written\n");
             goto out;
         }
     }

@@ -14,35 +14,42 @@
 #include "library/library.h"
 #include "trust/trust.h"
 
+/* Error text names files, servers and paths a repository chose: every line
+ * goes out sanitized, so a message cannot carry an escape or a line of its
+ * own. The messages are one line each by convention; the hint is the next. */
 void cli_error(const struct as_err *err)
 {
     char buf[4096];
     as_err_str(err, buf, sizeof buf);
-    fprintf(stderr, "%serror:%s %s\n", term_color(2, TERM_RED), term_color(2, TERM_RESET), buf);
+    term_fprintf(stderr, "%serror:%s %s\n", term_color(2, TERM_RED), term_color(2, TERM_RESET),
+                 buf);
     if (err->hint[0])
-        fprintf(stderr, "  %s\n", err->hint);
+        term_fprintf(stderr, "  %s\n", err->hint);
 }
 
 void cli_errorf(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "%serror:%s ", term_color(2, TERM_RED), term_color(2, TERM_RESET));
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    strbuf b = SB_INIT;
+    term_vsbprintf(&b, fmt, ap);
     va_end(ap);
+    term_fprintf(stderr, "%serror:%s %s\n", term_color(2, TERM_RED), term_color(2, TERM_RESET),
+                 b.buf);
+    sb_release(&b);
 }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "error: ");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    strbuf b = SB_INIT;
+    term_vsbprintf(&b, fmt, ap);
     va_end(ap);
+    term_fprintf(stderr, "error: %s\n", b.buf);
+    sb_release(&b);
     if (cmd)
-        fprintf(stderr, "see 'agentstack %s --help'\n", cmd);
+        term_fprintf(stderr, "see 'agentstack %s --help'\n", cmd);
     else
         fprintf(stderr, "see 'agentstack help'\n");
     return EXIT_USAGE;
@@ -78,14 +85,14 @@ struct library *cli_open_library(void)
     struct library *lib = lib_open(NULL, &err);
     if (!lib) {
         char buf[4096];
-        fprintf(stderr, "warning: the central library cannot be read: %s\n",
-                as_err_str(&err, buf, sizeof buf));
+        term_fprintf(stderr, "warning: the central library cannot be read: %s\n",
+                     as_err_str(&err, buf, sizeof buf));
         if (err.hint[0])
-            fprintf(stderr, "  %s\n", err.hint);
+            term_fprintf(stderr, "  %s\n", err.hint);
         return NULL;
     }
     for (size_t i = 0; i < lib->warnings.n; i++)
-        fprintf(stderr, "warning: %s\n", lib->warnings.v[i]);
+        term_fprintf(stderr, "warning: %s\n", lib->warnings.v[i]);
     return lib;
 }
 
@@ -141,7 +148,7 @@ int cli_with_project(struct cli_ctx *ctx, bool lib_warnings, cli_project_fn fn, 
     struct library *lib = cli_lib_open(&cl, true);
     if (lib) {
         for (size_t i = 0; lib_warnings && i < lib->warnings.n; i++)
-            fprintf(stderr, "warning: %s\n", lib->warnings.v[i]);
+            term_fprintf(stderr, "warning: %s\n", lib->warnings.v[i]);
         fflush(stdout);
         if (fn(lib, &p, arg, &err) < 0)
             cli_error(&err);
@@ -193,7 +200,7 @@ int cli_render_prepare(struct cli_render *r, const char *scope, const char *refu
     }
     r->have_reg = true;
     for (size_t i = 0; i < r->reg.warnings.n; i++)
-        fprintf(stderr, "warning: %s\n", r->reg.warnings.v[i]);
+        term_fprintf(stderr, "warning: %s\n", r->reg.warnings.v[i]);
     const char **ids = xcalloc(r->reg.v.n + 1, sizeof(char *));
     for (size_t i = 0; i < r->reg.v.n; i++)
         ids[i] = r->reg.v.v[i]->id;
@@ -206,9 +213,12 @@ int cli_render_prepare(struct cli_render *r, const char *scope, const char *refu
     size_t nerr = manifest_validate(r->m, &env, &diags);
     free(ids);
     for (size_t i = 0; i < diags.n; i++) {
+        /* message and fix on lines of their own: each is sanitized whole */
         strbuf s = SB_INIT;
-        mf_diag_format(&diags.v[i], &s);
-        fprintf(stderr, "%s: %s\n", diags.v[i].sev == MF_ERROR ? "error" : "warning", s.buf);
+        mf_diag_message(&diags.v[i], &s);
+        term_fprintf(stderr, "%s: %s\n", diags.v[i].sev == MF_ERROR ? "error" : "warning", s.buf);
+        if (diags.v[i].fix)
+            term_fprintf(stderr, "  %s\n", diags.v[i].fix);
         sb_release(&s);
     }
     mf_diags_free(&diags);
