@@ -1,0 +1,130 @@
+"""Untrusted text never reaches the terminal raw (red-team audit).
+
+A repository chooses its directory name, its manifest's server names and the
+server names in its native config files (.mcp.json, .codex/config.toml). Any
+of them may hold ESC/OSC/CSI sequences, BEL or a newline: printed raw they
+retitle the terminal, recolour or rewrite earlier lines, or forge a line of
+output ("✓ trusted"). Every human-readable line of lock, trust, diff, apply,
+status and doctor goes through the one sanitizer (src/base/term.c), so:
+no C0 control other than the line ends (and tab) and no DEL or C1 control
+appears in stdout or stderr, and no hostile newline starts a line of its own.
+--json output is left to jansson's escaping and not checked here.
+"""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from aslib import SRC, Sandbox, check, done  # noqa: E402
+
+sys.path.insert(0, os.path.join(SRC, "tests", "fixtures", "adapters"))
+import apply_helpers as H  # noqa: E402
+
+# The project directory: OSC (set title, BEL-ended), CSI (red), a newline
+# followed by text that would start a forged line.
+DIRNAME = "proj\x1b]0;PWNED\x07\x1b[31mred\nFORGEDDIR"
+# A manifest server name: the codex adapter skips it (not [A-Za-z0-9_-]),
+# so apply prints "skipping '<name>'".
+SERVER = "evil\nFORGEDSRV\x1b[2J\x07"
+# Server names in the repository's own native files.
+NATIVE = "esc\x1b]0;TITLE\x07\x1b[31mred"
+NATIVE_NL = "nl\nFORGEDNATIVE"
+
+MANIFEST = """version = 1
+[targets]
+default = ["codex", "claude-code"]
+[servers.ok]
+type = "stdio"
+command = "ok-mcp"
+[servers."evil\\nFORGEDSRV\\u001b[2J\\u0007"]
+type = "stdio"
+command = "evil-mcp"
+"""
+
+
+def bad_bytes(text):
+    """The control characters in text other than the line end and tab."""
+    return sorted({hex(ord(c)) for c in text
+                   if (ord(c) < 0x20 and c not in "\n\t") or 0x7f <= ord(c) < 0xa0})
+
+
+def forged(text):
+    """Lines that a hostile newline started."""
+    return [ln for ln in text.split("\n")
+            if ln.startswith(("FORGEDDIR", "FORGEDSRV", "FORGEDNATIVE"))]
+
+
+def safe(r, what):
+    out = r.stdout + r.stderr
+    bad = bad_bytes(out)
+    check(not bad, f"{what}: no control bytes reach the terminal", f"{bad}\n{out!r}"[:3000])
+    f = forged(out)
+    check(not f, f"{what}: no injected newline starts a line", f"{f}\n{out!r}"[:3000])
+    return out
+
+
+def main():
+    with Sandbox() as sb:
+        sb.project = os.path.join(sb.root, "work", DIRNAME)
+        os.makedirs(sb.project)
+        e = H.env(sb)
+        H.write_manifest(sb, MANIFEST)
+        sb.write(".mcp.json", json.dumps(
+            {"mcpServers": {NATIVE: {"command": "z"}, NATIVE_NL: {"command": "q"}}}))
+        sb.write(".codex/config.toml",
+                 '[mcp_servers."%s"]\ncommand = "z"\n' % NATIVE.replace("\x1b", "\\u001b")
+                 .replace("\x07", "\\u0007"))
+
+        r = H.run(sb, "lock", e=e)
+        safe(r, "lock (preview)")
+        r = H.run(sb, "lock", "--write", e=e)
+        out = safe(r, "lock --write")
+        check(r.returncode == 0 and "pinned" in out, "lock --write pins", out)
+
+        for args in (("diff",), ("apply",), ("status",), ("status", "--short"), ("doctor",),
+                     ("trust", "--revoke")):
+            safe(H.run(sb, *args, e=e), " ".join(args) + " (untrusted)")
+
+        r = H.run(sb, "trust", e=e)
+        safe(r, "trust (card, no terminal)")
+        H.trust(sb, e=e)
+        r = H.run(sb, "trust", "--list", e=e)
+        safe(r, "trust --list")
+
+        r = H.run(sb, "apply", e=e)
+        out = safe(r, "apply (trusted preview)")
+        check("skipping" in out, "apply names the server codex skips", out)
+        r = H.run(sb, "apply", "--write", e=e)
+        out = safe(r, "apply --write")
+        check(r.returncode == 0, "apply --write succeeds", out)
+
+        # The native entries are now beside ours; the ledger names ours.
+        r = H.run(sb, "diff", e=e)
+        safe(r, "diff (after apply)")
+        r = H.run(sb, "diff", "-v", e=e)
+        safe(r, "diff -v")
+        # The hostile server leaves the manifest: diff and apply name it as
+        # written in the native file ("− <name> (no longer in manifest)").
+        H.write_manifest(sb, MANIFEST.split("[servers.\"evil")[0])
+        H.run(sb, "lock", "--write", e=e)
+        H.trust(sb, e=e)
+        out = safe(H.run(sb, "diff", e=e), "diff (server dropped)")
+        check("− evil?FORGEDSRV" in out, "diff names the dropped server, sanitized", out)
+        out = safe(H.run(sb, "apply", e=e), "apply (server dropped)")
+        check("REMOVE 'evil?FORGEDSRV" in out, "apply names the server it would remove", out)
+        # A malformed native file: the error names its hostile path.
+        sb.write(".mcp.json", "{ broken " + NATIVE)
+        safe(H.run(sb, "diff", e=e), "diff (malformed native file)")
+        safe(H.run(sb, "apply", "--write", e=e), "apply --write (malformed native file)")
+
+        for args in (("status",), ("doctor",), ("restore", "--list"), ("undo", "--list")):
+            safe(H.run(sb, *args, e=e), " ".join(args) + " (trusted)")
+
+        r = H.run(sb, "trust", "--revoke", e=e)
+        out = safe(r, "trust --revoke")
+        check(r.returncode == 0 and "revoked" in out, "trust --revoke revokes", out)
+    done()
+
+
+if __name__ == "__main__":
+    main()
