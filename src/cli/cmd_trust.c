@@ -609,7 +609,16 @@ static void print_blockers(const struct trust_review *r)
 {
     strbuf b = SB_INIT;
     trust_review_blockers(r, &b);
-    cli_errorf("%s", b.buf);
+    /* one blocker a line: each line goes out sanitized on its own */
+    const char *p = b.buf;
+    for (bool first = true; *p; first = false) {
+        size_t n = strcspn(p, "\n");
+        if (first)
+            cli_errorf("%.*s", (int)n, p);
+        else
+            term_fprintf(stderr, "%.*s\n", (int)n, p);
+        p += n + (p[n] == '\n');
+    }
     sb_release(&b);
 }
 

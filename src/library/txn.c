@@ -65,9 +65,12 @@ static int relock(struct library *lib, const struct bundle_paths *p, strbuf *sum
         for (size_t i = 0; i < diags.n; i++) {
             if (diags.v[i].sev != MF_ERROR)
                 continue;
+            /* the fix as the hint: an error's message is one line (cli_error) */
             strbuf d = SB_INIT;
-            mf_diag_format(&diags.v[i], &d);
+            mf_diag_message(&diags.v[i], &d);
             as_err_set(err, "refusing to lock: %s", d.buf);
+            if (diags.v[i].fix)
+                as_err_hint(err, "%s", diags.v[i].fix);
             sb_release(&d);
             break;
         }

@@ -123,6 +123,25 @@ def main():
         r = H.run(sb, "trust", "--revoke", e=e)
         out = safe(r, "trust --revoke")
         check(r.returncode == 0 and "revoked" in out, "trust --revoke revokes", out)
+
+    # An unpinned inline skill blocks trust: the refusal names the hostile
+    # directory sanitized and still lists one blocker a line.
+    with Sandbox() as sb:
+        sb.project = os.path.join(sb.root, "work", DIRNAME)
+        os.makedirs(sb.project)
+        e = H.env(sb)
+        H.write_manifest(sb, 'version = 1\n[skills.notes]\npath = "../skills/notes"\n')
+        sb.write("skills/notes/SKILL.md", "---\ndescription: demo\n---\n")
+        p = H.run(sb, "trust", "--preview", e=e)
+        d = json.loads(p.stdout)["surface_digest"]
+        r = H.run(sb, "trust", "--yes", "--consented", d, e=e)
+        out = safe(r, "trust refused by blockers")
+        lines = r.stderr.split("\n")
+        at = [i for i, ln in enumerate(lines) if ln.startswith("error: cannot trust ")]
+        check(r.returncode == 1 and len(at) == 1 and at[0] + 2 < len(lines) and
+              lines[at[0] + 1].startswith("  - skill 'notes'") and
+              lines[at[0] + 2].startswith("pin with "),
+              "the refusal lists its blockers one a line", out)
     done()
 
 
