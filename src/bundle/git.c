@@ -145,10 +145,12 @@ static void last_words(const strbuf *e, strbuf *out)
         sb_adds(out, "no message");
 }
 
-/* Runs git with the hardening, optional --git-dir/--work-tree, then args.
- * Returns git's exit status (0 = success) or -1 + err when it could not run. */
-static int run_git(const char *git_dir, const char *work_tree, const char *index_file,
-                   const char *const *args, strbuf *out, strbuf *errout, struct as_err *err)
+/* Runs git with the hardening, optional --git-dir/--work-tree, then args,
+ * stdin from in (in_len bytes; NULL = /dev/null). Returns git's exit
+ * status (0 = success) or -1 + err when it could not run. */
+static int run_git_in(const char *git_dir, const char *work_tree, const char *index_file,
+                      const char *const *args, const char *in, size_t in_len, strbuf *out,
+                      strbuf *errout, struct as_err *err)
 {
     strvec argv = STRVEC_INIT, env = STRVEC_INIT;
     strvec_push(&argv, "git");
@@ -168,8 +170,8 @@ static int run_git(const char *git_dir, const char *work_tree, const char *index
         av[i] = argv.v[i];
     for (size_t i = 0; i < env.n; i++)
         ev[i] = env.v[i];
-    int rc = proc_run_capture((const char *const *)av, (const char *const *)ev, NULL, NULL, 0, out,
-                              errout, err);
+    int rc = proc_run_capture((const char *const *)av, (const char *const *)ev, NULL, in, in_len,
+                              out, errout, err);
     free(av);
     free(ev);
     strvec_clear(&argv);
@@ -179,6 +181,12 @@ static int run_git(const char *git_dir, const char *work_tree, const char *index
     if (rc < 0)
         as_err_hint(err, "install git to use git sources");
     return rc;
+}
+
+static int run_git(const char *git_dir, const char *work_tree, const char *index_file,
+                   const char *const *args, strbuf *out, strbuf *errout, struct as_err *err)
+{
+    return run_git_in(git_dir, work_tree, index_file, args, NULL, 0, out, errout, err);
 }
 
 static int git_failed(struct as_err *err, const char *what, const char *url, const strbuf *e)
@@ -406,4 +414,155 @@ out:
     sb_release(&slug);
     sb_release(&co_parent);
     return rc;
+}
+
+/* ---- ignore rules of a work tree ------------------------------------------ */
+
+/* Escapes s for a gitignore pattern: every glob or special byte gets a '\'. */
+static void ignore_escape(const char *s, strbuf *out)
+{
+    for (; *s; s++) {
+        if (strchr("*?[]\\!# ", *s))
+            sb_addc(out, '\\');
+        sb_addc(out, *s);
+    }
+}
+
+/* A private temp file holding one pattern line (the "what if" rule). */
+static int write_rule_file(const char *pattern, strbuf *path, struct as_err *err)
+{
+    const char *tmp = getenv("TMPDIR");
+    sb_addf(path, "%s/agentstack-ignore-XXXXXX", tmp && tmp[0] == '/' ? tmp : "/tmp");
+    int fd = mkstemp(path->buf);
+    if (fd < 0)
+        return as_err_errno(err, "cannot create a temporary file in %s", path->buf);
+    size_t n = strlen(pattern);
+    bool ok = write(fd, pattern, n) == (ssize_t)n && write(fd, "\n", 1) == 1;
+    close(fd);
+    if (!ok) {
+        unlink(path->buf);
+        return as_err_errno(err, "cannot write %s", path->buf);
+    }
+    return 0;
+}
+
+/* Any ".git" at dir or above (git itself could not be asked). */
+static bool git_marker_above(const char *dir)
+{
+    strbuf d = SB_INIT;
+    sb_adds(&d, dir);
+    bool hit = false;
+    for (;;) {
+        char *g = xasprintf("%s/.git", d.len ? d.buf : "");
+        hit = fs_exists(g);
+        free(g);
+        char *slash = strrchr(d.buf, '/');
+        if (hit || !slash)
+            break;
+        sb_setlen(&d, (size_t)(slash - d.buf));
+    }
+    sb_release(&d);
+    return hit;
+}
+
+int git_ignore_check(const char *dir, const char *rel, const char *what_if, struct git_ignore *out,
+                     struct as_err *err)
+{
+    *out = (struct git_ignore){.rule = SB_INIT};
+    if (!rel[0] || rel[0] == '/' || rel[0] == '-' || has_control(rel) || has_control(dir))
+        return as_err_set(err, "cannot ask git about '%s' in %s", rel, dir);
+    strbuf o = SB_INIT, e = SB_INIT, rule = SB_INIT, rulefile = SB_INIT, opt = SB_INIT;
+    int rc = -1;
+    /* -C dir: git finds the repository holding dir the way the user's git would. */
+    const char *probe[] = {"-C", dir, "rev-parse", "--is-inside-work-tree", "--show-prefix", NULL};
+    int g = run_git(NULL, NULL, NULL, probe, &o, &e, err);
+    if (g < 0) {
+        if (git_marker_above(dir)) {
+            as_err_prefix(err, "cannot check whether git ignores %s/%s", dir, rel);
+            as_err_hint(err, "install git, or keep the values out of the project "
+                             "(the OS keychain or the file store)");
+            goto out;
+        }
+        as_err_clear(err);
+        rc = 0; /* no git here and no repository either */
+        goto out;
+    }
+    if (g != 0) {
+        if (strstr(e.buf ? e.buf : "", "not a git repository")) {
+            rc = 0;
+            goto out;
+        }
+        git_failed(err, "rev-parse in", dir, &e);
+        goto out;
+    }
+    /* "true\n<prefix>\n" inside a work tree; "false" inside .git itself. */
+    if (!o.buf || strncmp(o.buf, "true\n", 5) != 0) {
+        rc = 0;
+        goto out;
+    }
+    out->in_work_tree = true;
+    char *prefix = xstrdup(o.buf + 5);
+    prefix[strcspn(prefix, "\n")] = '\0';
+    if (what_if) {
+        /* The rule as it would read in <dir>/.gitignore, anchored at the top
+         * instead and consulted with the lowest precedence of all: when git
+         * then ignores rel, no other rule decides for it, so appending the
+         * rule to <dir>/.gitignore is what makes rel ignored. */
+        sb_addc(&rule, '/');
+        ignore_escape(prefix, &rule);
+        sb_adds(&rule, what_if[0] == '/' ? what_if + 1 : what_if);
+        if (write_rule_file(rule.buf, &rulefile, err) < 0) {
+            free(prefix);
+            goto out;
+        }
+        sb_addf(&opt, "core.excludesFile=%s", rulefile.buf);
+    } else {
+        /* Only the repository's own rules (.gitignore files, info/exclude):
+         * a personal excludes file protects nobody else's clone. */
+        sb_adds(&opt, "core.excludesFile=/dev/null");
+    }
+    free(prefix);
+    sb_reset(&o);
+    sb_reset(&e);
+    /* -v -n -z: the deciding rule (or none) for rel, NUL-separated; a tracked
+     * path is never ignored, whatever the rules say. */
+    const char *ask[] = {"-C", dir,  "-c", opt.buf,   "check-ignore",
+                         "-v", "-n", "-z", "--stdin", NULL};
+    g = run_git_in(NULL, NULL, NULL, ask, rel, strlen(rel) + 1, &o, &e, err);
+    if (rulefile.len)
+        unlink(rulefile.buf);
+    if (g < 0)
+        goto out;
+    if (g != 0 && g != 1) {
+        git_failed(err, "check-ignore in", dir, &e);
+        goto out;
+    }
+    /* source NUL line NUL pattern NUL path NUL */
+    const char *f[4] = {"", "", "", ""};
+    size_t at = 0;
+    for (int k = 0; k < 4 && o.buf && at < o.len; k++) {
+        f[k] = o.buf + at;
+        at += strlen(o.buf + at) + 1;
+    }
+    out->ignored = f[2][0] && f[2][0] != '!';
+    if (f[2][0] && !what_if) {
+        for (const unsigned char *p = (const unsigned char *)f[0]; *p; p++)
+            sb_addc(&out->rule, *p < 0x20 || *p == 0x7f ? '?' : (char)*p);
+        sb_addf(&out->rule, ":%s:", f[1]);
+        for (const unsigned char *p = (const unsigned char *)f[2]; *p; p++)
+            sb_addc(&out->rule, *p < 0x20 || *p == 0x7f ? '?' : (char)*p);
+    }
+    rc = 0;
+out:
+    sb_release(&o);
+    sb_release(&e);
+    sb_release(&rule);
+    sb_release(&rulefile);
+    sb_release(&opt);
+    return rc;
+}
+
+void git_ignore_free(struct git_ignore *g)
+{
+    sb_release(&g->rule);
 }

@@ -53,4 +53,32 @@ int git_check_url(const char *url, struct as_err *err);
 int git_resolve(const char *home, const char *url, const char *rev, bool fetch, strbuf *commit,
                 strbuf *dir, struct as_err *err);
 
+/*
+ * Ignore rules (for secret files kept in a project): whether git, run the
+ * way the user's own git would find the repository holding dir, ignores
+ * rel (relative to dir; it need not exist). Same hardened process as the
+ * fetches: no GIT_* of the caller, no user or system config, no hooks and
+ * no fsmonitor, so a hostile repository's config runs nothing.
+ *
+ * Only the repository's rules count (.gitignore files and info/exclude; a
+ * personal excludes file protects no other clone). A tracked path is never
+ * ignored. With what_if set (a rule as it would be appended to
+ * <dir>/.gitignore, e.g. "/.agentstack/.env"), the answer is whether rel
+ * would be ignored once that rule is there: the rule is consulted with the
+ * lowest precedence, so any other rule that decides for rel (a "!" one in a
+ * deeper .gitignore) still wins, as it would after the append.
+ *
+ * Returns 0 with out filled (in_work_tree false: not in a git work tree),
+ * or -1 + err when git fails, or cannot run while a .git exists at or
+ * above dir (the answer is then unknown, never "not a repository").
+ */
+struct git_ignore {
+    bool in_work_tree;
+    bool ignored;
+    strbuf rule; /* the deciding rule "<source>:<line>:<pattern>", empty when none */
+};
+int git_ignore_check(const char *dir, const char *rel, const char *what_if, struct git_ignore *out,
+                     struct as_err *err);
+void git_ignore_free(struct git_ignore *g);
+
 #endif

@@ -11,7 +11,9 @@
  * a policy key naming no server; a secret reference or declared host the
  * effective ruleset refuses), unresolved required secrets (looked up by
  * presence only: process environment, $AGENTSTACK_HOME/secrets.env, the
- * project's .env) and blocking (High) content findings. Native-config drift
+ * project's .env) and blocking (High) content findings. A project .env that
+ * holds values while git (asked hardened, bundle/git.h) does not ignore it
+ * is a warning. Native-config drift
  * (a CLI file that no longer matches what agentstack last wrote) and
  * prompt-injection heuristics are warnings. Plain doctor shares the code
  * with human output and exits 0 unless it cannot run at all.
@@ -159,6 +161,33 @@ static void check_secrets(struct doc *d, const struct manifest *m, const struct 
             l.file_store, (unsigned)(fst.st_mode & 0777), (long)fst.st_uid);
         free(fix);
     }
+    /* Values in a project .env that git would commit: init refuses to put
+     * them there, but a hand-made .env, a "!.env" rule or a symlinked
+     * .agentstack added later is only caught here. */
+    size_t nvals = 0;
+    strbuf why = SB_INIT;
+    struct as_err gerr = AS_ERR_INIT;
+    int exposed = onb_dotenv_exposed(p->env_file, &nvals, &why, &gerr);
+    if (exposed != 0) {
+        char *real = realpath(p->env_file, NULL);
+        bool moved = real && strcmp(real, p->env_file) != 0;
+        char *fix = xasprintf("make git ignore it (git check-ignore -v %s shows the rule that "
+                              "decides), or move the values out: agentstack secret set NAME",
+                              real ? real : p->env_file);
+        if (exposed > 0)
+            add(d, S_SECRETS, L_WARN, fix,
+                "%s%s%s%s holds %zu secret value%s and git does not ignore it (%s) — "
+                "`git add` would commit them",
+                p->env_file, moved ? " (really " : "", moved ? real : "", moved ? ")" : "", nvals,
+                nvals == 1 ? "" : "s", why.buf);
+        else
+            add(d, S_SECRETS, L_WARN, NULL,
+                "%s holds %zu secret value%s; whether git ignores it is unknown: %s", p->env_file,
+                nvals, nvals == 1 ? "" : "s", gerr.msg);
+        free(fix);
+        free(real);
+    }
+    sb_release(&why);
     size_t total = 0, missing = 0;
     strvec seen = STRVEC_INIT;
     for (size_t i = 0; i < m->servers.n; i++) {

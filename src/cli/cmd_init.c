@@ -12,10 +12,15 @@
  * read. On a machine with nothing to import it writes a commented starter.
  * Without a terminal it needs --yes (or --dry-run); on a terminal without
  * flags it asks before writing. It never renders and never trusts.
+ * Every project destination is checked before the first write: a
+ * .agentstack symlinked out of the project refuses, and values go to the
+ * project .env only when git ignores it or will with the rule init appends
+ * (onboard.h); "(gitignored)" is printed only when git confirmed it.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "adapters/adapters.h"
@@ -166,6 +171,25 @@ static int validate_text(const char *path, const strbuf *text, bool machine,
     return rc;
 }
 
+/* A manifest dir that is a symlink must stay inside the project (the
+ * layout check covers it only once a manifest is there). */
+static int outside_symlink(const struct bundle_paths *p, struct as_err *err)
+{
+    struct stat st;
+    if (strcmp(p->manifest_dir, p->project_root) == 0 || lstat(p->manifest_dir, &st) < 0 ||
+        !S_ISLNK(st.st_mode))
+        return 0;
+    char *r = realpath(p->manifest_dir, NULL);
+    bool inside = r && fs_path_within(p->project_root, r) && !fs_path_within(r, p->project_root);
+    if (!inside) {
+        as_err_set(err, "%s: symlink resolves outside the project (%s)", p->manifest_dir,
+                   r ? r : "does not resolve");
+        as_err_hint(err, "replace the symlink with a real .agentstack directory");
+    }
+    free(r);
+    return inside ? 0 : -1;
+}
+
 /* ---- terminal questions ---------------------------------------------------- */
 
 static int ask(const char *q, const char *def, char *buf, size_t n)
@@ -193,13 +217,20 @@ static void rel_display(const char *path, strbuf *out)
     onb_display_path(path, out);
 }
 
-static const char *dest_label(enum onb_dest d)
+/* The project .env is called gitignored only when git says it is (or will
+ * be, with the rule init appends and verifies). */
+static const char *dest_label(enum onb_dest d, const struct onb_dotenv_plan *dp)
 {
+    static char env[96];
     switch (d) {
     case ONB_DEST_KEYCHAIN:
         return "the OS keychain";
     case ONB_DEST_ENV:
-        return ".agentstack/.env (gitignored)";
+        snprintf(env, sizeof env, "%s (%s)", dp->rule[0] ? dp->rule + 1 : ".agentstack/.env",
+                 dp->ignored || dp->add_rule ? "gitignored"
+                 : dp->in_work_tree          ? "NOT gitignored"
+                                             : "0600; not in a git work tree");
+        return env;
     case ONB_DEST_FILE:
         return "the file store $AGENTSTACK_HOME/secrets.env";
     case ONB_DEST_SKIP:
@@ -209,7 +240,7 @@ static const char *dest_label(enum onb_dest d)
 }
 
 static void print_plan(const struct onb_import *im, const onb_lifts *lifts, enum onb_dest dest,
-                       bool verbose)
+                       const struct onb_dotenv_plan *dp, bool verbose)
 {
     for (size_t i = 0; i < im->servers.n; i++) {
         const struct onb_server *s = &im->servers.v[i];
@@ -230,7 +261,7 @@ static void print_plan(const struct onb_import *im, const onb_lifts *lifts, enum
         printf("  🔑 ${%s} ← ", l->name);
         for (size_t k = 0; k < l->where.n; k++)
             printf("%s%s", k ? ", " : "", l->where.v[k]);
-        printf(" → %s\n", l->reused ? "already stored with this value" : dest_label(dest));
+        printf(" → %s\n", l->reused ? "already stored with this value" : dest_label(dest, dp));
     }
     for (size_t i = 0; i < im->conflicts.n; i++)
         printf("  ! conflict: %s\n", im->conflicts.v[i]);
@@ -259,6 +290,8 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
     const char *project_root = NULL;
     const char *dotenv = NULL;
     char *mkdir_made = NULL; /* the manifest dir, when this run created it */
+    struct onb_dotenv_plan dp = {0};
+    bool dp_checked = false;
     rc = EXIT_FAIL;
 
     bool interactive = !a.yes && !a.dry_run;
@@ -307,6 +340,13 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
                               "replaces it");
             goto fail;
         }
+        /* Every project destination is checked before anything is written:
+         * a .agentstack, manifest, overlay or lock that is a symlink leading
+         * out of the project refuses here, as lock refuses it. */
+        if (discover_check_layout(&p, &err) < 0 || outside_symlink(&p, &err) < 0) {
+            as_err_prefix(&err, "refusing to init (nothing was written)");
+            goto fail;
+        }
         sb_adds(&target, p.manifest);
         project_root = p.project_root;
         dotenv = p.env_file;
@@ -352,7 +392,20 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
     if (validate_text(target.buf, &text, a.global, &reg, &im, &err) < 0)
         goto fail;
 
-    print_plan(&im, &lifts, a.dest, a.verbose);
+    /* Secrets bound for the project .env: settled before the plan names
+     * the destination, and before anything is written. */
+    char env_refusal[sizeof err.msg] = "";
+    if (to_store && a.dest == ONB_DEST_ENV && !a.global) {
+        dp_checked = true;
+        if (onb_dotenv_check(&p, &dp, &err) < 0) {
+            if (!a.dry_run)
+                goto fail;
+            snprintf(env_refusal, sizeof env_refusal, "%s", err.msg);
+            as_err_clear(&err);
+        }
+    }
+
+    print_plan(&im, &lifts, a.dest, &dp, a.verbose);
 
     if (interactive && !starter) {
         char buf[64];
@@ -370,6 +423,11 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
                                      : ONB_DEST_KEYCHAIN;
             if (a.global && a.dest == ONB_DEST_ENV)
                 a.dest = ONB_DEST_FILE;
+            if (a.dest == ONB_DEST_ENV && !dp_checked) {
+                dp_checked = true;
+                if (onb_dotenv_check(&p, &dp, &err) < 0)
+                    goto fail;
+            }
         }
         rel_display(target.buf, &disp);
         char q[4200];
@@ -397,6 +455,8 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
     }
 
     if (a.dry_run) {
+        if (env_refusal[0])
+            printf("  ✗ %s: --yes would refuse\n", env_refusal);
         if (to_store && a.dest == ONB_DEST_KEYCHAIN && sec_keychain_probe(&err) < 0)
             printf("  ✗ the OS keychain is unreachable (%s): --yes would refuse; pick "
                    "--secrets env|file|skip\n",
@@ -423,6 +483,9 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
     } else if (fs_mkdirs(mkdir_made, a.global ? 0700 : 0755, &err) < 0) {
         goto fail;
     }
+    /* The ignore rule goes in (and git confirms it) before any value does. */
+    if (to_store && a.dest == ONB_DEST_ENV && onb_dotenv_ignore(&p, &dp, &err) < 0)
+        goto fail;
     if (to_store && onb_store_lifts(&lifts, a.dest, dotenv, &stored, &err) < 0)
         goto fail_rollback;
     size_t copied = 0;
@@ -435,10 +498,12 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
         goto fail_rollback;
     free(mkdir_made);
     mkdir_made = NULL;
-    if (to_store && a.dest == ONB_DEST_ENV) {
+    if (to_store && a.dest == ONB_DEST_ENV && !dp.in_work_tree) {
+        /* A .git git does not recognize still gets the rule (04 §6: a
+         * <root>/.git makes a git project); the label does not claim it. */
         bool added = false;
         struct as_err gerr = AS_ERR_INIT;
-        if (sec_gitignore_env(project_root, "/.agentstack/.env", &added, &gerr) < 0)
+        if (sec_gitignore_env(project_root, dp.rule, &added, &gerr) < 0)
             fprintf(stderr, "warning: %s\n", gerr.msg);
     }
 
@@ -452,7 +517,7 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
     }
     if (to_store && a.dest != ONB_DEST_SKIP) {
         printf("🔑 Stored %zu secret%s in %s:", to_store, to_store == 1 ? "" : "s",
-               dest_label(a.dest));
+               dest_label(a.dest, &dp));
         for (size_t i = 0; i < lifts.n; i++)
             if (!lifts.v[i].reused)
                 printf(" %s", lifts.v[i].name);

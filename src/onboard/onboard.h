@@ -26,6 +26,12 @@
  *  - The manifest text written is checked by loading and validating it
  *    before anything is stored; a store or write failure after keychain
  *    writes rolls those writes back.
+ *  - Secret values go to the project .env only when git will ignore it:
+ *    the manifest dir is no symlink, the .env no symlink or special file,
+ *    and in a git work tree git itself (hardened, bundle/git.h) says the
+ *    path is ignored, or will be once the anchored rule is appended to
+ *    <root>/.gitignore (checked before anything is written, verified after
+ *    the append). A rule that re-includes it, or a tracked .env, refuses.
  *  - Locating a secret (status surfaces) reads presence only: process env,
  *    keychain attributes, KEY=value names. Never a keychain value, never
  *    varlock (errata 43).
@@ -41,6 +47,7 @@
 #include "base/strbuf.h"
 #include "base/toml.h"
 #include "base/vec.h"
+#include "bundle/discover.h"
 #include "bundle/manifest.h"
 
 /* ---- presence-only secret locator ----------------------------------------- */
@@ -168,6 +175,27 @@ int onb_store_lifts(const onb_lifts *l, enum onb_dest dest, const char *dotenv,
 /* Undoes the keychain writes recorded in st. */
 void onb_rollback(struct onb_stored *st);
 void onb_stored_free(struct onb_stored *st);
+
+/* The project .env as a secret store (init --secrets env). */
+struct onb_dotenv_plan {
+    bool in_work_tree; /* the project is inside a git work tree */
+    bool ignored;      /* git ignores the .env already */
+    bool add_rule;     /* appending rule to <root>/.gitignore makes it ignored (checked) */
+    char rule[32];     /* "/.agentstack/.env" or "/.env" */
+};
+/* Everything checked before a byte is written: -1 + err (and hint) when
+ * values must not go to p->env_file (see the guarantees above). */
+int onb_dotenv_check(const struct bundle_paths *p, struct onb_dotenv_plan *pl, struct as_err *err);
+/* Appends pl->rule to <root>/.gitignore when pl->add_rule, then asks git
+ * again; when git still does not ignore the .env, .gitignore is put back
+ * and -1 + err. Call before storing any value. */
+int onb_dotenv_ignore(const struct bundle_paths *p, const struct onb_dotenv_plan *pl,
+                      struct as_err *err);
+/* For doctor: 1 when env_file holds values (*values = how many names) and
+ * the git work tree holding it (its real path) does not ignore it; why
+ * then says which rule decides. 0 when absent, empty, ignored or not in a
+ * work tree; -1 + err when git could not tell. */
+int onb_dotenv_exposed(const char *env_file, size_t *values, strbuf *why, struct as_err *err);
 
 /* Copies the skills not yet in the library into its first source and
  * saves the index, under the writer lock. */
