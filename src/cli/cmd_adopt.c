@@ -511,6 +511,14 @@ int cmd_adopt(int argc, char **argv, struct cli_ctx *ctx)
         goto fail;
     }
     manifest_free(check);
+    /* Values go to the project .env only where git ignores it (or will,
+     * with the rule appended and confirmed first); a .agentstack symlinked
+     * out of the project refuses before anything is written. */
+    struct onb_dotenv_plan dp = {0};
+    if (to_store && a.dest == ONB_DEST_ENV &&
+        (discover_check_layout(&p, &err) < 0 || onb_dotenv_check(&p, &dp, &err) < 0 ||
+         onb_dotenv_ignore(&p, &dp, &err) < 0))
+        goto fail;
     if (to_store && onb_store_lifts(&lifts, a.dest, global ? NULL : p.env_file, &stored, &err) < 0)
         goto fail_rollback;
     struct fs_write_opts wo = {.mode = 0644,
@@ -518,10 +526,10 @@ int cmd_adopt(int argc, char **argv, struct cli_ctx *ctx)
                                .contain_root = global ? NULL : p.project_root};
     if (fs_write_atomic(mpath.buf, ntext, nlen, &wo, &err) < 0)
         goto fail_rollback;
-    if (to_store && a.dest == ONB_DEST_ENV) {
+    if (to_store && a.dest == ONB_DEST_ENV && !dp.in_work_tree) {
         bool added = false;
         struct as_err gerr = AS_ERR_INIT;
-        sec_gitignore_env(p.project_root, "/.agentstack/.env", &added, &gerr);
+        sec_gitignore_env(p.project_root, dp.rule, &added, &gerr);
     }
     printf("✓ adopted %zu server%s into %s\n", n_adopt, n_adopt == 1 ? "" : "s", disp.buf);
     for (size_t k = 0; k < ch.n && m->toolsets.n; k++)

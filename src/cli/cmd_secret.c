@@ -183,7 +183,12 @@ static int do_set(const struct secret_args *a, struct cli_ctx *ctx)
         no_keychain_hint(&err, a->name);
         goto fail;
     }
-    if (st == STORE_ENVFILE && project_env(ctx, &p, &err) < 0)
+    /* The project .env only where git ignores it (or will, with the rule
+     * appended and confirmed first): checked before prompting. */
+    struct onb_dotenv_plan dp = {0};
+    if (st == STORE_ENVFILE &&
+        (project_env(ctx, &p, &err) < 0 || discover_check_layout(&p, &err) < 0 ||
+         onb_dotenv_check(&p, &dp, &err) < 0))
         goto fail;
     if (read_value(a, &v, &err) < 0)
         goto fail;
@@ -215,18 +220,20 @@ static int do_set(const struct secret_args *a, struct cli_ctx *ctx)
         printf("  · a plain file: doctor lists it; the OS keychain is the safer home\n");
         break;
     case STORE_ENVFILE: {
-        if (sec_dotenv_set(p.env_file, a->name, v.buf, v.len, SEC_STORE_DOTENV, NULL, &err) < 0)
+        if (onb_dotenv_ignore(&p, &dp, &err) < 0 ||
+            sec_dotenv_set(p.env_file, a->name, v.buf, v.len, SEC_STORE_DOTENV, NULL, &err) < 0)
             goto fail;
         bool added = false;
         struct as_err gerr = AS_ERR_INIT;
-        if (sec_gitignore_env(p.project_root, "/.agentstack/.env", &added, &gerr) < 0)
+        if (!dp.in_work_tree && sec_gitignore_env(p.project_root, dp.rule, &added, &gerr) < 0)
             fprintf(stderr, "warning: %s\n", gerr.msg);
         char *dir = xstrdup(p.env_file);
         char *slash = strrchr(dir, '/');
         if (slash)
             *slash = '\0';
         onb_display_path(dir, &disp);
-        printf("✓ stored '%s' in %s/.env (gitignored)\n", a->name, disp.buf);
+        printf("✓ stored '%s' in %s/.env (%s)\n", a->name, disp.buf,
+               dp.in_work_tree ? "gitignored" : "0600; not in a git work tree");
         free(dir);
         break;
     }

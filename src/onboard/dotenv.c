@@ -17,6 +17,10 @@
 #include "secrets/backends.h"
 
 #define GITIGNORE_HEADER "# agentstack: local secrets — never commit"
+/* Where the values can go instead (init/adopt and secret set spell it differently). */
+#define ELSEWHERE                                                                                  \
+    "the OS keychain, or the file store (init/adopt --secrets keychain|file, secret set --store "  \
+    "file)"
 
 /* env_file relative to the project root: ".agentstack/.env" or ".env". */
 static const char *env_rel(const struct bundle_paths *p)
@@ -59,7 +63,7 @@ int onb_dotenv_check(const struct bundle_paths *p, struct onb_dotenv_plan *pl, s
                        p->manifest_dir, r ? r : "nowhere", r ? r : p->manifest_dir);
             free(r);
             as_err_hint(err, "make .agentstack a real directory, or keep the values out of the "
-                             "project: --secrets keychain | --secrets file");
+                             "project: " ELSEWHERE);
             return -1;
         }
         if (!S_ISDIR(st.st_mode))
@@ -68,8 +72,7 @@ int onb_dotenv_check(const struct bundle_paths *p, struct onb_dotenv_plan *pl, s
     if (lstat(p->env_file, &st) == 0 && !S_ISREG(st.st_mode)) {
         as_err_set(err, "%s is %s — refusing to write secret values through it", p->env_file,
                    S_ISLNK(st.st_mode) ? "a symlink" : "not a regular file");
-        as_err_hint(err, "replace it with a regular file, or use --secrets keychain | --secrets "
-                         "file");
+        as_err_hint(err, "replace it with a regular file, or use " ELSEWHERE);
         return -1;
     }
     struct git_ignore g;
@@ -88,9 +91,7 @@ int onb_dotenv_check(const struct bundle_paths *p, struct onb_dotenv_plan *pl, s
                         "%s would not be ignored by git, and %s is %s, so no rule can be added "
                         "to it — refusing to put secret values there; nothing was written",
                         p->env_file, gi, S_ISLNK(st.st_mode) ? "a symlink" : "not a regular file");
-        as_err_hint(err,
-                    "add %s to the project's ignore rules by hand, or use --secrets "
-                    "keychain | --secrets file",
+        as_err_hint(err, "add %s to the project's ignore rules by hand, or use " ELSEWHERE,
                     pl->rule);
         goto out;
     }
@@ -110,7 +111,7 @@ int onb_dotenv_check(const struct bundle_paths *p, struct onb_dotenv_plan *pl, s
                         "nothing was written",
                         p->env_file, why.buf, pl->rule, gi);
         as_err_hint(err, "remove that rule (or git rm --cached the file), or keep the values "
-                         "out of the project: --secrets keychain | --secrets file");
+                         "out of the project: " ELSEWHERE);
         sb_release(&why);
     }
 out:

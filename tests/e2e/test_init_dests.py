@@ -197,10 +197,39 @@ def doctor_warns():
               d.stdout + d.stderr)
 
 
+def other_writers():
+    """secret set --env-file and adopt --secrets env share init's check."""
+    manifest = "version = 1\n"
+    for layout in ("negated", "symlink"):
+        with Sandbox() as sb:
+            seed(sb)
+            git_repo(sb.project)
+            if layout == "negated":
+                sb.write(".agentstack/agentstack.toml", manifest)
+                sb.write(".agentstack/.gitignore", "!.env\n")
+                dotenv = os.path.join(sb.project, ".agentstack", ".env")
+            else:
+                sb.write("docs/agentstack.toml", manifest)
+                os.symlink("docs", os.path.join(sb.project, ".agentstack"))
+                dotenv = os.path.join(sb.project, "docs", ".env")
+            r = sb.run("secret", "set", "T_TOKEN", "--env-file", "--stdin", input="abcdef123",
+                       env=env(sb))
+            check(r.returncode == 1 and "gitignored" not in r.stdout
+                  and not os.path.exists(dotenv),
+                  f"secret set --env-file ({layout}): refuses, no .env", r.stdout + r.stderr)
+            sb.write(".mcp.json", json.dumps({"mcpServers": {"gh": {
+                "command": "npx", "env": {"GH_PAT_TOKEN": TOKEN}}}}))
+            r = sb.run("adopt", "--write", "--secrets", "env", env=env(sb))
+            check(r.returncode == 1 and not os.path.exists(dotenv)
+                  and holding(os.path.dirname(dotenv), TOKEN) == [],
+                  f"adopt --secrets env ({layout}): refuses, no .env", r.stdout + r.stderr)
+
+
 outside_symlink()
 inside_symlink()
 negated_rule()
 tracked_env()
 clean_repo()
 doctor_warns()
+other_writers()
 done()

@@ -16,7 +16,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from aslib import BIN, KEYRING_SESSION, Sandbox, check, done  # noqa: E402
+from aslib import BIN, KEYRING_SESSION, Sandbox, check, done, git  # noqa: E402
 
 TOKEN = "ghp_Fx7Kq2Lm9Rt4Vw8Yz3Bc6Dn1Gh5Jp0Ts2Uv"
 
@@ -58,7 +58,8 @@ def project(sb, refs):
     body = "version = 1\n\n[servers.gh]\ntype = \"http\"\nurl = \"https://x.invalid/mcp\"\n"
     body += "headers = { " + ", ".join(f'H{i} = "${{{r}}}"' for i, r in enumerate(refs)) + " }\n"
     sb.write(".agentstack/agentstack.toml", body)
-    os.makedirs(os.path.join(sb.project, ".git"), exist_ok=True)
+    # a real repository: "(gitignored)" is printed only when git confirms it
+    git("init", "-q", sb.project)
 
 
 def keychain_half():
