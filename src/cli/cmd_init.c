@@ -25,6 +25,7 @@
 
 #include "adapters/adapters.h"
 #include "base/fs.h"
+#include "base/term.h"
 #include "base/xalloc.h"
 #include "bundle/discover.h"
 #include "bundle/home.h"
@@ -156,12 +157,16 @@ static int validate_text(const char *path, const strbuf *text, bool machine,
     int rc = 0;
     if (nerr) {
         strbuf s = SB_INIT;
+        const char *fix = NULL;
         for (size_t i = 0; i < d.n; i++)
             if (d.v[i].sev == MF_ERROR) {
-                mf_diag_format(&d.v[i], &s);
+                mf_diag_message(&d.v[i], &s);
+                fix = d.v[i].fix;
                 break;
             }
         rc = as_err_set(err, "the imported manifest does not validate: %s", s.buf);
+        if (fix)
+            as_err_hint(err, "%s", fix);
         sb_release(&s);
     }
     mf_diags_free(&d);
@@ -194,7 +199,7 @@ static int outside_symlink(const struct bundle_paths *p, struct as_err *err)
 
 static int ask(const char *q, const char *def, char *buf, size_t n)
 {
-    printf("%s", q);
+    term_printf("%s", q);
     fflush(stdout);
     if (!fgets(buf, (int)n, stdin))
         return -1;
@@ -244,32 +249,32 @@ static void print_plan(const struct onb_import *im, const onb_lifts *lifts, enum
 {
     for (size_t i = 0; i < im->servers.n; i++) {
         const struct onb_server *s = &im->servers.v[i];
-        printf("  + %s  ← ", s->name);
+        term_printf("  + %s  ← ", s->name);
         for (size_t k = 0; k < s->origins.n; k++)
-            printf("%s%s", k ? " · " : "", s->origins.v[k]);
-        printf("\n");
+            term_printf("%s%s", k ? " · " : "", s->origins.v[k]);
+        term_printf("\n");
     }
     for (size_t i = 0; i < im->skills.n; i++) {
         const struct onb_skill *s = &im->skills.v[i];
-        printf("  + skill %s  ← ", s->name);
+        term_printf("  + skill %s  ← ", s->name);
         for (size_t k = 0; k < s->origins.n; k++)
-            printf("%s%s", k ? " · " : "", s->origins.v[k]);
-        printf("%s\n", s->in_library ? " (already in the library)" : "");
+            term_printf("%s%s", k ? " · " : "", s->origins.v[k]);
+        term_printf("%s\n", s->in_library ? " (already in the library)" : "");
     }
     for (size_t i = 0; i < lifts->n; i++) {
         const struct onb_lift *l = &lifts->v[i];
-        printf("  🔑 ${%s} ← ", l->name);
+        term_printf("  🔑 ${%s} ← ", l->name);
         for (size_t k = 0; k < l->where.n; k++)
-            printf("%s%s", k ? ", " : "", l->where.v[k]);
-        printf(" → %s\n", l->reused ? "already stored with this value" : dest_label(dest, dp));
+            term_printf("%s%s", k ? ", " : "", l->where.v[k]);
+        term_printf(" → %s\n", l->reused ? "already stored with this value" : dest_label(dest, dp));
     }
     for (size_t i = 0; i < im->conflicts.n; i++)
-        printf("  ! conflict: %s\n", im->conflicts.v[i]);
+        term_printf("  ! conflict: %s\n", im->conflicts.v[i]);
     for (size_t i = 0; i < im->problems.n; i++)
-        printf("  ✗ %s\n", im->problems.v[i]);
+        term_printf("  ✗ %s\n", im->problems.v[i]);
     for (size_t i = 0; i < im->notes.n; i++)
         if (verbose || strncmp(im->notes.v[i], "skipping", 8) == 0)
-            printf("  ↳ %s\n", im->notes.v[i]);
+            term_printf("  ↳ %s\n", im->notes.v[i]);
 }
 
 int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
@@ -356,7 +361,7 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
         goto fail;
     have_reg = true;
     for (size_t i = 0; i < reg.warnings.n; i++)
-        fprintf(stderr, "warning: %s\n", reg.warnings.v[i]);
+        term_fprintf(stderr, "warning: %s\n", reg.warnings.v[i]);
 
     struct onb_import_opts io = {.project_root = project_root,
                                  .include_tool_managed = a.include_tool_managed,
@@ -365,12 +370,12 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
         goto fail;
 
     if (im.detected_ids.n) {
-        printf("🔍 Detected %zu CLI%s: ", im.detected_ids.n, im.detected_ids.n == 1 ? "" : "s");
+        term_printf("🔍 Detected %zu CLI%s: ", im.detected_ids.n, im.detected_ids.n == 1 ? "" : "s");
         for (size_t i = 0; i < im.detected_names.n; i++)
-            printf("%s%s", i ? " · " : "", im.detected_names.v[i]);
-        printf("\n");
+            term_printf("%s%s", i ? " · " : "", im.detected_names.v[i]);
+        term_printf("\n");
     } else {
-        printf("🔍 No supported CLIs detected on this machine\n");
+        term_printf("🔍 No supported CLIs detected on this machine\n");
     }
 
     /* Lift secrets; names already holding other values in a store are skipped. */
@@ -413,7 +418,7 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
             if (ask("Where should the secret values go? [k]eychain (default), [e]nv "
                     "(.agentstack/.env), [f]ile store, [s]kip: ",
                     "k", buf, sizeof buf) < 0) {
-                printf("\nNot written.\n");
+                term_printf("\nNot written.\n");
                 rc = EXIT_FAIL;
                 goto out;
             }
@@ -434,7 +439,7 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
         snprintf(q, sizeof q, "Write %s? [Y/n] ", disp.buf);
         sb_reset(&disp);
         if (ask(q, "y", buf, sizeof buf) < 0 || (buf[0] != 'y' && buf[0] != 'Y')) {
-            printf("Not written. Re-run with --yes to write.\n");
+            term_printf("Not written. Re-run with --yes to write.\n");
             rc = EXIT_OK;
             goto out;
         }
@@ -456,16 +461,16 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
 
     if (a.dry_run) {
         if (env_refusal[0])
-            printf("  ✗ %s: --yes would refuse\n", env_refusal);
+            term_printf("  ✗ %s: --yes would refuse\n", env_refusal);
         if (to_store && a.dest == ONB_DEST_KEYCHAIN && sec_keychain_probe(&err) < 0)
-            printf("  ✗ the OS keychain is unreachable (%s): --yes would refuse; pick "
-                   "--secrets env|file|skip\n",
-                   err.msg);
+            term_printf("  ✗ the OS keychain is unreachable (%s): --yes would refuse; pick "
+                        "--secrets env|file|skip\n",
+                        err.msg);
         as_err_clear(&err);
         rel_display(target.buf, &disp);
-        printf("Dry run. Nothing written — would write %s%s%s.\n", disp.buf,
-               starter ? " (a starter manifest)" : "",
-               a.connect ? ", then run agentstack connect --all --write" : "");
+        term_printf("Dry run. Nothing written — would write %s%s%s.\n", disp.buf,
+                    starter ? " (a starter manifest)" : "",
+                    a.connect ? ", then run agentstack connect --all --write" : "");
         rc = EXIT_OK;
         goto out;
     }
@@ -504,37 +509,37 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
         bool added = false;
         struct as_err gerr = AS_ERR_INIT;
         if (sec_gitignore_env(project_root, dp.rule, &added, &gerr) < 0)
-            fprintf(stderr, "warning: %s\n", gerr.msg);
+            term_fprintf(stderr, "warning: %s\n", gerr.msg);
     }
 
     if (starter) {
-        printf("No supported CLIs detected to import — wrote a starter manifest instead.\n");
+        term_printf("No supported CLIs detected to import — wrote a starter manifest instead.\n");
     } else {
-        printf("📥 Imported %zu MCP server%s", im.servers.n, im.servers.n == 1 ? "" : "s");
+        term_printf("📥 Imported %zu MCP server%s", im.servers.n, im.servers.n == 1 ? "" : "s");
         if (im.skills.n)
-            printf(" and %zu skill%s", im.skills.n, im.skills.n == 1 ? "" : "s");
-        printf(" from existing configs\n");
+            term_printf(" and %zu skill%s", im.skills.n, im.skills.n == 1 ? "" : "s");
+        term_printf(" from existing configs\n");
     }
     if (to_store && a.dest != ONB_DEST_SKIP) {
-        printf("🔑 Stored %zu secret%s in %s:", to_store, to_store == 1 ? "" : "s",
-               dest_label(a.dest, &dp));
+        term_printf("🔑 Stored %zu secret%s in %s:", to_store, to_store == 1 ? "" : "s",
+                    dest_label(a.dest, &dp));
         for (size_t i = 0; i < lifts.n; i++)
             if (!lifts.v[i].reused)
-                printf(" %s", lifts.v[i].name);
-        printf("\n");
+                term_printf(" %s", lifts.v[i].name);
+        term_printf("\n");
     } else if (to_store) {
-        printf("· %zu secret value%s not stored (--secrets skip) — set each before apply:\n",
-               to_store, to_store == 1 ? " was" : "s were");
+        term_printf("· %zu secret value%s not stored (--secrets skip) — set each before apply:\n",
+                    to_store, to_store == 1 ? " was" : "s were");
         for (size_t i = 0; i < lifts.n; i++)
             if (!lifts.v[i].reused)
-                printf("    agentstack secret set %s\n", lifts.v[i].name);
+                term_printf("    agentstack secret set %s\n", lifts.v[i].name);
     }
     rel_display(target.buf, &disp);
-    printf("✅ Wrote %s\n", disp.buf);
+    term_printf("✅ Wrote %s\n", disp.buf);
     rc = EXIT_OK;
     if (a.connect) {
         /* --connect (never implied by --yes): register the live gateway too. */
-        printf("🔌 agentstack connect --all --write\n");
+        term_printf("🔌 agentstack connect --all --write\n");
         fflush(stdout);
         char *cargv[] = {"connect", "--all", "--write", NULL};
         if (cmd_connect(3, cargv, ctx) != 0) {
@@ -545,8 +550,8 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
             goto out;
         }
     }
-    printf("Next: agentstack bootstrap   · preflight: CLIs, missing secrets, what apply would "
-           "change\n");
+    term_printf("Next: agentstack bootstrap   · preflight: CLIs, missing secrets, what apply would "
+                "change\n");
     goto out;
 
 fail_rollback:

@@ -142,6 +142,19 @@ def main():
               lines[at[0] + 1].startswith("  - skill 'notes'") and
               lines[at[0] + 2].startswith("pin with "),
               "the refusal lists its blockers one a line", out)
+
+    # init reads the repository's .mcp.json: hostile names and the hostile
+    # directory reach its plan, prompt-free (--dry-run and --yes) output.
+    with Sandbox() as sb:
+        sb.project = os.path.join(sb.root, "work", DIRNAME)
+        os.makedirs(sb.project)
+        e = H.env(sb)
+        sb.write(".mcp.json", json.dumps({"mcpServers": {
+            NATIVE: {"command": "x-mcp", "env": {"API_TOKEN": "tok-123456789"}},
+            NATIVE_NL: {"command": "y-mcp"}}}))
+        for args in (("init", "--dry-run", "--secrets", "file"),
+                     ("init", "--yes", "--secrets", "file")):
+            safe(H.run(sb, *args, e=e), " ".join(args))
     done()
 
 
