@@ -244,9 +244,35 @@ json_t *json_parse(const char *path, const char *text, size_t len, struct as_err
         unsigned col = je.column > 0 ? (unsigned)je.column : 0;
         if (!line) /* e.g. empty input: still say which file */
             line = 1;
-        as_err_at(err, path ? path : "<json>", line, col, "%s", je.text);
+        size_t at;
+        const char *why = json_error_code(&je) == json_error_duplicate_key
+                              ? NULL
+                              : json_unrepresentable(text, len, &at);
+        if (why) {
+            /* jansson's own words name its flags ("without JSON_ALLOW_NUL")
+             * and point past the value; say what is wrong, where it starts. */
+            json_line_col(text, len, at, &line, &col);
+            as_err_at(err, path ? path : "<json>", line, col, "%s, which agentstack refuses", why);
+        } else {
+            as_err_at(err, path ? path : "<json>", line, col, "%s", je.text);
+        }
     }
     return v;
+}
+
+void json_line_col(const char *s, size_t n, size_t at, unsigned *line, unsigned *col)
+{
+    unsigned l = 1, c = 1;
+    for (size_t k = 0; k < at && k < n; k++) {
+        if (s[k] == '\n') {
+            l++;
+            c = 1;
+        } else if (((unsigned char)s[k] & 0xC0) != 0x80) {
+            c++;
+        }
+    }
+    *line = l;
+    *col = c;
 }
 
 json_t *json_load_path(const char *path, size_t max_bytes, struct as_err *err)

@@ -196,6 +196,120 @@ static void test_parse_errors(void **st)
     json_decref(v);
 }
 
+static char *repeat(const char *open, size_t n, const char *mid, const char *close)
+{
+    strbuf sb = SB_INIT;
+    for (size_t i = 0; i < n; i++)
+        sb_adds(&sb, open);
+    sb_adds(&sb, mid);
+    for (size_t i = 0; i < n; i++)
+        sb_adds(&sb, close);
+    return sb_detach(&sb, NULL);
+}
+
+static int jansson_reads(const char *s, size_t n)
+{
+    json_error_t je;
+    json_t *v = json_loadb(s, n, JSON_DECODE_ANY, &je);
+    json_decref(v);
+    return v != NULL;
+}
+
+/* The scanner names exactly what jansson refuses in well-formed JSON, and
+ * says nothing of text that is no JSON at all (a reader skips that). */
+static void test_unrepresentable(void **st)
+{
+    (void)st;
+    static const struct {
+        const char *text;
+        const char *why; /* NULL: jansson reads it */
+        size_t at;
+    } ok[] = {
+        {"{\"a\":\"x\\u0000y\"}", "string contains \\u0000 (NUL)", 5},
+        {"{\"\\u0000\":1}", "string contains \\u0000 (NUL)", 1},
+        {" [\"\\ud800\"]", "string contains an unpaired surrogate escape", 2},
+        {"[\"\\ud800\\u0041\"]", "string contains an unpaired surrogate escape", 1},
+        {"[\"\\udc00\"]", "string contains an unpaired surrogate escape", 1},
+        {"{\"n\":1e400}", "number out of range", 5},
+        {"[-1e400]", "number out of range", 1},
+        {"[123456789012345678901234567890]", "number out of range", 1},
+        {"[9223372036854775808]", "number out of range", 1},
+        {"[-9223372036854775809]", "number out of range", 1},
+        /* the first trait in the text wins */
+        {"[1e999, \"\\u0000\"]", "number out of range", 1},
+        /* what jansson reads */
+        {"[9223372036854775807, -9223372036854775808, 1e308, 1e-400, -0, 0.5e-3]", NULL, 0},
+        {"{\"a\":\"\\ud83d\\ude00 \\u00e9 \\\"\\\\\\/\\b\\f\\n\\r\\t\",\"b\":[true,false,null]}",
+         NULL, 0},
+        {"\"x\"", NULL, 0},
+        {" {} ", NULL, 0},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        const char *t = ok[i].text;
+        size_t at = 99;
+        const char *why = json_unrepresentable(t, strlen(t), &at);
+        if (!ok[i].why) {
+            assert_true(jansson_reads(t, strlen(t)));
+            assert_null(why);
+            continue;
+        }
+        assert_false(jansson_reads(t, strlen(t)));
+        if (!why || strcmp(why, ok[i].why) != 0 || at != ok[i].at)
+            fail_msg("case %zu (%s): %s at %zu", i, t, why ? why : "(null)", at);
+    }
+    /* not JSON: no reason, whatever it holds */
+    static const char *const bad[] = {
+        "",
+        "garbage \\u0000",
+        "{\"a\":\"\\u0000\"",
+        "{\"a\":\"\\u0000\"} x",
+        "[\"\\u0000\",]",
+        "{\"a\" \"\\u0000\"}",
+        "[\"\\u0000\" 1]",
+        "[\"\\x\", 1e400]",
+        "[01, 1e400]",
+        "[1., 1e400]",
+        "[\"\xff\", \"\\u0000\"]",
+        "[\"\x01\", \"\\u0000\"]",
+        "[\"\\u00g0\"]",
+        "{1:\"\\u0000\"}",
+        "[tru, 1e400]",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (json_unrepresentable(bad[i], strlen(bad[i]), NULL))
+            fail_msg("bad case %zu (%s) was called JSON", i, bad[i]);
+    assert_null(json_unrepresentable("[1,\0 2]", 7, NULL));
+    /* depth: jansson counts every value, so 2048 arrays hold no scalar */
+    char *d = repeat("[", 2048, "", "]");
+    assert_true(jansson_reads(d, strlen(d)));
+    assert_null(json_unrepresentable(d, strlen(d), NULL));
+    free(d);
+    d = repeat("[", 2047, "1", "]");
+    assert_true(jansson_reads(d, strlen(d)));
+    assert_null(json_unrepresentable(d, strlen(d), NULL));
+    free(d);
+    d = repeat("[", 2048, "1", "]");
+    assert_false(jansson_reads(d, strlen(d)));
+    size_t at = 0;
+    assert_string_equal(json_unrepresentable(d, strlen(d), &at), "nesting deeper than 2048 levels");
+    assert_int_equal(at, 2048);
+    free(d);
+    /* far deeper than any recursion could go, objects too */
+    d = repeat("{\"a\":", 200000, "{}", "}");
+    assert_string_equal(json_unrepresentable(d, strlen(d), NULL),
+                        "nesting deeper than 2048 levels");
+    d[strlen(d) - 1] = ' '; /* one brace short: not JSON */
+    assert_null(json_unrepresentable(d, strlen(d), NULL));
+    free(d);
+    /* json_parse says it in its own words, at the value */
+    struct as_err err = AS_ERR_INIT;
+    const char *nul = "{\n  \"cmd\": \"x\\u0000y\"\n}";
+    assert_null(json_parse("n.json", nul, strlen(nul), &err));
+    assert_string_equal(err.msg, "string contains \\u0000 (NUL), which agentstack refuses");
+    assert_int_equal(err.line, 2);
+    assert_int_equal(err.col, 10);
+}
+
 static void test_load_and_dump(void **st)
 {
     (void)st;
@@ -275,7 +389,7 @@ int main(void)
         cmocka_unit_test(test_byte_order_keys), cmocka_unit_test(test_string_escaping),
         cmocka_unit_test(test_escape_flags),    cmocka_unit_test(test_numbers),
         cmocka_unit_test(test_parse_errors),    cmocka_unit_test(test_load_and_dump),
-        cmocka_unit_test(test_from_toml),
+        cmocka_unit_test(test_from_toml),       cmocka_unit_test(test_unrepresentable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
