@@ -192,6 +192,10 @@ static void on_called(void *ctx, const struct mcp_reply *rep)
             break;
         default:
             cls = "upstream-error";
+            /* The agent sees the class only (02 §6.4); the cause, never
+             * upstream-authored text (mcp.h), goes to stderr. */
+            gw_note("upstream '%s': calling %s failed: %s (%s)", j->server, j->tool,
+                    mcp_status_name(rep->status), rep->message);
             break;
         }
         gw_reply(gw, j, gw_error_result("contacting %s failed (%s)", j->server, cls));

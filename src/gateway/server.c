@@ -445,6 +445,28 @@ static void on_line(void *ctx, enum mcp_line_kind kind, const char *data, size_t
         json_decref(reply); /* non-JSON lines are ignored (02 §2.1) */
         return;
     }
+    if (st == MCP_UNREADABLE) {
+        /* JSON all the same: its sender waits, so a request is answered
+         * (with its id when readable) and the rest is said on stderr. */
+        if (!gw->first_seen) {
+            json_decref(reply);
+            gw->first_seen = true;
+            fatal_first(gw, "an unreadable message");
+            return;
+        }
+        struct mcp_unreadable u;
+        if (mcp_unreadable_read(data, len, &u) == 0) {
+            gw_note("%s an unreadable %s from the client: %s", reply ? "answered" : "ignored",
+                    reply          ? "message"
+                    : u.has_method ? "notification"
+                                   : "response",
+                    u.why);
+            mcp_unreadable_clear(&u);
+        }
+        if (reply)
+            send_json(gw, reply);
+        return;
+    }
     if (st == MCP_INVALID) {
         if (!gw->first_seen) {
             json_decref(reply);

@@ -433,6 +433,30 @@ static int id_value(const json_t *id, uint64_t *out)
     return 0;
 }
 
+/* A line that is JSON but that the parser cannot hold (\u0000, an unpaired
+ * surrogate, a number out of range, nesting too deep): the request it
+ * answers fails now, naming why, instead of at its timeout; a request from
+ * the server gets mcp_parse's parse error. */
+static void on_unreadable(struct mcp_client *c, const char *data, size_t len, json_t *reply)
+{
+    struct mcp_unreadable u;
+    if (mcp_unreadable_read(data, len, &u) < 0)
+        return;
+    uint64_t id;
+    struct pending **link;
+    struct pending *p;
+    if (u.has_method) {
+        if (reply && u.has_id && (c->state == MCP_ST_READY || c->state == MCP_ST_STARTING))
+            c->ops->send(c, reply, 0);
+    } else if (u.id && id_value(u.id, &id) == 0 && (p = find_live(c, id, &link)) && p->sent) {
+        *link = p->next;
+        char msg[160];
+        snprintf(msg, sizeof msg, "unreadable message: %s", u.why);
+        finish_status(c, p, MCP_E_PROTOCOL, msg, 0);
+    }
+    mcp_unreadable_clear(&u);
+}
+
 void mcp__on_line(struct mcp_client *c, const char *data, size_t len)
 {
     struct mcp_msg m;
@@ -452,8 +476,14 @@ void mcp__on_line(struct mcp_client *c, const char *data, size_t len)
         }
     }
     /* Non-JSON lines and invalid messages on an upstream's stdout are
-     * skipped: servers print banners, and nothing we could answer helps. */
-    if (mcp_parse(data, len, &m, NULL) != MCP_PARSED)
+     * skipped: servers print banners, and nothing we could answer helps.
+     * Well-formed JSON we cannot hold is a message, though. */
+    json_t *reply = NULL;
+    enum mcp_parse_status st = mcp_parse(data, len, &m, &reply);
+    if (st == MCP_UNREADABLE)
+        on_unreadable(c, data, len, reply);
+    json_decref(reply);
+    if (st != MCP_PARSED)
         return;
     if (m.kind == MCP_RESPONSE) {
         uint64_t id;

@@ -1,6 +1,8 @@
 /* JSON-RPC 2.0 message model — see mcp.h. */
+#include <stdbool.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "base/xalloc.h"
 #include "mcp/mcp.h"
 
@@ -99,19 +101,73 @@ static enum mcp_parse_status classify(json_t *root, struct mcp_msg *m)
     return MCP_PARSED;
 }
 
+static void trim(const char **data, size_t *len)
+{
+    const char *d = *data;
+    size_t n = *len;
+    if (n >= 3 && (unsigned char)d[0] == 0xEF && (unsigned char)d[1] == 0xBB &&
+        (unsigned char)d[2] == 0xBF) {
+        d += 3;
+        n -= 3;
+    }
+    while (n && (d[n - 1] == '\r' || d[n - 1] == ' ' || d[n - 1] == '\t' || d[n - 1] == '\n'))
+        n--;
+    *data = d;
+    *len = n;
+}
+
+#define UNREADABLE_MEMBERS 256
+
+int mcp_unreadable_read(const char *data, size_t len, struct mcp_unreadable *u)
+{
+    memset(u, 0, sizeof *u);
+    trim(&data, &len);
+    u->why = json_unrepresentable(data, len, NULL);
+    if (!u->why)
+        return -1;
+    /* The text is well-formed, so the raw walkers read it right. */
+    struct mcp_member mm[UNREADABLE_MEMBERS];
+    struct mcp_span all = {data, len};
+    int n = mcp_raw_members(all, mm, UNREADABLE_MEMBERS);
+    struct mcp_span id = {NULL, 0};
+    int ids = 0;
+    for (int i = 0; i < n; i++) {
+        struct mcp_span k = mm[i].key;
+        if (k.n == 2 && memcmp(k.p, "id", 2) == 0) {
+            id = mm[i].val;
+            ids++;
+        } else if (k.n == 6 && memcmp(k.p, "method", 6) == 0) {
+            u->has_method = 1;
+        } else if ((k.n == 6 && memcmp(k.p, "result", 6) == 0) ||
+                   (k.n == 5 && memcmp(k.p, "error", 5) == 0)) {
+            u->has_answer = 1;
+        }
+    }
+    u->has_id = ids > 0;
+    if (ids == 1) {
+        json_error_t je;
+        json_t *v = json_loadb(id.p, id.n, JSON_DECODE_ANY, &je);
+        if (v && valid_id(v))
+            u->id = v;
+        else if (v)
+            json_decref(v);
+    }
+    return 0;
+}
+
+void mcp_unreadable_clear(struct mcp_unreadable *u)
+{
+    if (u->id)
+        json_decref(u->id);
+    memset(u, 0, sizeof *u);
+}
+
 enum mcp_parse_status mcp_parse(const char *data, size_t len, struct mcp_msg *m, json_t **reply)
 {
     memset(m, 0, sizeof *m);
     if (reply)
         *reply = NULL;
-    if (len >= 3 && (unsigned char)data[0] == 0xEF && (unsigned char)data[1] == 0xBB &&
-        (unsigned char)data[2] == 0xBF) {
-        data += 3;
-        len -= 3;
-    }
-    while (len && (data[len - 1] == '\r' || data[len - 1] == ' ' || data[len - 1] == '\t' ||
-                   data[len - 1] == '\n'))
-        len--;
+    trim(&data, &len);
     size_t i = 0;
     while (i < len && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r'))
         i++;
@@ -132,6 +188,21 @@ enum mcp_parse_status mcp_parse(const char *data, size_t len, struct mcp_msg *m,
             if (reply)
                 *reply = error_reply(NULL, MCP_INVALID_REQUEST, "Invalid request");
             return MCP_INVALID;
+        }
+        /* Well-formed JSON jansson cannot hold (\u0000, an unpaired
+         * surrogate, a number out of range, deep nesting) is a message all
+         * the same: its sender waits for an answer, so it gets one. */
+        struct mcp_unreadable u;
+        if (mcp_unreadable_read(data, len, &u) == 0) {
+            bool quiet = (u.has_method && !u.has_id) || (!u.has_method && u.has_answer);
+            if (reply && !quiet) {
+                strbuf msg = SB_INIT;
+                sb_addf(&msg, "Parse error: %s", u.why);
+                *reply = error_reply(u.id, MCP_PARSE_ERROR, msg.buf);
+                sb_release(&msg);
+            }
+            mcp_unreadable_clear(&u);
+            return MCP_UNREADABLE;
         }
         if (reply)
             *reply = error_reply(NULL, MCP_PARSE_ERROR, "Parse error");

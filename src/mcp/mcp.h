@@ -79,6 +79,9 @@ enum mcp_parse_status {
     MCP_BLANK,      /* empty or whitespace-only line: skip, no reply */
     MCP_NOT_JSON,   /* *reply = -32700 "Parse error", "id": null */
     MCP_INVALID,    /* *reply = -32600 "Invalid request" (the id when one was readable) */
+    MCP_UNREADABLE, /* well-formed JSON the parser cannot hold (json_unrepresentable):
+                       *reply = -32700 "Parse error: <why>" with the id when readable,
+                       or NULL for a notification or a response (they get no reply) */
 };
 
 /* Parses one line (no '\n'; a trailing '\r' and a leading UTF-8 BOM are
@@ -88,6 +91,22 @@ enum mcp_parse_status {
  * status is NOT_JSON/INVALID it receives a new reference to the error reply. */
 enum mcp_parse_status mcp_parse(const char *data, size_t len, struct mcp_msg *m, json_t **reply);
 void mcp_msg_clear(struct mcp_msg *m);
+
+/* What a line mcp_parse called MCP_UNREADABLE still says, read from the raw
+ * bytes of its top-level members (so its sender can be answered, or its
+ * request failed, instead of waiting for a timeout). Keys are matched
+ * byte for byte; a repeated "id" or more than 256 members read as no id. */
+struct mcp_unreadable {
+    const char *why; /* e.g. "string contains \u0000 (NUL)" (static text) */
+    json_t *id;      /* the top-level "id" when readable as string|number (owned), else NULL */
+    int has_id;      /* an "id" member is there (readable or not) */
+    int has_method;  /* a "method" member is there */
+    int has_answer;  /* a "result" or "error" member is there */
+};
+/* 0 and *u filled when the line (BOM, '\r' and whitespace tolerated as by
+ * mcp_parse) is well-formed JSON the parser cannot hold; -1 otherwise. */
+int mcp_unreadable_read(const char *data, size_t len, struct mcp_unreadable *u);
+void mcp_unreadable_clear(struct mcp_unreadable *u);
 
 /* Builders. "stolen" arguments are owned by the new message. */
 json_t *mcp_request_new(json_t *id /* stolen */, const char *method,

@@ -86,9 +86,10 @@ static void test_parse_error_has_null_id(void **state)
     (void)state;
     struct mcp_msg m;
     json_t *reply;
-    const char *bad[] = {"garbage",     "{\"jsonrpc\":\"2.0\",",
-                         "{'a':1}",     "[1,",
-                         "\"\\u0000\"", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"} trailing"};
+    const char *bad[] = {
+        "garbage",       "{\"jsonrpc\":\"2.0\",",
+        "{'a':1}",       "[1,",
+        "[\"\\u0000\",", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"} trailing"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(parse(bad[i], &m, &reply), MCP_NOT_JSON);
         assert_null(m.root);
@@ -97,6 +98,84 @@ static void test_parse_error_has_null_id(void **state)
     /* invalid UTF-8 is not JSON either */
     assert_int_equal(parse("{\"jsonrpc\":\"2.0\",\"method\":\"\xff\"}", &m, &reply), MCP_NOT_JSON);
     json_decref(reply);
+}
+
+static const char *err_message(json_t *reply)
+{
+    return json_string_value(json_object_get(json_object_get(reply, "error"), "message"));
+}
+
+/* Well-formed JSON jansson cannot hold is a message: a request is answered
+ * with its id and the reason, a notification or a response is not. */
+static void test_unreadable(void **state)
+{
+    (void)state;
+    struct mcp_msg m;
+    json_t *reply;
+    static const struct {
+        const char *line, *id, *why;
+    } req[] = {
+        {"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"a\":\"x\\u0000\"}}",
+         "5", "Parse error: string contains \\u0000 (NUL)"},
+        {"\xEF\xBB\xBF{\"id\":\"k\",\"method\":\"m\",\"params\":[\"\\ud800\"]}\r", "\"k\"",
+         "Parse error: string contains an unpaired surrogate escape"},
+        {"{\"params\":[1e400],\"id\":2.5,\"method\":\"m\"}", "2.5",
+         "Parse error: number out of range"},
+        /* the id itself unreadable, repeated, or of no id type: null */
+        {"{\"jsonrpc\":\"2.0\",\"id\":\"\\u0000\",\"method\":\"m\"}", "null",
+         "Parse error: string contains \\u0000 (NUL)"},
+        {"{\"params\":[\"\\u0000\"],\"id\":1,\"id\":2,\"method\":\"m\"}", "null",
+         "Parse error: string contains \\u0000 (NUL)"},
+        {"{\"id\":[1],\"method\":\"m\",\"params\":[\"\\u0000\"]}", "null",
+         "Parse error: string contains \\u0000 (NUL)"},
+        {"{\"id\":12345678901234567890123,\"method\":\"m\"}", "null",
+         "Parse error: number out of range"},
+        /* no message shape at all: answered like any unusable line */
+        {"[\"\\u0000\"]", "null", "Parse error: string contains \\u0000 (NUL)"},
+        {"{\"id\":4,\"x\":\"\\u0000\"}", "4", "Parse error: string contains \\u0000 (NUL)"},
+    };
+    for (size_t i = 0; i < sizeof req / sizeof req[0]; i++) {
+        assert_int_equal(parse(req[i].line, &m, &reply), MCP_UNREADABLE);
+        assert_null(m.root);
+        assert_string_equal(err_message(reply), req[i].why);
+        assert_error_reply(reply, MCP_PARSE_ERROR, req[i].id);
+    }
+    /* no reply: a notification, a response (the reader fails the request) */
+    assert_int_equal(
+        parse("{\"jsonrpc\":\"2.0\",\"method\":\"n\",\"params\":{\"\\u0000\":1}}", &m, &reply),
+        MCP_UNREADABLE);
+    assert_null(reply);
+    const char *resp = "{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{\"t\":\"\\u0000\"}}";
+    assert_int_equal(parse(resp, &m, &reply), MCP_UNREADABLE);
+    assert_null(reply);
+    struct mcp_unreadable u;
+    assert_int_equal(mcp_unreadable_read(resp, strlen(resp), &u), 0);
+    assert_int_equal(json_integer_value(u.id), 9);
+    assert_true(u.has_id && u.has_answer && !u.has_method);
+    assert_string_equal(u.why, "string contains \\u0000 (NUL)");
+    mcp_unreadable_clear(&u);
+    assert_null(u.id);
+    /* deep nesting, far past any recursion, with the id after it */
+    strbuf deep = SB_INIT;
+    sb_adds(&deep, "{\"jsonrpc\":\"2.0\",\"result\":");
+    for (int i = 0; i < 100000; i++)
+        sb_adds(&deep, "{\"a\":");
+    sb_adds(&deep, "{}");
+    for (int i = 0; i < 100000; i++)
+        sb_addc(&deep, '}');
+    sb_adds(&deep, ",\"id\":77}");
+    assert_int_equal(mcp_parse(deep.buf, deep.len, &m, &reply), MCP_UNREADABLE);
+    assert_null(reply);
+    assert_int_equal(mcp_unreadable_read(deep.buf, deep.len, &u), 0);
+    assert_int_equal(json_integer_value(u.id), 77);
+    assert_string_equal(u.why, "nesting deeper than 2048 levels");
+    mcp_unreadable_clear(&u);
+    sb_release(&deep);
+    /* what is not JSON stays MCP_NOT_JSON, and readable JSON never comes here */
+    assert_int_equal(mcp_unreadable_read("hello \\u0000", 12, &u), -1);
+    assert_null(u.id);
+    const char *fine = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\"}";
+    assert_int_equal(mcp_unreadable_read(fine, strlen(fine), &u), -1);
 }
 
 static void test_invalid_requests(void **state)
@@ -214,6 +293,7 @@ int main(void)
         cmocka_unit_test(test_framing_tolerance),
         cmocka_unit_test(test_parse_error_has_null_id),
         cmocka_unit_test(test_invalid_requests),
+        cmocka_unit_test(test_unreadable),
         cmocka_unit_test(test_duplicate_keys_are_invalid),
         cmocka_unit_test(test_builders_and_dump),
         cmocka_unit_test(test_versions),
