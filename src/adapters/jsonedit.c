@@ -496,8 +496,9 @@ void adp_json_emit(const json_t *v, const char *base, const char *unit, const ch
 
 /* ---- reading spans ------------------------------------------------------- */
 
-/* Copies [a, b) with comments blanked and trailing commas dropped, so
- * jansson can decode a JSONC span. */
+/* Copies [a, b) with comments and trailing commas blanked byte for byte
+ * (newlines kept), so jansson can decode a JSONC span and an offset in the
+ * copy is the same offset in the file. */
 static void strip_jsonc(const char *s, size_t a, size_t b, strbuf *out)
 {
     size_t i = a;
@@ -512,14 +513,17 @@ static void strip_jsonc(const char *s, size_t a, size_t b, strbuf *out)
             sb_add(out, s + i, (j < b ? j + 1 : b) - i);
             i = j < b ? j + 1 : b;
         } else if (c == '/' && i + 1 < b && s[i + 1] == '/') {
-            while (i < b && s[i] != '\n')
+            while (i < b && s[i] != '\n') {
+                sb_addc(out, ' ');
                 i++;
+            }
         } else if (c == '/' && i + 1 < b && s[i + 1] == '*') {
-            i += 2;
-            while (i + 1 < b && !(s[i] == '*' && s[i + 1] == '/'))
-                i++;
-            i += 2;
-            sb_addc(out, ' ');
+            size_t j = i + 2;
+            while (j + 1 < b && !(s[j] == '*' && s[j + 1] == '/'))
+                j++;
+            j = j + 2 < b ? j + 2 : b;
+            for (; i < j; i++)
+                sb_addc(out, s[i] == '\n' ? '\n' : ' ');
         } else if (c == ',') {
             /* Drop it when only whitespace/comments precede a closing bracket. */
             size_t j = i + 1;
@@ -538,8 +542,7 @@ static void strip_jsonc(const char *s, size_t a, size_t b, strbuf *out)
                     break;
                 }
             }
-            if (!(j < b && (s[j] == '}' || s[j] == ']')))
-                sb_addc(out, ',');
+            sb_addc(out, j < b && (s[j] == '}' || s[j] == ']') ? ' ' : ',');
             i++;
         } else {
             sb_addc(out, c);
@@ -548,14 +551,37 @@ static void strip_jsonc(const char *s, size_t a, size_t b, strbuf *out)
     }
 }
 
-static json_t *decode_span(const char *s, size_t a, size_t b, bool jsonc)
+/* Decodes [a, b), a span the scanner accepted, without JSON_ALLOW_NUL: a
+ * NUL would cut every C string made from the value short (a command shown
+ * as "x" that was "x\0y"), so such a value is refused, never truncated. So
+ * is anything else jansson cannot hold (an unpaired surrogate escape, a
+ * number out of range). With sc, the refusal is reported where it starts. */
+static json_t *decode_span(const char *s, size_t a, size_t b, bool jsonc, struct scan *sc)
 {
     json_error_t je;
-    if (!jsonc)
-        return json_loadb(s + a, b - a, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
     strbuf t = SB_INIT;
-    strip_jsonc(s, a, b, &t);
-    json_t *v = json_loadb(t.buf, t.len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+    const char *p = s + a;
+    size_t n = b - a;
+    if (jsonc) {
+        strip_jsonc(s, a, b, &t); /* offsets kept */
+        p = t.buf;
+        n = t.len;
+    }
+    json_t *v = json_loadb(p, n, JSON_DECODE_ANY, &je);
+    if (!v && sc) {
+        size_t at = 0;
+        const char *why = json_unrepresentable(p, n, &at);
+        if (why) {
+            fail(sc, a + at, "");
+            as_err_at(sc->err, sc->path, sc->err->line, sc->err->col,
+                      "%s, which agentstack refuses", why);
+            as_err_hint(sc->err, "fix the file by hand (or move it aside), then re-run — it "
+                                 "was not changed");
+        } else {
+            size_t pos = je.position > 0 ? (size_t)je.position : 0;
+            fail(sc, a + (pos < n ? pos : n), je.text);
+        }
+    }
     sb_release(&t);
     return v;
 }
@@ -602,9 +628,9 @@ int adp_json_read(const char *path, const char *text, size_t len, bool jsonc, co
         return 0;
     }
     if (!key) {
-        *out = decode_span(text, root_off, root_close + 1, jsonc);
+        *out = decode_span(text, root_off, root_close + 1, jsonc, &sc);
         members_free(&root);
-        return 0;
+        return *out ? 0 : -1;
     }
     bool dup;
     long k = find_member(&root, key, &sc, &dup);
@@ -612,8 +638,10 @@ int adp_json_read(const char *path, const char *text, size_t len, bool jsonc, co
         members_free(&root);
         return -1;
     }
-    if (k >= 0)
-        *out = decode_span(text, root.v[k].val_off, root.v[k].val_end, jsonc);
+    if (k >= 0 && !(*out = decode_span(text, root.v[k].val_off, root.v[k].val_end, jsonc, &sc))) {
+        members_free(&root);
+        return -1;
+    }
     members_free(&root);
     return 0;
 }
@@ -918,7 +946,7 @@ static int edit_members(const struct ectx *c, size_t open, size_t close, const j
         bool same =
             b.len == mm->val_end - mm->val_off && memcmp(b.buf, s + mm->val_off, b.len) == 0;
         if (!same) {
-            json_t *have = decode_span(s, mm->val_off, mm->val_end, c->jsonc);
+            json_t *have = decode_span(s, mm->val_off, mm->val_end, c->jsonc, NULL);
             same = have && json_equal(have, (json_t *)want);
             json_decref(have);
         }

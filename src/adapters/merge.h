@@ -59,7 +59,10 @@ int adp_json_merge(const char *path, const char *text, size_t len, const struct 
 
 /* Reads the value of root key `key` (NULL = the whole root) as a jansson
  * value. *out = NULL when the key (or the file) is absent. -1 + err when the
- * text is malformed. Only the key's span is decoded. */
+ * text is malformed, or when the decoded span holds what jansson cannot
+ * (\u0000 in a string or key, an unpaired surrogate escape, a number out of
+ * range): refused at file:line:col, never truncated or skipped. Only the
+ * key's span is decoded. */
 int adp_json_read(const char *path, const char *text, size_t len, bool jsonc, const char *key,
                   json_t **out, struct as_err *err);
 

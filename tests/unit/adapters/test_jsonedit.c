@@ -589,6 +589,58 @@ static void test_property_random_edits(void **state)
     assert_true(comments > 200);
 }
 
+/* A value jansson cannot hold is refused where it starts, never cut short
+ * ("x\u0000y" read as "x") or read as absent (a "\u0000" key used to make
+ * the whole section vanish). */
+static void test_unholdable_values_refused(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        bool jsonc;
+        unsigned line, col;
+        const char *why;
+    } cases[] = {
+        {"{\"mcpServers\": {\"ok\": {\"command\": \"x\\u0000y\"}}}", false, 1, 35,
+         "string contains \\u0000 (NUL), which agentstack refuses"},
+        {"{\"mcpServers\": {\n  \"\\u0000\": {\"command\": \"a\"}}}", false, 2, 3,
+         "string contains \\u0000"},
+        {"{\"mcpServers\": {\"a\": {\"args\": [\"\\ud800\"]}}}", false, 1, 32,
+         "unpaired surrogate escape"},
+        {"{\"mcpServers\": {\"a\": {\"n\": 1e400}}}", false, 1, 28, "number out of range"},
+        {"{\"mcpServers\": {\"a\": {\"n\": 123456789012345678901234567890}}}", false, 1, 28,
+         "number out of range"},
+        /* JSONC: comments and a trailing comma before it do not shift the column */
+        {"{\"mcpServers\": { /* c */ \"a\": {\"c\": 1,}, // x\n  \"b\": \"\\u0000\"}}", true, 2, 8,
+         "string contains \\u0000"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *sec = NULL;
+        struct as_err err = AS_ERR_INIT;
+        const char *t = cases[i].text;
+        assert_int_equal(
+            adp_json_read("m.json", t, strlen(t), cases[i].jsonc, "mcpServers", &sec, &err), -1);
+        assert_null(sec);
+        if (!strstr(err.msg, cases[i].why) || err.line != cases[i].line || err.col != cases[i].col)
+            fail_msg("case %zu: %u:%u %s", i, err.line, err.col, err.msg);
+        assert_string_equal(err.path, "m.json");
+        /* the whole root too */
+        err = (struct as_err)AS_ERR_INIT;
+        assert_int_equal(adp_json_read("m.json", t, strlen(t), cases[i].jsonc, NULL, &sec, &err),
+                         -1);
+        assert_null(sec);
+    }
+    /* elsewhere in the file it does not matter: only the span read is decoded */
+    const char *other = "{\"x\": \"\\u0000\", \"mcpServers\": {\"a\": {\"command\": \"c\"}}}";
+    json_t *sec = NULL;
+    struct as_err err = AS_ERR_INIT;
+    assert_int_equal(adp_json_read("m.json", other, strlen(other), false, "mcpServers", &sec, &err),
+                     0);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(sec, "a"), "command")),
+                        "c");
+    json_decref(sec);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -604,6 +656,7 @@ int main(void)
         cmocka_unit_test(test_large_file),
         cmocka_unit_test(test_emit_rules),
         cmocka_unit_test(test_property_random_edits),
+        cmocka_unit_test(test_unholdable_values_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
