@@ -5,7 +5,8 @@
  *  - messages: JSON-RPC 2.0 parse/validate/build over jansson. A line is
  *    classified as request, notification or response, or rejected with the
  *    JSON-RPC error reply it deserves (-32700 with "id": null for non-JSON,
- *    -32600 for JSON that is no valid message). Batches are refused.
+ *    -32600 for JSON that is no valid message, -32700 naming the reason and
+ *    carrying the id for JSON jansson cannot hold). Batches are refused.
  *  - framing: a newline-delimited reader with a per-line cap (a line over the
  *    cap is dropped whole, reported once, and the stream stays usable), and a
  *    writer that queues whole frames so two messages never interleave.
@@ -20,7 +21,8 @@
  * hang or grow memory past its cap; a callback is never invoked from inside
  * the API call that issued the request (errors found at once are delivered
  * through the loop); a failed or closed upstream completes every pending
- * request exactly once; shutting a stdio client down kills its whole
+ * request exactly once, and an answer that is JSON jansson cannot hold fails
+ * the request it names at once; shutting a stdio client down kills its whole
  * process group, so no grandchild outlives it.
  */
 #ifndef AS_MCP_MCP_H

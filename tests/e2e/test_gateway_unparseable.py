@@ -29,7 +29,14 @@ def send(line):
     sys.stdout.flush()
 def deep(n):
     return '{"a":' * n + '{}' + '}' * n
-for line in sys.stdin:
+def ask():
+    """Sends the gateway a request it cannot read; returns its answer."""
+    send('{"jsonrpc":"2.0","id":"q1","method":"ping","params":{"x":"\\u0000"}}')
+    while True:
+        got = json.loads(sys.stdin.readline())
+        if got.get("id") == "q1":
+            return got
+for line in iter(sys.stdin.readline, ""):
     try:
         m = json.loads(line)
     except ValueError:
@@ -46,7 +53,7 @@ for line in sys.stdin:
             "serverInfo": {"name": "odd", "version": "1"}}}))
     elif meth == "tools/list":
         tools = [{"name": n, "inputSchema": {"type": "object"}}
-                 for n in ("ok", "nul", "surr", "huge", "bigint", "deep", "nulkey")]
+                 for n in ("ok", "nul", "surr", "huge", "bigint", "deep", "nulkey", "ask")]
         if badlist:
             tools.append({"name": "\u0000nul", "inputSchema": {"type": "object"}})
         body = json.dumps({"tools": tools})
@@ -55,6 +62,10 @@ for line in sys.stdin:
         send('{"jsonrpc":"2.0","id":%s,"result":%s}' % (i, body))
     elif meth == "tools/call":
         n = m["params"]["name"]
+        if n == "ask":
+            send(json.dumps({"jsonrpc": "2.0", "id": rid, "result": {"content": [
+                {"type": "text", "text": json.dumps(ask(), sort_keys=True)}]}}))
+            continue
         res = {"ok": '"fine"', "nul": '"a\\u0000b"', "surr": '"\\ud800"', "huge": '1e400',
                "bigint": '123456789012345678901234567890', "deep": deep(%DEEP%),
                "nulkey": '{"\\u0000":1}'}[n]
@@ -120,6 +131,16 @@ def client_side():
                   "client: stderr says what was answered and what was ignored", err[-800:])
 
 
+def first_message():
+    with Sandbox() as sb:
+        with Gateway(sb) as g:
+            g.send_raw('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"x":1e400}}')
+            rc = g.close()
+            check(rc == 1 and "(got an unreadable message)" in g.stderr(),
+                  "first message unreadable: refused like any invalid first message",
+                  (rc, g.stderr()))
+
+
 def stdio(name, *args):
     a = ", ".join(json.dumps(x) for x in ("./odd.py",) + args)
     return f'[servers.{name}]\ntype = "stdio"\ncommand = "python3"\nargs = [{a}]\n\n'
@@ -152,6 +173,11 @@ def upstream_side():
                       f"upstream: an unreadable '{tool}' answer fails the call at once", c)
             c = g.call("up__ok", {}, timeout=WAIT)
             check(c is not None and text(c) == "ok", "upstream: the server is still usable", c)
+            c = g.call("up__ask", {}, timeout=WAIT)
+            want = {"jsonrpc": "2.0", "id": "q1", "error": {
+                "code": -32700, "message": "Parse error: string contains \\u0000 (NUL)"}}
+            check(c is not None and not is_error(c) and json.loads(text(c)) == want,
+                  "upstream: its unreadable request gets -32700 with its id", c)
             s = g.call("tools_search", {"query": ""}, timeout=WAIT)
             check(s is not None and "still starting" not in text(s),
                   "upstream: search does not call the failed servers 'still starting'",
@@ -178,5 +204,6 @@ def upstream_side():
 
 if __name__ == "__main__":
     client_side()
+    first_message()
     upstream_side()
     done()
