@@ -6,13 +6,15 @@
  * It also checks the raw reader (rawjson.c) against jansson, the judge:
  * whatever mcp_raw_valid vouches for, jansson (duplicates rejected) must
  * accept, and the raw tree, the member spans and the response split must
- * say exactly what jansson's tree says. A disagreement aborts.
+ * say exactly what jansson's tree says. A disagreement aborts. So does a
+ * line json_unrepresentable names a reason for that jansson reads after all.
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "mcp/mcp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -57,11 +59,33 @@ static void check_raw(const char *s, size_t n)
     json_decref(want);
 }
 
+/* An unreadable line is one jansson refuses, answered (if at all) with
+ * -32700; a line jansson reads is never called unreadable. */
+static void check_unreadable(const char *s, size_t n, enum mcp_parse_status st, json_t *reply)
+{
+    json_error_t je;
+    json_t *v = json_loadb(s, n, JSON_DECODE_ANY, &je);
+    const char *why = json_unrepresentable(s, n, NULL);
+    if (why && v)
+        abort();
+    json_decref(v);
+    if (st != MCP_UNREADABLE)
+        return;
+    struct mcp_unreadable u;
+    if (mcp_unreadable_read(s, n, &u) != 0)
+        abort();
+    mcp_unreadable_clear(&u);
+    if (reply &&
+        json_integer_value(json_object_get(json_object_get(reply, "error"), "code")) != -32700)
+        abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct mcp_msg m = {0};
     json_t *reply = NULL;
-    (void)mcp_parse((const char *)data, size, &m, &reply);
+    enum mcp_parse_status st = mcp_parse((const char *)data, size, &m, &reply);
+    check_unreadable((const char *)data, size, st, reply);
     mcp_msg_clear(&m);
     json_decref(reply);
     check_raw((const char *)data, size);
