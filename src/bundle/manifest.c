@@ -5,8 +5,10 @@
 #include "bundle/manifest.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -15,6 +17,9 @@
 #include "base/suggest.h"
 #include "bundle/home.h"
 #include "bundle/manifest_int.h"
+
+static void index_build(struct manifest *m);
+static void index_free(struct mf_index *ix);
 
 /* ---- small shared helpers ------------------------------------------------ */
 
@@ -222,6 +227,7 @@ struct manifest *manifest_load_bytes(const struct manifest_source *src, struct a
         manifest_free(m);
         return NULL;
     }
+    index_build(m);
     return m;
 }
 
@@ -399,6 +405,8 @@ void manifest_inherit_instructions(struct manifest *m, const struct manifest *ma
     m->instructions.v = merged.v;
     m->instructions.n = merged.n;
     m->instructions.cap = merged.cap;
+    if (m->index)
+        index_build(m);
 }
 
 /* ---- lifetime ------------------------------------------------------------- */
@@ -517,40 +525,139 @@ void manifest_free(struct manifest *m)
     free(m->manifest_dir);
     free(m->project_root);
     free(m->inherited_from);
+    index_free(m->index);
     free(m);
 }
 
 /* ---- lookups -------------------------------------------------------------- */
 
-#define FIND(vec, field, key)                                                                      \
-    for (size_t i_ = 0; i_ < (vec).n; i_++)                                                        \
-        if (strcmp((vec).v[i_].field, (key)) == 0)                                                 \
-            return &(vec).v[i_];                                                                   \
-    return NULL
+/*
+ * Each index holds the entries' positions sorted by (name, position), and
+ * the vector (base, n) it was built for: a vector grown or moved since is
+ * searched linearly rather than through a stale index. Sorted rather than
+ * hashed: no choice of names can make a lookup cost more than log n
+ * comparisons.
+ */
+struct mf_sorted {
+    const void *base;
+    size_t n;
+    size_t *ord;
+};
+
+enum { IX_SERVERS, IX_SKILLS, IX_INSTRUCTIONS, IX_TOOLSETS, IX_SETTINGS, IX_N };
+
+struct mf_index {
+    struct mf_sorted by[IX_N];
+};
+
+/* The name of entry i of an array of structs whose name field is at off. */
+static const char *name_at(const void *base, size_t stride, size_t off, size_t i)
+{
+    return *(char *const *)((const char *)base + i * stride + off);
+}
+
+struct sort_ctx {
+    const void *base;
+    size_t stride, off;
+};
+
+static int ord_cmp(const void *a, const void *b, void *arg)
+{
+    const struct sort_ctx *c = arg;
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    int r = strcmp(name_at(c->base, c->stride, c->off, x), name_at(c->base, c->stride, c->off, y));
+    return r ? r : x < y ? -1 : x > y;
+}
+
+static void sorted_build(struct mf_sorted *s, const void *base, size_t n, size_t stride, size_t off)
+{
+    free(s->ord);
+    s->base = base;
+    s->n = n;
+    s->ord = n ? xcalloc(n, sizeof *s->ord) : NULL;
+    for (size_t i = 0; i < n; i++)
+        s->ord[i] = i;
+    struct sort_ctx c = {base, stride, off};
+    if (n > 1)
+        qsort_r(s->ord, n, sizeof *s->ord, ord_cmp, &c);
+}
+
+/* Position of the first entry named key, or n when there is none. */
+static size_t sorted_find(const struct mf_index *ix, size_t which, const void *base, size_t n,
+                          size_t stride, size_t off, const char *key)
+{
+    const struct mf_sorted *s = ix ? &ix->by[which] : NULL;
+    if (!s || s->base != base || s->n != n) {
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(name_at(base, stride, off, i), key) == 0)
+                return i;
+        return n;
+    }
+    size_t lo = 0, hi = n; /* lower bound: ties are ordered by position */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(name_at(base, stride, off, s->ord[mid]), key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < n && strcmp(name_at(base, stride, off, s->ord[lo]), key) == 0)
+        return s->ord[lo];
+    return n;
+}
+
+#define IX_BUILD(ix, which, vec, field)                                                            \
+    sorted_build(&(ix)->by[which], (vec).v, (vec).n, sizeof *(vec).v,                              \
+                 offsetof(__typeof__(*(vec).v), field))
+
+#define FIND(which, vec, field, key)                                                               \
+    size_t i_ = sorted_find(m->index, (which), (vec).v, (vec).n, sizeof *(vec).v,                  \
+                            offsetof(__typeof__(*(vec).v), field), (key));                         \
+    return i_ < (vec).n ? &(vec).v[i_] : NULL
+
+static void index_build(struct manifest *m)
+{
+    if (!m->index)
+        m->index = xcalloc(1, sizeof *m->index);
+    IX_BUILD(m->index, IX_SERVERS, m->servers, name);
+    IX_BUILD(m->index, IX_SKILLS, m->skills, name);
+    IX_BUILD(m->index, IX_INSTRUCTIONS, m->instructions, name);
+    IX_BUILD(m->index, IX_TOOLSETS, m->toolsets, name);
+    IX_BUILD(m->index, IX_SETTINGS, m->settings, adapter);
+}
+
+static void index_free(struct mf_index *ix)
+{
+    if (!ix)
+        return;
+    for (size_t i = 0; i < IX_N; i++)
+        free(ix->by[i].ord);
+    free(ix);
+}
 
 const struct mf_server *manifest_server(const struct manifest *m, const char *name)
 {
-    FIND(m->servers, name, name);
+    FIND(IX_SERVERS, m->servers, name, name);
 }
 
 const struct mf_skill *manifest_skill(const struct manifest *m, const char *name)
 {
-    FIND(m->skills, name, name);
+    FIND(IX_SKILLS, m->skills, name, name);
 }
 
 const struct mf_instruction *manifest_instruction(const struct manifest *m, const char *name)
 {
-    FIND(m->instructions, name, name);
+    FIND(IX_INSTRUCTIONS, m->instructions, name, name);
 }
 
 const struct mf_toolset *manifest_toolset(const struct manifest *m, const char *name)
 {
-    FIND(m->toolsets, name, name);
+    FIND(IX_TOOLSETS, m->toolsets, name, name);
 }
 
 const struct mf_settings *manifest_settings(const struct manifest *m, const char *adapter)
 {
-    FIND(m->settings, adapter, adapter);
+    FIND(IX_SETTINGS, m->settings, adapter, adapter);
 }
 
 const struct mf_toolset *manifest_effective_toolset(const struct manifest *m)

@@ -235,6 +235,8 @@ int mf_diag_to_err(const struct mf_diag *d, struct as_err *err);
 
 /* ---- the model ----------------------------------------------------------- */
 
+struct mf_index;
+
 struct manifest {
     enum manifest_kind kind;
     char *path;         /* manifest file (absolute as given) */
@@ -274,6 +276,10 @@ struct manifest {
 
     mf_diags warnings;    /* load-time warnings (ignored machine-only tables) */
     char *inherited_from; /* machine manifest path once instructions were inherited */
+
+    /* Private (manifest.c): sorted name indexes behind the lookups below,
+     * built by the loaders. NULL, or a vector changed since, means a scan. */
+    struct mf_index *index;
 };
 
 /* What to load. Data need not be NUL-terminated. */
@@ -324,6 +330,10 @@ void manifest_inherit_instructions(struct manifest *m, const struct manifest *ma
 void manifest_free(struct manifest *m);
 
 /* ---- lookups ------------------------------------------------------------- */
+
+/* O(log n) on a loaded manifest: a hostile one may declare tens of
+ * thousands of entries and every reference is looked up. Thread-safe for
+ * readers (the lookups never write). With duplicate names: the first. */
 
 const struct mf_server *manifest_server(const struct manifest *m, const char *name);
 const struct mf_skill *manifest_skill(const struct manifest *m, const char *name);

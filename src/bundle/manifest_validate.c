@@ -234,29 +234,66 @@ static const char *server_cli_name(const struct manifest *m, const char *ref)
     return manifest_server(m, ref) ? ref : bare_name(ref);
 }
 
-/* Two references of one toolset that a CLI would see under one name
- * ("review" and "team:review"): the second would silently replace the first. */
+static int by_name_then_pos(const void *a, const void *b, void *arg)
+{
+    const char *const *names = arg;
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    int r = strcmp(names[x], names[y]);
+    return r ? r : x < y ? -1 : x > y;
+}
+
+/*
+ * Two references of one toolset that a CLI would see under one name
+ * ("review" and "team:review"): the second would silently replace the first.
+ * Each reference j is reported once, against the first earlier reference k
+ * under its name that is written differently. Sorting by (name, position)
+ * finds every k in O(n log n): within a name, that k is the name's first
+ * reference, or — when j is written like that one — the first written
+ * otherwise. (Comparing every pair was cubic in practice, each comparison
+ * looking a server up: minutes for one hostile toolset.)
+ */
 static void check_same_name(struct val *v, const struct mf_toolset *t, bool servers,
                             const char *tbl)
 {
     const strvec *refs = servers ? &t->servers : &t->skills;
     const char *kind = servers ? "server" : "skill";
-    for (size_t j = 0; j < refs->n; j++) {
-        if (strcmp(refs->v[j], "*") == 0)
-            continue;
-        const char *nj = servers ? server_cli_name(v->m, refs->v[j]) : bare_name(refs->v[j]);
-        for (size_t k = 0; k < j; k++) {
-            const char *nk = servers ? server_cli_name(v->m, refs->v[k]) : bare_name(refs->v[k]);
-            if (strcmp(refs->v[k], refs->v[j]) == 0 || strcmp(nk, nj) != 0)
-                continue;
-            char fix[1024];
-            snprintf(fix, sizeof fix, "keep one of them in [%s.%s] %ss", tbl, t->name, kind);
-            issue(v, t->pos, fix,
-                  "toolset '%s' names %s '%s' twice ('%s' and '%s'): a CLI holds one '%s'", t->name,
-                  kind, nj, refs->v[k], refs->v[j], nj);
-            break;
-        }
+    size_t n = refs->n;
+    if (n < 2)
+        return;
+    const char **names = xcalloc(n, sizeof *names);
+    size_t *ord = xcalloc(n, sizeof *ord), *clash = xcalloc(n, sizeof *clash);
+    for (size_t j = 0; j < n; j++) {
+        names[j] = servers ? server_cli_name(v->m, refs->v[j]) : bare_name(refs->v[j]);
+        ord[j] = j;
+        clash[j] = n; /* none */
     }
+    qsort_r(ord, n, sizeof *ord, by_name_then_pos, names);
+    for (size_t g = 0; g < n;) {
+        size_t first = ord[g], other = n; /* other: first written unlike first */
+        size_t e = g + 1;
+        for (; e < n && strcmp(names[ord[e]], names[first]) == 0; e++) {
+            size_t j = ord[e];
+            bool like_first = strcmp(refs->v[j], refs->v[first]) == 0;
+            if (strcmp(refs->v[j], "*") != 0)
+                clash[j] = !like_first ? first : other;
+            if (!like_first && other == n)
+                other = j;
+        }
+        g = e;
+    }
+    for (size_t j = 0; j < n; j++) {
+        size_t k = clash[j];
+        if (k == n)
+            continue;
+        char fix[1024];
+        snprintf(fix, sizeof fix, "keep one of them in [%s.%s] %ss", tbl, t->name, kind);
+        issue(v, t->pos, fix,
+              "toolset '%s' names %s '%s' twice ('%s' and '%s'): a CLI holds one '%s'", t->name,
+              kind, names[j], refs->v[k], refs->v[j], names[j]);
+    }
+    free(names);
+    free(ord);
+    free(clash);
 }
 
 /* A qualified reference the library does not resolve: name the source. */

@@ -842,6 +842,76 @@ static void test_diag_helpers(void **state)
     sb_release(&sb);
 }
 
+/*
+ * A hostile manifest of 20,000 servers and a toolset naming them all (plus
+ * clashing spellings) validates, and each reference resolves. Not timed:
+ * the old same-name check compared every pair of references, each pair
+ * looking a server up linearly — ~n^3/6 = 1.3e12 string comparisons here,
+ * hours under ASan, far past ctest's default 1500 s timeout (with only the
+ * lookups indexed it still took ~2 min); sorting makes it ~n log n.
+ * The diagnostics keep the pairwise check's order and text.
+ */
+static void test_many_servers_validate(void **state)
+{
+    (void)state;
+    enum { N = 20000 };
+    strbuf sb = SB_INIT;
+    sb_adds(&sb, "version = 1\n");
+    for (unsigned i = 0; i < N; i++)
+        sb_addf(&sb, "[servers.s%u]\ntype = \"stdio\"\ncommand = \"echo\"\n", i);
+    sb_adds(&sb, "[toolsets.big]\nservers = [");
+    for (unsigned i = 0; i < N; i++)
+        sb_addf(&sb, "\"s%u\", ", i);
+    /* kibana (library) twice as written: one server; team:s7 and a:kibana
+     * clash with the first spelling of their names; s7 again is not a clash */
+    sb_adds(&sb, "\"kibana\", \"team:s7\", \"kibana\", \"a:kibana\", \"s7\"]\n");
+    sb_adds(
+        &sb,
+        "[toolsets.t2]\nservers = [\"s3\", \"s1\"]\nskills = [\"x:r\", \"*\", \"r\", \"y:r\"]\n");
+    sb_adds(&sb, "[skills.r]\npath = \"./r\"\n");
+    mf_diags d = VEC_INIT;
+    struct as_err err = AS_ERR_INIT;
+    struct manifest_source src = {
+        .kind = MANIFEST_PROJECT, .path = "/p/agentstack.toml", .data = sb.buf, .len = sb.len};
+    struct manifest *m = manifest_load_bytes(&src, &err);
+    if (!m)
+        fail_msg("%s", err.msg);
+    for (unsigned i = 0; i < N; i += 997) {
+        char name[32];
+        snprintf(name, sizeof name, "s%u", i);
+        const struct mf_server *s = manifest_server(m, name);
+        assert_non_null(s);
+        assert_string_equal(s->name, name);
+    }
+    assert_null(manifest_server(m, "s20000"));
+    assert_null(manifest_server(m, ""));
+    assert_non_null(manifest_toolset(m, "t2"));
+    assert_non_null(manifest_skill(m, "r"));
+    struct manifest_env env = {.library_has = lib_has};
+    size_t e = manifest_validate(m, &env, &d);
+    const char *want[] = {
+        "toolset 'big' references server 'team:s7', which the central library does not resolve",
+        "toolset 'big' references server 'a:kibana', which the central library does not resolve",
+        "toolset 'big' names server 's7' twice ('s7' and 'team:s7'): a CLI holds one 's7'",
+        "toolset 'big' names server 'kibana' twice ('kibana' and 'a:kibana'): a CLI holds one "
+        "'kibana'",
+        "toolset 'big' names server 's7' twice ('team:s7' and 's7'): a CLI holds one 's7'",
+        "toolset 't2' references skill 'x:r', which the central library does not resolve",
+        "toolset 't2' references skill 'y:r', which the central library does not resolve",
+        "toolset 't2' names skill 'r' twice ('x:r' and 'r'): a CLI holds one 'r'",
+        "toolset 't2' names skill 'r' twice ('x:r' and 'y:r'): a CLI holds one 'r'",
+    };
+    size_t nw = sizeof want / sizeof want[0];
+    for (size_t i = 0; i < d.n && i < nw; i++)
+        assert_string_equal(d.v[i].msg, want[i]);
+    assert_int_equal(d.n, nw);
+    assert_int_equal(e, nw);
+    assert_int_equal(d.v[2].pos.line, 3u * N + 2);
+    mf_diags_free(&d);
+    manifest_free(m);
+    sb_release(&sb);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -859,6 +929,7 @@ int main(void)
         cmocka_unit_test(test_adapter_ids_loaded_lazily),
         cmocka_unit_test(test_contained_paths),
         cmocka_unit_test(test_diag_helpers),
+        cmocka_unit_test(test_many_servers_validate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
