@@ -382,10 +382,19 @@ struct manifest_env {
  * returns the number of errors. Checks: default_toolset names a toolset;
  * http has url, stdio has command; toolset references (server, skill,
  * package) resolve in the manifest or the library; skill names (§2.5);
+ * server header names and values (manifest_header_name_ok / _value_bad);
  * adapter ids; variant selectors; extension/workflow names and targets;
  * contained paths (integrity roots, relative cwd, extension/workflow
  * sources, blueprints) when env->check_paths. env may be NULL. */
 size_t manifest_validate(const struct manifest *m, const struct manifest_env *env, mf_diags *out);
+
+/* HTTP header fields (RFC 9110 §5.1, §5.5), which libcurl and the CLIs'
+ * configs pass on as written: a name must be a token (1*tchar); a value
+ * must hold no control byte but HTAB — a CR or LF would end the line and
+ * start a header of the writer's choosing. Bytes >= 0x80 (obs-text) pass.
+ * manifest_header_value_bad returns the first forbidden byte, or NULL. */
+bool manifest_header_name_ok(const char *name);
+const char *manifest_header_value_bad(const char *value);
 
 /* Contained path (§2.6): rel must be relative, '..'-free, not the anchor
  * itself, exist, and have no symlink at any component (lstat each).

@@ -83,6 +83,25 @@ int manifest_contained_path(const char *anchor, const char *rel, strbuf *out, st
     return 0;
 }
 
+bool manifest_header_name_ok(const char *name)
+{
+    if (!name || !*name)
+        return false;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+              strchr("!#$%&'*+-.^_`|~", *p)))
+            return false;
+    return true;
+}
+
+const char *manifest_header_value_bad(const char *value)
+{
+    for (const char *p = value; p && *p; p++)
+        if (((unsigned char)*p < 0x20 && *p != '\t') || *p == 0x7f)
+            return p;
+    return NULL;
+}
+
 struct val {
     const struct manifest *m;
     const struct manifest_env *env;
@@ -177,6 +196,63 @@ static void check_contained(struct val *v, struct mf_pos pos, const char *anchor
         issue(v, pos, "use a relative path inside the project, with no '..' and no symlinks",
               "%s: %s", what, e.msg);
     sb_release(&out);
+}
+
+/* s with every byte outside printable ASCII as \xNN (\r, \n, \t by name):
+ * a hostile header name must not reach the terminal raw. */
+static void add_escaped(strbuf *out, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '\r')
+            sb_adds(out, "\\r");
+        else if (*p == '\n')
+            sb_adds(out, "\\n");
+        else if (*p == '\t')
+            sb_adds(out, "\\t");
+        else if (*p < 0x20 || *p >= 0x7f || *p == '\\')
+            sb_addf(out, "\\x%02x", *p);
+        else
+            sb_addc(out, (char)*p);
+    }
+}
+
+/* Header names and values (RFC 9110): the value is never shown, since it
+ * may hold a literal credential. */
+static void check_headers(struct val *v, const struct mf_server *s)
+{
+    for (size_t j = 0; j < s->headers.n; j++) {
+        const struct mf_str_entry *h = &s->headers.v[j];
+        strbuf name = SB_INIT;
+        add_escaped(&name, h->key);
+        char fix[1024];
+        if (!manifest_header_name_ok(h->key)) {
+            snprintf(fix, sizeof fix,
+                     "rename it in [servers.%s] headers: letters, digits and "
+                     "!#$%%&'*+-.^_`|~ only (no spaces, no control characters)",
+                     s->name);
+            issue(v, h->pos, fix,
+                  "server '%s': header name '%s' is not an HTTP token (RFC 9110): it would "
+                  "be sent as written",
+                  s->name, name.buf);
+        }
+        const char *bad = manifest_header_value_bad(h->value);
+        if (bad) {
+            unsigned char c = (unsigned char)*bad;
+            snprintf(fix, sizeof fix,
+                     "remove the control character from the value of header '%s' in "
+                     "[servers.%s] (only tab is allowed)",
+                     name.buf, s->name);
+            issue(v, h->pos, fix,
+                  "server '%s': the value of header '%s' contains %s (byte %zu): a CR or LF "
+                  "would start another header line",
+                  s->name, name.buf,
+                  c == '\r'   ? "a carriage return (CR)"
+                  : c == '\n' ? "a line feed (LF)"
+                              : "a control character",
+                  (size_t)(bad - h->value) + 1);
+        }
+        sb_release(&name);
+    }
 }
 
 /* One plain path component, not reserved (§2.5). */
@@ -415,6 +491,7 @@ size_t manifest_validate(const struct manifest *m, const struct manifest_env *en
             snprintf(fix, sizeof fix, "add `command = \"…\"` to [servers.%s]", s->name);
             issue(v, s->pos, fix, "server '%s' is type=stdio but has no `command`", s->name);
         }
+        check_headers(v, s);
         snprintf(where, sizeof where, "[servers.%s] targets", s->name);
         check_targets(v, &s->targets, s->pos, where);
         if (s->owner && !adapter_ok(v, s->owner)) {

@@ -133,7 +133,7 @@ struct gw_up {
 /* A declared server the build left out, and why (its audit family). */
 struct gw_skip {
     char *name, *why;
-    const char *family; /* pin | egress */
+    const char *family; /* pin | egress | secret */
 };
 
 enum gw_gate {

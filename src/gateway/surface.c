@@ -519,12 +519,38 @@ static struct gw_up *up_build(struct gw *gw, struct gw_surface *sf, struct sec_c
             return NULL;
         }
         strvec h = STRVEC_INIT;
-        for (size_t i = 0; i < def->headers.n; i++) {
+        strbuf bad = SB_INIT;
+        for (size_t i = 0; i < def->headers.n && !bad.len; i++) {
+            const char *key = def->headers.v[i].key;
             char *v = expand(&res, def->headers.v[i].value);
-            strvec_push_take(&h, xasprintf("%s: %s", def->headers.v[i].key, v));
+            /* libcurl sends each string as written: a CR/LF (a resolved
+             * secret's included) would add header lines of its choosing.
+             * Never name the value: it may be the secret. */
+            if (!manifest_header_name_ok(key))
+                sb_adds(&bad, "a header name is not an HTTP token (RFC 9110)");
+            else if (manifest_header_value_bad(v))
+                sb_addf(&bad,
+                        "header '%s' holds a control character (CR, LF or another) once "
+                        "its ${…} references are resolved",
+                        key);
+            else
+                strvec_push_take(&h, xasprintf("%s: %s", key, v));
             free_secure(v);
         }
         up->headers = h.v ? h.v : xcalloc(1, sizeof(char *));
+        if (bad.len) {
+            strbuf detail = SB_INIT;
+            sb_addf(&detail, "skipped: %s; refusing to send it", bad.buf);
+            gw_note("server '%s' %s", def->name, detail.buf);
+            add_skip(sf, def->name, "secret", detail.buf);
+            gw_audit(gw, def->name, "secret", "", "denied", detail.buf, NULL, NULL, 0);
+            sb_release(&detail);
+            sb_release(&bad);
+            resolver_free(&res);
+            up_free(up);
+            return NULL;
+        }
+        sb_release(&bad);
     } else {
         strvec argv = STRVEC_INIT;
         strvec_push_take(&argv, expand(&res, def->command ? def->command : ""));

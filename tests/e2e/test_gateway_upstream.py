@@ -309,6 +309,24 @@ def http():
             fam = [r for r in audit_rows(sb) if r["tool"] == "egress"]
             check(fam and fam[0]["server"] == "web" and fam[0]["outcome"] == "denied",
                   "http: an egress row", audit_rows(sb))
+        # A resolved secret holding CR/LF would add header lines (libcurl sends
+        # each as written): the server is refused, the secret never shown.
+        with Sandbox() as sb:
+            project(sb, entry)
+            evil = "tok-551\r\nInjected: 1"
+            with Gateway(sb, "--auto-project", env=sb.env(WEB_TOKEN=evil)) as g:
+                g.initialize()
+                c = g.call("web__echo", {"message": "x"})
+                t = text(c)
+                check(is_error(c) and "not served" in t and "control character" in t,
+                      "http: a header with a resolved CR/LF is refused", t)
+                g.close()
+                seen = "\n".join(g.raw) + g.stderr()
+                check("tok-551" not in seen and "Injected" not in seen,
+                      "http: the refusal never shows the secret", seen)
+            fam = [r for r in audit_rows(sb) if r["tool"] == "secret"]
+            check(fam and fam[0]["server"] == "web" and fam[0]["outcome"] == "denied",
+                  "http: a secret row for the refused header", audit_rows(sb))
     finally:
         srv.kill()
         srv.wait()

@@ -842,6 +842,62 @@ static void test_diag_helpers(void **state)
     sb_release(&sb);
 }
 
+static const struct mf_diag *diag_with(const mf_diags *d, const char *text)
+{
+    for (size_t i = 0; i < d->n; i++)
+        if (strstr(d->v[i].msg, text))
+            return &d->v[i];
+    return NULL;
+}
+
+/* Header names must be RFC 9110 tokens and values free of controls (but
+ * HTAB): libcurl and the CLIs' configs pass CR/LF on, which would smuggle
+ * header lines. Each error sits at the header's own position; the value is
+ * never echoed and a hostile name is shown escaped. */
+static void test_header_injection(void **state)
+{
+    (void)state;
+    mf_diags d = VEC_INIT;
+    const char *text = "version = 1\n"
+                       "[servers.web]\n"
+                       "type = \"http\"\n"
+                       "url = \"https://h.test/mcp\"\n"
+                       "headers = { \"X-A\" = \"v\\r\\nInjected: 1\", \"X-B\\r\\nEvil\" = \"z\","
+                       " X-Ok = \"a\\tb ${TOK} \\u00e9\", \"Bad Name\" = \"1\", X-C = \"\\u007f\","
+                       " \"\" = \"e\", X-D = \"q\\u001bw\" }\n"
+                       "[servers.s]\ntype = \"stdio\"\ncommand = \"c\"\n"
+                       "headers = { X-E = \"a\\nb\" }\n";
+    assert_int_equal(validate(text, false, NULL, &d), 7);
+    const struct mf_diag *x = diag_with(&d, "the value of header 'X-A' contains a carriage "
+                                            "return (CR) (byte 2)");
+    assert_non_null(x);
+    assert_int_equal(x->pos.line, 5);
+    assert_int_equal(x->pos.col, 13);
+    assert_null(strstr(x->msg, "Injected"));
+    assert_null(strstr(x->fix, "Injected"));
+    x = diag_with(&d, "header name 'X-B\\r\\nEvil' is not an HTTP token (RFC 9110)");
+    assert_non_null(x);
+    assert_int_equal(x->pos.line, 5);
+    assert_int_equal(x->pos.col, 41);
+    assert_non_null(diag_with(&d, "header name 'Bad Name' is not an HTTP token"));
+    assert_non_null(diag_with(&d, "header name '' is not an HTTP token"));
+    assert_non_null(diag_with(&d, "the value of header 'X-C' contains a control character"));
+    assert_non_null(diag_with(&d, "the value of header 'X-D' contains a control character"));
+    x = diag_with(&d, "server 's': the value of header 'X-E' contains a line feed (LF)");
+    assert_non_null(x);
+    assert_int_equal(x->pos.line, 9);
+    assert_null(diag_with(&d, "'X-Ok'"));
+    mf_diags_free(&d);
+
+    assert_true(manifest_header_name_ok("Authorization"));
+    assert_true(manifest_header_name_ok("x!#$%&'*+-.^_`|~9"));
+    assert_false(manifest_header_name_ok("a:b"));
+    assert_false(manifest_header_name_ok("a\xc3\xa9"));
+    assert_null(manifest_header_value_bad("Bearer \t x \xc3\xa9"));
+    const char *v = "ok\rno";
+    assert_ptr_equal(manifest_header_value_bad(v), v + 2);
+}
+
 /*
  * A hostile manifest of 20,000 servers and a toolset naming them all (plus
  * clashing spellings) validates, and each reference resolves. Not timed:
@@ -930,6 +986,7 @@ int main(void)
         cmocka_unit_test(test_contained_paths),
         cmocka_unit_test(test_diag_helpers),
         cmocka_unit_test(test_many_servers_validate),
+        cmocka_unit_test(test_header_injection),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
