@@ -237,32 +237,94 @@ static char *not_in_source(const char *kind, const char *ref, const char *name)
 }
 
 /*
+ * The server (or skill) references pin_collect pins, in order, grouped by
+ * the bare name each takes: first[j] is the first position with j's name.
+ * pin_collect knows every reference before it pins one, and a hostile
+ * manifest may name tens of thousands, so asking the collected items one by
+ * one (as seen_ref did) was quadratic; sorting makes it O(n log n).
+ */
+struct ref_plan {
+    size_t n;
+    const char **refs, **names;
+    size_t *first; /* position of the first reference with this name */
+    size_t *item;  /* item index in out, for the positions that added one */
+    size_t base;   /* items out held before pin_collect (searched linearly) */
+};
+
+static int plan_cmp(const void *a, const void *b, void *arg)
+{
+    const char *const *names = arg;
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    int r = strcmp(names[x], names[y]);
+    return r ? r : x < y ? -1 : x > y;
+}
+
+static void plan_init(struct ref_plan *p, const struct manifest *m, bool servers,
+                      const strvec *refs, size_t base)
+{
+    p->n = refs->n;
+    p->base = base;
+    p->refs = xcalloc(p->n + 1, sizeof *p->refs);
+    p->names = xcalloc(p->n + 1, sizeof *p->names);
+    p->first = xcalloc(p->n + 1, sizeof *p->first);
+    p->item = xcalloc(p->n + 1, sizeof *p->item);
+    size_t *ord = xcalloc(p->n + 1, sizeof *ord);
+    for (size_t j = 0; j < p->n; j++) {
+        const char *ref = refs->v[j];
+        bool declared = servers ? manifest_server(m, ref) != NULL : manifest_skill(m, ref) != NULL;
+        p->refs[j] = ref;
+        p->names[j] = declared ? ref : pin_ref_name(ref, NULL);
+        ord[j] = j;
+    }
+    if (p->n > 1)
+        qsort_r(ord, p->n, sizeof *ord, plan_cmp, p->names);
+    for (size_t g = 0; g < p->n; g++)
+        p->first[ord[g]] = g && strcmp(p->names[ord[g]], p->names[ord[g - 1]]) == 0
+                               ? p->first[ord[g - 1]]
+                               : ord[g];
+    free(ord);
+}
+
+static void plan_free(struct ref_plan *p)
+{
+    free(p->refs);
+    free(p->names);
+    free(p->first);
+    free(p->item);
+}
+
+/*
  * One row per bare name (06 §1.2): when an item of this kind and name was
  * collected already, returns true — and when it came from another reference
  * (another source, or inline against qualified), marks it failed, since one
  * lock row, one rendered dir and one gateway name cannot hold two bodies.
+ * The item is the first with that name: one out held before, else the one
+ * the name's first reference added.
  */
-static bool seen_ref(pin_items *out, enum pin_kind kind, const char *name, const char *ref)
+static bool seen_ref(pin_items *out, const struct ref_plan *p, size_t j, enum pin_kind kind,
+                     const char *name, const char *ref)
 {
-    for (size_t i = 0; i < out->n; i++) {
-        struct pin_item *it = &out->v[i];
-        if (it->kind != kind || strcmp(it->name, name) != 0 || it->sub)
-            continue;
-        char *a = ref_source(it->ref), *b = ref_source(ref);
-        bool same = same_str(a, b);
-        free(a);
-        free(b);
-        if (!same) {
-            const char *k = pin_kind_name(kind);
-            char *msg = xasprintf("%s '%s' is named twice, as '%s' and as '%s': the lock, the "
-                                  "CLIs and the gateway hold one '%s' — keep one of them",
-                                  k, name, it->ref ? it->ref : it->name, ref ? ref : name, name);
-            set_state(it, PIN_FAILED, msg);
-            free(msg);
-        }
-        return true;
+    struct pin_item *it = NULL;
+    for (size_t i = 0; i < p->base && !it; i++)
+        if (out->v[i].kind == kind && strcmp(out->v[i].name, name) == 0 && !out->v[i].sub)
+            it = &out->v[i];
+    if (!it && p->first[j] != j)
+        it = &out->v[p->item[p->first[j]]];
+    if (!it)
+        return false;
+    char *a = ref_source(it->ref), *b = ref_source(ref);
+    bool same = same_str(a, b);
+    free(a);
+    free(b);
+    if (!same) {
+        const char *k = pin_kind_name(kind);
+        char *msg = xasprintf("%s '%s' is named twice, as '%s' and as '%s': the lock, the "
+                              "CLIs and the gateway hold one '%s' — keep one of them",
+                              k, name, it->ref ? it->ref : it->name, ref ? ref : name, name);
+        set_state(it, PIN_FAILED, msg);
+        free(msg);
     }
-    return false;
+    return true;
 }
 
 /* ---- skills ------------------------------------------------------------- */
@@ -357,14 +419,16 @@ static void pin_git_skill(const struct mf_skill *s, const struct pin_opts *o, st
     sb_release(&dir);
 }
 
-static void pin_skill(const struct manifest *m, const struct pin_opts *o, const char *ref,
-                      pin_items *out)
+static void pin_skill(const struct manifest *m, const struct pin_opts *o, struct ref_plan *rp,
+                      size_t j, pin_items *out)
 {
+    const char *ref = rp->refs[j];
     const struct mf_skill *s = manifest_skill(m, ref);
     const char *name = s ? ref : pin_ref_name(ref, NULL);
     const char *qual = name != ref ? ref : NULL;
-    if (seen_ref(out, PIN_SKILL, name, qual))
+    if (seen_ref(out, rp, j, PIN_SKILL, name, qual))
         return;
+    rp->item[j] = out->n;
     struct pin_item *it = add_item(out, PIN_SKILL, name, NULL);
     it->ref = qual ? xstrdup(qual) : NULL;
     if (s && s->source == MF_SOURCE_GIT) {
@@ -399,15 +463,17 @@ static void pin_skill(const struct manifest *m, const struct pin_opts *o, const 
 
 /* ---- servers and their executables --------------------------------------- */
 
-static void pin_server(const struct manifest *m, const struct pin_opts *o, const char *ref,
-                       pin_items *out)
+static void pin_server(const struct manifest *m, const struct pin_opts *o, struct ref_plan *rp,
+                       size_t j, pin_items *out)
 {
     /* A declared [servers] name is taken as written (server names are free-form). */
+    const char *ref = rp->refs[j];
     const struct mf_server *s = manifest_server(m, ref);
     const char *name = s ? ref : pin_ref_name(ref, NULL);
     const char *qual = name != ref ? ref : NULL;
-    if (seen_ref(out, PIN_SERVER, name, qual))
+    if (seen_ref(out, rp, j, PIN_SERVER, name, qual))
         return;
+    rp->item[j] = out->n;
     struct pin_item *it = add_item(out, PIN_SERVER, name, NULL);
     it->ref = qual ? xstrdup(qual) : NULL;
     if (s) {
@@ -884,29 +950,42 @@ int pin_collect(const struct manifest *m, const struct pin_opts *o, pin_items *o
         return -1;
     }
     /* Servers: all inline without toolsets, else the union over (selected) toolsets. */
+    size_t base = out->n;
+    strvec refs = STRVEC_INIT;
     if (m->toolsets.n == 0) {
         for (size_t i = 0; i < m->servers.n; i++)
-            pin_server(m, o, m->servers.v[i].name, out);
+            strvec_push(&refs, m->servers.v[i].name);
     } else {
         for (size_t i = 0; i < m->toolsets.n; i++) {
             const struct mf_toolset *t = &m->toolsets.v[i];
             if (!toolset_selected(t, o))
                 continue;
             for (size_t j = 0; j < t->servers.n; j++)
-                pin_server(m, o, t->servers.v[j], out);
+                strvec_push(&refs, t->servers.v[j]);
         }
     }
+    struct ref_plan plan;
+    plan_init(&plan, m, true, &refs, base);
+    for (size_t j = 0; j < plan.n; j++)
+        pin_server(m, o, &plan, j, out);
+    plan_free(&plan);
+    strvec_clear(&refs);
     /* Skills: every [skills] entry, plus toolset-referenced library skills. */
     for (size_t i = 0; i < m->skills.n; i++)
-        pin_skill(m, o, m->skills.v[i].name, out);
+        strvec_push(&refs, m->skills.v[i].name);
     for (size_t i = 0; i < m->toolsets.n; i++) {
         const struct mf_toolset *t = &m->toolsets.v[i];
         if (!toolset_selected(t, o))
             continue;
         for (size_t j = 0; j < t->skills.n; j++)
             if (strcmp(t->skills.v[j], "*") != 0)
-                pin_skill(m, o, t->skills.v[j], out);
+                strvec_push(&refs, t->skills.v[j]);
     }
+    plan_init(&plan, m, false, &refs, base);
+    for (size_t j = 0; j < plan.n; j++)
+        pin_skill(m, o, &plan, j, out);
+    plan_free(&plan);
+    strvec_clear(&refs);
     /* Executables of every effective inline server. */
     size_t n = out->n;
     for (size_t i = 0; i < n; i++) {

@@ -341,12 +341,45 @@ static json_t *item_json(const struct trust_item *it)
     return o;
 }
 
-static const char *server_kind(const struct trust_review *r, const struct trust_item *it)
+/* The pin results of servers, sorted by (name, position): a hostile
+ * manifest may declare tens of thousands of servers, and scanning every
+ * result for each one made the preview quadratic. */
+struct server_results {
+    const struct trust_pin_result **v;
+    size_t n;
+};
+
+static int result_cmp(const void *a, const void *b)
 {
-    for (size_t i = 0; i < r->pins.results.n; i++) {
-        const struct trust_pin_result *x = &r->pins.results.v[i];
-        if (x->item->kind != PIN_SERVER || strcmp(x->item->name, it->name) != 0)
-            continue;
+    const struct trust_pin_result *x = *(const struct trust_pin_result *const *)a;
+    const struct trust_pin_result *y = *(const struct trust_pin_result *const *)b;
+    int c = strcmp(x->item->name, y->item->name);
+    return c ? c : x < y ? -1 : x > y; /* results are one array: position order */
+}
+
+static void server_results_init(struct server_results *sr, const struct trust_review *r)
+{
+    sr->v = xcalloc(r->pins.results.n + 1, sizeof *sr->v);
+    sr->n = 0;
+    for (size_t i = 0; i < r->pins.results.n; i++)
+        if (r->pins.results.v[i].item->kind == PIN_SERVER)
+            sr->v[sr->n++] = &r->pins.results.v[i];
+    if (sr->n > 1)
+        qsort(sr->v, sr->n, sizeof *sr->v, result_cmp);
+}
+
+static const char *server_kind(const struct server_results *sr, const struct trust_item *it)
+{
+    size_t lo = 0, hi = sr->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(sr->v[mid]->item->name, it->name) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (; lo < sr->n && strcmp(sr->v[lo]->item->name, it->name) == 0; lo++) {
+        const struct trust_pin_result *x = sr->v[lo];
         if (x->status == PIN_RESOLVE_FAILED)
             return "unresolvable";
         if (x->item->library && x->status != PIN_MATCHES)
@@ -390,12 +423,14 @@ json_t *trust_review_preview(const struct trust_review *r)
     json_object_set_new(o, "surface_digest", json_string(r->status.digest));
 
     json_t *servers = json_array();
+    struct server_results sr;
+    server_results_init(&sr, r);
     for (size_t i = 0; i < r->items.n; i++) {
         const struct trust_item *it = &r->items.v[i];
         if (strcmp(it->kind, "server") != 0)
             continue;
         json_t *s = json_object();
-        const char *k = server_kind(r, it);
+        const char *k = server_kind(&sr, it);
         json_object_set_new(s, "name", json_string(it->name));
         json_object_set_new(s, "kind", json_string(k));
         bool shown = strcmp(k, "stdio") == 0 || strcmp(k, "http") == 0;
@@ -403,6 +438,7 @@ json_t *trust_review_preview(const struct trust_review *r)
                             shown ? json_string(it->runs ? it->runs : it->contacts) : json_null());
         json_array_append_new(servers, s);
     }
+    free(sr.v);
     json_object_set_new(o, "servers", servers);
 
     json_t *groups[3] = {json_array(), json_array(), json_array()};
