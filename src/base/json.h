@@ -30,6 +30,9 @@ enum {
 void json_escape(const char *s, size_t len, unsigned flags, strbuf *out);
 /* Appends the canonical form of v. */
 void json_canonical(const json_t *v, strbuf *out);
+/* The 4 hex digits of a \uXXXX escape at p: 1 and *out, or 0 when one is no
+ * hex digit. */
+int json_hex4(const unsigned char *p, unsigned *out);
 /* Parses text; on error err reads "<path>:<line>:<col>: <jansson message>", or
  * json_unrepresentable's reason when the text is JSON jansson cannot hold. */
 json_t *json_parse(const char *path, const char *text, size_t len, struct as_err *err);

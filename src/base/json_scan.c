@@ -40,7 +40,7 @@ static void skip_ws(struct jscan *sc)
         sc->i++;
 }
 
-static int hex4(const unsigned char *p, unsigned *out)
+int json_hex4(const unsigned char *p, unsigned *out)
 {
     unsigned u = 0;
     for (int k = 0; k < 4; k++) {
@@ -94,13 +94,13 @@ static int scan_string(struct jscan *sc)
             continue;
         }
         unsigned u, lo;
-        if (sc->n - sc->i < 6 || !hex4(sc->s + sc->i + 2, &u))
+        if (sc->n - sc->i < 6 || !json_hex4(sc->s + sc->i + 2, &u))
             return 0;
         if (u == 0) {
             trait(sc, start, "string contains \\u0000 (NUL)");
         } else if (u >= 0xD800 && u <= 0xDBFF) {
             if (sc->n - sc->i >= 12 && sc->s[sc->i + 6] == '\\' && sc->s[sc->i + 7] == 'u' &&
-                hex4(sc->s + sc->i + 8, &lo) && lo >= 0xDC00 && lo <= 0xDFFF) {
+                json_hex4(sc->s + sc->i + 8, &lo) && lo >= 0xDC00 && lo <= 0xDFFF) {
                 sc->i += 12;
                 continue;
             }

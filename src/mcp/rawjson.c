@@ -39,25 +39,6 @@ static void ws(struct vctx *v)
         v->p++;
 }
 
-static int hex4(const unsigned char *p, unsigned *out)
-{
-    unsigned u = 0;
-    for (int i = 0; i < 4; i++) {
-        unsigned c = p[i], d;
-        if (c >= '0' && c <= '9')
-            d = c - '0';
-        else if (c >= 'a' && c <= 'f')
-            d = c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F')
-            d = c - 'A' + 10;
-        else
-            return 0;
-        u = u << 4 | d;
-    }
-    *out = u;
-    return 1;
-}
-
 /* v->p at the opening quote. Keys (key != 0) may hold no escape at all, so
  * they compare byte for byte. */
 static int v_string(struct vctx *v, int key)
@@ -77,12 +58,12 @@ static int v_string(struct vctx *v, int key)
             unsigned e = v->p[1];
             if (e == 'u') {
                 unsigned u, lo;
-                if (v->end - v->p < 6 || !hex4(v->p + 2, &u) || u == 0 ||
+                if (v->end - v->p < 6 || !json_hex4(v->p + 2, &u) || u == 0 ||
                     (u >= 0xDC00 && u <= 0xDFFF))
                     return 0;
                 if (u >= 0xD800 && u <= 0xDBFF) {
                     if (v->end - v->p < 12 || v->p[6] != '\\' || v->p[7] != 'u' ||
-                        !hex4(v->p + 8, &lo) || lo < 0xDC00 || lo > 0xDFFF)
+                        !json_hex4(v->p + 8, &lo) || lo < 0xDC00 || lo > 0xDFFF)
                         return 0;
                     v->p += 12;
                 } else {
@@ -473,10 +454,10 @@ static json_t *str_value(const char *p, size_t n, strbuf *tmp)
             break;
         case 'u': {
             unsigned u = 0, lo = 0xDC00;
-            hex4((const unsigned char *)s, &u);
+            json_hex4((const unsigned char *)s, &u);
             s += 4;
             if (u >= 0xD800 && u <= 0xDBFF) {
-                hex4((const unsigned char *)s + 2, &lo);
+                json_hex4((const unsigned char *)s + 2, &lo);
                 s += 6;
                 u = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
             }
