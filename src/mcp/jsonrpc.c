@@ -118,10 +118,11 @@ static void trim(const char **data, size_t *len)
 
 #define UNREADABLE_MEMBERS 256
 
-int mcp_unreadable_read(const char *data, size_t len, struct mcp_unreadable *u)
+/* mcp_unreadable_read on a line already trimmed: trimming twice would strip
+ * a second BOM and call "BOM BOM {…}" JSON. */
+static int unreadable_trimmed(const char *data, size_t len, struct mcp_unreadable *u)
 {
     memset(u, 0, sizeof *u);
-    trim(&data, &len);
     u->why = json_unrepresentable(data, len, NULL);
     if (!u->why)
         return -1;
@@ -153,6 +154,12 @@ int mcp_unreadable_read(const char *data, size_t len, struct mcp_unreadable *u)
             json_decref(v);
     }
     return 0;
+}
+
+int mcp_unreadable_read(const char *data, size_t len, struct mcp_unreadable *u)
+{
+    trim(&data, &len);
+    return unreadable_trimmed(data, len, u);
 }
 
 void mcp_unreadable_clear(struct mcp_unreadable *u)
@@ -193,7 +200,7 @@ enum mcp_parse_status mcp_parse(const char *data, size_t len, struct mcp_msg *m,
          * surrogate, a number out of range, deep nesting) is a message all
          * the same: its sender waits for an answer, so it gets one. */
         struct mcp_unreadable u;
-        if (mcp_unreadable_read(data, len, &u) == 0) {
+        if (unreadable_trimmed(data, len, &u) == 0) {
             bool quiet = (u.has_method && !u.has_id) || (!u.has_method && u.has_answer);
             if (reply && !quiet) {
                 strbuf msg = SB_INIT;

@@ -176,6 +176,16 @@ static void test_unreadable(void **state)
     assert_null(u.id);
     const char *fine = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\"}";
     assert_int_equal(mcp_unreadable_read(fine, strlen(fine), &u), -1);
+    /* one BOM is tolerated, a second is not JSON: the line is trimmed once
+     * (fuzz_jsonrpc found mcp_parse trimming twice and calling it unreadable) */
+    const char *boms = "\xEF\xBB\xBF\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"m\","
+                       "\"params\":{\"n\":1e400}}";
+    assert_int_equal(parse(boms, &m, &reply), MCP_NOT_JSON);
+    json_decref(reply);
+    reply = NULL;
+    assert_int_equal(mcp_unreadable_read(boms, strlen(boms), &u), -1);
+    assert_int_equal(parse(boms + 3, &m, &reply), MCP_UNREADABLE);
+    assert_error_reply(reply, MCP_PARSE_ERROR, "3"); /* frees reply */
 }
 
 static void test_invalid_requests(void **state)
