@@ -19,6 +19,22 @@ SHARED = os.environ.get("AS_SHARED") or os.path.join(SRC, "..", "shared")
 # ["dbus-run-session", "--", "sh", KEYRING_SESSION, cmd...] (HOME a temp dir).
 KEYRING_SESSION = os.path.join(SRC, "tests", "keyring_session.sh")
 
+
+def files_holding(root, needle):
+    """Paths (relative to root) of the files under root whose bytes contain
+    needle: where a secret value must never be."""
+    hits = []
+    for d, _, files in os.walk(root):
+        for f in files:
+            p = os.path.join(d, f)
+            try:
+                with open(p, "rb") as fh:
+                    if needle.encode() in fh.read():
+                        hits.append(os.path.relpath(p, root))
+            except OSError:
+                pass
+    return hits
+
 _failures = 0
 _passes = 0
 

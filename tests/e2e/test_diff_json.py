@@ -51,18 +51,12 @@ def entries(t):
     return sorted((x["name"], x["state"]) for x in t.get("entries", []))
 
 
-def relock(sb, e):
-    r = H.run(sb, "lock", "--write", e=e)
-    assert r.returncode == 0, r.stdout + r.stderr
-    H.trust(sb, e=e)
-
-
 def main():
     with Sandbox() as sb:
         e = H.env(sb, ALPHA_TOKEN=SECRET)
         H.write_manifest(sb, MANIFEST)
         cursor_path = sb.write(".cursor/mcp.json", CURSOR)
-        relock(sb, e)
+        H.relock(sb, e)
         codex_path = os.path.join(sb.project, ".codex", "config.toml")
         before = H.tree(sb.project)
 
@@ -136,7 +130,7 @@ def main():
 
         # 4. a server dropped from the manifest: listed under removed
         H.write_manifest(sb, MANIFEST.split("[servers.beta]")[0])
-        relock(sb, e)
+        H.relock(sb, e)
         r, doc = diff_json(sb, e)
         cx = target(doc, "codex")
         check(cx.get("state") == "differs" and cx.get("removed") == ["beta"] and

@@ -8,7 +8,7 @@ import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from aslib import SRC, Sandbox, check, done  # noqa: E402
+from aslib import SRC, Sandbox, check, done, files_holding  # noqa: E402
 from mcpclient import FAKE, Gateway, audit_rows, grant, is_error, text  # noqa: E402
 
 
@@ -96,12 +96,8 @@ def failures():
             err = g.stderr()
         check("did not start" in err and "${SECRETKEY}" in err and secret not in err,
               "secret in the command or cwd: stderr names ${SECRETKEY}, never the value", err)
-        logs = ""
-        for root, _, files in os.walk(sb.ah):
-            for fn in files:
-                with open(os.path.join(root, fn), "rb") as f:
-                    logs += f.read().decode("utf-8", "replace")
-        check(secret not in logs, "…and no file under AGENTSTACK_HOME holds it")
+        check(files_holding(sb.ah, secret) == [], "…and no file under AGENTSTACK_HOME holds it",
+              files_holding(sb.ah, secret))
 
 
 def concurrency():

@@ -16,7 +16,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from aslib import BIN, KEYRING_SESSION, SRC, Sandbox, check, done  # noqa: E402
+from aslib import BIN, KEYRING_SESSION, SRC, Sandbox, check, done, files_holding  # noqa: E402
 
 sys.path.insert(0, os.path.join(SRC, "tests", "fixtures", "adapters"))
 import apply_helpers as H  # noqa: E402
@@ -44,20 +44,6 @@ def digests(root, skip_dirs=(".agentstack",)):
             with open(p, "rb") as fh:
                 out[os.path.relpath(p, root)] = hashlib.sha256(fh.read()).hexdigest()
     return out
-
-
-def files_holding(root, needle):
-    hits = []
-    for d, _, files in os.walk(root):
-        for f in files:
-            p = os.path.join(d, f)
-            try:
-                with open(p, "rb") as fh:
-                    if needle.encode() in fh.read():
-                        hits.append(os.path.relpath(p, root))
-            except OSError:
-                pass
-    return hits
 
 
 def fenced_env(sb, **extra):

@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from aslib import Sandbox, check, done, git, write  # noqa: E402
+from aslib import Sandbox, check, done, files_holding, git, write  # noqa: E402
 
 TOKEN = "ghp_Fx7Kq2Lm9Rt4Vw8Yz3Bc6Dn1Gh5Jp0Ts2Uv"
 
@@ -33,20 +33,6 @@ def env(sb):
     e.pop("DBUS_SESSION_BUS_ADDRESS", None)
     e["XDG_RUNTIME_DIR"] = os.path.join(sb.root, "no-runtime-dir")
     return e
-
-
-def holding(root, needle):
-    hits = []
-    for d, _, fs in os.walk(root):
-        for f in fs:
-            p = os.path.join(d, f)
-            try:
-                with open(p, "rb") as fh:
-                    if needle.encode() in fh.read():
-                        hits.append(os.path.relpath(p, root))
-            except OSError:
-                pass
-    return hits
 
 
 def git_repo(path):
@@ -79,9 +65,9 @@ def outside_symlink():
                   os.listdir(out))
             check(not os.path.exists(os.path.join(sb.ah, "secrets.env")),
                   f"--secrets {store}: no file store written")
-            check(holding(sb.root, TOKEN) == ["home/.claude.json"],
+            check(files_holding(sb.root, TOKEN) == ["home/.claude.json"],
                   f"--secrets {store}: the token is in no file but the CLI's own",
-                  holding(sb.root, TOKEN))
+                  files_holding(sb.root, TOKEN))
 
 
 def inside_symlink():
@@ -97,7 +83,7 @@ def inside_symlink():
         check(not os.path.exists(os.path.join(sb.project, "docs", ".env"))
               and ".env" not in untracked(sb.project),
               "…no docs/.env, git status shows no .env", untracked(sb.project))
-        check(holding(sb.project, TOKEN) == [], "…the token is in no project file")
+        check(files_holding(sb.project, TOKEN) == [], "…the token is in no project file")
         # keychain/file destinations never touch the project .env: still fine
         r = sb.run("init", "--yes", "--secrets", "file", env=env(sb))
         check(r.returncode == 0 and not os.path.exists(os.path.join(sb.project, "docs", ".env")),
@@ -133,7 +119,7 @@ def tracked_env():
         r = sb.run("init", "--yes", "--secrets", "env", env=env(sb))
         check(r.returncode != 0 and "would not be ignored" in r.stderr,
               "a tracked .agentstack/.env: refuses", r.stdout + r.stderr)
-        check(holding(sb.project, TOKEN) == [], "…the token is in no project file")
+        check(files_holding(sb.project, TOKEN) == [], "…the token is in no project file")
 
 
 def clean_repo():
@@ -221,7 +207,7 @@ def other_writers():
                 "command": "npx", "env": {"GH_PAT_TOKEN": TOKEN}}}}))
             r = sb.run("adopt", "--write", "--secrets", "env", env=env(sb))
             check(r.returncode == 1 and not os.path.exists(dotenv)
-                  and holding(os.path.dirname(dotenv), TOKEN) == [],
+                  and files_holding(os.path.dirname(dotenv), TOKEN) == [],
                   f"adopt --secrets env ({layout}): refuses, no .env", r.stdout + r.stderr)
 
 

@@ -84,12 +84,6 @@ def history(sb):
     return sorted(glob.glob(os.path.join(sb.ah, "history", "*.json")))
 
 
-def relock(sb, e):
-    r = H.run(sb, "lock", "--write", e=e)
-    assert r.returncode == 0, r.stdout + r.stderr
-    H.trust(sb, e=e)
-
-
 def main():
     with Sandbox() as sb:
         e = H.env(sb)
@@ -99,7 +93,7 @@ def main():
         wb(evil, b"Be brief.\n")
         claude = os.path.join(sb.project, "CLAUDE.md")
         wb(claude, b"# Mine\n\nhand text\n")
-        relock(sb, e)
+        H.relock(sb, e)
         r = H.run(sb, "apply", "--write", e=e)
         good = rb(claude)
         check(r.returncode == 0 and b"Be kind.\n\nBe brief.\n" + END.encode() in good,
@@ -107,7 +101,7 @@ def main():
 
         for body, line, what in HOSTILE:
             wb(evil, body.encode())
-            relock(sb, e)
+            H.relock(sb, e)
             h0 = history(sb)
             r1 = H.run(sb, "apply", "--write", e=e)
             after1 = rb(claude)
@@ -135,10 +129,10 @@ def main():
 
         # removing the hostile instruction leaves none of its text behind
         wb(evil, HOSTILE[0][0].encode())
-        relock(sb, e)
+        H.relock(sb, e)
         H.run(sb, "apply", "--write", e=e)
         H.write_manifest(sb, HOUSE_ONLY)
-        relock(sb, e)
+        H.relock(sb, e)
         r = H.run(sb, "apply", "--write", e=e)
         c = rb(claude)
         check(r.returncode == 0 and c == b"# Mine\n\nhand text\n\n" + START.encode() +
@@ -150,7 +144,7 @@ def main():
         H.write_manifest(sb, BOTH)
         for body, what in BENIGN:
             wb(evil, body.encode())
-            relock(sb, e)
+            H.relock(sb, e)
             r1 = H.run(sb, "apply", "--write", e=e)
             after1 = rb(claude)
             h0 = history(sb)
