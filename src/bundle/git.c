@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/fs.h"
+#include "base/term.h"
 #include "base/proc.h"
 #include "base/rand.h"
 #include "base/vec.h"
@@ -545,12 +546,10 @@ int git_ignore_check(const char *dir, const char *rel, const char *what_if, stru
         at += strlen(o.buf + at) + 1;
     }
     out->ignored = f[2][0] && f[2][0] != '!';
-    if (f[2][0] && !what_if) {
-        for (const unsigned char *p = (const unsigned char *)f[0]; *p; p++)
-            sb_addc(&out->rule, *p < 0x20 || *p == 0x7f ? '?' : (char)*p);
+    if (f[2][0] && !what_if) { /* source:line:pattern, shown to people */
+        term_sanitize(&out->rule, f[0], strlen(f[0]));
         sb_addf(&out->rule, ":%s:", f[1]);
-        for (const unsigned char *p = (const unsigned char *)f[2]; *p; p++)
-            sb_addc(&out->rule, *p < 0x20 || *p == 0x7f ? '?' : (char)*p);
+        term_sanitize(&out->rule, f[2], strlen(f[2]));
     }
     rc = 0;
 out:
