@@ -702,10 +702,35 @@ static void __attribute__((noreturn)) child_run_init(const struct sbx_ns_spec *s
 static cpu_set_t g_affinity;
 static int g_have_affinity;
 
+/* The descriptors init keeps: the spec's stdio on 0-2, the control socket
+ * on 3, nothing else (see ns.h). Runs before anything else in the clone. */
+static int child_fds(const struct sbx_ns_spec *s, int ctl)
+{
+    if (s->use_stdio) {
+        /* Off 0-3 first, so that no dup2 below overwrites a source. */
+        int hi[4];
+        const int src[4] = {s->stdio[0], s->stdio[1], s->stdio[2], ctl};
+        for (int i = 0; i < 4; i++)
+            if ((hi[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 16)) < 0)
+                _exit(114);
+        for (int i = 0; i < 3; i++)
+            if (dup2(hi[i], i) < 0) /* dup2 clears close-on-exec: the harness keeps 0-2 */
+                _exit(114);
+        ctl = hi[3];
+    }
+    if (ctl != 3) {
+        if (dup3(ctl, 3, O_CLOEXEC) < 0)
+            _exit(114);
+    }
+    if (syscall(SYS_close_range, 4U, ~0U, 0U) < 0)
+        _exit(114);
+    return 3;
+}
+
 static void __attribute__((noreturn))
 child_main(const struct sbx_ns_spec *s, int ctl, int parent_root)
 {
-    g_ctl = ctl;
+    g_ctl = ctl = child_fds(s, ctl);
     /* Out of the terminal's foreground group: a Ctrl-C reaches agentstack,
      * which forwards it once, instead of reaching init directly as well. */
     setsid();

@@ -16,6 +16,10 @@
  *    before the harness is forked.
  *  - Nothing of the host is visible except the spec's mounts; the new root
  *    is read-only; /proc is a fresh procfs of the new PID namespace.
+ *  - No descriptor of the caller crosses into the sandbox but stdin, stdout
+ *    and stderr (the spec's, or the caller's own): init closes every other
+ *    one it inherited before it builds anything (a gateway's client stream,
+ *    listeners and other servers' pipes stay outside).
  *  - Setup failures (no user namespaces, procfs refused, a mount that
  *    fails) are reported before anything is launched, with the reason.
  *  - With new_net, the proxy's listening socket (and the gateway face's,
@@ -70,6 +74,10 @@ struct sbx_ns_spec {
     int face_port;   /* with new_net: the gateway face's port, likewise (0: none) */
     uid_t inner_uid, outer_uid;
     gid_t inner_gid, outer_gid;
+    /* With use_stdio: these descriptors become init's (and so the
+     * harness's) stdin, stdout and stderr; else the caller's 0-2 are kept. */
+    int use_stdio;
+    int stdio[3];
 };
 
 struct sbx_ns_child {

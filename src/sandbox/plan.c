@@ -24,31 +24,6 @@
     "no [policy.filesystem] write scope covers the workspace (sandbox workspace writes "           \
     "are deny-by-default)"
 
-static void add_mount(struct sbx_plan *p, enum sbx_mount_kind k, const char *src, const char *dst,
-                      const char *data, int optional)
-{
-    struct sbx_mount m = {k, src ? xstrdup(src) : NULL, xstrdup(dst), data ? xstrdup(data) : NULL,
-                          optional};
-    vec_push(&p->mounts, m);
-}
-
-static int has_mount_at(const struct sbx_plan *p, const char *dst)
-{
-    for (size_t i = 0; i < p->mounts.n; i++)
-        if (strcmp(p->mounts.v[i].dst, dst) == 0)
-            return 1;
-    return 0;
-}
-
-/* 1 when `path` is `dir` or lies below it (plain string test on canonical paths). */
-static int path_within(const char *dir, const char *path)
-{
-    size_t n = strlen(dir);
-    if (n == 1 && dir[0] == '/')
-        return path[0] == '/';
-    return strncmp(dir, path, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
-
 char *sbx_i_canon(const char *path)
 {
     char buf[PATH_MAX];
@@ -82,201 +57,6 @@ void sbx_argv_display(const char *const *argv, strbuf *out)
 }
 
 /* ---- the workspace -------------------------------------------------------------- */
-
-/* Refuses a workspace that would expose the user's home or the machine home. */
-static int check_workspace(const char *ws, const char *home_canon, const char *ah_canon,
-                           struct as_err *err)
-{
-    if (strcmp(ws, "/") == 0)
-        return as_err_set(err, "refusing to mount / as the sandbox workspace");
-    if (home_canon && path_within(ws, home_canon)) {
-        as_err_set(err,
-                   "refusing to mount %s as the sandbox workspace: it holds your home "
-                   "directory",
-                   ws);
-        as_err_hint(err, "run from inside a project directory (one with .agentstack/)");
-        return -1;
-    }
-    if (ah_canon && path_within(ws, ah_canon)) {
-        as_err_set(err,
-                   "refusing to mount %s as the sandbox workspace: it holds the "
-                   "agentstack home %s",
-                   ws, ah_canon);
-        return -1;
-    }
-    return 0;
-}
-
-/* Shadows `.env*` and the local overlay found directly in dir (errata 36). */
-static void shadow_secrets(struct sbx_plan *p, const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    strvec names = STRVEC_INIT;
-    while ((e = readdir(d)))
-        if (strncmp(e->d_name, ".env", 4) == 0 || strcmp(e->d_name, BUNDLE_OVERLAY_NAME) == 0)
-            strvec_push(&names, e->d_name);
-    closedir(d);
-    strvec_sort(&names);
-    for (size_t i = 0; i < names.n; i++) {
-        strbuf full = SB_INIT;
-        sb_addf(&full, "%s/%s", dir, names.v[i]);
-        char *real = sbx_i_canon(full.buf);
-        struct stat st;
-        /* A symlink is shadowed at its target, when that is inside the
-         * workspace (outside it, the target is not mounted at all). */
-        if (real && path_within(p->workspace, real) && stat(real, &st) == 0 &&
-            (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) {
-            strbuf in = SB_INIT;
-            sb_addf(&in, SBX_INSIDE_WORKSPACE "%s", real + strlen(p->workspace));
-            if (!has_mount_at(p, in.buf))
-                add_mount(p, S_ISREG(st.st_mode) ? SBX_MNT_EMPTY_FILE : SBX_MNT_EMPTY_DIR, NULL,
-                          in.buf, NULL, 0);
-            sb_release(&in);
-        }
-        free(real);
-        sb_release(&full);
-    }
-    strvec_clear(&names);
-}
-
-/* ---- the system view ---------------------------------------------------------------- */
-
-static void system_mounts(struct sbx_plan *p, const char *rootfs)
-{
-    char src[PATH_MAX];
-    const char *base = strcmp(rootfs, "/") == 0 ? "" : rootfs;
-    add_mount(p, SBX_MNT_PROC, NULL, "/proc", NULL, 0);
-    snprintf(src, sizeof src, "%s/usr", base);
-    add_mount(p, SBX_MNT_RO_BIND, src, "/usr", NULL, 0);
-    static const char *const top[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"};
-    for (size_t i = 0; i < sizeof top / sizeof top[0]; i++) {
-        char dst[32], link[PATH_MAX];
-        snprintf(src, sizeof src, "%s/%s", base, top[i]);
-        snprintf(dst, sizeof dst, "/%s", top[i]);
-        struct stat st;
-        if (lstat(src, &st) < 0)
-            continue;
-        if (S_ISLNK(st.st_mode)) {
-            ssize_t n = readlink(src, link, sizeof link - 1);
-            if (n > 0) {
-                link[n] = '\0';
-                add_mount(p, SBX_MNT_SYMLINK, link, dst, NULL, 0);
-            }
-        } else if (S_ISDIR(st.st_mode)) {
-            add_mount(p, SBX_MNT_RO_BIND, src, dst, NULL, 0);
-        }
-    }
-    /* A synthesized /etc: never the host's passwd, shadow or secrets. */
-    strbuf t = SB_INIT;
-    sb_addf(&t,
-            "root:x:0:0:root:/root:/bin/sh\nagent:x:%u:%u:agent:" SBX_INSIDE_HOME
-            ":/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
-            (unsigned)p->inner_uid, (unsigned)p->inner_gid);
-    add_mount(p, SBX_MNT_FILE, NULL, "/etc/passwd", t.buf, 0);
-    sb_reset(&t);
-    sb_addf(&t, "root:x:0:\nagent:x:%u:\nnogroup:x:65534:\n", (unsigned)p->inner_gid);
-    add_mount(p, SBX_MNT_FILE, NULL, "/etc/group", t.buf, 0);
-    sb_release(&t);
-    add_mount(p, SBX_MNT_FILE, NULL, "/etc/hosts",
-              "127.0.0.1 localhost " SBX_LOCKDOWN_PROXY_HOST "\n::1 localhost\n", 0);
-    /* The sandbox never resolves names; the proxy does. DNS fails fast. */
-    add_mount(p, SBX_MNT_FILE, NULL, "/etc/resolv.conf", "nameserver 127.0.0.1\n", 0);
-    add_mount(p, SBX_MNT_FILE, NULL, "/etc/nsswitch.conf",
-              "passwd: files\ngroup: files\nhosts: files dns\n", 0);
-    add_mount(p, SBX_MNT_FILE, NULL, "/etc/hostname", "agentstack\n", 0);
-    static const char *const etc[] = {
-        "ssl",        "ca-certificates", "alternatives", "ld.so.cache",
-        "ld.so.conf", "ld.so.conf.d",    "terminfo",     "protocols",
-        "services",   "mime.types",      "pki",          "crypto-policies"};
-    for (size_t i = 0; i < sizeof etc / sizeof etc[0]; i++) {
-        char dst[64];
-        snprintf(src, sizeof src, "%s/etc/%s", base, etc[i]);
-        snprintf(dst, sizeof dst, "/etc/%s", etc[i]);
-        if (access(src, F_OK) == 0)
-            add_mount(p, SBX_MNT_RO_BIND, src, dst, NULL, 1);
-    }
-    char link[PATH_MAX];
-    snprintf(src, sizeof src, "%s/etc/localtime", base);
-    ssize_t n = readlink(src, link, sizeof link - 1);
-    if (n > 0) {
-        link[n] = '\0';
-        add_mount(p, SBX_MNT_SYMLINK, link, "/etc/localtime", NULL, 0);
-    }
-    /* A minimal /dev. */
-    add_mount(p, SBX_MNT_TMPFS, NULL, "/dev", "mode=0755", 0);
-    static const char *const devs[] = {"null", "zero", "full", "random", "urandom", "tty"};
-    for (size_t i = 0; i < sizeof devs / sizeof devs[0]; i++) {
-        char dst[32];
-        snprintf(dst, sizeof dst, "/dev/%s", devs[i]);
-        add_mount(p, SBX_MNT_DEV, dst, dst, NULL, 1);
-    }
-    add_mount(p, SBX_MNT_SYMLINK, "/proc/self/fd", "/dev/fd", NULL, 0);
-    add_mount(p, SBX_MNT_SYMLINK, "/proc/self/fd/0", "/dev/stdin", NULL, 0);
-    add_mount(p, SBX_MNT_SYMLINK, "/proc/self/fd/1", "/dev/stdout", NULL, 0);
-    add_mount(p, SBX_MNT_SYMLINK, "/proc/self/fd/2", "/dev/stderr", NULL, 0);
-    add_mount(p, SBX_MNT_DEVPTS, NULL, "/dev/pts", NULL, 1);
-    add_mount(p, SBX_MNT_SYMLINK, "pts/ptmx", "/dev/ptmx", NULL, 0);
-    add_mount(p, SBX_MNT_TMPFS, NULL, "/dev/shm", "mode=1777", 0);
-    add_mount(p, SBX_MNT_TMPFS, NULL, "/tmp", "mode=1777", 0);
-    add_mount(p, SBX_MNT_SYMLINK, "/tmp", "/var/tmp", NULL, 0);
-}
-
-/* The harness binary's view inside (errata 38): a program outside the
- * system directories gets its install prefix bound read-only, but never a
- * directory that holds the user's home or the machine home. */
-static int harness_path(struct sbx_plan *p, const char *bin, const char *home_canon,
-                        const char *ah_canon, strbuf *exec_path, strbuf *extra_path,
-                        struct as_err *err)
-{
-    char *real = sbx_i_canon(bin);
-    if (!real)
-        return as_err_errno(err, "%s", bin);
-    p->harness_host_bin = xstrdup(real);
-    static const char *const sys[] = {"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32"};
-    /* The name as found first: argv[0] matters to multi-call binaries. */
-    for (int pass = 0; pass < 2; pass++) {
-        const char *cand = pass == 0 ? bin : real;
-        for (size_t i = 0; i < sizeof sys / sizeof sys[0]; i++) {
-            if (path_within(sys[i], cand)) {
-                sb_adds(exec_path, cand);
-                free(real);
-                return 0;
-            }
-        }
-    }
-    sb_adds(exec_path, real);
-    char d1[PATH_MAX], d2[PATH_MAX];
-    snprintf(d1, sizeof d1, "%s", real);
-    char *s = strrchr(d1, '/');
-    *s = '\0';
-    if (!d1[0])
-        snprintf(d1, sizeof d1, "/");
-    snprintf(d2, sizeof d2, "%s", d1);
-    s = strrchr(d2, '/');
-    if (s)
-        *s = '\0';
-    if (!d2[0])
-        snprintf(d2, sizeof d2, "/");
-    const char *cands[2] = {d2, d1};
-    const char *chosen = NULL;
-    for (int i = 0; i < 2 && !chosen; i++) {
-        const char *c = cands[i];
-        int depth = 0;
-        for (const char *q = c; *q; q++)
-            depth += *q == '/';
-        if (depth < 2 || (home_canon && path_within(c, home_canon)) ||
-            (ah_canon && path_within(c, ah_canon)) || (ah_canon && path_within(ah_canon, c)))
-            continue;
-        chosen = c;
-    }
-    add_mount(p, SBX_MNT_RO_BIND, chosen ? chosen : real, chosen ? chosen : real, NULL, 0);
-    sb_adds(extra_path, d1);
-    free(real);
-    return 0;
-}
 
 int sbx_i_url_host(const char *url, char out[POL_HOST_MAX + 1])
 {
@@ -358,18 +138,20 @@ static void shadow_project_mcp(struct sbx_plan *p, const char *rel, const char *
 {
     if (!rel[0] || rel[0] == '/' || strstr(rel, ".."))
         return;
+    struct sbx_view v = {&p->mounts, p->workspace, SBX_INSIDE_WORKSPACE, p->inner_uid,
+                         p->inner_gid};
     strbuf full = SB_INIT;
     sb_addf(&full, "%s/%s", p->workspace, rel);
     char *real = sbx_i_canon(full.buf);
     struct stat st;
-    if (real && path_within(p->workspace, real) && strcmp(real, p->workspace) != 0 &&
+    if (real && sbx_i_path_within(p->workspace, real) && strcmp(real, p->workspace) != 0 &&
         stat(real, &st) == 0 && S_ISREG(st.st_mode)) {
         strbuf in = SB_INIT;
         sb_addf(&in, SBX_INSIDE_WORKSPACE "%s", real + strlen(p->workspace));
-        if (!has_mount_at(p, in.buf)) {
+        if (!sbx_i_has_mount(&v, in.buf)) {
             p->mcp_shadow_src = xasprintf("%s/runs/%s/project-mcp-shadow", p->home, p->run_id);
             p->mcp_shadow_text = xstrdup(empty);
-            add_mount(p, SBX_MNT_RO_BIND, p->mcp_shadow_src, in.buf, NULL, 0);
+            sbx_i_mount(&v, SBX_MNT_RO_BIND, p->mcp_shadow_src, in.buf, NULL, 0);
         }
         sb_release(&in);
     }
@@ -479,7 +261,7 @@ int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, str
         p->trust_detail = xstrdup("no project — nothing to deliver");
         p->workspace = xstrdup(cwd_canon);
     }
-    if (check_workspace(p->workspace, home_canon, ah_canon, err) < 0)
+    if (sbx_i_check_workspace(p->workspace, home_canon, ah_canon, err) < 0)
         goto fail;
 
     /* Policy: the machine floor, and the project layer only when trusted. */
@@ -556,42 +338,17 @@ int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, str
     } else {
         p->image = xstrdup("host");
     }
-    system_mounts(p, strcmp(p->image, "host") == 0 ? "/" : p->image);
+    struct sbx_view view = {&p->mounts, p->workspace, SBX_INSIDE_WORKSPACE, p->inner_uid,
+                            p->inner_gid};
+    sbx_i_system_view(&view, strcmp(p->image, "host") == 0 ? "/" : p->image);
     sb_reset(&sb);
     sb_addf(&sb, "%s/sandbox-home/%s", p->home, p->harness_id);
     p->sandbox_home = xstrdup(sb.buf);
-    add_mount(p, SBX_MNT_RW_BIND, p->sandbox_home, SBX_INSIDE_HOME, NULL, 0);
-    if (harness_path(p, rq->harness_bin, home_canon, ah_canon, &exec_path, &extra_path, err) < 0)
+    sbx_i_mount(&view, SBX_MNT_RW_BIND, p->sandbox_home, SBX_INSIDE_HOME, NULL, 0);
+    if (sbx_i_program_view(&view, rq->harness_bin, home_canon, ah_canon, &p->harness_host_bin,
+                           &exec_path, &extra_path, err) < 0)
         goto fail;
-    add_mount(p, p->workspace_writable ? SBX_MNT_RW_BIND : SBX_MNT_RO_BIND, p->workspace,
-              SBX_INSIDE_WORKSPACE, NULL, 0);
-    if (p->workspace_writable) {
-        /* Hooks and config in .git run on the host at the next git command. */
-        static const char *const git_ro[] = {".git/config", ".git/hooks"};
-        for (size_t i = 0; i < 2; i++) {
-            sb_reset(&sb);
-            sb_addf(&sb, "%s/%s", p->workspace, git_ro[i]);
-            struct stat st;
-            if (lstat(sb.buf, &st) == 0 && !S_ISLNK(st.st_mode)) {
-                char dst[64];
-                snprintf(dst, sizeof dst, SBX_INSIDE_WORKSPACE "/%s", git_ro[i]);
-                add_mount(p, SBX_MNT_RO_BIND, sb.buf, dst, NULL, 0);
-            }
-        }
-    }
-    shadow_secrets(p, p->workspace);
-    /* The manifest dir (.agentstack/ in the nested layout, or whatever a
-     * legacy root names); .agentstack/ is covered even with no manifest. */
-    sb_reset(&sb);
-    sb_addf(&sb, "%s/" BUNDLE_DIR_NAME, p->workspace);
-    char *md = bp.found && bp.manifest_dir ? sbx_i_canon(bp.manifest_dir) : NULL;
-    if (md && path_within(p->workspace, md) && strcmp(md, p->workspace) != 0 &&
-        strcmp(md, sb.buf) != 0)
-        shadow_secrets(p, md);
-    free(md);
-    struct stat dst;
-    if (lstat(sb.buf, &dst) == 0 && S_ISDIR(dst.st_mode))
-        shadow_secrets(p, sb.buf);
+    sbx_i_workspace_view(&view, p->workspace_writable, bp.found ? bp.manifest_dir : NULL);
     strvec_push(&p->writable, "/tmp");
     strvec_push(&p->writable, "/dev/shm");
     strvec_push(&p->writable, SBX_INSIDE_HOME);
@@ -602,7 +359,7 @@ int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, str
     strvec_push(&p->argv, exec_path.buf);
     for (size_t i = 0; rq->args && rq->args[i]; i++)
         strvec_push(&p->argv, rq->args[i]);
-    if (path_within(p->workspace, cwd_canon))
+    if (sbx_i_path_within(p->workspace, cwd_canon))
         p->cwd = xasprintf(SBX_INSIDE_WORKSPACE "%s", cwd_canon + strlen(p->workspace));
     else
         p->cwd = xstrdup(SBX_INSIDE_WORKSPACE);
@@ -673,12 +430,7 @@ void sbx_plan_free(struct sbx_plan *p)
     strvec_clear(&p->argv);
     strvec_clear(&p->env);
     free(p->cwd);
-    for (size_t i = 0; i < p->mounts.n; i++) {
-        free((char *)p->mounts.v[i].src);
-        free((char *)p->mounts.v[i].dst);
-        free((char *)p->mounts.v[i].data);
-    }
-    vec_free(&p->mounts);
+    sbx_i_mounts_free(&p->mounts);
     strvec_clear(&p->writable);
     pol_ruleset_free(p->ruleset);
     free(p->policy_note);

@@ -111,9 +111,8 @@ struct sbx_gate {
     char *hint;   /* the fix (failures), or NULL */
 };
 
-struct sbx_plan_mount {
-    struct sbx_mount m; /* strings owned by the plan */
-};
+/* A mount list whose strings the list owns (sbx_i_mounts_free). */
+typedef VEC(struct sbx_mount) sbx_mounts;
 
 struct sbx_plan {
     char run_id[16]; /* r- + 10 hex */
@@ -136,17 +135,17 @@ struct sbx_plan {
     int allow_local;           /* AGENTSTACK_ALLOW_LOCAL_TARGETS (tests only) */
     uid_t inner_uid, outer_uid;
     gid_t inner_gid, outer_gid;
-    strvec argv;                  /* inside paths; argv.v[0] absolute */
-    strvec env;                   /* without the proxy variables (see sbx_plan_env) */
-    char *cwd;                    /* inside */
-    VEC(struct sbx_mount) mounts; /* in order; strings owned */
-    strvec writable;              /* Landlock write roots inside */
-    char token[65];               /* per-run proxy token (never printed) */
-    const char *proxy_host;       /* "egress-proxy" | "127.0.0.1" */
-    int proxy_port;               /* 18080 under lockdown; 0 = ephemeral (--sandbox) */
-    struct pol_ruleset *ruleset;  /* compiled machine ∩ project */
-    char *policy_note;            /* e.g. "machine policy ~/.agentstack/agentstack.toml" */
-    strvec notes;                 /* stderr lines (warnings) */
+    strvec argv;                 /* inside paths; argv.v[0] absolute */
+    strvec env;                  /* without the proxy variables (see sbx_plan_env) */
+    char *cwd;                   /* inside */
+    sbx_mounts mounts;           /* in order; strings owned */
+    strvec writable;             /* Landlock write roots inside */
+    char token[65];              /* per-run proxy token (never printed) */
+    const char *proxy_host;      /* "egress-proxy" | "127.0.0.1" */
+    int proxy_port;              /* 18080 under lockdown; 0 = ephemeral (--sandbox) */
+    struct pol_ruleset *ruleset; /* compiled machine ∩ project */
+    char *policy_note;           /* e.g. "machine policy ~/.agentstack/agentstack.toml" */
+    strvec notes;                /* stderr lines (warnings) */
 
     /* Host modes (SBX_MODE_HOST, SBX_MODE_HOST_ADVISORY). */
     char *harness_display;

@@ -9,14 +9,48 @@
 #define AS_SANDBOX_PLAN_INT_H
 
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "base/err.h"
+#include "base/strbuf.h"
 #include "bundle/manifest.h"
 #include "policy/policy.h"
 #include "sandbox/plan.h"
 
 /* realpath(path), or NULL. */
 char *sbx_i_canon(const char *path);
+
+/* ---- the view (view.c): what a confined process sees ------------------- */
+
+struct sbx_view {
+    sbx_mounts *mounts;    /* appended to, in order */
+    const char *workspace; /* host directory (canonical), or NULL */
+    const char *inside;    /* where the workspace appears in the view */
+    uid_t uid;             /* the inside ids, for the synthesized passwd/group */
+    gid_t gid;
+};
+
+void sbx_i_mount(struct sbx_view *v, enum sbx_mount_kind k, const char *src, const char *dst,
+                 const char *data, int optional);
+int sbx_i_has_mount(const struct sbx_view *v, const char *dst);
+void sbx_i_mounts_free(sbx_mounts *m);
+/* 1 when `path` is `dir` or lies below it (plain string test on canonical paths). */
+int sbx_i_path_within(const char *dir, const char *path);
+/* Refuses a workspace that would expose the user's home or the machine home. */
+int sbx_i_check_workspace(const char *ws, const char *home_canon, const char *ah_canon,
+                          struct as_err *err);
+/* /proc, the read-only system directories, a synthesized /etc, /dev, /tmp. */
+void sbx_i_system_view(struct sbx_view *v, const char *rootfs);
+/* The workspace at v->inside (read-write only when `writable`), .git's
+ * config and hooks read-only in a writable one, and the secrets in the
+ * root, manifest_dir (may be NULL) and .agentstack/ shadowed. */
+void sbx_i_workspace_view(struct sbx_view *v, int writable, const char *manifest_dir);
+/* The program bin: exec_path = its path inside, extra_path = a PATH entry
+ * to add ("" when in the system directories), *real_out (may be NULL) its
+ * realpath; binds its install prefix read-only when outside them. */
+int sbx_i_program_view(struct sbx_view *v, const char *bin, const char *home_canon,
+                       const char *ah_canon, char **real_out, strbuf *exec_path, strbuf *extra_path,
+                       struct as_err *err);
 
 /* The normalized host of an http(s) URL; -1 when it cannot be classified
  * (not http(s), a ${REF} or '%' in the authority, not canonical). */

@@ -148,6 +148,8 @@ static void pause_listeners(struct sbx_proxy *p, int pause)
     if (p->listeners_paused == pause)
         return;
     for (size_t i = 0; i < p->nlisteners; i++) {
+        if (p->listeners[i] < 0)
+            continue;
         struct epoll_event e = {.events = pause ? 0 : EPOLLIN};
         e.data.u64 = mktag(T_LISTENER, (uint32_t)i, 0);
         epoll_ctl(p->ep, EPOLL_CTL_MOD, p->listeners[i], &e);
@@ -949,6 +951,37 @@ static void drain_jobs(struct sbx_proxy *p)
     }
 }
 
+/* Handles n ready events; returns the index of a wake fd that fired, or -1. */
+static int dispatch(struct sbx_proxy *p, const struct epoll_event *evs, int n)
+{
+    int woke = -1;
+    for (int i = 0; i < n; i++) {
+        uint64_t t = evs[i].data.u64;
+        enum tag tg = (enum tag)(t & 3);
+        uint32_t idx = (uint32_t)(t >> 2) & 0x3fffffff;
+        uint32_t gen = (uint32_t)(t >> 32);
+        if (tg == T_MISC) {
+            if (idx == 0)
+                drain_jobs(p);
+            else if (woke < 0)
+                woke = (int)idx - 1;
+            continue;
+        }
+        if (tg == T_LISTENER) {
+            if (idx < p->nlisteners && p->listeners[idx] >= 0)
+                do_accept(p, p->listeners[idx]);
+            continue;
+        }
+        if (idx >= (uint32_t)p->nconns)
+            continue;
+        struct conn *c = &p->conns[idx];
+        if (c->gen != gen || c->st == C_FREE)
+            continue;
+        on_conn_event(p, c, tg == T_UPSTREAM, evs[i].events);
+    }
+    return woke;
+}
+
 int sbx_proxy_run(struct sbx_proxy *p, const int *wake_fds, size_t n_wake, struct as_err *err)
 {
     for (size_t i = 0; i < n_wake; i++) {
@@ -973,31 +1006,7 @@ int sbx_proxy_run(struct sbx_proxy *p, const int *wake_fds, size_t n_wake, struc
             as_err_errno(err, "proxy: epoll_wait");
             goto out;
         }
-        int woke = -1;
-        for (int i = 0; i < n; i++) {
-            uint64_t t = evs[i].data.u64;
-            enum tag tg = (enum tag)(t & 3);
-            uint32_t idx = (uint32_t)(t >> 2) & 0x3fffffff;
-            uint32_t gen = (uint32_t)(t >> 32);
-            if (tg == T_MISC) {
-                if (idx == 0)
-                    drain_jobs(p);
-                else if (woke < 0)
-                    woke = (int)idx - 1;
-                continue;
-            }
-            if (tg == T_LISTENER) {
-                if (idx < p->nlisteners)
-                    do_accept(p, p->listeners[idx]);
-                continue;
-            }
-            if (idx >= (uint32_t)p->nconns)
-                continue;
-            struct conn *c = &p->conns[idx];
-            if (c->gen != gen || c->st == C_FREE)
-                continue;
-            on_conn_event(p, c, tg == T_UPSTREAM, evs[i].events);
-        }
+        int woke = dispatch(p, evs, n);
         if (woke >= 0) {
             ret = woke;
             goto out;
@@ -1007,6 +1016,40 @@ out:
     for (size_t i = 0; i < n_wake; i++)
         epoll_ctl(p->ep, EPOLL_CTL_DEL, wake_fds[i], NULL);
     return ret;
+}
+
+int sbx_proxy_fd(const struct sbx_proxy *p)
+{
+    return p->ep;
+}
+
+int sbx_proxy_turn(struct sbx_proxy *p, struct as_err *err)
+{
+    struct epoll_event evs[256];
+    int64_t now = now_ms();
+    if (now >= p->next_scan) {
+        scan_timers(p, now);
+        p->next_scan = now + 100;
+    }
+    int n;
+    do
+        n = epoll_wait(p->ep, evs, 256, 0);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return as_err_errno(err, "proxy: epoll_wait");
+    dispatch(p, evs, n);
+    return 0;
+}
+
+void sbx_proxy_close_listeners(struct sbx_proxy *p)
+{
+    for (size_t i = 0; i < p->nlisteners; i++) {
+        if (p->listeners[i] >= 0) {
+            epoll_ctl(p->ep, EPOLL_CTL_DEL, p->listeners[i], NULL);
+            close(p->listeners[i]);
+        }
+        p->listeners[i] = -1;
+    }
 }
 
 /* ---- setup ------------------------------------------------------------------- */
@@ -1133,7 +1176,8 @@ void sbx_proxy_free(struct sbx_proxy *p)
     for (int i = 0; p->conns && i < p->nconns; i++)
         conn_close(p, &p->conns[i]);
     for (size_t i = 0; i < p->nlisteners; i++)
-        close(p->listeners[i]);
+        if (p->listeners[i] >= 0)
+            close(p->listeners[i]);
     free(p->listeners);
     /* Resolver threads still hold the pipe's write end: wait for them. */
     if (p->rpipe[0] >= 0) {

@@ -107,6 +107,14 @@ int sbx_proxy_listen(struct sbx_proxy *p, const char *ip, int port, int *bound, 
 /* Runs the loop until one of wake_fds is readable; returns its index, or -1
  * with err on a loop failure. The wake fds are only polled, never read. */
 int sbx_proxy_run(struct sbx_proxy *p, const int *wake_fds, size_t n_wake, struct as_err *err);
+/* For a caller with its own event loop: the descriptor to watch (readable
+ * when the proxy has work), and one turn that does that work without
+ * blocking, plus the deadline scan when it is due (call it at least every
+ * few hundred ms while connections are active). -1 + err on a loop failure. */
+int sbx_proxy_fd(const struct sbx_proxy *p);
+int sbx_proxy_turn(struct sbx_proxy *p, struct as_err *err);
+/* Stops accepting: closes every listener (accepted tunnels go on). */
+void sbx_proxy_close_listeners(struct sbx_proxy *p);
 void sbx_proxy_get_stats(const struct sbx_proxy *p, struct sbx_proxy_stats *s);
 /* Closes every connection and listener; waits for resolver threads. */
 void sbx_proxy_free(struct sbx_proxy *p);
