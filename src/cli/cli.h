@@ -15,40 +15,25 @@
 #include "base/lock.h"
 #include "bundle/discover.h"
 #include "bundle/manifest.h"
+#include "cli/parse_options.h"
 
-enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
-
-struct cli_ctx {
-    const char *manifest_dir; /* global --manifest-dir, or NULL */
-    int json;                 /* set by commands that accept --json */
-};
-
-typedef int (*cmd_fn)(int argc, char **argv, struct cli_ctx *ctx);
-
-struct cli_command {
-    const char *name;
-    cmd_fn fn;
-    const char *summary; /* one line for `agentstack help` */
-    const char *usage;   /* full text for `agentstack <cmd> --help` */
-    int hidden;          /* aliases (0.19 spellings) are callable but not listed */
-};
-
-extern const struct cli_command cli_commands[];
-const struct cli_command *cli_find(const char *name);
+/* The command table (commands.c): every command's spec, NULL-ended. */
+extern const struct cli_spec *const cli_commands[];
+const struct cli_spec *cli_find(const char *name);
 
 /* Prints "error: <err>" and, when err->hint is set, the fix on the next line. */
 void cli_error(const struct as_err *err);
 /* Prints "error: <fmt>" to stderr. */
 void cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Usage error: prints the message and "see 'agentstack <cmd> --help'"; returns 2. */
-int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* True when argv holds -h or --help before any "--". */
-int cli_wants_help(int argc, char **argv);
-/* Prints the command's usage to stdout and returns 0. */
-int cli_print_usage(const struct cli_command *c);
 
-/* Closest name by edit distance (<= 2) among candidates, or NULL. */
-const char *cli_did_you_mean(const char *word, const char *const *candidates, size_t n);
+/* --scope global|project, as several commands take it: 0 when not given. */
+enum cli_scope { CLI_SCOPE_NONE = 0, CLI_SCOPE_GLOBAL, CLI_SCOPE_PROJECT };
+extern const struct cli_choice cli_scope_choices[];
+/* "global", "project", or NULL for CLI_SCOPE_NONE. */
+const char *cli_scope_name(int scope);
+
+/* --secrets keychain|env|file|skip (init, adopt): an enum onb_dest. */
+extern const struct cli_choice cli_secret_dest_choices[];
 
 struct library;
 /* The central library with its warnings printed, or NULL (after a warning)
@@ -118,5 +103,6 @@ int cli_with_project(struct cli_ctx *ctx, bool lib_warnings, cli_project_fn fn, 
 
 int cmd_help(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_version(int argc, char **argv, struct cli_ctx *ctx);
+int cmd_status(int argc, char **argv, struct cli_ctx *ctx);
 
 #endif

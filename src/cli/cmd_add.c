@@ -43,79 +43,108 @@ static int pack_fn(struct library *lib, const struct bundle_paths *p, const void
     return lib_pack_add(lib, p, c->spec, &c->o, err);
 }
 
+static int add_skill(int argc, char **argv, struct cli_ctx *ctx);
+static int add_from(int argc, char **argv, struct cli_ctx *ctx);
+
+#define CLI_ARGS struct lib_pack_opts
+static const struct cli_option from_options[] = {
+    {OPT_STRING("toolset", 0, toolset, "NAME", "add the pack's servers to this toolset"),
+     .alias = "profile"},
+    {OPT_BOOL("with-instructions", 0, with_instructions,
+              "also install the pack's instruction files")},
+    {OPT_BOOL("write", 0, write, "install and pin (default: fetch, check and preview)")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+#define CLI_ARGS struct lib_skill_opts
+static const struct cli_option skill_options[] = {
+    {OPT_STRING("skill", 0, skill, "S",
+                "the skill to take from a repository holding several (as @skill)")},
+    {OPT_BOOL("list", 0, list, "list the skills the source holds; add nothing")},
+    {OPT_STRING("rev", 0, rev, "R", "the git tag, branch or commit to take (as #ref)")},
+    {OPT_STRING("subpath", 0, subpath, "D", "the skill's folder inside the repository")},
+    {OPT_STRING("name", 0, name, "N", "the name it gets in the manifest")},
+    {OPT_STRING("toolset", 0, toolset, "T", "also add it to this toolset"), .alias = "profile"},
+    {OPT_BOOL("allow-flagged", 0, allow_flagged,
+              "add it even when the content scan flags it (High findings)")},
+    {OPT_BOOL("write", 0, write, "add and pin (default: fetch, check and preview)")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+static const struct cli_spec add_from_spec = {
+    .name = "add from",
+    .fn = add_from,
+    .summary = "install a pack from git: its servers and skills, secrets as ${REF}s",
+    .synopsis = CLI_LINES("add from git:<owner>/<repo>[@<tag>][#<subdir>] [--toolset N] "
+                          "[--with-instructions] [--write]"),
+    .description = "git:owner/repo is https://github.com/owner/repo; any other git URL is "
+                   "written in full (git:<URL>). The preview fetches and checks the pack and "
+                   "shows every manifest change; --write installs and pins in one transaction.",
+    .options = from_options,
+    .examples = CLI_LINES("agentstack add from git:acme/opsbox@v1.2.0",
+                          "agentstack add from git:acme/opsbox@v1.2.0 --write"),
+};
+
+static const struct cli_spec add_skill_spec = {
+    .name = "add skill",
+    .fn = add_skill,
+    .summary = "add one skill from a folder or a git repository, pinned at once",
+    .synopsis = CLI_LINES("add skill <./dir | owner/repo[@skill][#ref] | git URL> [--skill S]",
+                          "add skill SOURCE [--list] [--rev R] [--subpath D] [--name N] "
+                          "[--toolset T] [--allow-flagged] [--write]"),
+    .options = skill_options,
+    .examples = CLI_LINES("agentstack add skill ./skills/review --write",
+                          "agentstack add skill acme/skills --list"),
+};
+
+const struct cli_spec cmd_add_spec = {
+    .name = "add",
+    .fn = cmd_add,
+    .summary = "install a pack from git: servers + skills, secrets stay ${REF}s",
+    .subs = (const struct cli_spec *const[]){&add_from_spec, &add_skill_spec, NULL},
+    .description = "The whole command holds the writer lock, so two installs and the store "
+                   "clone never race.",
+    .see_also = "search remove upgrade lock",
+};
+
 static int add_skill(int argc, char **argv, struct cli_ctx *ctx)
 {
     struct skill_call c = {.o = {.out = stdout, .diag = stderr}};
-    struct {
-        const char *flag;
-        const char **dst;
-    } vals[] = {{"--skill", &c.o.skill}, {"--rev", &c.o.rev},         {"--subpath", &c.o.subpath},
-                {"--name", &c.o.name},   {"--toolset", &c.o.toolset}, {"--profile", &c.o.toolset}};
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        bool taken = false;
-        for (size_t k = 0; k < sizeof vals / sizeof vals[0] && !taken; k++) {
-            size_t fl = strlen(vals[k].flag);
-            if (strcmp(a, vals[k].flag) == 0) {
-                if (i + 1 >= argc)
-                    return cli_usage_error("add", "%s needs a value", a);
-                *vals[k].dst = argv[++i];
-                taken = true;
-            } else if (strncmp(a, vals[k].flag, fl) == 0 && a[fl] == '=') {
-                *vals[k].dst = a + fl + 1;
-                taken = true;
-            }
-        }
-        if (taken)
-            continue;
-        if (strcmp(a, "--write") == 0)
-            c.o.write = true;
-        else if (strcmp(a, "--list") == 0)
-            c.o.list = true;
-        else if (strcmp(a, "--allow-flagged") == 0)
-            c.o.allow_flagged = true;
-        else if (a[0] == '-' && a[1])
-            return cli_usage_error("add", "unknown option '%s'", a);
-        else if (!c.spec)
-            c.spec = a;
-        else
-            return cli_usage_error("add", "add skill takes one source");
-    }
-    if (!c.spec)
-        return cli_usage_error("add", "add skill needs a source: agentstack add skill "
-                                      "<./dir | owner/repo[@skill][#ref] | git URL> --write");
+    int rc = cli_parse(&add_skill_spec, &argc, argv, ctx, &c.o);
+    if (rc != CLI_CONTINUE)
+        return rc;
+    if (argc > 2)
+        return cli_usage_error("add skill", "add skill takes one source");
+    if (argc < 2)
+        return cli_usage_error("add skill", "add skill needs a source: agentstack add skill "
+                                            "<./dir | owner/repo[@skill][#ref] | git URL> --write");
+    c.spec = argv[1];
     return cli_with_project(ctx, true, skill_fn, &c);
 }
 
-int cmd_add(int argc, char **argv, struct cli_ctx *ctx)
+static int add_from(int argc, char **argv, struct cli_ctx *ctx)
 {
-    if (argc >= 2 && strcmp(argv[1], "skill") == 0)
-        return add_skill(argc, argv, ctx);
-    if (argc < 3 || strcmp(argv[1], "from") != 0)
-        return cli_usage_error("add", "add installs packs and skills: agentstack add from "
-                                      "git:<owner>/<repo>[@<tag>] --write, or agentstack add "
-                                      "skill <source> --write");
-    const char *spec = argv[2];
     struct lib_pack_opts o = {.out = stdout, .diag = stderr};
-    for (int i = 3; i < argc; i++) {
-        if (strcmp(argv[i], "--write") == 0)
-            o.write = true;
-        else if (strcmp(argv[i], "--with-instructions") == 0)
-            o.with_instructions = true;
-        else if (strcmp(argv[i], "--toolset") == 0 || strcmp(argv[i], "--profile") == 0) {
-            if (i + 1 >= argc)
-                return cli_usage_error("add", "%s needs a toolset name", argv[i]);
-            o.toolset = argv[++i];
-        } else if (strncmp(argv[i], "--toolset=", 10) == 0)
-            o.toolset = argv[i] + 10;
-        else
-            return cli_usage_error("add", "unknown argument '%s'", argv[i]);
-    }
+    int rc = cli_parse(&add_from_spec, &argc, argv, ctx, &o);
+    if (rc != CLI_CONTINUE)
+        return rc;
+    if (argc != 2)
+        return cli_usage_error("add from", argc < 2 ? "add from needs a pack source: agentstack "
+                                                      "add from git:<owner>/<repo>[@<tag>] --write"
+                                                    : "add from takes one pack source");
+    const char *spec = argv[1];
     if (strncmp(spec, "git:", 4) != 0)
-        return cli_usage_error("add",
+        return cli_usage_error("add from",
                                "unknown pack source '%s': use git:<owner>/<repo>[@<tag>]"
                                "[#<subdir>] or git:<full git URL>",
                                spec);
     struct pack_call c = {spec, o};
     return cli_with_project(ctx, true, pack_fn, &c);
+}
+
+int cmd_add(int argc, char **argv, struct cli_ctx *ctx)
+{
+    return cli_dispatch(&cmd_add_spec, argc, argv, ctx);
 }

@@ -34,48 +34,47 @@ int cmd_adopt(int argc, char **argv, struct cli_ctx *ctx);
 
 struct adopt_args {
     strvec targets;
-    const char *scope;
+    int scope;
     bool write;
-    enum onb_dest dest;
+    int dest; /* enum onb_dest */
 };
 
-static int parse(int argc, char **argv, struct adopt_args *a)
+#define CLI_ARGS struct adopt_args
+static const struct cli_option adopt_options[] = {
+    {OPT_LIST("target", 0, targets, "ID",
+              "adopt from this CLI only (and pick its edit when two CLIs differ)")},
+    {OPT_ENUM("scope", 0, scope, cli_scope_choices,
+              "the CLIs' project or global files (default: project inside one)")},
+    {OPT_BOOL("write", 0, write, "edit the manifest's affected keys (default: preview)")},
+    {OPT_ENUM("secrets", 0, dest, cli_secret_dest_choices,
+              "where lifted secrets go (default: the OS keychain)")},
+    {OPT_SET("no-keychain", 0, dest, ONB_DEST_SKIP, "store no secret values (--secrets skip)")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+const struct cli_spec cmd_adopt_spec = {
+    .name = "adopt",
+    .fn = cmd_adopt,
+    .summary = "pull hand edits of a CLI's native config back into the manifest",
+    .synopsis = CLI_LINES("adopt [--target ID]... [--scope project|global] [--write]",
+                          "adopt [--secrets keychain|env|file|skip] [--no-keychain]"),
+    .description = "Previews what it would adopt; --write edits only the affected manifest keys "
+                   "(comments and layout kept). Secrets in an adopted entry become ${REF}s.",
+    .options = adopt_options,
+    .examples = CLI_LINES("agentstack adopt", "agentstack adopt --target cursor --write"),
+    .see_also = "diff apply init",
+};
+
+static int parse(int argc, char **argv, struct cli_ctx *ctx, struct adopt_args *a)
 {
     a->dest = ONB_DEST_KEYCHAIN;
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        const char *v = NULL;
-        if (strcmp(s, "--write") == 0) {
-            a->write = true;
-        } else if (strcmp(s, "--no-keychain") == 0) {
-            a->dest = ONB_DEST_SKIP;
-        } else if (strcmp(s, "--target") == 0 || strcmp(s, "--scope") == 0 ||
-                   strcmp(s, "--secrets") == 0) {
-            if (i + 1 >= argc)
-                return cli_usage_error("adopt", "%s needs a value", s);
-            v = argv[++i];
-            if (strcmp(s, "--target") == 0) {
-                strvec_push(&a->targets, v);
-            } else if (strcmp(s, "--scope") == 0) {
-                if (strcmp(v, "project") != 0 && strcmp(v, "global") != 0)
-                    return cli_usage_error("adopt", "--scope must be project or global");
-                a->scope = v;
-            } else if (strcmp(v, "keychain") == 0) {
-                a->dest = ONB_DEST_KEYCHAIN;
-            } else if (strcmp(v, "env") == 0) {
-                a->dest = ONB_DEST_ENV;
-            } else if (strcmp(v, "file") == 0) {
-                a->dest = ONB_DEST_FILE;
-            } else if (strcmp(v, "skip") == 0) {
-                a->dest = ONB_DEST_SKIP;
-            } else {
-                return cli_usage_error("adopt", "--secrets must be keychain, env, file or skip");
-            }
-        } else {
-            return cli_usage_error("adopt", "unknown argument '%s'", s);
-        }
-    }
-    return 0;
+    int rc = cli_parse(&cmd_adopt_spec, &argc, argv, ctx, a);
+    if (rc == CLI_CONTINUE)
+        rc = cli_no_arguments(&cmd_adopt_spec, argc, argv);
+    if (rc != CLI_CONTINUE)
+        strvec_clear(&a->targets);
+    return rc;
 }
 
 /* ---- comparing ------------------------------------------------------------- */
@@ -269,11 +268,9 @@ struct change {
 int cmd_adopt(int argc, char **argv, struct cli_ctx *ctx)
 {
     struct adopt_args a = {0};
-    int rc = parse(argc, argv, &a);
-    if (rc) {
-        strvec_clear(&a.targets);
+    int rc = parse(argc, argv, ctx, &a);
+    if (rc != CLI_CONTINUE)
         return rc;
-    }
     struct as_err err = AS_ERR_INIT;
     struct bundle_paths p = {0};
     struct manifest *m = NULL;
@@ -291,7 +288,7 @@ int cmd_adopt(int argc, char **argv, struct cli_ctx *ctx)
 
     if (discover_project(ctx->manifest_dir, NULL, &p, &err) < 0)
         goto fail;
-    bool global = a.scope ? strcmp(a.scope, "global") == 0 : !p.found;
+    bool global = a.scope ? a.scope == CLI_SCOPE_GLOBAL : !p.found;
     if (!global) {
         if (discover_require(&p, &err) < 0)
             goto fail;

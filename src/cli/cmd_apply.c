@@ -17,71 +17,65 @@
 #include "bundle/discover.h"
 #include "bundle/home.h"
 #include "bundle/manifest.h"
-#include "cli/cli.h"
+#include "cli/apply.h"
 #include "library/library.h"
 #include "trust/trust.h"
 
 int cmd_apply(int argc, char **argv, struct cli_ctx *ctx);
-/* apply's run, shared with `diff` (cmd_diff.c) and `instructions`
- * (cmd_instructions.c): diff reports and writes nothing; json (diff only)
- * prints the report as one document; instructions compiles the instruction
- * files alone. */
-int cli_apply_run(int argc, char **argv, struct cli_ctx *ctx, bool diff, bool json,
-                  bool instructions);
 
-struct apply_args {
-    strvec targets;
-    const char *toolset;
-    const char *scope;
-    bool write, dry_run, allow_unresolved, prune_foreign, no_gitignore, verbose;
+#define CLI_ARGS struct apply_args
+const struct cli_option cli_render_selection[] = {
+    {OPT_LIST("target", 0, targets, "ID", "this CLI only")},
+    {OPT_STRING("toolset", 0, toolset, "NAME", "render this toolset, not the default"),
+     .alias = "profile"},
+    {OPT_ENUM("scope", 0, scope, cli_scope_choices,
+              "the CLIs' global or project files (default: project inside one)")},
+    {OPT_BOOL("verbose", 'v', verbose, "show unchanged targets and every entry")},
+    {OPT_END},
+};
+static const struct cli_option apply_options[] = {
+    {OPT_BOOL("write", 0, write, "write atomically, back up, record an undo (default: preview)")},
+    {OPT_BOOL("dry-run", 0, dry_run, "preview only, even with --write")},
+    {OPT_BOOL("allow-unresolved", 0, allow_unresolved,
+              "write even when a ${REF} has no value here (that server is left out)")},
+    {OPT_BOOL("prune-foreign", 0, prune_foreign, "also remove entries another manifest wrote")},
+    {OPT_BOOL("no-gitignore", 0, no_gitignore,
+              "do not add the written project files to .gitignore")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+const struct cli_spec cmd_apply_spec = {
+    .name = "apply",
+    .fn = cmd_apply,
+    .summary = "render the manifest's servers into every CLI's own config",
+    .synopsis = CLI_LINES("apply [--target ID]... [--toolset NAME] [--scope global|project]",
+                          "apply [--dry-run] [--write] [--allow-unresolved] [--prune-foreign] "
+                          "[--no-gitignore] [-v]"),
+    .description = "Previews each target as a diff; --write writes atomically, backs up and "
+                   "records an undo. A project must be trusted for its servers to be written; "
+                   "the machine manifest is never gated.",
+    .common = cli_render_selection,
+    .options = apply_options,
+    .examples = CLI_LINES("agentstack apply", "agentstack apply --write",
+                          "agentstack apply --target claude --toolset backend --write"),
+    .see_also = "diff use undo trust",
 };
 
-static int parse(int argc, char **argv, struct apply_args *a, const char *cmd)
-{
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        const char *val = NULL;
-#define OPTVAL(name)                                                                               \
-    ((strcmp(s, name) == 0 && i + 1 < argc && (val = argv[++i])) ||                                \
-     (strncmp(s, name "=", sizeof(name)) == 0 && (val = s + sizeof(name))))
-        if (OPTVAL("--target")) {
-            strvec_push(&a->targets, val);
-        } else if (OPTVAL("--toolset") || OPTVAL("--profile")) {
-            a->toolset = val;
-        } else if (OPTVAL("--scope")) {
-            if (strcmp(val, "global") != 0 && strcmp(val, "project") != 0)
-                return cli_usage_error(cmd, "--scope must be global or project (got '%s')", val);
-            a->scope = val;
-        } else if (strcmp(s, "--write") == 0) {
-            a->write = true;
-        } else if (strcmp(s, "--dry-run") == 0) {
-            a->dry_run = true;
-        } else if (strcmp(s, "--allow-unresolved") == 0) {
-            a->allow_unresolved = true;
-        } else if (strcmp(s, "--prune-foreign") == 0) {
-            a->prune_foreign = true;
-        } else if (strcmp(s, "--no-gitignore") == 0) {
-            a->no_gitignore = true;
-        } else if (strcmp(s, "-v") == 0 || strcmp(s, "--verbose") == 0) {
-            a->verbose = true;
-        } else if (strcmp(s, "--target") == 0 || strcmp(s, "--toolset") == 0 ||
-                   strcmp(s, "--profile") == 0 || strcmp(s, "--scope") == 0) {
-            return cli_usage_error(cmd, "%s needs a value", s);
-        } else {
-            return cli_usage_error(cmd, "unknown argument '%s'", s);
-        }
-#undef OPTVAL
-    }
-    if (a->dry_run)
-        a->write = false;
-    return 0;
-}
-
-int cli_apply_run(int argc, char **argv, struct cli_ctx *ctx, bool diff, bool json,
-                  bool instructions)
+int cli_apply_run(const struct cli_spec *spec, int argc, char **argv, struct cli_ctx *ctx,
+                  bool diff, bool instructions)
 {
     struct apply_args a = {0};
-    int rc = parse(argc, argv, &a, diff ? "diff" : instructions ? "instructions" : "apply");
+    int rc = cli_parse(spec, &argc, argv, ctx, &a);
+    if (rc == CLI_CONTINUE)
+        rc = cli_no_arguments(spec, argc, argv);
+    if (rc != CLI_CONTINUE)
+        return rc;
+    if (a.dry_run)
+        a.write = false;
+    const char *scope = cli_scope_name(a.scope);
+    bool json = a.json;
+    rc = 0;
     if (!rc && instructions && (a.allow_unresolved || a.prune_foreign))
         rc = cli_usage_error("instructions", "%s is for servers (try: agentstack apply)",
                              a.allow_unresolved ? "--allow-unresolved" : "--prune-foreign");
@@ -103,13 +97,13 @@ int cli_apply_run(int argc, char **argv, struct cli_ctx *ctx, bool diff, bool js
     }
     if (cli_render_load(&r, &err) < 0)
         goto out;
-    if (!r.p.found && a.scope && strcmp(a.scope, "project") == 0) {
+    if (!r.p.found && a.scope == CLI_SCOPE_PROJECT) {
         cli_errorf("--scope project needs a project manifest (none at or above the current "
                    "directory)");
         rc = EXIT_USAGE;
         goto out;
     }
-    if (cli_render_prepare(&r, a.scope, a.write ? "write" : NULL, &err) < 0)
+    if (cli_render_prepare(&r, scope, a.write ? "write" : NULL, &err) < 0)
         goto out;
     struct adp_apply_opts o = {
         .targets = &a.targets,
@@ -145,5 +139,5 @@ out:
 
 int cmd_apply(int argc, char **argv, struct cli_ctx *ctx)
 {
-    return cli_apply_run(argc, argv, ctx, false, false, false);
+    return cli_apply_run(&cmd_apply_spec, argc, argv, ctx, false, false);
 }

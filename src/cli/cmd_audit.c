@@ -107,28 +107,42 @@ static int do_calls(int all, int json, struct cli_ctx *ctx)
 
 int cmd_audit(int argc, char **argv, struct cli_ctx *ctx);
 
+struct audit_args {
+    bool verify, calls, all, json;
+};
+
+#define CLI_ARGS struct audit_args
+static const struct cli_option audit_options[] = {
+    {OPT_BOOL("verify", 0, verify,
+              "check every chained log (or the LOGs given): \"intact\", or the first break")},
+    {OPT_BOOL("calls", 0, calls, "summarize the brokered tool calls of this project")},
+    {OPT_BOOL("all", 0, all, "with --calls: every project's calls")},
+    {OPT_BOOL("json", 0, json, "with --calls: the summary as one JSON document")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+const struct cli_spec cmd_audit_spec = {
+    .name = "audit",
+    .fn = cmd_audit,
+    .summary = "verify the evidence chains; summarize brokered calls",
+    .synopsis = CLI_LINES("audit --verify [LOG...]", "audit --calls [--all] [--json]"),
+    .description = "--verify exits 1 at the first broken link, printed as file:line; nothing "
+                   "from that line on can be trusted.",
+    .options = audit_options,
+    .examples = CLI_LINES("agentstack audit --verify", "agentstack audit --calls --json"),
+    .see_also = "report runs",
+};
+
 int cmd_audit(int argc, char **argv, struct cli_ctx *ctx)
 {
-    int verify = 0, calls = 0, all = 0, json = 0;
-    char *logs[64];
-    int nlogs = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--verify") == 0)
-            verify = 1;
-        else if (strcmp(a, "--calls") == 0)
-            calls = 1;
-        else if (strcmp(a, "--all") == 0)
-            all = 1;
-        else if (strcmp(a, "--json") == 0)
-            json = 1;
-        else if (a[0] == '-')
-            return cli_usage_error("audit", "unknown option '%s'", a);
-        else if (nlogs < 64)
-            logs[nlogs++] = argv[i];
-        else
-            return cli_usage_error("audit", "too many log files");
-    }
+    struct audit_args a = {0};
+    int prc = cli_parse(&cmd_audit_spec, &argc, argv, ctx, &a);
+    if (prc != CLI_CONTINUE)
+        return prc;
+    int verify = a.verify, calls = a.calls, all = a.all, json = a.json;
+    char **logs = argv + 1;
+    int nlogs = argc - 1;
     if (verify == calls)
         return cli_usage_error("audit", "choose one of --verify or --calls");
     if (verify && (all || json))

@@ -378,15 +378,37 @@ static void print_json(const struct report *r)
     json_decref(o);
 }
 
+struct bootstrap_args {
+    bool json;
+};
+
+#define CLI_ARGS struct bootstrap_args
+static const struct cli_option bootstrap_options[] = {
+    {OPT_BOOL("json", 0, json, "one JSON document (schema_version 1) for scripts")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+const struct cli_spec cmd_bootstrap_spec = {
+    .name = "bootstrap",
+    .fn = cmd_bootstrap,
+    .summary = "preflight: CLIs installed, secrets and skills missing, what apply would change",
+    .synopsis = CLI_LINES("bootstrap [--json]"),
+    .description = "Read-only; ends with one Next: action.",
+    .options = bootstrap_options,
+    .examples = CLI_LINES("agentstack bootstrap", "agentstack bootstrap --json"),
+    .see_also = "up status doctor",
+};
+
 int cmd_bootstrap(int argc, char **argv, struct cli_ctx *ctx)
 {
-    bool json = false;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            json = true;
-        else
-            return cli_usage_error("bootstrap", "unknown argument '%s'", argv[i]);
-    }
+    struct bootstrap_args a = {0};
+    int prc = cli_parse(&cmd_bootstrap_spec, &argc, argv, ctx, &a);
+    if (prc == CLI_CONTINUE)
+        prc = cli_no_arguments(&cmd_bootstrap_spec, argc, argv);
+    if (prc != CLI_CONTINUE)
+        return prc;
+    bool json = a.json;
     struct report r = {0};
     struct as_err err = AS_ERR_INIT;
     int rc = EXIT_OK;

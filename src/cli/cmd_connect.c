@@ -15,42 +15,102 @@
 int cmd_connect(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_gateway(int argc, char **argv, struct cli_ctx *ctx);
 
-static int run(const char *name, int argc, char **argv, bool disconnect)
+struct connect_args {
+    strvec ids;
+    bool all, write, dry_run, transparent;
+    const char *command;
+    int scope;
+};
+
+static const struct cli_choice scope_global[] = {{"global", 1}, {NULL, 0}};
+
+#define CLI_ARGS struct connect_args
+static const struct cli_option connect_common[] = {
+    {OPT_BOOL("all", 0, all, "every detected CLI (the default when none is named)")},
+    {OPT_LIST("target", 0, ids, "ID", "this CLI only (as a CLI named on the line)")},
+    {OPT_BOOL("write", 0, write, "change the configs (default: preview each change)")},
+    {OPT_BOOL("dry-run", 0, dry_run, "preview only, even with --write")},
+    {OPT_ENUM("scope", 0, scope, scope_global,
+              "the user's own configs: the gateway is registered globally only")},
+    {OPT_END},
+};
+static const struct cli_option connect_options[] = {
+    {OPT_BOOL("transparent", 0, transparent,
+              "register `mcp --auto-project --transparent` (upstream tools listed too)")},
+    {OPT_STRING("command", 0, command, "PATH",
+                "the agentstack binary the CLIs start (absolute; default: this one)")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+static int connect_run(const struct cli_spec *spec, int argc, char **argv, struct cli_ctx *ctx,
+                       bool disconnect);
+
+static int connect_leaf(int argc, char **argv, struct cli_ctx *ctx);
+static int disconnect_leaf(int argc, char **argv, struct cli_ctx *ctx);
+
+const struct cli_spec cmd_connect_spec = {
+    .name = "connect",
+    .fn = cmd_connect,
+    .summary = "register the live gateway (agentstack mcp --auto-project) in every CLI",
+    .synopsis = CLI_LINES("connect [CLI...] [--all] [--transparent] [--command PATH] [--write]"),
+    .description = "Previews each CLI's config change; --write registers the gateway "
+                   "(idempotent). Always global scope: it edits the user's own configs.",
+    .common = connect_common,
+    .options = connect_options,
+    .examples = CLI_LINES("agentstack connect", "agentstack connect claude codex --write"),
+    .see_also = "mcp apply gateway",
+};
+
+static const struct cli_spec gateway_connect_spec = {
+    .name = "gateway connect",
+    .fn = connect_leaf,
+    .summary = "register the live gateway in every CLI (as connect)",
+    .synopsis =
+        CLI_LINES("gateway connect [CLI...] [--all] [--transparent] [--command PATH] [--write]"),
+    .common = connect_common,
+    .options = connect_options,
+    .see_also = "connect",
+};
+
+static const struct cli_spec gateway_disconnect_spec = {
+    .name = "gateway disconnect",
+    .fn = disconnect_leaf,
+    .summary = "remove the gateway's entry from every CLI",
+    .synopsis = CLI_LINES("gateway disconnect [CLI...] [--all] [--write]"),
+    .options = connect_common,
+    .see_also = "connect",
+};
+
+const struct cli_spec cmd_gateway_spec = {
+    .name = "gateway",
+    .fn = cmd_gateway,
+    .summary = "the gateway's registration in every CLI: connect, disconnect",
+    .subs = (const struct cli_spec *const[]){&gateway_connect_spec, &gateway_disconnect_spec, NULL},
+    .alias_of = "connect",
+    .flags = CLI_HIDDEN,
+};
+
+static int connect_run(const struct cli_spec *spec, int argc, char **argv, struct cli_ctx *ctx,
+                       bool disconnect)
 {
-    strvec ids = STRVEC_INIT;
-    struct adp_connect_opts o = {
-        .ids = &ids, .disconnect = disconnect, .out = stdout, .color = term_use_color(1)};
-    int rc = EXIT_USAGE;
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        if (strcmp(s, "--all") == 0) {
-            o.all = true;
-        } else if (strcmp(s, "--write") == 0) {
-            o.write = true;
-        } else if (strcmp(s, "--dry-run") == 0) {
-            o.write = false;
-        } else if (strcmp(s, "--transparent") == 0 && !disconnect) {
-            o.transparent = true;
-        } else if ((strcmp(s, "--command") == 0 && i + 1 < argc) && !disconnect) {
-            o.command = argv[++i];
-        } else if (strncmp(s, "--command=", 10) == 0 && !disconnect) {
-            o.command = s + 10;
-        } else if ((strcmp(s, "--target") == 0 && i + 1 < argc)) {
-            strvec_push(&ids, argv[++i]);
-        } else if (strcmp(s, "--scope") == 0 && i + 1 < argc) {
-            if (strcmp(argv[++i], "global") != 0) {
-                rc = cli_usage_error(name, "the gateway is registered at global scope only");
-                goto out;
-            }
-        } else if (s[0] == '-') {
-            rc = cli_usage_error(name, "unknown argument '%s'", s);
-            goto out;
-        } else {
-            strvec_push(&ids, s);
-        }
-    }
-    if (o.all && ids.n) {
-        rc = cli_usage_error(name, "--all and named CLIs both say which CLIs to change");
+    struct connect_args a = {0};
+    int rc = cli_parse(spec, &argc, argv, ctx, &a);
+    if (rc != CLI_CONTINUE)
+        return rc;
+    for (int i = 1; i < argc; i++)
+        strvec_push(&a.ids, argv[i]);
+    struct adp_connect_opts o = {.ids = &a.ids,
+                                 .all = a.all,
+                                 .transparent = a.transparent,
+                                 .command = a.command,
+                                 .write = a.write && !a.dry_run,
+                                 .disconnect = disconnect,
+                                 .out = stdout,
+                                 .color = term_use_color(1)};
+    rc = EXIT_USAGE;
+    if (o.all && a.ids.n) {
+        rc = cli_usage_error(spec->name, "--all and named CLIs both say which CLIs to change");
         goto out;
     }
     struct adp_registry reg;
@@ -68,21 +128,27 @@ static int run(const char *name, int argc, char **argv, bool disconnect)
         cli_error(&err);
     adp_registry_free(&reg);
 out:
-    strvec_clear(&ids);
+    strvec_clear(&a.ids);
     return rc;
 }
 
 int cmd_connect(int argc, char **argv, struct cli_ctx *ctx)
 {
-    (void)ctx;
-    return run("connect", argc, argv, false);
+    return connect_run(&cmd_connect_spec, argc, argv, ctx, false);
 }
 
-/* 0.19's spelling: gateway connect | gateway disconnect. */
+static int connect_leaf(int argc, char **argv, struct cli_ctx *ctx)
+{
+    return connect_run(&gateway_connect_spec, argc, argv, ctx, false);
+}
+
+static int disconnect_leaf(int argc, char **argv, struct cli_ctx *ctx)
+{
+    return connect_run(&gateway_disconnect_spec, argc, argv, ctx, true);
+}
+
+/* The reference's spelling: gateway connect | gateway disconnect. */
 int cmd_gateway(int argc, char **argv, struct cli_ctx *ctx)
 {
-    (void)ctx;
-    if (argc < 2 || (strcmp(argv[1], "connect") != 0 && strcmp(argv[1], "disconnect") != 0))
-        return cli_usage_error("gateway", "expected 'gateway connect' or 'gateway disconnect'");
-    return run("gateway", argc - 1, argv + 1, strcmp(argv[1], "disconnect") == 0);
+    return cli_dispatch(&cmd_gateway_spec, argc, argv, ctx);
 }

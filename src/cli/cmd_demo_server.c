@@ -110,11 +110,23 @@ static int handle(const char *line, size_t len)
     return rc;
 }
 
+const struct cli_spec cmd_demo_server_spec = {
+    .name = "demo-server",
+    .fn = cmd_demo_server,
+    .summary = "the demo's stdio MCP server (echo, secret_read, delete_all)",
+    .synopsis = CLI_LINES("demo-server"),
+    .description = "An ordinary upstream for `make demo`: it touches server-started.marker in "
+                   "its working directory when it starts.",
+    .flags = CLI_HIDDEN,
+};
+
 int cmd_demo_server(int argc, char **argv, struct cli_ctx *ctx)
 {
-    (void)ctx;
-    if (argc > 1)
-        return cli_usage_error("demo-server", "unknown argument '%s'", argv[1]);
+    int prc = cli_parse(&cmd_demo_server_spec, &argc, argv, ctx, NULL);
+    if (prc == CLI_CONTINUE)
+        prc = cli_no_arguments(&cmd_demo_server_spec, argc, argv);
+    if (prc != CLI_CONTINUE)
+        return prc;
     int fd = open("server-started.marker", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd >= 0)
         close(fd);

@@ -1,8 +1,8 @@
 /*
  * agentstack diff — each target's files against the manifest: managed,
  * foreign (kept), hand-edited; writes nothing and exits 0 (04 §7). It is
- * apply's plan without the write, so it shares apply's run (cmd_apply.c);
- * this file adds --json, the stable form scripts read:
+ * apply's plan without the write, so it shares apply's run (cmd_apply.c)
+ * and adds --json, the stable form scripts read:
  *
  *   {schema_version: 1, command: "diff", scope: "project"|"global",
  *    targets: [{id, display, path (absolute, or null), kind ("servers", or
@@ -19,42 +19,40 @@
  * manifest and kept; a user's own entries are not claimed. No diff text:
  * line counts only, so no resolved value can reach a script's log.
  */
-#include <stdbool.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "base/xalloc.h"
-#include "cli/cli.h"
+#include "cli/apply.h"
 
 int cmd_diff(int argc, char **argv, struct cli_ctx *ctx);
-int cli_apply_run(int argc, char **argv, struct cli_ctx *ctx, bool diff, bool json,
-                  bool instructions);
 
-static bool takes_value(const char *s)
-{
-    return strcmp(s, "--target") == 0 || strcmp(s, "--toolset") == 0 ||
-           strcmp(s, "--profile") == 0 || strcmp(s, "--scope") == 0;
-}
+#define CLI_ARGS struct apply_args
+static const struct cli_option diff_options[] = {
+    {OPT_BOOL("json", 0, json, "one JSON document (schema_version 1) for scripts")},
+    /* apply's: refused with the command to use instead */
+    {OPT_BOOL("write", 0, write, "refused: diff only reports"), .flags = CLI_OPT_HIDDEN},
+    {OPT_BOOL("dry-run", 0, dry_run, "refused: diff only reports"), .flags = CLI_OPT_HIDDEN},
+    {OPT_BOOL("allow-unresolved", 0, allow_unresolved, "refused: diff only reports"),
+     .flags = CLI_OPT_HIDDEN},
+    {OPT_BOOL("prune-foreign", 0, prune_foreign, "refused: diff only reports"),
+     .flags = CLI_OPT_HIDDEN},
+    {OPT_BOOL("no-gitignore", 0, no_gitignore, "refused: diff only reports"),
+     .flags = CLI_OPT_HIDDEN},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+const struct cli_spec cmd_diff_spec = {
+    .name = "diff",
+    .fn = cmd_diff,
+    .summary = "compare each CLI's files with the manifest (managed, foreign, hand-edited)",
+    .synopsis = CLI_LINES("diff [--target ID]... [--toolset NAME] [--scope global|project] [-v] "
+                          "[--json]"),
+    .description = "Writes nothing; exit 0. Reconcile with: agentstack apply --write",
+    .common = cli_render_selection,
+    .options = diff_options,
+    .examples = CLI_LINES("agentstack diff", "agentstack diff --json"),
+    .see_also = "apply adopt",
+};
 
 int cmd_diff(int argc, char **argv, struct cli_ctx *ctx)
 {
-    /* --json is taken out here so apply's parser, which refuses it, sees
-     * only the flags the two commands share; a value of --target and the
-     * like is passed through untouched even when it reads "--json". */
-    char **rest = xcalloc((size_t)argc + 1, sizeof *rest);
-    int n = 0;
-    bool json = false;
-    for (int i = 0; i < argc; i++) {
-        if (i > 0 && strcmp(argv[i], "--json") == 0) {
-            json = true;
-            continue;
-        }
-        rest[n++] = argv[i];
-        if (i > 0 && takes_value(argv[i]) && i + 1 < argc)
-            rest[n++] = argv[++i];
-    }
-    rest[n] = NULL;
-    int rc = cli_apply_run(n, rest, ctx, true, json, false);
-    free(rest);
-    return rc;
+    return cli_apply_run(&cmd_diff_spec, argc, argv, ctx, true, false);
 }

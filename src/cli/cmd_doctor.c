@@ -802,24 +802,49 @@ static void doc_free(struct doc *d)
 
 /* ---- the command --------------------------------------------------------- */
 
+struct doctor_args {
+    bool ci, deep, all, json;
+};
+
+#define CLI_ARGS struct doctor_args
+static const struct cli_option doctor_options[] = {
+    {OPT_BOOL("ci", 0, ci,
+              "the pipeline gate: --all --deep, exit 1 on any error, never prompts or writes")},
+    {OPT_BOOL("deep", 0, deep, "hidden Unicode is an error, injection heuristics a warning")},
+    {OPT_BOOL("all", 0, all, "every section, clean ones too")},
+    {OPT_BOOL("json", 0, json, "one JSON document (schema_version 1) for scripts")},
+    {OPT_UNBUILT("live")},
+    {OPT_UNBUILT("probe")},
+    {OPT_UNBUILT("fix")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+const struct cli_spec cmd_doctor_spec = {
+    .name = "doctor",
+    .fn = cmd_doctor,
+    .summary = "check this project on this machine; --ci is the pipeline gate",
+    .synopsis = CLI_LINES("doctor [--ci] [--deep] [--all] [--json]"),
+    .description =
+        "Each problem comes with the command that fixes it. --ci errors (exit 1): the manifest "
+        "does not load or validate, lock drift, policy violations, unresolved required secrets "
+        "(by presence: environment, secrets.env, the project's .env) and blocking content "
+        "findings. --ci never prompts, never reads a keychain, writes nothing and uses no "
+        "network.",
+    .options = doctor_options,
+    .examples = CLI_LINES("agentstack doctor", "agentstack doctor --ci"),
+    .see_also = "status lock trust",
+};
+
 int cmd_doctor(int argc, char **argv, struct cli_ctx *ctx)
 {
-    bool ci = false, deep = false, all = false, json = false;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--ci"))
-            ci = true;
-        else if (!strcmp(argv[i], "--deep"))
-            deep = true;
-        else if (!strcmp(argv[i], "--all"))
-            all = true;
-        else if (!strcmp(argv[i], "--json"))
-            json = true;
-        else if (!strcmp(argv[i], "--live") || !strcmp(argv[i], "--probe") ||
-                 !strcmp(argv[i], "--fix"))
-            return cli_usage_error("doctor", "%s is not available in this build", argv[i]);
-        else
-            return cli_usage_error("doctor", "unknown argument '%s'", argv[i]);
-    }
+    struct doctor_args a = {0};
+    int prc = cli_parse(&cmd_doctor_spec, &argc, argv, ctx, &a);
+    if (prc == CLI_CONTINUE)
+        prc = cli_no_arguments(&cmd_doctor_spec, argc, argv);
+    if (prc != CLI_CONTINUE)
+        return prc;
+    bool ci = a.ci, deep = a.deep, all = a.all, json = a.json;
     if (ci)
         all = deep = true;
     struct doc d = {0};

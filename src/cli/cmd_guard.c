@@ -32,6 +32,87 @@
 
 int cmd_guard(int argc, char **argv, struct cli_ctx *ctx);
 
+struct guard_args {
+    const char *protocol;
+    bool write;
+};
+
+static int do_check(int argc, char **argv, struct cli_ctx *ctx);
+static int do_test(int argc, char **argv, struct cli_ctx *ctx);
+static int do_status(int argc, char **argv, struct cli_ctx *ctx);
+static int do_install(int argc, char **argv, struct cli_ctx *ctx);
+static int do_uninstall(int argc, char **argv, struct cli_ctx *ctx);
+
+#define CLI_ARGS struct guard_args
+static const struct cli_option check_options[] = {
+    {OPT_STRING("protocol", 0, protocol, "CLI",
+                "the hook dialect: claude, codex, gemini, cursor, copilot, antigravity or "
+                "windsurf")},
+    {OPT_END},
+};
+static const struct cli_option install_options[] = {
+    {OPT_BOOL("write", 0, write,
+              "seed [guard], write the wrapper, wire the hooks (default: "
+              "preview)")},
+    {OPT_END},
+};
+static const struct cli_option uninstall_options[] = {
+    {OPT_BOOL("write", 0, write, "accepted: uninstall acts directly"), .flags = CLI_OPT_HIDDEN},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+static const struct cli_spec guard_check_spec = {
+    .name = "guard check",
+    .fn = do_check,
+    .summary = "the hook entry the CLIs call: judge the hook JSON on stdin",
+    .synopsis = CLI_LINES("guard check [--protocol claude|codex|gemini|cursor|copilot|"
+                          "antigravity|windsurf]"),
+    .options = check_options,
+    .flags = CLI_HIDDEN,
+};
+static const struct cli_spec guard_test_spec = {
+    .name = "guard test",
+    .fn = do_test,
+    .summary = "judge one command line as the hook would",
+    .synopsis = CLI_LINES("guard test <command…>"),
+    .description = "Every word after `test` is the command judged, options included.",
+    .examples = CLI_LINES("agentstack guard test rm -rf /", "agentstack guard test cat .env"),
+    .flags = CLI_STOP_AT_POSITIONAL,
+};
+static const struct cli_spec guard_status_spec = {
+    .name = "guard status",
+    .fn = do_status,
+    .summary = "the guard's configuration and which CLIs it protects",
+    .synopsis = CLI_LINES("guard status"),
+};
+static const struct cli_spec guard_install_spec = {
+    .name = "guard install",
+    .fn = do_install,
+    .summary = "wire the guard into every detected CLI's pre-tool hook",
+    .synopsis = CLI_LINES("guard install [--write]"),
+    .options = install_options,
+};
+static const struct cli_spec guard_uninstall_spec = {
+    .name = "guard uninstall",
+    .fn = do_uninstall,
+    .summary = "remove only our hook entries (marker agentstack-guard)",
+    .synopsis = CLI_LINES("guard uninstall"),
+    .options = uninstall_options,
+};
+
+const struct cli_spec cmd_guard_spec = {
+    .name = "guard",
+    .fn = cmd_guard,
+    .summary = "host guard: judge agents' tool calls before they run",
+    .subs =
+        (const struct cli_spec *const[]){&guard_test_spec, &guard_status_spec, &guard_install_spec,
+                                         &guard_uninstall_spec, &guard_check_spec, NULL},
+    .description = "Hook files are edited span-preserving: every byte outside the hooks key "
+                   "stays as it was.",
+    .see_also = "policy run",
+};
+
 static const char *const default_deny[] = {
     ".env",   ".env.local", ".env.*.local", ".env.production", ".env.development",
     "id_rsa", "id_ed25519", "id_ecdsa",     "*.pem",           ".netrc",
@@ -39,20 +120,18 @@ static const char *const default_deny[] = {
 
 /* ---- check --------------------------------------------------------------- */
 
-static int do_check(int argc, char **argv)
+static int do_check(int argc, char **argv, struct cli_ctx *ctx)
 {
-    const char *proto = NULL;
-    for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--protocol") && i + 1 < argc)
-            proto = argv[++i];
-        else if (!strncmp(argv[i], "--protocol=", 11))
-            proto = argv[i] + 11;
-        else
-            return cli_usage_error("guard", "unknown argument '%s' for guard check", argv[i]);
-    }
+    struct guard_args a = {0};
+    int prc = cli_parse(&guard_check_spec, &argc, argv, ctx, &a);
+    if (prc == CLI_CONTINUE)
+        prc = cli_no_arguments(&guard_check_spec, argc, argv);
+    if (prc != CLI_CONTINUE)
+        return prc;
+    const char *proto = a.protocol;
     enum guard_proto p;
     if (proto && guard_proto_parse(proto, &p) < 0)
-        return cli_usage_error("guard",
+        return cli_usage_error("guard check",
                                "unknown protocol '%s' (claude, codex, gemini, cursor, copilot, "
                                "antigravity, windsurf)",
                                proto);
@@ -84,14 +163,17 @@ static int do_check(int argc, char **argv)
 
 /* ---- test ---------------------------------------------------------------- */
 
-static int do_test(int argc, char **argv)
+static int do_test(int argc, char **argv, struct cli_ctx *ctx)
 {
-    if (argc < 3)
-        return cli_usage_error("guard", "guard test needs a command, e.g. agentstack guard test "
-                                        "rm -rf /");
+    int prc = cli_parse(&guard_test_spec, &argc, argv, ctx, NULL);
+    if (prc != CLI_CONTINUE)
+        return prc;
+    if (argc < 2)
+        return cli_usage_error("guard test", "guard test needs a command, e.g. agentstack guard "
+                                             "test rm -rf /");
     strbuf cmd = SB_INIT;
-    for (int i = 2; i < argc; i++)
-        sb_addf(&cmd, "%s%s", i > 2 ? " " : "", argv[i]);
+    for (int i = 1; i < argc; i++)
+        sb_addf(&cmd, "%s%s", i > 1 ? " " : "", argv[i]);
     struct guard_config cfg;
     guard_config_load(&cfg, true);
     int rc = EXIT_OK;
@@ -378,15 +460,15 @@ static int ash_path(strbuf *out, struct as_err *err)
 
 /* ---- install / uninstall -------------------------------------------------- */
 
-static int do_install(int argc, char **argv)
+static int do_install(int argc, char **argv, struct cli_ctx *ctx)
 {
-    bool write = false;
-    for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--write"))
-            write = true;
-        else
-            return cli_usage_error("guard", "unknown argument '%s' for guard install", argv[i]);
-    }
+    struct guard_args a = {0};
+    int prc = cli_parse(&guard_install_spec, &argc, argv, ctx, &a);
+    if (prc == CLI_CONTINUE)
+        prc = cli_no_arguments(&guard_install_spec, argc, argv);
+    if (prc != CLI_CONTINUE)
+        return prc;
+    bool write = a.write;
     struct as_err err = AS_ERR_INIT;
     strbuf ash = SB_INIT, machine = SB_INIT;
     struct adp_registry reg = {0};
@@ -487,11 +569,14 @@ out:
     return rc;
 }
 
-static int do_uninstall(int argc, char **argv)
+static int do_uninstall(int argc, char **argv, struct cli_ctx *ctx)
 {
-    for (int i = 2; i < argc; i++)
-        if (strcmp(argv[i], "--write") != 0)
-            return cli_usage_error("guard", "unknown argument '%s' for guard uninstall", argv[i]);
+    struct guard_args a = {0};
+    int prc = cli_parse(&guard_uninstall_spec, &argc, argv, ctx, &a);
+    if (prc == CLI_CONTINUE)
+        prc = cli_no_arguments(&guard_uninstall_spec, argc, argv);
+    if (prc != CLI_CONTINUE)
+        return prc;
     struct as_err err = AS_ERR_INIT;
     strbuf ash = SB_INIT;
     int rc = EXIT_OK;
@@ -547,11 +632,13 @@ static void join_list(const strvec *v, strbuf *out)
         sb_addf(out, "%s%s", i ? ", " : "", v->v[i]);
 }
 
-static int do_status(int argc, char **argv)
+static int do_status(int argc, char **argv, struct cli_ctx *ctx)
 {
-    (void)argv;
-    if (argc > 2)
-        return cli_usage_error("guard", "guard status takes no arguments");
+    int prc = cli_parse(&guard_status_spec, &argc, argv, ctx, NULL);
+    if (prc == CLI_CONTINUE)
+        prc = cli_no_arguments(&guard_status_spec, argc, argv);
+    if (prc != CLI_CONTINUE)
+        return prc;
     struct guard_config cfg, lists;
     guard_config_load(&cfg, false);
     guard_config_load(&lists, true);
@@ -617,20 +704,5 @@ static int do_status(int argc, char **argv)
 
 int cmd_guard(int argc, char **argv, struct cli_ctx *ctx)
 {
-    (void)ctx;
-    if (argc < 2)
-        return cli_usage_error("guard", "guard needs a subcommand: test, status, install, "
-                                        "uninstall");
-    const char *sub = argv[1];
-    if (!strcmp(sub, "check"))
-        return do_check(argc, argv);
-    if (!strcmp(sub, "test"))
-        return do_test(argc, argv);
-    if (!strcmp(sub, "status"))
-        return do_status(argc, argv);
-    if (!strcmp(sub, "install"))
-        return do_install(argc, argv);
-    if (!strcmp(sub, "uninstall"))
-        return do_uninstall(argc, argv);
-    return cli_usage_error("guard", "unknown guard subcommand '%s'", sub);
+    return cli_dispatch(&cmd_guard_spec, argc, argv, ctx);
 }

@@ -1,40 +1,135 @@
-/* agentstack help [<command>] — the list of commands that work. */
+/*
+ * agentstack help [<command> [<subcommand>]] [--all] [--json] — the list of
+ * commands that work, one command's help, or the whole inventory. All of it
+ * comes from the command tables (commands.c, each cmd_*.c), so what help
+ * lists is what runs; docs/commands.md is checked against --all --json.
+ */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+
+struct help_args {
+    bool all, json;
+};
+
+#define CLI_ARGS struct help_args
+static const struct cli_option help_options[] = {
+    {OPT_BOOL("all", 0, all, "every command and subcommand, hidden spellings too")},
+    {OPT_BOOL("json", 0, json,
+              "the inventory (commands, subcommands, aliases, options) as one JSON document")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+const struct cli_spec cmd_help_spec = {
+    .name = "help",
+    .fn = cmd_help,
+    .summary = "show commands, or one command's usage",
+    .synopsis = CLI_LINES("help [<command> [<subcommand>]]", "help --all [--json]"),
+    .options = help_options,
+    .examples = CLI_LINES("agentstack help lock", "agentstack help lib sync",
+                          "agentstack help --all --json"),
+};
+
+/* The options accepted only before the command. */
+struct top_args {
+    bool version;
+};
+#define CLI_ARGS struct top_args
+static const struct cli_option top_options[] = {
+    {OPT_BOOL("version", 'V', version, "print the version (before any command)")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+static int name_width(void)
+{
+    int width = 0; /* the name column fits the longest listed name */
+    for (const struct cli_spec *const *c = cli_commands; *c; c++)
+        if (!((*c)->flags & CLI_HIDDEN) && (int)strlen((*c)->name) > width)
+            width = (int)strlen((*c)->name);
+    return width;
+}
 
 static void print_overview(void)
 {
     printf("agentstack — one reviewed, portable, governed setup for AI coding agents\n\n"
            "usage: agentstack [--manifest-dir DIR] <command> [<args>]\n\n"
            "commands:\n");
-    int width = 0; /* the name column fits the longest listed name */
-    for (const struct cli_command *c = cli_commands; c->name; c++)
-        if (!c->hidden && (int)strlen(c->name) > width)
-            width = (int)strlen(c->name);
-    for (const struct cli_command *c = cli_commands; c->name; c++)
-        if (!c->hidden)
-            printf("  %-*s  %s\n", width, c->name, c->summary);
-    printf("\nglobal options:\n"
-           "  --manifest-dir DIR  use the project at DIR instead of walking up from the cwd\n"
-           "  --version           print the version\n"
-           "\nrun 'agentstack <command> --help' for a command's usage.\n");
+    int width = name_width();
+    for (const struct cli_spec *const *c = cli_commands; *c; c++)
+        if (!((*c)->flags & CLI_HIDDEN))
+            printf("  %-*s  %s\n", width, (*c)->name, (*c)->summary);
+    cli_print_options("global options (anywhere on the line)", cli_global_options, NULL, stdout);
+    printf("  -h, --help                show help (of the command it follows)\n");
+    printf("  -V, --version             print the version (before any command)\n");
+    printf("\nrun 'agentstack <command> --help' for a command's usage, "
+           "'agentstack help --all' for everything.\n");
+}
+
+static void print_all(const struct cli_spec *spec, int depth)
+{
+    printf("%*s%-*s  %s%s%s%s\n", 2 * depth, "", 22 - 2 * depth, spec->name,
+           spec->summary ? spec->summary : "", spec->alias_of ? " (another spelling of " : "",
+           spec->alias_of ? spec->alias_of : "", spec->alias_of ? ")" : "");
+    for (const struct cli_spec *const *s = spec->subs; s && *s; s++)
+        print_all(*s, depth + 1);
+}
+
+static json_t *inventory(void)
+{
+    json_t *root = json_object(), *cmds = json_array();
+    json_object_set_new(root, "schema_version", json_integer(1));
+    json_object_set_new(root, "program", json_string("agentstack"));
+    json_object_set_new(root, "global_options", cli_options_json(cli_global_options, NULL));
+    json_object_set_new(root, "top_options", cli_options_json(top_options, NULL));
+    for (const struct cli_spec *const *c = cli_commands; *c; c++)
+        json_array_append_new(cmds, cli_spec_json(*c));
+    json_object_set_new(root, "commands", cmds);
+    return root;
+}
+
+static void print_json(json_t *j)
+{
+    char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    printf("%s\n", s);
+    free(s);
+    json_decref(j);
 }
 
 int cmd_help(int argc, char **argv, struct cli_ctx *ctx)
 {
-    (void)ctx;
+    struct help_args a = {0};
+    int rc = cli_parse(&cmd_help_spec, &argc, argv, ctx, &a);
+    if (rc != CLI_CONTINUE)
+        return rc;
     if (argc < 2) {
-        print_overview();
+        if (a.json) {
+            print_json(inventory());
+        } else if (a.all) {
+            for (const struct cli_spec *const *c = cli_commands; *c; c++)
+                print_all(*c, 0);
+        } else {
+            print_overview();
+        }
         return EXIT_OK;
     }
-    /* `help --help` is help's own usage, like every other command's --help */
-    const char *name = argv[1];
-    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0)
-        name = "help";
-    const struct cli_command *c = cli_find(name);
+    if (argc > 3)
+        return cli_usage_error("help", "unexpected argument '%s'", argv[3]);
+    const struct cli_spec *c = cli_find(argv[1]);
     if (!c)
         return cli_usage_error(NULL, "unknown command '%s'", argv[1]);
-    return cli_print_usage(c);
+    if (argc > 2) {
+        const struct cli_spec *sub = c->subs ? cli_find_sub(c, argv[2]) : NULL;
+        if (!sub)
+            return cli_usage_error("help", "'%s' has no subcommand '%s'", c->name, argv[2]);
+        c = sub;
+    }
+    if (a.json)
+        print_json(cli_spec_json(c));
+    else
+        cli_print_help(c, stdout);
+    return EXIT_OK;
 }

@@ -41,55 +41,57 @@ int cmd_connect(int argc, char **argv, struct cli_ctx *ctx);
 struct init_args {
     bool yes, dry_run, force, global, include_tool_managed, verbose, connect;
     bool secrets_set;
-    enum onb_dest dest;
+    int dest; /* enum onb_dest */
 };
 
-static int parse(int argc, char **argv, struct init_args *a)
+#define CLI_ARGS struct init_args
+static const struct cli_option init_options[] = {
+    {OPT_BOOL("yes", 'y', yes, "write without asking (what a terminal-less run needs)")},
+    {OPT_BOOL("dry-run", 0, dry_run, "show what would be imported; write nothing"),
+     .alias = "plan"},
+    {OPT_ENUM("secrets", 0, dest, cli_secret_dest_choices,
+              "where inline secrets go (default: the OS keychain)"),
+     .seen = CLI_SEEN(secrets_set)},
+    {OPT_SET("no-keychain", 0, dest, ONB_DEST_SKIP, "store no secret values (--secrets skip)"),
+     .seen = CLI_SEEN(secrets_set)},
+    {OPT_BOOL("include-tool-managed", 0, include_tool_managed,
+              "also import servers a CLI manages itself (plugins, extensions)")},
+    {OPT_BOOL("force", 0, force, "replace an existing manifest")},
+    {OPT_BOOL("global", 0, global, "write the machine manifest under the agentstack home")},
+    {OPT_BOOL("connect", 0, connect, "then register the gateway (connect --all --write)")},
+    {OPT_BOOL("verbose", 'v', verbose, "every note, not only the skips")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+const struct cli_spec cmd_init_spec = {
+    .name = "init",
+    .fn = cmd_init,
+    .summary = "import the servers, skills and secrets your CLIs already have",
+    .synopsis = CLI_LINES("init [--yes] [--dry-run] [--secrets keychain|env|file|skip]",
+                          "init [--no-keychain] [--include-tool-managed] [--force] [--global] "
+                          "[--connect] [-v]"),
+    .description = "Reads each detected CLI's config (never changes it) and merges it into one "
+                   "manifest; inline secrets become ${REF}s, their values moved to a store. It "
+                   "never renders and never trusts.",
+    .options = init_options,
+    .examples = CLI_LINES("agentstack init --dry-run", "agentstack init --yes",
+                          "agentstack init --global --secrets file --yes"),
+    .see_also = "trust lock apply",
+};
+
+static int parse(int argc, char **argv, struct cli_ctx *ctx, struct init_args *a)
 {
     a->dest = ONB_DEST_KEYCHAIN;
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        if (strcmp(s, "--yes") == 0 || strcmp(s, "-y") == 0) {
-            a->yes = true;
-        } else if (strcmp(s, "--dry-run") == 0 || strcmp(s, "--plan") == 0) {
-            a->dry_run = true;
-        } else if (strcmp(s, "--connect") == 0) {
-            a->connect = true;
-        } else if (strcmp(s, "--force") == 0) {
-            a->force = true;
-        } else if (strcmp(s, "--global") == 0) {
-            a->global = true;
-        } else if (strcmp(s, "--include-tool-managed") == 0) {
-            a->include_tool_managed = true;
-        } else if (strcmp(s, "-v") == 0 || strcmp(s, "--verbose") == 0) {
-            a->verbose = true;
-        } else if (strcmp(s, "--no-keychain") == 0) {
-            a->dest = ONB_DEST_SKIP;
-            a->secrets_set = true;
-        } else if (strcmp(s, "--secrets") == 0 || strncmp(s, "--secrets=", 10) == 0) {
-            const char *v = s[9] == '=' ? s + 10 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!v)
-                return cli_usage_error("init", "--secrets needs keychain, env, file or skip");
-            if (strcmp(v, "keychain") == 0)
-                a->dest = ONB_DEST_KEYCHAIN;
-            else if (strcmp(v, "env") == 0)
-                a->dest = ONB_DEST_ENV;
-            else if (strcmp(v, "file") == 0)
-                a->dest = ONB_DEST_FILE;
-            else if (strcmp(v, "skip") == 0)
-                a->dest = ONB_DEST_SKIP;
-            else
-                return cli_usage_error(
-                    "init", "--secrets must be keychain, env, file or skip (got '%s')", v);
-            a->secrets_set = true;
-        } else {
-            return cli_usage_error("init", "unknown argument '%s'", s);
-        }
-    }
+    int rc = cli_parse(&cmd_init_spec, &argc, argv, ctx, a);
+    if (rc == CLI_CONTINUE)
+        rc = cli_no_arguments(&cmd_init_spec, argc, argv);
+    if (rc != CLI_CONTINUE)
+        return rc;
     if (a->global && a->dest == ONB_DEST_ENV)
         return cli_usage_error("init", "--secrets env writes a project's .agentstack/.env; with "
                                        "--global use keychain, file or skip");
-    return 0;
+    return CLI_CONTINUE;
 }
 
 /* ---- taken names: does a store already hold this name? ---------------------- */
@@ -280,8 +282,8 @@ static void print_plan(const struct onb_import *im, const onb_lifts *lifts, enum
 int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
 {
     struct init_args a = {0};
-    int rc = parse(argc, argv, &a);
-    if (rc)
+    int rc = parse(argc, argv, ctx, &a);
+    if (rc != CLI_CONTINUE)
         return rc;
     struct as_err err = AS_ERR_INIT;
     struct bundle_paths p = {0};

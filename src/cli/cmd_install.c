@@ -96,17 +96,43 @@ static void say(const char *mark, const char *name, const char *rest)
     sb_release(&sb);
 }
 
+struct install_args {
+    bool locked, allow_flagged;
+};
+
+#define CLI_ARGS struct install_args
+static const struct cli_option install_options[] = {
+    {OPT_BOOL("locked", 0, locked,
+              "check only: write nothing, fail when any skill differs from agentstack.lock")},
+    {OPT_BOOL("allow-flagged", 0, allow_flagged,
+              "install even when the content scan flags a skill (High findings)")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+const struct cli_spec cmd_install_spec = {
+    .name = "install",
+    .fn = cmd_install,
+    .summary = "resolve skills against agentstack.lock (--locked: check only)",
+    .synopsis = CLI_LINES("install [--locked] [--allow-flagged]"),
+    .description = "Fetches git skills into the machine home's store at their locked commit, "
+                   "content-scans everything put into agents' context, and updates the lock's "
+                   "skill rows. --locked is the CI form: it fails with \"lockfile is out of "
+                   "date\" instead of changing anything.",
+    .options = install_options,
+    .examples = CLI_LINES("agentstack install", "agentstack install --locked"),
+    .see_also = "lock trust doctor",
+};
+
 int cmd_install(int argc, char **argv, struct cli_ctx *ctx)
 {
-    bool locked_only = false, allow_flagged = false;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--locked") == 0)
-            locked_only = true;
-        else if (strcmp(argv[i], "--allow-flagged") == 0)
-            allow_flagged = true;
-        else
-            return cli_usage_error("install", "unknown argument '%s'", argv[i]);
-    }
+    struct install_args a = {0};
+    int prc = cli_parse(&cmd_install_spec, &argc, argv, ctx, &a);
+    if (prc == CLI_CONTINUE)
+        prc = cli_no_arguments(&cmd_install_spec, argc, argv);
+    if (prc != CLI_CONTINUE)
+        return prc;
+    bool locked_only = a.locked, allow_flagged = a.allow_flagged;
     struct as_err err = AS_ERR_INIT;
     struct bundle_paths p;
     if (cli_project(ctx, &p) < 0)

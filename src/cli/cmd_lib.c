@@ -40,62 +40,186 @@ struct opts {
     strvec pos;
 };
 
-/* Flags taking a value, and boolean flags; anything else is a usage error. */
-static int parse(const char *sub, int argc, char **argv, struct opts *o)
-{
-    struct {
-        const char *flag;
-        const char **val;
-        bool *b;
-    } t[] = {
-        {"--write", NULL, &o->write},
-        {"--json", NULL, &o->json},
-        {"--first", NULL, &o->first},
-        {"--replace", NULL, &o->replace},
-        {"--allow-flagged", NULL, &o->allow_flagged},
-        {"--init", NULL, &o->init},
-        {"--status", NULL, &o->status},
-        {"--allow-secrets", NULL, &o->allow_secrets},
-        {"--empty", NULL, &o->empty},
-        {"--from-manifest", NULL, &o->from_manifest},
-        {"--name", &o->name, NULL},
-        {"--note", &o->note, NULL},
-        {"--file", &o->file, NULL},
-        {"--remote", &o->remote, NULL},
-        {"--message", &o->message, NULL},
-        {"--source", &o->source, NULL},
-        {"--restore", &o->restore, NULL},
-        {"--id", &o->id, NULL},
-    };
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        if (a[0] != '-' || strcmp(a, "-") == 0) {
-            strvec_push(&o->pos, a);
-            continue;
-        }
-        bool hit = false;
-        for (size_t k = 0; k < sizeof t / sizeof *t && !hit; k++) {
-            size_t fl = strlen(t[k].flag);
-            if (strncmp(a, t[k].flag, fl) != 0 || (a[fl] && a[fl] != '='))
-                continue;
-            hit = true;
-            if (t[k].b) {
-                if (a[fl])
-                    return cli_usage_error("lib", "%s takes no value", t[k].flag);
-                *t[k].b = true;
-            } else if (a[fl] == '=') {
-                *t[k].val = a + fl + 1;
-            } else if (i + 1 < argc) {
-                *t[k].val = argv[++i];
-            } else {
-                return cli_usage_error("lib", "%s needs a value", t[k].flag);
-            }
-        }
-        if (!hit)
-            return cli_usage_error("lib", "unknown option '%s' for lib %s", a, sub);
-    }
-    return 0;
-}
+static int lib_leaf(int argc, char **argv, struct cli_ctx *ctx);
+
+#define CLI_ARGS struct opts
+static const struct cli_option json_options[] = {
+    {OPT_BOOL("json", 0, json, "one JSON document for scripts")}, {OPT_END}};
+static const struct cli_option write_options[] = {
+    {OPT_BOOL("write", 0, write, "change the library (default: preview)")}, {OPT_END}};
+static const struct cli_option none_options[] = {{OPT_END}};
+static const struct cli_option link_options[] = {
+    {OPT_STRING("name", 0, name, "N", "the source's name (default: the folder's)")},
+    {OPT_BOOL("first", 0, first, "put it first on the path: it wins every name it holds")},
+    {OPT_STRING("note", 0, note, "T", "a note kept with the source")},
+    {OPT_BOOL("write", 0, write, "link it (default: preview)")},
+    {OPT_END},
+};
+static const struct cli_option add_options[] = {
+    {OPT_STRING("name", 0, name, "N", "the skill's name in the library (default: the folder's)")},
+    {OPT_BOOL("replace", 0, replace, "replace a skill of that name")},
+    {OPT_BOOL("allow-flagged", 0, allow_flagged,
+              "add it even when the content scan flags it (High findings)")},
+    {OPT_BOOL("write", 0, write, "copy it into the library (default: preview)")},
+    {OPT_END},
+};
+static const struct cli_option add_server_options[] = {
+    {OPT_STRING("file", 0, file, "F", "the server's TOML table from this file")},
+    {OPT_BOOL("from-manifest", 0, from_manifest, "the server of that name in this project")},
+    {OPT_BOOL("replace", 0, replace, "replace a server of that name")},
+    {OPT_BOOL("write", 0, write, "add it (default: preview)")},
+    {OPT_END},
+};
+static const struct cli_option trash_options[] = {
+    {OPT_STRING("restore", 0, restore, "ID", "put trash entry ID back")},
+    {OPT_BOOL("replace", 0, replace, "with --restore: replace what now holds its name")},
+    {OPT_BOOL("empty", 0, empty, "delete the trash for good (all, or --id)")},
+    {OPT_STRING("id", 0, id, "ID", "with --empty: only this entry")},
+    {OPT_BOOL("json", 0, json, "one JSON document for scripts")},
+    {OPT_BOOL("write", 0, write, "with --restore or --empty: do it (default: preview)")},
+    {OPT_END},
+};
+static const struct cli_option sync_options[] = {
+    {OPT_STRING("source", 0, source, "N", "the linked source to sync (default: the first)")},
+    {OPT_BOOL("init", 0, init,
+              "start syncing: git init and commit a plain folder, or clone --remote into an "
+              "empty one")},
+    {OPT_STRING("remote", 0, remote, "URL", "set origin to URL")},
+    {OPT_BOOL("status", 0, status, "the changed files and ahead/behind; change nothing")},
+    {OPT_STRING("message", 0, message, "M",
+                "the commit message (default \"agentstack library sync\")")},
+    {OPT_BOOL("allow-secrets", 0, allow_secrets,
+              "sync even when a file looks like it holds a literal secret")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+static const struct cli_spec lib_sources_spec = {
+    .name = "lib sources",
+    .fn = lib_leaf,
+    .summary = "the linked sources, in path order",
+    .synopsis = CLI_LINES("lib sources [--json]"),
+    .options = json_options,
+};
+static const struct cli_spec lib_list_spec = {
+    .name = "lib list",
+    .fn = lib_leaf,
+    .summary = "every skill, server, hook and extension the library holds, and where from",
+    .synopsis = CLI_LINES("lib list [--json]"),
+    .options = json_options,
+};
+static const struct cli_spec lib_link_spec = {
+    .name = "lib link",
+    .fn = lib_leaf,
+    .summary = "put a folder on the library path (a linked source)",
+    .synopsis = CLI_LINES("lib link <path> [--name N] [--first] [--note T] [--write]"),
+    .options = link_options,
+};
+static const struct cli_spec lib_unlink_spec = {
+    .name = "lib unlink",
+    .fn = lib_leaf,
+    .summary = "take a source off the library path (its folder stays)",
+    .synopsis = CLI_LINES("lib unlink <name> [--write]"),
+    .options = write_options,
+};
+static const struct cli_spec lib_reorder_spec = {
+    .name = "lib reorder",
+    .fn = lib_leaf,
+    .summary = "set the sources' order (the first wins a name)",
+    .synopsis = CLI_LINES("lib reorder <name>... [--write]"),
+    .options = write_options,
+};
+static const struct cli_spec lib_add_spec = {
+    .name = "lib add",
+    .fn = lib_leaf,
+    .summary = "copy a local skill folder into the library",
+    .synopsis = CLI_LINES("lib add <skill-dir> [--name N] [--replace] [--allow-flagged] [--write]"),
+    .options = add_options,
+};
+static const struct cli_spec lib_add_server_spec = {
+    .name = "lib add-server",
+    .fn = lib_leaf,
+    .summary = "add a server to the library from a file or this project",
+    .synopsis =
+        CLI_LINES("lib add-server <name> (--file F | --from-manifest) [--replace] [--write]"),
+    .options = add_server_options,
+};
+static const struct cli_spec lib_remove_spec = {
+    .name = "lib remove",
+    .fn = lib_leaf,
+    .summary = "move a skill to the library's trash",
+    .synopsis = CLI_LINES("lib remove <name> [--write]"),
+    .options = write_options,
+};
+static const struct cli_spec lib_remove_server_spec = {
+    .name = "lib remove-server",
+    .fn = lib_leaf,
+    .summary = "move a server to the library's trash",
+    .synopsis = CLI_LINES("lib remove-server <name> [--write]"),
+    .options = write_options,
+};
+static const struct cli_spec lib_remove_hook_spec = {
+    .name = "lib remove-hook",
+    .fn = lib_leaf,
+    .summary = "move a hook to the library's trash",
+    .synopsis = CLI_LINES("lib remove-hook <name> [--write]"),
+    .options = write_options,
+};
+static const struct cli_spec lib_remove_extension_spec = {
+    .name = "lib remove-extension",
+    .fn = lib_leaf,
+    .summary = "move an extension to the library's trash",
+    .synopsis = CLI_LINES("lib remove-extension <name> [--write]"),
+    .options = write_options,
+};
+static const struct cli_spec lib_trash_spec = {
+    .name = "lib trash",
+    .fn = lib_leaf,
+    .summary = "list the trash; restore an entry or empty it",
+    .synopsis =
+        CLI_LINES("lib trash [--restore ID [--replace] | --empty [--id ID]] [--write] [--json]"),
+    .options = trash_options,
+};
+static const struct cli_spec lib_new_spec = {
+    .name = "lib new",
+    .fn = lib_leaf,
+    .summary = "write ./<name>/SKILL.md from a template (then lib add it)",
+    .synopsis = CLI_LINES("lib new <name>"),
+    .options = none_options,
+};
+static const struct cli_spec lib_pack_init_spec = {
+    .name = "lib pack-init",
+    .fn = lib_leaf,
+    .summary = "write a pack skeleton here: pack.toml, a starter skill, README.md",
+    .synopsis = CLI_LINES("lib pack-init [name]"),
+    .options = none_options,
+};
+static const struct cli_spec lib_sync_spec = {
+    .name = "lib sync",
+    .fn = lib_leaf,
+    .summary = "commit, pull and push a library source over git (no literal secret leaves)",
+    .synopsis = CLI_LINES(
+        "lib sync [--source N] [--init] [--remote URL] [--status] [--message M] [--allow-secrets]"),
+    .options = sync_options,
+};
+
+const struct cli_spec cmd_lib_spec = {
+    .name = "lib",
+    .fn = cmd_lib,
+    .summary = "the central library: sources, list, add, remove, trash, sync over git",
+    .subs =
+        (const struct cli_spec *const[]){
+            &lib_sources_spec, &lib_list_spec, &lib_link_spec, &lib_unlink_spec, &lib_reorder_spec,
+            &lib_add_spec, &lib_add_server_spec, &lib_remove_spec, &lib_remove_server_spec,
+            &lib_remove_hook_spec, &lib_remove_extension_spec, &lib_trash_spec, &lib_new_spec,
+            &lib_pack_init_spec, &lib_sync_spec, NULL},
+    .description = "Mutations preview unless --write (footer \"Dry run.\"); new, pack-init and "
+                   "sync act directly. Writes hold the one writer lock from the read to the last "
+                   "write.",
+    .examples = CLI_LINES("agentstack lib sources", "agentstack lib link ~/team-skills --write",
+                          "agentstack lib sync"),
+    .see_also = "search add up",
+};
 
 static void sanitized(FILE *f, const char *s)
 {
@@ -1128,61 +1252,51 @@ static int do_sync(struct opts *o)
 
 /* ---- dispatch ------------------------------------------------------------------------------- */
 
-int cmd_lib(int argc, char **argv, struct cli_ctx *ctx)
+/* Every lib subcommand: its own options, then its do_ function. */
+static int lib_leaf(int argc, char **argv, struct cli_ctx *ctx)
 {
-    if (argc < 2)
-        return cli_usage_error("lib", "lib needs a subcommand: sources, list, link, unlink, "
-                                      "reorder, add, add-server, remove, remove-server, "
-                                      "remove-hook, remove-extension, trash, new, pack-init, sync");
-    const char *sub = argv[1];
+    const struct cli_spec *spec = cli_find_sub(&cmd_lib_spec, argv[0]);
     struct opts o = {0};
-    int rc = parse(sub, argc, argv, &o);
-    if (rc) {
-        strvec_clear(&o.pos);
+    int rc = cli_parse(spec, &argc, argv, ctx, &o);
+    if (rc != CLI_CONTINUE)
         return rc;
-    }
-    if (strcmp(sub, "sources") == 0)
+    for (int i = 1; i < argc; i++)
+        strvec_push(&o.pos, argv[i]);
+    if (spec == &lib_sources_spec)
         rc = do_sources(&o);
-    else if (strcmp(sub, "list") == 0)
+    else if (spec == &lib_list_spec)
         rc = do_list(&o);
-    else if (strcmp(sub, "link") == 0)
+    else if (spec == &lib_link_spec)
         rc = do_link(&o);
-    else if (strcmp(sub, "unlink") == 0)
+    else if (spec == &lib_unlink_spec)
         rc = do_unlink(&o);
-    else if (strcmp(sub, "reorder") == 0)
+    else if (spec == &lib_reorder_spec)
         rc = do_reorder(&o);
-    else if (strcmp(sub, "add") == 0)
+    else if (spec == &lib_add_spec)
         rc = do_add(&o);
-    else if (strcmp(sub, "add-server") == 0)
+    else if (spec == &lib_add_server_spec)
         rc = do_add_server(&o, ctx);
-    else if (strcmp(sub, "remove") == 0)
+    else if (spec == &lib_remove_spec)
         rc = do_remove(&o, LIB_SKILL);
-    else if (strcmp(sub, "remove-server") == 0)
+    else if (spec == &lib_remove_server_spec)
         rc = do_remove(&o, LIB_SERVER);
-    else if (strcmp(sub, "remove-hook") == 0)
+    else if (spec == &lib_remove_hook_spec)
         rc = do_remove(&o, LIB_HOOK);
-    else if (strcmp(sub, "remove-extension") == 0)
+    else if (spec == &lib_remove_extension_spec)
         rc = do_remove(&o, LIB_EXTENSION);
-    else if (strcmp(sub, "trash") == 0)
+    else if (spec == &lib_trash_spec)
         rc = do_trash(&o);
-    else if (strcmp(sub, "new") == 0)
+    else if (spec == &lib_new_spec)
         rc = do_new(&o);
-    else if (strcmp(sub, "pack-init") == 0)
+    else if (spec == &lib_pack_init_spec)
         rc = do_pack_init(&o);
-    else if (strcmp(sub, "sync") == 0)
+    else
         rc = do_sync(&o);
-    else {
-        static const char *const subs[] = {
-            "sources",    "list",      "link",          "unlink",      "reorder",          "add",
-            "add-server", "remove",    "remove-server", "remove-hook", "remove-extension", "trash",
-            "new",        "pack-init", "sync"};
-        const char *best = cli_did_you_mean(sub, subs, sizeof subs / sizeof *subs);
-        if (best)
-            rc = cli_usage_error("lib", "unknown lib subcommand '%s' — did you mean '%s'?", sub,
-                                 best);
-        else
-            rc = cli_usage_error("lib", "unknown lib subcommand '%s'", sub);
-    }
     strvec_clear(&o.pos);
     return rc;
+}
+
+int cmd_lib(int argc, char **argv, struct cli_ctx *ctx)
+{
+    return cli_dispatch(&cmd_lib_spec, argc, argv, ctx);
 }

@@ -273,42 +273,52 @@ struct lock_args {
     const char *upgrade_name;
 };
 
-static int parse(int argc, char **argv, struct lock_args *a)
+#define CLI_ARGS struct lock_args
+static const struct cli_option lock_options[] = {
+    {OPT_BOOL("write", 0, write, "write agentstack.lock (default: preview the changes)")},
+    {OPT_STRING("toolset", 0, toolset, "NAME", "pin only what this toolset uses"),
+     .alias = "profile"},
+    {OPT_LIST("update", 0, update_names, "NAME",
+              "move git sources (all, or NAME) to the manifest's rev, else the upstream head"),
+     .flags = CLI_OPT_OPTARG, .seen = CLI_SEEN(update)},
+    {OPT_STRING("upgrade", 0, upgrade_name, "PACK",
+                "re-resolve an installed pack from its ledger (as `upgrade PACK`)"),
+     .flags = CLI_OPT_OPTARG, .seen = CLI_SEEN(upgrade)},
+    {OPT_BOOL("all", 0, upgrade_all, "with --upgrade: every installed pack")},
+    {OPT_BOOL("with-instructions", 0, with_instructions,
+              "with --upgrade: also install the packs' instruction files")},
+    {OPT_BOOL("yes", 'y', yes, "with --upgrade: approve house rules the new version rewrites")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+const struct cli_spec cmd_lock_spec = {
+    .name = "lock",
+    .fn = cmd_lock,
+    .summary = "pin every skill, server, instruction and executable in agentstack.lock",
+    .synopsis = CLI_LINES("lock [--write] [--toolset NAME] [--update [NAME]]",
+                          "lock --upgrade (PACK | --all) [--with-instructions] [--yes] --write"),
+    .description = "The preview computes the new lock in memory and writes nothing in the "
+                   "project (git sources may be fetched into the machine home's store). --write "
+                   "holds the writer lock from the first read to the atomic replace and leaves "
+                   "the old lock on any failure. --update moves git sources and needs --write.",
+    .options = lock_options,
+    .examples =
+        CLI_LINES("agentstack lock", "agentstack lock --write", "agentstack lock --update --write",
+                  "agentstack lock --upgrade --all --yes --write"),
+    .see_also = "trust install upgrade",
+};
+
+static int parse(int argc, char **argv, struct cli_ctx *ctx, struct lock_args *a)
 {
+    int rc = cli_parse(&cmd_lock_spec, &argc, argv, ctx, a);
+    if (rc != CLI_CONTINUE)
+        return rc;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--write") == 0) {
-            a->write = true;
-        } else if (strcmp(argv[i], "--upgrade") == 0) {
-            a->upgrade = true;
-            if (i + 1 < argc && argv[i + 1][0] != '-')
-                a->upgrade_name = argv[++i];
-        } else if (strncmp(argv[i], "--upgrade=", 10) == 0) {
-            a->upgrade = true;
-            a->upgrade_name = argv[i] + 10;
-        } else if (strcmp(argv[i], "--all") == 0) {
-            a->upgrade_all = true;
-        } else if (strcmp(argv[i], "--with-instructions") == 0) {
-            a->with_instructions = true;
-        } else if (strcmp(argv[i], "--yes") == 0 || strcmp(argv[i], "-y") == 0) {
-            a->yes = true;
-        } else if (strcmp(argv[i], "--update") == 0) {
-            a->update = true;
-            if (i + 1 < argc && argv[i + 1][0] != '-')
-                strvec_push(&a->update_names, argv[++i]);
-        } else if (strncmp(argv[i], "--update=", 9) == 0) {
-            a->update = true;
-            strvec_push(&a->update_names, argv[i] + 9);
-        } else if (strcmp(argv[i], "--toolset") == 0 || strcmp(argv[i], "--profile") == 0) {
-            if (i + 1 >= argc)
-                return cli_usage_error("lock", "%s needs a toolset name", argv[i]);
-            a->toolset = argv[++i];
-        } else if (strncmp(argv[i], "--toolset=", 10) == 0) {
-            a->toolset = argv[i] + 10;
-        } else if (argv[i][0] != '-' && a->upgrade && !a->upgrade_name) {
+        if (a->upgrade && !a->upgrade_name)
             a->upgrade_name = argv[i];
-        } else {
-            return cli_usage_error("lock", "unknown argument '%s'", argv[i]);
-        }
+        else
+            return cli_usage_error("lock", "unexpected argument '%s'", argv[i]);
     }
     if (a->upgrade) {
         if (a->toolset || a->update)
@@ -323,7 +333,7 @@ static int parse(int argc, char **argv, struct lock_args *a)
                                : a->with_instructions ? "--with-instructions"
                                                       : "--yes");
     }
-    return 0;
+    return CLI_CONTINUE;
 }
 
 /* The central library with every linked source; a skipped source (an index
@@ -462,10 +472,10 @@ static void print_refusal(const char *what)
 int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
 {
     struct lock_args a = {0};
-    int rc = parse(argc, argv, &a);
-    if (rc || a.upgrade) {
+    int rc = parse(argc, argv, ctx, &a);
+    if (rc != CLI_CONTINUE || a.upgrade) {
         strvec_clear(&a.update_names);
-        return rc ? rc : do_upgrade(&a, ctx);
+        return rc != CLI_CONTINUE ? rc : do_upgrade(&a, ctx);
     }
     if (a.update && !a.write) {
         cli_errorf("refusing to update pins without --write — git sources would move to new "

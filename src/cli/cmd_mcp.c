@@ -101,27 +101,40 @@ static int session_list(strbuf *out, struct as_err *err)
     return rc == 0 ? 0 : -1;
 }
 
+#define CLI_ARGS struct gw_opts
+static const struct cli_option mcp_options[] = {
+    {OPT_BOOL("auto-project", 0, auto_project,
+              "find the project from the client's working directory, trust-gated")},
+    {OPT_BOOL("transparent", 0, transparent,
+              "list the upstreams' own tools (policy-filtered) beside the control tools")},
+    /* the entry a protected run hands its CLI: serve that run's frozen grant */
+    {OPT_STRING("grant", 0, grant_path, "PATH", "serve a run's frozen grant.json and nothing else"),
+     .flags = CLI_OPT_HIDDEN},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+const struct cli_spec cmd_mcp_spec = {
+    .name = "mcp",
+    .fn = cmd_mcp,
+    .summary = "serve the live MCP gateway on stdio (brokered, policy-checked, audited)",
+    .synopsis = CLI_LINES("mcp [--auto-project] [--transparent] [--manifest-dir DIR]"),
+    .description = "stdout carries JSON-RPC frames only. --manifest-dir pins the project (naming "
+                   "it is consent: no trust gate); --auto-project discovers it and gates it.",
+    .options = mcp_options,
+    .examples = CLI_LINES("agentstack mcp --auto-project", "agentstack mcp --manifest-dir ."),
+    .see_also = "connect run policy",
+};
+
 int cmd_mcp(int argc, char **argv, struct cli_ctx *ctx)
 {
     struct gw_opts o = {0};
+    int prc = cli_parse(&cmd_mcp_spec, &argc, argv, ctx, &o);
+    if (prc == CLI_CONTINUE)
+        prc = cli_no_arguments(&cmd_mcp_spec, argc, argv);
+    if (prc != CLI_CONTINUE)
+        return prc;
     o.manifest_dir = ctx->manifest_dir;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--auto-project") == 0)
-            o.auto_project = true;
-        else if (strcmp(a, "--transparent") == 0)
-            o.transparent = true;
-        else if (strcmp(a, "--grant") == 0 && i + 1 < argc)
-            o.grant_path = argv[++i];
-        else if (strncmp(a, "--grant=", 8) == 0)
-            o.grant_path = a + 8;
-        else if (strcmp(a, "--manifest-dir") == 0 && i + 1 < argc)
-            o.manifest_dir = argv[++i];
-        else if (strncmp(a, "--manifest-dir=", 15) == 0)
-            o.manifest_dir = a + 15;
-        else
-            return cli_usage_error("mcp", "unknown argument '%s'", a);
-    }
     if (o.grant_path && (o.auto_project || o.manifest_dir))
         return cli_usage_error("mcp",
                                "--grant serves the project its run froze; it cannot be "

@@ -34,6 +34,94 @@
 
 int cmd_policy(int argc, char **argv, struct cli_ctx *ctx);
 
+struct policy_args {
+    bool json, write;
+    long port;
+};
+
+static int do_status(int argc, char **argv, struct cli_ctx *ctx);
+static int do_explain(int argc, char **argv, struct cli_ctx *ctx);
+static int do_test(int argc, char **argv, struct cli_ctx *ctx);
+static int do_ruleset(int argc, char **argv, struct cli_ctx *ctx);
+static int do_preset(int argc, char **argv, struct cli_ctx *ctx);
+
+#define CLI_ARGS struct policy_args
+static const struct cli_option json_options[] = {
+    {OPT_BOOL("json", 0, json, "one JSON document for scripts")},
+    {OPT_END},
+};
+static const struct cli_option test_options[] = {
+    {OPT_INT("port", 0, port, "N", 1, 65535, "with egress: the port asked for (default: any)")},
+    {OPT_END},
+};
+static const struct cli_option ruleset_options[] = {
+    {OPT_BOOL("json", 0, json, "accepted: the ruleset is JSON already"), .flags = CLI_OPT_HIDDEN},
+    {OPT_END},
+};
+static const struct cli_option preset_options[] = {
+    {OPT_BOOL("write", 0, write, "replace the machine file's [policy.*] tables (default: diff)")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+static const struct cli_spec policy_status_spec = {
+    .name = "policy status",
+    .fn = do_status,
+    .summary =
+        "the machine policy's state (unconfigured, blocked, open, restrictive, mixed) and why",
+    .synopsis = CLI_LINES("policy status [--json]"),
+    .options = json_options,
+};
+static const struct cli_spec policy_explain_spec = {
+    .name = "policy explain",
+    .fn = do_explain,
+    .summary = "each key that governs a server, per layer",
+    .synopsis = CLI_LINES("policy explain <server> [--json]"),
+    .description = "Machine rows cannot be loosened by the project.",
+    .options = json_options,
+    .examples = CLI_LINES("agentstack policy explain github"),
+};
+static const struct cli_spec policy_test_spec = {
+    .name = "policy test",
+    .fn = do_test,
+    .summary = "one decision through the compiled ruleset (exit 0 allowed, 1 refused)",
+    .synopsis = CLI_LINES("policy test tool|egress|secret <server> <subject> [--port N]",
+                          "policy test path <path>", "policy test workspace"),
+    .options = test_options,
+    .examples = CLI_LINES("agentstack policy test egress github api.github.com --port 443",
+                          "agentstack policy test path ~/.ssh/id_ed25519"),
+};
+static const struct cli_spec policy_ruleset_spec = {
+    .name = "policy ruleset",
+    .fn = do_ruleset,
+    .summary = "the compiled ruleset's wire form (JSON)",
+    .synopsis = CLI_LINES("policy ruleset"),
+    .options = ruleset_options,
+};
+static const struct cli_spec policy_preset_spec = {
+    .name = "policy preset",
+    .fn = do_preset,
+    .summary = "preview (or --write) a machine policy preset",
+    .synopsis =
+        CLI_LINES("policy preset [<name> [--write]]  (developer compatible locked-down ci)"),
+    .description = "Without a name, lists the presets. The result must load as a machine file "
+                   "before it replaces the old one.",
+    .options = preset_options,
+    .examples = CLI_LINES("agentstack policy preset", "agentstack policy preset ci --write"),
+};
+
+const struct cli_spec cmd_policy_spec = {
+    .name = "policy",
+    .fn = cmd_policy,
+    .summary = "machine floor + project policy: status, explain, test, presets",
+    .subs = (const struct cli_spec *const[]){&policy_status_spec, &policy_explain_spec,
+                                             &policy_test_spec, &policy_ruleset_spec,
+                                             &policy_preset_spec, NULL},
+    .description = "The machine layer loads through the loader every enforcement path uses, so "
+                   "a broken machine file refuses here as it does everywhere.",
+    .see_also = "doctor run",
+};
+
 #define MACHINE_MAX (8u << 20)
 
 /* ---- loading ------------------------------------------------------------ */
@@ -115,15 +203,15 @@ static const char *state_word(const struct layers *l, strbuf *why)
 
 /* ---- status ------------------------------------------------------------- */
 
-static int do_status(int argc, char **argv)
+static int do_status(int argc, char **argv, struct cli_ctx *ctx)
 {
-    int json = 0;
-    for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            json = 1;
-        else
-            return cli_usage_error("policy", "unknown argument '%s' for policy status", argv[i]);
-    }
+    struct policy_args a = {0};
+    int rc = cli_parse(&policy_status_spec, &argc, argv, ctx, &a);
+    if (rc == CLI_CONTINUE)
+        rc = cli_no_arguments(&policy_status_spec, argc, argv);
+    if (rc != CLI_CONTINUE)
+        return rc;
+    int json = a.json;
     struct layers l;
     struct as_err err = AS_ERR_INIT;
     if (load_machine(&l, &err) < 0) {
@@ -161,7 +249,7 @@ static int do_status(int argc, char **argv)
             printf("  %swarning:%s %s\n", term_color(1, TERM_YELLOW), term_color(1, TERM_RESET),
                    warn.v[i]);
     }
-    int rc = EXIT_OK;
+    rc = EXIT_OK;
     if (l.mstate == POL_BLOCKED) {
         cli_error(&l.merr);
         rc = EXIT_FAIL;
@@ -200,20 +288,16 @@ static json_t *layer_json(const struct pol_layer *l, const char *server)
 
 static int do_explain(int argc, char **argv, struct cli_ctx *ctx)
 {
-    const char *server = NULL;
-    int json = 0;
-    for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            json = 1;
-        else if (argv[i][0] == '-' && argv[i][1])
-            return cli_usage_error("policy", "unknown option '%s' for policy explain", argv[i]);
-        else if (!server)
-            server = argv[i];
-        else
-            return cli_usage_error("policy", "policy explain takes one server name");
-    }
-    if (!server)
-        return cli_usage_error("policy", "policy explain needs a server name");
+    struct policy_args a = {0};
+    int rc = cli_parse(&policy_explain_spec, &argc, argv, ctx, &a);
+    if (rc != CLI_CONTINUE)
+        return rc;
+    if (argc > 2)
+        return cli_usage_error("policy explain", "policy explain takes one server name");
+    if (argc < 2)
+        return cli_usage_error("policy explain", "policy explain needs a server name");
+    const char *server = argv[1];
+    int json = a.json;
     struct layers l;
     struct as_err err = AS_ERR_INIT;
     if (load_machine(&l, &err) < 0 || load_project(&l, ctx, &err) < 0) {
@@ -249,7 +333,7 @@ static int do_explain(int argc, char **argv, struct cli_ctx *ctx)
             printf("  (no project manifest here: only the machine layer is shown)\n");
         sb_release(&rows);
     }
-    int rc = refuse_blocked(&l) ? EXIT_FAIL : EXIT_OK;
+    rc = refuse_blocked(&l) ? EXIT_FAIL : EXIT_OK;
     sb_release(&why);
     layers_release(&l);
     return rc;
@@ -277,24 +361,15 @@ static int do_test(int argc, char **argv, struct cli_ctx *ctx)
     static const char *const usage =
         "policy test tool|egress|secret <server> <subject> [--port N], policy test path <path>, "
         "or policy test workspace";
-    const char *pos[4] = {0};
-    int npos = 0;
-    unsigned port = 0;
-    for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--port") == 0 && i + 1 < argc) {
-            char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (*end || v < 1 || v > 65535)
-                return cli_usage_error("policy", "--port needs a number 1-65535");
-            port = (unsigned)v;
-        } else if (npos < 4) {
-            pos[npos++] = argv[i];
-        } else {
-            return cli_usage_error("policy", "usage: %s", usage);
-        }
-    }
-    if (!npos)
-        return cli_usage_error("policy", "usage: %s", usage);
+    struct policy_args a = {0};
+    int prc = cli_parse(&policy_test_spec, &argc, argv, ctx, &a);
+    if (prc != CLI_CONTINUE)
+        return prc;
+    if (argc < 2 || argc > 5)
+        return cli_usage_error("policy test", "usage: %s", usage);
+    const char *const *pos = (const char *const *)argv + 1;
+    int npos = argc - 1;
+    unsigned port = (unsigned)a.port;
     enum pol_dim dim;
     int need;
     if (strcmp(pos[0], "tool") == 0)
@@ -308,9 +383,9 @@ static int do_test(int argc, char **argv, struct cli_ctx *ctx)
     else if (strcmp(pos[0], "workspace") == 0)
         dim = POL_FS_WRITE, need = 1;
     else
-        return cli_usage_error("policy", "unknown kind '%s' (%s)", pos[0], usage);
+        return cli_usage_error("policy test", "unknown kind '%s' (%s)", pos[0], usage);
     if (npos != need)
-        return cli_usage_error("policy", "usage: %s", usage);
+        return cli_usage_error("policy test", "usage: %s", usage);
     struct layers l;
     struct pol_ruleset *rs = compile_here(&l, ctx);
     if (!rs) {
@@ -357,9 +432,12 @@ static int do_test(int argc, char **argv, struct cli_ctx *ctx)
 
 static int do_ruleset(int argc, char **argv, struct cli_ctx *ctx)
 {
-    for (int i = 2; i < argc; i++)
-        if (strcmp(argv[i], "--json") != 0)
-            return cli_usage_error("policy", "unknown argument '%s' for policy ruleset", argv[i]);
+    struct policy_args a = {0};
+    int prc = cli_parse(&policy_ruleset_spec, &argc, argv, ctx, &a);
+    if (prc == CLI_CONTINUE)
+        prc = cli_no_arguments(&policy_ruleset_spec, argc, argv);
+    if (prc != CLI_CONTINUE)
+        return prc;
     struct layers l;
     struct pol_ruleset *rs = compile_here(&l, ctx);
     if (!rs) {
@@ -458,23 +536,19 @@ static void print_diff(const char *a, size_t alen, const char *b, size_t blen)
     free(lb);
 }
 
-static int do_preset(int argc, char **argv)
+static int do_preset(int argc, char **argv, struct cli_ctx *ctx)
 {
-    const char *name = NULL;
-    int write = 0;
-    for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--write") == 0)
-            write = 1;
-        else if (argv[i][0] == '-' && argv[i][1])
-            return cli_usage_error("policy", "unknown option '%s' for policy preset", argv[i]);
-        else if (!name)
-            name = argv[i];
-        else
-            return cli_usage_error("policy", "policy preset takes one preset name");
-    }
+    struct policy_args a = {0};
+    int prc = cli_parse(&policy_preset_spec, &argc, argv, ctx, &a);
+    if (prc != CLI_CONTINUE)
+        return prc;
+    if (argc > 2)
+        return cli_usage_error("policy preset", "policy preset takes one preset name");
+    const char *name = argc > 1 ? argv[1] : NULL;
+    int write = a.write;
     if (!name) {
         if (write)
-            return cli_usage_error("policy", "name the preset to write");
+            return cli_usage_error("policy preset", "name the preset to write");
         printf("Machine policy presets (agentstack policy preset <name> [--write]):\n");
         for (size_t i = 0; i < pol_npresets; i++)
             printf("  %-12s %s\n", pol_presets[i].name, pol_presets[i].summary);
@@ -562,23 +636,5 @@ out:
 
 int cmd_policy(int argc, char **argv, struct cli_ctx *ctx)
 {
-    static const char *const subs[] = {"status", "explain", "test", "ruleset", "preset"};
-    if (argc < 2)
-        return cli_usage_error("policy", "policy needs a subcommand (status, explain, test, "
-                                         "ruleset, preset)");
-    const char *s = argv[1];
-    if (strcmp(s, "status") == 0)
-        return do_status(argc, argv);
-    if (strcmp(s, "explain") == 0)
-        return do_explain(argc, argv, ctx);
-    if (strcmp(s, "test") == 0)
-        return do_test(argc, argv, ctx);
-    if (strcmp(s, "ruleset") == 0)
-        return do_ruleset(argc, argv, ctx);
-    if (strcmp(s, "preset") == 0)
-        return do_preset(argc, argv);
-    const char *best = cli_did_you_mean(s, subs, 5);
-    if (best)
-        return cli_usage_error("policy", "unknown subcommand '%s' — did you mean '%s'?", s, best);
-    return cli_usage_error("policy", "unknown subcommand '%s'", s);
+    return cli_dispatch(&cmd_policy_spec, argc, argv, ctx);
 }

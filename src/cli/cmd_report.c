@@ -16,16 +16,38 @@
 
 int cmd_report(int argc, char **argv, struct cli_ctx *ctx);
 
+struct report_args {
+    bool json;
+};
+
+#define CLI_ARGS struct report_args
+static const struct cli_option report_options[] = {
+    {OPT_BOOL("json", 0, json, "the flight record as one JSON document")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+const struct cli_spec cmd_report_spec = {
+    .name = "report",
+    .fn = cmd_report,
+    .summary = "show a run's flight record: posture, egress decisions, exit",
+    .synopsis = CLI_LINES("report <run-id> [--json]", "report run <run-id> [--json]"),
+    .description = "An unknown run id exits 1. `report run <id>` is the same command.",
+    .options = report_options,
+    .examples = CLI_LINES("agentstack runs", "agentstack report <run-id> --json"),
+    .see_also = "runs run kill",
+};
+
 int cmd_report(int argc, char **argv, struct cli_ctx *ctx)
 {
+    struct report_args a = {0};
+    int prc = cli_parse(&cmd_report_spec, &argc, argv, ctx, &a);
+    if (prc != CLI_CONTINUE)
+        return prc;
+    int json = a.json;
     const char *id = NULL;
-    int json = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json"))
-            json = 1;
-        else if (argv[i][0] == '-')
-            return cli_usage_error("report", "unknown option '%s'", argv[i]);
-        else if (!id && !strcmp(argv[i], "run") && i + 1 < argc && argv[i + 1][0] != '-')
+        if (!id && !strcmp(argv[i], "run") && i + 1 < argc)
             continue; /* `report run <id>` */
         else if (!id)
             id = argv[i];

@@ -458,60 +458,75 @@ static void note_user_entries(const struct adp_desc *d, const struct sbx_plan *p
 /* ---- the command ------------------------------------------------------------------------ */
 
 struct run_opts {
-    int sandbox, lockdown, plan_only, locked, unprotected, keep;
-    const char *prompt, *toolset, *scope, *name;
+    bool sandbox, lockdown, plan_only, locked, unprotected, keep;
+    const char *prompt, *toolset, *name;
+    int scope_choice;
+    const char *scope;
     char **rest;
     int nrest;
 };
 
-static int parse(int argc, char **argv, struct run_opts *o)
+#define CLI_ARGS struct run_opts
+static const struct cli_option run_options[] = {
+    {OPT_BOOL("locked", 0, locked,
+              "the default: trust, lock and policy gates, the toolset frozen into a grant")},
+    {OPT_BOOL("sandbox", 0, sandbox,
+              "confined; egress through the auditing proxy, but the direct route stays open")},
+    {OPT_BOOL("lockdown", 0, lockdown,
+              "confined in its own network namespace: the proxy is the only route out")},
+    {OPT_BOOL("unprotected", 0, unprotected, "on the host without the gates (advisory only)")},
+    {OPT_BOOL("plan", 0, plan_only,
+              "show trust state, mode, mounts, gates and the exact command; start nothing")},
+    {OPT_STRING("toolset", 0, toolset, "T", "the toolset the run gets (default: the default)"),
+     .alias = "profile", .flags = CLI_OPT_ONCE},
+    {OPT_ENUM("scope", 0, scope_choice, cli_scope_choices,
+              "host runs: the CLI's project or global config gets the gateway entry")},
+    {OPT_BOOL("keep", 0, keep, "with --unprotected --toolset: leave the injected entry in place")},
+    {OPT_STRING("prompt", 0, prompt, "TEXT",
+                "run the CLI headless with this prompt (its adapter's headless args)")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+const struct cli_spec cmd_run_spec = {
+    .name = "run",
+    .fn = cmd_run,
+    .summary = "run a CLI gated (default), confined (--sandbox, --lockdown) or unprotected",
+    .synopsis = CLI_LINES("run <cli-or-command> [--locked | --unprotected | --sandbox | "
+                          "--lockdown]",
+                          "run <cli-or-command> [--plan] [--toolset T | --profile T] "
+                          "[--scope project|global] [--keep] [--prompt TEXT] [-- ARG...]"),
+    .description =
+        "Default (--locked): trust, lock and policy gates, the toolset frozen into a grant, the "
+        "CLI's MCP config given the gateway entry for the run and reverted at exit.\n--plan "
+        "shows trust state, mode, mounts, the gates and the exact command; nothing is started.\n"
+        "--prompt runs the CLI headless (its adapter's headless args) under the same gates.\n"
+        "Arguments for the CLI itself go after --. What each mode enforces, and what not: "
+        "docs/enforcement.md.",
+    .options = run_options,
+    .examples = CLI_LINES("agentstack run claude", "agentstack run claude --sandbox --plan",
+                          "agentstack run codex --lockdown -- --model o3"),
+    .see_also = "runs report kill trust",
+    .flags = CLI_KEEP_DASHDASH,
+};
+
+static int parse(int argc, char **argv, struct cli_ctx *ctx, struct run_opts *o)
 {
+    int rc = cli_parse(&cmd_run_spec, &argc, argv, ctx, o);
+    if (rc != CLI_CONTINUE)
+        return rc;
     int i = 1;
-    for (; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--") == 0) {
-            i++;
-            break;
-        }
-        if (!strcmp(a, "--sandbox"))
-            o->sandbox = 1;
-        else if (!strcmp(a, "--lockdown"))
-            o->lockdown = 1;
-        else if (!strcmp(a, "--plan"))
-            o->plan_only = 1;
-        else if (!strcmp(a, "--locked"))
-            o->locked = 1;
-        else if (!strcmp(a, "--unprotected"))
-            o->unprotected = 1;
-        else if (!strcmp(a, "--keep"))
-            o->keep = 1;
-        else if (!strcmp(a, "--prompt") || !strcmp(a, "--toolset") || !strcmp(a, "--profile") ||
-                 !strcmp(a, "--scope")) {
-            if (i + 1 >= argc)
-                return cli_usage_error("run", "%s needs a value", a);
-            const char *v = argv[++i];
-            if (!strcmp(a, "--prompt"))
-                o->prompt = v;
-            else if (!strcmp(a, "--scope"))
-                o->scope = v;
-            else if (o->toolset && strcmp(o->toolset, v) != 0)
-                return cli_usage_error("run", "--toolset and --profile are the same flag; give "
-                                              "one toolset");
-            else
-                o->toolset = v;
-        } else if (!strncmp(a, "--toolset=", 10) || !strncmp(a, "--profile=", 10)) {
-            o->toolset = a + 10;
-        } else if (a[0] == '-') {
-            return cli_usage_error("run", "unknown option '%s'", a);
-        } else if (!o->name) {
-            o->name = a;
-        } else {
+    for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (!o->name)
+            o->name = argv[i];
+        else
             return cli_usage_error("run",
                                    "unexpected argument '%s' (put the command's "
                                    "arguments after --)",
-                                   a);
-        }
+                                   argv[i]);
     }
+    if (i < argc)
+        i++; /* the "--" */
     o->rest = argv + i;
     o->nrest = argc - i;
     if (!o->name) {
@@ -521,11 +536,10 @@ static int parse(int argc, char **argv, struct run_opts *o)
         o->rest++;
         o->nrest--;
     }
-    if (o->scope && strcmp(o->scope, "project") != 0 && strcmp(o->scope, "global") != 0)
-        return cli_usage_error("run", "--scope must be project or global");
+    o->scope = cli_scope_name(o->scope_choice);
     if (o->toolset && !o->toolset[0])
         return cli_usage_error("run", "--toolset needs a name");
-    return -1;
+    return CLI_CONTINUE;
 }
 
 /* Dispatch refusals (spec 05 §1, first match). -1: go on. */
@@ -679,8 +693,8 @@ int cmd_run(int argc, char **argv, struct cli_ctx *ctx)
 {
     struct run_opts o;
     memset(&o, 0, sizeof o);
-    int prc = parse(argc, argv, &o);
-    if (prc >= 0)
+    int prc = parse(argc, argv, ctx, &o);
+    if (prc != CLI_CONTINUE)
         return prc;
     int drc = dispatch_refusal(&o);
     if (drc >= 0)

@@ -79,17 +79,37 @@ static int list_live(const char *home, int json)
     return EXIT_OK;
 }
 
+struct runs_args {
+    bool json, live;
+};
+
+#define CLI_ARGS struct runs_args
+static const struct cli_option runs_options[] = {
+    {OPT_BOOL("live", 0, live, "only the runs still going (their pid and posture)")},
+    {OPT_BOOL("json", 0, json, "one JSON document for scripts")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+const struct cli_spec cmd_runs_spec = {
+    .name = "runs",
+    .fn = cmd_runs,
+    .summary = "list recorded runs, newest first (--live: the ones still going)",
+    .synopsis = CLI_LINES("runs [--live] [--json]"),
+    .options = runs_options,
+    .examples = CLI_LINES("agentstack runs", "agentstack runs --live"),
+    .see_also = "report kill run",
+};
+
 int cmd_runs(int argc, char **argv, struct cli_ctx *ctx)
 {
-    int json = 0, live_only = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json"))
-            json = 1;
-        else if (!strcmp(argv[i], "--live"))
-            live_only = 1;
-        else
-            return cli_usage_error("runs", "unexpected argument '%s'", argv[i]);
-    }
+    struct runs_args a = {0};
+    int prc = cli_parse(&cmd_runs_spec, &argc, argv, ctx, &a);
+    if (prc == CLI_CONTINUE)
+        prc = cli_no_arguments(&cmd_runs_spec, argc, argv);
+    if (prc != CLI_CONTINUE)
+        return prc;
+    int json = a.json, live_only = a.live;
     ctx->json = json;
     struct as_err err = AS_ERR_INIT;
     strbuf home = SB_INIT;

@@ -17,22 +17,40 @@
 
 int cmd_search(int argc, char **argv, struct cli_ctx *ctx);
 
+struct search_args {
+    bool all, json;
+};
+
+#define CLI_ARGS struct search_args
+static const struct cli_option search_options[] = {
+    {OPT_BOOL("all", 0, all, "also list names a source earlier on the path shadows")},
+    {OPT_BOOL("json", 0, json, "the matches as one JSON document")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+const struct cli_spec cmd_search_spec = {
+    .name = "search",
+    .fn = cmd_search,
+    .summary = "find skills, servers and packs in the library and installed packs",
+    .synopsis = CLI_LINES("search [query] [--all] [--json]"),
+    .description = "Searches the central library's sources and, inside a project, its installed "
+                   "packs. No match is not an error.",
+    .options = search_options,
+    .examples = CLI_LINES("agentstack search github", "agentstack search --all --json"),
+    .see_also = "add lib",
+};
+
 int cmd_search(int argc, char **argv, struct cli_ctx *ctx)
 {
-    const char *query = NULL;
-    bool all = false, json = ctx->json != 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--all") == 0)
-            all = true;
-        else if (strcmp(argv[i], "--json") == 0)
-            json = true;
-        else if (argv[i][0] == '-' && argv[i][1])
-            return cli_usage_error("search", "unknown option '%s'", argv[i]);
-        else if (!query)
-            query = argv[i];
-        else
-            return cli_usage_error("search", "search takes one query (quote several words)");
-    }
+    struct search_args a = {.json = ctx->json != 0};
+    int prc = cli_parse(&cmd_search_spec, &argc, argv, ctx, &a);
+    if (prc != CLI_CONTINUE)
+        return prc;
+    if (argc > 2)
+        return cli_usage_error("search", "search takes one query (quote several words)");
+    const char *query = argc > 1 ? argv[1] : NULL;
+    bool all = a.all, json = a.json;
     struct as_err err = AS_ERR_INIT;
     struct library *lib = lib_open(NULL, &err);
     if (!lib) {

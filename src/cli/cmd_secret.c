@@ -36,64 +36,103 @@ struct secret_args {
     const char *name;
     bool from_stdin, reveal, json;
     const char *value;
-    enum store_opt store;
+    int store; /* enum store_opt */
 };
 
-static int parse(int argc, char **argv, struct secret_args *a)
+static const struct cli_choice store_choices[] = {
+    {"keychain", STORE_KEYCHAIN}, {"file", STORE_FILE}, {NULL, 0}};
+
+#define CLI_ARGS struct secret_args
+static const struct cli_option store_options[] = {
+    {OPT_ENUM("store", 0, store, store_choices,
+              "the OS keychain (the default) or the machine's secrets.env")},
+    {OPT_SET("env-file", 0, store, STORE_ENVFILE, "the project's .agentstack/.env")},
+    {OPT_END},
+};
+static const struct cli_option set_options[] = {
+    {OPT_BOOL("stdin", 0, from_stdin, "read the value from stdin (default: a prompt, no echo)")},
+    /* works, but argv is visible to every process on the machine: it warns */
+    {OPT_STRING("value", 0, value, "V", "the value itself (visible in argv; warns)"),
+     .flags = CLI_OPT_HIDDEN},
+    {OPT_END},
+};
+static const struct cli_option get_options[] = {
+    {OPT_BOOL("reveal", 0, reveal, "print the value itself (default: masked)")},
+    {OPT_END},
+};
+static const struct cli_option list_options[] = {
+    {OPT_BOOL("json", 0, json, "the names and where each resolves, as one JSON document")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+static int secret_leaf(int argc, char **argv, struct cli_ctx *ctx);
+
+static const struct cli_spec secret_set_spec = {
+    .name = "secret set",
+    .fn = secret_leaf,
+    .summary = "store a secret's value on this machine",
+    .synopsis = CLI_LINES("secret set NAME [--stdin] [--store keychain|file | --env-file]"),
+    .description = "Prompts without echo on a terminal. With no keychain reachable it says so "
+                   "and names --env-file and --store file; it never falls back silently.",
+    .common = store_options,
+    .options = set_options,
+    .examples = CLI_LINES("agentstack secret set GITHUB_TOKEN",
+                          "printf %s \"$TOKEN\" | agentstack secret set GITHUB_TOKEN --stdin"),
+};
+static const struct cli_spec secret_get_spec = {
+    .name = "secret get",
+    .fn = secret_leaf,
+    .summary = "show a secret, masked unless --reveal",
+    .synopsis = CLI_LINES("secret get NAME [--reveal]"),
+    .options = get_options,
+};
+static const struct cli_spec secret_list_spec = {
+    .name = "secret list",
+    .fn = secret_leaf,
+    .summary = "the secret names and where each resolves (never a value)",
+    .synopsis = CLI_LINES("secret list [--json]"),
+    .options = list_options,
+};
+static const struct cli_spec secret_rm_spec = {
+    .name = "secret rm",
+    .fn = secret_leaf,
+    .summary = "remove a secret from a store",
+    .synopsis = CLI_LINES("secret rm NAME [--store keychain|file | --env-file]"),
+    .options = store_options,
+};
+
+const struct cli_spec cmd_secret_spec = {
+    .name = "secret",
+    .fn = cmd_secret,
+    .summary = "store, read (masked), list and remove secrets on this machine",
+    .subs = (const struct cli_spec *const[]){&secret_set_spec, &secret_get_spec, &secret_list_spec,
+                                             &secret_rm_spec, NULL},
+    .description = "The OS keychain is the default store.",
+    .see_also = "init doctor",
+};
+
+static int parse(int argc, char **argv, struct cli_ctx *ctx, struct secret_args *a)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        if (strcmp(s, "--stdin") == 0) {
-            a->from_stdin = true;
-        } else if (strcmp(s, "--reveal") == 0) {
-            a->reveal = true;
-        } else if (strcmp(s, "--json") == 0) {
-            a->json = true;
-        } else if (strcmp(s, "--env-file") == 0) {
-            a->store = STORE_ENVFILE;
-        } else if (strcmp(s, "--value") == 0 || strncmp(s, "--value=", 8) == 0) {
-            if (s[7] == '=')
-                a->value = s + 8;
-            else if (i + 1 < argc)
-                a->value = argv[++i];
-            else
-                return cli_usage_error("secret", "--value needs a value");
-        } else if (strcmp(s, "--store") == 0 || strncmp(s, "--store=", 8) == 0) {
-            const char *v = s[7] == '=' ? s + 8 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!v)
-                return cli_usage_error("secret", "--store needs keychain or file");
-            if (strcmp(v, "keychain") == 0)
-                a->store = STORE_KEYCHAIN;
-            else if (strcmp(v, "file") == 0)
-                a->store = STORE_FILE;
-            else
-                return cli_usage_error("secret", "--store must be keychain or file (got '%s')", v);
-        } else if (s[0] == '-') {
-            return cli_usage_error("secret", "unknown option '%s'", s);
-        } else if (!a->sub) {
-            a->sub = s;
-        } else if (!a->name) {
-            a->name = s;
-        } else {
-            return cli_usage_error("secret", "unexpected argument '%s'", s);
-        }
-    }
-    if (!a->sub)
-        return cli_usage_error("secret", "say what to do: set, get, list or rm");
-    bool named =
-        strcmp(a->sub, "set") == 0 || strcmp(a->sub, "get") == 0 || strcmp(a->sub, "rm") == 0;
-    if (!named && strcmp(a->sub, "list") != 0)
-        return cli_usage_error("secret", "unknown subcommand '%s' (set, get, list, rm)", a->sub);
+    const struct cli_spec *spec = cli_find_sub(&cmd_secret_spec, argv[0]);
+    a->sub = argv[0];
+    int rc = cli_parse(spec, &argc, argv, ctx, a);
+    if (rc != CLI_CONTINUE)
+        return rc;
+    bool named = spec != &secret_list_spec;
+    if (argc > 2)
+        return cli_usage_error(spec->name, "unexpected argument '%s'", argv[2]);
+    if (!named && argc > 1)
+        return cli_usage_error(spec->name, "secret list takes no NAME");
+    a->name = argc > 1 ? argv[1] : NULL;
     if (named && !a->name)
-        return cli_usage_error("secret", "secret %s needs a NAME", a->sub);
+        return cli_usage_error(spec->name, "secret %s needs a NAME", a->sub);
     if (named && !ref_name_valid(a->name))
-        return cli_usage_error("secret", "'%s' is not a valid secret name ([A-Za-z_][A-Za-z0-9_]*)",
-                               a->name);
-    if (!named && a->name)
-        return cli_usage_error("secret", "secret list takes no NAME");
+        return cli_usage_error(spec->name,
+                               "'%s' is not a valid secret name ([A-Za-z_][A-Za-z0-9_]*)", a->name);
     if (a->from_stdin && a->value)
-        return cli_usage_error("secret", "--stdin and --value exclude each other");
-    return 0;
+        return cli_usage_error(spec->name, "--stdin and --value exclude each other");
+    return CLI_CONTINUE;
 }
 
 /* The project .env for --env-file (a project must exist). */
@@ -409,11 +448,11 @@ static int do_list(const struct secret_args *a, struct cli_ctx *ctx)
     return EXIT_OK;
 }
 
-int cmd_secret(int argc, char **argv, struct cli_ctx *ctx)
+static int secret_leaf(int argc, char **argv, struct cli_ctx *ctx)
 {
     struct secret_args a = {0};
-    int rc = parse(argc, argv, &a);
-    if (rc)
+    int rc = parse(argc, argv, ctx, &a);
+    if (rc != CLI_CONTINUE)
         return rc;
     if (strcmp(a.sub, "set") == 0)
         return do_set(&a, ctx);
@@ -422,4 +461,9 @@ int cmd_secret(int argc, char **argv, struct cli_ctx *ctx)
     if (strcmp(a.sub, "rm") == 0)
         return do_rm(&a, ctx);
     return do_list(&a, ctx);
+}
+
+int cmd_secret(int argc, char **argv, struct cli_ctx *ctx)
+{
+    return cli_dispatch(&cmd_secret_spec, argc, argv, ctx);
 }

@@ -216,23 +216,49 @@ static void path_advice(const char *dir, const char *exe)
     sb_release(&td);
 }
 
-static int self_link(int argc, char **argv)
+struct link_args {
+    const char *prefix;
+    bool force;
+};
+
+#define CLI_ARGS struct link_args
+static const struct cli_option link_options[] = {
+    {OPT_STRING("prefix", 0, prefix, "DIR", "link into DIR (default: see above)")},
+    {OPT_BOOL("force", 0, force, "replace a regular file there (never this binary itself)")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+static int self_link(int argc, char **argv, struct cli_ctx *ctx);
+
+static const struct cli_spec self_link_spec = {
+    .name = "self link",
+    .fn = self_link,
+    .summary = "put this binary on your PATH as a symlink",
+    .synopsis = CLI_LINES("self link [--prefix DIR] [--force]"),
+    .description = "Links into --prefix, $AGENTSTACK_PREFIX, a writable /usr/local/bin, else "
+                   "~/.local/bin; idempotent. Then says whether that directory is on PATH.",
+    .options = link_options,
+    .examples = CLI_LINES("agentstack self link", "agentstack self link --prefix ~/bin"),
+};
+
+const struct cli_spec cmd_self_spec = {
+    .name = "self",
+    .fn = cmd_self,
+    .summary = "put this binary on your PATH (a symlink in ~/.local/bin or --prefix)",
+    .subs = (const struct cli_spec *const[]){&self_link_spec, NULL},
+};
+
+static int self_link(int argc, char **argv, struct cli_ctx *ctx)
 {
-    const char *prefix = NULL;
-    bool force = false;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--force") == 0)
-            force = true;
-        else if (strcmp(a, "--prefix") == 0 && i + 1 < argc)
-            prefix = argv[++i];
-        else if (strncmp(a, "--prefix=", 9) == 0)
-            prefix = a + 9;
-        else if (strcmp(a, "--prefix") == 0)
-            return cli_usage_error("self", "--prefix needs a directory");
-        else
-            return cli_usage_error("self", "unknown argument '%s'", a);
-    }
+    struct link_args a = {0};
+    int prc = cli_parse(&self_link_spec, &argc, argv, ctx, &a);
+    if (prc == CLI_CONTINUE)
+        prc = cli_no_arguments(&self_link_spec, argc, argv);
+    if (prc != CLI_CONTINUE)
+        return prc;
+    const char *prefix = a.prefix;
+    bool force = a.force;
     struct as_err err = AS_ERR_INIT;
     strbuf exe = SB_INIT, dir = SB_INIT, dest = SB_INIT;
     const char *why = NULL;
@@ -309,10 +335,5 @@ out:
 
 int cmd_self(int argc, char **argv, struct cli_ctx *ctx)
 {
-    (void)ctx;
-    if (argc < 2)
-        return cli_usage_error("self", "name a subcommand: link");
-    if (strcmp(argv[1], "link") == 0)
-        return self_link(argc, argv);
-    return cli_usage_error("self", "unknown subcommand '%s' (this build has: link)", argv[1]);
+    return cli_dispatch(&cmd_self_spec, argc, argv, ctx);
 }

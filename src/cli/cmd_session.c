@@ -35,30 +35,81 @@ static int session_dir(struct cli_ctx *ctx, struct bundle_paths *p, strbuf *out,
     return home_dir(out, err);
 }
 
-static int start(int argc, char **argv, struct cli_ctx *ctx)
+struct session_args {
+    strvec targets;
+    int scope;
+    bool allow_unresolved, all, json;
+};
+
+static int session_start(int argc, char **argv, struct cli_ctx *ctx);
+static int session_end(int argc, char **argv, struct cli_ctx *ctx);
+static int session_list(int argc, char **argv, struct cli_ctx *ctx);
+
+#define CLI_ARGS struct session_args
+static const struct cli_option start_options[] = {
+    {OPT_LIST("target", 0, targets, "ID", "this CLI only")},
+    {OPT_ENUM("scope", 0, scope, cli_scope_choices,
+              "write the CLIs' global or project files (default: project inside one)")},
+    {OPT_BOOL("allow-unresolved", 0, allow_unresolved,
+              "start even when a ${REF} has no value here (that server is left out)")},
+    {OPT_END},
+};
+static const struct cli_option end_options[] = {
+    {OPT_BOOL("all", 0, all, "end every open session on this machine, not only this project's")},
+    {OPT_END},
+};
+static const struct cli_option list_options[] = {
+    {OPT_BOOL("json", 0, json, "the sessions as one JSON document")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+static const struct cli_spec session_start_spec = {
+    .name = "session start",
+    .fn = session_start,
+    .summary = "activate a toolset and record how to put everything back",
+    .synopsis = CLI_LINES("session start [TOOLSET] [--target ID]... [--scope global|project]"),
+    .description = "Validates and gates as `use --write` does: a project must be trusted.",
+    .options = start_options,
+};
+static const struct cli_spec session_end_spec = {
+    .name = "session end",
+    .fn = session_end,
+    .summary = "put every file, link and ledger entry back as before the start",
+    .synopsis = CLI_LINES("session end [--all]"),
+    .options = end_options,
+};
+static const struct cli_spec session_list_spec = {
+    .name = "session list",
+    .fn = session_list,
+    .summary = "the open sessions",
+    .synopsis = CLI_LINES("session list [--json]"),
+    .options = list_options,
+};
+
+const struct cli_spec cmd_session_spec = {
+    .name = "session",
+    .fn = cmd_session,
+    .summary = "activate a toolset until `session end` puts everything back",
+    .subs = (const struct cli_spec *const[]){&session_start_spec, &session_end_spec,
+                                             &session_list_spec, NULL},
+    .examples = CLI_LINES("agentstack session start backend", "agentstack session end"),
+    .see_also = "use apply",
+};
+
+static int session_start(int argc, char **argv, struct cli_ctx *ctx)
 {
-    const char *toolset = NULL, *scope = NULL;
-    strvec targets = STRVEC_INIT;
-    bool allow_unresolved = false;
-    for (int i = 2; i < argc; i++) {
-        const char *s = argv[i];
-        if (strcmp(s, "--scope") == 0 && i + 1 < argc) {
-            scope = argv[++i];
-            if (strcmp(scope, "global") != 0 && strcmp(scope, "project") != 0) {
-                strvec_clear(&targets);
-                return cli_usage_error("session", "--scope must be global or project");
-            }
-        } else if (strcmp(s, "--target") == 0 && i + 1 < argc) {
-            strvec_push(&targets, argv[++i]);
-        } else if (strcmp(s, "--allow-unresolved") == 0) {
-            allow_unresolved = true;
-        } else if (s[0] == '-' || toolset) {
-            strvec_clear(&targets);
-            return cli_usage_error("session", "unexpected argument '%s'", s);
-        } else {
-            toolset = s;
-        }
+    struct session_args a = {0};
+    int prc = cli_parse(&session_start_spec, &argc, argv, ctx, &a);
+    if (prc != CLI_CONTINUE)
+        return prc;
+    if (argc > 2) {
+        strvec_clear(&a.targets);
+        return cli_usage_error("session start", "unexpected argument '%s'", argv[2]);
     }
+    const char *toolset = argc > 1 ? argv[1] : NULL, *scope = cli_scope_name(a.scope);
+    strvec targets = a.targets;
+    bool allow_unresolved = a.allow_unresolved;
     struct as_err err = AS_ERR_INIT;
     struct cli_render r;
     cli_render_init(&r);
@@ -103,44 +154,49 @@ out:
     return rc;
 }
 
-int cmd_session(int argc, char **argv, struct cli_ctx *ctx)
+static int session_end(int argc, char **argv, struct cli_ctx *ctx)
 {
-    if (argc < 2)
-        return cli_usage_error("session", "say start <toolset>, end or list");
-    const char *sub = argv[1];
-    if (strcmp(sub, "start") == 0)
-        return start(argc, argv, ctx);
+    struct session_args a = {0};
+    int rc = cli_parse(&session_end_spec, &argc, argv, ctx, &a);
+    if (rc == CLI_CONTINUE)
+        rc = cli_no_arguments(&session_end_spec, argc, argv);
+    if (rc != CLI_CONTINUE)
+        return rc;
     struct as_err err = AS_ERR_INIT;
-    int rc;
-    if (strcmp(sub, "end") == 0) {
-        bool all = false;
-        for (int i = 2; i < argc; i++) {
-            if (strcmp(argv[i], "--all") == 0)
-                all = true;
-            else
-                return cli_usage_error("session", "unexpected argument '%s'", argv[i]);
-        }
-        struct bundle_paths p = {0};
-        strbuf key = SB_INIT;
-        if (!all && session_dir(ctx, &p, &key, &err) < 0) {
-            cli_error(&err);
-            bundle_paths_free(&p);
-            sb_release(&key);
-            return EXIT_FAIL;
-        }
-        rc = adp_session_end(all ? NULL : key.buf, all, stdout, &err);
+    struct bundle_paths p = {0};
+    strbuf key = SB_INIT;
+    if (!a.all && session_dir(ctx, &p, &key, &err) < 0) {
+        cli_error(&err);
         bundle_paths_free(&p);
         sb_release(&key);
-    } else if (strcmp(sub, "list") == 0) {
-        bool json = argc > 2 && strcmp(argv[2], "--json") == 0;
-        if (argc > 3 || (argc == 3 && !json))
-            return cli_usage_error("session", "list takes only --json");
-        rc = adp_session_list(json, stdout, &err);
-    } else {
-        return cli_usage_error("session", "unknown subcommand '%s' (start, end, list)", sub);
+        return EXIT_FAIL;
     }
+    rc = adp_session_end(a.all ? NULL : key.buf, a.all, stdout, &err);
+    bundle_paths_free(&p);
+    sb_release(&key);
     fflush(stdout);
     if (rc && as_err_isset(&err))
         cli_error(&err);
     return rc;
+}
+
+static int session_list(int argc, char **argv, struct cli_ctx *ctx)
+{
+    struct session_args a = {0};
+    int rc = cli_parse(&session_list_spec, &argc, argv, ctx, &a);
+    if (rc == CLI_CONTINUE)
+        rc = cli_no_arguments(&session_list_spec, argc, argv);
+    if (rc != CLI_CONTINUE)
+        return rc;
+    struct as_err err = AS_ERR_INIT;
+    rc = adp_session_list(a.json, stdout, &err);
+    fflush(stdout);
+    if (rc && as_err_isset(&err))
+        cli_error(&err);
+    return rc;
+}
+
+int cmd_session(int argc, char **argv, struct cli_ctx *ctx)
+{
+    return cli_dispatch(&cmd_session_spec, argc, argv, ctx);
 }

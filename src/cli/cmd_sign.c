@@ -15,15 +15,39 @@
 
 int cmd_sign(int argc, char **argv, struct cli_ctx *ctx);
 
+struct sign_args {
+    bool key_only;
+};
+
+#define CLI_ARGS struct sign_args
+static const struct cli_option sign_options[] = {
+    {OPT_BOOL("print-key-only", 0, key_only, "sign, then print only the public key (for CI)")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+const struct cli_spec cmd_sign_spec = {
+    .name = "sign",
+    .fn = cmd_sign,
+    .summary = "sign agentstack.lock with this machine's ed25519 key",
+    .synopsis = CLI_LINES("sign [--print-key-only]"),
+    .description = "Writes agentstack.lock.sig next to the lock; the key is created under the "
+                   "machine home on first use.\nA signature never creates trust: a machine "
+                   "still runs `agentstack trust`.",
+    .options = sign_options,
+    .examples = CLI_LINES("agentstack sign", "agentstack verify --pubkey HEX"),
+    .see_also = "verify lock trust",
+};
+
 int cmd_sign(int argc, char **argv, struct cli_ctx *ctx)
 {
-    bool key_only = false;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--print-key-only") == 0)
-            key_only = true;
-        else
-            return cli_usage_error("sign", "unknown argument '%s'", argv[i]);
-    }
+    struct sign_args a = {0};
+    int prc = cli_parse(&cmd_sign_spec, &argc, argv, ctx, &a);
+    if (prc == CLI_CONTINUE)
+        prc = cli_no_arguments(&cmd_sign_spec, argc, argv);
+    if (prc != CLI_CONTINUE)
+        return prc;
+    bool key_only = a.key_only;
     struct as_err err = AS_ERR_INIT;
     struct bundle_paths p;
     strbuf lock = SB_INIT, keys = SB_INIT;

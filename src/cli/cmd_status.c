@@ -357,27 +357,48 @@ static void print_json(const struct st *s)
     json_decref(o);
 }
 
+struct status_args {
+    bool json, verbose, brief;
+};
+
+#define CLI_ARGS struct status_args
+static const struct cli_option status_options[] = {
+    {OPT_BOOL("json", 0, json, "one JSON document (schema_version 1) for scripts")},
+    {OPT_BOOL("verbose", 'v', verbose, "every row in full (secrets by name, each CLI)")},
+    {OPT_BOOL("short", 0, brief, "the few lines bare `agentstack` prints")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+const struct cli_spec cmd_status_spec = {
+    .name = "status",
+    .fn = cmd_status,
+    .summary = "readiness at a glance, and the one next action",
+    .synopsis = CLI_LINES("status [--json] [--verbose] [--short]"),
+    .description = "Read-only: CLIs found, the manifest in play, toolsets, lock and trust state, "
+                   "delivery, the gateway, secrets by presence (never a value). --short is what "
+                   "bare `agentstack` prints.",
+    .options = status_options,
+    .examples = CLI_LINES("agentstack status", "agentstack status --json"),
+    .see_also = "doctor trust lock",
+};
+
 int cmd_status(int argc, char **argv, struct cli_ctx *ctx)
 {
-    bool json = false, verbose = false, brief = false;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            json = true;
-        else if (strcmp(argv[i], "--short") == 0)
-            brief = true;
-        else if (strcmp(argv[i], "--verbose") == 0 || strcmp(argv[i], "-v") == 0)
-            verbose = true;
-        else
-            return cli_usage_error("status", "unknown argument '%s'", argv[i]);
-    }
+    struct status_args a = {0};
+    int rc = cli_parse(&cmd_status_spec, &argc, argv, ctx, &a);
+    if (rc == CLI_CONTINUE)
+        rc = cli_no_arguments(&cmd_status_spec, argc, argv);
+    if (rc != CLI_CONTINUE)
+        return rc;
     struct st s = {0};
     gather(ctx, &s);
-    if (json)
+    if (a.json)
         print_json(&s);
-    else if (brief)
+    else if (a.brief)
         print_short(&s);
     else
-        print_human(&s, verbose);
+        print_human(&s, a.verbose);
     fflush(stdout);
     st_free(&s);
     return EXIT_OK;

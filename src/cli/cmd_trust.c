@@ -37,41 +37,55 @@ struct trust_args {
     const char *consented;
 };
 
-static int parse(int argc, char **argv, struct trust_args *a)
+#define CLI_ARGS struct trust_args
+static const struct cli_option trust_options[] = {
+    {OPT_BOOL("preview", 0, preview, "show the review and its digest; decide nothing")},
+    {OPT_BOOL("list", 0, list, "the projects trusted on this machine (also: trust list)")},
+    {OPT_BOOL("revoke", 0, revoke, "withdraw this project's trust")},
+    {OPT_BOOL("yes", 'y', yes, "grant without a terminal (needs --consented)")},
+    {OPT_STRING("consented", 0, consented, "DIGEST",
+                "the digest --preview printed: the grant is for exactly those bytes"),
+     .alias = "consented-digest"},
+    {OPT_BOOL("allow-flagged", 0, allow_flagged, "grant even with High content-scan findings")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+const struct cli_spec cmd_trust_spec = {
+    .name = "trust",
+    .fn = cmd_trust,
+    .summary = "review and approve a project's exact bytes on this machine",
+    .synopsis = CLI_LINES("trust [PATH] [--preview | --list | --revoke]",
+                          "trust [PATH] --yes --consented DIGEST [--allow-flagged]"),
+    .description = "The review, the blockers and the grant all come from one snapshot of the "
+                   "manifest, the lock and the policy; --consented is recomputed from disk "
+                   "under the writer lock and must match exactly. Without a terminal it "
+                   "refuses and prints the non-interactive form.",
+    .options = trust_options,
+    .examples = CLI_LINES("agentstack trust", "agentstack trust --preview",
+                          "agentstack trust --yes --consented <digest from --preview>"),
+    .see_also = "lock status doctor",
+};
+
+static int parse(int argc, char **argv, struct cli_ctx *ctx, struct trust_args *a)
 {
+    int rc = cli_parse(&cmd_trust_spec, &argc, argv, ctx, a);
+    if (rc != CLI_CONTINUE)
+        return rc;
     for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        if (strcmp(s, "--list") == 0 || strcmp(s, "list") == 0)
+        if (strcmp(argv[i], "list") == 0)
             a->list = true;
-        else if (strcmp(s, "--revoke") == 0)
-            a->revoke = true;
-        else if (strcmp(s, "--preview") == 0)
-            a->preview = true;
-        else if (strcmp(s, "--yes") == 0 || strcmp(s, "-y") == 0)
-            a->yes = true;
-        else if (strcmp(s, "--allow-flagged") == 0)
-            a->allow_flagged = true;
-        else if (strcmp(s, "--consented") == 0 || strcmp(s, "--consented-digest") == 0) {
-            if (i + 1 >= argc)
-                return cli_usage_error("trust", "%s needs the digest from --preview", s);
-            a->consented = argv[++i];
-        } else if (strncmp(s, "--consented=", 12) == 0)
-            a->consented = s + 12;
-        else if (strncmp(s, "--consented-digest=", 19) == 0)
-            a->consented = s + 19;
-        else if (s[0] == '-')
-            return cli_usage_error("trust", "unknown option '%s'", s);
         else if (a->path)
             return cli_usage_error("trust", "only one project path may be given");
         else
-            a->path = s;
+            a->path = argv[i];
     }
     int modes = a->list + a->revoke + a->preview;
     if (modes > 1)
         return cli_usage_error("trust", "--list, --revoke and --preview exclude each other");
     if (modes && (a->yes || a->consented || a->allow_flagged))
         return cli_usage_error("trust", "--yes/--consented/--allow-flagged only apply to a grant");
-    return 0;
+    return CLI_CONTINUE;
 }
 
 /* ---- --list ------------------------------------------------------------- */
@@ -731,8 +745,8 @@ out:
 int cmd_trust(int argc, char **argv, struct cli_ctx *ctx)
 {
     struct trust_args a = {0};
-    int rc = parse(argc, argv, &a);
-    if (rc)
+    int rc = parse(argc, argv, ctx, &a);
+    if (rc != CLI_CONTINUE)
         return rc;
     if (a.list)
         return do_list();

@@ -4,6 +4,7 @@
  * reverting everything newer byte for byte. The revert is itself recorded,
  * so `undo` lists it and it can be undone in turn (04 §7, §8.18).
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,38 +14,46 @@
 
 int cmd_undo(int argc, char **argv, struct cli_ctx *ctx);
 
+struct undo_args {
+    long to;
+    bool write, dry_run, json;
+};
+
+#define CLI_ARGS struct undo_args
+static const struct cli_option undo_options[] = {
+    {OPT_INT("to", 0, to, "N", 1, LONG_MAX,
+             "go back to before write N of the timeline (1 = oldest), newer ones too")},
+    {OPT_BOOL("write", 0, write, "revert the files (default: show what --to would revert)")},
+    {OPT_BOOL("dry-run", 0, dry_run, "preview only, even with --write")},
+    {OPT_BOOL("json", 0, json, "the timeline as one JSON document")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+const struct cli_spec cmd_undo_spec = {
+    .name = "undo",
+    .fn = cmd_undo,
+    .summary = "the recorded writes as a timeline; go back to before one",
+    .synopsis = CLI_LINES("undo [--to N] [--write] [--json]"),
+    .description = "Lists the timeline (1 = oldest); --to N reverts write N and everything "
+                   "newer, byte for byte. The revert is recorded too, so it can be undone.",
+    .options = undo_options,
+    .examples = CLI_LINES("agentstack undo", "agentstack undo --to 3 --write"),
+    .see_also = "restore apply",
+};
+
 int cmd_undo(int argc, char **argv, struct cli_ctx *ctx)
 {
-    (void)ctx;
-    struct adp_undo_opts o = {.out = stdout};
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        const char *val = NULL;
-        if (strcmp(s, "--to") == 0 && i + 1 < argc)
-            val = argv[++i];
-        else if (strncmp(s, "--to=", 5) == 0)
-            val = s + 5;
-        if (val) {
-            char *end;
-            unsigned long long v = strtoull(val, &end, 10);
-            if (!val[0] || *end || v == 0 || val[0] == '-')
-                return cli_usage_error("undo",
-                                       "--to needs a write number from the timeline "
-                                       "(1 = oldest), got '%s'",
-                                       val);
-            o.to = (size_t)v;
-        } else if (strcmp(s, "--write") == 0) {
-            o.write = true;
-        } else if (strcmp(s, "--dry-run") == 0) {
-            o.write = false;
-        } else if (strcmp(s, "--json") == 0) {
-            o.json = true;
-        } else {
-            return cli_usage_error("undo", "unknown argument '%s'", s);
-        }
-    }
+    struct undo_args a = {0};
+    int rc = cli_parse(&cmd_undo_spec, &argc, argv, ctx, &a);
+    if (rc == CLI_CONTINUE)
+        rc = cli_no_arguments(&cmd_undo_spec, argc, argv);
+    if (rc != CLI_CONTINUE)
+        return rc;
+    struct adp_undo_opts o = {
+        .out = stdout, .to = (size_t)a.to, .write = a.write && !a.dry_run, .json = a.json};
     struct as_err err = AS_ERR_INIT;
-    int rc = adp_undo(&o, &err);
+    rc = adp_undo(&o, &err);
     fflush(stdout);
     if (rc && as_err_isset(&err))
         cli_error(&err);

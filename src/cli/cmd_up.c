@@ -77,34 +77,45 @@ static void up_fail_msg(struct up_state *st, const char *msg)
         sb_adds(&st->failure, msg);
 }
 
-static int parse(int argc, char **argv, struct up_args *a)
+#define CLI_ARGS struct up_args
+static const struct cli_option up_options[] = {
+    {OPT_STRING("library", 0, library, "GIT-URL",
+                "receive the central library from this repository (cloned, or pulled)")},
+    {OPT_STRING("toolset", 0, toolset, "NAME", "apply this toolset, not the default"),
+     .alias = "profile"},
+    {OPT_LIST("targets", 0, targets, "ID", "apply to these CLIs only"), .alias = "target",
+     .flags = CLI_OPT_GREEDY},
+    {OPT_BOOL("write", 0, write, "do it: receive, install, connect, apply (default: the plan)")},
+    {OPT_BOOL("json", 0, json, "the transcript on stderr, one JSON document on stdout")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+const struct cli_spec cmd_up_spec = {
+    .name = "up",
+    .fn = cmd_up,
+    .summary = "set up a second machine: receive the library, install, list what is left",
+    .synopsis = CLI_LINES("up [--library <git-url>] [--toolset N] [--targets ID...] [--write] "
+                          "[--json]"),
+    .description = "The preview prints the new-machine setup plan and writes nothing. --write "
+                   "receives the library (pulled fast-forward only, never pushed), registers the "
+                   "gateway, then in a project runs install --locked, names the secrets still to "
+                   "set, and applies when the project is trusted here. Secret values and trust "
+                   "decisions stay per machine.",
+    .options = up_options,
+    .examples = CLI_LINES("agentstack up --library git@github.com:me/agent-library.git",
+                          "agentstack up --library git@github.com:me/agent-library.git --write"),
+    .see_also = "lib install trust secret",
+};
+
+static int parse(int argc, char **argv, struct cli_ctx *ctx, struct up_args *a)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        if (strcmp(s, "--write") == 0) {
-            a->write = true;
-        } else if (strcmp(s, "--json") == 0) {
-            a->json = true;
-        } else if (strcmp(s, "--library") == 0 || strcmp(s, "--toolset") == 0 ||
-                   strcmp(s, "--profile") == 0) {
-            if (i + 1 >= argc)
-                return cli_usage_error("up", "%s needs a value", s);
-            if (strcmp(s, "--library") == 0)
-                a->library = argv[++i];
-            else
-                a->toolset = argv[++i];
-        } else if (strncmp(s, "--library=", 10) == 0) {
-            a->library = s + 10;
-        } else if (strcmp(s, "--targets") == 0 || strcmp(s, "--target") == 0) {
-            if (i + 1 >= argc || argv[i + 1][0] == '-')
-                return cli_usage_error("up", "%s needs at least one CLI id", s);
-            while (i + 1 < argc && argv[i + 1][0] != '-')
-                strvec_push(&a->targets, argv[++i]);
-        } else {
-            return cli_usage_error("up", "unknown argument '%s'", s);
-        }
-    }
-    return 0;
+    int rc = cli_parse(&cmd_up_spec, &argc, argv, ctx, a);
+    if (rc == CLI_CONTINUE)
+        rc = cli_no_arguments(&cmd_up_spec, argc, argv);
+    if (rc != CLI_CONTINUE)
+        strvec_clear(&a->targets);
+    return rc;
 }
 
 static bool is_repo(const char *path)
@@ -497,11 +508,9 @@ static void run_up(const struct up_args *a, struct cli_ctx *ctx, struct up_state
 int cmd_up(int argc, char **argv, struct cli_ctx *ctx)
 {
     struct up_args a = {0};
-    int rc = parse(argc, argv, &a);
-    if (rc) {
-        strvec_clear(&a.targets);
+    int rc = parse(argc, argv, ctx, &a);
+    if (rc != CLI_CONTINUE)
         return rc;
-    }
     a.json = a.json || ctx->json;
     struct up_state st = {.trusted = -1, .failure = SB_INIT};
     /* --json: stdout is the document alone; the transcript (ours and the

@@ -45,46 +45,76 @@ static int run_locked(struct cli_ctx *ctx, pack_fn fn, const char *name,
     return cli_with_project(ctx, false, call_fn, &c);
 }
 
+#define CLI_ARGS struct lib_pack_opts
+static const struct cli_option upgrade_options[] = {
+    {OPT_BOOL("write", 0, write, "re-install and re-pin (default: preview only)")},
+    {OPT_BOOL("yes", 'y', yes, "approve house rules the new version rewrites")},
+    {OPT_BOOL("with-instructions", 0, with_instructions,
+              "also install the pack's instruction files")},
+    {OPT_END},
+};
+static const struct cli_option remove_options[] = {
+    {OPT_BOOL("write", 0, write, "remove and re-pin (default: preview only)")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+const struct cli_spec cmd_upgrade_spec = {
+    .name = "upgrade",
+    .fn = cmd_upgrade,
+    .summary = "upgrade an installed pack: preview, then re-install and re-pin",
+    .synopsis = CLI_LINES("upgrade <pack> [--yes] [--with-instructions] [--write]"),
+    .description = "Re-resolves the pack from its [packs.<name>] ledger (never a downgrade). "
+                   "The same as `agentstack lock --upgrade <pack>`.",
+    .options = upgrade_options,
+    .examples = CLI_LINES("agentstack upgrade opsbox", "agentstack upgrade opsbox --yes --write"),
+    .see_also = "add remove lock",
+};
+
+const struct cli_spec cmd_remove_spec = {
+    .name = "remove",
+    .fn = cmd_remove,
+    .summary = "remove a pack (or a server/skill entry) from the project, re-pinned",
+    .synopsis = CLI_LINES("remove <pack|server|skill> [--write]"),
+    .description = "A pack's ledger wins over a server or skill of the same name; the files, "
+                   "the manifest and the lock change together or not at all.",
+    .options = remove_options,
+    .examples = CLI_LINES("agentstack remove opsbox", "agentstack remove opsbox --write"),
+    .see_also = "add upgrade",
+};
+
+/* The one pack, server or skill name upgrade and remove take. */
+static const char *one_name(const struct cli_spec *spec, int argc, char **argv, int *rc)
+{
+    *rc = CLI_CONTINUE;
+    if (argc > 2)
+        *rc = cli_usage_error(spec->name, "%s takes one %s", spec->name,
+                              spec == &cmd_upgrade_spec ? "pack name" : "name");
+    else if (argc < 2)
+        *rc = cli_usage_error(spec->name, spec == &cmd_upgrade_spec
+                                              ? "name the pack to upgrade: agentstack upgrade "
+                                                "<pack> --yes --write"
+                                              : "name the pack, server or skill: agentstack "
+                                                "remove <name> --write");
+    return *rc == CLI_CONTINUE ? argv[1] : NULL;
+}
+
 int cmd_upgrade(int argc, char **argv, struct cli_ctx *ctx)
 {
-    const char *name = NULL;
     struct lib_pack_opts o = {.out = stdout, .diag = stderr};
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--write") == 0)
-            o.write = true;
-        else if (strcmp(argv[i], "--yes") == 0 || strcmp(argv[i], "-y") == 0)
-            o.yes = true;
-        else if (strcmp(argv[i], "--with-instructions") == 0)
-            o.with_instructions = true;
-        else if (argv[i][0] == '-')
-            return cli_usage_error("upgrade", "unknown option '%s'", argv[i]);
-        else if (!name)
-            name = argv[i];
-        else
-            return cli_usage_error("upgrade", "upgrade takes one pack name");
-    }
-    if (!name)
-        return cli_usage_error("upgrade", "name the pack to upgrade: agentstack upgrade <pack> "
-                                          "--yes --write");
+    int rc = cli_parse(&cmd_upgrade_spec, &argc, argv, ctx, &o);
+    const char *name = rc == CLI_CONTINUE ? one_name(&cmd_upgrade_spec, argc, argv, &rc) : NULL;
+    if (rc != CLI_CONTINUE)
+        return rc;
     return run_locked(ctx, lib_pack_upgrade, name, &o);
 }
 
 int cmd_remove(int argc, char **argv, struct cli_ctx *ctx)
 {
-    const char *name = NULL;
     struct lib_pack_opts o = {.out = stdout, .diag = stderr};
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--write") == 0)
-            o.write = true;
-        else if (argv[i][0] == '-')
-            return cli_usage_error("remove", "unknown option '%s'", argv[i]);
-        else if (!name)
-            name = argv[i];
-        else
-            return cli_usage_error("remove", "remove takes one name");
-    }
-    if (!name)
-        return cli_usage_error("remove", "name the pack, server or skill: agentstack remove "
-                                         "<name> --write");
+    int rc = cli_parse(&cmd_remove_spec, &argc, argv, ctx, &o);
+    const char *name = rc == CLI_CONTINUE ? one_name(&cmd_remove_spec, argc, argv, &rc) : NULL;
+    if (rc != CLI_CONTINUE)
+        return rc;
     return run_locked(ctx, lib_pack_remove, name, &o);
 }

@@ -26,57 +26,63 @@ int cmd_use(int argc, char **argv, struct cli_ctx *ctx);
 struct use_args {
     strvec targets;
     const char *toolset;
-    const char *scope;
+    int scope;
     bool write, dry_run, allow_unresolved, prune_foreign, no_gitignore, verbose, list, json;
 };
 
-static int parse(int argc, char **argv, struct use_args *a)
+#define CLI_ARGS struct use_args
+static const struct cli_option use_options[] = {
+    {OPT_LIST("target", 0, targets, "ID", "this CLI only")},
+    {OPT_ENUM("scope", 0, scope, cli_scope_choices,
+              "the CLIs' global or project files (default: project inside one)")},
+    {OPT_BOOL("write", 0, write, "write, link the skills, record the toolset (default: preview)")},
+    {OPT_BOOL("dry-run", 0, dry_run, "preview only, even with --write")},
+    {OPT_BOOL("allow-unresolved", 0, allow_unresolved,
+              "write even when a ${REF} has no value here (that server is left out)")},
+    {OPT_BOOL("prune-foreign", 0, prune_foreign, "also remove entries another manifest wrote")},
+    {OPT_BOOL("no-gitignore", 0, no_gitignore,
+              "do not add the written project files to .gitignore")},
+    {OPT_BOOL("verbose", 'v', verbose, "show unchanged targets and every entry")},
+    {OPT_BOOL("list", 0, list, "list the manifest's toolsets and the default")},
+    {OPT_BOOL("json", 0, json, "with --list: the toolsets as one JSON document")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+const struct cli_spec cmd_use_spec = {
+    .name = "use",
+    .fn = cmd_use,
+    .summary = "activate a toolset: its servers and skills in every CLI",
+    .synopsis = CLI_LINES("use [TOOLSET] [--target ID]... [--scope global|project] [--write]",
+                          "use [TOOLSET] [--allow-unresolved] [--prune-foreign] [--no-gitignore] "
+                          "[-v]",
+                          "use --list [--json]"),
+    .description = "Renders just the toolset's servers (pruning the ones we wrote that left "
+                   "it), links its skills, and records it as the active toolset. Without "
+                   "TOOLSET, the manifest's default_toolset. A project must be trusted.",
+    .options = use_options,
+    .examples = CLI_LINES("agentstack use --list", "agentstack use backend --write"),
+    .see_also = "session apply",
+};
+
+static int parse(int argc, char **argv, struct cli_ctx *ctx, struct use_args *a)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        const char *val = NULL;
-#define OPTVAL(name)                                                                               \
-    ((strcmp(s, name) == 0 && i + 1 < argc && (val = argv[++i])) ||                                \
-     (strncmp(s, name "=", sizeof(name)) == 0 && (val = s + sizeof(name))))
-        if (OPTVAL("--target")) {
-            strvec_push(&a->targets, val);
-        } else if (OPTVAL("--scope")) {
-            if (strcmp(val, "global") != 0 && strcmp(val, "project") != 0)
-                return cli_usage_error("use", "--scope must be global or project (got '%s')", val);
-            a->scope = val;
-        } else if (strcmp(s, "--write") == 0) {
-            a->write = true;
-        } else if (strcmp(s, "--dry-run") == 0) {
-            a->dry_run = true;
-        } else if (strcmp(s, "--allow-unresolved") == 0) {
-            a->allow_unresolved = true;
-        } else if (strcmp(s, "--prune-foreign") == 0) {
-            a->prune_foreign = true;
-        } else if (strcmp(s, "--no-gitignore") == 0) {
-            a->no_gitignore = true;
-        } else if (strcmp(s, "-v") == 0 || strcmp(s, "--verbose") == 0) {
-            a->verbose = true;
-        } else if (strcmp(s, "--list") == 0) {
-            a->list = true;
-        } else if (strcmp(s, "--json") == 0) {
-            a->json = true;
-        } else if (strcmp(s, "--target") == 0 || strcmp(s, "--scope") == 0) {
-            return cli_usage_error("use", "%s needs a value", s);
-        } else if (s[0] == '-') {
-            return cli_usage_error("use", "unknown argument '%s'", s);
-        } else if (a->toolset) {
-            return cli_usage_error("use", "one toolset at a time (got '%s' and '%s')", a->toolset,
-                                   s);
-        } else {
-            a->toolset = s;
-        }
-#undef OPTVAL
+    int rc = cli_parse(&cmd_use_spec, &argc, argv, ctx, a);
+    if (rc != CLI_CONTINUE)
+        return rc;
+    rc = CLI_CONTINUE;
+    if (argc > 2)
+        rc = cli_usage_error("use", "one toolset at a time (got '%s' and '%s')", argv[1], argv[2]);
+    else if (a->json && !a->list)
+        rc = cli_usage_error("use", "--json goes with --list");
+    if (rc != CLI_CONTINUE) {
+        strvec_clear(&a->targets);
+        return rc;
     }
+    a->toolset = argc > 1 ? argv[1] : NULL;
     if (a->dry_run)
         a->write = false;
-    if (a->json && !a->list)
-        return cli_usage_error("use", "--json goes with --list");
-    return 0;
+    return CLI_CONTINUE;
 }
 
 static void list_toolsets(const struct manifest *m, bool json)
@@ -115,11 +121,9 @@ static void list_toolsets(const struct manifest *m, bool json)
 int cmd_use(int argc, char **argv, struct cli_ctx *ctx)
 {
     struct use_args a = {0};
-    int rc = parse(argc, argv, &a);
-    if (rc) {
-        strvec_clear(&a.targets);
+    int rc = parse(argc, argv, ctx, &a);
+    if (rc != CLI_CONTINUE)
         return rc;
-    }
     struct as_err err = AS_ERR_INIT;
     struct cli_render r;
     cli_render_init(&r);
@@ -149,7 +153,7 @@ int cmd_use(int argc, char **argv, struct cli_ctx *ctx)
         rc = a.toolset ? EXIT_FAIL : EXIT_USAGE;
         goto out;
     }
-    if (cli_render_prepare(&r, a.scope, a.write ? "write" : NULL, &err) < 0)
+    if (cli_render_prepare(&r, cli_scope_name(a.scope), a.write ? "write" : NULL, &err) < 0)
         goto out;
     op = xasprintf("use '%s'", ts->name);
     struct adp_apply_opts o = {

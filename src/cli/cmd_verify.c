@@ -50,21 +50,42 @@ static int read_publishers(const char *path, strbuf *keys, size_t *n, struct as_
     return 0;
 }
 
+struct verify_args {
+    const char *pubkey, *publishers, *signature;
+};
+
+#define CLI_ARGS struct verify_args
+static const struct cli_option verify_options[] = {
+    {OPT_STRING("pubkey", 0, pubkey, "HEX", "the signer's ed25519 public key (64 hex chars)")},
+    {OPT_STRING("publishers", 0, publishers, "FILE",
+                "a file of trusted public keys, one per line ('#' comments)")},
+    {OPT_STRING("signature", 0, signature, "HEX",
+                "the signature to check (default: agentstack.lock.sig)")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+const struct cli_spec cmd_verify_spec = {
+    .name = "verify",
+    .fn = cmd_verify,
+    .summary = "check agentstack.lock.sig against a public key",
+    .synopsis = CLI_LINES("verify (--pubkey HEX | --publishers FILE) [--signature HEX]"),
+    .description = "Checks the lock's exact bytes against the signature; exit 1 when no key "
+                   "signed them. A good signature does not trust the project.",
+    .options = verify_options,
+    .examples = CLI_LINES("agentstack verify --publishers .github/publishers.txt"),
+    .see_also = "sign trust",
+};
+
 int cmd_verify(int argc, char **argv, struct cli_ctx *ctx)
 {
-    const char *pubkey = NULL, *publishers = NULL, *sigarg = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char **dst = strcmp(a, "--pubkey") == 0       ? &pubkey
-                           : strcmp(a, "--publishers") == 0 ? &publishers
-                           : strcmp(a, "--signature") == 0  ? &sigarg
-                                                            : NULL;
-        if (!dst)
-            return cli_usage_error("verify", "unknown argument '%s'", a);
-        if (i + 1 >= argc)
-            return cli_usage_error("verify", "%s needs a value", a);
-        *dst = argv[++i];
-    }
+    struct verify_args va = {0};
+    int prc = cli_parse(&cmd_verify_spec, &argc, argv, ctx, &va);
+    if (prc == CLI_CONTINUE)
+        prc = cli_no_arguments(&cmd_verify_spec, argc, argv);
+    if (prc != CLI_CONTINUE)
+        return prc;
+    const char *pubkey = va.pubkey, *publishers = va.publishers, *sigarg = va.signature;
     if (pubkey && publishers)
         return cli_usage_error("verify", "give --pubkey or --publishers, not both");
     struct as_err err = AS_ERR_INIT;

@@ -1,7 +1,9 @@
 /*
- * agentstack entry point: global options, then dispatch through the command
- * table. Kept tiny so a command starts in about a millisecond: nothing is
- * loaded before the command asks for it.
+ * agentstack entry point: the global options before the command, then
+ * dispatch through the command table. Global options after the command are
+ * the command's parser's (parse_options.c), so they work in every position.
+ * Kept tiny so a command starts in about a millisecond: nothing is loaded
+ * before the command asks for it.
  */
 #include <stdio.h>
 #include <string.h>
@@ -12,9 +14,9 @@ static int unknown_command(const char *name)
 {
     const char *names[128];
     size_t n = 0;
-    for (const struct cli_command *c = cli_commands; c->name && n < 128; c++)
-        if (!c->hidden)
-            names[n++] = c->name;
+    for (const struct cli_spec *const *c = cli_commands; *c && n < 128; c++)
+        if (!((*c)->flags & CLI_HIDDEN))
+            names[n++] = (*c)->name;
     fprintf(stderr, "error: unknown command '%s'\n", name);
     const char *best = cli_did_you_mean(name, names, n);
     if (best)
@@ -23,41 +25,49 @@ static int unknown_command(const char *name)
     return EXIT_USAGE;
 }
 
+static int unknown_option(const char *a)
+{
+    static const char *const known[] = {"--manifest-dir", "--version", "--help"};
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(a, "="), a);
+    const char *best = a[1] == '-' ? cli_did_you_mean(name, known, 3) : NULL;
+    if (best)
+        return cli_usage_error(NULL, "unknown option '%s' (did you mean '%s'?)", name, best);
+    return cli_usage_error(NULL, "unknown option '%s'", name);
+}
+
 int main(int argc, char **argv)
 {
     struct cli_ctx ctx = {0};
     int i = 1;
-    for (; i < argc; i++) {
+    while (i < argc) {
         const char *a = argv[i];
-        if (strcmp(a, "--manifest-dir") == 0) {
-            if (i + 1 >= argc)
-                return cli_usage_error(NULL, "--manifest-dir needs a directory");
-            ctx.manifest_dir = argv[++i];
-        } else if (strncmp(a, "--manifest-dir=", 15) == 0) {
-            ctx.manifest_dir = a + 15;
-        } else if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
+        if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
             char *v[] = {"version", NULL};
             return cmd_version(1, v, &ctx);
-        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            char *v[] = {"help", NULL};
-            return cmd_help(1, v, &ctx);
-        } else if (a[0] == '-') {
-            return cli_usage_error(NULL, "unknown option '%s'", a);
-        } else {
-            break;
         }
+        int r = cli_take_global(NULL, argc, argv, &i, &ctx);
+        if (r < 0)
+            return EXIT_USAGE;
+        if (r > 0)
+            continue;
+        if (a[0] == '-')
+            return unknown_option(a);
+        break;
     }
     if (i >= argc) {
-        /* Bare `agentstack` is status's shortest form (06 §5.2); it ends by
-         * naming `agentstack help`, so the command list is one step away. */
-        const struct cli_command *st = cli_find("status");
+        if (ctx.want_help) {
+            ctx.want_help = false;
+            char *v[] = {"help", NULL};
+            return cmd_help(1, v, &ctx);
+        }
+        /* Bare `agentstack` is status's shortest form; it ends by naming
+         * `agentstack help`, so the command list is one step away. */
         char *v[] = {"status", "--short", NULL};
-        return st->fn(2, v, &ctx);
+        return cmd_status(2, v, &ctx);
     }
-    const struct cli_command *c = cli_find(argv[i]);
+    const struct cli_spec *c = cli_find(argv[i]);
     if (!c)
         return unknown_command(argv[i]);
-    if (c->fn != cmd_help && cli_wants_help(argc - i, argv + i))
-        return cli_print_usage(c);
     return c->fn(argc - i, argv + i, &ctx);
 }

@@ -1,17 +1,17 @@
-/* Shared CLI helpers: error printing, usage, did-you-mean, opening the library
+/* Shared CLI helpers: error printing, opening the library
  * and the project for a command, and the set-up apply, use and session share. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/suggest.h"
 #include "base/term.h"
 #include "base/xalloc.h"
 #include "bundle/discover.h"
 #include "bundle/home.h"
 #include "cli/cli.h"
 #include "library/library.h"
+#include "onboard/onboard.h"
 #include "trust/trust.h"
 
 /* Error text names files, servers and paths a repository chose: every line
@@ -39,42 +39,18 @@ void cli_errorf(const char *fmt, ...)
     sb_release(&b);
 }
 
-int cli_usage_error(const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    strbuf b = SB_INIT;
-    term_vsbprintf(&b, fmt, ap);
-    va_end(ap);
-    term_fprintf(stderr, "error: %s\n", b.buf);
-    sb_release(&b);
-    if (cmd)
-        term_fprintf(stderr, "see 'agentstack %s --help'\n", cmd);
-    else
-        fprintf(stderr, "see 'agentstack help'\n");
-    return EXIT_USAGE;
-}
+const struct cli_choice cli_scope_choices[] = {
+    {"global", CLI_SCOPE_GLOBAL}, {"project", CLI_SCOPE_PROJECT}, {NULL, 0}};
 
-int cli_wants_help(int argc, char **argv)
-{
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0)
-            return 0;
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
-            return 1;
-    }
-    return 0;
-}
+const struct cli_choice cli_secret_dest_choices[] = {{"keychain", ONB_DEST_KEYCHAIN},
+                                                     {"env", ONB_DEST_ENV},
+                                                     {"file", ONB_DEST_FILE},
+                                                     {"skip", ONB_DEST_SKIP},
+                                                     {NULL, 0}};
 
-int cli_print_usage(const struct cli_command *c)
+const char *cli_scope_name(int scope)
 {
-    fputs(c->usage, stdout);
-    return EXIT_OK;
-}
-
-const char *cli_did_you_mean(const char *word, const char *const *candidates, size_t n)
-{
-    return suggest_closest(word, candidates, n);
+    return scope == CLI_SCOPE_GLOBAL ? "global" : scope == CLI_SCOPE_PROJECT ? "project" : NULL;
 }
 
 /* The central library, or NULL when sources.toml cannot be used: then no
