@@ -14,7 +14,8 @@ BIN = os.environ.get("AS_BIN") or os.path.join(
 BUILD = os.environ.get("AS_BUILD") or os.path.dirname(BIN)
 SRC = os.environ.get("AS_SRC") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))
-SHARED = os.environ.get("AS_SHARED") or os.path.join(SRC, "..", "shared")
+# Third-party test data kept in the repository (tests/data/README.md).
+DATA = os.environ.get("AS_DATA") or os.path.join(SRC, "tests", "data")
 # Run a command with an unlocked gnome-keyring in the current D-Bus session:
 # ["dbus-run-session", "--", "sh", KEYRING_SESSION, cmd...] (HOME a temp dir).
 KEYRING_SESSION = os.path.join(SRC, "tests", "keyring_session.sh")

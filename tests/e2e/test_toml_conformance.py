@@ -14,9 +14,9 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from aslib import BUILD, SHARED, check, done  # noqa: E402
+from aslib import BUILD, DATA, check, done  # noqa: E402
 
-CORPUS = os.path.join(SHARED, "testdata", "toml-test", "tests")
+CORPUS = os.path.join(DATA, "toml-test", "tests")
 DECODE = os.path.join(BUILD, "toml-decode")
 ERR_RE = re.compile(r"^toml-decode: <stdin>:\d+:\d+: \S")
 DT_TYPES = ("datetime", "datetime-local", "date-local", "time-local")

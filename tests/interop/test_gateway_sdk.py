@@ -32,7 +32,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from clislib import CACHE, EVERYTHING, HERE, NM, NODE22  # noqa: E402
-from aslib import BIN, SHARED, Sandbox, check, done  # noqa: E402  (on sys.path via clislib)
+from aslib import BIN, DATA, Sandbox, check, done  # noqa: E402  (on sys.path via clislib)
 INSPECTOR = os.path.join(NM, "@modelcontextprotocol", "inspector", "clients", "launcher",
                          "build", "index.js")
 SDK = os.path.join(NM, "@modelcontextprotocol", "sdk", "dist", "esm", "client", "index.js")
@@ -40,7 +40,7 @@ AJV = os.path.join(NM, "ajv-formats", "package.json")
 SDK_SESSION = os.path.join(HERE, "sdk_session.mjs")
 TEE = os.path.join(HERE, "tee_shim.mjs")
 VALIDATE = os.path.join(HERE, "validate_frames.mjs")
-SCHEMAS = os.path.join(SHARED, "testdata", "mcp-schema")
+SCHEMAS = os.path.join(DATA, "mcp-schema")
 QUIET = {
     "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1", "NO_UPDATE_NOTIFIER": "1",
     "DISABLE_ERROR_REPORTING": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",

@@ -67,6 +67,19 @@ static inline char *tu_write(const char *dir, const char *rel, const char *text)
     return p;
 }
 
+/* The third-party test data in the repository (tests/data/, see its
+ * README.md): $AS_DATA as ctest sets it, else tests/data under $AS_SRC. */
+static inline const char *tu_data_dir(void)
+{
+    static char buf[4096];
+    const char *d = getenv("AS_DATA");
+    if (d && *d)
+        return d;
+    const char *src = getenv("AS_SRC");
+    snprintf(buf, sizeof buf, "%s/tests/data", src && *src ? src : ".");
+    return buf;
+}
+
 /* Reads a whole file (malloc'd, NUL-terminated) or NULL. */
 static inline char *tu_read(const char *path, size_t *len)
 {
