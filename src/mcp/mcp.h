@@ -324,9 +324,10 @@ typedef void (*mcp_notify_fn)(void *ctx, const char *method, json_t *params);
 
 enum mcp_handshake {
     MCP_HS_INITIALIZE, /* initialize + notifications/initialized */
-    MCP_HS_DISCOVER,   /* server/discover first; an error reply, or silence for
-                          discover_silence_ms, falls back to initialize on the
-                          same connection */
+    MCP_HS_DISCOVER,   /* server/discover first; an error reply falls back to
+                          initialize on the same connection; so does silence
+                          for discover_silence_ms, but discover stays pending
+                          and the first of the two answers decides */
 };
 
 struct mcp_client_opts {
