@@ -21,9 +21,7 @@ asan:
 	@$(CMAKE) --build build-asan -j $(JOBS)
 
 check: asan
-	@cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  ctest --output-on-failure -j $(JOBS)
+	@JOBS=$(JOBS) sh tools/check.sh
 
 demo: build
 	@sh tools/demo.sh build/agentstack

@@ -1,7 +1,7 @@
 """Shared helpers for the bench/*_bench.sh scripts (python3 stdlib only).
 
 Every row of `make bench` is one figure of ours beside a baseline measured
-in the same run (design.md, Benchmarks); a row that cannot be measured
+in the same run (docs/performance.md); a row that cannot be measured
 says "skipped: <why>" instead of failing the table.
 """
 import json

@@ -1,7 +1,7 @@
 /*
  * proxy_bench — drives the sandbox's egress proxy (src/sandbox/proxy.h)
  * outside a sandbox, so `make bench` can set a tunnel beside a direct
- * loopback connection measured in the same run (design.md, Benchmarks).
+ * loopback connection measured in the same run (docs/performance.md).
  *
  * Why a driver: the CLI has no standalone proxy yet (docs/sandbox.md, "Not
  * built yet"), and the proxy must run as its own process so that `strace -c`

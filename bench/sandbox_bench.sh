@@ -1,7 +1,8 @@
 #!/bin/sh
 # Protected runs: `agentstack run --lockdown -- true` beside `unshare -Urnm
 # true` (goal: at most 3x) and beside `srt true` from
-# @anthropic-ai/sandbox-runtime 0.0.83 (goal: at least 50x faster), wall
+# @anthropic-ai/sandbox-runtime (pinned in tests/interop/pins.txt; goal: at
+# least 50x faster), wall
 # (median) and CPU (perf stat task-clock); then the egress proxy of a live
 # `run --sandbox`: new tunnels per second and bulk throughput through a
 # CONNECT tunnel, each beside the same client talking to the same loopback
@@ -21,7 +22,7 @@ if [ ! -x "$bin" ]; then
     exit 0
 fi
 
-SRT_VERSION=0.0.83
+SRT_VERSION=$(awk '$1 == "@anthropic-ai/sandbox-runtime" { print $2 }' "$here/../tests/interop/pins.txt")
 srt_dir=${HOME:-/root}/.cache/agentstack-interop/srt
 srt=${SRT_BIN:-$srt_dir/node_modules/.bin/srt}
 srt_why=""
@@ -54,13 +55,14 @@ fi
 tmp=$(mktemp -d /tmp/as-bench-sandbox-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 PYTHONPATH=$here python3 -B - "$bin" "$tmp" "${SANDBOX_BENCH_RUNS:-40}" "$srt" "$srt_why" \
-    "${SANDBOX_BENCH_MIB:-256}" "${SANDBOX_BENCH_TUNNELS:-400}" <<'PY'
+    "${SANDBOX_BENCH_MIB:-256}" "${SANDBOX_BENCH_TUNNELS:-400}" "$SRT_VERSION" <<'PY'
 import base64, json, os, re, shutil, signal, socket, subprocess, sys, time
 from benchlib import (env_for, fmt_ms, hyperfine_pair, interleaved, perf_cpu, row, run_ok, skip,
                       timed_run)
 
 binpath, root, runs, srt, srt_why = sys.argv[1:6]
 runs, mib, ntun = int(runs), int(sys.argv[6]), int(sys.argv[7])
+srt_version = sys.argv[8]
 env = env_for(root)
 proj = os.path.join(root, "proj")
 os.makedirs(proj)
@@ -102,7 +104,7 @@ for name, ours, base in (("cpu: run --lockdown vs unshare", lock, unsh),
     row(name, fmt_ms(co), fmt_ms(cb), ratio(co, cb))
 
 # srt: no network, writes only to the cwd — its closest counterpart of --lockdown
-name = "run --lockdown vs srt %s" % "0.0.83"
+name = "run --lockdown vs srt %s" % srt_version
 if srt_why:
     skip(name, srt_why)
 elif res is None:

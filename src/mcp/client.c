@@ -578,6 +578,19 @@ static int remaining_ms(struct mcp_client *c)
 
 static void init_reply(void *ctx, const struct mcp_reply *r);
 
+/* Forgets a handshake request still in flight: no callback, and its late
+ * answer is dropped like any answer to an unknown id. */
+static void drop_handshake_request(struct mcp_client *c, uint64_t id)
+{
+    struct pending **link;
+    struct pending *p = find_live(c, id, &link);
+    if (p) {
+        *link = p->next;
+        p->cb = NULL;
+        finish(c, p, NULL);
+    }
+}
+
 static void send_initialize(struct mcp_client *c)
 {
     /* No MCP-Protocol-Version header until the server has chosen one. */
@@ -601,6 +614,11 @@ static void init_reply(void *ctx, const struct mcp_reply *r)
     if (c->state != MCP_ST_STARTING || !c->hs_init)
         return;
     c->hs_init = 0;
+    if (c->hs_discover) {
+        /* initialize was answered first: a server that ignores discover */
+        drop_handshake_request(c, c->hs_discover);
+        c->hs_discover = 0;
+    }
     if (r->status != MCP_OK) {
         char msg[160];
         if (r->status == MCP_E_RPC)
@@ -651,6 +669,12 @@ static void discover_reply(void *ctx, const struct mcp_reply *r)
                 best = s;
         }
         if (best) {
+            if (c->hs_init) {
+                /* sent after the silence, and not answered first: this
+                 * server only started slowly */
+                drop_handshake_request(c, c->hs_init);
+                c->hs_init = 0;
+            }
             free(c->version);
             c->version = xstrdup(best);
             c->modern = 1;
@@ -664,8 +688,10 @@ static void discover_reply(void *ctx, const struct mcp_reply *r)
         start_done(c, r->status, r->message);
         return;
     }
-    /* "Method not found" and every other refusal mean a dated server. */
-    send_initialize(c);
+    /* "Method not found" and every other refusal mean a dated server; after
+     * the silence its initialize is already on the way. */
+    if (!c->hs_init)
+        send_initialize(c);
 }
 
 static void silence_cb(struct mcp_loop *loop, void *ctx)
@@ -676,16 +702,12 @@ static void silence_cb(struct mcp_loop *loop, void *ctx)
     mcp__enter(c);
     if (c->state == MCP_ST_STARTING && c->hs_discover && !c->hs_init) {
         /* A server that ignores unknown methods would never answer discover:
-         * go dated on the same pipe (02 §13) and drop discover's late reply. */
-        uint64_t id = c->hs_discover;
-        c->hs_discover = 0;
-        struct pending **link;
-        struct pending *p = find_live(c, id, &link);
-        if (p) {
-            *link = p->next;
-            p->cb = NULL;
-            finish(c, p, NULL);
-        }
+         * send initialize on the same pipe too, and keep discover pending.
+         * Whichever is answered first decides. A server reads its input in
+         * order, so one that understands discover answers it before it reads
+         * initialize, however long it took to start; one that ignores it
+         * answers only initialize. (Measured from the first byte sent, the
+         * silence alone mistook a slow start for a dated server.) */
         send_initialize(c);
     }
     mcp__leave(c);

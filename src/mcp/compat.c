@@ -2,7 +2,7 @@
  * Revision compatibility — see mcp.h. The gateway speaks whatever revision
  * its client negotiated while its upstreams speak their own, newer or older.
  * What each revision admits comes from the official schemas
- * (shared/testdata/mcp-schema/<v>/schema.json):
+ * (tests/data/mcp-schema/<v>/schema.json):
  *
  *   content block types (CallToolResult.content)
  *     2024-11-05  text, image, resource

@@ -64,6 +64,7 @@ struct mcp_loop {
     unsigned spin_us; /* 0 = never spin */
     int spin_armed;   /* the last wait ended within spin_us */
     uint64_t spins, spin_hits;
+    uint64_t spin_last_budget_us; /* the budget the latest spin was given */
 };
 
 static uint64_t now_us(void)
@@ -312,10 +313,12 @@ void mcp_loop_set_spin(struct mcp_loop *l, unsigned us)
     l->spin_armed = 0;
 }
 
-void mcp_loop_spin_stats(const struct mcp_loop *l, uint64_t *spins, uint64_t *hits)
+void mcp_loop_spin_stats(const struct mcp_loop *l, uint64_t *spins, uint64_t *hits,
+                         uint64_t *last_budget_us)
 {
     *spins = l->spins;
     *hits = l->spin_hits;
+    *last_budget_us = l->spin_last_budget_us;
 }
 
 /* Polls without sleeping until something is ready or budget_us is spent:
@@ -361,6 +364,7 @@ int mcp_loop_run_once(struct mcp_loop *l, int max_wait_ms, struct as_err *err)
         if (first > 0 && (uint64_t)first * 1000u < budget)
             budget = (uint64_t)first * 1000u; /* never past a timer or max_wait_ms */
         l->spins++;
+        l->spin_last_budget_us = budget;
         n = spin(l, evs, 64, budget);
         l->spin_hits += n > 0;
         spent = now_us() - t0;

@@ -203,8 +203,10 @@ int mcp_loop_run_once(struct mcp_loop *loop, int max_wait_ms, struct as_err *err
  * previous wait ended within that time (see loop.c); 0 turns it off, as
  * do fewer than two usable CPUs. Off by default. */
 void mcp_loop_set_spin(struct mcp_loop *loop, unsigned us);
-/* How many waits began with a spin, and how many of those found work. */
-void mcp_loop_spin_stats(const struct mcp_loop *loop, uint64_t *spins, uint64_t *hits);
+/* How many waits began with a spin, how many of those found work, and the
+ * budget the latest spin was given (never past max_wait_ms or a timer). */
+void mcp_loop_spin_stats(const struct mcp_loop *loop, uint64_t *spins, uint64_t *hits,
+                         uint64_t *last_budget_us);
 /* Rounds until mcp_loop_stop(). */
 int mcp_loop_run(struct mcp_loop *loop, struct as_err *err);
 void mcp_loop_stop(struct mcp_loop *loop);
@@ -322,9 +324,10 @@ typedef void (*mcp_notify_fn)(void *ctx, const char *method, json_t *params);
 
 enum mcp_handshake {
     MCP_HS_INITIALIZE, /* initialize + notifications/initialized */
-    MCP_HS_DISCOVER,   /* server/discover first; an error reply, or silence for
-                          discover_silence_ms, falls back to initialize on the
-                          same connection */
+    MCP_HS_DISCOVER,   /* server/discover first; an error reply falls back to
+                          initialize on the same connection; so does silence
+                          for discover_silence_ms, but discover stays pending
+                          and the first of the two answers decides */
 };
 
 struct mcp_client_opts {

@@ -14,7 +14,8 @@ BIN = os.environ.get("AS_BIN") or os.path.join(
 BUILD = os.environ.get("AS_BUILD") or os.path.dirname(BIN)
 SRC = os.environ.get("AS_SRC") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))
-SHARED = os.environ.get("AS_SHARED") or os.path.join(SRC, "..", "shared")
+# Third-party test data kept in the repository (tests/data/README.md).
+DATA = os.environ.get("AS_DATA") or os.path.join(SRC, "tests", "data")
 # Run a command with an unlocked gnome-keyring in the current D-Bus session:
 # ["dbus-run-session", "--", "sh", KEYRING_SESSION, cmd...] (HOME a temp dir).
 KEYRING_SESSION = os.path.join(SRC, "tests", "keyring_session.sh")
@@ -124,6 +125,39 @@ def pids_with(marker):
     return found
 
 
+# Skips (docs/building.md, "What make check skipped"): a scenario that
+# cannot run here exits 77, which ctest counts as skipped (SKIP_RETURN_CODE)
+# instead of passed. Under CI=true a skip is a failure unless the scenario
+# says CI's machine may lack the prerequisite too: CI installs everything
+# the suite needs and runs as root, so a skip there hides a test that never
+# ran.
+CI = os.environ.get("CI") == "true"
+SKIP_EXIT = 77
+_skipped = []
+
+
+def skip(why, even_in_ci=False):
+    """The whole scenario cannot run here: one loud line, exit 77 (a failure
+    under CI=true unless even_in_ci)."""
+    if CI and not even_in_ci:
+        print(f"FAIL skipped under CI=true, where it must run: {why}")
+        sys.exit(1)
+    print(f"SKIP: {why}")
+    print(f"SKIP: {why}", file=sys.stderr)
+    sys.exit(SKIP_EXIT)
+
+
+def skip_part(why, even_in_ci=False):
+    """One block of the scenario cannot run here: a loud line now, and done()
+    reports the whole scenario as skipped (exit 77) instead of passed, naming
+    what did not run. Under CI=true (unless even_in_ci) a failed check."""
+    if CI and not even_in_ci:
+        check(False, f"skipped under CI=true, where it must run: {why}")
+        return
+    _skipped.append(why)
+    print(f"SKIP (part): {why}")
+
+
 def check(cond, what, detail=""):
     """Records one assertion; prints a line either way."""
     global _failures, _passes
@@ -138,6 +172,13 @@ def check(cond, what, detail=""):
 
 
 def done():
-    """Prints the closing count and exits non-zero on any failure."""
-    print(f"{_passes} passed, {_failures} failed")
-    sys.exit(1 if _failures or not _passes else 0)
+    """Prints the closing count; exits 1 on any failure (or when nothing was
+    checked), 77 when a part was skipped, else 0."""
+    print(f"{_passes} passed, {_failures} failed, {len(_skipped)} skipped")
+    if _failures or not _passes:
+        sys.exit(1)
+    if _skipped:
+        for why in _skipped:
+            print(f"SKIP (part): {why}", file=sys.stderr)
+        sys.exit(SKIP_EXIT)
+    sys.exit(0)

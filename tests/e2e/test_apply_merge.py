@@ -259,8 +259,11 @@ with Sandbox() as sb:
           "concurrent applies serialize (or one names the lock)", outs)
     check(H.read(os.path.join(sb.home, ".claude.json")) == H.golden("claude-code"),
           "the final file is one complete merge")
-    json.loads(H.read(os.path.join(sb.ah, "state.json")))
-    check(True, "state.json parses")
+    try:
+        state = json.loads(H.read(os.path.join(sb.ah, "state.json")))
+    except ValueError as e:
+        state = e
+    check(isinstance(state, dict), "state.json parses after the concurrent applies", state)
 
 # A 10 MB ~/.claude.json: unrelated bytes kept.
 with Sandbox() as sb:

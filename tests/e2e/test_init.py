@@ -16,7 +16,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from aslib import BIN, KEYRING_SESSION, SRC, Sandbox, check, done, files_holding  # noqa: E402
+from aslib import (BIN, KEYRING_SESSION, SRC, Sandbox, check, done, files_holding,  # noqa: E402
+                   skip_part)
 
 sys.path.insert(0, os.path.join(SRC, "tests", "fixtures", "adapters"))
 import apply_helpers as H  # noqa: E402
@@ -291,8 +292,8 @@ if os.environ.get("AS_KEYRING_INNER"):
 elif all(shutil.which(b) for b in ("dbus-run-session", "gnome-keyring-daemon", "secret-tool")):
     reexec_in_keyring_session()
 else:
-    print("SKIP (loudly): gnome-keyring, libsecret-tools or dbus missing — init's keychain "
-          "scenario did not run (apt-get install gnome-keyring libsecret-tools dbus)")
+    skip_part("gnome-keyring, libsecret-tools or dbus missing — init's keychain scenario "
+              "did not run (apt-get install gnome-keyring libsecret-tools dbus)")
     clean_machine()
     home_refused()
     no_keychain()

@@ -15,9 +15,9 @@ dies with the run; an untrusted project gets no face and no config."""
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
+from urllib.parse import urlsplit
 
 sys.path.insert(0, os.path.dirname(__file__))
 from aslib import BIN, Sandbox, check, done  # noqa: E402
@@ -67,7 +67,7 @@ try:
 except OSError:
     out["config_writable"] = False
 print("RESULT " + json.dumps(out), flush=True)
-if os.environ.get("FAKE_WAIT"):
+if os.path.exists("/workspace/.fake-wait"):  # (the run passes no test variable in)
     print("WAITING", flush=True)
     sys.stdin.readline()
 '''
@@ -131,6 +131,52 @@ def env(s, **extra):
     e = s.env(PATH=os.path.join(s.root, "bin") + ":/usr/bin:/bin")
     e.update(extra)
     return e
+
+
+def listening(tcp_table, port=None):
+    """Socket inodes of the LISTEN rows (state 0A) of a /proc/net/tcp[6]
+    table, only those on port when given."""
+    found = set()
+    for line in tcp_table.splitlines()[1:]:
+        f = line.split()
+        if len(f) <= 9 or f[3] != "0A":
+            continue
+        if port is None or int(f[1].rsplit(":", 1)[1], 16) == port:
+            found.add(f[9])
+    return found
+
+
+def tcp_sockets(pid="self"):
+    """(network namespace, inodes of every TCP socket in it, its tcp table)
+    of process pid."""
+    found, table = set(), ""
+    for t in ("tcp", "tcp6"):
+        with open(f"/proc/{pid}/net/{t}") as f:
+            text_ = f.read()
+        table = table or text_
+        for line in text_.splitlines()[1:]:
+            if len(line.split()) > 9:
+                found.add(line.split()[9])
+    return os.readlink(f"/proc/{pid}/ns/net"), found, table
+
+
+def descendants(root):
+    """Pids of every process below root."""
+    parent = {}
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open(f"/proc/{p}/stat") as f:
+                    parent[p] = f.read().rsplit(")", 1)[1].split()[1]
+            except OSError:
+                pass
+    out, todo = [], [str(root)]
+    while todo:
+        cur = todo.pop()
+        kids = [p for p, pp in parent.items() if pp == cur]
+        out += kids
+        todo += kids
+    return out
 
 
 def run_id(out):
@@ -213,6 +259,57 @@ def common(s, mode, r, res):
     return rid
 
 
+class Live:
+    """The outcome of a run whose harness waited while the test looked."""
+    stdout = stderr = ""
+    returncode = None
+
+
+def live_run(s, mode, while_live):
+    """Runs the harness under mode; while it waits (after its calls), calls
+    while_live(proc, stdout so far). Returns a Live with the whole run's
+    output."""
+    s.write(".fake-wait", "")
+    proc = subprocess.Popen([BIN, "run", mode, "fakecli"], cwd=s.project, env=env(s),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    lines = []
+    waiting = False
+    for line in proc.stdout:
+        lines.append(line)
+        if line.startswith("WAITING"):
+            waiting = True
+            break
+    check(waiting, f"{mode[2:]}: the harness is live and waiting (the next checks run during "
+          "the run)", "".join(lines))
+    while_live(proc, "".join(lines))
+    out, err = proc.communicate(input="\n", timeout=120)
+    os.unlink(os.path.join(s.project, ".fake-wait"))
+    r = Live()
+    r.stdout, r.stderr, r.returncode = "".join(lines) + out, err, proc.returncode
+    return r
+
+
+def face_sockets(proc, head):
+    """While a run is live: (its network namespace, or None when it has none
+    of its own; the inodes of the face's listening socket there; the inodes
+    of every TCP socket in the host's namespace). Read from the host through
+    /proc/<pid>/net of the run's processes — never by connecting to a port,
+    which another program may own."""
+    host_ns, host_socks, host_table = tcp_sockets()
+    port = urlsplit(result(head).get("url", "")).port
+    if not port:
+        return None, set(), host_socks
+    for pid in descendants(proc.pid):
+        try:
+            ns, _, table = tcp_sockets(pid)
+        except OSError:
+            continue
+        if ns != host_ns:
+            return ns, listening(table, port), host_socks
+    return None, listening(host_table, port), host_socks
+
+
 def lockdown_trusted():
     with Sandbox() as s:
         setup(s)
@@ -221,28 +318,15 @@ def lockdown_trusted():
               and "routed through the gateway" in p.stdout
               and not os.path.exists(os.path.join(s.ah, "runs")),
               "lockdown --plan names the face and creates nothing", p.stdout + p.stderr)
-        proc = subprocess.Popen([BIN, "run", "--lockdown", "fakecli"], cwd=s.project,
-                                env=env(s, FAKE_WAIT="1"), stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        lines = []
-        for line in proc.stdout:
-            lines.append(line)
-            if line.startswith("WAITING"):
-                break
-        # While the run is live: the face exists only in the run's network
-        # namespace; nothing answers at 127.0.0.1:19080 on the host.
-        try:
-            socket.create_connection(("127.0.0.1", 19080), timeout=10).close()
-            reached = True
-        except OSError:
-            reached = False
-        check(not reached, "lockdown: the host cannot reach the face")
-        out, err = proc.communicate(input="\n", timeout=120)
 
-        class R:
-            pass
-        r = R()
-        r.stdout, r.stderr, r.returncode = "".join(lines) + out, err, proc.returncode
+        def face_in_run_only(proc, head):
+            run_ns, face, host_socks = face_sockets(proc, head)
+            check(run_ns is not None and face,
+                  "lockdown: the face listens in the run's own network namespace", run_ns)
+            check(face and not face & host_socks,
+                  "lockdown: the host cannot reach the face (its socket is in no host "
+                  "namespace)", face)
+        r = live_run(s, "--lockdown", face_in_run_only)
         res = result(r.stdout)
         check(res.get("url") == "http://egress-proxy:19080/mcp",
               "lockdown: the config names egress-proxy:19080", res)
@@ -252,7 +336,15 @@ def lockdown_trusted():
 def sandbox_trusted():
     with Sandbox() as s:
         setup(s)
-        r = s.run("run", "--sandbox", "fakecli", env=env(s), timeout=120)
+
+        def face_on_host(proc, head):
+            # the control for the lockdown check: the same look finds a
+            # host listener when there is one
+            run_ns, face, host_socks = face_sockets(proc, head)
+            check(run_ns is None and face and face <= host_socks,
+                  "sandbox: the face is a host loopback listener, and the lockdown check's "
+                  "look finds it", (run_ns, face))
+        r = live_run(s, "--sandbox", face_on_host)
         res = result(r.stdout)
         check(re.match(r"http://127\.0\.0\.1:\d+/mcp$", res.get("url", "")) is not None,
               "sandbox: the config names a loopback port", res)

@@ -82,14 +82,35 @@ def main():
             check(False, "curl is needed for the lockdown scenarios")
             done()
 
-        # The seed: ignoring the proxy reaches nothing.
-        r, rid = lockdown(s, "unset HTTPS_PROXY https_proxy HTTP_PROXY http_proxy; "
-                             "curl -sS -m 5 http://example.com/ || echo BLOCKED")
+        # The seed: ignoring the proxy reaches nothing. The public name is
+        # resolved (curl --resolve) to this test's own server on host
+        # loopback, so the check fails whenever a direct route exists — an
+        # offline machine without the network namespace would reach it too.
+        seed = ("unset HTTPS_PROXY https_proxy HTTP_PROXY http_proxy; "
+                f"curl -sS -m 5 --resolve example.com:{P}:127.0.0.1 "
+                f"http://example.com:{P}/seed || echo BLOCKED; ")
+        n = len(hits)
+        r = s.run("run", "--sandbox", "shtest", "--", "-c", seed)
+        check("hello-from-http" in r.stdout and len(hits) == n + 1,
+              "control: under --sandbox (direct route open) the same command reaches the "
+              "test's server, so the lockdown check below can fail", r.stdout + r.stderr)
+        n = len(hits)
+        r, rid = lockdown(s, seed + "echo =DEV=; cat /proc/net/dev; "
+                                    "echo =ROUTE=; cat /proc/net/route")
         check(r.returncode == 0, "the seed's lockdown run exits 0", r.stderr)
         check(f"posture: {LABEL}" in r.stdout, "banner: the lockdown posture label", r.stdout)
         check("🔒 no host route, no internet — the only peer is the egress proxy" in r.stdout,
               "banner: the lockdown line (errata 41)")
-        check("BLOCKED" in r.stdout, "a process ignoring the proxy reaches nothing", r.stdout)
+        check("BLOCKED" in r.stdout and "hello-from" not in r.stdout and len(hits) == n,
+              "a process ignoring the proxy reaches nothing (not even this test's server)",
+              r.stdout)
+        dev = r.stdout.split("=DEV=\n", 1)[-1].split("=ROUTE=\n", 1)[0]
+        ifaces = sorted(line.split(":", 1)[0].strip() for line in dev.splitlines()[2:]
+                        if ":" in line)
+        routes = r.stdout.split("=ROUTE=\n", 1)[-1].splitlines()[1:]
+        check(ifaces == ["lo"] and [x for x in routes if x.strip()] == [],
+              "inside: loopback is the only interface and there is no IPv4 route",
+              (ifaces, routes))
 
         # Host loopback services are unreachable directly, reachable from the host.
         n = len(hits)
@@ -144,17 +165,17 @@ def main():
 
         # Domain fronting: CONNECT to an allowed host, ClientHello naming another.
         tok = 'T=${HTTPS_PROXY#http://agentstack:}; T=${T%@*}; '
-        if shutil.which("openssl"):
-            n = len(hits)
-            r, rid = lockdown(s, tok + f"echo | openssl s_client -proxy egress-proxy:18080 "
-                                       f"-proxy_user agentstack -proxy_pass pass:$T "
-                                       f"-connect localhost:{T} -servername evil.example "
-                                       f">/dev/null 2>&1; echo done",
-                              AGENTSTACK_ALLOW_LOCAL_TARGETS="1")
-            eg = events(s, rid, "egress")
-            check(eg and not eg[-1]["allowed"] and "does not match CONNECT host" in eg[-1]["rule"],
-                  "SNI fronting is refused and recorded", eg)
-            check(len(hits) == n, "nothing reached the upstream")
+        # (openssl made the test's certificate above: it is there)
+        n = len(hits)
+        r, rid = lockdown(s, tok + f"echo | openssl s_client -proxy egress-proxy:18080 "
+                                   f"-proxy_user agentstack -proxy_pass pass:$T "
+                                   f"-connect localhost:{T} -servername evil.example "
+                                   f">/dev/null 2>&1; echo done",
+                          AGENTSTACK_ALLOW_LOCAL_TARGETS="1")
+        eg = events(s, rid, "egress")
+        check(eg and not eg[-1]["allowed"] and "does not match CONNECT host" in eg[-1]["rule"],
+              "SNI fronting is refused and recorded", eg)
+        check(len(hits) == n, "nothing reached the upstream")
 
         # The token: without it, 407 and a recorded deny.
         r, rid = lockdown(s, f"curl -sS -m 5 -x http://egress-proxy:18080 "

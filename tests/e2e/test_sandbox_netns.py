@@ -21,7 +21,7 @@ Proves, through the real binary:
     one dialled; the sandbox itself cannot query the resolver;
   - a port rule (shtest = ["api.test:443"]): :443 passes policy and a TLS
     tunnel reaches the host, :22 and another host are denied.
-Needs root, iproute2, curl and openssl; otherwise it prints a skip line.
+Needs root, iproute2, curl and openssl; otherwise it skips (exit 77; a failure under CI=true).
 """
 import json
 import os
@@ -38,7 +38,7 @@ import threading
 import http.server
 
 sys.path.insert(0, os.path.dirname(__file__))
-from aslib import BIN, Sandbox, check, done  # noqa: E402
+from aslib import BIN, Sandbox, check, done, skip  # noqa: E402
 
 UP = "10.200.0.2"
 HERE = "10.200.0.1"
@@ -83,9 +83,7 @@ def sh(*a, check_rc=True):
 def outside():
     tools = ("ip", "unshare", "curl", "openssl", "getent")
     if os.geteuid() != 0 or not all(shutil.which(t) for t in tools):
-        print("skipped: needs root and " + ", ".join(tools) + " (network namespaces)")
-        print("0 passed, 0 failed, 1 skipped")
-        return 0
+        skip("needs root and " + ", ".join(tools) + " (network namespaces)")
     tag = f"ast{os.getpid() % 100000}"
     here, up = tag + "h", tag + "u"
     tmp = tempfile.mkdtemp(prefix="as-e2e-netns-")

@@ -43,7 +43,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from aslib import BIN, Sandbox, check, done, pids_with  # noqa: E402
+from aslib import BIN, Sandbox, check, done, pids_with, skip  # noqa: E402
 
 
 def run_id(out):
@@ -325,8 +325,7 @@ def private_dirs(s):
 
 def main():
     if os.geteuid() != 0 and not os.path.exists("/proc/self/ns/user"):
-        print("skip: no user namespaces")
-        done()
+        skip("no user namespaces")
     with Sandbox() as s:
         for mode in ("--lockdown", "--sandbox"):
             harness_state(s, mode)

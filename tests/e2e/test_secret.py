@@ -16,7 +16,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from aslib import BIN, KEYRING_SESSION, Sandbox, check, done, git  # noqa: E402
+from aslib import BIN, KEYRING_SESSION, Sandbox, check, done, git, skip_part  # noqa: E402
 
 TOKEN = "ghp_Fx7Kq2Lm9Rt4Vw8Yz3Bc6Dn1Gh5Jp0Ts2Uv"
 
@@ -207,7 +207,7 @@ if os.environ.get("AS_KEYRING_INNER"):
 elif have("dbus-run-session", "gnome-keyring-daemon", "secret-tool"):
     reexec_in_keyring_session()
 else:
-    print("SKIP (loudly): gnome-keyring, libsecret-tools or dbus missing — the real-keychain "
-          "half of this test did not run (apt-get install gnome-keyring libsecret-tools dbus)")
+    skip_part("gnome-keyring, libsecret-tools or dbus missing — the real-keychain half of "
+              "this test did not run (apt-get install gnome-keyring libsecret-tools dbus)")
     no_keychain_half()
     done()

@@ -18,7 +18,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(SRC, "tests", "e2e"))
-from aslib import BIN, check, done  # noqa: E402,F401  (re-exported to the suites)
+from aslib import BIN, check, done, skip, skip_part  # noqa: E402,F401  (re-exported)
 
 CACHE = os.environ.get("AS_INTEROP_CACHE") or os.path.join(
     os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "agentstack-interop")
@@ -91,15 +91,13 @@ def in_netns_upstream(argv, env, cwd, port, timeout=180):
 
 
 def require_clis():
-    """Exits 77, loudly, without the installed CLIs or a way to a private namespace."""
+    """Exits 77, loudly, without the installed CLIs or a way to a private
+    namespace (a failure under CI=true: aslib.skip)."""
     if not os.path.exists(os.path.join(CACHE, ".installed")):
-        print(f"SKIP: interop CLIs are not installed in {CACHE} — run "
-              "tests/interop/setup_clis.sh (needs the npm registry)", file=sys.stderr)
-        sys.exit(77)
+        skip(f"interop CLIs are not installed in {CACHE} — run tests/interop/setup_clis.sh "
+             "(needs the npm registry)")
     if os.geteuid() != 0 or not shutil.which("unshare"):
-        print("SKIP: needs root and unshare for a loopback-only network namespace",
-              file=sys.stderr)
-        sys.exit(77)
+        skip("needs root and unshare for a loopback-only network namespace")
 
 
 def fenced_env(home, drop=()):

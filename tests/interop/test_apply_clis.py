@@ -1,6 +1,6 @@
 """Interop: the real coding CLIs read what `agentstack apply` writes.
 
-For each pinned CLI (../shared/interop.md): a temporary HOME holding a small
+For each pinned CLI (tests/interop/pins.txt): a temporary HOME holding a small
 hand-written config, a trusted project with one stdio and one http server
 (both a real upstream, @modelcontextprotocol/server-everything), `apply
 --scope global --write`, then the CLI's own `mcp list` inside a

@@ -2,7 +2,7 @@
 gateway — and, for those that start their servers while listing (all but
 Codex), completes the MCP handshake with `agentstack mcp --auto-project`.
 
-For each pinned CLI (../shared/interop.md): a temporary HOME holding a small
+For each pinned CLI (tests/interop/pins.txt): a temporary HOME holding a small
 hand-written config, a trusted project declaring one real stdio upstream
 (@modelcontextprotocol/server-everything), `connect --target <cli> --write`,
 then the CLI's own `mcp list` from the project directory inside a

@@ -1,6 +1,6 @@
 """Interop: every kind of message `agentstack mcp` sends, in front of the real
 server-everything, validates against the official JSON schema of the
-revision in force (shared/testdata/mcp-schema, checked with ajv by
+revision in force (tests/data/mcp-schema, checked with ajv by
 validate_frames.mjs).
 
 The SDK and Inspector tests validate what those clients happen to ask for;

@@ -32,7 +32,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from clislib import CACHE, EVERYTHING, HERE, NM, NODE22  # noqa: E402
-from aslib import BIN, SHARED, Sandbox, check, done  # noqa: E402  (on sys.path via clislib)
+from aslib import BIN, DATA, Sandbox, check, done, skip  # noqa: E402  (on sys.path via clislib)
 INSPECTOR = os.path.join(NM, "@modelcontextprotocol", "inspector", "clients", "launcher",
                          "build", "index.js")
 SDK = os.path.join(NM, "@modelcontextprotocol", "sdk", "dist", "esm", "client", "index.js")
@@ -40,7 +40,7 @@ AJV = os.path.join(NM, "ajv-formats", "package.json")
 SDK_SESSION = os.path.join(HERE, "sdk_session.mjs")
 TEE = os.path.join(HERE, "tee_shim.mjs")
 VALIDATE = os.path.join(HERE, "validate_frames.mjs")
-SCHEMAS = os.path.join(SHARED, "testdata", "mcp-schema")
+SCHEMAS = os.path.join(DATA, "mcp-schema")
 QUIET = {
     "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1", "NO_UPDATE_NOTIFIER": "1",
     "DISABLE_ERROR_REPORTING": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
@@ -65,19 +65,18 @@ ECHO_MSG = "héllo ✓ 🚀 \"quoted\" \\ back"
 
 
 def need(*paths):
-    """Exits 77, loudly, when the interop cache or the namespace is missing."""
+    """Exits 77, loudly, when the interop cache or the namespace is missing
+    (a failure under CI=true: aslib.skip). The schemas are in the repository:
+    their absence is a failure."""
     missing = [p for p in (NODE22, EVERYTHING, TEE, *paths) if not os.path.exists(p)]
     if missing:
-        print(f"SKIP: the interop peers are not installed in {CACHE} (missing {missing[0]}) — "
-              "run tests/interop/setup_clis.sh (needs the npm registry)", file=sys.stderr)
-        sys.exit(77)
+        skip(f"the interop peers are not installed in {CACHE} (missing {missing[0]}) — "
+             "run tests/interop/setup_clis.sh (needs the npm registry)")
     if not os.path.isdir(os.path.join(SCHEMAS, "2025-11-25")):
-        print(f"SKIP: no MCP schemas in {SCHEMAS}", file=sys.stderr)
-        sys.exit(77)
+        print(f"FAIL no MCP schemas in {SCHEMAS} (tests/data/README.md)")
+        sys.exit(1)
     if os.geteuid() != 0 or not shutil.which("unshare"):
-        print("SKIP: needs root and unshare for a loopback-only network namespace",
-              file=sys.stderr)
-        sys.exit(77)
+        skip("needs root and unshare for a loopback-only network namespace")
 
 
 def enter_lonet():

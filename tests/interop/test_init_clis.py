@@ -39,7 +39,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clislib  # noqa: E402
 from clislib import (ANSI, BIN, CACHE, CLIS, EVERYTHING, NODE22, SRC, check,  # noqa: E402
-                     codex_servers, done, require_clis)
+                     codex_servers, done, require_clis, skip_part)
 
 FIX = os.path.join(SRC, "tests", "fixtures", "onboard", "home")
 KEYRING_SESSION = os.path.join(SRC, "tests", "keyring_session.sh")
@@ -337,9 +337,9 @@ def main():
                                         "secret-tool")):
         reexec_in_keyring_session()
     else:
-        print("SKIP (loudly): gnome-keyring, libsecret-tools or dbus missing — the secrets go "
-              "to the file store (--secrets file) instead of a real keychain "
-              "(apt-get install gnome-keyring libsecret-tools dbus)")
+        skip_part("gnome-keyring, libsecret-tools or dbus missing — the secrets go to the file "
+                  "store (--secrets file) instead of a real keychain "
+                  "(apt-get install gnome-keyring libsecret-tools dbus)")
         scenario(use_keychain=False)
     done()
 

@@ -1,7 +1,16 @@
 /*
  * Helpers shared by the cmocka unit tests: a temporary directory per test
- * (removed afterwards) and small file helpers. Tests never touch the real
- * HOME: tu_tmpdir() also points HOME and AGENTSTACK_HOME inside it.
+ * (removed afterwards), small file helpers, and honest skips. Tests never
+ * touch the real HOME: tu_tmpdir() also points HOME and AGENTSTACK_HOME
+ * inside it.
+ *
+ * Skips: cmocka's own skip() marks a test skipped but the program still
+ * exits 0, so ctest would count a test that ran nothing as passed. Here
+ * skip() does not compile; tu_skip(why) prints one loud line, and a program
+ * in which any test skipped exits 77, ctest's SKIP_RETURN_CODE
+ * (CMakeLists.txt), so the summary counts it. Under CI=true a skip is a
+ * failure unless the test says CI's machine may lack what it needs
+ * (docs/building.md, "What make check skipped").
  */
 #ifndef AS_TESTS_TESTUTIL_H
 #define AS_TESTS_TESTUTIL_H
@@ -16,6 +25,49 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
+
+/* How many tests of this program skipped (one program = one translation unit). */
+static int tu_skips;
+
+static inline int tu_ci(void)
+{
+    const char *ci = getenv("CI");
+    return ci && strcmp(ci, "true") == 0;
+}
+
+/* Skips the current test, saying why. ci_may_lack: CI's machine may lack
+ * this prerequisite too (e.g. a second CPU); otherwise a skip under CI=true
+ * fails the test. Never returns. */
+#define tu_skip_even_in_ci(why) tu_skip_(why, 1, __FILE__, __LINE__)
+#define tu_skip(why) tu_skip_(why, 0, __FILE__, __LINE__)
+#define tu_skip_(why, ci_may_lack, file, line)                                                     \
+    do {                                                                                           \
+        if (tu_ci() && !(ci_may_lack))                                                             \
+            fail_msg("skipped under CI=true, where it must run: %s", (why));                       \
+        fprintf(stderr, "SKIP: %s:%d: %s\n", file, line, (why));                                   \
+        tu_skips++;                                                                                \
+        _skip(file, line);                                                                         \
+    } while (0)
+
+/* A bare skip() would exit 0: use tu_skip(why). */
+#undef skip
+#define skip() tu_skip_needs_a_reason
+
+/* The program's exit status: 77 when nothing failed but something skipped. */
+static inline int tu_exit_status(int failed)
+{
+    if (failed)
+        return failed;
+    if (tu_skips) {
+        fprintf(stderr, "SKIP: %d test(s) of this program skipped (reasons above)\n", tu_skips);
+        return 77;
+    }
+    return 0;
+}
+#undef cmocka_run_group_tests
+#define cmocka_run_group_tests(group, setup, teardown)                                             \
+    tu_exit_status(_cmocka_run_group_tests(#group, group, sizeof(group) / sizeof((group)[0]),      \
+                                           setup, teardown))
 
 static inline char *tu_tmpdir(void)
 {
@@ -65,6 +117,19 @@ static inline char *tu_write(const char *dir, const char *rel, const char *text)
     fwrite(text, 1, strlen(text), f);
     fclose(f);
     return p;
+}
+
+/* The third-party test data in the repository (tests/data/, see its
+ * README.md): $AS_DATA as ctest sets it, else tests/data under $AS_SRC. */
+static inline const char *tu_data_dir(void)
+{
+    static char buf[4096];
+    const char *d = getenv("AS_DATA");
+    if (d && *d)
+        return d;
+    const char *src = getenv("AS_SRC");
+    snprintf(buf, sizeof buf, "%s/tests/data", src && *src ? src : ".");
+    return buf;
 }
 
 /* Reads a whole file (malloc'd, NUL-terminated) or NULL. */

@@ -376,7 +376,7 @@ static void test_write_owner(void **st)
 {
     (void)st;
     if (geteuid() != 0)
-        skip(); /* needs to create files owned by someone else */
+        tu_skip("needs root: creates files owned by someone else");
     char *dir = tu_tmpdir();
     assert_int_equal(chmod(dir, 0777), 0);
     char *p = tu_write(dir, "owned", "old");

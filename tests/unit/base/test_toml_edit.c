@@ -323,17 +323,6 @@ static void test_set_remove_restores(void **state)
 
 /* ---- property over the corpus ------------------------------------------- */
 
-static const char *shared_dir(void)
-{
-    static char buf[4096];
-    const char *s = getenv("AS_SHARED");
-    if (s)
-        return s;
-    const char *src = getenv("AS_SRC");
-    snprintf(buf, sizeof buf, "%s/../shared", src ? src : ".");
-    return buf;
-}
-
 struct kpath {
     const char *seg[8];
     size_t n;
@@ -469,7 +458,7 @@ static void test_corpus_edits(void **state)
 {
     (void)state;
     char list[4200];
-    snprintf(list, sizeof list, "%s/testdata/toml-test/tests/files-toml-1.0.0", shared_dir());
+    snprintf(list, sizeof list, "%s/toml-test/tests/files-toml-1.0.0", tu_data_dir());
     FILE *f = fopen(list, "r");
     if (!f)
         fail_msg("cannot open %s", list);
@@ -481,7 +470,7 @@ static void test_corpus_edits(void **state)
         if (strncmp(line, "valid/", 6) != 0 || l < 5 || strcmp(line + l - 5, ".toml") != 0)
             continue;
         char path[4200];
-        snprintf(path, sizeof path, "%s/testdata/toml-test/tests/%s", shared_dir(), line);
+        snprintf(path, sizeof path, "%s/toml-test/tests/%s", tu_data_dir(), line);
         size_t len;
         char *text = tu_read(path, &len);
         assert_non_null(text);

@@ -120,22 +120,11 @@ static void test_emit_keys_and_values(void **state)
     sb_release(&sb);
 }
 
-static const char *shared_dir(void)
-{
-    static char buf[4096];
-    const char *s = getenv("AS_SHARED");
-    if (s)
-        return s;
-    const char *src = getenv("AS_SRC");
-    snprintf(buf, sizeof buf, "%s/../shared", src ? src : ".");
-    return buf;
-}
-
 static void test_roundtrip_corpus(void **state)
 {
     (void)state;
     char list[4200];
-    snprintf(list, sizeof list, "%s/testdata/toml-test/tests/files-toml-1.0.0", shared_dir());
+    snprintf(list, sizeof list, "%s/toml-test/tests/files-toml-1.0.0", tu_data_dir());
     FILE *f = fopen(list, "r");
     if (!f)
         fail_msg("cannot open %s", list);
@@ -147,7 +136,7 @@ static void test_roundtrip_corpus(void **state)
         if (strncmp(line, "valid/", 6) != 0 || l < 5 || strcmp(line + l - 5, ".toml") != 0)
             continue;
         char path[4200];
-        snprintf(path, sizeof path, "%s/testdata/toml-test/tests/%s", shared_dir(), line);
+        snprintf(path, sizeof path, "%s/toml-test/tests/%s", tu_data_dir(), line);
         size_t len;
         char *text = tu_read(path, &len);
         assert_non_null(text);

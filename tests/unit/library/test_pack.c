@@ -154,7 +154,7 @@ static void test_fetch(void **state)
 {
     (void)state;
     if (!lib_git_available())
-        skip();
+        tu_skip("git is not installed");
     char *root = tu_tmpdir();
     char *d = pack_dir(root, good);
     char *home = NULL;

@@ -142,7 +142,7 @@ static void test_sync_roundtrip(void **state)
 {
     (void)state;
     if (!lib_git_available())
-        skip();
+        tu_skip("git is not installed");
     struct fixture fx;
     setup(&fx);
     char *diag = NULL;
@@ -223,7 +223,7 @@ static void test_history_gate(void **state)
 {
     (void)state;
     if (!lib_git_available())
-        skip();
+        tu_skip("git is not installed");
     struct fixture fx;
     setup(&fx);
     char *diag = NULL;
@@ -254,7 +254,7 @@ static void test_git_failures_are_errors(void **state)
 {
     (void)state;
     if (!lib_git_available())
-        skip();
+        tu_skip("git is not installed");
     struct fixture fx;
     setup(&fx);
     char *diag = NULL;

@@ -238,6 +238,38 @@ static void test_discover_silence_falls_back(void **state)
     shutdown_wait(e, 3000);
 }
 
+/* A modern server that starts after the silence has run out: initialize is
+ * sent too, but discover was first in its input, so its answer comes first
+ * and decides. Before, the silence alone decided and a slow start (python
+ * under load: seconds) made a modern server look dated. */
+static void test_discover_slow_start_stays_modern(void **state)
+{
+    struct env *e = *state;
+    char *rec = NULL;
+    assert_true(asprintf(&rec, "%s/rec.jsonl", e->tmp) > 0);
+    const char *extra[] = {"--handshake", "modern", "--start-delay", "400", "--record", rec, NULL};
+    struct mcp_client_opts o = {.handshake = MCP_HS_DISCOVER, .discover_silence_ms = 50};
+    make(e, extra, &o, NULL);
+    start_ok(e);
+    assert_true(mcp_client_is_modern(e->c));
+    assert_string_equal(mcp_client_protocol_version(e->c), "2026-07-28");
+    struct done d = {0};
+    call_wait(e, "echo", "{\"message\":\"late\"}", &d);
+    assert_int_equal(d.st, MCP_OK);
+    assert_string_equal(text_of(d.result), "Echo: late");
+    done_clear(&d);
+    shutdown_wait(e, 3000);
+    char *log = tu_read(rec, NULL);
+    char *disc = strstr(log, "\"server/discover\"");
+    char *init = strstr(log, "\"initialize\"");
+    assert_non_null(disc);
+    assert_non_null(init); /* sent after the silence, its answer ignored */
+    assert_true(disc < init);
+    assert_null(strstr(log, "\"notifications/initialized\""));
+    free(log);
+    free(rec);
+}
+
 static void test_list_pagination(void **state)
 {
     struct env *e = *state;
@@ -564,6 +596,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_discover_legacy_falls_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_discover_modern, setup, teardown),
         cmocka_unit_test_setup_teardown(test_discover_silence_falls_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_discover_slow_start_stays_modern, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_pagination, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_out_of_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_timeout_keeps_child_and_cancels, setup, teardown),

@@ -66,7 +66,7 @@ static void test_jail_view(void **st)
 {
     (void)st;
     if (!userns_ok())
-        skip();
+        tu_skip("no unprivileged user namespaces here");
     char *dir = tu_tmpdir(); /* HOME and AGENTSTACK_HOME point inside it */
     char *f = tu_write(dir, "home-secret", "HOSTSECRET\n");
     free(f);
@@ -140,7 +140,7 @@ static void test_jail_snapshot(void **st)
 {
     (void)st;
     if (!userns_ok())
-        skip();
+        tu_skip("no unprivileged user namespaces here");
     char *dir = tu_tmpdir();
     char *f = tu_write(dir, "proj/server.sh", "echo LIVE-BYTES\n");
     free(f);
@@ -166,7 +166,7 @@ static void test_jail_no_route(void **st)
 {
     (void)st;
     if (!userns_ok())
-        skip();
+        tu_skip("no unprivileged user namespaces here");
     char *dir = tu_tmpdir();
     char *f = tu_write(dir, "proj/x", "x\n");
     free(f);
@@ -181,7 +181,7 @@ static void test_jail_no_route(void **st)
     assert_int_equal(getsockname(l, (struct sockaddr *)&a, &al), 0);
     /* bash-less: python3 is the portable TCP client here. */
     if (access("/usr/bin/python3", X_OK) != 0)
-        skip();
+        tu_skip("/usr/bin/python3 is missing (apt-get install python3)");
     snprintf(script, sizeof script,
              "/usr/bin/python3 -c 'import socket\n"
              "try:\n socket.create_connection((\"127.0.0.1\", %d), 2); print(\"CONNECTED\")\n"
@@ -222,7 +222,7 @@ static void test_jail_holds_no_other_pipes(void **st)
 {
     (void)st;
     if (!userns_ok())
-        skip();
+        tu_skip("no unprivileged user namespaces here");
     char *dir = tu_tmpdir();
     char *f = tu_write(dir, "proj/x", "x\n");
     free(f);

@@ -15,6 +15,8 @@
 #include "secrets/backends.h"
 #include "secrets/secret_dl.h"
 
+#define NO_LIBSECRET "this build has no libsecret (install libsecret-1-dev, reconfigure)"
+
 static const char *const absent[] = {"libagentstack-test-absent-secret.so.0", NULL};
 
 static int in_memory(const char *soname)
@@ -37,11 +39,8 @@ static void test_nothing_loaded_before_use(void **state)
 static void test_absent_library_keychain_refuses(void **state)
 {
     (void)state;
-    if (!sec_keychain_compiled()) {
-        fprintf(stderr, "SKIP (loudly): this build has no libsecret\n");
-        skip();
-        return;
-    }
+    if (!sec_keychain_compiled())
+        tu_skip(NO_LIBSECRET);
     char *tmp = tu_tmpdir();
     sec__libsecret_set_names(absent);
     /* A bus address, so the probe gets past the bus check to the load; no
@@ -102,10 +101,8 @@ static void test_absent_library_keychain_refuses(void **state)
 static void test_library_without_secret_symbols(void **state)
 {
     (void)state;
-    if (!sec_keychain_compiled()) {
-        skip();
-        return;
-    }
+    if (!sec_keychain_compiled())
+        tu_skip(NO_LIBSECRET);
     /* loads, but is not libsecret: refused (and closed again) */
     const char *wrong[] = {"libjansson.so.4", NULL};
     sec__libsecret_set_names(wrong);
@@ -119,10 +116,8 @@ static void test_library_without_secret_symbols(void **state)
 static void test_installed_later_loads_and_stays(void **state)
 {
     (void)state;
-    if (!sec_keychain_compiled()) {
-        skip();
-        return;
-    }
+    if (!sec_keychain_compiled())
+        tu_skip(NO_LIBSECRET);
     struct as_err err = AS_ERR_INIT;
     sec__libsecret_set_names(absent);
     assert_null(sec_libsecret_load(&err));
