@@ -65,8 +65,8 @@ static void print_overview(void)
     cli_print_options("global options (anywhere on the line)", cli_global_options, NULL, stdout);
     printf("  -h, --help                show help (of the command it follows)\n");
     printf("  -V, --version             print the version (before any command)\n");
-    printf("\nrun 'agentstack <command> --help' for a command's usage, "
-           "'agentstack help --all' for everything.\n");
+    printf("\nrun 'agentstack <command> --help' for a command's usage,\n"
+           "'agentstack help --all' for every command and subcommand.\n");
 }
 
 static void print_all(const struct cli_spec *spec, int depth)

@@ -38,6 +38,7 @@ struct opts {
     bool from_manifest;
     const char *name, *note, *file, *remote, *message, *source, *restore, *id;
     strvec pos;
+    const char *cmd; /* "lib <sub>", for usage errors */
 };
 
 static int lib_leaf(int argc, char **argv, struct cli_ctx *ctx);
@@ -496,8 +497,8 @@ static int save_sources(struct library *lib)
 static int do_link(struct opts *o)
 {
     if (o->pos.n != 1)
-        return cli_usage_error("lib", "lib link needs one folder: agentstack lib link <path> "
-                                      "[--name N] [--first] [--note T] [--write]");
+        return cli_usage_error(o->cmd, "lib link needs one folder: agentstack lib link <path> "
+                                       "[--name N] [--first] [--note T] [--write]");
     struct cli_lib cl = {0};
     struct library *lib = cli_lib_open(&cl, o->write);
     if (!lib)
@@ -538,7 +539,7 @@ out:
 static int do_unlink(struct opts *o)
 {
     if (o->pos.n != 1)
-        return cli_usage_error("lib", "lib unlink needs a source name");
+        return cli_usage_error(o->cmd, "lib unlink needs a source name");
     struct cli_lib cl = {0};
     struct library *lib = cli_lib_open(&cl, o->write);
     if (!lib)
@@ -610,8 +611,8 @@ static bool in_tmp(const char *abs)
 static int do_add(struct opts *o)
 {
     if (o->pos.n != 1)
-        return cli_usage_error("lib", "lib add needs one skill folder: agentstack lib add <dir> "
-                                      "[--name N] [--replace] [--allow-flagged] [--write]");
+        return cli_usage_error(o->cmd, "lib add needs one skill folder: agentstack lib add <dir> "
+                                       "[--name N] [--replace] [--allow-flagged] [--write]");
     if (looks_remote(o->pos.v[0])) {
         cli_errorf("lib add takes a local skill folder in this build, not '%s'", o->pos.v[0]);
         fprintf(stderr, "  clone it and pass the folder, or install a pack: "
@@ -825,8 +826,8 @@ static int check_server(const char *name, const toml_value *table, const char *o
 static int do_add_server(struct opts *o, struct cli_ctx *ctx)
 {
     if (o->pos.n != 1 || (!o->file == !o->from_manifest))
-        return cli_usage_error("lib", "usage: agentstack lib add-server <name> (--file F | "
-                                      "--from-manifest) [--replace] [--write]");
+        return cli_usage_error(o->cmd, "usage: agentstack lib add-server <name> (--file F | "
+                                       "--from-manifest) [--replace] [--write]");
     const char *name = o->pos.v[0];
     struct as_err err = AS_ERR_INIT;
     toml_value *table = NULL, *doc = NULL;
@@ -977,7 +978,7 @@ out:
 static int do_remove(struct opts *o, enum lib_kind kind)
 {
     if (o->pos.n != 1)
-        return cli_usage_error("lib", "lib remove needs a name");
+        return cli_usage_error(o->cmd, "lib remove needs a name");
     const char *name = o->pos.v[0];
     struct cli_lib cl = {0};
     struct library *lib = cli_lib_open(&cl, o->write);
@@ -1029,7 +1030,7 @@ static int do_trash(struct opts *o)
     lib_trash_entries all = VEC_INIT;
     lib_trash_list(lib, &all);
     if (o->restore && o->empty) {
-        rc = cli_usage_error("lib", "--restore and --empty do not combine");
+        rc = cli_usage_error(o->cmd, "--restore and --empty do not combine");
         goto out;
     }
     if (!mutate) {
@@ -1120,7 +1121,7 @@ static int write_new(const char *path, const char *text, struct as_err *err)
 static int do_new(struct opts *o)
 {
     if (o->pos.n != 1)
-        return cli_usage_error("lib", "lib new needs a skill name");
+        return cli_usage_error(o->cmd, "lib new needs a skill name");
     const char *n = o->pos.v[0];
     if (!skill_name_valid(n)) {
         cli_errorf("'%s' is not a valid skill name (^[a-z0-9][a-z0-9._-]{0,63}$)", n);
@@ -1152,7 +1153,7 @@ static int do_new(struct opts *o)
 static int do_pack_init(struct opts *o)
 {
     if (o->pos.n > 1)
-        return cli_usage_error("lib", "lib pack-init takes at most a pack name");
+        return cli_usage_error(o->cmd, "lib pack-init takes at most a pack name");
     struct as_err err = AS_ERR_INIT;
     char *name = NULL;
     if (o->pos.n) {
@@ -1223,7 +1224,7 @@ out:
 static int do_sync(struct opts *o)
 {
     if (o->pos.n)
-        return cli_usage_error("lib", "lib sync takes no positional arguments");
+        return cli_usage_error(o->cmd, "lib sync takes no positional arguments");
     struct cli_lib cl = {0};
     struct library *lib = open_warned(&cl, !o->status);
     if (!lib)
@@ -1256,7 +1257,7 @@ static int do_sync(struct opts *o)
 static int lib_leaf(int argc, char **argv, struct cli_ctx *ctx)
 {
     const struct cli_spec *spec = cli_find_sub(&cmd_lib_spec, argv[0]);
-    struct opts o = {0};
+    struct opts o = {.cmd = spec->name};
     int rc = cli_parse(spec, &argc, argv, ctx, &o);
     if (rc != CLI_CONTINUE)
         return rc;
