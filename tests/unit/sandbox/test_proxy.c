@@ -15,6 +15,7 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
 #include "testutil.h"
 
@@ -470,6 +471,12 @@ static void test_sni_checks(void **st)
     flight_case(0, b, n, 0, 0, "does not match CONNECT host 'localhost'");
     n = th_fragmented(b, "localhost");
     flight_case(0, b, n, 0, 0, "unverifiable");
+    /* the CONNECT host first, another name after it, in one list */
+    n = th_hello(b, "localhost\nevil.example", 0, 0);
+    flight_case(0, b, n, 0, 0, "names 'evil.example' besides CONNECT host 'localhost'");
+    flight_case(1, b, n, 0, 0, "names 'evil.example' besides CONNECT host 'localhost'");
+    n = th_hello(b, "localhost\nLOCALHOST.", 0, 0);
+    flight_case(0, b, n, 0, 1, NULL); /* the same name twice */
     n = th_hello(b, NULL, 0, 0);
     flight_case(0, b, n, 0, 1, NULL); /* no SNI: allowed */
     n = th_hello(b, "localhost", 0, 0);
@@ -732,6 +739,122 @@ static void test_plain_http_forwarded(void **st)
     sb_release(&want);
 }
 
+/* One plain-HTTP exchange: the client sends `req` (its own first request,
+ * then whatever it pipelines), the upstream reads everything it is ever
+ * given until the proxy closes, and answers after the head. */
+static void one_exchange(int pport, int hl, const char *req, int half_close, strbuf *upstream_got)
+{
+    int fd = dial(pport);
+    send_all(fd, req, strlen(req));
+    if (half_close)
+        shutdown(fd, SHUT_WR); /* a proxy that relays to EOF shows what it forwards */
+    int sfd = accept(hl, NULL, NULL);
+    assert_true(sfd >= 0);
+    /* A guard, not an assertion on time: a proxy that never ends the
+     * exchange fails the comparison below instead of hanging the test. */
+    struct timeval tv = {60, 0};
+    setsockopt(sfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    strbuf head = SB_INIT, resp = SB_INIT;
+    read_head(sfd, &head);
+    const char *reply = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
+    send_all(sfd, reply, strlen(reply));
+    shutdown(sfd, SHUT_WR);
+    /* Everything else the proxy ever forwards on this connection. */
+    sb_reset(upstream_got);
+    sb_adds(upstream_got, head.buf);
+    read_eof(sfd, upstream_got);
+    close(sfd);
+    read_eof(fd, &resp);
+    assert_string_equal(resp.buf, reply);
+    close(fd);
+    sb_release(&head);
+    sb_release(&resp);
+}
+
+static int pending_accept(int hl)
+{
+    struct pollfd pf = {.fd = hl, .events = POLLIN};
+    return poll(&pf, 1, 0) == 1;
+}
+
+/* The smuggling attacks on plain HTTP: a pipelined second request with its
+ * own Host never reaches the upstream (one request per connection, measured
+ * by the first request's own framing); CL+TE and a second Host get 400
+ * before anything is dialled. */
+static void test_plain_http_one_request(void **st)
+{
+    (void)st;
+    rec_reset();
+    int hport;
+    int hl = listen_lo(&hport);
+    struct px x;
+    struct sbx_proxy_opts o = {.token = TOKEN, .allow_local = 1, .decide = decide_cb};
+    px_start(&x, &o);
+    strbuf a = SB_INIT, req = SB_INIT, got = SB_INIT, want = SB_INIT;
+    sbx_basic_auth_value(TOKEN, &a);
+    const char *evil = "GET http://blocked.invalid/steal HTTP/1.1\r\nHost: blocked.invalid\r\n\r\n";
+
+    /* GET, then a pipelined GET for a denied host on the same connection */
+    sb_addf(&req, "GET http://localhost:%d/a HTTP/1.1\r\nProxy-Authorization: %s\r\n\r\n%s", hport,
+            a.buf, evil);
+    one_exchange(x.port, hl, req.buf, 0, &got);
+    sb_addf(&want, "GET /a HTTP/1.1\r\nHost: localhost:%d\r\nConnection: close\r\n\r\n", hport);
+    assert_string_equal(got.buf, want.buf);
+
+    /* POST with Content-Length: the body, and not one byte more */
+    sb_reset(&req);
+    sb_addf(&req,
+            "POST http://localhost:%d/b HTTP/1.1\r\nProxy-Authorization: %s\r\n"
+            "Content-Length: 5\r\n\r\nhello%s",
+            hport, a.buf, evil);
+    one_exchange(x.port, hl, req.buf, 1, &got);
+    sb_reset(&want);
+    sb_addf(&want,
+            "POST /b HTTP/1.1\r\nContent-Length: 5\r\nHost: localhost:%d\r\n"
+            "Connection: close\r\n\r\nhello",
+            hport);
+    assert_string_equal(got.buf, want.buf);
+
+    /* POST chunked: the chunks up to the last one, then nothing */
+    sb_reset(&req);
+    sb_addf(&req,
+            "POST http://localhost:%d/c HTTP/1.1\r\nProxy-Authorization: %s\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n%s",
+            hport, a.buf, evil);
+    one_exchange(x.port, hl, req.buf, 1, &got);
+    sb_reset(&want);
+    sb_addf(&want,
+            "POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\nHost: localhost:%d\r\n"
+            "Connection: close\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+            hport);
+    assert_string_equal(got.buf, want.buf);
+    assert_int_equal(count_recs(), 3); /* three allowed requests, no fourth decision */
+
+    /* CL+TE, and a second Host: 400, nothing dialled */
+    const char *refused[] = {
+        "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        "Host: localhost\r\nHost: blocked.invalid\r\n\r\n",
+    };
+    for (size_t i = 0; i < 2; i++) {
+        int fd = dial(x.port);
+        sb_reset(&req);
+        sb_addf(&req, "POST http://localhost:%d/d HTTP/1.1\r\nProxy-Authorization: %s\r\n%s", hport,
+                a.buf, refused[i]);
+        send_all(fd, req.buf, req.len);
+        read_head(fd, &got);
+        assert_non_null(strstr(got.buf, " 400 "));
+        assert_int_equal(read_eof(fd, NULL), 0);
+        close(fd);
+        assert_false(pending_accept(hl));
+    }
+    px_end(&x);
+    close(hl);
+    sb_release(&a);
+    sb_release(&req);
+    sb_release(&got);
+    sb_release(&want);
+}
+
 static void test_tunnel_cap_and_slowloris(void **st)
 {
     (void)st;
@@ -980,6 +1103,7 @@ int main(void)
         cmocka_unit_test(test_rebinding),
         cmocka_unit_test(test_unrecorded_refused),
         cmocka_unit_test(test_plain_http_forwarded),
+        cmocka_unit_test(test_plain_http_one_request),
         cmocka_unit_test(test_tunnel_cap_and_slowloris),
         cmocka_unit_test(test_bulk_backpressure),
         cmocka_unit_test(test_thousand_tunnels),
