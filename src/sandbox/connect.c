@@ -417,64 +417,6 @@ int sbx_host_normalize(const char *in, int bracketed, char out[SBX_HOST_MAX])
     return 0;
 }
 
-static int v4_forbidden(uint32_t a)
-{
-    static const struct {
-        uint32_t net;
-        int bits;
-    } bad[] = {
-        {0x00000000u, 8},  {0x0a000000u, 8},  {0x64400000u, 10}, {0x7f000000u, 8},
-        {0xa9fe0000u, 16}, {0xac100000u, 12}, {0xc0000000u, 24}, {0xc0000200u, 24},
-        {0xc0a80000u, 16}, {0xc6120000u, 15}, {0xc6336400u, 24}, {0xcb007100u, 24},
-        {0xe0000000u, 4},  {0xf0000000u, 4},
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        uint32_t mask = bad[i].bits ? ~0u << (32 - bad[i].bits) : 0;
-        if ((a & mask) == bad[i].net)
-            return 1;
-    }
-    return 0;
-}
-
-int sbx_addr_forbidden(const struct sockaddr *sa)
-{
-    if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
-        return v4_forbidden(ntohl(s4->sin_addr.s_addr));
-    }
-    if (sa->sa_family != AF_INET6)
-        return 1;
-    const uint8_t *b = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
-    static const uint8_t zero10[10] = {0};
-    if (memcmp(b, zero10, 10) == 0) {
-        uint32_t v4 = (uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 | (uint32_t)b[14] << 8 | b[15];
-        if (b[10] == 0xff && b[11] == 0xff)
-            return v4_forbidden(v4); /* ::ffff:a.b.c.d */
-        if (b[10] == 0 && b[11] == 0) {
-            if (v4 <= 1)
-                return 1;            /* :: and ::1 */
-            return v4_forbidden(v4); /* ::a.b.c.d */
-        }
-    }
-    if ((b[0] & 0xe0) != 0x20)
-        return 1; /* outside 2000::/3 */
-    if (b[0] == 0x20 && b[1] == 0x02)
-        return 1; /* 2002::/16 6to4 */
-    if (b[0] == 0x20 && b[1] == 0x01) {
-        if (b[2] == 0x00 && b[3] == 0x00)
-            return 1; /* 2001::/32 Teredo */
-        if (b[2] == 0x0d && b[3] == 0xb8)
-            return 1; /* 2001:db8::/32 */
-        if (b[2] == 0x00 && b[3] == 0x02 && b[4] == 0 && b[5] == 0)
-            return 1; /* 2001:2::/48 */
-        if (b[2] == 0x00 && ((b[3] & 0xf0) == 0x10 || (b[3] & 0xf0) == 0x20))
-            return 1; /* 2001:10::/28, 2001:20::/28 */
-    }
-    if (b[0] == 0x3f && b[1] == 0xff && (b[2] & 0xf0) == 0)
-        return 1; /* 3fff::/20 documentation */
-    return 0;
-}
-
 const char *sbx_addr_str(const struct sockaddr *sa, char *buf, size_t size)
 {
     const void *src = NULL;

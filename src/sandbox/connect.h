@@ -1,8 +1,9 @@
 /*
  * connect — the egress proxy's parsers: the request head (CONNECT and
  * plain-HTTP absolute-form), the Proxy-Authorization check, host
- * normalization, the lockdown numeric-host test, the anti-SSRF address
- * classes and the TLS ClientHello SNI walk (spec 05 §3.3–§3.8, errata 19, 39).
+ * normalization, the lockdown numeric-host test and the TLS ClientHello
+ * SNI walk (spec 05 §3.3–§3.8, errata 19, 39). The anti-SSRF address
+ * classes live in policy/address.c, shared with the gateway.
  *
  * Why a separate unit: these functions see bytes chosen by a confined,
  * possibly hostile process. Keeping them pure (no I/O, no allocation except
@@ -94,14 +95,6 @@ int sbx_host_normalize(const char *in, int bracketed, char out[SBX_HOST_MAX]);
  * contains ':' , or 1–4 dot-separated parts each decimal or 0x-hex
  * ("2130706433", "0x7f000001", "0177.0.0.01", "127.1"). */
 int sbx_host_is_numeric(const char *host);
-
-/* 1 when the address is one the proxy must never dial (spec 05 §3.7):
- * loopback, private, link-local (169.254.169.254 included), CGNAT,
- * documentation, benchmarking, multicast, reserved, and every IPv6 address
- * outside 2000::/3 plus 6to4/Teredo/documentation/ORCHID ranges; IPv4-mapped
- * and IPv4-compatible IPv6 addresses are judged as their IPv4 address.
- * Unknown families are forbidden. */
-int sbx_addr_forbidden(const struct sockaddr *sa);
 
 /* Renders an address (without port) into buf. */
 const char *sbx_addr_str(const struct sockaddr *sa, char *buf, size_t size);

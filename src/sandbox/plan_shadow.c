@@ -106,8 +106,7 @@ static int walk_dir(struct walk *w, int fd, strbuf *rel, int depth)
         struct dirent *e = readdir(d);
         if (!e) {
             if (errno)
-                rc = as_err_errno(w->err, "reading %s/%s to hide its .env files", w->ws,
-                                  rel->buf);
+                rc = as_err_errno(w->err, "reading %s/%s to hide its .env files", w->ws, rel->buf);
             break;
         }
         const char *name = e->d_name;
@@ -158,8 +157,7 @@ static int walk_dir(struct walk *w, int fd, strbuf *rel, int depth)
                 continue; /* replaced meanwhile: not a directory to descend */
             int e0 = errno;
             if ((e0 == EACCES || e0 == EPERM) && geteuid() != 0 &&
-                fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                st.st_uid != geteuid())
+                fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid != geteuid())
                 continue; /* closed to this uid, inside the sandbox as well */
             errno = e0;
             rc = as_err_errno(w->err, "cannot check %s/%s for .env files", w->ws, rel->buf);

@@ -27,6 +27,7 @@
 
 #include "base/strbuf.h"
 #include "base/xalloc.h"
+#include "policy/policy.h"
 #include "sandbox/connect.h"
 
 #define MAX_ADDRS 8
@@ -352,11 +353,34 @@ static void resolve_done(struct sbx_proxy *p, struct rjob *j)
         deny_reply(p, c, ST_403, &v);
         goto out;
     }
+    struct sbx_verdict by_rule;
+    by_rule.allowed = 1;
     for (int i = 0; i < j->n; i++) {
-        if (p->o.allow_local || !sbx_addr_forbidden((struct sockaddr *)&j->addrs[i])) {
-            begin_dial(p, c, &j->addrs[i], j->lens[i]);
-            goto out;
+        const struct sockaddr *sa = (const struct sockaddr *)&j->addrs[i];
+        if (!p->o.allow_local && pol_addr_local_class(sa))
+            continue;
+        if (p->o.decide_addr) {
+            struct sbx_verdict av;
+            memset(&av, 0, sizeof av);
+            if (p->o.decide_addr(p->o.decide_ctx, p->identity, c->host, sa, c->req.port, &av) < 0 ||
+                !av.allowed) {
+                if (by_rule.allowed)
+                    by_rule = av;
+                continue;
+            }
         }
+        begin_dial(p, c, &j->addrs[i], j->lens[i]);
+        goto out;
+    }
+    if (!by_rule.allowed) {
+        /* An address a rule names: that rule is the reason, with its layer. */
+        by_rule.allowed = 0;
+        if (!by_rule.rule[0])
+            snprintf(by_rule.rule, sizeof by_rule.rule, "denied by [policy.egress]");
+        if (!by_rule.layer[0])
+            snprintf(by_rule.layer, sizeof by_rule.layer, "machine");
+        deny_reply(p, c, ST_403, &by_rule);
+        goto out;
     }
     char list[160] = "";
     for (int i = 0; i < j->n && i < 3; i++) {

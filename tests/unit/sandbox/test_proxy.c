@@ -21,6 +21,7 @@
 
 #include "base/strbuf.h"
 #include "hello.h"
+#include "policy/policy.h"
 #include "sandbox/connect.h"
 #include "sandbox/proxy.h"
 
@@ -638,6 +639,64 @@ static void test_rebinding(void **st)
     sb_release(&h);
 }
 
+/* The proxy's address rule through the shared decision (policy/address.c):
+ * a machine rule !8.8.8.8 stops a name that resolves to it. */
+static struct pol_ruleset *addr_rs;
+static int decide_addr_cb(void *ctx, const char *id, const char *host, const struct sockaddr *sa,
+                          int port, struct sbx_verdict *v)
+{
+    (void)ctx;
+    memset(v, 0, sizeof *v);
+    char addr[POL_ADDR_TEXT_MAX];
+    struct pol_decision d;
+    v->allowed = pol_egress_address(addr_rs, id, host, sa, (unsigned)port, POL_LOCAL_ANY, addr, &d);
+    if (!v->allowed) {
+        strbuf t = SB_INIT;
+        pol_decision_text(&d, &t);
+        snprintf(v->rule, sizeof v->rule, "'%s' resolves to %s, %s", host, addr, t.buf);
+        snprintf(v->layer, sizeof v->layer, "%s", pol_by_name(d.by));
+        sb_release(&t);
+    }
+    return 0;
+}
+
+static void test_address_rules(void **st)
+{
+    (void)st;
+    rec_reset();
+    echo_start();
+    struct as_err err = AS_ERR_INIT;
+    struct pol_layer *m = pol_layer_new(POL_MACHINE, "agentstack.toml");
+    assert_int_equal(pol_layer_add(m, POL_EGRESS, "*", "!8.8.8.8", 1, 1, &err), 0);
+    addr_rs = pol_compile(m, NULL, NULL, &err);
+    pol_layer_free(m);
+    assert_non_null(addr_rs);
+    struct px x;
+    struct sbx_proxy_opts o = {
+        .token = TOKEN, .resolve = fake_resolve, .dial = fake_dial, .decide_addr = decide_addr_cb};
+    px_start(&x, &o);
+    strbuf h = SB_INIT;
+    /* 8.8.8.8 by rule, 127.0.0.1 by class: nothing left to dial */
+    int fd = open_tunnel(x.port, "rebind.example:443", 1, &h);
+    assert_non_null(strstr(h.buf, " 403 "));
+    close(fd);
+    struct rec *r = rec_wait(1);
+    assert_false(r->allowed);
+    if (!strstr(r->rule, "'rebind.example' resolves to 8.8.8.8, denied by [policy.egress] rule "
+                         "\"!8.8.8.8\""))
+        fail_msg("rule: %s", r->rule);
+    assert_string_equal(r->layer, "machine");
+    /* another answer the rule does not name is still dialled */
+    fd = open_tunnel(x.port, "mixed.example:443", 1, &h);
+    assert_non_null(strstr(h.buf, " 200 "));
+    close(fd);
+    assert_string_equal(dialled, "8.8.4.4");
+    px_end(&x);
+    echo_end();
+    pol_ruleset_free(addr_rs);
+    sb_release(&h);
+}
+
 /* The evidence store refuses every write (a full disk, a revoked run dir). */
 static int failing_record(void *ctx, const struct sbx_egress_event *ev)
 {
@@ -1101,6 +1160,7 @@ int main(void)
         cmocka_unit_test(test_lockdown_literal_ip),
         cmocka_unit_test(test_ssrf_guard),
         cmocka_unit_test(test_rebinding),
+        cmocka_unit_test(test_address_rules),
         cmocka_unit_test(test_unrecorded_refused),
         cmocka_unit_test(test_plain_http_forwarded),
         cmocka_unit_test(test_plain_http_one_request),
