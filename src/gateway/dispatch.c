@@ -178,6 +178,16 @@ static void on_called(void *ctx, const struct mcp_reply *rep)
             forward_parsed(gw, j, rep->result);
         }
         gw_audit(gw, j->server, j->tool, j->digest, "ok", NULL, NULL, NULL, ms);
+    } else if (rep->status == MCP_E_REFUSED) {
+        /* The address check refused every address (egress.c): a policy
+         * refusal, with its reason and an egress row, not an upstream error. */
+        struct gw_up *up = j->up;
+        gw_reply(gw, j,
+                 gw_error_result("blocked: %s tried to call %s — not connecting: %s\nnothing ran",
+                                 j->server, j->tool, rep->message));
+        gw_audit(gw, j->server, "egress", "", "denied", rep->message,
+                 up && up->refused_rule[0] ? up->refused_rule : NULL,
+                 up && up->refused_layer && up->refused_layer[0] ? up->refused_layer : NULL, 0);
     } else {
         const char *cls;
         switch (rep->status) {
