@@ -42,8 +42,8 @@ int gw_egress_literal(const struct pol_ruleset *rs, const char *server, const ch
         s6->sin6_family = AF_INET6;
     else
         return 1;
-    return pol_egress_address(rs, server, NULL, (const struct sockaddr *)&ss, port,
-                              POL_LOCAL_NAMED, addr, d);
+    return pol_egress_address(rs, server, NULL, (const struct sockaddr *)&ss, port, POL_LOCAL_NAMED,
+                              addr, d);
 }
 
 int gw_egress_dial_check(void *ctx, const struct sockaddr *sa, char *why, size_t whysz)

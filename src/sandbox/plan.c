@@ -348,8 +348,8 @@ int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, str
     if (sbx_i_program_view(&view, rq->harness_bin, home_canon, ah_canon, &p->harness_host_bin,
                            &exec_path, &extra_path, err) < 0)
         goto fail;
-    if (sbx_i_workspace_view(&view, p->workspace_writable, bp.found ? bp.manifest_dir : NULL,
-                             err) < 0)
+    if (sbx_i_workspace_view(&view, p->workspace_writable, bp.found ? bp.manifest_dir : NULL, err) <
+        0)
         goto fail;
     strvec_push(&p->writable, "/tmp");
     strvec_push(&p->writable, "/dev/shm");

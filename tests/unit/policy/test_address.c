@@ -41,16 +41,46 @@ static void test_classes(void **st)
 {
     (void)st;
     const char *bad[] = {
-        "0.0.0.0",          "10.1.2.3",         "100.64.0.1",      "127.0.0.1",
-        "127.255.255.254",  "169.254.169.254",  "172.16.0.1",      "172.31.255.255",
-        "192.0.0.8",        "192.0.2.1",        "192.168.1.1",     "198.18.0.1",
-        "198.19.255.255",   "198.51.100.7",     "203.0.113.9",     "224.0.0.1",
-        "240.0.0.1",        "255.255.255.255",  "::",              "::1",
-        "fe80::1",          "fc00::1",          "fd12::1",         "fec0::1",
-        "ff02::1",          "64:ff9b::1.2.3.4", "2002:a9fe:a9fe::", "2001::1",
-        "2001:db8::1",      "2001:2::1",        "2001:10::1",      "2001:20::1",
-        "::ffff:127.0.0.1", "::ffff:169.254.169.254", "::ffff:10.0.0.1", "::127.0.0.1",
-        "::10.0.0.1",       "3fff::1",          "::ffff:0.0.0.0",  "::2",
+        "0.0.0.0",
+        "10.1.2.3",
+        "100.64.0.1",
+        "127.0.0.1",
+        "127.255.255.254",
+        "169.254.169.254",
+        "172.16.0.1",
+        "172.31.255.255",
+        "192.0.0.8",
+        "192.0.2.1",
+        "192.168.1.1",
+        "198.18.0.1",
+        "198.19.255.255",
+        "198.51.100.7",
+        "203.0.113.9",
+        "224.0.0.1",
+        "240.0.0.1",
+        "255.255.255.255",
+        "::",
+        "::1",
+        "fe80::1",
+        "fc00::1",
+        "fd12::1",
+        "fec0::1",
+        "ff02::1",
+        "64:ff9b::1.2.3.4",
+        "2002:a9fe:a9fe::",
+        "2001::1",
+        "2001:db8::1",
+        "2001:2::1",
+        "2001:10::1",
+        "2001:20::1",
+        "::ffff:127.0.0.1",
+        "::ffff:169.254.169.254",
+        "::ffff:10.0.0.1",
+        "::127.0.0.1",
+        "::10.0.0.1",
+        "3fff::1",
+        "::ffff:0.0.0.0",
+        "::2",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         if (!pol_addr_local_class(sa_of(bad[i])))
@@ -73,11 +103,16 @@ static void test_canon(void **st)
     static const struct {
         const char *in, *out;
     } c[] = {
-        {"0.0.0.0", "127.0.0.1"},          {"::ffff:0.0.0.0", "127.0.0.1"},
-        {"::", "::1"},                     {"::ffff:127.0.0.1", "127.0.0.1"},
-        {"64:ff9b::7f00:1", "127.0.0.1"},  {"64:ff9b::a9fe:a9fe", "169.254.169.254"},
-        {"::127.0.0.1", "127.0.0.1"},      {"::1", "::1"},
-        {"2606:4700:0::1111", "2606:4700::1111"}, {"8.8.8.8", "8.8.8.8"},
+        {"0.0.0.0", "127.0.0.1"},
+        {"::ffff:0.0.0.0", "127.0.0.1"},
+        {"::", "::1"},
+        {"::ffff:127.0.0.1", "127.0.0.1"},
+        {"64:ff9b::7f00:1", "127.0.0.1"},
+        {"64:ff9b::a9fe:a9fe", "169.254.169.254"},
+        {"::127.0.0.1", "127.0.0.1"},
+        {"::1", "::1"},
+        {"2606:4700:0::1111", "2606:4700::1111"},
+        {"8.8.8.8", "8.8.8.8"},
     };
     char out[POL_ADDR_TEXT_MAX];
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
@@ -86,10 +121,9 @@ static void test_canon(void **st)
             fail_msg("%s -> %s, want %s", c[i].in, out, c[i].out);
     }
     /* host normalization gives every spelling the same text */
-    static const char *const lo[] = {"0.0.0.0",       "[::ffff:0.0.0.0]", "2130706433",
-                                     "0x7f.1",        "0177.0.0.1",       "127.1",
-                                     "[::ffff:7f00:1]", "[64:ff9b::7f00:1]", "[::127.0.0.1]",
-                                     "0x7F000001"};
+    static const char *const lo[] = {
+        "0.0.0.0", "[::ffff:0.0.0.0]", "2130706433",        "0x7f.1",        "0177.0.0.1",
+        "127.1",   "[::ffff:7f00:1]",  "[64:ff9b::7f00:1]", "[::127.0.0.1]", "0x7F000001"};
     char host[POL_HOST_MAX + 1];
     const char *why;
     for (size_t i = 0; i < sizeof lo / sizeof lo[0]; i++) {
@@ -112,8 +146,8 @@ static struct pol_ruleset *rules(const char *machine, const char *project)
         toml_value *root = toml_parse("t.toml", text[i], strlen(text[i]), &err);
         if (!root)
             fail_msg("toml: %s", err.msg);
-        l[i] = pol_layer_from_toml(toml_get(root, "policy"), "t.toml", i ? POL_PROJECT : POL_MACHINE,
-                                   &err);
+        l[i] = pol_layer_from_toml(toml_get(root, "policy"), "t.toml",
+                                   i ? POL_PROJECT : POL_MACHINE, &err);
         toml_free(root);
         if (!l[i])
             fail_msg("layer: %s", err.msg);
@@ -145,10 +179,11 @@ static void test_decide(void **st)
     (void)st;
     char why[600];
     /* the attack: a machine rule !127.0.0.1 and every way around it */
-    struct pol_ruleset *rs = rules("[policy.egress]\n\"*\" = [\"!127.0.0.1\"]\n",
-                                   "[policy.egress]\n\"*\" = [\"127.0.0.1\", \"localhost\", \"*\"]\n");
-    static const char *const lo[] = {"127.0.0.1", "0.0.0.0", "::ffff:0.0.0.0", "::ffff:127.0.0.1",
-                                     "64:ff9b::7f00:1", "::127.0.0.1"};
+    struct pol_ruleset *rs =
+        rules("[policy.egress]\n\"*\" = [\"!127.0.0.1\"]\n",
+              "[policy.egress]\n\"*\" = [\"127.0.0.1\", \"localhost\", \"*\"]\n");
+    static const char *const lo[] = {"127.0.0.1",        "0.0.0.0",         "::ffff:0.0.0.0",
+                                     "::ffff:127.0.0.1", "64:ff9b::7f00:1", "::127.0.0.1"};
     for (size_t i = 0; i < sizeof lo / sizeof lo[0]; i++) {
         if (addr_ok(rs, "localhost", lo[i], 8080, POL_LOCAL_NAMED, why, sizeof why))
             fail_msg("%s passed !127.0.0.1", lo[i]);
@@ -182,8 +217,8 @@ static void test_decide(void **st)
     assert_true(addr_ok(rs, NULL, "::ffff:0.0.0.0", 8931, POL_LOCAL_NAMED, why, sizeof why));
     assert_false(addr_ok(rs, NULL, "127.0.0.1", 6379, POL_LOCAL_NAMED, why, sizeof why));
     assert_true(addr_ok(rs, "mcp.corp.example", "10.1.2.3", 443, POL_LOCAL_NAMED, why, sizeof why));
-    assert_false(addr_ok(rs, "other.corp.example", "10.1.2.3", 443, POL_LOCAL_NAMED, why,
-                         sizeof why));
+    assert_false(
+        addr_ok(rs, "other.corp.example", "10.1.2.3", 443, POL_LOCAL_NAMED, why, sizeof why));
     /* the proxy never dials a local address, named or not */
     assert_false(addr_ok(rs, NULL, "127.0.0.1", 8931, POL_LOCAL_NEVER, why, sizeof why));
     pol_ruleset_free(rs);
@@ -191,11 +226,11 @@ static void test_decide(void **st)
     /* a public address a deny names, behind a machine allowlist miss */
     rs = rules("[policy.egress]\n\"*\" = [\"api.example.com\"]\n",
                "[policy.egress]\n\"*\" = [\"!93.184.216.34\"]\n");
-    assert_false(addr_ok(rs, "api.example.com", "93.184.216.34", 443, POL_LOCAL_NAMED, why,
-                         sizeof why));
+    assert_false(
+        addr_ok(rs, "api.example.com", "93.184.216.34", 443, POL_LOCAL_NAMED, why, sizeof why));
     assert_non_null(strstr(why, "!93.184.216.34"));
-    assert_true(addr_ok(rs, "api.example.com", "93.184.216.35", 443, POL_LOCAL_NAMED, why,
-                        sizeof why));
+    assert_true(
+        addr_ok(rs, "api.example.com", "93.184.216.35", 443, POL_LOCAL_NAMED, why, sizeof why));
     pol_ruleset_free(rs);
 }
 
