@@ -443,7 +443,11 @@ static struct gw_surface *build_from(struct gw *gw, const struct manifest_snapsh
         return gw_surface_build(gw, &in);
     }
     in.toolset = gw->lease.active ? gw->lease.profile : NULL;
-    in.fence = gw->o.auto_project;
+    /* Every mode fences (docs/gateway.md "One dispatch"): a project that
+     * declares toolsets serves none of them until a lease (or its default)
+     * selects one — naming the project with --manifest-dir is consent to
+     * run it, not a wider surface than the project itself asks for. */
+    in.fence = true;
     in.trusted = gw->last_state == TRUST_TRUSTED;
     in.digest = gw->last_digest;
     in.snap = snap;
@@ -548,7 +552,11 @@ void gw_refresh(struct gw *gw, bool modern, bool skip_default)
         (void)prev_digest;
         manifest_snapshot_release(&snap);
     }
-    if (gw->o.auto_project && !modern && !skip_default && !gw->lease.active &&
+    /* The default toolset opens by itself in every mode (auto: on the
+     * connection's legacy surface; the stateless era of --auto-project
+     * derives its own, see modern_surface; eager modes serve one surface to
+     * both eras). Never after an explicit close. */
+    if (!gw->grant && (!modern || !gw->o.auto_project) && !skip_default && !gw->lease.active &&
         !gw->default_decided && !gw->lease_closed && gw->cur && gw->cur->gate == GW_GATE_OPEN)
         gw_open_default(gw);
 }
