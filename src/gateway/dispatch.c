@@ -96,6 +96,16 @@ static const char *toolset_with(const struct manifest *m, const char *s)
 
 static void regate_refusal(struct gw *gw, struct job *j, const char *why)
 {
+    if (strcmp(why, "ended") == 0 && gw->grant) {
+        json_t *r = gw_error_result("blocked: %s tried to call %s — run %s has ended (its "
+                                    "process is gone): a grant does not outlive its run\nnothing "
+                                    "ran · start the run again with `agentstack run <cli> "
+                                    "--locked`",
+                                    j->server, j->tool, gw->grant->run_id);
+        gw_audit(gw, j->server, "trust", "", "denied", "run-ended", NULL, NULL, 0);
+        finish_refusal(gw, j, r);
+        return;
+    }
     json_t *r = gw_error_result("blocked: %s tried to call %s on an already-open connection "
                                 "— %s\nnothing ran · review it and run `agentstack trust %s`, "
                                 "then reopen the lease or restart the MCP connection",

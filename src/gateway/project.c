@@ -474,9 +474,41 @@ void gw_rebuild(struct gw *gw)
     gw_set_dirty(gw);
 }
 
+/* A grant whose run's process is gone (killed before it could record its
+ * end) serves nothing from now on: a grant never outlives its run. */
+static struct gw_surface *grant_ended(struct gw *gw)
+{
+    struct gw_surface *sf = gw_surface_gated(gw, GW_GATE_REGATED, NULL);
+    sf->regate_why = xstrdup("ended");
+    for (size_t i = 0; i < gw->grant->servers.n; i++)
+        strvec_push(&sf->prior, gw->grant->servers.v[i]);
+    sf->note = xasprintf("This connection served the frozen grant of run %s, but the run has "
+                         "ended (its process is gone), so none of its MCP servers are proxied. "
+                         "Start the run again with `agentstack run <cli> --locked`.",
+                         gw->grant->run_id);
+    gw_note("%s", sf->note);
+    return sf;
+}
+
+static bool grant_ended_now(struct gw *gw)
+{
+    if (gw->cur && gw->cur->gate == GW_GATE_REGATED && gw->cur->regate_why &&
+        strcmp(gw->cur->regate_why, "ended") == 0)
+        return true;
+    if (gw_grant_run_alive(gw->grant))
+        return false;
+    swap(gw, grant_ended(gw));
+    gw_set_dirty(gw);
+    return true;
+}
+
 void gw_refresh(struct gw *gw, bool modern, bool skip_default)
 {
     (void)modern;
+    /* Before anything else, every request: the run behind a grant must
+     * still be alive (pid and start time, read from /proc). */
+    if (gw->grant && grant_ended_now(gw))
+        return;
     if (!gw->proj.found) {
         if (!gw->cur) {
             strbuf note = SB_INIT;
@@ -539,7 +571,10 @@ void gw_refresh(struct gw *gw, bool modern, bool skip_default)
         } else if (gw->grant) {
             /* The ruleset is frozen: a machine edit changes nothing here. A
              * project that regained the frozen digest is served again. */
-            if (!cur || (cur->gate == GW_GATE_REGATED && gw_grant_anchored(gw))) {
+            if (cur && cur->gate == GW_GATE_REGATED && cur->regate_why &&
+                strcmp(cur->regate_why, "ended") == 0) {
+                /* the run is gone for good: nothing brings the grant back */
+            } else if (!cur || (cur->gate == GW_GATE_REGATED && gw_grant_anchored(gw))) {
                 swap(gw, build_from(gw, &snap));
                 if (cur)
                     gw_set_dirty(gw);

@@ -17,6 +17,7 @@
 #include "base/json.h"
 #include "base/sha256.h"
 #include "base/xalloc.h"
+#include "sandbox/registry.h"
 
 #define FACE_FD_IN_CHILD 3
 
@@ -149,6 +150,9 @@ int sbx_gw_prepare(const struct sbx_plan *p, struct sbx_rec *rec, struct sbx_gw 
     snprintf(g->digest, sizeof g->digest, "sha256:%s", hex);
     json_t *f = json_object();
     json_object_set_new(f, "grant_digest", json_string(g->digest));
+    /* The run's own process: the grant is valid only while it lives. */
+    json_object_set_new(f, "pid", json_integer(getpid()));
+    json_object_set_new(f, "pid_start", json_integer((json_int_t)sbx_proc_start(getpid())));
     if (sbx_rec_append(rec, "grant_frozen", f, err) < 0) {
         as_err_prefix(err, "refusing to run unobserved");
         return -1;
