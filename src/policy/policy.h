@@ -351,6 +351,13 @@ void pol_explain_rows(const struct pol_layer *machine, const struct pol_layer *p
  * (a "*" rule or a narrowing filesystem scope), "mixed" (named keys only);
  * why gets the reason. For unconfigured/blocked use the load state. */
 const char *pol_machine_word(const struct pol_layer *machine, strbuf *why);
+/* `policy test`'s near miss: the text of a tool deny rule (either layer, key
+ * server or "*") that does not match tool as written but would once '-' and
+ * '.' in both were read as '_' (`!delete_*` vs `delete-all`, `delete.all`),
+ * with *by its layer; NULL when none. Globs are literal: such a tool is
+ * allowed, and this says so. */
+const char *pol_tool_near_miss(const struct pol_ruleset *rs, const char *server, const char *tool,
+                               enum pol_by *by);
 /* Doctor's warnings: each named-key machine deny without the same "*" deny
  * (a repo can dodge it by renaming its server). One line per finding. */
 void pol_machine_lint(const struct pol_layer *machine, strvec *warnings);
