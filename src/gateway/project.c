@@ -587,12 +587,12 @@ void gw_refresh(struct gw *gw, bool modern, bool skip_default)
         (void)prev_digest;
         manifest_snapshot_release(&snap);
     }
-    /* The default toolset opens by itself in every mode (auto: on the
-     * connection's legacy surface; the stateless era of --auto-project
-     * derives its own, see modern_surface; eager modes serve one surface to
-     * both eras). Never after an explicit close. */
-    if (!gw->grant && (!modern || !gw->o.auto_project) && !skip_default && !gw->lease.active &&
-        !gw->default_decided && !gw->lease_closed && gw->cur && gw->cur->gate == GW_GATE_OPEN)
+    /* The default toolset opens by itself in every mode, on the
+     * connection's legacy surface (the stateless era holds no lease: it
+     * derives the default again per request, see modern_surface). Never
+     * after an explicit close. */
+    if (!gw->grant && !modern && !skip_default && !gw->lease.active && !gw->default_decided &&
+        !gw->lease_closed && gw->cur && gw->cur->gate == GW_GATE_OPEN)
         gw_open_default(gw);
 }
 
@@ -644,8 +644,10 @@ struct gw_surface *gw_surface_for(struct gw *gw, bool modern)
 {
     if (!gw->cur)
         gw_refresh(gw, modern, true);
-    /* Gated or broken: both eras see the same empty surface. */
-    if (!modern || !gw->o.auto_project || gw->cur->gate != GW_GATE_OPEN)
+    /* Gated or broken: both eras see the same empty surface. A grant is one
+     * fixed surface for both. Otherwise, in every mode, the stateless era
+     * gets the fenced default of the bytes on disk (it has no lease). */
+    if (!modern || gw->grant || gw->cur->gate != GW_GATE_OPEN)
         return gw->cur;
     return modern_surface(gw);
 }
