@@ -1005,7 +1005,15 @@ static void gitignore_step(struct run *R, const struct adp_registry *r, struct t
         strvec_clear(&entries);
         goto out;
     }
-    adp_gitignore_block(text.buf, text.len, &entries, &next);
+    if (adp_gitignore_block(text.buf, text.len, &entries, &next, &e) != 0) {
+        char buf[2048];
+        term_sbprintf(report, "✗ %s\n", as_err_str(&e, buf, sizeof buf));
+        if (e.hint[0])
+            term_sbprintf(report, "  ↳ %s\n", e.hint);
+        (*n_failed)++;
+        strvec_clear(&entries);
+        goto out;
+    }
     if (next.len == text.len && memcmp(next.buf, text.buf, text.len) == 0) {
         strvec_clear(&entries);
         goto out;

@@ -103,7 +103,10 @@ int adp_backup_path(const char *file, strbuf *out, struct as_err *err);
 #define ADP_GITIGNORE_START "# >>> agentstack — generated project artifacts (machine-local) >>>"
 #define ADP_GITIGNORE_END "# <<< agentstack >>>"
 /* Replaces the block in text (or appends it after a blank line). */
-void adp_gitignore_block(const char *text, size_t len, const strvec *entries, strbuf *out);
+/* text with the managed block set to entries, into out. -1 + err (line and
+ * fix) when the markers do not pair: nothing is rewritten then. */
+int adp_gitignore_block(const char *text, size_t len, const strvec *entries, strbuf *out,
+                        struct as_err *err);
 bool adp_gitignore_has_block(const char *text, size_t len);
 
 /* ---- skills (use, sessions) ---------------------------------------------- */
@@ -172,10 +175,12 @@ int adp_trust_gate_lib(const struct bundle_paths *p, const struct manifest_snaps
  * compiled [policy.secrets] of the machine file and (for a project) m. NULL
  * + err when the machine policy is broken (fail closed) or a layer does not
  * compile. Pass adp_resolver_fn / the resolver as adp_apply_opts.resolve /
- * resolve_ctx. */
+ * resolve_ctx. untrusted (the trust gate refused the project): no chain is
+ * built and nothing is ever looked up — every reference answers a fixed
+ * placeholder, which a trust-blocked target never writes. */
 struct adp_resolver;
 struct adp_resolver *adp_resolver_new(const struct manifest *m, const char *project_dotenv,
-                                      struct as_err *err);
+                                      bool untrusted, struct as_err *err);
 void adp_resolver_free(struct adp_resolver *r);
 /* A denied reference fails (-1) with "blocked: server 's' may not read
  * ${NAME} — denied by [policy.secrets] rule …"; else the chain's answer. */
@@ -193,11 +198,12 @@ struct adp_render_env {
 };
 /* p/snap: the project (NULL or !p->found for the machine manifest).
  * global_scope: a project rendering into the user's files inherits the
- * machine layer's [instructions] (m is changed). -1 + err when the machine
- * file is broken (fail closed) or policy does not compile; then e holds
- * nothing (no release needed, a release is harmless). */
+ * machine layer's [instructions] (m is changed). untrusted: the trust gate
+ * refused the project, so its secrets are never looked up (adp_resolver_new). -1 + err when the
+ * machine file is broken (fail closed) or policy does not compile; then e holds nothing (no release
+ * needed, a release is harmless). */
 int adp_render_env_init(struct adp_render_env *e, struct manifest *m, const struct bundle_paths *p,
-                        const struct manifest_snapshot *snap, bool global_scope,
+                        const struct manifest_snapshot *snap, bool global_scope, bool untrusted,
                         struct as_err *err);
 /* Sets o's resolve, resolve_ctx, lock and home. */
 void adp_render_env_apply(const struct adp_render_env *e, struct adp_apply_opts *o);

@@ -14,14 +14,15 @@
 #include "bundle/lockfile.h"
 
 int adp_render_env_init(struct adp_render_env *e, struct manifest *m, const struct bundle_paths *p,
-                        const struct manifest_snapshot *snap, bool global_scope, struct as_err *err)
+                        const struct manifest_snapshot *snap, bool global_scope, bool untrusted,
+                        struct as_err *err)
 {
     memset(e, 0, sizeof *e);
     sb_init(&e->home, 0);
     struct as_err he = AS_ERR_INIT;
     if (home_dir(&e->home, &he) != 0)
         sb_setlen(&e->home, 0);
-    e->resolver = adp_resolver_new(m, p && p->found ? p->env_file : NULL, err);
+    e->resolver = adp_resolver_new(m, p && p->found ? p->env_file : NULL, untrusted, err);
     if (!e->resolver)
         goto fail;
     if (p && p->found && snap && snap->has_lock) {

@@ -13,13 +13,26 @@
 #include "secrets/backends.h"
 
 struct adp_resolver {
-    struct sec_chain *chain;
+    struct sec_chain *chain; /* NULL for an untrusted project: nothing is looked up */
     struct pol_ruleset *rs;
 };
 
+/* What an untrusted project's references render as: never looked up, and
+ * never written (every target of such a project is trust-blocked to a
+ * prune before anything rendered reaches a file). A plain token, so that
+ * URL, header and argument checks treat it like any value. */
+#define UNTRUSTED_VALUE "agentstack-untrusted-not-resolved"
+
 struct adp_resolver *adp_resolver_new(const struct manifest *m, const char *project_dotenv,
-                                      struct as_err *err)
+                                      bool untrusted, struct as_err *err)
 {
+    if (untrusted) {
+        /* Refused before any secret is looked up: no keychain probe, no
+         * store, no .env, no environment read for the bundle's refs. */
+        struct adp_resolver *r = xcalloc(1, sizeof *r);
+        r->rs = pol_ruleset_deny_all("the project is not trusted");
+        return r;
+    }
     strbuf mpath = SB_INIT;
     struct pol_layer *machine = NULL, *project = NULL;
     struct pol_ruleset *rs = NULL;
@@ -74,6 +87,10 @@ int adp_resolver_fn(void *ctx, const char *name, const char *server, strbuf *out
                     struct as_err *err)
 {
     struct adp_resolver *r = ctx;
+    if (!r->chain) {
+        sb_adds(out, UNTRUSTED_VALUE);
+        return 1;
+    }
     struct pol_decision d;
     if (!pol_secret(r->rs, server ? server : "*", name, &d)) {
         strbuf why = SB_INIT;

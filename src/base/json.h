@@ -37,12 +37,13 @@ int json_hex4(const unsigned char *p, unsigned *out);
  * json_unrepresentable's reason when the text is JSON jansson cannot hold. */
 json_t *json_parse(const char *path, const char *text, size_t len, struct as_err *err);
 /* Why jansson (JSON_DECODE_ANY, no JSON_ALLOW_NUL) refuses text that is
- * nonetheless one well-formed JSON value (RFC 8259, UTF-8): the first of
- * "string contains \u0000 (NUL)", "string contains an unpaired surrogate
- * escape", "number out of range", "nesting deeper than 2048 levels" (static
- * text), with *at (may be NULL) its byte offset. NULL when the text is not
- * well-formed JSON (a reader may treat it as noise) or has none of them.
- * Iterative and linear: any depth, any length. */
+ * nonetheless one well-formed JSON value (RFC 8259) — or would be, but for
+ * bytes in a string that are not UTF-8: the first of "string contains
+ * \u0000 (NUL)", "string contains an unpaired surrogate escape", "string
+ * contains invalid UTF-8", "number out of range", "nesting deeper than 2048
+ * levels" (static text), with *at (may be NULL) its byte offset. NULL when
+ * the text is not well-formed JSON (a reader may treat it as noise) or has
+ * none of them. Iterative and linear: any depth, any length. */
 const char *json_unrepresentable(const char *s, size_t n, size_t *at);
 /* 1-based line and column (in characters) of byte offset at in s. */
 void json_line_col(const char *s, size_t n, size_t at, unsigned *line, unsigned *col);

@@ -60,7 +60,9 @@ int json_hex4(const unsigned char *p, unsigned *out)
 }
 
 /* At '"'; moves past the closing quote. 0 when the string is malformed
- * (raw control characters and invalid UTF-8 are: RFC 8259 §7, §8.1). */
+ * (raw control characters are: RFC 8259 §7). Invalid UTF-8 is a trait, not
+ * malformation: the text is a message in every other respect (its sender
+ * waits for an answer), jansson just cannot hold it. */
 static int scan_string(struct jscan *sc)
 {
     size_t start = sc->i++;
@@ -75,8 +77,10 @@ static int scan_string(struct jscan *sc)
         if (c >= 0x80) {
             unsigned cp;
             size_t k = utf8_decode(sc->s + sc->i, sc->n - sc->i, &cp);
-            if (!k)
-                return 0;
+            if (!k) {
+                trait(sc, sc->i, "string contains invalid UTF-8");
+                k = 1;
+            }
             sc->i += k;
             continue;
         }

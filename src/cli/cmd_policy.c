@@ -418,6 +418,14 @@ static int do_test(int argc, char **argv, struct cli_ctx *ctx)
     }
     if (ok) {
         printf("ALLOW %s\n", what.buf);
+        enum pol_by by = POL_BY_NONE;
+        const char *near = dim == POL_TOOLS ? pol_tool_near_miss(rs, pos[1], pos[2], &by) : NULL;
+        if (near)
+            term_fprintf(stderr,
+                         "warning: %s is allowed, but the %s deny \"!%s\" would match it if '-' "
+                         "and '.' were '_' — globs match those bytes literally; add a deny "
+                         "for this spelling too (docs/policy.md \"Globs\")\n",
+                         pos[2], by == POL_BY_MACHINE ? "machine" : "project", near);
     } else {
         strbuf t = SB_INIT;
         pol_decision_text(&d, &t);

@@ -382,7 +382,7 @@ static int inject_toolset(void *vctx, const struct sbx_plan *p, struct as_err *e
         adp_trust_gate(&bp, &snap, m, &refusal, err) < 0)
         goto out;
     int project = !(ic->scope && strcmp(ic->scope, "global") == 0);
-    if (adp_render_env_init(&renv, m, &bp, &snap, !project, err) < 0)
+    if (adp_render_env_init(&renv, m, &bp, &snap, !project, refusal != NULL, err) < 0)
         goto out;
     have_renv = 1;
     if (ic->d)

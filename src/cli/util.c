@@ -212,7 +212,9 @@ int cli_render_prepare(struct cli_render *r, const char *scope, const char *refu
         return -1;
     }
     r->project_scope = r->p.found && !(scope && strcmp(scope, "global") == 0);
-    if (adp_render_env_init(&r->renv, r->m, &r->p, &r->snap, !r->project_scope, err) < 0) {
+    /* After the gate: an untrusted project's secrets are never looked up. */
+    if (adp_render_env_init(&r->renv, r->m, &r->p, &r->snap, !r->project_scope, r->refusal != NULL,
+                            err) < 0) {
         cli_error(err);
         return -1;
     }

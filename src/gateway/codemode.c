@@ -47,6 +47,11 @@
 #define CM_HEAD_MAX (16 * 1024)
 #define CM_INFLIGHT_MAX 64
 #define CM_CONN_MAX 256
+/* Connections that have not shown a valid token yet: a flood of them evicts
+ * its own oldest, never an authenticated one (all peers of a loopback
+ * endpoint share 127.0.0.1, so per peer is per endpoint here). */
+#define CM_PREAUTH_MAX 32
+#define CM_HEAD_MS_DEFAULT 2000
 #define CM_TOKEN_HEX 64
 #define CM_IDLE_MS_DEFAULT 10000
 #define FACE_BODY_MAX ((size_t)4 << 20)
@@ -61,6 +66,7 @@ struct gw_cm_conn {
     size_t head_len; /* bytes of headers incl. the blank line; 0 until seen */
     size_t body_len; /* Content-Length */
     bool counted;    /* holds one of the 64 in-flight slots */
+    bool authed;     /* its headers carried the token */
     struct job *job; /* dispatched, not answered yet */
     strbuf out;
     size_t out_off;
@@ -80,8 +86,9 @@ struct gw_cm {
     int port;
     char *dir, *path;      /* $AGENTSTACK_HOME/gateway/<id>/endpoint.json */
     struct gw_surface *sf; /* the surface the door was opened for (held) */
-    size_t inflight, nconns;
+    size_t inflight, nconns, npreauth;
     uint64_t idle_ms; /* a connection that stalls this long is dropped */
+    uint64_t head_ms; /* one that has not sent its headers by then is dropped */
     struct gw_cm_conn *conns;
     char *why_closed; /* why the last attempt to open failed */
     bool face;        /* the sandbox face (02 §6.5), not the code-mode door */
@@ -99,6 +106,8 @@ static void conn_free(struct gw_cm_conn *c)
     if (c->next)
         c->next->prev = c->prev;
     cm->nconns--;
+    if (!c->authed)
+        cm->npreauth--;
     if (c->counted)
         cm->inflight--;
     if (c->timer)
@@ -129,12 +138,14 @@ static void on_idle(struct mcp_loop *loop, void *ctx)
     conn_free(c);
 }
 
+/* Until its headers show the token a connection gets head_ms; after that,
+ * idle_ms per stall while it sends its body or reads its answer. */
 static void conn_arm(struct gw_cm_conn *c)
 {
     struct mcp_loop *loop = c->cm->gw->loop;
     if (c->timer)
         mcp_loop_timer_cancel(loop, c->timer);
-    c->timer = mcp_loop_timer(loop, c->cm->idle_ms, on_idle, c);
+    c->timer = mcp_loop_timer(loop, c->authed ? c->cm->idle_ms : c->cm->head_ms, on_idle, c);
 }
 
 static void conn_disarm(struct gw_cm_conn *c)
@@ -282,6 +293,9 @@ static int conn_head(struct gw_cm_conn *c)
         conn_answer(c, 401, "missing or wrong X-Agentstack-Token", NULL);
         return -1;
     }
+    c->authed = true;
+    cm->npreauth--;
+    conn_arm(c); /* the body gets the idle limit, not the head deadline */
     if (header(h, hl, "Transfer-Encoding", &tl)) {
         conn_answer(c, 400, "send the body with a Content-Length", NULL);
         return -1;
@@ -464,6 +478,17 @@ static void on_accept(struct mcp_loop *loop, int fd, unsigned ev, void *ctx)
                 continue;
             return; /* EAGAIN, or a transient error: the next event retries */
         }
+        /* Room for it: first by dropping the oldest connection that has not
+         * shown a token (a flood of request lines evicts itself), then, when
+         * every slot is authenticated, by refusing the newcomer. */
+        if (cm->npreauth >= CM_PREAUTH_MAX || cm->nconns >= CM_CONN_MAX) {
+            struct gw_cm_conn *old = NULL;
+            for (struct gw_cm_conn *o = cm->conns; o; o = o->next)
+                if (!o->authed && !o->writing && !o->busy)
+                    old = o; /* the list is newest first: the last match is the oldest */
+            if (old)
+                conn_free(old);
+        }
         if (cm->nconns >= CM_CONN_MAX) {
             close(s);
             continue;
@@ -487,7 +512,11 @@ static void on_accept(struct mcp_loop *loop, int fd, unsigned ev, void *ctx)
             cm->conns->prev = c;
         cm->conns = c;
         cm->nconns++;
+        cm->npreauth++;
         conn_arm(c);
+        /* A client usually sends its request with the connect: read it now,
+         * so it is judged before another newcomer could evict it. */
+        on_conn(loop, s, MCP_EV_IN, c);
     }
 }
 
@@ -616,6 +645,13 @@ static uint64_t cm_idle_ms(void)
     return v > 0 ? (uint64_t)v : CM_IDLE_MS_DEFAULT;
 }
 
+/* The head deadline: 2 s, never longer than the idle limit (so the tests'
+ * short AGENTSTACK_CODEMODE_IDLE_MS shortens it too). */
+static uint64_t cm_head_ms(uint64_t idle)
+{
+    return idle < CM_HEAD_MS_DEFAULT ? idle : CM_HEAD_MS_DEFAULT;
+}
+
 void gw_cm_sync(struct gw *gw)
 {
     if (gw->shutting_down && gw->face)
@@ -630,6 +666,7 @@ void gw_cm_sync(struct gw *gw)
         cm->gw = gw;
         cm->lfd = -1;
         cm->idle_ms = cm_idle_ms();
+        cm->head_ms = cm_head_ms(cm->idle_ms);
     }
     if (want && cm->lfd >= 0 && cm->sf == sf)
         return;
@@ -919,6 +956,7 @@ void gw_face_open(struct gw *gw)
         cm->epoch = 1;
         memcpy(cm->token, token, sizeof cm->token);
         cm->idle_ms = cm_idle_ms();
+        cm->head_ms = cm_head_ms(cm->idle_ms);
         struct as_err err = AS_ERR_INIT;
         if (mcp_loop_add(gw->loop, cm->lfd, MCP_EV_IN, on_accept, cm, &err) < 0) {
             gw_note("sandbox face: not served (%s)", err.msg);

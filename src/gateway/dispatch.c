@@ -96,6 +96,16 @@ static const char *toolset_with(const struct manifest *m, const char *s)
 
 static void regate_refusal(struct gw *gw, struct job *j, const char *why)
 {
+    if (strcmp(why, "ended") == 0 && gw->grant) {
+        json_t *r = gw_error_result("blocked: %s tried to call %s — run %s has ended (its "
+                                    "process is gone): a grant does not outlive its run\nnothing "
+                                    "ran · start the run again with `agentstack run <cli> "
+                                    "--locked`",
+                                    j->server, j->tool, gw->grant->run_id);
+        gw_audit(gw, j->server, "trust", "", "denied", "run-ended", NULL, NULL, 0);
+        finish_refusal(gw, j, r);
+        return;
+    }
     json_t *r = gw_error_result("blocked: %s tried to call %s on an already-open connection "
                                 "— %s\nnothing ran · review it and run `agentstack trust %s`, "
                                 "then reopen the lease or restart the MCP connection",
@@ -178,6 +188,16 @@ static void on_called(void *ctx, const struct mcp_reply *rep)
             forward_parsed(gw, j, rep->result);
         }
         gw_audit(gw, j->server, j->tool, j->digest, "ok", NULL, NULL, NULL, ms);
+    } else if (rep->status == MCP_E_REFUSED) {
+        /* The address check refused every address (egress.c): a policy
+         * refusal, with its reason and an egress row, not an upstream error. */
+        struct gw_up *up = j->up;
+        gw_reply(gw, j,
+                 gw_error_result("blocked: %s tried to call %s — not connecting: %s\nnothing ran",
+                                 j->server, j->tool, rep->message));
+        gw_audit(gw, j->server, "egress", "", "denied", rep->message,
+                 up && up->refused_rule[0] ? up->refused_rule : NULL,
+                 up && up->refused_layer && up->refused_layer[0] ? up->refused_layer : NULL, 0);
     } else {
         const char *cls;
         switch (rep->status) {

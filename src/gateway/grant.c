@@ -18,6 +18,7 @@
 #include "bundle/consent.h"
 #include "gateway/grant.h"
 #include "policy/policy.h"
+#include "sandbox/registry.h"
 
 /* The run log may carry many events (egress rows); it is read only to find
  * the freeze, so a generous cap keeps a hostile file from costing memory. */
@@ -92,8 +93,10 @@ static int read_grant(const char *path, strbuf *bytes, struct as_err *err)
     return rc;
 }
 
-/* The run's events: chain intact, exactly one grant_frozen, not ended. */
-static int run_digest(const char *events, const char *run_id, char **digest, struct as_err *err)
+/* The run's events: chain intact, exactly one grant_frozen, not ended. The
+ * run's process (pid and start time) comes from grant_frozen. */
+static int run_digest(const char *events, const char *run_id, char **digest, pid_t *pid,
+                      unsigned long long *pid_start, struct as_err *err)
 {
     struct aud_break b;
     struct as_err verr = AS_ERR_INIT;
@@ -123,6 +126,11 @@ static int run_digest(const char *events, const char *run_id, char **digest, str
             const char *d = json_get_str(o, "grant_digest");
             free(*digest);
             *digest = d ? xstrdup(d) : NULL;
+            json_t *jp = json_object_get(o, "pid"), *js = json_object_get(o, "pid_start");
+            *pid = json_is_integer(jp) ? (pid_t)json_integer_value(jp) : 0;
+            *pid_start = json_is_integer(js) && json_integer_value(js) > 0
+                             ? (unsigned long long)json_integer_value(js)
+                             : 0;
         } else if (ev && (strcmp(ev, "locked_outcome") == 0 || strcmp(ev, "sandbox_exited") == 0)) {
             ended = true; /* a host run's or a confined run's end */
         }
@@ -139,6 +147,12 @@ static int run_digest(const char *events, const char *run_id, char **digest, str
         why = "records a frozen grant without its digest";
     else if (ended)
         why = "has ended (a grant does not outlive its run)";
+    else if (*pid <= 0 || !*pid_start)
+        why = "records no process for the run (a grant is valid only while its run's process "
+              "is alive)";
+    else if (sbx_proc_start(*pid) != *pid_start)
+        why = "has ended: its process is gone (killed before it could record its end; a grant "
+              "does not outlive its run)";
     if (why) {
         free(*digest);
         *digest = NULL;
@@ -251,7 +265,7 @@ int gw_grant_open(const char *home, const char *path, struct gw_grant *out, stru
     sha256_hex(bytes.buf, bytes.len, hex);
     out->digest = xasprintf("sha256:%s", hex);
     events = xasprintf("%s/runs/%s/events.jsonl", hp.buf, out->run_id);
-    if (run_digest(events, out->run_id, &recorded, err) < 0)
+    if (run_digest(events, out->run_id, &recorded, &out->run_pid, &out->run_start, err) < 0)
         goto out;
     if (strcmp(recorded, out->digest) != 0) {
         as_err_set(err,
@@ -282,4 +296,9 @@ out:
     sb_release(&gp);
     sb_release(&bytes);
     return rc;
+}
+
+bool gw_grant_run_alive(const struct gw_grant *g)
+{
+    return g->run_pid > 0 && g->run_start && sbx_proc_start(g->run_pid) == g->run_start;
 }

@@ -22,13 +22,18 @@
  *  - The run's events.jsonl chain verifies intact, records exactly one
  *    grant_frozen event, and its digest equals the SHA-256 of the bytes read
  *    (one read: the bytes hashed are the bytes parsed).
- *  - The run has not ended (no locked_outcome or sandbox_exited event), and when
- *    AGENTSTACK_RUN_ID is set it names the same run.
+ *  - The run has not ended (no locked_outcome or sandbox_exited event) and its
+ *    process, named with its start time in grant_frozen, is alive — a run
+ *    killed with SIGKILL records no end, so its grant ends with the process;
+ *    when AGENTSTACK_RUN_ID is set it names the same run.
  *  - The document is a version-1 agentstack-run-grant for that run id with
  *    well-typed fields; the ruleset parses (policy wire form).
  */
 #ifndef AS_GATEWAY_GRANT_H
 #define AS_GATEWAY_GRANT_H
+
+#include <stdbool.h>
+#include <sys/types.h>
 
 #include "base/err.h"
 #include "base/vec.h"
@@ -38,21 +43,27 @@
 #define GW_GRANT_MAX_BYTES ((size_t)8 << 20)
 
 struct gw_grant {
-    char *path;           /* canonical path of the grant file */
-    char *run_id;         /* <id> */
-    char *digest;         /* "sha256:<hex>" of the file bytes */
-    char *project_root;   /* as frozen */
-    char *manifest_dir;   /* as frozen */
-    char *consent_digest; /* the trust anchor the run was admitted at */
-    char *toolset;        /* selected toolset, or NULL (the whole bundle) */
-    strvec servers;       /* the fence: servers admitted */
-    strvec skills;        /* the fence: skills admitted ("*" already expanded) */
-    char *ruleset_json;   /* the frozen ruleset, policy wire form */
+    char *path;                   /* canonical path of the grant file */
+    char *run_id;                 /* <id> */
+    char *digest;                 /* "sha256:<hex>" of the file bytes */
+    char *project_root;           /* as frozen */
+    char *manifest_dir;           /* as frozen */
+    char *consent_digest;         /* the trust anchor the run was admitted at */
+    char *toolset;                /* selected toolset, or NULL (the whole bundle) */
+    strvec servers;               /* the fence: servers admitted */
+    strvec skills;                /* the fence: skills admitted ("*" already expanded) */
+    char *ruleset_json;           /* the frozen ruleset, policy wire form */
+    pid_t run_pid;                /* the run's own process (agentstack run), from grant_frozen */
+    unsigned long long run_start; /* its start time (/proc/<pid>/stat field 22) */
 };
 
 /* Validates and reads a grant (see the guarantees). 0, or -1 + err naming
  * the first reason it was refused (nothing is kept on failure). */
 int gw_grant_open(const char *home, const char *path, struct gw_grant *out, struct as_err *err);
 void gw_grant_free(struct gw_grant *g);
+/* 1 while the run's process is the one that froze the grant (same pid, same
+ * start time): a run killed with SIGKILL never records its end, so this is
+ * what ends its grant. Checked at open and before every request. */
+bool gw_grant_run_alive(const struct gw_grant *g);
 
 #endif

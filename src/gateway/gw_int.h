@@ -128,6 +128,11 @@ struct gw_up {
     bool late;                 /* missed the discovery deadline, answer pending */
     VEC(struct gw_tool) tools; /* every valid tool, upstream order, deduped */
     char *log_path;
+    /* HTTP: what the dial-time address check judges (egress.c). */
+    char *egress_host; /* the URL's normalized host, NULL when unknown */
+    unsigned egress_port;
+    char refused_rule[POL_MAX_PATTERN + 2]; /* the last refusal's deny pattern, or "" */
+    const char *refused_layer;              /* its layer name, or NULL */
 };
 
 /* A declared server the build left out, and why (its audit family). */
@@ -352,6 +357,16 @@ int gw_trust_now(struct gw *gw, char digest[CONSENT_DIGEST_LEN + 1], const char 
 void gw_watch_init(struct gw *gw);
 void gw_watch_drain(struct gw *gw);
 void gw_project_free(struct gw *gw);
+
+/* egress.c: the gateway's HTTP upstreams judged by address, with the
+ * proxy's function (policy/address.c). */
+/* An IP-literal host (normalized): 1 when pol_egress_address admits it
+ * (local only where a rule names it), else 0 with d filled. A name: 1. */
+int gw_egress_literal(const struct pol_ruleset *rs, const char *server, const char *host,
+                      unsigned port, char addr[POL_ADDR_TEXT_MAX], struct pol_decision *d);
+/* mcp_addr_check_fn for an upstream (ctx = its gw_up): every address
+ * libcurl is about to dial, after resolving the URL's host. */
+int gw_egress_dial_check(void *ctx, const struct sockaddr *sa, char *why, size_t whysz);
 
 /* dispatch.c */
 /* THE dispatch point for "S__T" calls: replies (now or later) to j. */

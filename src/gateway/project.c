@@ -443,7 +443,11 @@ static struct gw_surface *build_from(struct gw *gw, const struct manifest_snapsh
         return gw_surface_build(gw, &in);
     }
     in.toolset = gw->lease.active ? gw->lease.profile : NULL;
-    in.fence = gw->o.auto_project;
+    /* Every mode fences (docs/gateway.md "One dispatch"): a project that
+     * declares toolsets serves none of them until a lease (or its default)
+     * selects one — naming the project with --manifest-dir is consent to
+     * run it, not a wider surface than the project itself asks for. */
+    in.fence = true;
     in.trusted = gw->last_state == TRUST_TRUSTED;
     in.digest = gw->last_digest;
     in.snap = snap;
@@ -470,9 +474,41 @@ void gw_rebuild(struct gw *gw)
     gw_set_dirty(gw);
 }
 
+/* A grant whose run's process is gone (killed before it could record its
+ * end) serves nothing from now on: a grant never outlives its run. */
+static struct gw_surface *grant_ended(struct gw *gw)
+{
+    struct gw_surface *sf = gw_surface_gated(gw, GW_GATE_REGATED, NULL);
+    sf->regate_why = xstrdup("ended");
+    for (size_t i = 0; i < gw->grant->servers.n; i++)
+        strvec_push(&sf->prior, gw->grant->servers.v[i]);
+    sf->note = xasprintf("This connection served the frozen grant of run %s, but the run has "
+                         "ended (its process is gone), so none of its MCP servers are proxied. "
+                         "Start the run again with `agentstack run <cli> --locked`.",
+                         gw->grant->run_id);
+    gw_note("%s", sf->note);
+    return sf;
+}
+
+static bool grant_ended_now(struct gw *gw)
+{
+    if (gw->cur && gw->cur->gate == GW_GATE_REGATED && gw->cur->regate_why &&
+        strcmp(gw->cur->regate_why, "ended") == 0)
+        return true;
+    if (gw_grant_run_alive(gw->grant))
+        return false;
+    swap(gw, grant_ended(gw));
+    gw_set_dirty(gw);
+    return true;
+}
+
 void gw_refresh(struct gw *gw, bool modern, bool skip_default)
 {
     (void)modern;
+    /* Before anything else, every request: the run behind a grant must
+     * still be alive (pid and start time, read from /proc). */
+    if (gw->grant && grant_ended_now(gw))
+        return;
     if (!gw->proj.found) {
         if (!gw->cur) {
             strbuf note = SB_INIT;
@@ -535,7 +571,10 @@ void gw_refresh(struct gw *gw, bool modern, bool skip_default)
         } else if (gw->grant) {
             /* The ruleset is frozen: a machine edit changes nothing here. A
              * project that regained the frozen digest is served again. */
-            if (!cur || (cur->gate == GW_GATE_REGATED && gw_grant_anchored(gw))) {
+            if (cur && cur->gate == GW_GATE_REGATED && cur->regate_why &&
+                strcmp(cur->regate_why, "ended") == 0) {
+                /* the run is gone for good: nothing brings the grant back */
+            } else if (!cur || (cur->gate == GW_GATE_REGATED && gw_grant_anchored(gw))) {
                 swap(gw, build_from(gw, &snap));
                 if (cur)
                     gw_set_dirty(gw);
@@ -548,8 +587,12 @@ void gw_refresh(struct gw *gw, bool modern, bool skip_default)
         (void)prev_digest;
         manifest_snapshot_release(&snap);
     }
-    if (gw->o.auto_project && !modern && !skip_default && !gw->lease.active &&
-        !gw->default_decided && !gw->lease_closed && gw->cur && gw->cur->gate == GW_GATE_OPEN)
+    /* The default toolset opens by itself in every mode, on the
+     * connection's legacy surface (the stateless era holds no lease: it
+     * derives the default again per request, see modern_surface). Never
+     * after an explicit close. */
+    if (!gw->grant && !modern && !skip_default && !gw->lease.active && !gw->default_decided &&
+        !gw->lease_closed && gw->cur && gw->cur->gate == GW_GATE_OPEN)
         gw_open_default(gw);
 }
 
@@ -601,8 +644,10 @@ struct gw_surface *gw_surface_for(struct gw *gw, bool modern)
 {
     if (!gw->cur)
         gw_refresh(gw, modern, true);
-    /* Gated or broken: both eras see the same empty surface. */
-    if (!modern || !gw->o.auto_project || gw->cur->gate != GW_GATE_OPEN)
+    /* Gated or broken: both eras see the same empty surface. A grant is one
+     * fixed surface for both. Otherwise, in every mode, the stateless era
+     * gets the fenced default of the bytes on disk (it has no lease). */
+    if (!modern || gw->grant || gw->cur->gate != GW_GATE_OPEN)
         return gw->cur;
     return modern_surface(gw);
 }

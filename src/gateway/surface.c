@@ -75,6 +75,7 @@ static void up_free(struct gw_up *up)
         explicit_bzero(up->secret_vals.v[i], strlen(up->secret_vals.v[i]));
     strvec_clear(&up->secret_vals);
     free_secure(up->url);
+    free(up->egress_host);
     strvec_clear(&up->unresolved);
     strvec_clear(&up->denied);
     for (size_t i = 0; i < up->pins.n; i++) {
@@ -500,6 +501,14 @@ static struct gw_up *up_build(struct gw *gw, struct gw_surface *sf, struct sec_c
                      pol_host_normalize(host, strlen(host), norm, &why) == 0;
         int ok = known ? pol_egress(sf->rs, def->name, norm, port, &d)
                        : pol_egress(sf->rs, def->name, "unknown.invalid", 0, &d);
+        /* An address for a host is judged as an address too: 0.0.0.0 and
+         * [::ffff:0.0.0.0] reach this machine (docs/policy.md "Egress by
+         * address"); names are judged at the dial (gw_egress_dial_check). */
+        char addr[POL_ADDR_TEXT_MAX];
+        if (ok && known)
+            ok = gw_egress_literal(sf->rs, def->name, norm, port, addr, &d);
+        up->egress_host = known ? xstrdup(norm) : NULL;
+        up->egress_port = port;
         if (!ok) {
             strbuf t = SB_INIT, detail = SB_INIT;
             pol_decision_text(&d, &t);
@@ -927,7 +936,8 @@ static struct mcp_client *make_client(struct gw *gw, struct gw_up *up)
     o.start_timeout_ms = up->http ? GW_HTTP_TIMEOUT_MS : gw->start_ms;
     o.kill_grace_ms = GW_KILL_GRACE_MS;
     if (up->http) {
-        struct mcp_http_opts ho = {up->url, (const char *const *)up->headers, GW_HTTP_TIMEOUT_MS};
+        struct mcp_http_opts ho = {up->url, (const char *const *)up->headers, GW_HTTP_TIMEOUT_MS,
+                                   gw_egress_dial_check, up};
         return mcp_client_http(gw->loop, &ho, &o);
     }
     struct mcp_stdio_opts so = {(const char *const *)up->argv, (const char *const *)up->envp,

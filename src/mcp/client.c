@@ -15,8 +15,8 @@
 #define DEFAULT_TIMEOUT_MS 60000
 
 static const char *const status_names[] = {
-    "ok",         "rpc-error", "timeout",   "transport", "spawn-failed",
-    "http-error", "protocol",  "too-large", "cancelled", "closed",
+    "ok",       "rpc-error", "timeout",   "transport", "spawn-failed", "http-error",
+    "protocol", "too-large", "cancelled", "closed",    "refused",
 };
 
 const char *mcp_status_name(enum mcp_status s)

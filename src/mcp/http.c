@@ -40,6 +40,7 @@ struct xfer {
     size_t frame_i;
     int busy, aborted;
     char errbuf[CURL_ERROR_SIZE];
+    char refused[300]; /* the address check's first refusal, or "" */
     struct xfer *next;
 };
 
@@ -51,6 +52,9 @@ struct http_tr {
     char *url;
     char **headers;
     int connect_timeout_ms;
+    char *proxy; /* from the environment, or "" (a direct connection) */
+    mcp_addr_check_fn addr_check;
+    void *addr_ctx;
     struct xfer *xfers;
     int closing;
     uint64_t close_timer;
@@ -365,11 +369,14 @@ static void finish_xfer(struct http_tr *tr, struct xfer *x, CURLcode rc)
         return;
     }
     if (x->id && mcp__pending(c, x->id)) {
-        char msg[200];
+        char msg[320];
         enum mcp_status st;
         if (x->too_large) {
             st = MCP_E_TOO_LARGE;
             snprintf(msg, sizeof msg, "the answer exceeds the %zu-byte frame limit", c->max_frame);
+        } else if (x->refused[0] && rc == CURLE_COULDNT_CONNECT) {
+            st = MCP_E_REFUSED; /* no address the check admitted */
+            snprintf(msg, sizeof msg, "%s", x->refused);
         } else if (rc == CURLE_OPERATION_TIMEDOUT) {
             st = MCP_E_TIMEOUT;
             snprintf(msg, sizeof msg, "HTTP request timed out");
@@ -430,6 +437,113 @@ static void process(struct http_tr *tr)
     }
 }
 
+/* ---- the proxy from the environment, decided once ---- */
+
+static const char *env2(const char *lower, const char *upper)
+{
+    const char *v = getenv(lower);
+    if ((!v || !*v) && upper)
+        v = getenv(upper);
+    return v && *v ? v : NULL;
+}
+
+/* host of url (lowercased, brackets kept off), for NO_PROXY; "" when none. */
+static void url_hostname(const char *url, char *out, size_t n)
+{
+    out[0] = '\0';
+    const char *p = strstr(url, "://");
+    if (!p)
+        return;
+    p += 3;
+    size_t a = strcspn(p, "/?#");
+    const char *at = memchr(p, '@', a);
+    if (at) {
+        a -= (size_t)(at + 1 - p);
+        p = at + 1;
+    }
+    size_t h;
+    if (*p == '[') {
+        const char *rb = memchr(p, ']', a);
+        p++;
+        h = rb ? (size_t)(rb - p) : 0;
+    } else {
+        const char *colon = memchr(p, ':', a);
+        h = colon ? (size_t)(colon - p) : a;
+    }
+    if (h >= n)
+        return;
+    for (size_t i = 0; i < h; i++)
+        out[i] = (char)((p[i] >= 'A' && p[i] <= 'Z') ? p[i] + 32 : p[i]);
+    out[h] = '\0';
+    if (h && out[h - 1] == '.')
+        out[h - 1] = '\0';
+}
+
+/* NO_PROXY as libcurl reads it: "*", or names matching the host or a
+ * parent domain (a leading '.' optional), separated by ',' or spaces. */
+static int no_proxy_match(const char *list, const char *host)
+{
+    size_t hl = strlen(host);
+    for (const char *p = list; *p;) {
+        while (*p == ',' || *p == ' ' || *p == '\t')
+            p++;
+        size_t n = strcspn(p, ", \t");
+        if (!n)
+            break;
+        const char *e = p;
+        size_t en = n;
+        if (en == 1 && *e == '*')
+            return 1;
+        if (*e == '.') {
+            e++;
+            en--;
+        }
+        if (en && e[en - 1] == '.')
+            en--;
+        if (en && hl >= en && strncasecmp(host + hl - en, e, en) == 0 &&
+            (hl == en || host[hl - en - 1] == '.'))
+            return 1;
+        p += n;
+    }
+    return 0;
+}
+
+static char *env_proxy(const char *url)
+{
+    const char *v = NULL;
+    if (strncasecmp(url, "https://", 8) == 0)
+        v = env2("https_proxy", "HTTPS_PROXY");
+    else if (strncasecmp(url, "http://", 7) == 0)
+        v = env2("http_proxy", NULL); /* libcurl ignores HTTP_PROXY (httpoxy) */
+    if (!v)
+        v = env2("all_proxy", "ALL_PROXY");
+    if (!v)
+        return xstrdup("");
+    const char *np = env2("no_proxy", "NO_PROXY");
+    char host[256];
+    url_hostname(url, host, sizeof host);
+    if (np && host[0] && no_proxy_match(np, host))
+        return xstrdup("");
+    return xstrdup(v);
+}
+
+/* CURLOPT_OPENSOCKETFUNCTION: the exact address about to be dialled. */
+static curl_socket_t open_checked(void *ud, curlsocktype purpose, struct curl_sockaddr *a)
+{
+    struct xfer *x = ud;
+    struct http_tr *tr = x->tr;
+    (void)purpose;
+    char why[sizeof x->refused];
+    why[0] = '\0';
+    if (!tr->addr_check(tr->addr_ctx, &a->addr, why, sizeof why)) {
+        if (!x->refused[0])
+            snprintf(x->refused, sizeof x->refused, "%s",
+                     why[0] ? why : "the address check refused the connection");
+        return CURL_SOCKET_BAD;
+    }
+    return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
 /* ---- transfers ---- */
 
 /* http and https only, whichever libcurl the loader found: the string form
@@ -477,6 +591,13 @@ static struct xfer *xfer_new(struct http_tr *tr, uint64_t id)
     cu->easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
     cu->easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)tr->connect_timeout_ms);
     cu->easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+    /* The proxy decided once (tr->proxy): libcurl reads no variable itself. */
+    cu->easy_setopt(e, CURLOPT_PROXY, tr->proxy);
+    cu->easy_setopt(e, CURLOPT_NOPROXY, "");
+    if (tr->addr_check && !tr->proxy[0]) {
+        cu->easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_checked);
+        cu->easy_setopt(e, CURLOPT_OPENSOCKETDATA, x);
+    }
     x->hdrs = cu->slist_append(x->hdrs, "Accept: application/json, text/event-stream");
     if (c->session_id) {
         x->had_session = 1;
@@ -618,6 +739,10 @@ static void h_destroy(struct mcp_client *c)
         explicit_bzero(tr->url, strlen(tr->url)); /* URLs may embed tokens */
         free(tr->url);
     }
+    if (tr->proxy) {
+        explicit_bzero(tr->proxy, strlen(tr->proxy)); /* may hold credentials */
+        free(tr->proxy);
+    }
     free(tr);
     c->tr = NULL;
 }
@@ -643,7 +768,10 @@ struct mcp_client *mcp_client_http(struct mcp_loop *loop, const struct mcp_http_
                 tr->headers[i] = xstrdup(ho->headers[i]);
         }
         tr->connect_timeout_ms = ho->connect_timeout_ms;
+        tr->addr_check = ho->addr_check;
+        tr->addr_ctx = ho->addr_ctx;
     }
+    tr->proxy = env_proxy(tr->url ? tr->url : "");
     if (tr->connect_timeout_ms <= 0)
         tr->connect_timeout_ms = 5000;
     c->tr = tr;

@@ -30,6 +30,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <sys/socket.h>
 #include <stdint.h>
 
 #include "base/err.h"
@@ -302,6 +303,7 @@ enum mcp_status {
     MCP_E_TOO_LARGE, /* the answer exceeded the frame cap */
     MCP_E_CANCELLED, /* mcp_client_cancel */
     MCP_E_CLOSED,    /* not started, or shut down */
+    MCP_E_REFUSED,   /* the address check refused every address (message: its reason) */
 };
 const char *mcp_status_name(enum mcp_status s);
 
@@ -351,10 +353,22 @@ struct mcp_stdio_opts {
     size_t stderr_log_max;   /* default MCP_STDERR_LOG_MAX */
 };
 
+/* Rules on one address a direct HTTP connection is about to be made to:
+ * 1 connects, 0 refuses it with why (our own text; it becomes the reply's
+ * message when no address is left). */
+typedef int (*mcp_addr_check_fn)(void *ctx, const struct sockaddr *sa, char *why, size_t whysz);
+
 struct mcp_http_opts {
     const char *url;
     const char *const *headers; /* "Name: value", NULL-terminated; copied and zeroed on free */
     int connect_timeout_ms;     /* default 5000 */
+    /* Called with the exact address of every direct connection, just before
+     * it is made (NULL = none). A proxy named by the environment
+     * (http_proxy, HTTPS_PROXY, ALL_PROXY, minus NO_PROXY) is used as libcurl
+     * would, decided once here so libcurl cannot decide otherwise; through
+     * it the proxy resolves the name, and the check is not called. */
+    mcp_addr_check_fn addr_check;
+    void *addr_ctx;
 };
 
 /* Creates a client; nothing is spawned or contacted until mcp_client_start.

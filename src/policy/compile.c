@@ -260,7 +260,7 @@ int pol_ruleset_set_gateway_only(struct pol_ruleset *rs, const char *const *host
 
 /* ---- decisions ---------------------------------------------------------- */
 
-static const struct pol_bucket *bucket_for(const struct pol_ruleset *rs, const char *server)
+const struct pol_bucket *pol_bucket_for(const struct pol_ruleset *rs, const char *server)
 {
     if (!server || !rs->nservers || (server[0] == '*' && server[1] == '\0'))
         return &rs->any;
@@ -407,7 +407,7 @@ int pol_decide(const struct pol_ruleset *rs, enum pol_dim dim, const char *serve
         }
     }
     fill(d, dim, POL_BY_NONE, POL_ALLOWED, subject);
-    const struct pol_bucket *b = bucket_for(rs, server);
+    const struct pol_bucket *b = pol_bucket_for(rs, server);
     if (!side_decide(&b->side[dim][POL_MACHINE], &rs->any.side[dim][POL_MACHINE], s, n, port,
                      POL_BY_MACHINE, d))
         return 0;
@@ -650,6 +650,17 @@ static void system_text(const struct pol_decision *d, strbuf *out)
     case POL_DEFAULT_DENY:
         sb_adds(out, "no [policy.filesystem] write scope covers the workspace (sandbox workspace "
                      "writes are deny-by-default)");
+        break;
+    case POL_LOCAL_ADDRESS:
+        sb_adds(out, "refusing ");
+        add_clean(out, d->subject);
+        sb_addf(out, " (%s): a local address is reached only when [policy.egress] names it",
+                d->reason);
+        if (d->subject && strcmp(d->subject, "?") != 0) {
+            sb_adds(out, " (e.g. \"");
+            add_clean(out, d->subject);
+            sb_adds(out, "\")");
+        }
         break;
     default:
         break;

@@ -1,8 +1,11 @@
 /*
  * explain — policy as people read it: the per-key summaries `explain`
- * prints, doctor's one-word verdict on the machine floor, and the warning
- * for machine rules a repository could dodge by renaming its server.
+ * prints, doctor's one-word verdict on the machine floor, the warning for
+ * machine rules a repository could dodge by renaming its server, and the
+ * near-miss warning of `policy test` (a deny that misses a tool only because
+ * globs read '-' and '.' literally).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "policy/pol_internal.h"
@@ -166,4 +169,53 @@ void pol_machine_lint(const struct pol_layer *m, strvec *warnings)
             }
         }
     }
+}
+
+/* s with '-' and '.' read as '_' (the spellings tool names vary on). */
+static char *underscored(const char *s, size_t n)
+{
+    char *o = malloc(n + 1);
+    if (!o)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        o[i] = (s[i] == '-' || s[i] == '.') ? '_' : s[i];
+    o[n] = '\0';
+    return o;
+}
+
+static const char *side_near_miss(const struct pol_side *sd, const char *tool, const char *t2)
+{
+    for (uint32_t i = 0; sd && i < sd->deny.n; i++) {
+        const struct pol_glob *g = &sd->deny.g[i];
+        if (g->malformed || pol_glob_match(g->pat, g->len, tool, strlen(tool), sd->deny.nocase))
+            continue; /* it matches as written: not a near miss */
+        char *p2 = underscored(g->pat, g->len);
+        int hit = p2 && pol_glob_match(p2, g->len, t2, strlen(t2), 1);
+        free(p2);
+        if (hit)
+            return g->disp;
+    }
+    return NULL;
+}
+
+const char *pol_tool_near_miss(const struct pol_ruleset *rs, const char *server, const char *tool,
+                               enum pol_by *by)
+{
+    if (!rs || !tool)
+        return NULL;
+    char *t2 = underscored(tool, strlen(tool));
+    if (!t2)
+        return NULL;
+    const char *hit = NULL;
+    const struct pol_bucket *b = pol_bucket_for(rs, server);
+    for (int l = 0; l < 2 && !hit; l++) {
+        const struct pol_side *own = &b->side[POL_TOOLS][l];
+        hit = side_near_miss(own, tool, t2);
+        if (!hit && (own->inherit_any || b == &rs->any))
+            hit = side_near_miss(&rs->any.side[POL_TOOLS][l], tool, t2);
+        if (hit && by)
+            *by = l == POL_MACHINE ? POL_BY_MACHINE : POL_BY_PROJECT;
+    }
+    free(t2);
+    return hit;
 }

@@ -138,27 +138,18 @@ static int ipv4_canon(const char *s, size_t n, char *out)
     if (part[np - 1] > lastmax)
         return 0;
     addr |= part[np - 1];
-    snprintf(out, 16, "%u.%u.%u.%u", (unsigned)(addr >> 24) & 255, (unsigned)(addr >> 16) & 255,
-             (unsigned)(addr >> 8) & 255, (unsigned)addr & 255);
-    return 1;
+    uint32_t be = htonl((uint32_t)addr);
+    return pol_addr_text(AF_INET, &be, out, 16) == 0;
 }
 
 static int ipv6_canon(const char *s, char *out)
 {
     struct in6_addr a;
-    char buf[INET6_ADDRSTRLEN];
     if (inet_pton(AF_INET6, s, &a) != 1)
         return 0;
-    /* ::ffff:a.b.c.d reaches a.b.c.d: match it as the IPv4 address it is */
-    if (IN6_IS_ADDR_V4MAPPED(&a)) {
-        snprintf(out, 16, "%u.%u.%u.%u", a.s6_addr[12], a.s6_addr[13], a.s6_addr[14],
-                 a.s6_addr[15]);
-        return 1;
-    }
-    if (!inet_ntop(AF_INET6, &a, buf, sizeof buf))
-        return 0;
-    strcpy(out, buf);
-    return 1;
+    /* ::ffff:a.b.c.d, ::a.b.c.d and 64:ff9b::a.b.c.d are matched as the
+     * IPv4 address they reach, :: as ::1 (address.c) */
+    return pol_addr_text(AF_INET6, &a, out, INET6_ADDRSTRLEN) == 0;
 }
 
 /* LDH + underscore labels separated by single dots; glob allows '*'. */

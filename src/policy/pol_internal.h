@@ -109,6 +109,8 @@ struct pol_ruleset {
 };
 
 void pol_ruleset_index_servers(struct pol_ruleset *rs);
+/* The bucket governing server (the "*" bucket for unknown names and "*"). */
+const struct pol_bucket *pol_bucket_for(const struct pol_ruleset *rs, const char *server);
 void pol_side_release(struct pol_side *s);
 struct pol_ruleset *pol_ruleset_alloc(void);
 

@@ -35,6 +35,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "base/err.h"
 #include "base/strbuf.h"
@@ -203,6 +204,7 @@ enum pol_why {
     POL_GATEWAY_ONLY,    /* lockdown: host served through the gateway relay */
     POL_BAD_SUBJECT,     /* subject fails its grammar (non-ASCII host, bad tool name) */
     POL_UNAVAILABLE,     /* deny-all ruleset: reason */
+    POL_LOCAL_ADDRESS,   /* egress address in a local class no rule names: subject, reason */
 };
 
 /* A decision. Pointers refer into the ruleset (and subject into the caller's
@@ -241,6 +243,45 @@ static inline int pol_secret(const struct pol_ruleset *rs, const char *server, c
 {
     return pol_decide(rs, POL_SECRETS, server, ref, 0, d);
 }
+
+/* ---- egress by address (address.c) -------------------------------------- */
+
+#define POL_ADDR_TEXT_MAX 48 /* canonical address text, NUL included */
+
+/* Canonical text of an address (family AF_INET/AF_INET6, addr its bytes):
+ * IPv4 dotted quad; an IPv6 address reaching an IPv4 one (::ffff:a.b.c.d,
+ * ::a.b.c.d, 64:ff9b::a.b.c.d) as that IPv4 address; other IPv6 as inet_ntop
+ * writes it; 0.0.0.0 as 127.0.0.1 and :: as ::1 (what dialling them
+ * reaches). Host normalization renders IP literals the same way. -1 for
+ * another family or n < 16. */
+int pol_addr_text(int family, const void *addr, char *out, size_t n);
+int pol_addr_canon(const struct sockaddr *sa, char *out, size_t n);
+/* The class of an address egress never dials unless named — "loopback",
+ * "unspecified", "private", "CGNAT", "link-local" (169.254.169.254
+ * included), "documentation", "benchmarking", "multicast", "reserved"
+ * (every IPv6 address outside 2000::/3 but fe80::/10, fc00::/7 and ff00::/8,
+ * which have their own names; 6to4, Teredo, ORCHID) — or NULL for a global
+ * address. Mapped and compatible IPv6 addresses are judged as their IPv4
+ * address. Another family: "not an IP address". */
+const char *pol_addr_local_class(const struct sockaddr *sa);
+
+enum pol_local {
+    POL_LOCAL_NAMED, /* a local address only where an allow rule names it (the gateway) */
+    POL_LOCAL_NEVER, /* never a local address (the sandbox egress proxy) */
+    POL_LOCAL_ANY,   /* local addresses like any other (proxy test allowance only) */
+};
+
+/* Rules on one address that host (normalized; NULL when the destination was
+ * the address itself) resolved to, after the host passed pol_egress. 1 =
+ * the address may be dialled. Refused (0, d filled, addr = its canonical
+ * text): any deny rule of either layer matching the address; an address in
+ * a local class (pol_addr_local_class) unless `local` allows it — under
+ * POL_LOCAL_NAMED, a star-free allow entry of either layer (key server or
+ * "*", port pin honoured) equal to the address or to host names it. The
+ * machine layer's denies still win over such an allow. */
+int pol_egress_address(const struct pol_ruleset *rs, const char *server, const char *host,
+                       const struct sockaddr *sa, unsigned port, enum pol_local local,
+                       char addr[POL_ADDR_TEXT_MAX], struct pol_decision *d);
 
 /* May the sandbox mount the workspace read-write? 1 rw, 0 read-only (d says
  * why: deny-by-default, or the layer whose write list does not cover it). */
@@ -310,6 +351,13 @@ void pol_explain_rows(const struct pol_layer *machine, const struct pol_layer *p
  * (a "*" rule or a narrowing filesystem scope), "mixed" (named keys only);
  * why gets the reason. For unconfigured/blocked use the load state. */
 const char *pol_machine_word(const struct pol_layer *machine, strbuf *why);
+/* `policy test`'s near miss: the text of a tool deny rule (either layer, key
+ * server or "*") that does not match tool as written but would once '-' and
+ * '.' in both were read as '_' (`!delete_*` vs `delete-all`, `delete.all`),
+ * with *by its layer; NULL when none. Globs are literal: such a tool is
+ * allowed, and this says so. */
+const char *pol_tool_near_miss(const struct pol_ruleset *rs, const char *server, const char *tool,
+                               enum pol_by *by);
 /* Doctor's warnings: each named-key machine deny without the same "*" deny
  * (a repo can dodge it by renaming its server). One line per finding. */
 void pol_machine_lint(const struct pol_layer *machine, strvec *warnings);

@@ -6,6 +6,7 @@
 #include <linux/audit.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
+#include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <linux/securebits.h>
 #include <sched.h>
@@ -249,11 +250,13 @@ int sbx_seccomp_install(char *why, size_t whysz)
         snprintf(why, whysz, "seccomp: this architecture has no filter yet");
         return -1;
     }
-    struct sock_filter f[160];
+    struct sock_filter f[192];
     size_t n = 0;
-#define ST(code, k) (f[n++] = (struct sock_filter)BPF_STMT((code), (k)))
-#define JEQ(k, t, fl)                                                                              \
-    (f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (k), (t), (fl)))
+    /* Every instruction goes through PUT: one past the array is a refusal,
+     * never a write out of bounds. */
+#define PUT(ins) (n < sizeof f / sizeof f[0] ? (void)(f[n++] = (ins)) : (void)(n = SIZE_MAX))
+#define ST(code, k) PUT((struct sock_filter)BPF_STMT((code), (k)))
+#define JEQ(k, t, fl) PUT((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (k), (t), (fl)))
     /* Architecture first: a syscall number means nothing under another ABI. */
     ST(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
     JEQ(SBX_AUDIT_ARCH, 1, 0);
@@ -261,7 +264,7 @@ int sbx_seccomp_install(char *why, size_t whysz)
     ST(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
 #if defined(__x86_64__)
     /* x32 syscalls carry bit 30; refuse the whole ABI. */
-    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1);
+    PUT((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1));
     ST(BPF_RET | BPF_K, RET_ERRNO(EPERM));
 #endif
     for (size_t i = 0; i < sizeof denied / sizeof denied[0]; i++) {
@@ -274,7 +277,7 @@ int sbx_seccomp_install(char *why, size_t whysz)
     /* clone: namespace flags refused (x86_64 and arm64 both pass flags in arg0). */
     JEQ(SYS_clone, 0, 4);
     ST(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]));
-    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, NS_CLONE_FLAGS, 0, 1);
+    PUT((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, NS_CLONE_FLAGS, 0, 1));
     ST(BPF_RET | BPF_K, RET_ERRNO(EPERM));
     ST(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
     /* ioctl: TIOCSTI pushes input into a terminal; TIOCLINUX reads consoles. */
@@ -284,15 +287,46 @@ int sbx_seccomp_install(char *why, size_t whysz)
     JEQ(TIOCLINUX, 1, 0);
     ST(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
     ST(BPF_RET | BPF_K, RET_ERRNO(EPERM));
-    /* socket(AF_UNIX): no path or abstract socket to a host daemon. */
-    JEQ(SYS_socket, 0, 4);
+    /* socket(): deny-by-default on the family. A confined run needs TCP/UDP
+     * over IPv4 and IPv6 (the proxy, the gateway face, loopback) and a
+     * read-only netlink route socket (getifaddrs, if_nameindex, glibc's
+     * AI_ADDRCONFIG: Node's os.networkInterfaces() throws without one).
+     * Everything else is refused: AF_UNIX (a path or abstract socket reaches
+     * a host daemon; errata 37 keeps EPERM), AF_VSOCK (the hypervisor, which
+     * no network namespace confines), AF_PACKET, AF_ALG, AF_KEY, AF_XDP,
+     * AF_BLUETOOTH, other netlink protocols (sock_diag lists the host's
+     * sockets, audit, uevent, netfilter, xfrm). EAFNOSUPPORT is what a kernel
+     * without the family says, so a probing program degrades as it would
+     * there. The family is an int: the low word of args[0] is what the
+     * kernel reads. */
+    JEQ(SYS_socket, 0, 11);
     ST(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]));
+    JEQ(AF_INET, 8, 0);
+    JEQ(AF_INET6, 7, 0);
     JEQ(AF_UNIX, 0, 1);
     ST(BPF_RET | BPF_K, RET_ERRNO(EPERM));
+    JEQ(AF_NETLINK, 0, 3);
+    ST(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2]));
+    JEQ(NETLINK_ROUTE, 2, 0);
+    ST(BPF_RET | BPF_K, RET_ERRNO(EPROTONOSUPPORT));
+    ST(BPF_RET | BPF_K, RET_ERRNO(EAFNOSUPPORT));
+    ST(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    /* socketpair(): AF_UNIX only (the one family with local pairs that a
+     * confined run uses; AF_TIPC pairs are refused with the rest). */
+    JEQ(SYS_socketpair, 0, 4);
+    ST(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]));
+    JEQ(AF_UNIX, 1, 0);
+    ST(BPF_RET | BPF_K, RET_ERRNO(EAFNOSUPPORT));
     ST(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
     ST(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
 #undef ST
 #undef JEQ
+#undef PUT
+    if (n == SIZE_MAX) {
+        snprintf(why, whysz, "seccomp: the filter outgrew its %zu instructions",
+                 sizeof f / sizeof f[0]);
+        return -1;
+    }
     struct sock_fprog prog = {.len = (unsigned short)n, .filter = f};
     if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0 &&
         prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0) {

@@ -123,8 +123,53 @@ static int line_clean(const char *s, size_t n)
     return 1;
 }
 
+/* Trims spaces and tabs around [s, s+n). */
+static void trim(const char **s, size_t *n)
+{
+    while (*n && (**s == ' ' || **s == '\t')) {
+        (*s)++;
+        (*n)--;
+    }
+    while (*n && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t'))
+        (*n)--;
+}
+
+/* The framing headers of one line (name, value untrimmed). */
+struct framing {
+    int hosts, lengths, codings;
+};
+
+static int framing_line(struct framing *f, const char *name, size_t nn, const char *v, size_t vn,
+                        struct sbx_request *req, const char **why)
+{
+    trim(&v, &vn);
+    if (ieq(name, nn, "host")) {
+        if (++f->hosts > 1)
+            return *why = "duplicate Host header", -1;
+    } else if (ieq(name, nn, "content-length")) {
+        if (++f->lengths > 1)
+            return *why = "duplicate Content-Length header", -1;
+        if (vn == 0 || vn > 18)
+            return *why = "bad Content-Length", -1;
+        uint64_t x = 0;
+        for (size_t i = 0; i < vn; i++) {
+            if (v[i] < '0' || v[i] > '9')
+                return *why = "bad Content-Length", -1;
+            x = x * 10 + (uint64_t)(v[i] - '0');
+        }
+        req->content_length = x;
+    } else if (ieq(name, nn, "transfer-encoding")) {
+        if (++f->codings > 1)
+            return *why = "duplicate Transfer-Encoding header", -1;
+        if (!ieq(v, vn, "chunked"))
+            return *why = "unsupported Transfer-Encoding (only chunked)", -1;
+    }
+    return 0;
+}
+
 int sbx_parse_head(const char *head, size_t len, struct sbx_request *req, const char **why)
 {
+    struct framing fr = {0, 0, 0};
     memset(req, 0, sizeof *req);
     if (len < 4 || len > SBX_HEAD_MAX || memcmp(head + len - 4, "\r\n\r\n", 4) != 0)
         return *why = "incomplete request head", -1;
@@ -149,12 +194,20 @@ int sbx_parse_head(const char *head, size_t len, struct sbx_request *req, const 
             for (const char *c = l; c < colon; c++)
                 if (!is_tchar((unsigned char)*c))
                     return *why = "malformed header name", -1;
+            if (framing_line(&fr, l, (size_t)(colon - l), colon + 1, n - (size_t)(colon + 1 - l),
+                             req, why) < 0)
+                return -1;
         }
         line_no++;
         pos += n + 2;
     }
     if (rl_len == 0)
         return *why = "empty request line", -1;
+    /* Two framings are two readings of where the body ends: refused
+     * (RFC 9112 §6.1 lets a server pick either; a smuggler counts on it). */
+    if (fr.lengths && fr.codings)
+        return *why = "both Content-Length and Transfer-Encoding", -1;
+    req->body = fr.codings ? SBX_BODY_CHUNKED : fr.lengths ? SBX_BODY_LENGTH : SBX_BODY_NONE;
 
     /* Request line: tokens split on spaces, empties ignored. */
     const char *tok[4];
@@ -216,17 +269,6 @@ int sbx_parse_head(const char *head, size_t len, struct sbx_request *req, const 
     req->path_off = (size_t)(t + alen - head);
     req->path_len = tl - alen;
     return 0;
-}
-
-/* Trims spaces and tabs around [s, s+n). */
-static void trim(const char **s, size_t *n)
-{
-    while (*n && (**s == ' ' || **s == '\t')) {
-        (*s)++;
-        (*n)--;
-    }
-    while (*n && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t'))
-        (*n)--;
 }
 
 int sbx_head_auth_ok(const char *head, size_t len, const char *expected)
@@ -375,64 +417,6 @@ int sbx_host_normalize(const char *in, int bracketed, char out[SBX_HOST_MAX])
     return 0;
 }
 
-static int v4_forbidden(uint32_t a)
-{
-    static const struct {
-        uint32_t net;
-        int bits;
-    } bad[] = {
-        {0x00000000u, 8},  {0x0a000000u, 8},  {0x64400000u, 10}, {0x7f000000u, 8},
-        {0xa9fe0000u, 16}, {0xac100000u, 12}, {0xc0000000u, 24}, {0xc0000200u, 24},
-        {0xc0a80000u, 16}, {0xc6120000u, 15}, {0xc6336400u, 24}, {0xcb007100u, 24},
-        {0xe0000000u, 4},  {0xf0000000u, 4},
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        uint32_t mask = bad[i].bits ? ~0u << (32 - bad[i].bits) : 0;
-        if ((a & mask) == bad[i].net)
-            return 1;
-    }
-    return 0;
-}
-
-int sbx_addr_forbidden(const struct sockaddr *sa)
-{
-    if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
-        return v4_forbidden(ntohl(s4->sin_addr.s_addr));
-    }
-    if (sa->sa_family != AF_INET6)
-        return 1;
-    const uint8_t *b = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
-    static const uint8_t zero10[10] = {0};
-    if (memcmp(b, zero10, 10) == 0) {
-        uint32_t v4 = (uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 | (uint32_t)b[14] << 8 | b[15];
-        if (b[10] == 0xff && b[11] == 0xff)
-            return v4_forbidden(v4); /* ::ffff:a.b.c.d */
-        if (b[10] == 0 && b[11] == 0) {
-            if (v4 <= 1)
-                return 1;            /* :: and ::1 */
-            return v4_forbidden(v4); /* ::a.b.c.d */
-        }
-    }
-    if ((b[0] & 0xe0) != 0x20)
-        return 1; /* outside 2000::/3 */
-    if (b[0] == 0x20 && b[1] == 0x02)
-        return 1; /* 2002::/16 6to4 */
-    if (b[0] == 0x20 && b[1] == 0x01) {
-        if (b[2] == 0x00 && b[3] == 0x00)
-            return 1; /* 2001::/32 Teredo */
-        if (b[2] == 0x0d && b[3] == 0xb8)
-            return 1; /* 2001:db8::/32 */
-        if (b[2] == 0x00 && b[3] == 0x02 && b[4] == 0 && b[5] == 0)
-            return 1; /* 2001:2::/48 */
-        if (b[2] == 0x00 && ((b[3] & 0xf0) == 0x10 || (b[3] & 0xf0) == 0x20))
-            return 1; /* 2001:10::/28, 2001:20::/28 */
-    }
-    if (b[0] == 0x3f && b[1] == 0xff && (b[2] & 0xf0) == 0)
-        return 1; /* 3fff::/20 documentation */
-    return 0;
-}
-
 const char *sbx_addr_str(const struct sockaddr *sa, char *buf, size_t size)
 {
     const void *src = NULL;
@@ -476,31 +460,39 @@ static void rd_skip(struct rd *r, size_t k)
         r->off += k;
 }
 
-/* server_name extension data; 0 + out filled, or -1. */
-static int parse_server_name(const uint8_t *d, size_t n, char out[SBX_HOST_MAX])
+/* server_name extension data: every entry of the list is read, never just
+ * the first — a server may pick any of them. Each must be a host_name (the
+ * only type RFC 6066 defines; another is unverifiable) that normalizes.
+ * 0 + out = the first name, *other = a later name that differs from it
+ * ("" when all agree); -1 when malformed. */
+static int parse_server_name(const uint8_t *d, size_t n, char out[SBX_HOST_MAX],
+                             char other[SBX_HOST_MAX])
 {
     struct rd r = {d, n, 0, 0};
     size_t list = rd_u16(&r);
     if (r.bad || list == 0 || list != n - 2)
         return -1;
+    int names = 0;
+    other[0] = '\0';
     while (r.off < n) {
         unsigned type = rd_u8(&r);
         size_t len = rd_u16(&r);
-        if (r.bad || len > n - r.off)
+        if (r.bad || len > n - r.off || type != 0)
             return -1;
-        if (type == 0) {
-            char name[SBX_HOST_MAX + 2];
-            if (len == 0 || len > SBX_HOST_MAX)
-                return -1;
-            memcpy(name, d + r.off, len);
-            name[len] = '\0';
-            if (memchr(name, '\0', len))
-                return -1;
-            return sbx_host_normalize(name, 0, out);
-        }
+        char name[SBX_HOST_MAX + 2], norm[SBX_HOST_MAX];
+        if (len == 0 || len > SBX_HOST_MAX)
+            return -1;
+        memcpy(name, d + r.off, len);
+        name[len] = '\0';
+        if (memchr(name, '\0', len) || sbx_host_normalize(name, 0, norm) < 0)
+            return -1;
+        if (names++ == 0)
+            memcpy(out, norm, sizeof norm);
+        else if (!other[0] && strcmp(norm, out) != 0)
+            memcpy(other, norm, sizeof norm);
         r.off += len;
     }
-    return -1;
+    return names ? 0 : -1;
 }
 
 enum sbx_tls sbx_tls_client_hello(const uint8_t *buf, size_t len, struct sbx_hello *out)
@@ -555,7 +547,7 @@ enum sbx_tls sbx_tls_client_hello(const uint8_t *buf, size_t len, struct sbx_hel
         if (type == 0x0000) {
             if (have_sni)
                 return SBX_TLS_UNVERIFIABLE; /* duplicate extension */
-            if (parse_server_name(ed, elen, out->sni) < 0)
+            if (parse_server_name(ed, elen, out->sni, out->sni_other) < 0)
                 return SBX_TLS_UNVERIFIABLE;
             have_sni = 1;
         } else if (type == 0xfe0d || type == 0xffce) {
@@ -564,6 +556,164 @@ enum sbx_tls sbx_tls_client_hello(const uint8_t *buf, size_t len, struct sbx_hel
         r.off += elen;
     }
     return have_sni ? SBX_TLS_SNI : SBX_TLS_NO_SNI;
+}
+
+/* ---- one request's body ---------------------------------------------------- */
+
+enum {
+    CH_SIZE = 0, /* chunk-size hex digits */
+    CH_EXT,      /* BWS / chunk-ext up to CR */
+    CH_SIZE_LF,  /* LF after the chunk-size line */
+    CH_DATA,     /* left bytes of chunk data */
+    CH_DATA_CR,  /* CR after the data */
+    CH_DATA_LF,  /* LF after the data */
+    CH_TRAILER0, /* start of a trailer line, or the final CR */
+    CH_TRAILER,  /* a trailer line up to CR */
+    CH_TRAILER_LF,
+    CH_END_LF, /* the LF that ends the message */
+    CH_DONE,
+    CH_BAD,
+};
+#define CH_LINE_MAX 4096     /* one chunk-size line with its extensions */
+#define CH_TRAILER_MAX 16384 /* every trailer line together */
+
+void sbx_body_init(struct sbx_body *b, const struct sbx_request *req)
+{
+    memset(b, 0, sizeof *b);
+    b->kind = req->body;
+    b->left = req->content_length;
+    b->st = CH_SIZE;
+    if (b->kind == SBX_BODY_NONE || (b->kind == SBX_BODY_LENGTH && b->left == 0))
+        b->st = CH_DONE;
+}
+
+static int hexval(unsigned char c)
+{
+    return (c >= '0' && c <= '9')   ? c - '0'
+           : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+           : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+                                    : -1;
+}
+
+static int ctl(unsigned char c)
+{
+    return (c < 0x20 && c != '\t') || c == 0x7f;
+}
+
+int sbx_body_feed(struct sbx_body *b, const char *buf, size_t len, size_t *take)
+{
+    *take = 0;
+    if (b->st == CH_DONE)
+        return 1;
+    if (b->st == CH_BAD)
+        return -1;
+    if (b->kind == SBX_BODY_LENGTH) {
+        if ((uint64_t)len < b->left) {
+            b->left -= len;
+            *take = len;
+            return 0;
+        }
+        *take = (size_t)b->left;
+        b->left = 0;
+        b->st = CH_DONE;
+        return 1;
+    }
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = (unsigned char)buf[i];
+        switch (b->st) {
+        case CH_SIZE: {
+            int d = hexval(c);
+            if (d >= 0) {
+                if (++b->digits > 15)
+                    goto bad;
+                b->left = b->left * 16 + (uint64_t)d;
+                b->line++;
+                break;
+            }
+            if (!b->digits)
+                goto bad;
+            if (c == '\r') {
+                b->st = CH_SIZE_LF;
+                break;
+            }
+            if (c != ';' && c != ' ' && c != '\t')
+                goto bad;
+            b->st = CH_EXT;
+            b->line++;
+            break;
+        }
+        case CH_EXT:
+            if (c == '\r') {
+                b->st = CH_SIZE_LF;
+                break;
+            }
+            if (ctl(c) || ++b->line > CH_LINE_MAX)
+                goto bad;
+            break;
+        case CH_SIZE_LF:
+            if (c != '\n')
+                goto bad;
+            b->st = b->left ? CH_DATA : CH_TRAILER0;
+            b->line = 0;
+            b->digits = 0;
+            break;
+        case CH_DATA: {
+            size_t avail = len - i;
+            size_t k = (uint64_t)avail < b->left ? avail : (size_t)b->left;
+            b->left -= k;
+            i += k;
+            if (!b->left)
+                b->st = CH_DATA_CR;
+            continue;
+        }
+        case CH_DATA_CR:
+            if (c != '\r')
+                goto bad;
+            b->st = CH_DATA_LF;
+            break;
+        case CH_DATA_LF:
+            if (c != '\n')
+                goto bad;
+            b->st = CH_SIZE;
+            break;
+        case CH_TRAILER0:
+            if (c == '\r') {
+                b->st = CH_END_LF;
+                break;
+            }
+            b->st = CH_TRAILER;
+            continue; /* the same byte starts the line */
+        case CH_TRAILER:
+            if (c == '\r') {
+                b->st = CH_TRAILER_LF;
+                break;
+            }
+            if (ctl(c) || ++b->trailer > CH_TRAILER_MAX)
+                goto bad;
+            break;
+        case CH_TRAILER_LF:
+            if (c != '\n')
+                goto bad;
+            b->st = CH_TRAILER0;
+            break;
+        case CH_END_LF:
+            if (c != '\n')
+                goto bad;
+            b->st = CH_DONE;
+            *take = i + 1;
+            return 1;
+        default:
+            goto bad;
+        }
+        i++;
+    }
+    *take = len;
+    return 0;
+bad:
+    b->st = CH_BAD;
+    *take = 0;
+    return -1;
 }
 
 static int is_hop_header(const char *name, size_t n)

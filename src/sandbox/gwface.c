@@ -17,6 +17,7 @@
 #include "base/json.h"
 #include "base/sha256.h"
 #include "base/xalloc.h"
+#include "sandbox/registry.h"
 
 #define FACE_FD_IN_CHILD 3
 
@@ -48,6 +49,31 @@ int sbx_gw_stage(const char *path, const char *data, size_t len, struct as_err *
         return as_err_set(err, "writing %s: short write", path);
     }
     return 0;
+}
+
+/* The directory that holds rel below root, each component opened without
+ * following a symlink (the sandbox home is written from inside the sandbox:
+ * a link left there must never steer the host). -1 when a component is
+ * missing, a link or not a directory; *leaf is rel's last component. */
+static int dir_beneath(const char *root, const char *rel, char *buf, size_t n, const char **leaf)
+{
+    if (snprintf(buf, n, "%s", rel) >= (int)n)
+        return -1;
+    int fd = open(root, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    char *c = buf;
+    while (fd >= 0) {
+        char *slash = strchr(c, '/');
+        if (!slash) {
+            *leaf = c;
+            return fd;
+        }
+        *slash = '\0';
+        int next = openat(fd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        close(fd);
+        fd = next;
+        c = slash + 1;
+    }
+    return -1;
 }
 
 static int listen_loopback(struct sbx_gw *g, struct as_err *err)
@@ -97,12 +123,18 @@ int sbx_gw_prepare(const struct sbx_plan *p, struct sbx_rec *rec, struct sbx_gw 
     sb_release(&url);
     if (rc < 0)
         return -1;
-    char *mp = xasprintf("%s/%s", p->sandbox_home, p->gateway_config_rel);
+    /* No regular file there (nothing, or a link sandbox-init replaces): the
+     * bind creates one, which is removed after the run. */
+    char buf[4096];
+    const char *leaf = NULL;
+    int dir = dir_beneath(p->sandbox_home, p->gateway_config_rel, buf, sizeof buf, &leaf);
     struct stat st;
-    if (lstat(mp, &st) != 0 && errno == ENOENT)
-        g->mountpoint = mp; /* created by the bind; removed after */
-    else
-        free(mp);
+    if (dir < 0 || fstatat(dir, leaf, &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISLNK(st.st_mode)) {
+        g->home = xstrdup(p->sandbox_home);
+        g->mountpoint = xstrdup(p->gateway_config_rel);
+    }
+    if (dir >= 0)
+        close(dir);
 
     /* The frozen authority, then its digest in the run's chain. */
     strbuf b = SB_INIT;
@@ -118,6 +150,9 @@ int sbx_gw_prepare(const struct sbx_plan *p, struct sbx_rec *rec, struct sbx_gw 
     snprintf(g->digest, sizeof g->digest, "sha256:%s", hex);
     json_t *f = json_object();
     json_object_set_new(f, "grant_digest", json_string(g->digest));
+    /* The run's own process: the grant is valid only while it lives. */
+    json_object_set_new(f, "pid", json_integer(getpid()));
+    json_object_set_new(f, "pid_start", json_integer((json_int_t)sbx_proc_start(getpid())));
     if (sbx_rec_append(rec, "grant_frozen", f, err) < 0) {
         as_err_prefix(err, "refusing to run unobserved");
         return -1;
@@ -127,8 +162,10 @@ int sbx_gw_prepare(const struct sbx_plan *p, struct sbx_rec *rec, struct sbx_gw 
 
 struct sbx_mount sbx_gw_mount(const struct sbx_plan *p, const struct sbx_gw *g)
 {
-    struct sbx_mount m = {
-        .kind = SBX_MNT_RO_BIND, .src = g->config_host, .dst = p->gateway_config_inside};
+    struct sbx_mount m = {.kind = SBX_MNT_RO_BIND,
+                          .src = g->config_host,
+                          .dst = p->gateway_config_inside,
+                          .nofollow = 1};
     return m;
 }
 
@@ -221,10 +258,17 @@ void sbx_gw_finish(struct sbx_gw *g)
         g->config_host = NULL;
     }
     if (g->mountpoint) {
+        char buf[4096];
+        const char *leaf = NULL;
+        int dir = dir_beneath(g->home, g->mountpoint, buf, sizeof buf, &leaf);
         struct stat st;
-        if (lstat(g->mountpoint, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
-            unlink(g->mountpoint);
+        if (dir >= 0 && fstatat(dir, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+            st.st_size == 0)
+            unlinkat(dir, leaf, 0);
+        if (dir >= 0)
+            close(dir);
         free(g->mountpoint);
-        g->mountpoint = NULL;
+        free(g->home);
+        g->mountpoint = g->home = NULL;
     }
 }

@@ -18,7 +18,8 @@
  *    listener on an ephemeral port; both require the per-run token.
  *  - The staged config (token inside) lives in runs/<id>/ (0600) and is
  *    deleted after the run; a mount point this run had to create in the
- *    sandbox home is removed again.
+ *    sandbox home is removed again, reached without following a symlink
+ *    (the sandbox writes that tree; a link it leaves never steers the host).
  *  - The gateway runs in its own process group (terminal signals are the
  *    harness's); it gets SIGTERM if agentstack dies, stdin EOF when the run
  *    ends (it then drains and exits), SIGKILL if it has not exited 10 s
@@ -38,7 +39,8 @@ struct sbx_gw {
     int face_fd;       /* --sandbox: the host listener (lockdown: from ns.h), or -1 */
     int port;          /* --sandbox: the kernel's port */
     char *config_host; /* the staged config file */
-    char *mountpoint;  /* <sandbox home>/<rel>, if it did not exist before the run */
+    char *home;        /* the sandbox home (host path), with mountpoint */
+    char *mountpoint;  /* <rel> below home, if no regular file was there before the run */
     pid_t pid;         /* the gateway, or -1 */
     int stdin_fd;      /* its stdin (closing it stops it), or -1 */
     char digest[80];   /* "sha256:…" of the frozen grant */

@@ -524,7 +524,10 @@ int sbx_host_execute(const struct sbx_plan *p, const struct sbx_host_hooks *h, F
             }
             if (append(&rec, "gate_decision", gate_event(g, failed), err) < 0 ||
                 (is_freeze && !failed && g->passed &&
-                 append(&rec, "grant_frozen", json_pack("{s:s}", "grant_digest", res->grant_digest),
+                 append(&rec, "grant_frozen",
+                        json_pack("{s:s, s:I, s:I}", "grant_digest", res->grant_digest, "pid",
+                                  (json_int_t)getpid(), "pid_start",
+                                  (json_int_t)sbx_proc_start(getpid())),
                         err) < 0)) {
                 record_refused(&rec);
                 goto refused;

@@ -145,8 +145,8 @@ int sbx_jail_build(const struct sbx_jail_request *rq, struct sbx_jail **out, str
         goto fail;
     }
     free(prog);
-    if (ws)
-        sbx_i_workspace_view(&v, j->workspace_writable, rq->manifest_dir);
+    if (ws && sbx_i_workspace_view(&v, j->workspace_writable, rq->manifest_dir, err) < 0)
+        goto fail;
     for (size_t i = 0; i < rq->nsnapshots; i++)
         if (snapshot_view(j, &v, &rq->snapshots[i], err) < 0)
             goto fail;

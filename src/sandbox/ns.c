@@ -358,6 +358,106 @@ static int make_mountpoint(const char *src_host, const char *target, int optiona
     return 0;
 }
 
+/* For a nofollow bind: walks dst from the new root one component at a time,
+ * never following a symlink. A directory on the way that is missing is
+ * made; a symlink or other non-directory in its place is removed first (a
+ * later run is rebuilt, never redirected, by what an earlier one left). The
+ * last component is made a regular file (want_dir 0) or a directory the
+ * same way; a non-empty directory where a file belongs is a refusal. Returns
+ * the O_PATH descriptor of the directory holding it, with its name in *leaf. */
+static int nofollow_parent(const char *dst, int want_dir, char *path, size_t pathsz,
+                           const char **leaf)
+{
+    if (snprintf(path, pathsz, "%s", dst) >= (int)pathsz || path[0] != '/')
+        child_fail("the mount point %s is not an absolute path that fits", dst);
+    int fd = open(NEWROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        child_fail("opening the new root: %s", strerror(errno));
+    char *c = path + 1;
+    for (;;) {
+        char *slash = strchr(c, '/');
+        int last = slash == NULL;
+        if (slash)
+            *slash = '\0';
+        if (!*c || strcmp(c, ".") == 0 || strcmp(c, "..") == 0)
+            child_fail("the mount point %s has an empty, '.' or '..' component", dst);
+        if (last) {
+            *leaf = c;
+            struct stat st;
+            if (fstatat(fd, c, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))) {
+                if (unlinkat(fd, c, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) < 0)
+                    child_fail("%s is in the way of the mount at %s and cannot be removed: %s",
+                               S_ISDIR(st.st_mode) ? "a directory" : "a file", dst,
+                               strerror(errno));
+            }
+            if (want_dir) {
+                if (mkdirat(fd, c, 0755) < 0 && errno != EEXIST)
+                    child_fail("creating %s: %s", dst, strerror(errno));
+            } else {
+                int f = openat(fd, c, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+                if (f < 0 && errno != EEXIST)
+                    child_fail("creating %s: %s", dst, strerror(errno));
+                if (f >= 0)
+                    close(f);
+            }
+            return fd;
+        }
+        int next = openat(fd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0 && (errno == ELOOP || errno == ENOTDIR)) {
+            /* A symlink (O_PATH|O_NOFOLLOW opens it: ENOTDIR) or a file. */
+            if (unlinkat(fd, c, 0) < 0)
+                child_fail("a link or file is in the way of the mount at %s and cannot be "
+                           "removed: %s",
+                           dst, strerror(errno));
+            errno = ENOENT;
+        }
+        if (next < 0 && errno == ENOENT) {
+            if (mkdirat(fd, c, 0755) < 0 && errno != EEXIST)
+                child_fail("creating a directory on the way to %s: %s", dst, strerror(errno));
+            next = openat(fd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        }
+        if (next < 0)
+            child_fail("walking to the mount point %s: %s", dst, strerror(errno));
+        close(fd);
+        fd = next;
+        c = slash + 1;
+    }
+}
+
+/* A bind whose mount point lies in a tree an earlier run could write. */
+static void apply_nofollow_bind(const struct sbx_mount *m, const char *src)
+{
+    struct stat st;
+    if (stat(src, &st) < 0) {
+        if (m->optional)
+            return;
+        child_fail("%s: %s", m->src, strerror(errno));
+    }
+    char path[4096], via[64];
+    const char *leaf = NULL;
+    int dir = nofollow_parent(m->dst, S_ISDIR(st.st_mode), path, sizeof path, &leaf);
+    int t = openat(dir, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    struct stat tst;
+    if (t < 0 || fstat(t, &tst) < 0 ||
+        (S_ISDIR(st.st_mode) ? !S_ISDIR(tst.st_mode) : !S_ISREG(tst.st_mode)))
+        child_fail("the mount point %s changed while it was being made", m->dst);
+    /* The descriptor names the inode, whatever its path turns into. */
+    snprintf(via, sizeof via, NEWROOT "/proc/self/fd/%d", t);
+    if (mount(src, via, NULL, MS_BIND | MS_REC, NULL) < 0)
+        child_fail("binding %s at %s: %s", m->src, m->dst, strerror(errno));
+    close(t);
+    /* The new mount, reached through the directory that holds it. */
+    t = openat(dir, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    close(dir);
+    if (t < 0)
+        child_fail("reopening %s: %s", m->dst, strerror(errno));
+    snprintf(via, sizeof via, NEWROOT "/proc/self/fd/%d", t);
+    if ((m->kind == SBX_MNT_RO_BIND ? ro_tree(via) : remount(via, MS_NOSUID | MS_NODEV)) < 0)
+        child_fail("remounting %s: %s", m->dst, strerror(errno));
+    close(t);
+}
+
 static void apply_mount(const struct sbx_mount *m)
 {
     char target[4096], src[4096];
@@ -369,6 +469,11 @@ static void apply_mount(const struct sbx_mount *m)
     case SBX_MNT_RO_BIND:
     case SBX_MNT_RW_BIND:
     case SBX_MNT_DEV:
+        if (m->nofollow && m->kind != SBX_MNT_DEV) {
+            apply_nofollow_bind(m, src);
+            dirs_forget_below(target);
+            return;
+        }
         if (make_mountpoint(src, target, m->optional))
             return;
         if (mount(src, target, NULL, MS_BIND | MS_REC, NULL) < 0)

@@ -59,6 +59,11 @@ struct sbx_mount {
     const char *dst;  /* absolute path inside the sandbox */
     const char *data; /* file content, or tmpfs options */
     int optional;     /* a missing source is skipped, not an error */
+    /* Binds only: dst lies in a writable tree that an earlier run could have
+     * filled (the sandbox home). Its path is walked without following any
+     * symlink; a link or file in the way of a directory is replaced by one,
+     * and the bind lands on exactly the inode that walk opened. */
+    int nofollow;
 };
 
 struct sbx_ns_spec {

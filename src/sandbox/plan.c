@@ -348,7 +348,9 @@ int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, str
     if (sbx_i_program_view(&view, rq->harness_bin, home_canon, ah_canon, &p->harness_host_bin,
                            &exec_path, &extra_path, err) < 0)
         goto fail;
-    sbx_i_workspace_view(&view, p->workspace_writable, bp.found ? bp.manifest_dir : NULL);
+    if (sbx_i_workspace_view(&view, p->workspace_writable, bp.found ? bp.manifest_dir : NULL, err) <
+        0)
+        goto fail;
     strvec_push(&p->writable, "/tmp");
     strvec_push(&p->writable, "/dev/shm");
     strvec_push(&p->writable, SBX_INSIDE_HOME);
@@ -489,6 +491,8 @@ void sbx_plan_face_url(const struct sbx_plan *p, int port, strbuf *out)
         sb_adds(out, "http://127.0.0.1:<ephemeral>/mcp");
 }
 
+static void verdict_from(const struct pol_decision *d, struct sbx_verdict *v);
+
 int sbx_plan_decide(void *ctx, const char *identity, const char *host, int port,
                     struct sbx_verdict *v)
 {
@@ -496,18 +500,43 @@ int sbx_plan_decide(void *ctx, const char *identity, const char *host, int port,
     struct pol_decision d;
     memset(v, 0, sizeof *v);
     v->allowed = pol_egress(p->ruleset, identity, host, (unsigned)port, &d);
-    const char *by = pol_by_name(d.by);
+    verdict_from(&d, v);
+    return 0;
+}
+
+static void verdict_from(const struct pol_decision *d, struct sbx_verdict *v)
+{
+    const char *by = pol_by_name(d->by);
     snprintf(v->layer, sizeof v->layer, "%s", by && by[0] ? by : "default");
+    if (v->allowed)
+        return;
+    strbuf t = SB_INIT;
+    pol_decision_text(d, &t);
+    snprintf(v->rule, sizeof v->rule, "%s", t.buf);
+    sb_reset(&t);
+    pol_decision_short(d, &t);
+    snprintf(v->brief, sizeof v->brief, "%s", t.buf);
+    sb_release(&t);
+    if (d->why == POL_DENY_RULE && d->pattern)
+        snprintf(v->pattern, sizeof v->pattern, "!%s", d->pattern);
+}
+
+int sbx_plan_decide_addr(void *ctx, const char *identity, const char *host,
+                         const struct sockaddr *sa, int port, struct sbx_verdict *v)
+{
+    const struct sbx_plan *p = ctx;
+    struct pol_decision d;
+    char addr[POL_ADDR_TEXT_MAX];
+    memset(v, 0, sizeof *v);
+    /* Classes are the proxy's (never dialled, or the tests' allowance). */
+    v->allowed =
+        pol_egress_address(p->ruleset, identity, host, sa, (unsigned)port, POL_LOCAL_ANY, addr, &d);
+    verdict_from(&d, v);
     if (!v->allowed) {
         strbuf t = SB_INIT;
-        pol_decision_text(&d, &t);
-        snprintf(v->rule, sizeof v->rule, "%s", t.buf);
-        sb_reset(&t);
-        pol_decision_short(&d, &t);
-        snprintf(v->brief, sizeof v->brief, "%s", t.buf);
+        sb_addf(&t, "'%s' resolves to %s, %s", host, addr, v->rule);
+        snprintf(v->rule, sizeof v->rule, "%.*s", (int)(sizeof v->rule - 1), t.buf);
         sb_release(&t);
-        if (d.why == POL_DENY_RULE && d.pattern)
-            snprintf(v->pattern, sizeof v->pattern, "!%s", d.pattern);
     }
     return 0;
 }

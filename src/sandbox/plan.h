@@ -208,6 +208,11 @@ void sbx_plan_print(const struct sbx_plan *p, FILE *f, int full);
 /* The egress decision callback over the plan's ruleset (ctx = the plan). */
 int sbx_plan_decide(void *ctx, const char *identity, const char *host, int port,
                     struct sbx_verdict *v);
+/* The proxy's rule on one address host resolved to (sbx_egress_decide_addr_fn):
+ * [policy.egress] denies that match the address's canonical spelling. The
+ * proxy itself refuses local address classes (policy/address.c). */
+int sbx_plan_decide_addr(void *ctx, const char *identity, const char *host,
+                         const struct sockaddr *sa, int port, struct sbx_verdict *v);
 
 /* Shell-quotes argv into out, the exact command as `--plan` shows it. */
 void sbx_argv_display(const char *const *argv, strbuf *out);

@@ -42,9 +42,12 @@ int sbx_i_check_workspace(const char *ws, const char *home_canon, const char *ah
 /* /proc, the read-only system directories, a synthesized /etc, /dev, /tmp. */
 void sbx_i_system_view(struct sbx_view *v, const char *rootfs);
 /* The workspace at v->inside (read-write only when `writable`), .git's
- * config and hooks read-only in a writable one, and the secrets in the
- * root, manifest_dir (may be NULL) and .agentstack/ shadowed. */
-void sbx_i_workspace_view(struct sbx_view *v, int writable, const char *manifest_dir);
+ * config and hooks read-only in a writable one, every `.env*` entry at any
+ * depth and the overlay of the root, manifest_dir (may be NULL) and
+ * .agentstack/ shadowed. -1 + err when the workspace cannot be walked
+ * within its bounds (nothing may be launched on such a view). */
+int sbx_i_workspace_view(struct sbx_view *v, int writable, const char *manifest_dir,
+                         struct as_err *err);
 /* The program bin: exec_path = its path inside, extra_path = a PATH entry
  * to add ("" when in the system directories), *real_out (may be NULL) its
  * realpath; binds its install prefix read-only when outside them. */
@@ -74,6 +77,17 @@ void sbx_i_build_grant(struct sbx_plan *p, const struct manifest *m, const struc
  * project is trusted at. -1 + err when --lockdown must refuse. */
 int sbx_i_plan_gateway(const struct sbx_plan_request *rq, struct sbx_plan *p,
                        const struct manifest *m, const char *digest, struct as_err *err);
+
+/* Bounds of the workspace walk for `.env*` entries (plan_shadow.c). */
+#define SBX_SHADOW_MAX_ENTRIES 1000000
+#define SBX_SHADOW_MAX_DEPTH 128
+#define SBX_SHADOW_MAX_HITS 4096
+
+/* Every `.env*` entry of the canonical workspace, at any depth, as
+ * workspace-relative paths: regular files into files, directories into dirs
+ * (a symlink at its in-workspace target). -1 + err (and both lists empty)
+ * when a bound is exceeded or a directory cannot be read. */
+int sbx_i_find_env_files(const char *workspace, strvec *files, strvec *dirs, struct as_err *err);
 
 /* sbx_plan_print for the host modes. */
 void sbx_i_print_host(const struct sbx_plan *p, FILE *f, int full);

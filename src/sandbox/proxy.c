@@ -27,6 +27,7 @@
 
 #include "base/strbuf.h"
 #include "base/xalloc.h"
+#include "policy/policy.h"
 #include "sandbox/connect.h"
 
 #define MAX_ADDRS 8
@@ -55,6 +56,8 @@ struct conn {
     int c_eof, u_eof, c_shut, u_shut;
     int recorded;
     struct sbx_verdict allow; /* the policy's allow, named in the final event */
+    struct sbx_body body;     /* plain HTTP: where the one request forwarded ends */
+    int body_done;            /* plain HTTP: it ended; later client bytes are dropped */
 };
 
 struct rjob {
@@ -350,11 +353,34 @@ static void resolve_done(struct sbx_proxy *p, struct rjob *j)
         deny_reply(p, c, ST_403, &v);
         goto out;
     }
+    struct sbx_verdict by_rule;
+    by_rule.allowed = 1;
     for (int i = 0; i < j->n; i++) {
-        if (p->o.allow_local || !sbx_addr_forbidden((struct sockaddr *)&j->addrs[i])) {
-            begin_dial(p, c, &j->addrs[i], j->lens[i]);
-            goto out;
+        const struct sockaddr *sa = (const struct sockaddr *)&j->addrs[i];
+        if (!p->o.allow_local && pol_addr_local_class(sa))
+            continue;
+        if (p->o.decide_addr) {
+            struct sbx_verdict av;
+            memset(&av, 0, sizeof av);
+            if (p->o.decide_addr(p->o.decide_ctx, p->identity, c->host, sa, c->req.port, &av) < 0 ||
+                !av.allowed) {
+                if (by_rule.allowed)
+                    by_rule = av;
+                continue;
+            }
         }
+        begin_dial(p, c, &j->addrs[i], j->lens[i]);
+        goto out;
+    }
+    if (!by_rule.allowed) {
+        /* An address a rule names: that rule is the reason, with its layer. */
+        by_rule.allowed = 0;
+        if (!by_rule.rule[0])
+            snprintf(by_rule.rule, sizeof by_rule.rule, "denied by [policy.egress]");
+        if (!by_rule.layer[0])
+            snprintf(by_rule.layer, sizeof by_rule.layer, "machine");
+        deny_reply(p, c, ST_403, &by_rule);
+        goto out;
     }
     char list[160] = "";
     for (int i = 0; i < j->n && i < 3; i++) {
@@ -495,8 +521,18 @@ static void dial_done(struct sbx_proxy *p, struct conn *c)
             reply_close(p, c, ST_502);
             return;
         }
+        /* One request per connection: the head, then only the bytes of its
+         * own body — what a client pipelines after it is never forwarded. */
         sbx_http_rewrite(c->in.buf, &c->req, c->host, &c->uout);
-        sb_add(&c->uout, c->in.buf + hlen, c->in.len - hlen);
+        sbx_body_init(&c->body, &c->req);
+        size_t take = 0;
+        int r = sbx_body_feed(&c->body, c->in.buf + hlen, c->in.len - hlen, &take);
+        if (r < 0) {
+            reply_close(p, c, ST_400);
+            return;
+        }
+        sb_add(&c->uout, c->in.buf + hlen, take);
+        c->body_done = r == 1;
         sb_release(&c->in);
         enter_relay(p, c);
         return;
@@ -548,6 +584,14 @@ static void flight_check(struct sbx_proxy *p, struct conn *c, int stopped, int e
         if (strcmp(h.sni, c->host) != 0) {
             verdict_deny(&v, "proxy", "TLS SNI '%s' does not match CONNECT host '%s'", h.sni,
                          c->host);
+            goto deny;
+        }
+        /* A server may answer for any name of the list: all must be the host. */
+        if (h.sni_other[0]) {
+            verdict_deny(&v, "proxy",
+                         "TLS SNI list names '%s' besides CONNECT host '%s' — every server "
+                         "name must be the CONNECT host",
+                         h.sni_other, c->host);
             goto deny;
         }
         /* fallthrough */
@@ -604,12 +648,41 @@ static void maybe_grow(int wfd, size_t *cap)
         *cap = PIPE_GROW_MAX; /* refused (per-user pipe limits): stop trying */
 }
 
+/* Plain HTTP, client -> upstream: read by hand, not spliced, so that the
+ * bytes can be measured against the request's framing. Past the end of the
+ * one request, client bytes are read and dropped (never left unread, which
+ * would make the close a reset that can cost the client its response).
+ * Returns 1 on progress, 0 on none, -1 to close. */
+static int http_client_read(struct conn *c)
+{
+    char buf[16384];
+    ssize_t n = recv(c->cfd, buf, sizeof buf, 0);
+    if (n == 0) {
+        c->c_eof = 1;
+        return 1;
+    }
+    if (n < 0)
+        return errno == EAGAIN || errno == EINTR ? 0 : -1;
+    if (c->body_done)
+        return 1;
+    size_t take = 0;
+    int r = sbx_body_feed(&c->body, buf, (size_t)n, &take);
+    if (r < 0)
+        return -1; /* malformed chunked framing: nothing more goes upstream */
+    sb_add(&c->uout, buf, take);
+    c->body_done = r == 1;
+    return 1;
+}
+
 static void relay_update(struct sbx_proxy *p, struct conn *c)
 {
     uint32_t ce = 0, ue = 0;
     int cout_pending = c->cout.len > c->cout_off;
     int uout_pending = c->uout.len > c->uout_off;
-    if (!c->c_eof && c->pc_fill < c->pc_cap)
+    if (c->req.kind == SBX_REQ_HTTP) {
+        if (!c->c_eof && (c->body_done || !uout_pending))
+            ce |= EPOLLIN;
+    } else if (!c->c_eof && c->pc_fill < c->pc_cap)
         ce |= EPOLLIN;
     if (cout_pending || c->pu_fill)
         ce |= EPOLLOUT;
@@ -654,7 +727,14 @@ static int relay_pump(struct conn *c)
                 return -1;
             }
         }
-        if (!c->c_eof && c->pc_fill < c->pc_cap) {
+        if (c->req.kind == SBX_REQ_HTTP) {
+            if (!c->c_eof && (c->body_done || c->uout.len == c->uout_off)) {
+                int r = http_client_read(c);
+                if (r < 0)
+                    return -1;
+                progress |= r;
+            }
+        } else if (!c->c_eof && c->pc_fill < c->pc_cap) {
             ssize_t n = splice(c->cfd, NULL, c->pc[1], NULL, c->pc_cap - c->pc_fill,
                                SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
             if (n > 0) {
@@ -706,8 +786,10 @@ static int relay_pump(struct conn *c)
         }
         any |= progress;
     }
-    /* Half-close each direction once it has drained. */
-    if (c->c_eof && !c->pc_fill && c->uout.len == c->uout_off && !c->u_shut) {
+    /* Half-close each direction once it has drained. A plain-HTTP request
+     * that ended keeps the upstream's write side open (a half-close can read
+     * as an abort); the answer's end closes the connection. */
+    if (c->c_eof && !c->pc_fill && c->uout.len == c->uout_off && !c->u_shut && !c->body_done) {
         shutdown(c->ufd, SHUT_WR);
         c->u_shut = 1;
     }
@@ -715,7 +797,7 @@ static int relay_pump(struct conn *c)
         shutdown(c->cfd, SHUT_WR);
         c->c_shut = 1;
     }
-    if (c->u_shut && c->c_shut)
+    if (c->c_shut && (c->u_shut || c->body_done))
         return -1;
     return any;
 }

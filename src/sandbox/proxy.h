@@ -18,9 +18,10 @@
  *    refused under lockdown, gateway-only hosts are refused, then the
  *    decision callback (policy) rules on (identity, host, port);
  *  - the name is resolved exactly once and only an address outside every
- *    loopback/private/link-local/reserved class is dialled — the same
- *    sockaddr that was checked, so DNS rebinding cannot redirect it
- *    (allow_local, for tests only, skips the class check);
+ *    loopback/private/link-local/reserved class (pol_addr_local_class, the
+ *    classes the gateway uses too) that no deny rule matches is dialled —
+ *    the same sockaddr that was checked, so DNS rebinding cannot redirect
+ *    it (allow_local, for tests only, skips the class check);
  *  - a tunnel's first flight must be a TLS ClientHello whose SNI equals the
  *    CONNECT host (absent SNI passes; under lockdown non-TLS and ECH are
  *    refused); nothing reaches the upstream before that check passes;
@@ -49,6 +50,13 @@ struct sbx_verdict {
  * request port. Must fill v; returns 0 (any error is a deny with rule text). */
 typedef int (*sbx_egress_decide_fn)(void *ctx, const char *identity, const char *host, int port,
                                     struct sbx_verdict *v);
+
+/* Rules on one address the host resolved to (sa), after the host itself was
+ * allowed: deny rules that match the address refuse it (a name cannot dodge
+ * `!1.2.3.4` by resolving to it). Same contract as sbx_egress_decide_fn. */
+typedef int (*sbx_egress_decide_addr_fn)(void *ctx, const char *identity, const char *host,
+                                         const struct sockaddr *sa, int port,
+                                         struct sbx_verdict *v);
 
 struct sbx_egress_event {
     const char *identity;
@@ -81,6 +89,7 @@ struct sbx_proxy_opts {
     int idle_timeout_ms;                   /* 0 = 600000 */
     const char *const *gateway_only_hosts; /* NULL-terminated, normalized; may be NULL */
     sbx_egress_decide_fn decide;           /* NULL = allow everything (layer "default") */
+    sbx_egress_decide_addr_fn decide_addr; /* NULL = no rule on addresses; shares decide_ctx */
     void *decide_ctx;
     sbx_egress_record_fn record; /* NULL = record nothing */
     void *record_ctx;

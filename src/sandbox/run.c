@@ -134,6 +134,7 @@ int sbx_run_execute(const struct sbx_plan *p, FILE *banner, struct sbx_run_resul
         .allow_local = p->allow_local,
         .gateway_only_hosts = (const char *const *)p->gateway_only_hosts.v,
         .decide = sbx_plan_decide,
+        .decide_addr = sbx_plan_decide_addr,
         .decide_ctx = (void *)p,
         .record = sbx_rec_egress,
         .record_ctx = &rec,

@@ -17,12 +17,13 @@
  *  - A workspace that is /, holds $HOME or holds $AGENTSTACK_HOME is refused.
  *  - The workspace is read-only unless the caller says its write scope
  *    covers it; a writable one keeps .git/config and .git/hooks read-only
- *    (they would run code on the host later). `.env*` files and the local
- *    overlay in the root, the manifest dir and .agentstack/ are shadowed.
+ *    (they would run code on the host later). Every `.env*` entry of the
+ *    workspace, at any depth, and the local overlay in the root, the
+ *    manifest dir and .agentstack/ are shadowed; a workspace whose walk
+ *    exceeds its bounds (plan_shadow.c) is refused.
  *  - A program outside the system directories gets its install prefix bound
  *    read-only, but never a directory holding $HOME or $AGENTSTACK_HOME.
  */
-#include <dirent.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +38,8 @@
 void sbx_i_mount(struct sbx_view *v, enum sbx_mount_kind k, const char *src, const char *dst,
                  const char *data, int optional)
 {
-    struct sbx_mount m = {k, src ? xstrdup(src) : NULL, xstrdup(dst), data ? xstrdup(data) : NULL,
-                          optional};
+    struct sbx_mount m = {
+        k, src ? xstrdup(src) : NULL, xstrdup(dst), data ? xstrdup(data) : NULL, optional, 0};
     vec_push(v->mounts, m);
 }
 
@@ -97,42 +98,52 @@ static void inside_path(const struct sbx_view *v, const char *real, strbuf *out)
     sb_addf(out, "%s%s", v->inside, real + strlen(v->workspace));
 }
 
-/* Shadows `.env*` and the local overlay found directly in dir (errata 36). */
-static void shadow_secrets(struct sbx_view *v, const char *dir)
+/* Shadows the local overlay found directly in dir (errata 36). */
+static void shadow_overlay(struct sbx_view *v, const char *dir)
 {
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    strvec names = STRVEC_INIT;
-    while ((e = readdir(d)))
-        if (strncmp(e->d_name, ".env", 4) == 0 || strcmp(e->d_name, BUNDLE_OVERLAY_NAME) == 0)
-            strvec_push(&names, e->d_name);
-    closedir(d);
-    strvec_sort(&names);
-    for (size_t i = 0; i < names.n; i++) {
-        strbuf full = SB_INIT;
-        sb_addf(&full, "%s/%s", dir, names.v[i]);
-        char *real = sbx_i_canon(full.buf);
-        struct stat st;
-        /* A symlink is shadowed at its target, when that is inside the
-         * workspace (outside it, the target is not mounted at all). */
-        if (real && sbx_i_path_within(v->workspace, real) && stat(real, &st) == 0 &&
-            (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) {
-            strbuf in = SB_INIT;
-            inside_path(v, real, &in);
-            if (!sbx_i_has_mount(v, in.buf))
-                sbx_i_mount(v, S_ISREG(st.st_mode) ? SBX_MNT_EMPTY_FILE : SBX_MNT_EMPTY_DIR, NULL,
-                            in.buf, NULL, 0);
-            sb_release(&in);
-        }
-        free(real);
-        sb_release(&full);
+    strbuf full = SB_INIT;
+    sb_addf(&full, "%s/" BUNDLE_OVERLAY_NAME, dir);
+    char *real = sbx_i_canon(full.buf);
+    struct stat st;
+    /* A symlink is shadowed at its target, when that is inside the
+     * workspace (outside it, the target is not mounted at all). */
+    if (real && sbx_i_path_within(v->workspace, real) && stat(real, &st) == 0 &&
+        (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) {
+        strbuf in = SB_INIT;
+        inside_path(v, real, &in);
+        if (!sbx_i_has_mount(v, in.buf))
+            sbx_i_mount(v, S_ISREG(st.st_mode) ? SBX_MNT_EMPTY_FILE : SBX_MNT_EMPTY_DIR, NULL,
+                        in.buf, NULL, 0);
+        sb_release(&in);
     }
-    strvec_clear(&names);
+    free(real);
+    sb_release(&full);
 }
 
-void sbx_i_workspace_view(struct sbx_view *v, int writable, const char *manifest_dir)
+/* Shadows every `.env*` entry of the workspace, at any depth (the walk of
+ * plan_shadow.c fails closed past its bounds, and then so does the view). */
+static int shadow_env_files(struct sbx_view *v, struct as_err *err)
+{
+    strvec files = STRVEC_INIT, dirs = STRVEC_INIT;
+    if (sbx_i_find_env_files(v->workspace, &files, &dirs, err) < 0)
+        return -1;
+    for (int k = 0; k < 2; k++) {
+        const strvec *list = k ? &dirs : &files;
+        for (size_t i = 0; i < list->n; i++) {
+            strbuf in = SB_INIT;
+            sb_addf(&in, "%s/%s", v->inside, list->v[i]);
+            if (!sbx_i_has_mount(v, in.buf))
+                sbx_i_mount(v, k ? SBX_MNT_EMPTY_DIR : SBX_MNT_EMPTY_FILE, NULL, in.buf, NULL, 0);
+            sb_release(&in);
+        }
+    }
+    strvec_clear(&files);
+    strvec_clear(&dirs);
+    return 0;
+}
+
+int sbx_i_workspace_view(struct sbx_view *v, int writable, const char *manifest_dir,
+                         struct as_err *err)
 {
     sbx_i_mount(v, writable ? SBX_MNT_RW_BIND : SBX_MNT_RO_BIND, v->workspace, v->inside, NULL, 0);
     strbuf sb = SB_INIT;
@@ -151,20 +162,26 @@ void sbx_i_workspace_view(struct sbx_view *v, int writable, const char *manifest
             }
         }
     }
-    shadow_secrets(v, v->workspace);
-    /* The manifest dir (.agentstack/ in the nested layout, or whatever a
-     * legacy root names); .agentstack/ is covered even with no manifest. */
+    if (shadow_env_files(v, err) < 0) {
+        sb_release(&sb);
+        return -1;
+    }
+    /* The overlay: in the root, the manifest dir (.agentstack/ in the nested
+     * layout, or whatever a legacy root names) and .agentstack/, which is
+     * covered even with no manifest. */
+    shadow_overlay(v, v->workspace);
     sb_reset(&sb);
     sb_addf(&sb, "%s/" BUNDLE_DIR_NAME, v->workspace);
     char *md = manifest_dir ? sbx_i_canon(manifest_dir) : NULL;
     if (md && sbx_i_path_within(v->workspace, md) && strcmp(md, v->workspace) != 0 &&
         strcmp(md, sb.buf) != 0)
-        shadow_secrets(v, md);
+        shadow_overlay(v, md);
     free(md);
     struct stat dst;
     if (lstat(sb.buf, &dst) == 0 && S_ISDIR(dst.st_mode))
-        shadow_secrets(v, sb.buf);
+        shadow_overlay(v, sb.buf);
     sb_release(&sb);
+    return 0;
 }
 
 void sbx_i_system_view(struct sbx_view *v, const char *rootfs)

@@ -9,11 +9,14 @@ import hashlib
 import json
 import os
 import shutil
+import signal
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from aslib import Sandbox, check, done  # noqa: E402
-from mcpclient import FAKE, Gateway, audit_rows, grant, is_error, payload, text  # noqa: E402
+from aslib import BIN, Sandbox, check, done  # noqa: E402
+from mcpclient import (FAKE, Gateway, audit_rows, grant, is_error, payload,  # noqa: E402
+                       run_process, text)
 
 RUN = "r-grant-test-1"
 MACHINE = """version = 1
@@ -68,7 +71,7 @@ def chain(rows):
 
 
 def freeze(sb, consent, ruleset, run=RUN, toolset="ops", servers=("ops",),
-           skills=("review-checklist",), extra_events=()):
+           skills=("review-checklist",), extra_events=(), run_pid=None):
     d = os.path.join(sb.ah, "runs", run)
     os.makedirs(d, mode=0o700, exist_ok=True)
     g = {"version": 1, "kind": "agentstack-run-grant", "run_id": run, "harness": "claude",
@@ -89,7 +92,8 @@ def freeze(sb, consent, ruleset, run=RUN, toolset="ops", servers=("ops",),
              "posture": "host-protected"},
             {"event": "gate_decision", "ts": 1, "gate": "grant-freeze", "passed": True,
              "detail": "frozen"},
-            {"event": "grant_frozen", "ts": 1, "grant_digest": digest}]
+            {"event": "grant_frozen", "ts": 1, "grant_digest": digest,
+             **run_process(run_pid)}]
     rows += list(extra_events)
     ev = os.path.join(d, "events.jsonl")
     with open(ev, "w") as f:
@@ -272,6 +276,59 @@ def bad():
             g.close()
 
 
+def killed():
+    """A run killed with SIGKILL records no end: its grant must die with its
+    process (pid and start time in grant_frozen), both for a gateway started
+    afterwards and for one that was serving when the run died."""
+    with Sandbox() as sb:
+        marker, consent, ruleset = setup(sb)
+        run = subprocess.Popen(["sleep", "600"])  # stands in for `agentstack run`
+        try:
+            path = freeze(sb, consent, ruleset, run_pid=run.pid)
+            with Gateway(sb, "--grant", path) as g:
+                g.initialize()
+                c = g.call("ops__get_status", {})
+                check(not is_error(c), "killed: the grant serves while its run lives", text(c))
+                run.send_signal(signal.SIGKILL)
+                run.wait()
+                c = g.call("ops__get_status", {})
+                t = text(c)
+                check(is_error(c) and "has ended (its process is gone)" in t
+                      and "does not outlive its run" in t,
+                      "killed: the serving gateway refuses once the run is SIGKILLed", t)
+                s = text(g.call("tools_search", {"query": "status"}))
+                check("ops__get_status" not in s, "killed: nothing is listed any more", s)
+                g.close()
+            rows = [r for r in audit_rows(sb) if r.get("detail") == "run-ended"]
+            check(rows and rows[-1]["outcome"] == "denied",
+                  "killed: the refusal has its audit row", audit_rows(sb))
+            # A gateway started after the kill: refused outright.
+            r = subprocess.run([BIN, "mcp", "--grant", path], input="", capture_output=True,
+                               text=True, env=sb.env(), cwd=sb.project, timeout=60)
+            check("--grant refused" in r.stderr and "its process is gone" in r.stderr,
+                  "killed: a gateway started afterwards refuses the grant", r.stderr)
+            # The same pid reused by another process is not the run.
+            other = run_process()
+            other["pid_start"] += 1
+            path = freeze(sb, consent, ruleset, run="r-grant-test-2")
+            ev = os.path.join(sb.ah, "runs", "r-grant-test-2", "events.jsonl")
+            rows = [json.loads(line) for line in open(ev)]
+            for row in rows:
+                row.pop("prev", None)
+                if row["event"] == "grant_frozen":
+                    row.update(other)
+            with open(ev, "w") as f:
+                f.write(chain(rows))
+            r = subprocess.run([BIN, "mcp", "--grant", path], input="", capture_output=True,
+                               text=True, env=sb.env(), cwd=sb.project, timeout=60)
+            check("--grant refused" in r.stderr and "its process is gone" in r.stderr,
+                  "killed: a pid whose start time differs is not the run", r.stderr)
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+
+
 def usage():
     with Sandbox() as sb:
         r = sb.run("mcp", "--grant", "/x", "--auto-project")
@@ -283,5 +340,6 @@ def usage():
 
 good()
 bad()
+killed()
 usage()
 done()

@@ -20,7 +20,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 from aslib import BIN, Sandbox, check, done  # noqa: E402
-from mcpclient import FAKE, audit_rows, grant  # noqa: E402
+from mcpclient import FAKE, audit_rows, grant, run_process  # noqa: E402
 
 RUN = "r-face-test-1"
 MACHINE = 'version = 1\n\n[policy.tools]\n"*" = ["!delete_*"]\n'
@@ -73,7 +73,7 @@ def freeze(sb, consent, ruleset):
     rows = [{"event": "attempt_started", "ts": 1, "harness": "claude",
              "posture": "sandbox"},
             {"event": "grant_frozen", "ts": 1,
-             "grant_digest": "sha256:" + hashlib.sha256(data).hexdigest()}]
+             "grant_digest": "sha256:" + hashlib.sha256(data).hexdigest(), **run_process()}]
     ev = os.path.join(d, "events.jsonl")
     with open(ev, "w") as f:
         f.write(chain(rows))

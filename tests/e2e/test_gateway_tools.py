@@ -11,7 +11,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 from aslib import Sandbox, check, done, skip_part  # noqa: E402
-from mcpclient import FAKE, Gateway, grant, is_error, payload, text  # noqa: E402
+from mcpclient import FAKE, Gateway, grant, is_error, payload, run_process, text  # noqa: E402
 
 BUILT = ["agentstack_search", "tools_search", "tools_bindings", "agentstack_list",
          "agentstack_doctor", "agentstack_list_loadable", "agentstack_load",
@@ -272,7 +272,7 @@ def freeze(sb, run):
     rows = [{"event": "attempt_started", "ts": 1, "harness": "claude",
              "posture": "host-protected"},
             {"event": "grant_frozen", "ts": 1,
-             "grant_digest": "sha256:" + hashlib.sha256(data).hexdigest()}]
+             "grant_digest": "sha256:" + hashlib.sha256(data).hexdigest(), **run_process()}]
     out, prev = [], "0" * 64
     for r in rows:
         r["prev"] = prev

@@ -305,6 +305,67 @@ def signals():
         check(pids and not any(alive(p) for p in pids), "signal: the upstream group is gone")
 
 
+def by_address(port):
+    """The gateway's egress check by address, written as the attacks: a
+    machine rule !127.0.0.1 must stop 0.0.0.0, [::ffff:0.0.0.0] and a name
+    that resolves to 127.0.0.1; a local address no rule names is refused;
+    each refusal says why and writes an egress row, and nothing is sent."""
+    machine = 'version = 1\n\n[policy.egress]\n"*" = ["!127.0.0.1", "!::1"]\n'
+
+    def server(url, allow):
+        return ('[servers.web]\ntype = "http"\nurl = "%s"\n'
+                'headers = { Authorization = "Bearer ${WEB_TOKEN}" }\n'
+                '[policy.egress]\nweb = [%s]\n' % (url, allow))
+
+    for host in ("0.0.0.0", "[::ffff:0.0.0.0]", "2130706433", "[::ffff:7f00:1]"):
+        with Sandbox() as sb:
+            project(sb, server(f"http://{host}:{port}/mcp", '"*"'), machine=machine)
+            with Gateway(sb, "--auto-project", env=sb.env(WEB_TOKEN="tok-551")) as g:
+                g.initialize()
+                c = g.call("web__echo", {"message": "x"})
+                check(is_error(c) and "not served" in text(c) and "!127.0.0.1" in text(c),
+                      f"http: {host} does not pass the machine rule !127.0.0.1", text(c))
+                g.close()
+            fam = [r for r in audit_rows(sb) if r["tool"] == "egress"]
+            check(fam and fam[0]["outcome"] == "denied" and fam[0].get("layer") == "machine",
+                  f"http: {host}: an egress row from the machine layer", audit_rows(sb))
+    # A name resolving to 127.0.0.1: judged at the dial, by the address.
+    with Sandbox() as sb:
+        project(sb, server(f"http://localhost:{port}/mcp", '"localhost"'), machine=machine)
+        with Gateway(sb, "--auto-project", env=sb.env(WEB_TOKEN="tok-551")) as g:
+            g.initialize()
+            c = g.call("web__echo", {"message": "x"})
+            t = text(c)
+            check(is_error(c) and "not connecting" in t and "localhost resolves to" in t
+                  and ("!127.0.0.1" in t or "!::1" in t) and "Echo" not in t,
+                  "http: a name resolving to 127.0.0.1 does not pass !127.0.0.1", t)
+            g.close()
+        fam = [r for r in audit_rows(sb) if r["tool"] == "egress"]
+        check(fam and fam[-1]["outcome"] == "denied" and fam[-1]["server"] == "web",
+              "http: the refused dial writes an egress row", audit_rows(sb))
+    # No rule names the local address: refused, with the fix.
+    for url in (f"http://localhost:{port}/mcp", f"http://0.0.0.0:{port}/mcp"):
+        with Sandbox() as sb:
+            project(sb, server(url, '"*"'))
+            with Gateway(sb, "--auto-project", env=sb.env(WEB_TOKEN="tok-551")) as g:
+                g.initialize()
+                c = g.call("web__echo", {"message": "x"})
+                t = text(c)
+                check(is_error(c) and "a local address is reached only when [policy.egress] "
+                      "names it" in t and "Echo" not in t,
+                      f"http: {url} with no rule naming its address is refused", t)
+                g.close()
+    # The rule that names it lets it through.
+    with Sandbox() as sb:
+        project(sb, server(f"http://localhost:{port}/mcp", '"localhost"'))
+        with Gateway(sb, "--auto-project", env=sb.env(WEB_TOKEN="tok-551")) as g:
+            g.initialize()
+            c = g.call("web__echo", {"message": "named"})
+            check(text(c) == "Echo: named", "http: a local upstream named by a rule is served",
+                  text(c))
+            g.close()
+
+
 def http():
     """Streamable HTTP upstream: headers carry resolved secrets; egress policy
     can refuse the host at build (the server is then never contacted)."""
@@ -314,8 +375,10 @@ def http():
                            stdout=subprocess.PIPE, text=True)
     try:
         port = srv.stdout.readline().split()[1]
+        # A loopback upstream is reached only where a rule names it.
         entry = ('[servers.web]\ntype = "http"\nurl = "http://127.0.0.1:%s/mcp"\n'
-                 'headers = { Authorization = "Bearer ${WEB_TOKEN}" }\n' % port)
+                 'headers = { Authorization = "Bearer ${WEB_TOKEN}" }\n'
+                 '[policy.egress]\nweb = ["127.0.0.1"]\n' % port)
         with Sandbox() as sb:
             project(sb, entry)
             with Gateway(sb, "--auto-project", env=sb.env(WEB_TOKEN="tok-551")) as g:
@@ -338,6 +401,7 @@ def http():
             fam = [r for r in audit_rows(sb) if r["tool"] == "egress"]
             check(fam and fam[0]["server"] == "web" and fam[0]["outcome"] == "denied",
                   "http: an egress row", audit_rows(sb))
+        by_address(port)
         # A resolved secret holding CR/LF would add header lines (libcurl sends
         # each as written): the server is refused, the secret never shown.
         with Sandbox() as sb:

@@ -115,8 +115,10 @@ def write_project(sb, upstream, port=HTTP_PORT):
                   f'args = ["{EVERYTHING}", "stdio"]\n')
     else:
         server = f'type = "http"\nurl = "http://127.0.0.1:{port}/mcp"\n'
+    # A loopback HTTP upstream is reached only where an egress rule names it.
+    egress = "" if upstream == "stdio" else '\n[policy.egress]\neverything = ["127.0.0.1"]\n'
     sb.write("agentstack.toml", "version = 1\n\n[servers.everything]\n" + server +
-             f'\n[policy.tools]\neverything = ["!{PROJECT_DENY}"]\n')
+             f'\n[policy.tools]\neverything = ["!{PROJECT_DENY}"]\n' + egress)
     os.makedirs(sb.ah, exist_ok=True)
     with open(os.path.join(sb.ah, "agentstack.toml"), "w") as f:
         f.write(f'version = 1\n\n[policy.tools]\n"*" = ["!{MACHINE_DENY}"]\n')

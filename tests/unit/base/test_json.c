@@ -235,6 +235,14 @@ static void test_unrepresentable(void **st)
         {"[123456789012345678901234567890]", "number out of range", 1},
         {"[9223372036854775808]", "number out of range", 1},
         {"[-9223372036854775809]", "number out of range", 1},
+        /* invalid UTF-8 in a string: a message jansson cannot hold, not noise */
+        {"[\"\xff\", \"\\u0000\"]", "string contains invalid UTF-8", 2},
+        {"{\"k\xc0\xaf"
+         "ey\":1}",
+         "string contains invalid UTF-8", 3},
+        {"[\"\xed\xa0\x80\"]", "string contains invalid UTF-8", 2},
+        {"[\"a\xe2\x82\"]", "string contains invalid UTF-8", 3},
+        {"[\"\xf4\x90\x80\x80\"]", "string contains invalid UTF-8", 2},
         /* the first trait in the text wins */
         {"[1e999, \"\\u0000\"]", "number out of range", 1},
         /* what jansson reads */
@@ -269,8 +277,9 @@ static void test_unrepresentable(void **st)
         "[\"\\x\", 1e400]",
         "[01, 1e400]",
         "[1., 1e400]",
-        "[\"\xff\", \"\\u0000\"]",
         "[\"\x01\", \"\\u0000\"]",
+        "[\"x\"]\xff", /* outside a string: not JSON at all */
+        "[\"x\" \xff]",
         "[\"\\u00g0\"]",
         "{1:\"\\u0000\"}",
         "[tru, 1e400]",

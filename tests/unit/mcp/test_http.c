@@ -118,7 +118,7 @@ static int teardown(void **state)
 
 static struct mcp_client *make(struct env *e, const char *const *headers, struct mcp_client_opts *o)
 {
-    struct mcp_http_opts ho = {e->url, headers, 0};
+    struct mcp_http_opts ho = {e->url, headers, 0, NULL, NULL};
     e->c = mcp_client_http(e->loop, &ho, o);
     return e->c;
 }

@@ -81,6 +81,8 @@ static void test_framing_tolerance(void **state)
     assert_int_equal(parse("\t", &m, NULL), MCP_BLANK);
 }
 
+static const char *err_message(json_t *reply);
+
 static void test_parse_error_has_null_id(void **state)
 {
     (void)state;
@@ -95,8 +97,17 @@ static void test_parse_error_has_null_id(void **state)
         assert_null(m.root);
         assert_error_reply(reply, MCP_PARSE_ERROR, "null");
     }
-    /* invalid UTF-8 is not JSON either */
-    assert_int_equal(parse("{\"jsonrpc\":\"2.0\",\"method\":\"\xff\"}", &m, &reply), MCP_NOT_JSON);
+    /* invalid UTF-8 in a string is a message all the same: a notification
+     * gets no reply, a request -32700 with its id and the reason */
+    assert_int_equal(parse("{\"jsonrpc\":\"2.0\",\"method\":\"\xff\"}", &m, &reply),
+                     MCP_UNREADABLE);
+    assert_null(reply);
+    assert_int_equal(parse("{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"\xff\"}", &m, &reply),
+                     MCP_UNREADABLE);
+    assert_non_null(strstr(err_message(reply), "invalid UTF-8"));
+    assert_error_reply(reply, MCP_PARSE_ERROR, "9"); /* releases it */
+    /* outside a string it is still noise */
+    assert_int_equal(parse("{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\xff", &m, &reply), MCP_NOT_JSON);
     json_decref(reply);
 }
 

@@ -30,8 +30,9 @@ static inline void th_bytes(struct th_buf *t, const void *p, size_t n)
 }
 
 /* A ClientHello handshake message (type+len+body). sni NULL = no server_name;
- * ech adds extension 0xfe0d; dup_sni repeats server_name. no_ext: body ends
- * after compression. */
+ * names separated by '\n' are entries of one server_name list ("a\nb" =
+ * [a, b]); ech adds extension 0xfe0d; dup_sni repeats the extension. no_ext:
+ * body ends after compression. */
 static inline size_t th_handshake(uint8_t *out, const char *sni, int ech, int dup_sni, int no_ext)
 {
     struct th_buf body = {.n = 0};
@@ -47,13 +48,21 @@ static inline size_t th_handshake(uint8_t *out, const char *sni, int ech, int du
     if (!no_ext) {
         struct th_buf ext = {.n = 0};
         for (int k = 0; k < (dup_sni ? 2 : 1) && sni; k++) {
-            size_t l = strlen(sni);
+            struct th_buf list = {.n = 0};
+            for (const char *p = sni;;) {
+                const char *nl = strchr(p, '\n');
+                size_t l = nl ? (size_t)(nl - p) : strlen(p);
+                th_u8(&list, 0);
+                th_u16(&list, (unsigned)l);
+                th_bytes(&list, p, l);
+                if (!nl)
+                    break;
+                p = nl + 1;
+            }
             th_u16(&ext, 0x0000);
-            th_u16(&ext, (unsigned)(l + 5));
-            th_u16(&ext, (unsigned)(l + 3));
-            th_u8(&ext, 0);
-            th_u16(&ext, (unsigned)l);
-            th_bytes(&ext, sni, l);
+            th_u16(&ext, (unsigned)(list.n + 2));
+            th_u16(&ext, (unsigned)list.n);
+            th_bytes(&ext, list.b, list.n);
         }
         th_u16(&ext, 0x002b); /* supported_versions */
         th_u16(&ext, 3);

@@ -15,11 +15,13 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
 #include "testutil.h"
 
 #include "base/strbuf.h"
 #include "hello.h"
+#include "policy/policy.h"
 #include "sandbox/connect.h"
 #include "sandbox/proxy.h"
 
@@ -470,6 +472,12 @@ static void test_sni_checks(void **st)
     flight_case(0, b, n, 0, 0, "does not match CONNECT host 'localhost'");
     n = th_fragmented(b, "localhost");
     flight_case(0, b, n, 0, 0, "unverifiable");
+    /* the CONNECT host first, another name after it, in one list */
+    n = th_hello(b, "localhost\nevil.example", 0, 0);
+    flight_case(0, b, n, 0, 0, "names 'evil.example' besides CONNECT host 'localhost'");
+    flight_case(1, b, n, 0, 0, "names 'evil.example' besides CONNECT host 'localhost'");
+    n = th_hello(b, "localhost\nLOCALHOST.", 0, 0);
+    flight_case(0, b, n, 0, 1, NULL); /* the same name twice */
     n = th_hello(b, NULL, 0, 0);
     flight_case(0, b, n, 0, 1, NULL); /* no SNI: allowed */
     n = th_hello(b, "localhost", 0, 0);
@@ -631,6 +639,64 @@ static void test_rebinding(void **st)
     sb_release(&h);
 }
 
+/* The proxy's address rule through the shared decision (policy/address.c):
+ * a machine rule !8.8.8.8 stops a name that resolves to it. */
+static struct pol_ruleset *addr_rs;
+static int decide_addr_cb(void *ctx, const char *id, const char *host, const struct sockaddr *sa,
+                          int port, struct sbx_verdict *v)
+{
+    (void)ctx;
+    memset(v, 0, sizeof *v);
+    char addr[POL_ADDR_TEXT_MAX];
+    struct pol_decision d;
+    v->allowed = pol_egress_address(addr_rs, id, host, sa, (unsigned)port, POL_LOCAL_ANY, addr, &d);
+    if (!v->allowed) {
+        strbuf t = SB_INIT;
+        pol_decision_text(&d, &t);
+        snprintf(v->rule, sizeof v->rule, "'%s' resolves to %s, %s", host, addr, t.buf);
+        snprintf(v->layer, sizeof v->layer, "%s", pol_by_name(d.by));
+        sb_release(&t);
+    }
+    return 0;
+}
+
+static void test_address_rules(void **st)
+{
+    (void)st;
+    rec_reset();
+    echo_start();
+    struct as_err err = AS_ERR_INIT;
+    struct pol_layer *m = pol_layer_new(POL_MACHINE, "agentstack.toml");
+    assert_int_equal(pol_layer_add(m, POL_EGRESS, "*", "!8.8.8.8", 1, 1, &err), 0);
+    addr_rs = pol_compile(m, NULL, NULL, &err);
+    pol_layer_free(m);
+    assert_non_null(addr_rs);
+    struct px x;
+    struct sbx_proxy_opts o = {
+        .token = TOKEN, .resolve = fake_resolve, .dial = fake_dial, .decide_addr = decide_addr_cb};
+    px_start(&x, &o);
+    strbuf h = SB_INIT;
+    /* 8.8.8.8 by rule, 127.0.0.1 by class: nothing left to dial */
+    int fd = open_tunnel(x.port, "rebind.example:443", 1, &h);
+    assert_non_null(strstr(h.buf, " 403 "));
+    close(fd);
+    struct rec *r = rec_wait(1);
+    assert_false(r->allowed);
+    if (!strstr(r->rule, "'rebind.example' resolves to 8.8.8.8, denied by [policy.egress] rule "
+                         "\"!8.8.8.8\""))
+        fail_msg("rule: %s", r->rule);
+    assert_string_equal(r->layer, "machine");
+    /* another answer the rule does not name is still dialled */
+    fd = open_tunnel(x.port, "mixed.example:443", 1, &h);
+    assert_non_null(strstr(h.buf, " 200 "));
+    close(fd);
+    assert_string_equal(dialled, "8.8.4.4");
+    px_end(&x);
+    echo_end();
+    pol_ruleset_free(addr_rs);
+    sb_release(&h);
+}
+
 /* The evidence store refuses every write (a full disk, a revoked run dir). */
 static int failing_record(void *ctx, const struct sbx_egress_event *ev)
 {
@@ -729,6 +795,122 @@ static void test_plain_http_forwarded(void **st)
     sb_release(&req);
     sb_release(&got);
     sb_release(&resp);
+    sb_release(&want);
+}
+
+/* One plain-HTTP exchange: the client sends `req` (its own first request,
+ * then whatever it pipelines), the upstream reads everything it is ever
+ * given until the proxy closes, and answers after the head. */
+static void one_exchange(int pport, int hl, const char *req, int half_close, strbuf *upstream_got)
+{
+    int fd = dial(pport);
+    send_all(fd, req, strlen(req));
+    if (half_close)
+        shutdown(fd, SHUT_WR); /* a proxy that relays to EOF shows what it forwards */
+    int sfd = accept(hl, NULL, NULL);
+    assert_true(sfd >= 0);
+    /* A guard, not an assertion on time: a proxy that never ends the
+     * exchange fails the comparison below instead of hanging the test. */
+    struct timeval tv = {60, 0};
+    setsockopt(sfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    strbuf head = SB_INIT, resp = SB_INIT;
+    read_head(sfd, &head);
+    const char *reply = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
+    send_all(sfd, reply, strlen(reply));
+    shutdown(sfd, SHUT_WR);
+    /* Everything else the proxy ever forwards on this connection. */
+    sb_reset(upstream_got);
+    sb_adds(upstream_got, head.buf);
+    read_eof(sfd, upstream_got);
+    close(sfd);
+    read_eof(fd, &resp);
+    assert_string_equal(resp.buf, reply);
+    close(fd);
+    sb_release(&head);
+    sb_release(&resp);
+}
+
+static int pending_accept(int hl)
+{
+    struct pollfd pf = {.fd = hl, .events = POLLIN};
+    return poll(&pf, 1, 0) == 1;
+}
+
+/* The smuggling attacks on plain HTTP: a pipelined second request with its
+ * own Host never reaches the upstream (one request per connection, measured
+ * by the first request's own framing); CL+TE and a second Host get 400
+ * before anything is dialled. */
+static void test_plain_http_one_request(void **st)
+{
+    (void)st;
+    rec_reset();
+    int hport;
+    int hl = listen_lo(&hport);
+    struct px x;
+    struct sbx_proxy_opts o = {.token = TOKEN, .allow_local = 1, .decide = decide_cb};
+    px_start(&x, &o);
+    strbuf a = SB_INIT, req = SB_INIT, got = SB_INIT, want = SB_INIT;
+    sbx_basic_auth_value(TOKEN, &a);
+    const char *evil = "GET http://blocked.invalid/steal HTTP/1.1\r\nHost: blocked.invalid\r\n\r\n";
+
+    /* GET, then a pipelined GET for a denied host on the same connection */
+    sb_addf(&req, "GET http://localhost:%d/a HTTP/1.1\r\nProxy-Authorization: %s\r\n\r\n%s", hport,
+            a.buf, evil);
+    one_exchange(x.port, hl, req.buf, 0, &got);
+    sb_addf(&want, "GET /a HTTP/1.1\r\nHost: localhost:%d\r\nConnection: close\r\n\r\n", hport);
+    assert_string_equal(got.buf, want.buf);
+
+    /* POST with Content-Length: the body, and not one byte more */
+    sb_reset(&req);
+    sb_addf(&req,
+            "POST http://localhost:%d/b HTTP/1.1\r\nProxy-Authorization: %s\r\n"
+            "Content-Length: 5\r\n\r\nhello%s",
+            hport, a.buf, evil);
+    one_exchange(x.port, hl, req.buf, 1, &got);
+    sb_reset(&want);
+    sb_addf(&want,
+            "POST /b HTTP/1.1\r\nContent-Length: 5\r\nHost: localhost:%d\r\n"
+            "Connection: close\r\n\r\nhello",
+            hport);
+    assert_string_equal(got.buf, want.buf);
+
+    /* POST chunked: the chunks up to the last one, then nothing */
+    sb_reset(&req);
+    sb_addf(&req,
+            "POST http://localhost:%d/c HTTP/1.1\r\nProxy-Authorization: %s\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n%s",
+            hport, a.buf, evil);
+    one_exchange(x.port, hl, req.buf, 1, &got);
+    sb_reset(&want);
+    sb_addf(&want,
+            "POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\nHost: localhost:%d\r\n"
+            "Connection: close\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+            hport);
+    assert_string_equal(got.buf, want.buf);
+    assert_int_equal(count_recs(), 3); /* three allowed requests, no fourth decision */
+
+    /* CL+TE, and a second Host: 400, nothing dialled */
+    const char *refused[] = {
+        "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        "Host: localhost\r\nHost: blocked.invalid\r\n\r\n",
+    };
+    for (size_t i = 0; i < 2; i++) {
+        int fd = dial(x.port);
+        sb_reset(&req);
+        sb_addf(&req, "POST http://localhost:%d/d HTTP/1.1\r\nProxy-Authorization: %s\r\n%s", hport,
+                a.buf, refused[i]);
+        send_all(fd, req.buf, req.len);
+        read_head(fd, &got);
+        assert_non_null(strstr(got.buf, " 400 "));
+        assert_int_equal(read_eof(fd, NULL), 0);
+        close(fd);
+        assert_false(pending_accept(hl));
+    }
+    px_end(&x);
+    close(hl);
+    sb_release(&a);
+    sb_release(&req);
+    sb_release(&got);
     sb_release(&want);
 }
 
@@ -987,8 +1169,10 @@ int main(void)
         cmocka_unit_test(test_lockdown_literal_ip),
         cmocka_unit_test(test_ssrf_guard),
         cmocka_unit_test(test_rebinding),
+        cmocka_unit_test(test_address_rules),
         cmocka_unit_test(test_unrecorded_refused),
         cmocka_unit_test(test_plain_http_forwarded),
+        cmocka_unit_test(test_plain_http_one_request),
         cmocka_unit_test(test_tunnel_cap_and_slowloris),
         cmocka_unit_test(test_bulk_backpressure),
         cmocka_unit_test(test_thousand_tunnels),
