@@ -233,6 +233,17 @@ void mf_diag_format(const struct mf_diag *d, strbuf *out);
 /* Copies a diagnostic into err: location, msg, hint = fix + the re-check line. */
 int mf_diag_to_err(const struct mf_diag *d, struct as_err *err);
 
+/* A key or string of the manifest that holds a character a reviewer cannot
+ * see (base/term.h's hidden set) or a control other than tab and newline.
+ * Loading keeps going (the value is shown escaped wherever it is shown);
+ * the content scan makes each one a blocking finding, so trust refuses. */
+struct mf_hidden {
+    struct mf_pos pos; /* the value (or key) as written */
+    uint32_t cp;       /* the first such code point */
+    char *where;       /* dotted path: "servers.s.args[0]" */
+    char *value;       /* the string itself (shown only through term_sanitize) */
+};
+
 /* ---- the model ----------------------------------------------------------- */
 
 struct mf_index;
@@ -274,8 +285,10 @@ struct manifest {
     struct mf_guard guard;
     struct mf_experimental experimental;
 
-    mf_diags warnings;    /* load-time warnings (ignored machine-only tables) */
-    char *inherited_from; /* machine manifest path once instructions were inherited */
+    mf_diags warnings;            /* load-time warnings (ignored machine-only tables) */
+    VEC(struct mf_hidden) hidden; /* the first 100, file order */
+    size_t hidden_more;           /* past those */
+    char *inherited_from;         /* machine manifest path once instructions were inherited */
 
     /* Private (manifest.c): sorted name indexes behind the lookups below,
      * built by the loaders. NULL, or a vector changed since, means a scan. */

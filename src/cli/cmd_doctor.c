@@ -992,6 +992,7 @@ int cmd_doctor(int argc, char **argv, struct cli_ctx *ctx)
         json_t *o = to_json(&d, readiness, trust, ci, locked, guard_on, mst == POL_CURRENT);
         strbuf out = SB_INIT;
         json_dump_pretty(o, &out);
+        term_json_visible(&out);
         fputs(out.buf, stdout);
         sb_release(&out);
         json_decref(o);

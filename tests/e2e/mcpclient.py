@@ -282,7 +282,7 @@ for line in sys.stdin:
 '''
 
 
-def grant(sb, base=None):
+def grant(sb, base=None, extra=()):
     """lock --write, then trust with the digest --preview reports."""
     cwd = base or sb.project
     r = sb.run("lock", "--write", cwd=cwd)
@@ -290,6 +290,6 @@ def grant(sb, base=None):
         raise RuntimeError("lock failed: " + r.stderr)
     r = sb.run("trust", ".", "--preview", cwd=cwd)
     d = json.loads(r.stdout)["surface_digest"]
-    r = sb.run("trust", ".", "--yes", "--consented", d, cwd=cwd)
+    r = sb.run("trust", ".", "--yes", "--consented", d, *extra, cwd=cwd)
     if r.returncode != 0:
         raise RuntimeError("trust failed: " + r.stdout + r.stderr)

@@ -79,7 +79,9 @@ def setup(sb, trusted):
     sb.write("skills/review/SKILL.md", "---\ndescription: project review\n---\nbody\n")
     sb.write(".env", f"WEB_TOKEN={DOTENV_SECRET}\n")
     if trusted:
-        grant(sb)
+        # The hostile description's controls are a blocking content-scan
+        # finding; granted anyway here, to prove the gateway's own filter.
+        grant(sb, extra=("--allow-flagged",))
     return marker
 
 
