@@ -470,13 +470,17 @@ void manifest_inherit_instructions(struct manifest *m, const struct manifest *ma
         in.pos = src->pos;
         in.pos.file = m->inherited_from;
         in.path = dup_or_null(src->path);
+        in.path_pos = src->path_pos;
+        in.path_pos.file = m->inherited_from;
         copy_strvec(&in.targets, &src->targets);
         in.targets_set = src->targets_set;
         for (size_t j = 0; j < src->variants.n; j++) {
             struct mf_variant v = {dup_or_null(src->variants.v[j].cli),
                                    dup_or_null(src->variants.v[j].model),
-                                   dup_or_null(src->variants.v[j].path), src->variants.v[j].pos};
+                                   dup_or_null(src->variants.v[j].path), src->variants.v[j].pos,
+                                   src->variants.v[j].path_pos};
             v.pos.file = m->inherited_from;
+            v.path_pos.file = m->inherited_from;
             vec_push(&in.variants, v);
         }
         in.inherited = true;

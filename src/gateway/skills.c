@@ -134,18 +134,24 @@ static int skill_dir(struct gw *gw, const struct manifest *m, const struct lockf
         sb_addf(dir, "%s/store/co/", gw->home);
         git_slug(s->git, dir);
         sb_addf(dir, "/%s", rev);
-        if (s->subpath && s->subpath[0])
-            sb_addf(dir, "/%s", s->subpath);
         *origin = "manifest";
+        if (s->subpath && s->subpath[0]) {
+            /* inside the checkout, as lock pinned it (base/fs.h) */
+            strbuf co = SB_INIT;
+            struct as_err err = AS_ERR_INIT;
+            sb_add(&co, dir->buf, dir->len);
+            int bad = fs_contain(co.buf, NULL, s->subpath, MF_CONTAINED, dir, &err) < 0;
+            sb_release(&co);
+            if (bad)
+                return 0;
+        }
         return fs_is_dir(dir->buf);
     }
     if (s && s->path) {
-        if (s->path[0] == '/')
-            sb_adds(dir, s->path);
-        else
-            sb_addf(dir, "%s/%s", m->manifest_dir, s->path);
+        struct as_err err = AS_ERR_INIT;
         *origin = "manifest";
-        return 1;
+        /* a repository's skill stays inside the project (bundle/manifest.h) */
+        return manifest_item_path(m, s->path, NULL, dir, &err) == 0;
     }
     *origin = "library";
     return pin_library_default(gw->home, PIN_SKILL, name, dir) == 1;

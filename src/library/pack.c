@@ -295,7 +295,7 @@ static int member_path(const char *root, const char *file, const toml_value *row
     const char *r = rel;
     while (r[0] == '.' && r[1] == '/')
         r += 2;
-    if (fs_safe_join(root, r, 1, full, err) < 0) {
+    if (fs_contain(root, NULL, r, FS_CONTAIN_NOFOLLOW | FS_CONTAIN_NO_DOTDOT, full, err) < 0) {
         as_err_prefix(err, "%s:%u:%u: %s path", file, row->line, row->col, what);
         return -1;
     }
@@ -657,7 +657,9 @@ int lib_pack_fetch(const char *home, const struct lib_pack_ref *ref, const char 
     }
     strbuf root = SB_INIT;
     if (ref->subdir) {
-        if (fs_safe_join(dir.buf, ref->subdir, 1, &root, err) < 0 || !fs_is_dir(root.buf)) {
+        if (fs_contain(dir.buf, NULL, ref->subdir, FS_CONTAIN_NOFOLLOW | FS_CONTAIN_NO_DOTDOT,
+                       &root, err) < 0 ||
+            !fs_is_dir(root.buf)) {
             if (!as_err_isset(err))
                 as_err_set(err, "#%s is not a directory in %s@%s", ref->subdir, ref->url, tag);
             sb_release(&root);
