@@ -526,6 +526,16 @@ static void record_load(struct gw *gw, const char *name, const char *reason, boo
     }
 }
 
+/* A load whose row in loads.jsonl cannot be written is not served: the
+ * evidence of what reached the agent's context must be complete. */
+static json_t *unrecorded(const char *shown, const char *why)
+{
+    gw_note("refusing to load skill '%s': its load cannot be recorded (%s)", shown, why);
+    return gw_error_result("refusing to load '%s': its load cannot be recorded in the audit "
+                           "(%s) — nothing was loaded",
+                           shown, why);
+}
+
 static json_t *load_result(struct gw *gw, const char *name, const char *origin, const char *body,
                            size_t len, bool newly, const char *note, const char *warning)
 {
@@ -654,9 +664,12 @@ json_t *gw_load(struct gw *gw, const struct gw_surface *sf, const json_t *args)
         bool newly;
         record_load(gw, name, reason, &newly);
         struct as_err le = AS_ERR_INIT;
-        aud_load_append(gw->home, name, reason, gw->proj.root, gw->run_id, &le);
-        res = load_result(gw, name, "approved-copy", body.buf, body.len, newly,
-                          "the live copy changed since review; the approved copy was served", NULL);
+        if (aud_load_append(gw->home, name, reason, gw->proj.root, gw->run_id, &le) < 0)
+            res = unrecorded(shown.buf, le.msg);
+        else
+            res = load_result(gw, name, "approved-copy", body.buf, body.len, newly,
+                              "the live copy changed since review; the approved copy was served",
+                              NULL);
         goto out;
     }
     lock = read_lock(gw);
@@ -729,8 +742,10 @@ json_t *gw_load(struct gw *gw, const struct gw_surface *sf, const json_t *args)
     bool newly;
     record_load(gw, name, reason, &newly);
     struct as_err le = AS_ERR_INIT;
-    aud_load_append(gw->home, name, reason, gw->proj.root, gw->run_id, &le);
-    res = load_result(gw, name, origin, body.buf, body.len, newly, note, warning);
+    if (aud_load_append(gw->home, name, reason, gw->proj.root, gw->run_id, &le) < 0)
+        res = unrecorded(shown.buf, le.msg);
+    else
+        res = load_result(gw, name, origin, body.buf, body.len, newly, note, warning);
 out:
     sb_release(&dir);
     sb_release(&body);

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from aslib import Sandbox, check, done  # noqa: E402
+from aslib import Sandbox, check, done, write_anchor  # noqa: E402
 from mcpclient import FAKE, Gateway, grant, is_error, payload, text  # noqa: E402
 
 BUILT = ["agentstack_search", "tools_search", "tools_bindings", "agentstack_list",
@@ -285,6 +285,7 @@ def freeze(sb, run):
     with open(ev, "w") as f:
         f.write("".join(out))
     os.chmod(ev, 0o600)
+    write_anchor(sb.ah, ev)
     return path
 
 
