@@ -11,12 +11,15 @@
  *    first byte and gets its final mode before the rename, so a copy never
  *    has a looser mode than asked for, not even for a moment, whatever the
  *    umask. A backup (backup_path) is always exactly 0600, whatever the mode
- *    of the file it copies or of an older backup it replaces.
+ *    of the file it copies or of an older backup it replaces. A temp file a
+ *    killed writer left (".<name>.agentstack-tmp.<pid>.<16 hex>", ours,
+ *    its pid gone) is removed by the next write into the same directory: it
+ *    may hold the resolved secrets of the write that never finished.
  *  - fs_private_dir: a directory for private copies is 0700 (created so,
  *    and re-tightened when it has group/other bits); a symlink or a
  *    directory owned by someone else is refused.
- *  - fs_safe_join refuses any path that escapes its root via "..", an
- *    absolute path, or a symlink at any component.
+ *  - fs_contain is the one containment check: a path that escapes its root
+ *    via "..", an absolute path or a symlink is refused.
  *  - fs_walk visits a tree in a stable byte order and never follows symlinks.
  *  - fs_read_file refuses files above a size cap, and non-regular files (a
  *    FIFO would hang the reader).
