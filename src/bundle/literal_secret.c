@@ -443,8 +443,8 @@ static bool entropy_ch(unsigned char c)
 
 /* A run that is a path ("host/v1/Rq7Tz9…", "src/MyProjects2024"), judged
  * by its components: one with an all-lower-case word between slashes. A
- * base64 secret with '/' in it has none. (A run that starts at '/' is a
- * file system path and not judged at all.) */
+ * base64 secret with '/' in it has none. (A file system path is not judged
+ * at all: path_start.) */
 static bool run_is_path(const char *t, size_t n)
 {
     if (!memchr(t, '/', n))
@@ -480,21 +480,38 @@ static bool digest_run(const char *s, size_t i)
  * with fn marking it). */
 typedef void (*span_fn)(void *ctx, size_t a, size_t b);
 
+/* A '/' at i that starts a file system path: at the start, after a blank,
+ * a quote, '=', ',', '(' or ';', or after ':' unless it starts "://" (a
+ * URL's path is judged by its components). */
+static bool path_start(const char *s, size_t n, size_t i)
+{
+    if (s[i] != '/')
+        return false;
+    if (i == 0 || strchr(" \t\"'=,(;", s[i - 1]))
+        return true;
+    return s[i - 1] == ':' && !(i + 1 < n && s[i + 1] == '/');
+}
+
 static bool entropy_spans(const char *s, size_t n, span_fn fn, void *ctx)
 {
     bool any = false;
     for (size_t i = 0; i < n;) {
+        if (path_start(s, n, i)) {
+            /* temp and cache directories have random names, and a
+             * credential is never a path: the whole path is passed over */
+            while (i < n && !isspace((unsigned char)s[i]) && s[i] != '"' && s[i] != '\'')
+                i++;
+            continue;
+        }
         if (!entropy_ch((unsigned char)s[i])) {
             i++;
             continue;
         }
         size_t j = i;
-        while (j < n && entropy_ch((unsigned char)s[j]))
+        while (j < n && entropy_ch((unsigned char)s[j]) && !(j > i && path_start(s, n, j)))
             j++;
-        if (digest_run(s, i) || s[i] == '/') {
-            /* "sha512-<base64>" (an integrity string), a data URI's payload;
-             * a file system path (temp and cache directories have random
-             * names, and a credential is never a path) */
+        if (digest_run(s, i)) {
+            /* "sha512-<base64>" (an integrity string), a data URI's payload */
         } else if (run_is_path(s + i, j - i)) {
             for (size_t a = i; a < j;) {
                 size_t b = a;

@@ -259,6 +259,8 @@ static void test_benign_corpus(void **state)
         "/tmp/tmp.Xa81bQ9zK2/McpServers2024/run.py",
         "/var/folders/zz/zyxvpxvq6csfxvn_n0000000000000/T/x",
         "/cache/Rq7Tz9Wk2Lm4Np6Bv8Cx0000gn/blob",
+        "--data=/tmp/tmp.Xa81bQ9zK2/McpServers2024",
+        "PYTHONPATH=/opt/Rq7Tz9Wk2Lm4Np6Bv8Cx/lib:/srv/Xa81bQ9zK2Lm4Np6/x",
         "./node_modules/.bin/tsx",
         "@modelcontextprotocol/server-filesystem",
         "https://registry.npmjs.org/@scope/pkg/-/pkg-1.2.3.tgz",
