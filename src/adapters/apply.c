@@ -312,11 +312,12 @@ static void add_mask(struct run *R, const adp_secrets *s)
     free(view);
 }
 
-/* adp_i_check_contained for a target; apply says the file is not written,
- * diff (which writes nothing) only why. */
+/* At project scope a target, or any existing parent, must resolve inside
+ * the project (errata 33: the one containment check, base/fs.h); apply
+ * says the file is not written, diff (which writes nothing) only why. */
 static int target_contained(const struct adp_apply_opts *o, const char *path, struct as_err *err)
 {
-    if (!o->project_scope || adp_i_check_contained(path, o->project_root, err) == 0)
+    if (!o->project_scope || adp_i_contained(path, o->project_root, err) == 0)
         return 0;
     if (!o->diff)
         as_err_set(err, "%s — not written", err->msg);
@@ -352,7 +353,7 @@ static void read_and_merge(struct run *R, struct tplan *t)
     } else if (lstat(t->path, &st) == 0 && S_ISLNK(st.st_mode)) {
         /* Global scope (project scope stopped in target_contained): the
          * writer would follow the link into a missing place. */
-        adp_i_dangling_link(t->path, o->project_scope ? o->project_root : NULL, &t->err);
+        fs_dangling_link(t->path, o->project_scope ? o->project_root : NULL, &t->err);
         if (!o->diff)
             as_err_set(&t->err, "%s — not written", t->err.msg);
         t->failed = true;
@@ -911,7 +912,7 @@ static void gitignore_step(struct run *R, const struct adp_registry *r, struct t
     struct as_err e = AS_ERR_INIT;
     if (!fs_exists(git.buf))
         goto out;
-    if (fs_exists(gi.buf) && (adp_i_check_contained(gi.buf, o->project_root, &e) != 0 ||
+    if (fs_exists(gi.buf) && (adp_i_contained(gi.buf, o->project_root, &e) != 0 ||
                               fs_read_file(gi.buf, (size_t)16 << 20, 0, &text, &e) != 0)) {
         char buf[2048];
         term_sbprintf(report, "✗ .gitignore: %s\n", as_err_str(&e, buf, sizeof buf));

@@ -13,8 +13,9 @@
  *    file's mode and owner kept, and on failure removes the directories it
  *    created. A directory whose owner write bit is clear is refused, even
  *    for root ("<dir> is read-only — not written").
- *  - adp_i_check_contained refuses, at project scope, a path whose file or
- *    any existing parent resolves outside the project root (errata 33).
+ *  - adp_i_contained refuses, at project scope, a path whose file or any
+ *    existing parent resolves outside the project root (errata 33), with
+ *    base/fs.h's one check (fs_contain) and the fix a writer names.
  */
 #ifndef AS_ADAPTERS_INTERNAL_H
 #define AS_ADAPTERS_INTERNAL_H
@@ -37,14 +38,9 @@
 /* "~/…" for paths under $HOME, else the path. */
 void adp_i_display_path(const char *p, strbuf *out);
 
-/* errata 33: 0, or -1 + err when path or an existing parent resolves outside root. */
-int adp_i_check_contained(const char *path, const char *root, struct as_err *err);
-
-/* -1 + err for the symlink at link that does not resolve, in the words lock
- * uses (bundle/discover.c): "symlink resolves outside the project" when its
- * target lies outside root (root NULL: never), else "symlink does not
- * resolve" — not "No such file or directory" on a path the user sees. */
-int adp_i_dangling_link(const char *link, const char *root, struct as_err *err);
+/* errata 33: 0, or -1 + err (with a hint) when path (absolute) or an
+ * existing parent resolves outside root: fs_contain in its following mode. */
+int adp_i_contained(const char *path, const char *root, struct as_err *err);
 
 /* The directories a write of file would create, outermost first. */
 void adp_i_collect_missing_dirs(const char *file, strvec *out);

@@ -236,7 +236,8 @@ static int library_body(const char *toml, const char *dir, strbuf *body, strbuf 
     } else {
         strbuf file = SB_INIT;
         const char *rel = p && p->type == TOML_STRING ? p->u.str.s : "instruction.md";
-        if (fs_safe_join(dir, rel, 1, &file, err) == 0 &&
+        if (fs_contain(dir, NULL, rel, FS_CONTAIN_NOFOLLOW | FS_CONTAIN_NO_DOTDOT, &file, err) ==
+                0 &&
             fs_read_file(file.buf, FRAGMENT_MAX, 1, body, err) == 0) {
             sb_adds(src, file.buf);
             rc = 0;
@@ -320,7 +321,6 @@ static void compile_instructions(const struct adp_apply_opts *o, struct adp_lane
                              in->name);
             continue;
         }
-        const char *anchor = in->anchor_dir ? in->anchor_dir : m->manifest_dir;
         const char *decl = pick >= 0 ? in->variants.v[pick].path : in->path;
         /* A kept fragment is compiled from the approved copy pin_collect
          * found (the content store's when the live bytes drifted). */
@@ -329,14 +329,15 @@ static void compile_instructions(const struct adp_apply_opts *o, struct adp_lane
         struct as_err e = AS_ERR_INIT;
         int rc;
         if (decl) {
-            if (kept)
+            if (kept) {
                 sb_adds(&file, kept);
-            else if (decl[0] == '/')
-                sb_adds(&file, decl);
-            else
-                sb_addf(&file, "%s/%s", anchor, decl);
-            rc = fs_read_file(file.buf, FRAGMENT_MAX, 0, &body, &e);
-            sb_adds(&src, file.buf);
+                rc = 0;
+            } else {
+                rc = manifest_item_path(m, decl, in->inherited ? in->anchor_dir : NULL, &file, &e);
+            }
+            if (rc == 0)
+                rc = fs_read_file(file.buf, FRAGMENT_MAX, 0, &body, &e);
+            sb_adds(&src, file.len ? file.buf : decl);
         } else {
             strbuf live = SB_INIT;
             rc = library_toml(o, in->name, &live, &e);

@@ -39,66 +39,15 @@ int adp_i_take_lock(struct as_lock *lk, struct as_err *err)
 
 /* ---- containment ---------------------------------------------------------- */
 
-int adp_i_dangling_link(const char *link, const char *root, struct as_err *err)
+int adp_i_contained(const char *path, const char *root, struct as_err *err)
 {
-    char to[4096];
-    ssize_t n = readlink(link, to, sizeof to - 1);
-    if (n < 0)
-        return as_err_errno(err, "%s", link);
-    to[n] = '\0';
-    strbuf abs = SB_INIT, canon = SB_INIT;
-    if (to[0] == '/') {
-        sb_adds(&abs, to);
-    } else {
-        const char *slash = strrchr(link, '/');
-        sb_add(&abs, link, slash ? (size_t)(slash - link) : 0);
-        sb_addf(&abs, "%s%s", slash ? "/" : "", to);
-    }
-    struct as_err e2 = AS_ERR_INIT;
-    if (root && fs_canonicalize(abs.buf, &canon, &e2) == 0 && !fs_path_within(root, canon.buf))
-        as_err_set(err, "%s: symlink resolves outside the project (%s)", link, to);
-    else
-        as_err_set(err, "%s: symlink does not resolve (it points to %s, which does not exist)",
-                   link, to);
-    as_err_hint(err, "replace the symlink with the real file, or remove it");
-    sb_release(&abs);
-    sb_release(&canon);
-    return -1;
-}
-
-int adp_i_check_contained(const char *path, const char *root, struct as_err *err)
-{
-    strbuf probe = SB_INIT, real = SB_INIT;
-    sb_adds(&probe, path);
-    int rc = 0;
-    for (;;) {
-        struct stat st;
-        if (lstat(probe.buf, &st) == 0) {
-            struct as_err e2 = AS_ERR_INIT;
-            if (fs_realpath(probe.buf, &real, &e2) != 0) {
-                struct stat ts;
-                if (S_ISLNK(st.st_mode) && stat(probe.buf, &ts) != 0 && errno == ENOENT)
-                    rc = adp_i_dangling_link(probe.buf, root, err);
-                else
-                    rc = as_err_set(err, "%s", e2.msg);
-            } else if (!fs_path_within(root, real.buf)) {
-                rc = as_err_set(err,
-                                "%s resolves to %s, outside the project %s "
-                                "(a symlink is followed only when it stays inside the project)",
-                                path, real.buf, root);
-                as_err_hint(err, "replace the symlink with a file inside the project, or apply "
-                                 "with --scope global");
-            }
-            break;
-        }
-        char *slash = strrchr(probe.buf, '/');
-        if (!slash || slash == probe.buf)
-            break;
-        sb_setlen(&probe, (size_t)(slash - probe.buf));
-    }
-    sb_release(&probe);
-    sb_release(&real);
-    return rc;
+    strbuf out = SB_INIT;
+    int rc = fs_contain(root, NULL, path, FS_CONTAIN_ABSOLUTE, &out, err);
+    sb_release(&out);
+    if (rc < 0 && !err->hint[0])
+        as_err_hint(err, "replace the symlink with a file inside the project, or apply with "
+                         "--scope global");
+    return rc < 0 ? -1 : 0;
 }
 
 /* ---- writing -------------------------------------------------------------- */

@@ -16,11 +16,19 @@
  *    "<log>.1" under the lock, and the new file's first line links to the
  *    last line of ".1". Files are 0600 (re-tightened on open), the log's
  *    directory 0700.
+ *  - Every append also rewrites the log's anchor ("<log>.head", audit/head.h)
+ *    under the same locks: the rows of the log and of its ".1", and the
+ *    digests of their first and last rows, sealed with the audit key. So
+ *    rows cut from either end, a row removed with the chain recomputed, or
+ *    an edited last row are found too; what stays undetectable (a rewrite
+ *    by someone who can read the key) is in docs/audit.md.
+ *  - Fail closed: a log or anchor that is a symlink, a directory or
+ *    otherwise not a regular file is never written through or read
+ *    (O_NOFOLLOW); the append fails, and the verifier reports the file as
+ *    broken. A damaged anchor fails appends until it is removed.
  *  - The verifier reports the first line whose link or shape is broken as
- *    file:line. A line edited in place is found at the next line (the first
- *    whose "prev" no longer matches); lines removed from the head of the
- *    oldest file, or an edited final line, cannot be detected without an
- *    outside anchor (docs/audit.md).
+ *    file:line (line 0: the file as a whole). A line edited in place is
+ *    found at the next line (the first whose "prev" no longer matches).
  *  - Argument digests are keyed (HMAC-SHA-256, first 12 hex) with a 32-byte
  *    random key created 0600 on first use; an unusable key yields "" and one
  *    warning, never an unkeyed digest. Values are never written.
@@ -57,10 +65,18 @@ int aud_append(const char *path, const json_t *rec, const struct aud_append_opts
 int aud_append_encoded(const char *path, const strbuf *body, const struct aud_append_opts *opts,
                        struct as_err *err);
 
+/* 0 when an append to path would find what it needs: the log a regular
+ * file at the path (created when absent; never a symlink or a directory),
+ * its anchor usable. Cheap while this process's open log is still the one
+ * at the path (one lstat). -1 + err otherwise: a writer that must not act
+ * unrecorded refuses. */
+int aud_append_ready(const char *path, struct as_err *err);
+
 struct aud_break {
     char file[PATH_MAX]; /* the file holding the broken line */
-    unsigned line;       /* 1-based line number in that file */
-    char reason[160];
+    unsigned line;       /* 1-based line number in that file; 0: the file as a whole */
+    char reason[300];
+    char note[400]; /* intact, but worth saying (rows that predate an anchor) */
 };
 
 /* Verifies path (and path.1 before it, when present). Returns 0 when
@@ -83,6 +99,15 @@ int aud_key_load(const char *home, unsigned char key[64], size_t *keylen, struct
  * NULL means {}. On an unusable key: out = "" and one warning on stderr per
  * process. */
 void aud_args_digest(const char *home, const json_t *args, char out[AUD_DIGEST_HEX + 1]);
+
+/* The home a log belongs to, whose audit key keys its anchor:
+ * <home>/audit/<name>.jsonl and <home>/runs/<id>/events.jsonl → <home>;
+ * any other log → its own directory. */
+void aud_log_home(const char *log, strbuf *out);
+/* HMAC-SHA-256 (hex) under that home's audit key of
+ * "agentstack-audit-head-v1" NUL <the log's last two path components> NUL
+ * body: the anchor's seal. -1 + err when the key is unusable. */
+int aud_head_mac(const char *log, const char *body, size_t len, char hex[65], struct as_err *err);
 
 /* ---- call rows (02 §8 + errata 2) ------------------------------------------ */
 
@@ -113,6 +138,8 @@ json_t *aud_call_record(const struct aud_call *c);
  * (test_calls checks it), without building and dumping a jansson tree on
  * every brokered call. */
 void aud_call_encode(const struct aud_call *c, strbuf *out);
+/* aud_append_ready for $home/audit/calls.jsonl. */
+int aud_call_ready(const char *home, struct as_err *err);
 /* Appends to $home/audit/calls.jsonl, rotating past 5 MiB. */
 int aud_call_append(const char *home, const struct aud_call *c, struct as_err *err);
 

@@ -118,6 +118,7 @@ static pthread_mutex_t key_mu = PTHREAD_MUTEX_INITIALIZER;
 static char *key_home;
 static SHA256_CTX key_inner, key_outer;
 static int key_ok;
+static char key_error[sizeof((struct as_err *)0)->msg];
 static int warned;
 
 static void key_states(const unsigned char *key, size_t len)
@@ -138,56 +139,76 @@ static void key_states(const unsigned char *key, size_t len)
     explicit_bzero(pad, sizeof pad);
 }
 
-void aud_args_digest(const char *home, const json_t *args, char out[AUD_DIGEST_HEX + 1])
+/* The keyed states for home: 1 and *inner, *outer, or 0 when the key is
+ * unusable (err set once per home change, when err is given). */
+static int key_get(const char *home, SHA256_CTX *inner, SHA256_CTX *outer, struct as_err *err)
 {
-    _Static_assert(KEY_MAX <= 64, "a key longer than SHA-256's block would be hashed first");
-    out[0] = '\0';
-    SHA256_CTX inner, outer;
     int have = 0;
     pthread_mutex_lock(&key_mu);
     if (!key_home || strcmp(key_home, home) != 0) {
-        struct as_err err = AS_ERR_INIT;
+        struct as_err e = AS_ERR_INIT;
         unsigned char key[KEY_MAX];
         size_t key_len = 0;
         free(key_home);
         key_home = xstrdup(home);
         explicit_bzero(&key_inner, sizeof key_inner);
         explicit_bzero(&key_outer, sizeof key_outer);
-        key_ok = aud_key_load(home, key, &key_len, &err) == 0;
+        key_ok = aud_key_load(home, key, &key_len, &e) == 0;
         if (key_ok)
             key_states(key, key_len);
+        else
+            snprintf(key_error, sizeof key_error, "%s", e.msg);
         explicit_bzero(key, sizeof key);
-        if (!key_ok && !warned) {
-            char buf[2300];
-            warned = 1;
+    }
+    if (key_ok) {
+        *inner = key_inner;
+        *outer = key_outer;
+        have = 1;
+    } else if (err) {
+        as_err_set(err, "%s", key_error);
+    }
+    pthread_mutex_unlock(&key_mu);
+    return have;
+}
+
+static void mac_final(SHA256_CTX *inner, SHA256_CTX *outer, unsigned char mac[SHA256_LEN])
+{
+    unsigned char ih[SHA256_LEN];
+    const struct as_libcrypto *C = crypto_api();
+    C->sha256_final(ih, inner);
+    C->sha256_update(outer, ih, sizeof ih);
+    C->sha256_final(mac, outer);
+    explicit_bzero(inner, sizeof *inner);
+    explicit_bzero(outer, sizeof *outer);
+    explicit_bzero(ih, sizeof ih);
+}
+
+void aud_args_digest(const char *home, const json_t *args, char out[AUD_DIGEST_HEX + 1])
+{
+    _Static_assert(KEY_MAX <= 64, "a key longer than SHA-256's block would be hashed first");
+    out[0] = '\0';
+    SHA256_CTX inner, outer;
+    struct as_err err = AS_ERR_INIT;
+    if (!key_get(home, &inner, &outer, &err)) {
+        pthread_mutex_lock(&key_mu);
+        int first = !warned;
+        warned = 1;
+        pthread_mutex_unlock(&key_mu);
+        if (first)
             fprintf(stderr,
                     "agentstack: warning: audit key unusable (%s); argument digests are "
                     "left empty\n",
-                    as_err_str(&err, buf, sizeof buf));
-        }
-    }
-    if (key_ok) {
-        inner = key_inner;
-        outer = key_outer;
-        have = 1;
-    }
-    pthread_mutex_unlock(&key_mu);
-    if (!have)
+                    err.msg);
         return; /* never an unkeyed digest: small arguments could be brute-forced */
+    }
     strbuf canon = SB_INIT;
     json_t *empty = NULL;
     if (!args)
         args = empty = json_object();
     json_canonical(args, &canon);
-    unsigned char ih[SHA256_LEN], mac[SHA256_LEN];
-    const struct as_libcrypto *C = crypto_api();
-    C->sha256_update(&inner, canon.buf, canon.len);
-    C->sha256_final(ih, &inner);
-    C->sha256_update(&outer, ih, sizeof ih);
-    C->sha256_final(mac, &outer);
-    explicit_bzero(&inner, sizeof inner);
-    explicit_bzero(&outer, sizeof outer);
-    explicit_bzero(ih, sizeof ih);
+    unsigned char mac[SHA256_LEN];
+    crypto_api()->sha256_update(&inner, canon.buf, canon.len);
+    mac_final(&inner, &outer, mac);
     char hex[SHA256_HEX_LEN + 1];
     hex_encode(mac, SHA256_LEN, hex);
     memcpy(out, hex, AUD_DIGEST_HEX);
@@ -195,4 +216,65 @@ void aud_args_digest(const char *home, const json_t *args, char out[AUD_DIGEST_H
     sb_release_secure(&canon); /* the canonical form holds the argument values */
     if (empty)
         json_decref(empty);
+}
+
+/* The length of p[0..n)'s directory part (up to its last '/'), or 0. */
+static size_t dir_len(const char *p, size_t n)
+{
+    const char *s = n ? memrchr(p, '/', n) : NULL;
+    return s ? (size_t)(s - p) : 0;
+}
+
+/* 1 when p[0..n)'s last component is name. */
+static int base_is(const char *p, size_t n, const char *name)
+{
+    const char *s = n ? memrchr(p, '/', n) : NULL;
+    size_t from = s ? (size_t)(s - p) + 1 : 0, k = strlen(name);
+    return n - from == k && memcmp(p + from, name, k) == 0;
+}
+
+void aud_log_home(const char *log, strbuf *out)
+{
+    /* <home>/audit/<name>.jsonl and <home>/runs/<id>/events.jsonl belong to
+     * <home>; any other log to its own directory */
+    size_t d = dir_len(log, strlen(log)), dd = dir_len(log, d);
+    sb_reset(out);
+    if (base_is(log, d, "audit"))
+        sb_add(out, log, dd);
+    else if (base_is(log, dd, "runs"))
+        sb_add(out, log, dir_len(log, dd));
+    else
+        sb_add(out, log, d);
+    if (!out->len)
+        sb_adds(out, log[0] == '/' ? "/" : ".");
+}
+
+int aud_head_mac(const char *log, const char *body, size_t len, char hex[SHA256_HEX_LEN + 1],
+                 struct as_err *err)
+{
+    strbuf home = SB_INIT;
+    aud_log_home(log, &home);
+    SHA256_CTX inner, outer;
+    int ok = key_get(home.buf, &inner, &outer, err);
+    sb_release(&home);
+    if (!ok) {
+        as_err_prefix(err, "the audit key is unusable");
+        return -1;
+    }
+    /* framing: tag, the log's last two path components, the record */
+    static const char tag[] = "agentstack-audit-head-v1";
+    const char *base = strrchr(log, '/');
+    const char *id = log;
+    if (base && base != log) {
+        const char *p = memrchr(log, '/', (size_t)(base - log));
+        id = p ? p + 1 : log;
+    }
+    const struct as_libcrypto *C = crypto_api();
+    C->sha256_update(&inner, tag, sizeof tag); /* with its NUL */
+    C->sha256_update(&inner, id, strlen(id) + 1);
+    C->sha256_update(&inner, body, len);
+    unsigned char mac[SHA256_LEN];
+    mac_final(&inner, &outer, mac);
+    hex_encode(mac, SHA256_LEN, hex);
+    return 0;
 }

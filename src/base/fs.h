@@ -11,12 +11,15 @@
  *    first byte and gets its final mode before the rename, so a copy never
  *    has a looser mode than asked for, not even for a moment, whatever the
  *    umask. A backup (backup_path) is always exactly 0600, whatever the mode
- *    of the file it copies or of an older backup it replaces.
+ *    of the file it copies or of an older backup it replaces. A temp file a
+ *    killed writer left (".<name>.agentstack-tmp.<pid>.<16 hex>", ours,
+ *    its pid gone) is removed by the next write into the same directory: it
+ *    may hold the resolved secrets of the write that never finished.
  *  - fs_private_dir: a directory for private copies is 0700 (created so,
  *    and re-tightened when it has group/other bits); a symlink or a
  *    directory owned by someone else is refused.
- *  - fs_safe_join refuses any path that escapes its root via "..", an
- *    absolute path, or a symlink at any component.
+ *  - fs_contain is the one containment check: a path that escapes its root
+ *    via "..", an absolute path or a symlink is refused.
  *  - fs_walk visits a tree in a stable byte order and never follows symlinks.
  *  - fs_read_file refuses files above a size cap, and non-regular files (a
  *    FIFO would hang the reader).
@@ -70,12 +73,31 @@ int fs_private_dir(const char *path, struct as_err *err);
  * -1 + err when the chmod fails. */
 int fs_tighten_file(const char *path, mode_t mode, struct as_err *err);
 
-/* Joins root and rel into out; refuses absolute rel, ".." components, and
- * (when check_symlinks) any existing component of rel that is a symlink
- * ("symlink") or a non-directory before the last. Error text names
- * "traversal" or "symlink" as the spec requires. */
-int fs_safe_join(const char *root, const char *rel, int check_symlinks, strbuf *out,
-                 struct as_err *err);
+/* fs_contain's flags. Without FS_CONTAIN_NOFOLLOW, symlinks below root are
+ * followed and must lead inside root (its realpath). */
+enum {
+    FS_CONTAIN_NOFOLLOW = 1,   /* a symlink at any component below root is refused */
+    FS_CONTAIN_MUST_EXIST = 2, /* the whole path must exist */
+    FS_CONTAIN_NO_DOTDOT = 4,  /* a ".." is refused even when it stays inside root */
+    FS_CONTAIN_ABSOLUTE = 8,   /* an absolute path is accepted (it must lie inside root) */
+};
+/* THE containment check (fs_contain.c): path, relative to anchor (NULL:
+ * root; an anchor must lie inside root), must name something strictly
+ * inside root (absolute root, normalized): never root itself, never out of
+ * it by "..", by an absolute path or through a symlink. out = the joined,
+ * normalized path, the one callers then open. Errors name the path as
+ * given and the rule ("traversal", "symlink") and return one of these (all
+ * negative), else -1. */
+#define FS_CONTAIN_E_TRAVERSAL (-2) /* absolute, "..", or out of root lexically */
+#define FS_CONTAIN_E_SYMLINK (-3)   /* refused, dangling or leading out of root */
+#define FS_CONTAIN_E_MISSING (-4)   /* FS_CONTAIN_MUST_EXIST and it does not exist */
+int fs_contain(const char *root, const char *anchor, const char *path, unsigned flags, strbuf *out,
+               struct as_err *err);
+/* The error for a symlink that realpath cannot follow: "<link>: symlink
+ * resolves outside the project (<to>)" when it points out of root (root
+ * NULL: never said), else "<link>: symlink does not resolve (it points to
+ * <to>, which does not exist)"; with a hint. Returns -1. */
+int fs_dangling_link(const char *link, const char *root, struct as_err *err);
 
 /* 1 when path (canonicalized with realpath) is root or inside it. */
 int fs_path_within(const char *root, const char *path);

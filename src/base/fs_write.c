@@ -6,9 +6,12 @@
  * the same directory even if a path component is swapped meanwhile. */
 #include "base/fs.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,6 +128,65 @@ static int copy_fd(int from, int to)
     free(buf);
     errno = e;
     return rc;
+}
+
+/* 1 when name is exactly ".<base>.agentstack-tmp.<pid>.<16 hex>" as
+ * open_temp makes them; *pid = the writer's pid. */
+static int temp_name(const char *name, long *pid)
+{
+    static const char tag[] = ".agentstack-tmp.";
+    size_t n = strlen(name);
+    if (n < 1 + 1 + sizeof tag - 1 + 1 + 1 + 16 || name[0] != '.')
+        return 0;
+    const char *rnd = name + n - 16;
+    for (int i = 0; i < 16; i++)
+        if (!((rnd[i] >= '0' && rnd[i] <= '9') || (rnd[i] >= 'a' && rnd[i] <= 'f')))
+            return 0;
+    if (rnd[-1] != '.')
+        return 0;
+    const char *d = rnd - 1; /* the dot before the random part */
+    const char *p = d;
+    while (p > name && p[-1] >= '0' && p[-1] <= '9')
+        p--;
+    if (p == d || p - name < (ptrdiff_t)(sizeof tag - 1 + 2) ||
+        memcmp(p - (sizeof tag - 1), tag, sizeof tag - 1) != 0 || (d - p) > 10)
+        return 0;
+    char num[16];
+    memcpy(num, p, (size_t)(d - p));
+    num[d - p] = '\0';
+    *pid = strtol(num, NULL, 10);
+    return *pid > 0;
+}
+
+/* Removes the temp files a killed writer of ours left in dirfd (they may
+ * hold resolved secrets, and nothing else ever removes them): exactly our
+ * naming, a regular file with one link, owned by us, whose writer's pid no
+ * longer exists (a live writer is still using its own). Best effort: a
+ * directory that cannot be listed is left alone. */
+static void sweep_stale_temps(int dirfd)
+{
+    int dfd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return;
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        close(dfd);
+        return;
+    }
+    uid_t me = geteuid();
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        long pid;
+        if (!temp_name(de->d_name, &pid) || pid == (long)getpid())
+            continue;
+        struct stat st;
+        if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+            st.st_uid != me || st.st_nlink != 1)
+            continue;
+        if (pid > INT_MAX || (kill((pid_t)pid, 0) != 0 && errno == ESRCH))
+            unlinkat(dirfd, de->d_name, 0);
+    }
+    closedir(d);
 }
 
 /* Creates ".<base>.agentstack-tmp.<pid>.<random>" in dirfd, 0600 from the
@@ -295,6 +357,7 @@ static int write_core(const char *path, const struct source *src, const struct f
         }
     }
 
+    sweep_stale_temps(dirfd);
     fd = open_temp(dirfd, base.buf, path, &tmp, err);
     if (fd < 0)
         goto out;

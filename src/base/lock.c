@@ -28,12 +28,12 @@ static long long now_us(void)
 }
 
 /* 0 locked, 1 timed out, -1 other error (errno set). */
-static int poll_lock(int fd, int timeout_ms)
+static int poll_lock_op(int fd, int op, int timeout_ms)
 {
     long long deadline = now_us() + (timeout_ms > 0 ? (long long)timeout_ms * 1000 : 0);
     long long step = LOCK_POLL_FIRST_US;
     for (;;) {
-        if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+        if (flock(fd, op | LOCK_NB) == 0)
             return 0;
         if (errno == EINTR)
             continue;
@@ -50,9 +50,14 @@ static int poll_lock(int fd, int timeout_ms)
     }
 }
 
-int lock_fd(int fd, int timeout_ms, struct as_err *err)
+static int poll_lock(int fd, int timeout_ms)
 {
-    int r = poll_lock(fd, timeout_ms);
+    return poll_lock_op(fd, LOCK_EX, timeout_ms);
+}
+
+static int lock_fd_op(int fd, int op, int timeout_ms, struct as_err *err)
+{
+    int r = poll_lock_op(fd, op, timeout_ms);
     if (r == 0)
         return 0;
     if (r < 0)
@@ -63,6 +68,16 @@ int lock_fd(int fd, int timeout_ms, struct as_err *err)
                timeout_ms);
     as_err_hint(err, "wait for the other agentstack command to finish, then re-run this one");
     return -1;
+}
+
+int lock_fd(int fd, int timeout_ms, struct as_err *err)
+{
+    return lock_fd_op(fd, LOCK_EX, timeout_ms, err);
+}
+
+int lock_fd_shared(int fd, int timeout_ms, struct as_err *err)
+{
+    return lock_fd_op(fd, LOCK_SH, timeout_ms, err);
 }
 
 int lock_acquire(struct as_lock *l, const char *dir, int timeout_ms, struct as_err *err)

@@ -23,5 +23,7 @@ int lock_acquire(struct as_lock *l, const char *dir, int timeout_ms, struct as_e
 void lock_release(struct as_lock *l);
 /* flock(fd, LOCK_EX) with the same timeout semantics. */
 int lock_fd(int fd, int timeout_ms, struct as_err *err);
+/* flock(fd, LOCK_SH), the same way: readers that need one consistent state. */
+int lock_fd_shared(int fd, int timeout_ms, struct as_err *err);
 
 #endif

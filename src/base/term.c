@@ -45,15 +45,102 @@ const char *term_color(int fd, enum term_code code)
     return seq[code];
 }
 
-/* Code points that reorder text, render as nothing, or break lines behind
- * the terminal's back: removed so hidden text cannot pass for visible. */
-static int invisible(uint32_t c)
+const char *term_hidden_label(uint32_t c)
 {
-    return (c >= 0x200B && c <= 0x200F) || (c >= 0x202A && c <= 0x202E) ||
-           (c >= 0x2060 && c <= 0x2069) || c == 0xFEFF || c == 0x061C ||
-           (c >= 0xE0000 && c <= 0xE007F) || c == 0x00AD || c == 0x180E || c == 0x2028 ||
-           c == 0x2029 || c == 0x115F || c == 0x1160 || c == 0x3164 || c == 0xFFA0 ||
-           (c >= 0xFFF9 && c <= 0xFFFB);
+    switch (c) {
+    case 0x200B:
+        return "zero-width space";
+    case 0x200C:
+        return "zero-width non-joiner";
+    case 0x200D:
+        return "zero-width joiner";
+    case 0x2060:
+        return "word joiner";
+    case 0xFEFF:
+        return "zero-width no-break space";
+    case 0x00AD:
+        return "soft hyphen";
+    case 0x180E:
+        return "mongolian vowel separator";
+    case 0x034F:
+        return "combining grapheme joiner";
+    case 0x200E:
+    case 0x200F:
+    case 0x061C:
+        return "bidi mark";
+    case 0x115F:
+    case 0x1160:
+    case 0x3164:
+    case 0xFFA0:
+        return "hangul filler";
+    case 0x17B4:
+    case 0x17B5:
+        return "khmer inherent vowel";
+    case 0x2028:
+        return "line separator";
+    case 0x2029:
+        return "paragraph separator";
+    default:
+        break;
+    }
+    if (c >= 0x202A && c <= 0x202E)
+        return "bidi control";
+    if (c >= 0x2066 && c <= 0x2069)
+        return "bidi isolate";
+    if (c >= 0xE0000 && c <= 0xE007F)
+        return "unicode tag character";
+    if (c >= 0x2061 && c <= 0x2064)
+        return "invisible operator";
+    if (c == 0x2065 || (c >= 0x206A && c <= 0x206F))
+        return "invisible format character";
+    if ((c >= 0x180B && c <= 0x180D) || c == 0x180F)
+        return "mongolian variation selector";
+    if (c >= 0xFFF9 && c <= 0xFFFB)
+        return "interlinear annotation";
+    if ((c >= 0x1BCA0 && c <= 0x1BCA3) || (c >= 0x1D173 && c <= 0x1D17A))
+        return "format control";
+    if ((c >= 0xFFF0 && c <= 0xFFF8) || (c >= 0xE0080 && c <= 0xE00FF) ||
+        (c >= 0xE01F0 && c <= 0xE0FFF))
+        return "reserved invisible code point";
+    return NULL;
+}
+
+/* Shown as an escape, never as itself: controls (tab and newline too: a
+ * reviewed value that holds one must not look like two values or none),
+ * the hidden set, variation selectors (they change the glyph before them,
+ * or carry data in runs) and the spaces that are not U+0020 (they pass for
+ * one). */
+static int escaped(uint32_t c)
+{
+    return c < 0x20 || c == 0x7F || (c >= 0x80 && c < 0xA0) || term_hidden_label(c) ||
+           (c >= 0xFE00 && c <= 0xFE0F) || (c >= 0xE0100 && c <= 0xE01EF) || c == 0xA0 ||
+           c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x202F || c == 0x205F ||
+           c == 0x3000 || c == 0xFFFC;
+}
+
+void term_escape_cp(strbuf *out, uint32_t c)
+{
+    static const char hex[] = "0123456789abcdef";
+    char b[10];
+    size_t n;
+    if (c == '\t' || c == '\n' || c == '\r') {
+        b[0] = '\\';
+        b[1] = c == '\t' ? 't' : c == '\n' ? 'n' : 'r';
+        n = 2;
+    } else if (c <= 0xFFFF) {
+        b[0] = '\\';
+        b[1] = 'u';
+        for (int i = 0; i < 4; i++)
+            b[2 + i] = hex[(c >> (12 - 4 * i)) & 0xF];
+        n = 6;
+    } else {
+        b[0] = '\\';
+        b[1] = 'U';
+        for (int i = 0; i < 8; i++)
+            b[2 + i] = hex[(c >> (28 - 4 * i)) & 0xF];
+        n = 10;
+    }
+    sb_add(out, b, n);
 }
 
 size_t term_escape_len(const unsigned char *s, size_t n)
@@ -88,22 +175,72 @@ size_t term_escape_len(const unsigned char *s, size_t n)
 
 void term_sanitize(strbuf *out, const char *s, size_t len)
 {
+    static const char hex[] = "0123456789abcdef";
     const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0;
+    size_t i = 0, run = 0; /* p[run..i) is plain text not yet copied */
     while (i < len) {
-        unsigned cp;
-        size_t n = utf8_decode(p + i, len - i, &cp);
-        if (!n) {
-            sb_adds(out, "\xEF\xBF\xBD");
+        if (p[i] >= 0x20 && p[i] < 0x7F) { /* the common case: printable ASCII */
             i++;
             continue;
         }
-        if ((cp < 0x20 && cp != '\t') || cp == 0x7F || (cp >= 0x80 && cp < 0xA0))
-            sb_addc(out, '?');
-        else if (!invisible(cp))
-            sb_add(out, p + i, n);
-        i += n;
+        unsigned cp;
+        size_t n = utf8_decode(p + i, len - i, &cp);
+        if (n && !escaped(cp)) {
+            i += n;
+            continue;
+        }
+        sb_add(out, p + run, i - run);
+        if (!n) { /* not UTF-8: the byte itself, visibly */
+            char b[4] = {'\\', 'x', hex[p[i] >> 4], hex[p[i] & 0xF]};
+            sb_add(out, b, 4);
+            i++;
+        } else {
+            term_escape_cp(out, cp);
+            i += n;
+        }
+        run = i;
     }
+    sb_add(out, p + run, i - run);
+}
+
+static void json_u(strbuf *out, unsigned u)
+{
+    static const char hex[] = "0123456789abcdef";
+    char b[6] = {'\\',        'u', hex[(u >> 12) & 0xF], hex[(u >> 8) & 0xF], hex[(u >> 4) & 0xF],
+                 hex[u & 0xF]};
+    sb_add(out, b, 6);
+}
+
+void term_json_visible(strbuf *json)
+{
+    const unsigned char *p = (const unsigned char *)json->buf;
+    size_t i = 0, n = json->len;
+    /* fast path: nothing that is not ASCII */
+    while (i < n && p[i] < 0x80)
+        i++;
+    if (i == n)
+        return;
+    strbuf out = SB_INIT;
+    sb_add(&out, p, i);
+    while (i < n) {
+        unsigned cp;
+        size_t k = p[i] < 0x80 ? 1 : utf8_decode(p + i, n - i, &cp);
+        if (k > 1 && escaped(cp)) {
+            if (cp > 0xFFFF) { /* a surrogate pair, as JSON writes it */
+                unsigned v = cp - 0x10000;
+                json_u(&out, 0xD800 + (v >> 10));
+                json_u(&out, 0xDC00 + (v & 0x3FF));
+            } else {
+                json_u(&out, cp);
+            }
+        } else {
+            sb_add(&out, p + i, k ? k : 1);
+        }
+        i += k ? k : 1;
+    }
+    sb_reset(json);
+    sb_add(json, out.buf, out.len);
+    sb_release(&out);
 }
 
 static bool is_color_seq(const char *s)
@@ -175,7 +312,10 @@ static void conv_one(strbuf *out, const char *spec, const char *len, char conv, 
     case 'c': {
         int c = va_arg(*ap, int);
         unsigned char u = (unsigned char)c;
-        sb_addf(out, spec, (u < 0x20 && u != '\t') || u == 0x7F ? '?' : c);
+        if (u < 0x20 || u == 0x7F || u >= 0x80) /* one byte of a control or of UTF-8 */
+            term_sanitize(out, (const char *)&u, 1);
+        else
+            sb_addf(out, spec, c);
         break;
     }
     default: /* not reached: the format attribute admits no other */

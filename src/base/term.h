@@ -12,6 +12,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "base/strbuf.h"
@@ -24,10 +25,36 @@ int term_use_color(int fd);
 const char *term_color(int fd, enum term_code code);
 /* 1 when fd is a terminal. */
 int term_isatty(int fd);
-/* Appends s with C0/C1 controls (except tab), DEL, ESC sequences and
- * bidirectional / zero-width code points replaced by '?' or removed;
- * invalid UTF-8 bytes become U+FFFD. */
+/* THE display rule for text that came from a repository, a file or a peer
+ * (commands, args, paths, names, URLs, snippets): appends s with every
+ * code point a reader could not see, or that would move or break the
+ * line, written as a visible escape instead — C0/C1 controls and DEL
+ * (tab, newline and CR as \t \n \r, the others \u001b …), the hidden
+ * set of term_hidden_label, variation selectors, and the spaces that are
+ * not U+0020 (\u00a0, \u2002 …); astral ones as \U000e0041. Bytes that are
+ * not UTF-8 become \xNN. Nothing is dropped, so two strings that differ
+ * are never shown alike by a hidden character, and an ESC can never start
+ * a sequence. The output is printable ASCII wherever the input was not
+ * plain visible text, so sanitizing twice changes nothing. */
 void term_sanitize(strbuf *out, const char *s, size_t len);
+/* What a hidden code point is ("zero-width space", "bidi control",
+ * "unicode tag character", …), or NULL for one people can see. The set:
+ * the default-ignorable code points (zero-width characters, bidi marks,
+ * embeddings, overrides and isolates, invisible operators, tag characters,
+ * fillers, …; variation selectors excepted, which mark up the character
+ * before them) plus the line and paragraph separators and the interlinear
+ * annotation marks. The content scan, the gateway's text filter and the
+ * SKILL.md description cleaner all decide with it. */
+const char *term_hidden_label(uint32_t cp);
+/* Appends the escape term_sanitize writes for cp. */
+void term_escape_cp(strbuf *out, uint32_t cp);
+/* The same rule for JSON a person may read (`trust --preview`, `doctor
+ * --json`): rewrites every code point term_sanitize would escape, in a
+ * serialized JSON text, as its \uXXXX escape (a surrogate pair above
+ * U+FFFF). The value a parser reads back is unchanged; a raw zero-width or
+ * bidi character just never reaches the screen. Outside strings JSON is
+ * ASCII, so only string contents change. */
+void term_json_visible(strbuf *json);
 /* The length of the terminal escape sequence at s[0] == ESC (n >= 1 bytes
  * left): CSI up to its final byte; OSC, DCS, APC, PM and SOS up to BEL or
  * ST (ESC \); nF up to its final byte; otherwise ESC and one byte. An

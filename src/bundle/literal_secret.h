@@ -1,25 +1,42 @@
 /*
- * literal_secret — does a configuration value hold a secret written out in
- * the clear? (06-library-secrets-ops.md §1.5 and §9, 00-overview "Secret
- * values", errata 30.) Shared by `lib sync` (nothing leaves the machine
- * with a literal secret in it), `init` (which values to lift into ${REF}s)
- * and pack ingestion (a pack may not smuggle a credential in a URL or arg).
+ * literal_secret — THE detector of secrets written out in the clear, and
+ * the redactor of secret-looking tokens in free text.
  *
- * Why three detectors: a key name catches `Authorization = "Bearer sk-1"`
- * whatever the value looks like; well-known prefixes (ghp_, github_pat_,
- * sk-, xoxb-, AKIA, glpat-, JWTs, PEM private keys) catch a token under a
- * neutral name; an entropy test catches the rest of the token-shaped
- * values. The entropy test only looks at runs of token characters of at
- * least 20 bytes mixing upper case, lower case and digits, so package
- * names, paths and URLs do not trip it.
+ * Why one: `lib sync` (nothing leaves the machine with a literal secret in
+ * it), `add` from git and pack ingestion (a repository may not smuggle a
+ * credential in), `init` (which values to lift into ${REF}s), `doctor --ci`
+ * (a committed manifest holding one) and the host guard's evidence rows (a
+ * command line is recorded with its tokens hidden) must agree on what a
+ * secret looks like, or one of them lets through what another refuses.
+ *
+ * What counts:
+ *  - Every value is judged by the text outside its valid ${NAME} spans:
+ *    "Bearer ${X}" holds none, "Bearer ${X}9f86d0…" holds one.
+ *  - Key names: a strong name (authorization, token, secret, api-key,
+ *    password, passwd, bearer, credential, private-key, access-key, or the
+ *    word key) makes any literal a secret, except a path ("/run/secrets/db"
+ *    names a file); a weak word (pass, pwd, pw, pat, passphrase, cookie,
+ *    jwt, psk, otp) makes a value that looks like a typed credential one
+ *    ("--pass=hunter2hunter2": eight bytes or more, one word, with a digit,
+ *    a symbol or both cases, not a placeholder such as <token> or
+ *    YOUR_API_KEY).
+ *  - Shapes, under any name: well-known prefixes (ghp_, github_pat_, sk-,
+ *    xoxb-, AKIA, glpat-, JWTs, PEM private keys); random-looking tokens
+ *    (three character classes from 20 bytes, two from 32, switching class
+ *    often, ≥ 3.5 bits per byte), judged component by component in paths,
+ *    so /home/dev/MyProjects2024/McpServers/run.py and /tmp/tmp.Xa81bQ/x
+ *    are no secrets. Where a value is sent as written (a header, an
+ *    environment value, a URL's query or path), a bare run of 32+ hex
+ *    digits is one too, unless it is marked a digest (sha256:, #, @,
+ *    /commit/…) or its key names one (checksum, digest, sha, rev, commit).
+ *    UUIDs never are.
+ *  - Free text (skill files, docs, history lines): name=value, name: value,
+ *    "name": "value", export NAME=value, --name value, Authorization:
+ *    Bearer value, token prefixes, URL passwords.
  *
  * Guarantees:
- *  - A ${REF} is never a secret: the key-name rule needs a value without
- *    "${" (the reference's rule), and the shape rules look only at the text
- *    outside valid ${NAME} spans, so "Bearer ${T}" passes while
- *    "ghp_…${X}" does not.
- *  - Pure functions over bytes: no I/O, no allocation but the findings,
- *    linear time, any input (NUL-free C strings) is safe.
+ *  - Pure functions over bytes: no I/O, linear time, any input (NUL-free C
+ *    strings; text stops at a NUL) is safe.
  *  - Findings name the key (never the value): a value is never copied into
  *    a finding or a message.
  */
@@ -29,6 +46,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <jansson.h>
+
+#include "base/strbuf.h"
 #include "base/toml.h"
 #include "base/vec.h"
 
@@ -42,10 +62,10 @@ enum lsec_why {
 /* "key name", "token prefix", "high entropy", "URL password". */
 const char *lsec_why_text(enum lsec_why w);
 
-/* Lower-cased key contains authorization, token, secret, api-key, apikey,
- * api_key, password, passwd, bearer, credential or key (§1.5, plus two). */
+/* A strong or weak secret name (see above). */
 bool lsec_key_secretish(const char *key);
-/* Non-empty and without "${" (§1.5). */
+/* Holds literal text: any, without a ${REF}; beside one, at least four
+ * letters or digits that are not a scheme word ("Bearer", "Basic"). */
 bool lsec_value_literal(const char *value);
 /* Prefix and entropy checks on the text outside valid ${NAME} spans. */
 enum lsec_why lsec_value_shape(const char *value);
@@ -76,8 +96,24 @@ void lsec_check_server_table(const toml_value *server, lsec_findings *out);
 /* Any TOML document (hooks, instruction and pack files): every string
  * value by its key and shape, arrays of strings as argv lists. */
 void lsec_check_toml(const toml_value *root, lsec_findings *out);
-/* One raw text line that may not parse: `key = "v"` / `key: "v"` by key
- * name; prefixes anywhere in the line. where = the caller's label. */
+/* A JSON document (a skill's or library's .json files): every string by its
+ * key and shape, arrays of strings as argv lists. */
+void lsec_check_json(const json_t *root, lsec_findings *out);
+/* Free text (a SKILL.md, a README, a line of history, a file that does not
+ * parse): named values, prefixes and URL passwords anywhere in it; one
+ * finding per key. where = the caller's label. */
+void lsec_check_text(const char *where, const char *text, size_t len, lsec_findings *out);
+/* lsec_check_text on one line (kept for line-by-line callers). */
 void lsec_check_line(const char *where, const char *line, size_t len, lsec_findings *out);
+
+/* What a hidden secret is written as. */
+#define LSEC_REDACTED "[redacted]"
+/* THE redaction entry point for free text (command lines, messages bound
+ * for evidence files): appends text with every secret-looking token — what
+ * lsec_check_text finds, plus every random-looking token — replaced by
+ * "[redacted]" (one per run). Other bytes are copied as they are (the
+ * caller decides about controls); text stops at a NUL. Returns how many
+ * tokens were hidden. */
+size_t lsec_redact(const char *text, size_t len, strbuf *out);
 
 #endif

@@ -109,12 +109,22 @@ static bool have_item(const pin_items *out, enum pin_kind kind, const char *name
     return false;
 }
 
-/* A path as declared, anchored: absolute stays, relative joins the anchor. */
-static char *anchored(const char *anchor, const char *p)
+/* An instruction's (or variant's) body: manifest_item_path, or NULL with
+ * the item failed (a repository's path that leaves the project). */
+static char *item_path(const struct manifest *m, const struct mf_instruction *in,
+                       const char *declared, const struct mf_pos *pos, struct pin_item *it)
 {
-    if (p[0] == '/')
-        return xstrdup(p);
-    return xasprintf("%s/%s", anchor, p);
+    strbuf out = SB_INIT;
+    struct as_err err = AS_ERR_INIT;
+    if (manifest_item_path(m, declared, in->inherited ? in->anchor_dir : NULL, &out, &err) < 0) {
+        char *msg = xasprintf("%s:%u:%u: instruction '%s': path %s", pos->file, pos->line, pos->col,
+                              in->name, err.msg);
+        set_state(it, PIN_FAILED, msg);
+        free(msg);
+        sb_release(&out);
+        return NULL;
+    }
+    return sb_detach(&out, NULL);
 }
 
 /* ---- library ------------------------------------------------------------ */
@@ -389,7 +399,7 @@ static bool resolve_git(struct pin_item *it, const struct pin_opts *o, const cha
         if (subpath && subpath[0] && strcmp(subpath, ".") != 0) {
             struct as_err e2 = AS_ERR_INIT;
             strbuf full = SB_INIT;
-            if (manifest_contained_path(co.buf, subpath, &full, &e2) < 0) {
+            if (fs_contain(co.buf, NULL, subpath, MF_CONTAINED, &full, &e2) < 0) {
                 char *m =
                     xasprintf("%s '%s': subpath %s", pin_kind_name(it->kind), it->name, e2.msg);
                 set_state(it, PIN_FAILED, m);
@@ -438,9 +448,17 @@ static void pin_skill(const struct manifest *m, const struct pin_opts *o, struct
     if (s && s->path) {
         it->source = xstrdup("path");
         it->declared_path = xstrdup(s->path);
-        char *dir = anchored(m->manifest_dir, s->path);
-        hash_skill_dir(it, dir);
-        free(dir);
+        strbuf dir = SB_INIT;
+        struct as_err err = AS_ERR_INIT;
+        if (manifest_item_path(m, s->path, NULL, &dir, &err) < 0) {
+            char *msg = xasprintf("%s:%u:%u: skill '%s': path %s", s->path_pos.file,
+                                  s->path_pos.line, s->path_pos.col, name, err.msg);
+            set_state(it, PIN_FAILED, msg);
+            free(msg);
+        } else {
+            hash_skill_dir(it, dir.buf);
+        }
+        sb_release(&dir);
         return;
     }
     it->library = true;
@@ -518,33 +536,19 @@ static void pin_exec_string(const struct manifest *m, const char *server, const 
 {
     if (!s[0] || s[0] == '-' || s[0] == '/' || strstr(s, "${"))
         return;
-    /* Normalize: drop "." and empty components; note "..". */
-    strbuf rel = SB_INIT;
-    bool dotdot = false;
-    if (cwd_rel && cwd_rel[0])
-        sb_adds(&rel, cwd_rel);
-    const char *p = s;
-    while (*p) {
-        const char *e = strchr(p, '/');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        if (n == 2 && p[0] == '.' && p[1] == '.')
-            dotdot = true;
-        if (n && !(n == 1 && p[0] == '.')) {
-            if (rel.len)
-                sb_addc(&rel, '/');
-            sb_add(&rel, p, n);
-        }
-        p += n + (e ? 1 : 0);
-    }
-    if (!rel.len) {
-        sb_release(&rel);
-        return;
-    }
-    char *full = xasprintf("%s/%s", m->project_root, rel.buf);
+    /* The one containment check (base/fs.h), symlinks refused: what runs
+     * must be a real file of the project that the pin hashed. */
+    char *anchor = cwd_rel && cwd_rel[0] ? xasprintf("%s/%s", m->project_root, cwd_rel) : NULL;
+    strbuf fullp = SB_INIT, rel = SB_INIT;
+    struct as_err cerr = AS_ERR_INIT;
     struct stat st;
-    if (dotdot) {
+    char *full = NULL;
+    int c = fs_contain(m->project_root, anchor, s, FS_CONTAIN_NOFOLLOW | FS_CONTAIN_NO_DOTDOT,
+                       &fullp, &cerr);
+    if (c == FS_CONTAIN_E_TRAVERSAL) {
         /* Only an existing target via ".." is an error; other strings are args. */
-        if (stat(full, &st) == 0) {
+        char *probe = xasprintf("%s/%s", anchor ? anchor : m->project_root, s);
+        if (stat(probe, &st) == 0) {
             char *msg = xasprintf("server '%s': `%s` resolves outside the project "
                                   "(path traversal via ..); it cannot be pinned",
                                   server, s);
@@ -552,40 +556,28 @@ static void pin_exec_string(const struct manifest *m, const char *server, const 
                 add_failed(out, PIN_EXECUTABLE, s, "file", msg);
             free(msg);
         }
+        free(probe);
         goto out;
     }
-    /* lstat every component from the root: a symlink anywhere is an error. */
-    strbuf walk = SB_INIT;
-    sb_adds(&walk, m->project_root);
-    const char *q = rel.buf;
-    bool exists = true;
-    while (*q) {
-        const char *e = strchr(q, '/');
-        size_t n = e ? (size_t)(e - q) : strlen(q);
-        sb_addc(&walk, '/');
-        sb_add(&walk, q, n);
-        if (lstat(walk.buf, &st) != 0) {
-            exists = false;
-            break;
-        }
-        if (S_ISLNK(st.st_mode)) {
-            char *msg = xasprintf("server '%s': `%s` goes through a symlink (%s); local "
-                                  "executables must be real files in the project",
-                                  server, s, walk.buf);
-            if (!have_item(out, PIN_EXECUTABLE, rel.buf, "file"))
-                add_failed(out, PIN_EXECUTABLE, rel.buf, "file", msg);
+    size_t rl = strlen(m->project_root);
+    while (rl > 1 && m->project_root[rl - 1] == '/')
+        rl--;
+    if (c < 0 || fullp.len <= rl + 1 || strncmp(fullp.buf, m->project_root, rl) != 0 ||
+        fullp.buf[rl] != '/') {
+        if (c == FS_CONTAIN_E_SYMLINK) {
+            char *msg = xasprintf("server '%s': %s; local executables must be real files in "
+                                  "the project",
+                                  server, cerr.msg);
+            if (!have_item(out, PIN_EXECUTABLE, s, "file"))
+                add_failed(out, PIN_EXECUTABLE, s, "file", msg);
             free(msg);
-            exists = false;
-            break;
         }
-        if (e && !S_ISDIR(st.st_mode)) {
-            exists = false;
-            break;
-        }
-        q += n + (e ? 1 : 0);
+        goto out; /* names the root, or a path through a file: not an executable */
     }
-    sb_release(&walk);
-    if (!exists || S_ISDIR(st.st_mode))
+    /* project-relative, '/'-joined, no "./" */
+    sb_adds(&rel, fullp.buf + rl + 1);
+    full = xstrdup(fullp.buf);
+    if (lstat(full, &st) != 0 || S_ISDIR(st.st_mode))
         goto out;
     if (have_item(out, PIN_EXECUTABLE, rel.buf, "file"))
         goto out;
@@ -602,6 +594,8 @@ static void pin_exec_string(const struct manifest *m, const char *server, const 
     }
 out:
     free(full);
+    free(anchor);
+    sb_release(&fullp);
     sb_release(&rel);
 }
 
@@ -615,7 +609,7 @@ static void pin_server_executables(const struct manifest *m, const struct mf_ser
         bool usable = true;
         if (s->cwd && s->cwd[0] && s->cwd[0] != '/' && !strstr(s->cwd, "${")) {
             struct as_err err = AS_ERR_INIT;
-            if (manifest_contained_path(m->project_root, s->cwd, &cwdp, &err) < 0) {
+            if (fs_contain(m->project_root, NULL, s->cwd, MF_CONTAINED, &cwdp, &err) < 0) {
                 char *msg = xasprintf("server '%s': cwd %s", s->name, err.msg);
                 if (!have_item(out, PIN_EXECUTABLE, s->cwd, "file"))
                     add_failed(out, PIN_EXECUTABLE, s->cwd, "file", msg);
@@ -655,7 +649,7 @@ static void pin_server_executables(const struct manifest *m, const struct mf_ser
         const char *r = s->integrity_roots.v[i];
         strbuf full = SB_INIT;
         struct as_err err = AS_ERR_INIT;
-        if (manifest_contained_path(m->project_root, r, &full, &err) < 0) {
+        if (fs_contain(m->project_root, NULL, r, MF_CONTAINED, &full, &err) < 0) {
             char *msg = xasprintf("server '%s': integrity root %s", s->name, err.msg);
             if (!have_item(out, PIN_EXECUTABLE, r, "root"))
                 add_failed(out, PIN_EXECUTABLE, r, "root", msg);
@@ -699,12 +693,11 @@ static void pin_instructions(const struct manifest *m, const struct pin_opts *o,
         const struct mf_instruction *in = &m->instructions.v[i];
         if (in->inherited)
             continue; /* machine-layer fragments are never pinned (§2.9) */
-        const char *anchor = in->anchor_dir ? in->anchor_dir : m->manifest_dir;
         struct pin_item *it = add_item(out, PIN_INSTRUCTION, in->name, NULL);
         char *p;
         if (in->path) {
             it->declared_path = xstrdup(in->path);
-            p = anchored(anchor, in->path);
+            p = item_path(m, in, in->path, &in->path_pos, it);
         } else {
             /* A library callback that knows instructions names the body in
              * whichever source holds it; else the implicit local source. */
@@ -736,8 +729,9 @@ static void pin_instructions(const struct manifest *m, const struct pin_opts *o,
             vi->declared_path = xstrdup(v->path);
             vi->cli = v->cli ? xstrdup(v->cli) : NULL;
             vi->model = v->model ? xstrdup(v->model) : NULL;
-            char *vp = anchored(anchor, v->path);
-            pin_body(vi, vp, "instruction variant of");
+            char *vp = item_path(m, in, v->path, &v->path_pos, vi);
+            if (vp)
+                pin_body(vi, vp, "instruction variant of");
             free(vp);
         }
     }
@@ -782,7 +776,7 @@ static void pin_contained(const struct manifest *m, struct pin_item *it, const c
     struct as_err err = AS_ERR_INIT;
     strbuf full = SB_INIT;
     it->declared_path = xstrdup(rel);
-    if (manifest_contained_path(m->manifest_dir, rel, &full, &err) < 0) {
+    if (fs_contain(m->manifest_dir, NULL, rel, MF_CONTAINED, &full, &err) < 0) {
         char *msg = xasprintf("%s '%s': %s", pin_kind_name(it->kind), it->name, err.msg);
         /* A missing source cannot be pinned; traversal and symlinks are hard errors. */
         set_state(it,

@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 
 #include "base/fs.h"
+#include "base/term.h"
+#include "base/utf8.h"
 #include "base/xalloc.h"
 #include "base/suggest.h"
 #include "bundle/home.h"
@@ -157,6 +159,83 @@ static int check_nul(const toml_value *v, const char *file, const struct mf_orig
     }
 }
 
+/* ---- hidden characters ----------------------------------------------------- */
+
+#define MF_HIDDEN_MAX 100
+
+/* The first code point of s that a reviewer could not see, or that breaks
+ * or rewrites a displayed line (tab and newline excepted: multi-line
+ * descriptions are text), or 0. Invalid UTF-8 cannot occur: the TOML
+ * parser refuses it. */
+static uint32_t first_hidden(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < len;) {
+        if (p[i] >= 0x20 && p[i] < 0x7F) {
+            i++;
+            continue;
+        }
+        unsigned cp;
+        size_t n = utf8_decode(p + i, len - i, &cp);
+        if (!n)
+            return 0xFFFD;
+        if ((cp < 0x20 && cp != '\t' && cp != '\n') || cp == 0x7F || (cp >= 0x80 && cp < 0xA0) ||
+            term_hidden_label(cp))
+            return cp ? cp : 0xFFFD;
+        i += n;
+    }
+    return 0;
+}
+
+static void hidden_add(struct manifest *m, const char *file, unsigned line, unsigned col,
+                       uint32_t cp, const char *where, const char *text, size_t len)
+{
+    if (m->hidden.n >= MF_HIDDEN_MAX) {
+        m->hidden_more++;
+        return;
+    }
+    struct mf_hidden h = {{file, line, col}, cp, xstrdup(where), xstrndup(text, len)};
+    vec_push(&m->hidden, h);
+}
+
+/* Every key and string of the merged tree, with the file each came from. */
+static void find_hidden(struct manifest *m, const toml_value *v, const char *file,
+                        const struct mf_origin *o, strbuf *path)
+{
+    file = mf_origin_file(o, v, file);
+    uint32_t cp;
+    switch (v->type) {
+    case TOML_STRING:
+        if ((cp = first_hidden(v->u.str.s, v->u.str.len)))
+            hidden_add(m, file, v->line, v->col, cp, path->buf, v->u.str.s, v->u.str.len);
+        return;
+    case TOML_ARRAY:
+        for (size_t i = 0; i < v->u.arr.n; i++) {
+            size_t keep = path->len;
+            sb_addf(path, "[%zu]", i);
+            find_hidden(m, v->u.arr.items[i], file, o, path);
+            sb_setlen(path, keep);
+        }
+        return;
+    case TOML_TABLE:
+        for (size_t i = 0; i < v->u.tab.n; i++) {
+            const toml_kv *kv = &v->u.tab.kv[i];
+            size_t keep = path->len;
+            if (path->len)
+                sb_addc(path, '.');
+            sb_add(path, kv->key, kv->keylen);
+            if ((cp = first_hidden(kv->key, kv->keylen)))
+                hidden_add(m, mf_origin_file(o, kv->val, file), kv->line, kv->col, cp, path->buf,
+                           kv->key, kv->keylen);
+            find_hidden(m, kv->val, file, o, path);
+            sb_setlen(path, keep);
+        }
+        return;
+    default:
+        return;
+    }
+}
+
 /* ---- loading -------------------------------------------------------------- */
 
 static char *dir_of(const char *path)
@@ -218,6 +297,11 @@ struct manifest *manifest_load_bytes(const struct manifest_source *src, struct a
     int rc = check_nul(root, m->path, &o, err);
     if (rc == 0) {
         rc = mf_decode(m, root, &o, err); /* takes root */
+        if (rc == 0) {
+            strbuf path = SB_INIT;
+            find_hidden(m, m->root, m->path, &o, &path);
+            sb_release(&path);
+        }
     } else {
         toml_free(root);
         as_err_hint(err, "remove the \\u0000 escape" MF_RECHECK);
@@ -386,13 +470,17 @@ void manifest_inherit_instructions(struct manifest *m, const struct manifest *ma
         in.pos = src->pos;
         in.pos.file = m->inherited_from;
         in.path = dup_or_null(src->path);
+        in.path_pos = src->path_pos;
+        in.path_pos.file = m->inherited_from;
         copy_strvec(&in.targets, &src->targets);
         in.targets_set = src->targets_set;
         for (size_t j = 0; j < src->variants.n; j++) {
             struct mf_variant v = {dup_or_null(src->variants.v[j].cli),
                                    dup_or_null(src->variants.v[j].model),
-                                   dup_or_null(src->variants.v[j].path), src->variants.v[j].pos};
+                                   dup_or_null(src->variants.v[j].path), src->variants.v[j].pos,
+                                   src->variants.v[j].path_pos};
             v.pos.file = m->inherited_from;
+            v.path_pos.file = m->inherited_from;
             vec_push(&in.variants, v);
         }
         in.inherited = true;
@@ -424,6 +512,11 @@ void manifest_free(struct manifest *m)
 {
     if (!m)
         return;
+    for (size_t i = 0; i < m->hidden.n; i++) {
+        free(m->hidden.v[i].where);
+        free(m->hidden.v[i].value);
+    }
+    vec_free(&m->hidden);
     for (size_t i = 0; i < m->servers.n; i++) {
         struct mf_server *s = &m->servers.v[i];
         free(s->name);

@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "base/fs.h"
 #include "base/strbuf.h"
 #include "base/toml.h"
 #include "base/vec.h"
@@ -95,8 +96,9 @@ enum mf_source {
 struct mf_skill {
     char *name; /* identity; not yet checked against §2.5 (see validate) */
     struct mf_pos pos;
-    enum mf_source source; /* git wins when both are written */
-    char *path;            /* anchored at the manifest dir; may be absolute */
+    enum mf_source source;  /* git wins when both are written */
+    char *path;             /* anchored at the manifest dir (manifest_item_path) */
+    struct mf_pos path_pos; /* where `path` was written (the table's when absent) */
     char *git;
     char *rev;
     char *subpath;
@@ -109,14 +111,16 @@ struct mf_variant {
     char *model; /* model selector (compared literally), or NULL */
     char *path;  /* required */
     struct mf_pos pos;
+    struct mf_pos path_pos; /* where `path` was written */
 };
 typedef VEC(struct mf_variant) mf_variants;
 
 struct mf_instruction {
     char *name;
     struct mf_pos pos;
-    char *path;     /* NULL = library body instructions/<n>/instruction.toml */
-    strvec targets; /* ["*"] when absent */
+    char *path;             /* NULL = library body instructions/<n>/instruction.toml */
+    struct mf_pos path_pos; /* where `path` was written (the table's when absent) */
+    strvec targets;         /* ["*"] when absent */
     bool targets_set;
     mf_variants variants; /* file order */
     bool inherited;       /* merged from the machine layer (global scope only, never pinned) */
@@ -233,6 +237,17 @@ void mf_diag_format(const struct mf_diag *d, strbuf *out);
 /* Copies a diagnostic into err: location, msg, hint = fix + the re-check line. */
 int mf_diag_to_err(const struct mf_diag *d, struct as_err *err);
 
+/* A key or string of the manifest that holds a character a reviewer cannot
+ * see (base/term.h's hidden set) or a control other than tab and newline.
+ * Loading keeps going (the value is shown escaped wherever it is shown);
+ * the content scan makes each one a blocking finding, so trust refuses. */
+struct mf_hidden {
+    struct mf_pos pos; /* the value (or key) as written */
+    uint32_t cp;       /* the first such code point */
+    char *where;       /* dotted path: "servers.s.args[0]" */
+    char *value;       /* the string itself (shown only through term_sanitize) */
+};
+
 /* ---- the model ----------------------------------------------------------- */
 
 struct mf_index;
@@ -274,8 +289,10 @@ struct manifest {
     struct mf_guard guard;
     struct mf_experimental experimental;
 
-    mf_diags warnings;    /* load-time warnings (ignored machine-only tables) */
-    char *inherited_from; /* machine manifest path once instructions were inherited */
+    mf_diags warnings;            /* load-time warnings (ignored machine-only tables) */
+    VEC(struct mf_hidden) hidden; /* the first 100, file order */
+    size_t hidden_more;           /* past those */
+    char *inherited_from;         /* machine manifest path once instructions were inherited */
 
     /* Private (manifest.c): sorted name indexes behind the lookups below,
      * built by the loaders. NULL, or a vector changed since, means a scan. */
@@ -396,10 +413,24 @@ size_t manifest_validate(const struct manifest *m, const struct manifest_env *en
 bool manifest_header_name_ok(const char *name);
 const char *manifest_header_value_bad(const char *value);
 
-/* Contained path (§2.6): rel must be relative, '..'-free, not the anchor
- * itself, exist, and have no symlink at any component (lstat each).
- * Errors name "traversal" or "symlink". out = anchor/rel (normalized). */
-int manifest_contained_path(const char *anchor, const char *rel, strbuf *out, struct as_err *err);
+/* Where a declared skill, instruction or variant path leads: joined to the
+ * manifest dir and, for a repository's manifest (MANIFEST_PROJECT), held
+ * inside the project root after symlinks by the one containment check
+ * (fs_contain): an absolute path, a ".." that leaves the project and a
+ * symlink that points out are refused ("traversal" / "symlink"), so a
+ * repository cannot have its review card, CLAUDE.md or skills directory
+ * carry a file of the user's from elsewhere. inherited_anchor (machine-
+ * layer instructions: the machine home) and the machine manifest's own
+ * paths are the user's and are only joined (absolute stays). Library items
+ * never come here: they resolve in the library. out = the path to open. */
+int manifest_item_path(const struct manifest *m, const char *declared, const char *inherited_anchor,
+                       strbuf *out, struct as_err *err);
+
+/* fs_contain's flags for a contained path (integrity roots, relative cwd,
+ * local executables, extension/workflow sources, blueprints): relative,
+ * '..'-free, not the anchor itself, existing, and no symlink at any
+ * component (lstat each); errors name "traversal" or "symlink". */
+#define MF_CONTAINED (FS_CONTAIN_NOFOLLOW | FS_CONTAIN_NO_DOTDOT | FS_CONTAIN_MUST_EXIST)
 
 /* Known key names, for tools that want to list or suggest them. */
 extern const char *const manifest_root_keys[];

@@ -58,6 +58,16 @@ static struct mf_pos pos_of_kv(struct dec *d, const struct tctx *t, const toml_k
     return p;
 }
 
+/* Where key was written in t, else where t was. */
+static struct mf_pos key_pos(struct dec *d, const struct tctx *t, const char *key)
+{
+    const toml_kv *kv = toml_get_kv(t->tab, key);
+    if (kv)
+        return pos_of_kv(d, t, kv);
+    struct mf_pos p = {t->file, t->tab->line, t->tab->col};
+    return p;
+}
+
 static bool in_list(const char *k, const char *const *list)
 {
     for (size_t i = 0; list[i]; i++)
@@ -345,6 +355,7 @@ static int dec_skill(struct dec *d, const struct tctx *t, struct mf_skill *s)
                     "[%s] has neither `path` nor `git`", t->name);
     }
     s->source = s->git ? MF_SOURCE_GIT : MF_SOURCE_PATH;
+    s->path_pos = key_pos(d, t, "path");
     return 0;
 }
 
@@ -358,6 +369,7 @@ static int dec_instruction(struct dec *d, const struct tctx *t, struct mf_instru
         return -1;
     if (!in->targets_set)
         strvec_push(&in->targets, "*");
+    in->path_pos = key_pos(d, t, "path");
     in->anchor_dir = xstrdup(d->m->manifest_dir);
     const toml_kv *kv = toml_get_kv(t->tab, "variant");
     if (!kv)
@@ -390,6 +402,8 @@ static int dec_instruction(struct dec *d, const struct tctx *t, struct mf_instru
             rc = opt_nonempty_str(d, &vt, "path", &v.path);
         if (rc == 0 && !v.path)
             rc = missing(d, &vt, "path", NULL);
+        if (rc == 0)
+            v.path_pos = key_pos(d, &vt, "path");
         free(full);
         free(nm);
         if (rc < 0) {

@@ -16,71 +16,19 @@
 #include "bundle/ref.h"
 #include "bundle/skill_md.h"
 
-int manifest_contained_path(const char *anchor, const char *rel, strbuf *out, struct as_err *err)
+int manifest_item_path(const struct manifest *m, const char *declared, const char *inherited_anchor,
+                       strbuf *out, struct as_err *err)
 {
-    if (!rel || !*rel)
-        return as_err_set(err, "empty path (expected a path relative to %s)", anchor);
-    if (rel[0] == '/')
-        return as_err_set(err,
-                          "'%s' is absolute: traversal out of %s is not allowed (write a "
-                          "relative path inside it)",
-                          rel, anchor);
-    strbuf norm = SB_INIT;
-    for (const char *p = rel; *p;) {
-        size_t n = strcspn(p, "/");
-        if (n == 2 && p[0] == '.' && p[1] == '.') {
-            sb_release(&norm);
-            return as_err_set(err, "'%s' contains '..': traversal out of %s is not allowed", rel,
-                              anchor);
-        }
-        if (n && !(n == 1 && p[0] == '.')) {
-            if (norm.len)
-                sb_addc(&norm, '/');
-            sb_add(&norm, p, n);
-        }
-        p += n;
-        while (*p == '/')
-            p++;
-    }
-    if (!norm.len) {
-        sb_release(&norm);
-        return as_err_set(err, "'%s' names %s itself; name a file or directory inside it", rel,
-                          anchor);
-    }
     sb_reset(out);
-    sb_adds(out, anchor);
-    /* lstat every component: a symlink anywhere could point outside. */
-    for (const char *p = norm.buf; *p;) {
-        size_t n = strcspn(p, "/");
-        sb_addc(out, '/');
-        sb_add(out, p, n);
-        p += n;
-        struct stat st;
-        if (lstat(out->buf, &st) < 0) {
-            int e = errno;
-            sb_release(&norm);
-            if (e == ENOENT || e == ENOTDIR)
-                return as_err_set(err, "'%s' does not exist (%s)", rel, out->buf);
-            return as_err_set(err, "'%s': cannot inspect %s: %s", rel, out->buf, strerror(e));
-        }
-        if (S_ISLNK(st.st_mode)) {
-            as_err_set(err,
-                       "'%s' goes through a symlink (%s); contained paths must be "
-                       "symlink-free",
-                       rel, out->buf);
-            sb_release(&norm);
-            return -1;
-        }
-        if (*p == '/' && !S_ISDIR(st.st_mode)) {
-            as_err_set(err, "'%s': %s is not a directory", rel, out->buf);
-            sb_release(&norm);
-            return -1;
-        }
-        while (*p == '/')
-            p++;
+    if (inherited_anchor || m->kind != MANIFEST_PROJECT) {
+        const char *anchor = inherited_anchor ? inherited_anchor : m->manifest_dir;
+        if (declared[0] == '/')
+            sb_adds(out, declared);
+        else
+            sb_addf(out, "%s/%s", anchor, declared);
+        return 0;
     }
-    sb_release(&norm);
-    return 0;
+    return fs_contain(m->project_root, m->manifest_dir, declared, 0, out, err);
 }
 
 bool manifest_header_name_ok(const char *name)
@@ -192,9 +140,30 @@ static void check_contained(struct val *v, struct mf_pos pos, const char *anchor
         return;
     strbuf out = SB_INIT;
     struct as_err e = AS_ERR_INIT;
-    if (manifest_contained_path(anchor, rel, &out, &e) < 0)
+    if (fs_contain(anchor, NULL, rel, MF_CONTAINED, &out, &e) < 0)
         issue(v, pos, "use a relative path inside the project, with no '..' and no symlinks",
               "%s: %s", what, e.msg);
+    sb_release(&out);
+}
+
+/* The rule a refused repository path broke, as its fix. */
+static const char repo_path_fix[] =
+    "keep it inside the project (a relative path that stays in it, no symlink that leads "
+    "out), or put it in the library (agentstack lib add) and name it there";
+
+/* A repository's skill, instruction or variant path must stay inside the
+ * project: checked always (not only with check_paths), so lock, trust and
+ * apply all refuse it. */
+static void check_item_path(struct val *v, struct mf_pos pos, const char *what, const char *name,
+                            const char *declared, const char *inherited_anchor)
+{
+    strbuf out = SB_INIT;
+    struct as_err e = AS_ERR_INIT;
+    if (manifest_item_path(v->m, declared, inherited_anchor, &out, &e) < 0)
+        issue(v, pos, repo_path_fix,
+              "%s '%s': path %s — a repository's skills, instructions and executables must "
+              "stay inside the project",
+              what, name, e.msg);
     sb_release(&out);
 }
 
@@ -507,20 +476,33 @@ size_t manifest_validate(const struct manifest *m, const struct manifest_env *en
         }
         for (size_t j = 0; j < s->integrity_roots.n; j++)
             check_contained(v, s->pos, m->project_root, s->integrity_roots.v[j], "integrity root");
-        if (s->cwd && s->cwd[0] != '/' && !strstr(s->cwd, "${"))
+        if (s->cwd && s->cwd[0] == '/' && m->kind == MANIFEST_PROJECT)
+            issue(v, s->pos, "write the cwd relative to the project root, inside it",
+                  "server '%s': cwd '%s' is absolute — a repository's servers run inside the "
+                  "project (traversal out of it is not allowed)",
+                  s->name, s->cwd);
+        else if (s->cwd && !strstr(s->cwd, "${"))
             check_contained(v, s->pos, m->project_root, s->cwd, "server cwd");
     }
 
-    for (size_t i = 0; i < m->skills.n; i++)
-        check_skill_name(v, m->skills.v[i].pos, m->skills.v[i].name);
+    for (size_t i = 0; i < m->skills.n; i++) {
+        const struct mf_skill *sk = &m->skills.v[i];
+        check_skill_name(v, sk->pos, sk->name);
+        if (sk->source == MF_SOURCE_PATH && sk->path)
+            check_item_path(v, sk->path_pos, "skill", sk->name, sk->path, NULL);
+    }
 
     for (size_t i = 0; i < m->instructions.n; i++) {
         const struct mf_instruction *in = &m->instructions.v[i];
         char where[512];
         snprintf(where, sizeof where, "[instructions.%s] targets", in->name);
         check_targets(v, &in->targets, in->pos, where);
+        const char *inh = in->inherited ? in->anchor_dir : NULL;
+        if (in->path)
+            check_item_path(v, in->path_pos, "instruction", in->name, in->path, inh);
         for (size_t j = 0; j < in->variants.n; j++) {
             const struct mf_variant *va = &in->variants.v[j];
+            check_item_path(v, va->path_pos, "instruction variant of", in->name, va->path, inh);
             if (!va->cli && !va->model)
                 issue(v, va->pos, "add `cli = \"<adapter id>\"` and/or `model = \"…\"`",
                       "[[instructions.%s.variant]] #%zu has no selector (needs `cli` or "

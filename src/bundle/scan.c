@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/fs.h"
+#include "base/term.h"
 #include "base/utf8.h"
 #include "base/xalloc.h"
 #include "bundle/lockfile.h"
@@ -43,40 +44,11 @@ void scan_report_free(struct scan_report *r)
 
 /* ---- the hidden set ------------------------------------------------------ */
 
-/* Label of a code point that is hidden from readers, or NULL. */
+/* Label of a code point that is hidden from readers, or NULL: the one set
+ * the terminal display also escapes (base/term.h). */
 static const char *hidden_label(uint32_t cp)
 {
-    switch (cp) {
-    case 0x200B:
-        return "zero-width space";
-    case 0x200C:
-        return "zero-width non-joiner";
-    case 0x200D:
-        return "zero-width joiner";
-    case 0x2060:
-        return "word joiner";
-    case 0xFEFF:
-        return "zero-width no-break space";
-    case 0x00AD:
-        return "soft hyphen";
-    case 0x180E:
-        return "mongolian vowel separator";
-    case 0x200E:
-    case 0x200F:
-    case 0x061C:
-        return "bidi mark";
-    default:
-        break;
-    }
-    if (cp >= 0x202A && cp <= 0x202E)
-        return "bidi control";
-    if (cp >= 0x2066 && cp <= 0x2069)
-        return "bidi isolate";
-    if (cp >= 0xE0000 && cp <= 0xE007F)
-        return "unicode tag character";
-    if (cp >= 0x2061 && cp <= 0x2064)
-        return "invisible operator";
-    return NULL;
+    return term_hidden_label(cp);
 }
 
 static bool is_variation_selector(uint32_t cp)
@@ -84,39 +56,10 @@ static bool is_variation_selector(uint32_t cp)
     return (cp >= 0xFE00 && cp <= 0xFE0F) || (cp >= 0xE0100 && cp <= 0xE01EF);
 }
 
-/* Escaped in snippets: anything a reader cannot see or that moves text. */
-static bool needs_escape(uint32_t cp)
-{
-    return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || hidden_label(cp) ||
-           is_variation_selector(cp) ||
-           (cp >= 0x2000 && cp <= 0x206F && cp != 0x2013 && cp != 0x2014 && cp != 0x2018 &&
-            cp != 0x2019 && cp != 0x201C && cp != 0x201D && cp != 0x2026) ||
-           (cp >= 0xE0000 && cp <= 0xE0FFF) || cp == 0xFFFC || cp == 0xFFFD;
-}
-
-/* Appends s[0..n) with invisibles written \u{XXXX}; invalid bytes as \xNN. */
+/* A snippet shows what a reader cannot see the way every display does. */
 static void escape_text(const char *s, size_t n, strbuf *out)
 {
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0;
-    while (i < n) {
-        unsigned cp;
-        size_t l = utf8_decode(p + i, n - i, &cp);
-        if (!l) {
-            sb_addf(out, "\\x%02X", p[i]);
-            i++;
-            continue;
-        }
-        if (cp == '\t')
-            sb_addc(out, ' ');
-        else if (cp == '"' || cp == '\\')
-            sb_addf(out, "%c", (char)cp);
-        else if (needs_escape(cp))
-            sb_addf(out, "\\u{%04X}", (unsigned)cp);
-        else
-            sb_add(out, p + i, l);
-        i += l;
-    }
+    term_sanitize(out, s, n);
 }
 
 /* ---- findings ------------------------------------------------------------ */
@@ -696,9 +639,46 @@ static void note(struct scan_report *r, const char *item, const char *why)
     strvec_pushf(&r->notes, "%s not scanned: %s", item, why);
 }
 
+/* The manifest's own strings (commands, args, paths, names, URLs): the
+ * loader found the ones holding a hidden character or a control; each is a
+ * High finding at the value's file:line:col. */
+static void scan_manifest_values(const struct manifest *m, struct scan_report *r)
+{
+    for (size_t i = 0; i < m->hidden.n; i++) {
+        const struct mf_hidden *h = &m->hidden.v[i];
+        const char *label = term_hidden_label(h->cp);
+        char *disp = display_for(m, h->pos.file ? h->pos.file : m->path);
+        struct file_ctx c = {r, "manifest", disp, "", 0, 0, 0};
+        strbuf snip = SB_INIT;
+        size_t n = strlen(h->value);
+        escape_text(h->value, n > 120 ? 120 : n, &snip);
+        if (n > 120)
+            sb_adds(&snip, "…");
+        char *msg = label ? xasprintf("hidden unicode U+%04X (%s) in manifest value `%s`",
+                                      (unsigned)h->cp, label, h->where)
+                          : xasprintf("control character U+%04X in manifest value `%s`",
+                                      (unsigned)h->cp, h->where);
+        add_finding(&c, SCAN_HIGH, h->pos.line ? h->pos.line : 1, h->pos.col ? h->pos.col : 1,
+                    h->cp, msg, sb_detach(&snip, NULL),
+                    label ? "delete the character from the manifest: what is reviewed must be "
+                            "what runs, and a reviewer cannot see it"
+                          : "delete the control character from the manifest value");
+        free(disp);
+    }
+    if (m->hidden_more) {
+        struct file_ctx c = {r, "manifest", m->path, "", 0, 0, 0};
+        add_finding(
+            &c, SCAN_HIGH, 0, 0, 0,
+            xasprintf("%zu more manifest values with hidden characters not listed", m->hidden_more),
+            NULL, "fix the findings above, then scan again");
+        r->high += m->hidden_more - 1;
+    }
+}
+
 int scan_bundle_lib(const struct manifest *m, const char *home, pin_library_fn library,
                     void *library_ctx, struct scan_report *r, struct as_err *err)
 {
+    scan_manifest_values(m, r);
     pin_items items = VEC_INIT;
     /* The same resolution lock uses, so what is scanned is what gets pinned. */
     struct pin_opts o = {.home = home, .library = library, .library_ctx = library_ctx};

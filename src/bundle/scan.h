@@ -14,10 +14,12 @@
  *    linear in the input whatever it holds.
  *  - Every finding carries file, 1-based line and column (columns count code
  *    points, as editors do), the code point as U+XXXX when there is one, a
- *    message, a snippet with every invisible character written \u{XXXX}
- *    (never the raw character), and the fix.
- *  - High findings: the hidden set of §8 plus U+200E/U+200F/U+061C (bidi
- *    marks), U+2061–U+2064 (invisible operators), runs of two or more
+ *    message, a snippet with every invisible character escaped as every
+ *    display escapes it (term_sanitize: \u200b, never the raw character),
+ *    and the fix.
+ *  - High findings: every hidden code point (term_hidden_label: zero-width
+ *    characters, bidi marks and controls, tag characters, invisible
+ *    operators, fillers, the other default-ignorables), runs of two or more
  *    variation selectors (data smuggled after a visible character), and files
  *    that cannot be verified as text (invalid UTF-8, over 2 MiB): a scanner
  *    that silently skipped them would be bypassed by one stray byte.
@@ -53,7 +55,7 @@ struct scan_finding {
     unsigned line, col;
     uint32_t cp;   /* the offending code point; 0 for heuristics and unscannable files */
     char *message; /* "hidden unicode U+200B (zero-width space)" */
-    char *snippet; /* the surrounding text, invisibles escaped as \u{XXXX} */
+    char *snippet; /* the surrounding text, invisibles escaped (\u200b) */
     char *fix;     /* one line */
 };
 

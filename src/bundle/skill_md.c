@@ -47,16 +47,11 @@ static bool cp_is_space(uint32_t cp)
            cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000 || cp == 0x85;
 }
 
-/* Characters that change how text reads without being seen. */
+/* Characters that change how text reads without being seen: controls and
+ * the one hidden set (base/term.h). */
 static bool cp_is_hidden(uint32_t cp)
 {
-    return cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0x9F) || cp == 0xAD || cp == 0x34F ||
-           cp == 0x61C || cp == 0x115F || cp == 0x1160 || cp == 0x17B4 || cp == 0x17B5 ||
-           cp == 0x180E || (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x202A && cp <= 0x202E) ||
-           (cp >= 0x2060 && cp <= 0x206F) || cp == 0x3164 || cp == 0xFEFF || cp == 0xFFA0 ||
-           (cp >= 0xFFF0 && cp <= 0xFFFB) || (cp >= 0xE0000 && cp <= 0xE007F) || cp == 0x1D173 ||
-           cp == 0x1D174 || cp == 0x1D175 || cp == 0x1D176 || cp == 0x1D177 || cp == 0x1D178 ||
-           cp == 0x1D179 || cp == 0x1D17A;
+    return cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0x9F) || term_hidden_label(cp);
 }
 
 void skill_md_sanitize(const char *text, size_t len, strbuf *out)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "audit/audit.h"
+#include "base/term.h"
 #include "bundle/discover.h"
 #include "bundle/home.h"
 #include "cli/cli.h"
@@ -19,6 +20,7 @@ static int do_verify(char **logs, int nlogs)
 {
     struct as_err err = AS_ERR_INIT;
     struct aud_break b;
+    memset(&b, 0, sizeof b);
     int r = 0;
     if (nlogs) {
         for (int i = 0; i < nlogs && r == 0; i++)
@@ -37,12 +39,18 @@ static int do_verify(char **logs, int nlogs)
         return EXIT_FAIL;
     }
     if (r == 1) {
-        printf("%s:%u\n", b.file, b.line);
-        fprintf(stderr, "audit chain broken: %s; nothing from this line on can be trusted\n",
-                b.reason);
+        if (b.line)
+            term_printf("%s:%u\n", b.file, b.line);
+        else
+            term_printf("%s\n", b.file);
+        term_fprintf(stderr, "audit chain broken: %s; %s\n", b.reason,
+                     b.line ? "nothing from this line on can be trusted"
+                            : "the evidence in it cannot be trusted");
         return EXIT_FAIL;
     }
     printf("intact\n");
+    if (b.note[0])
+        term_fprintf(stderr, "note: %s\n", b.note);
     return EXIT_OK;
 }
 

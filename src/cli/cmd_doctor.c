@@ -37,6 +37,7 @@
 #include "bundle/digest.h"
 #include "bundle/discover.h"
 #include "bundle/home.h"
+#include "bundle/literal_secret.h"
 #include "bundle/lockfile.h"
 #include "bundle/manifest.h"
 #include "bundle/ref.h"
@@ -44,6 +45,7 @@
 #include "cli/cli.h"
 #include "guard/guard.h"
 #include "library/library.h"
+#include "library/sync.h"
 #include "onboard/onboard.h"
 #include "policy/policy.h"
 #include "trust/trust.h"
@@ -629,6 +631,49 @@ static void check_lock(struct doc *d, const struct manifest *m, const struct bun
     lockfile_free(lock);
 }
 
+/* Literal secrets in what the repository commits: the manifest file's
+ * servers (the local overlay is the user's own and may hold anything), and
+ * with --deep the files of its path skills. The one detector lib sync uses
+ * (bundle/literal_secret.h). An error under --ci (a credential in a
+ * repository is unsafe content), a warning otherwise. */
+static void check_literals(struct doc *d, const struct manifest *m,
+                           const struct manifest_snapshot *snap, bool ci, bool deep)
+{
+    enum lvl lvl = ci ? L_ERR : L_WARN;
+    struct as_err err = AS_ERR_INIT;
+    toml_value *t = snap->has_manifest
+                        ? toml_parse(m->path, snap->manifest.buf, snap->manifest.len, &err)
+                        : NULL;
+    const toml_value *servers = t ? toml_get(t, "servers") : NULL;
+    for (size_t i = 0; servers && servers->type == TOML_TABLE && i < toml_len(servers); i++) {
+        const toml_kv *kv = toml_entry(servers, i);
+        lsec_findings f = VEC_INIT;
+        lsec_check_server_table(kv->val, &f);
+        for (size_t k = 0; k < f.n; k++)
+            add(d, S_SECRETS, lvl,
+                "store it with `agentstack secret set NAME` and write ${NAME} in its place",
+                "%s:%u:%u: server '%s' holds a literal secret: '%s' in %s (%s)", m->path, kv->line,
+                kv->col, kv->key, f.v[k].key, f.v[k].where, lsec_why_text(f.v[k].why));
+        lsec_findings_free(&f);
+    }
+    toml_free(t);
+    for (size_t i = 0; deep && i < m->skills.n; i++) {
+        const struct mf_skill *sk = &m->skills.v[i];
+        strbuf dir = SB_INIT;
+        struct as_err e2 = AS_ERR_INIT;
+        lib_secret_hits hits = VEC_INIT;
+        if (sk->source == MF_SOURCE_PATH && sk->path &&
+            manifest_item_path(m, sk->path, NULL, &dir, &e2) == 0 && fs_is_dir(dir.buf) &&
+            lib_secret_scan_tree(dir.buf, &hits, &e2) == 0)
+            for (size_t k = 0; k < hits.n; k++)
+                add(d, S_SECRETS, lvl, "replace the value with a ${REF} the skill's reader sets",
+                    "skill '%s': %s/%s holds a literal secret ('%s', %s)", sk->name, sk->path,
+                    hits.v[k].file, hits.v[k].key, lsec_why_text(hits.v[k].why));
+        lib_secret_hits_free(&hits);
+        sb_release(&dir);
+    }
+}
+
 static void check_scan(struct doc *d, const struct manifest *m, const char *home,
                        struct library *lib, bool deep)
 {
@@ -968,6 +1013,7 @@ int cmd_doctor(int argc, char **argv, struct cli_ctx *ctx)
         struct pol_ruleset *rs = NULL;
         check_policy(&d, m, machine, mst, mbuf, mhint, &rs);
         check_secrets(&d, m, &p, home.buf, rs, ci);
+        check_literals(&d, m, &snap, ci, deep);
         check_lock(&d, m, &p, &snap, home.buf, lib, &locked);
         check_scan(&d, m, home.buf, lib, deep);
         lib_free(lib);
@@ -992,6 +1038,7 @@ int cmd_doctor(int argc, char **argv, struct cli_ctx *ctx)
         json_t *o = to_json(&d, readiness, trust, ci, locked, guard_on, mst == POL_CURRENT);
         strbuf out = SB_INIT;
         json_dump_pretty(o, &out);
+        term_json_visible(&out);
         fputs(out.buf, stdout);
         sb_release(&out);
         json_decref(o);

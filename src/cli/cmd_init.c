@@ -182,19 +182,14 @@ static int validate_text(const char *path, const strbuf *text, bool machine,
  * layout check covers it only once a manifest is there). */
 static int outside_symlink(const struct bundle_paths *p, struct as_err *err)
 {
-    struct stat st;
-    if (strcmp(p->manifest_dir, p->project_root) == 0 || lstat(p->manifest_dir, &st) < 0 ||
-        !S_ISLNK(st.st_mode))
+    if (strcmp(p->manifest_dir, p->project_root) == 0)
         return 0;
-    char *r = realpath(p->manifest_dir, NULL);
-    bool inside = r && fs_path_within(p->project_root, r) && !fs_path_within(r, p->project_root);
-    if (!inside) {
-        as_err_set(err, "%s: symlink resolves outside the project (%s)", p->manifest_dir,
-                   r ? r : "does not resolve");
+    strbuf out = SB_INIT;
+    int rc = fs_contain(p->project_root, NULL, p->manifest_dir, FS_CONTAIN_ABSOLUTE, &out, err);
+    sb_release(&out);
+    if (rc < 0)
         as_err_hint(err, "replace the symlink with a real .agentstack directory");
-    }
-    free(r);
-    return inside ? 0 : -1;
+    return rc < 0 ? -1 : 0;
 }
 
 /* ---- terminal questions ---------------------------------------------------- */

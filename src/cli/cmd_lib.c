@@ -683,7 +683,8 @@ static int do_add(struct opts *o)
     {
         char *rel = xasprintf("skills/%s", name);
         strbuf safe = SB_INIT;
-        int ok = fs_safe_join(first->path, rel, 1, &safe, &err);
+        int ok = fs_contain(first->path, NULL, rel, FS_CONTAIN_NOFOLLOW | FS_CONTAIN_NO_DOTDOT,
+                            &safe, &err);
         sb_release(&safe);
         free(rel);
         if (ok < 0) {
@@ -890,7 +891,8 @@ static int do_add_server(struct opts *o, struct cli_ctx *ctx)
     char *dst = xasprintf("%s/%s", first->path, rel.buf);
     {
         strbuf safe = SB_INIT;
-        int ok = fs_safe_join(first->path, rel.buf, 1, &safe, &err);
+        int ok = fs_contain(first->path, NULL, rel.buf, FS_CONTAIN_NOFOLLOW | FS_CONTAIN_NO_DOTDOT,
+                            &safe, &err);
         sb_release(&safe);
         if (ok < 0) {
             sb_release(&rel);

@@ -675,6 +675,7 @@ static int do_trust(const struct trust_args *a, struct cli_ctx *ctx)
         json_t *j = trust_review_preview(&r);
         strbuf sb = SB_INIT;
         json_dump_pretty(j, &sb);
+        term_json_visible(&sb);
         fputs(sb.buf, stdout);
         sb_release(&sb);
         json_decref(j);

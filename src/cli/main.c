@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/memguard.h"
 #include "cli/cli.h"
 
 static int unknown_command(const char *name)
@@ -38,6 +39,13 @@ static int unknown_option(const char *a)
 
 int main(int argc, char **argv)
 {
+    /* Before anything can hold a secret: no core file, no same-user
+     * ptrace, for every command (base/memguard.h). */
+    struct as_err merr = AS_ERR_INIT;
+    if (memguard_no_dumps(&merr) < 0) {
+        cli_error(&merr);
+        return EXIT_FAIL;
+    }
     struct cli_ctx ctx = {0};
     int i = 1;
     while (i < argc) {

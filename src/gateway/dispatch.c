@@ -11,7 +11,11 @@
  *   4. secrets            — a denied or unresolved ${REF} refuses before I/O
  *   5. upstream I/O       — lazy spawn (pins re-proved), call, forward
  * Every step that refuses writes its audit row; the upstream's answer is
- * audited after the reply is queued, so the audit never adds latency. (A
+ * audited after the reply is queued, so the audit never adds latency. A
+ * call whose row could not be written is never brokered: before any
+ * upstream I/O the call audit must be appendable (a regular file at its
+ * path, not a symlink or a directory), and once an append has failed the
+ * gateway brokers nothing more. (A
  * writer thread for the append was measured slower: its wake-ups cost more
  * than the append, issue 5.) A plain success is
  * forwarded from the upstream's bytes when the raw reader vouches for them
@@ -47,11 +51,34 @@ void gw_audit(struct gw *gw, const char *server, const char *tool, const char *d
     c.layer = layer;
     c.ms = ms;
     struct as_err err = AS_ERR_INIT;
-    static int warned;
-    if (aud_call_append(gw->home, &c, &err) < 0 && !warned) {
-        warned = 1;
-        gw_note("could not append to the call audit (%s); calls are still served", err.msg);
+    if (aud_call_append(gw->home, &c, &err) < 0 && !gw->audit_lost) {
+        /* A row is missing from the evidence: no further call is brokered. */
+        gw->audit_lost = xstrdup(err.msg);
+        gw_note("could not append to the call audit (%s); no further call is brokered by this "
+                "gateway (restart it once the audit can be written)",
+                err.msg);
     }
+}
+
+/* 0 when the call's audit row can be appended, else -1 with why: the row of
+ * every brokered call is evidence, so a call whose row cannot be written is
+ * refused before any upstream I/O (the stderr note is said once per
+ * reason). */
+static int audit_ready(struct gw *gw, strbuf *why)
+{
+    struct as_err err = AS_ERR_INIT;
+    if (gw->audit_lost)
+        sb_addf(why, "an earlier call's audit row could not be written (%s)", gw->audit_lost);
+    else if (aud_call_ready(gw->home, &err) < 0)
+        sb_addf(why, "the call audit cannot be written (%s)", err.msg);
+    else
+        return 0;
+    if (!gw->audit_said || strcmp(gw->audit_said, why->buf) != 0) {
+        free(gw->audit_said);
+        gw->audit_said = xstrdup(why->buf);
+        gw_note("refusing brokered calls: %s", why->buf);
+    }
+    return -1;
 }
 
 static uint64_t now_us(void)
@@ -380,8 +407,18 @@ void gw_dispatch(struct gw *gw, struct job *j)
         return;
     }
 
-    /* 5. upstream I/O */
+    /* 5. upstream I/O, once its audit row is known to be writable */
     strbuf why = SB_INIT;
+    if (audit_ready(gw, &why) < 0) {
+        json_t *r = gw_error_result("blocked: %s tried to call %s — %s\nnothing ran · fix it "
+                                    "(`agentstack audit --verify` names the file), then call "
+                                    "again",
+                                    j->server, j->tool, why.buf);
+        gw_reply(gw, j, r);
+        sb_release(&why);
+        gw_job_free(j);
+        return;
+    }
     if (gw_up_ensure(up, &why) < 0) {
         json_t *r = gw_error_result("blocked: %s tried to call %s — %s\nnothing ran · review "
                                     "it, run `agentstack lock --write`, then `agentstack trust "

@@ -271,6 +271,8 @@ struct gw {
     long pid;         /* getpid() at start: audit rows without a syscall each */
     char *home;       /* $AGENTSTACK_HOME */
     char *run_id;     /* AGENTSTACK_RUN_ID */
+    char *audit_lost; /* why a call's audit row could not be written: calls refused since */
+    char *audit_said; /* the last audit refusal named on stderr (said once) */
     char *negotiated; /* initialize's answered version, or NULL */
     bool client_roots;
     bool roots_pending;

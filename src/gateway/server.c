@@ -659,6 +659,8 @@ static void gw_free(struct gw *gw)
     free(gw->negotiated);
     free(gw->home);
     free(gw->run_id);
+    free(gw->audit_lost);
+    free(gw->audit_said);
     free(gw->modern_sel);
     strvec_clear(&gw->passthrough);
     strvec_clear(&gw->trail);

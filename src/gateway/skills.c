@@ -134,18 +134,24 @@ static int skill_dir(struct gw *gw, const struct manifest *m, const struct lockf
         sb_addf(dir, "%s/store/co/", gw->home);
         git_slug(s->git, dir);
         sb_addf(dir, "/%s", rev);
-        if (s->subpath && s->subpath[0])
-            sb_addf(dir, "/%s", s->subpath);
         *origin = "manifest";
+        if (s->subpath && s->subpath[0]) {
+            /* inside the checkout, as lock pinned it (base/fs.h) */
+            strbuf co = SB_INIT;
+            struct as_err err = AS_ERR_INIT;
+            sb_add(&co, dir->buf, dir->len);
+            int bad = fs_contain(co.buf, NULL, s->subpath, MF_CONTAINED, dir, &err) < 0;
+            sb_release(&co);
+            if (bad)
+                return 0;
+        }
         return fs_is_dir(dir->buf);
     }
     if (s && s->path) {
-        if (s->path[0] == '/')
-            sb_adds(dir, s->path);
-        else
-            sb_addf(dir, "%s/%s", m->manifest_dir, s->path);
+        struct as_err err = AS_ERR_INIT;
         *origin = "manifest";
-        return 1;
+        /* a repository's skill stays inside the project (bundle/manifest.h) */
+        return manifest_item_path(m, s->path, NULL, dir, &err) == 0;
     }
     *origin = "library";
     return pin_library_default(gw->home, PIN_SKILL, name, dir) == 1;
@@ -520,6 +526,16 @@ static void record_load(struct gw *gw, const char *name, const char *reason, boo
     }
 }
 
+/* A load whose row in loads.jsonl cannot be written is not served: the
+ * evidence of what reached the agent's context must be complete. */
+static json_t *unrecorded(const char *shown, const char *why)
+{
+    gw_note("refusing to load skill '%s': its load cannot be recorded (%s)", shown, why);
+    return gw_error_result("refusing to load '%s': its load cannot be recorded in the audit "
+                           "(%s) — nothing was loaded",
+                           shown, why);
+}
+
 static json_t *load_result(struct gw *gw, const char *name, const char *origin, const char *body,
                            size_t len, bool newly, const char *note, const char *warning)
 {
@@ -648,9 +664,12 @@ json_t *gw_load(struct gw *gw, const struct gw_surface *sf, const json_t *args)
         bool newly;
         record_load(gw, name, reason, &newly);
         struct as_err le = AS_ERR_INIT;
-        aud_load_append(gw->home, name, reason, gw->proj.root, gw->run_id, &le);
-        res = load_result(gw, name, "approved-copy", body.buf, body.len, newly,
-                          "the live copy changed since review; the approved copy was served", NULL);
+        if (aud_load_append(gw->home, name, reason, gw->proj.root, gw->run_id, &le) < 0)
+            res = unrecorded(shown.buf, le.msg);
+        else
+            res = load_result(gw, name, "approved-copy", body.buf, body.len, newly,
+                              "the live copy changed since review; the approved copy was served",
+                              NULL);
         goto out;
     }
     lock = read_lock(gw);
@@ -723,8 +742,10 @@ json_t *gw_load(struct gw *gw, const struct gw_surface *sf, const json_t *args)
     bool newly;
     record_load(gw, name, reason, &newly);
     struct as_err le = AS_ERR_INIT;
-    aud_load_append(gw->home, name, reason, gw->proj.root, gw->run_id, &le);
-    res = load_result(gw, name, origin, body.buf, body.len, newly, note, warning);
+    if (aud_load_append(gw->home, name, reason, gw->proj.root, gw->run_id, &le) < 0)
+        res = unrecorded(shown.buf, le.msg);
+    else
+        res = load_result(gw, name, origin, body.buf, body.len, newly, note, warning);
 out:
     sb_release(&dir);
     sb_release(&body);

@@ -970,7 +970,7 @@ int gw_up_ensure(struct gw_up *up, strbuf *why)
     if (up->cwd_rel) {
         strbuf real = SB_INIT;
         struct as_err err = AS_ERR_INIT;
-        int bad = manifest_contained_path(up->sf->m->project_root, up->cwd_rel, &real, &err);
+        int bad = fs_contain(up->sf->m->project_root, NULL, up->cwd_rel, MF_CONTAINED, &real, &err);
         sb_release(&real);
         if (bad < 0) {
             sb_addf(why, "cwd %s", err.msg);

@@ -12,18 +12,11 @@
 #include "base/xalloc.h"
 #include "gateway/gw_int.h"
 
-/* Code points that reorder, hide or smuggle text. */
+/* Code points that reorder, hide or smuggle text: the one hidden set
+ * (base/term.h), C1 controls, and the ideographic variation selectors. */
 static bool invisible(unsigned c)
 {
-    return (c >= 0x80 && c <= 0x9F) || /* C1 controls */
-           c == 0xAD || c == 0x34F || c == 0x61C || c == 0x115F || c == 0x1160 || c == 0x17B4 ||
-           c == 0x17B5 || c == 0x180E || (c >= 0x200B && c <= 0x200F) || /* zero-width, LRM, RLM */
-           (c >= 0x2028 && c <= 0x202E) || /* separators, embeddings */
-           (c >= 0x2060 && c <= 0x206F) || /* joiners, isolates, invisibles */
-           c == 0x3164 || c == 0xFEFF || c == 0xFFA0 ||
-           (c >= 0xFFF9 && c <= 0xFFFB) ||   /* interlinear annotation */
-           (c >= 0xE0000 && c <= 0xE007F) || /* tags */
-           (c >= 0xE0100 && c <= 0xE01EF);   /* variation selectors supplement */
+    return (c >= 0x80 && c <= 0x9F) || term_hidden_label(c) || (c >= 0xE0100 && c <= 0xE01EF);
 }
 
 void gw_clean(const char *str, size_t len, int keep_nl, strbuf *out)

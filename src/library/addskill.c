@@ -437,7 +437,8 @@ int lib_add_skill(struct library *lib, const struct bundle_paths *p, const char 
             goto out;
         }
         strbuf safe = SB_INIT;
-        int ok = fs_safe_join(p->manifest_dir, copy_to + mdl + 1, 1, &safe, err);
+        int ok = fs_contain(p->manifest_dir, NULL, copy_to + mdl + 1,
+                            FS_CONTAIN_NOFOLLOW | FS_CONTAIN_NO_DOTDOT, &safe, err);
         sb_release(&safe);
         if (ok < 0) {
             toml_free(entry);

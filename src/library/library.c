@@ -290,7 +290,7 @@ static bool key_in(const char *k, const char *const *list)
 static int check_rel(const char *srcpath, const char *rel, struct as_err *err)
 {
     strbuf out = SB_INIT;
-    int r = fs_safe_join(srcpath, rel, 1, &out, err);
+    int r = fs_contain(srcpath, NULL, rel, FS_CONTAIN_NOFOLLOW | FS_CONTAIN_NO_DOTDOT, &out, err);
     sb_release(&out);
     return r;
 }
@@ -781,7 +781,8 @@ static int workflow_lookup(const struct library *lib, const char *ref, strbuf *p
         bool there = lstat(full, &st) == 0;
         if (there) {
             strbuf safe = SB_INIT;
-            if (fs_safe_join(s->path, rel, 1, &safe, err) < 0) {
+            if (fs_contain(s->path, NULL, rel, FS_CONTAIN_NOFOLLOW | FS_CONTAIN_NO_DOTDOT, &safe,
+                           err) < 0) {
                 rc = -1;
             } else if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
                 rc = as_err_set(err,

@@ -332,7 +332,7 @@ out:
 static int check_rel_ok(const char *root, const char *rel, struct as_err *err)
 {
     strbuf out = SB_INIT;
-    int r = fs_safe_join(root, rel, 1, &out, err);
+    int r = fs_contain(root, NULL, rel, FS_CONTAIN_NOFOLLOW | FS_CONTAIN_NO_DOTDOT, &out, err);
     sb_release(&out);
     return r;
 }

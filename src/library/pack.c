@@ -17,6 +17,7 @@
 #include "bundle/scan.h"
 #include "bundle/skill_md.h"
 #include "library/git.h"
+#include "library/sync.h"
 #include "policy/policy.h"
 
 #define PACK_TOML_MAX ((size_t)1 << 20)
@@ -295,7 +296,7 @@ static int member_path(const char *root, const char *file, const toml_value *row
     const char *r = rel;
     while (r[0] == '.' && r[1] == '/')
         r += 2;
-    if (fs_safe_join(root, r, 1, full, err) < 0) {
+    if (fs_contain(root, NULL, r, FS_CONTAIN_NOFOLLOW | FS_CONTAIN_NO_DOTDOT, full, err) < 0) {
         as_err_prefix(err, "%s:%u:%u: %s path", file, row->line, row->col, what);
         return -1;
     }
@@ -458,6 +459,28 @@ static int scan_members(const struct lib_pack *p, struct as_err *err)
         rc = scan_file(item, f, p->instructions.v[i].path, &r, err);
         free(f);
         free(item);
+    }
+    /* ... and no member may carry a literal secret (the one detector lib
+     * sync uses, so nothing installed here is refused later) */
+    for (size_t i = 0; i < p->skills.n + p->instructions.n && rc == 0; i++) {
+        bool skill = i < p->skills.n;
+        const char *rel = skill ? p->skills.v[i].path : p->instructions.v[i - p->skills.n].path;
+        const char *nm = skill ? p->skills.v[i].name : p->instructions.v[i - p->skills.n].name;
+        char *dir = xasprintf("%s/%s", p->root, rel);
+        lib_secret_hits hits = VEC_INIT;
+        rc = lib_secret_scan_tree(dir, &hits, err);
+        if (rc == 0 && hits.n) {
+            as_err_set(err,
+                       "pack '%s': %s '%s' holds a literal secret (%s: '%s', %s) — nothing "
+                       "installed",
+                       p->name, skill ? "skill" : "instruction", nm, hits.v[0].file, hits.v[0].key,
+                       lsec_why_text(hits.v[0].why));
+            as_err_hint(err, "a pack names secrets as ${REF}s; ask the vendor to drop the "
+                             "value");
+            rc = -1;
+        }
+        lib_secret_hits_free(&hits);
+        free(dir);
     }
     if (rc == 0 && scan_report_blocking(&r)) {
         for (size_t i = 0; i < r.v.n; i++) {
@@ -657,7 +680,9 @@ int lib_pack_fetch(const char *home, const struct lib_pack_ref *ref, const char 
     }
     strbuf root = SB_INIT;
     if (ref->subdir) {
-        if (fs_safe_join(dir.buf, ref->subdir, 1, &root, err) < 0 || !fs_is_dir(root.buf)) {
+        if (fs_contain(dir.buf, NULL, ref->subdir, FS_CONTAIN_NOFOLLOW | FS_CONTAIN_NO_DOTDOT,
+                       &root, err) < 0 ||
+            !fs_is_dir(root.buf)) {
             if (!as_err_isset(err))
                 as_err_set(err, "#%s is not a directory in %s@%s", ref->subdir, ref->url, tag);
             sb_release(&root);

@@ -22,7 +22,8 @@ static int dest_ok(const char *manifest_dir, const char *path, struct as_err *er
     if (strncmp(path, manifest_dir, n) != 0 || path[n] != '/')
         return as_err_set(err, "%s is outside %s", path, manifest_dir);
     strbuf out = SB_INIT;
-    int rc = fs_safe_join(manifest_dir, path + n + 1, 1, &out, err);
+    int rc = fs_contain(manifest_dir, NULL, path + n + 1,
+                        FS_CONTAIN_NOFOLLOW | FS_CONTAIN_NO_DOTDOT, &out, err);
     sb_release(&out);
     if (rc < 0)
         as_err_hint(err, "the pack writes only real directories under %s — nothing installed",

@@ -10,6 +10,8 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include <jansson.h>
+
 #include "base/fs.h"
 #include "base/xalloc.h"
 #include "bundle/scan.h"
@@ -67,9 +69,11 @@ static void add_findings(lib_secret_hits *out, const char *rel, const char *comm
         hit(out, rel, f->v[i].key, commit, f->v[i].why, false);
 }
 
-/* Raw text, line by line: key = "v" pairs (TOML-ish files) or prefixes only. */
+/* Raw text, line by line: every form the one detector knows in free text
+ * (name = value, export NAME=value, "name": "value", Authorization: Bearer
+ * …, token prefixes, URL passwords). */
 static void scan_lines(const char *rel, const char *commit, const char *data, size_t len,
-                       bool pairs, lib_secret_hits *out)
+                       lib_secret_hits *out)
 {
     size_t start = 0;
     for (size_t i = 0; i <= len; i++) {
@@ -81,16 +85,7 @@ static void scan_lines(const char *rel, const char *commit, const char *data, si
         if (!ll || memchr(line, '\0', ll))
             continue;
         lsec_findings f = VEC_INIT;
-        if (pairs) {
-            lsec_check_line(rel, line, ll, &f);
-        } else {
-            char *s = xstrndup(line, ll);
-            if (lsec_value_has_prefix_token(s)) {
-                struct lsec_finding x = {xstrdup("line"), xstrdup(rel), LSEC_PREFIX};
-                vec_push(&f, x);
-            }
-            free(s);
-        }
+        lsec_check_text(rel, line, ll, &f);
         add_findings(out, rel, commit, &f);
         lsec_findings_free(&f);
     }
@@ -98,11 +93,23 @@ static void scan_lines(const char *rel, const char *commit, const char *data, si
 
 static void scan_file_bytes(const char *rel, const char *data, size_t len, lib_secret_hits *out)
 {
+    if (ends_with(rel, ".json")) {
+        json_error_t je;
+        json_t *j = json_loadb(data, len, 0, &je);
+        if (j) {
+            lsec_findings f = VEC_INIT;
+            lsec_check_json(j, &f);
+            add_findings(out, rel, NULL, &f);
+            lsec_findings_free(&f);
+            json_decref(j);
+            return;
+        }
+    }
     bool toml = ends_with(rel, ".toml");
     if (!toml) {
         if (memchr(data, '\0', len < 8192 ? len : 8192))
             return; /* binary */
-        scan_lines(rel, NULL, data, len, false, out);
+        scan_lines(rel, NULL, data, len, out);
         return;
     }
     struct as_err err = AS_ERR_INIT;
@@ -110,7 +117,7 @@ static void scan_file_bytes(const char *rel, const char *data, size_t len, lib_s
     if (!t) {
         if (is_server_file(rel))
             hit(out, rel, "", NULL, LSEC_NONE, true);
-        scan_lines(rel, NULL, data, len, true, out);
+        scan_lines(rel, NULL, data, len, out);
         return;
     }
     lsec_findings f = VEC_INIT;
@@ -189,8 +196,7 @@ int lib_secret_scan_history(const char *root, const char *range, lib_secret_hits
             free(file);
             file = strncmp(line, "+++ b/", 6) == 0 ? xstrndup(line + 6, ll - 6) : NULL;
         } else if (ll > 1 && line[0] == '+' && file && strncmp(file, ".trash/", 7) != 0) {
-            bool pairs = ends_with(file, ".toml");
-            scan_lines(file, commit, line + 1, ll - 1, pairs, out);
+            scan_lines(file, commit, line + 1, ll - 1, out);
         }
     }
     free(file);

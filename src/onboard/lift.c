@@ -86,33 +86,13 @@ static bool has_ref(const char *v)
 
 static const char *const schemes[] = {"Bearer ", "Basic ", "Token ", "token "};
 
-static bool header_key_secretish(const char *k)
+/* Whether to lift value under key: the one detector (bundle/literal_secret.h)
+ * says it is a secret, and a value a name alone flags is at least six bytes
+ * (shorter ones are placeholders more often than credentials). */
+static bool liftable(const char *key, const char *value)
 {
-    char low[256];
-    size_t n = strlen(k);
-    if (n >= sizeof low)
-        n = sizeof low - 1;
-    for (size_t i = 0; i < n; i++)
-        low[i] = (char)tolower((unsigned char)k[i]);
-    low[n] = '\0';
-    return strcmp(low, "authorization") == 0 || strstr(low, "api-key") || strstr(low, "api_key") ||
-           strstr(low, "apikey") || strstr(low, "token") || strstr(low, "secret");
-}
-
-static bool env_key_secretish(const char *k)
-{
-    char up[256];
-    size_t n = strlen(k);
-    if (n >= sizeof up)
-        n = sizeof up - 1;
-    for (size_t i = 0; i < n; i++)
-        up[i] = (char)toupper((unsigned char)k[i]);
-    up[n] = '\0';
-    const char *w[] = {"TOKEN", "SECRET", "KEY", "PASSWORD", "PASS", "PAT", "CREDENTIAL"};
-    for (size_t i = 0; i < sizeof w / sizeof *w; i++)
-        if (strstr(up, w[i]))
-            return true;
-    return false;
+    enum lsec_why w = lsec_classify(key, value);
+    return w != LSEC_NONE && (w != LSEC_KEY_NAME || strlen(value) >= 6);
 }
 
 static void lift_headers(struct lifter *L, struct onb_server *s, const char *server_ref)
@@ -128,9 +108,7 @@ static void lift_headers(struct lifter *L, struct onb_server *s, const char *ser
                 scheme = schemes[k];
                 secret = v + strlen(scheme);
             }
-        bool by_key = header_key_secretish(s->hdr_keys.v[i]) && strlen(secret) >= 6;
-        bool by_shape = lsec_value_shape(secret) != LSEC_NONE;
-        if (!by_key && !by_shape)
+        if (!liftable(s->hdr_keys.v[i], secret))
             continue;
         char *where = xasprintf("%s headers.%s", s->name, s->hdr_keys.v[i]);
         const char *name = lift(L, server_ref, secret, where);
@@ -150,9 +128,7 @@ static void lift_env(struct lifter *L, struct onb_server *s)
         const char *k = s->env_keys.v[i];
         if (has_ref(v))
             continue;
-        bool by_key = env_key_secretish(k) && strlen(v) >= 6 && v[0] != '/' && !strstr(v, "://");
-        bool by_shape = lsec_value_shape(v) != LSEC_NONE;
-        if (!by_key && !by_shape)
+        if (strstr(v, "://") ? lsec_value_shape(v) == LSEC_NONE : !liftable(k, v))
             continue;
         ref_name(k, NULL, &base);
         char *where = xasprintf("%s env.%s", s->name, k);
@@ -179,7 +155,7 @@ static void lift_args(struct lifter *L, struct onb_server *s, const char *server
             /* k=v / --k=v with a secret-looking k */
             char *k = xstrndup(a, (size_t)(eq - a));
             const char *v = eq + 1;
-            if (lsec_key_secretish(k) && strlen(v) >= 6 && lsec_value_literal(v)) {
+            if (lsec_key_secretish(k) && liftable(k, v) && lsec_value_literal(v)) {
                 ref_name(k, NULL, &base);
                 const char *name = lift(L, base.buf, v, where);
                 char *na = xasprintf("%s=${%s}", k, name);
@@ -195,7 +171,7 @@ static void lift_args(struct lifter *L, struct onb_server *s, const char *server
         if (a[0] == '-' && i + 1 < s->args.n && !strchr(a, '=') && lsec_key_secretish(a)) {
             /* --token VALUE */
             char *v = s->args.v[i + 1];
-            if (strlen(v) >= 6 && v[0] != '-' && lsec_value_literal(v)) {
+            if (v[0] != '-' && liftable(a, v) && lsec_value_literal(v)) {
                 char *w2 = xasprintf("%s args[%zu]", s->name, i + 1);
                 ref_name(a, NULL, &base);
                 const char *name = lift(L, base.buf, v, w2);
@@ -209,7 +185,7 @@ static void lift_args(struct lifter *L, struct onb_server *s, const char *server
                 continue;
             }
         }
-        if (lsec_value_shape(a) != LSEC_NONE && !strchr(a, '/')) {
+        if (lsec_value_shape(a) != LSEC_NONE) {
             const char *name = lift(L, server_ref, a, where);
             char *na = xasprintf("${%s}", name);
             explicit_bzero(a, strlen(a));

@@ -51,8 +51,23 @@
 static pid_t raw_clone(unsigned long flags)
 {
     /* Like fork (no new stack), but with namespace flags, so the child is
-     * PID 1 of its namespace and owns the new user namespace. */
-    return (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, NULL);
+     * PID 1 of its namespace and owns the new user namespace. agentstack
+     * runs undumpable (cli/main.c: it may hold resolved secrets), and the
+     * flag is copied at clone: the child must start dumpable, since its id
+     * maps are written through /proc/<pid> (by us, then by itself for the
+     * nested namespace), whose files belong to root in an undumpable
+     * process. So it is raised just around the clone; child_main drops it
+     * again once the maps are written. */
+    int was = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+    if (was == 0)
+        prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+    pid_t pid = (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, NULL);
+    if (pid != 0 && was == 0) {
+        int e = errno;
+        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+        errno = e;
+    }
+    return pid;
 }
 
 /* ---- control messages ------------------------------------------------------ */

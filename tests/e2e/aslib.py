@@ -3,6 +3,8 @@
 Every scenario runs the real binary with a temporary HOME and
 AGENTSTACK_HOME, never the user's, and only loopback addresses.
 """
+import hashlib
+import hmac
 import os
 import shutil
 import subprocess
@@ -35,6 +37,48 @@ def files_holding(root, needle):
             except OSError:
                 pass
     return hits
+
+def _rows(path):
+    """(rows, first-row digest, last-row digest) of a chained log."""
+    try:
+        with open(path, "rb") as f:
+            lines = f.read().split(b"\n")
+    except FileNotFoundError:
+        return 0, "", ""
+    if lines and lines[-1] == b"":
+        lines.pop()
+    if not lines:
+        return 0, "", ""
+    return (len(lines), hashlib.sha256(lines[0]).hexdigest(),
+            hashlib.sha256(lines[-1]).hexdigest())
+
+
+def write_anchor(home, log, since=0):
+    """Seals log's anchor (<log>.head) as agentstack's writer does after an
+    append: for tests that build a chained log by hand (docs/audit.md,
+    "The anchor"). The key is home's audit key, created when absent."""
+    kdir = os.path.join(home, "audit")
+    os.makedirs(kdir, mode=0o700, exist_ok=True)
+    kp = os.path.join(kdir, "key")
+    if not os.path.exists(kp):
+        fd = os.open(kp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, os.urandom(32))
+        os.close(fd)
+    with open(kp, "rb") as f:
+        key = f.read()
+    rows, first, last = _rows(log)
+    orows, ofirst, olast = _rows(log + ".1")
+    body = ('{"v":1,"rows":%d,"first":"%s","last":"%s","old_rows":%d,"old_first":"%s",'
+            '"old_last":"%s","since":%d' % (rows, first, last, orows, ofirst, olast, since))
+    ident = "/".join(log.split("/")[-2:])
+    mac = hmac.new(key, b"agentstack-audit-head-v1\0" + ident.encode() + b"\0" +
+                   body.encode(), hashlib.sha256).hexdigest()
+    rec = body + ',"mac":"%s"}' % mac
+    rec = rec + " " * (511 - len(rec)) + "\n"
+    fd = os.open(log + ".head", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.write(fd, rec.encode())
+    os.close(fd)
+
 
 _failures = 0
 _passes = 0

@@ -291,7 +291,7 @@ def run_process(pid=None):
     return {"pid": pid, "pid_start": int(rest[19])}  # field 22: start time
 
 
-def grant(sb, base=None):
+def grant(sb, base=None, extra=()):
     """lock --write, then trust with the digest --preview reports."""
     cwd = base or sb.project
     r = sb.run("lock", "--write", cwd=cwd)
@@ -299,6 +299,6 @@ def grant(sb, base=None):
         raise RuntimeError("lock failed: " + r.stderr)
     r = sb.run("trust", ".", "--preview", cwd=cwd)
     d = json.loads(r.stdout)["surface_digest"]
-    r = sb.run("trust", ".", "--yes", "--consented", d, cwd=cwd)
+    r = sb.run("trust", ".", "--yes", "--consented", d, *extra, cwd=cwd)
     if r.returncode != 0:
         raise RuntimeError("trust failed: " + r.stdout + r.stderr)

@@ -23,7 +23,9 @@ headers = { "X-Api-Key" = "${DOCS_KEY}" }
 """
 
 
-def setup(sb, manifest=H.SPEC_MANIFEST):
+def setup(sb, manifest=H.SPEC_MANIFEST, files=None):
+    for rel, text in (files or {}).items():
+        sb.write(rel, text)
     H.write_manifest(sb, manifest)
     H.trust(sb)
 
@@ -227,8 +229,8 @@ args = ["conformance"]
 [servers.w]
 type = "stdio"
 command = "srv"
-cwd = "/srv/a b"
-""")
+cwd = "srv/a b"
+""", files={"srv/a b/.keep": ""})
     p = apply(sb, "--target", "codex", "--target", "claude-code", "--target", "kiro",
               "--target", "cursor", "--write")
     check("↳ skipping 'slash/probe' — Codex CLI rejects this server name at startup (letters, "
@@ -237,11 +239,13 @@ cwd = "/srv/a b"
     check('"slash/probe"' in H.read(os.path.join(sb.home, ".claude.json")),
           "the same name is kept verbatim elsewhere")
     kiro = json.loads(H.read(os.path.join(sb.home, ".kiro/settings/mcp.json")))
+    # (a repository's cwd stays inside the project: relative, rendered from its root)
+    root = os.path.realpath(sb.project)
     check(kiro["mcpServers"]["w"] == {"command": "sh",
-                                      "args": ["-c", "cd '/srv/a b' && exec 'srv'"]},
+                                      "args": ["-c", "cd '%s/srv/a b' && exec 'srv'" % root]},
           "kiro gets the sh -c wrapper", kiro)
     cur = json.loads(H.read(os.path.join(sb.home, ".cursor/mcp.json")))
-    check(cur["mcpServers"]["w"] == {"command": "srv", "cwd": "/srv/a b"},
+    check(cur["mcpServers"]["w"] == {"command": "srv", "cwd": "srv/a b"},
           "cursor gets a native cwd", cur)
 
 # §8.15: two concurrent writers end in one complete merge.

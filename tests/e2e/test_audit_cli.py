@@ -10,7 +10,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from aslib import Sandbox, check, done  # noqa: E402
+from aslib import Sandbox, check, done, write_anchor  # noqa: E402
 
 ZERO = "0" * 64
 
@@ -30,6 +30,8 @@ def append_chain(path, rows):
             line = json.dumps(r, separators=(",", ":"), ensure_ascii=False).encode()
             f.write(line + b"\n")
             prev = hashlib.sha256(line).hexdigest()
+    # as the writer does: the anchor follows every append
+    write_anchor(os.path.dirname(os.path.dirname(path)), path)
 
 
 def row(project, server, tool, outcome, layer=None):
@@ -120,5 +122,103 @@ with Sandbox() as sb:
                  ["audit", "--bogus"]):
         r = sb.run(*args)
         check(r.returncode == 2, "usage error: %s" % " ".join(args), r.stderr)
+
+
+def rechain(path, lines):
+    """Rewrites path with every "prev" recomputed: what an editor of the log
+    does to hide a removed row from the chain."""
+    rows = [json.loads(x) for x in lines if x]
+    for r in rows:
+        r.pop("prev")
+    os.remove(path)
+    append_chain(path, rows)
+
+
+# The chain's ends: its anchor (calls.jsonl.head) records the rows and the
+# digests of the first and last, sealed with the audit key.
+with Sandbox() as sb:
+    sb.write(".agentstack/agentstack.toml", "")
+    root = os.path.realpath(sb.project)
+    calls = os.path.join(sb.ah, "audit", "calls.jsonl")
+    append_chain(calls, [row(root, "acme", "t%d" % i, "ok") for i in range(5)])
+    with open(calls) as f:
+        good = f.read()
+    with open(calls + ".head") as f:
+        good_head = f.read()
+
+    def restore():
+        with open(calls, "w") as f:
+            f.write(good)
+        with open(calls + ".head", "w") as f:
+            f.write(good_head)
+
+    r = sb.run("audit", "--verify")
+    check(r.returncode == 0 and r.stdout == "intact\n", "anchored log verifies",
+          r.stdout + r.stderr)
+
+    # rows cut from the end: the chain alone still links
+    with open(calls, "w") as f:
+        f.write("".join(good.splitlines(True)[:3]))
+    r = sb.run("audit", "--verify")
+    check(r.returncode == 1 and r.stdout == "%s:4\n" % calls and
+          "rows are missing: the anchor records 5 rows, the file holds 3" in r.stderr,
+          "truncation from the end is reported, naming the file", r.stdout + r.stderr)
+
+    # a row deleted and the chain recomputed
+    restore()
+    lines = good.split("\n")
+    rechain(calls, lines[:2] + lines[3:])
+    with open(calls + ".head", "w") as f:
+        f.write(good_head)  # the anchor as it was
+    r = sb.run("audit", "--verify")
+    check(r.returncode == 1 and r.stdout.startswith(calls + ":") and
+          "the anchor records 5 rows, the file holds 4" in r.stderr,
+          "a deleted row with a recomputed chain is reported", r.stdout + r.stderr)
+
+    # ... and the anchor recomputed too, without the audit key: the seal fails
+    key = os.path.join(sb.ah, "audit", "key")
+    os.rename(key, key + ".real")
+    with open(key, "wb") as f:
+        f.write(os.urandom(32))
+    write_anchor(sb.ah, calls)
+    os.rename(key + ".real", key)
+    r = sb.run("audit", "--verify")
+    check(r.returncode == 1 and r.stdout == calls + ".head\n" and
+          "does not carry this home's seal" in r.stderr,
+          "an anchor rewritten without the key is reported", r.stdout + r.stderr)
+
+    # rows rewritten in place and rechained, count kept: first/last differ
+    restore()
+    lines = good.split("\n")
+    edited = [lines[0].replace('"t0"', '"tX"')] + lines[1:]
+    rechain(calls, edited)
+    with open(calls + ".head", "w") as f:
+        f.write(good_head)
+    r = sb.run("audit", "--verify")
+    check(r.returncode == 1 and r.stdout == "%s:1\n" % calls and
+          "rows were rewritten since they were anchored" in r.stderr,
+          "a recomputed chain of the same length is reported", r.stdout + r.stderr)
+
+    # the anchor removed
+    restore()
+    os.remove(calls + ".head")
+    r = sb.run("audit", "--verify")
+    check(r.returncode == 1 and r.stdout == calls + "\n" and "no anchor" in r.stderr,
+          "a missing anchor is reported", r.stdout + r.stderr)
+    # the log removed, its anchor left
+    restore()
+    os.remove(calls)
+    r = sb.run("audit", "--verify")
+    check(r.returncode == 1 and "rows are missing" in r.stderr,
+          "a removed log whose anchor remains is reported", r.stdout + r.stderr)
+
+    # What the anchor cannot tell (docs/audit.md): someone who can read the
+    # audit key and rewrite both files. Asserted so the docs stay true.
+    restore()
+    lines = good.split("\n")
+    rechain(calls, lines[:2] + lines[3:])
+    r = sb.run("audit", "--verify")
+    check(r.returncode == 0, "a rewrite with the audit key itself is not detectable "
+          "(documented)", r.stdout + r.stderr)
 
 done()

@@ -245,4 +245,25 @@ with Sandbox() as sb:
     check(len(nxt) == 1 and nxt[0].startswith("next: did you mean 'codex'?"),
           "next: names the error's fix, not the earlier warning's", r.stdout)
 
+with Sandbox() as sb:
+    # A literal secret committed in the manifest is unsafe content (issue 17);
+    # the local overlay is the user's own and may hold one.
+    hexkey = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+    sb.write("agentstack.toml",
+             'version = 1\n[servers.api]\ntype = "http"\nurl = "https://api.example.com/mcp"\n'
+             '[servers.api.headers]\nAuthorization = "Bearer ${API_TOKEN}%s"\n' % hexkey)
+    mf = os.path.join(sb.project, "agentstack.toml")
+    r = doctor(sb, env=sb.env(API_TOKEN="x"))
+    fails(r, "a literal secret beside a ${REF}", f"{mf}:2:10: server 'api' holds a literal "
+          "secret: 'Authorization' in headers", "agentstack secret set")
+    check(hexkey[:12] not in r.stdout + r.stderr, "the value is never printed", r.stdout)
+    sb.write("agentstack.toml",
+             'version = 1\n[servers.api]\ntype = "http"\nurl = "https://api.example.com/mcp"\n'
+             '[servers.api.headers]\nAuthorization = "Bearer ${API_TOKEN}"\n')
+    sb.write("agentstack.local.toml",
+             '[servers.api.headers]\nX-Debug-Key = "%s"\n' % hexkey)
+    r = doctor(sb, env=sb.env(API_TOKEN="x"))
+    check("holds a literal secret" not in r.stdout, "the overlay's values are not judged",
+          r.stdout)
+
 done()

@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from aslib import BIN, Sandbox, check, done  # noqa: E402
+from aslib import BIN, Sandbox, check, done, write_anchor  # noqa: E402
 from mcpclient import (FAKE, Gateway, audit_rows, grant, is_error, payload,  # noqa: E402
                        run_process, text)
 
@@ -99,6 +99,7 @@ def freeze(sb, consent, ruleset, run=RUN, toolset="ops", servers=("ops",),
     with open(ev, "w") as f:
         f.write(chain(rows))
     os.chmod(ev, 0o600)
+    write_anchor(sb.ah, ev)
     return path
 
 
@@ -243,6 +244,7 @@ def bad():
         with open(ev, "w") as f:
             f.write(chain([{k: v for k, v in json.loads(x).items() if k != "prev"}
                            for x in lines[:2]]))
+        write_anchor(sb.ah, ev)  # a consistent log that never froze a grant
         refused(sb, marker, path, "never frozen", why="records no frozen grant")
         # The run log's chain broken (the digest line rewritten to match an edit).
         path = freeze(sb, consent, ruleset)

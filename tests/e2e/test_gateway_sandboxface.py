@@ -19,7 +19,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from aslib import BIN, Sandbox, check, done  # noqa: E402
+from aslib import BIN, Sandbox, check, done, write_anchor  # noqa: E402
 from mcpclient import FAKE, audit_rows, grant, run_process  # noqa: E402
 
 RUN = "r-face-test-1"
@@ -78,6 +78,7 @@ def freeze(sb, consent, ruleset):
     with open(ev, "w") as f:
         f.write(chain(rows))
     os.chmod(ev, 0o600)
+    write_anchor(sb.ah, ev)
     return path
 
 

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from aslib import Sandbox, check, done, skip_part  # noqa: E402
+from aslib import Sandbox, check, done, skip_part, write_anchor  # noqa: E402
 from mcpclient import FAKE, Gateway, grant, is_error, payload, run_process, text  # noqa: E402
 
 BUILT = ["agentstack_search", "tools_search", "tools_bindings", "agentstack_list",
@@ -79,7 +79,9 @@ def setup(sb, trusted):
     sb.write("skills/review/SKILL.md", "---\ndescription: project review\n---\nbody\n")
     sb.write(".env", f"WEB_TOKEN={DOTENV_SECRET}\n")
     if trusted:
-        grant(sb)
+        # The hostile description's controls are a blocking content-scan
+        # finding; granted anyway here, to prove the gateway's own filter.
+        grant(sb, extra=("--allow-flagged",))
     return marker
 
 
@@ -283,6 +285,7 @@ def freeze(sb, run):
     with open(ev, "w") as f:
         f.write("".join(out))
     os.chmod(ev, 0o600)
+    write_anchor(sb.ah, ev)
     return path
 
 

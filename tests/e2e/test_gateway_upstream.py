@@ -117,7 +117,7 @@ def failures():
         project(sb, '[servers.c]\ntype = "stdio"\ncommand = "${SECRETKEY}"\n'
                 'args = ["--token=${SECRETKEY}"]\n\n'
                 '[servers.d]\ntype = "stdio"\ncommand = "python3"\nargs = ["./fake.py"]\n'
-                'cwd = "/nonexistent/${SECRETKEY}-dir"\n')
+                'cwd = "nonexistent/${SECRETKEY}-dir"\n')
         env = sb.env(SECRETKEY=secret)
         with Gateway(sb, "--auto-project", env=env) as g:
             g.initialize()

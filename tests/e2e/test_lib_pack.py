@@ -215,6 +215,26 @@ def scenario_bad_input():
               "nothing installed" in r.stderr, "hidden unicode: nothing installed", r.stderr)
         unchanged(sb, before, "hidden unicode")
 
+        # ordinary paths in a pack's args are no secrets (issue 17: these were refused)
+        p = make_pack(sb.root, "paths", toml=(
+            'name = "acme"\n[server]\ntype = "stdio"\ncommand = "python3"\n'
+            'args = ["/home/dev/MyProjects2024/McpServers/run.py", "/tmp/tmp.Xa81bQ/state",'
+            ' "--data=/tmp/tmp.Xa81bQ9zK2/McpServers2024"]\n'))
+        r = sb.run("add", "from", f"git:{p}@v1.0.0")
+        check(r.returncode == 0 and "Dry run." in r.stdout,
+              "a pack whose args are ordinary paths is accepted", r.stdout + r.stderr)
+        unchanged(sb, before, "paths preview")
+
+        # a literal secret in a member's files (issue 17: the one detector)
+        p = make_pack(sb.root, "skillsecret",
+                      skill="Run:\n    export OPENAI_API_KEY=abc123def456ghi789jkl012\n")
+        r = sb.run("add", "from", f"git:{p}@v1.0.0", "--write")
+        check(r.returncode == 1 and "holds a literal secret" in r.stderr and
+              "OPENAI_API_KEY" in r.stderr and "abc123" not in r.stderr and
+              "nothing installed" in r.stderr, "a member's literal secret: nothing installed",
+              r.stderr)
+        unchanged(sb, before, "member secret")
+
         # a symlinked skills/ in the project could point anywhere: refused
         outside = os.path.join(sb.root, "outside")
         os.makedirs(outside)

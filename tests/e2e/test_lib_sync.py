@@ -14,6 +14,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 from aslib import Sandbox, check, done  # noqa: E402
 
 GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0"}
+# sha256("test"): a literal key as services issue them
+HEX64 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 
 
 def git(*args, cwd=None, env=None):
@@ -166,6 +168,14 @@ def scenario_refusals():
             ('args = ["--token", "x"]\n', "--token"),
             ('url = "https://u:p@h/mcp"\n', "password"),
             ('[env]\nX_CUSTOM = "ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5"\n', "X_CUSTOM"),
+            # issue 17: each was synced with exit 0
+            ('[headers]\nAuthorization = "Bearer ${X}%s"\n' % HEX64, "Authorization"),
+            ('[headers]\nX-Custom = "%s"\n' % HEX64, "X-Custom"),
+            ('args = ["--pat", "%s"]\n' % HEX64[:40], "--pat"),
+            ('args = ["--pass=hunter2hunter2"]\n', "--pass"),
+            ('[env]\nSETTING = "%s"\n' % HEX64, "SETTING"),
+            ('url = "https://h/mcp?code=%s"\n' % HEX64, "code"),
+            ('url = "https://hooks.example.com/services/%s/x"\n' % HEX64, "url"),
         ]
         for body, key in cases:
             doc = 'type = "http"\n' + ("" if body.startswith("url") else
@@ -179,10 +189,50 @@ def scenario_refusals():
                   "refusing to sync — a server definition holds a literal secret" in r.stderr
                   and "make it a ${REF}" in r.stderr and "--allow-secrets" in r.stderr,
                   f"refused: {key}", r.stderr)
-            check("sk-1" not in r.stderr and "ghp_" not in r.stderr and ":p@" not in r.stderr,
+            check("sk-1" not in r.stderr and "ghp_" not in r.stderr and ":p@" not in r.stderr
+                  and HEX64[:12] not in r.stderr and "hunter2" not in r.stderr,
                   f"the value is never printed ({key})", r.stderr)
+        os.remove(os.path.join(lib, "servers", "s.toml"))
+        # ... and in a skill's files: prose, shell lines, JSON
+        skill = os.path.join(lib, "skills", "x")
+        for rel, text, key in [
+                ("SKILL.md", "---\ndescription: x\n---\nRun:\n\n    export OPENAI_API_KEY="
+                 "abc123def456ghi789jkl012\n", "OPENAI_API_KEY"),
+                ("SKILL.md", "---\ndescription: x\n---\ncurl -H 'authorization: bearer "
+                 "q9w8e7r6t5y4u3i2o1p0' https://api.example.com\n", "authorization"),
+                ("conf/settings.json", '{"service": {"url": "https://h", "token": "abc123"}}\n',
+                 "token")]:
+            write(os.path.join(skill, rel), text)
+            r = sb.run("lib", "sync")
+            check(r.returncode == 1 and
+                  f"refusing to sync — '{key}' looks like a literal secret" in r.stderr and
+                  "a library file holds a literal secret" in r.stderr,
+                  f"refused: {key} in skills/x/{rel}", r.stderr)
+            check("abc123" not in r.stderr and "q9w8e7" not in r.stderr,
+                  f"the value is never printed ({rel})", r.stderr)
+            write(os.path.join(skill, "SKILL.md"), "---\ndescription: x\n---\n")
+            if rel != "SKILL.md":
+                os.remove(os.path.join(skill, rel))
         after = git("--git-dir", bare, "rev-parse", "main").stdout
         check(before == after, "nothing was pushed")
+
+        # ordinary paths, placeholders and refs are no secrets: these sync
+        write(os.path.join(lib, "servers", "p.toml"),
+              'type = "stdio"\ncommand = "python3"\n'
+              'args = ["/home/dev/MyProjects2024/McpServers/run.py", "/tmp/tmp.Xa81bQ/state",'
+              ' "--token-file=/run/secrets/token", "--port=8080",'
+              ' "550e8400-e29b-41d4-a716-446655440000"]\n'
+              '[env]\nPYTHONPATH = "/home/dev/MyProjects2024/McpServers"\n'
+              'GITHUB_SHA = "%s"\nAPI_KEY = "${API_KEY}"\n' % HEX64[:40])
+        write(os.path.join(skill, "SKILL.md"),
+              "---\ndescription: x\n---\nSet it with `agentstack secret set GITHUB_TOKEN`, then\n"
+              "    export GITHUB_TOKEN=${GITHUB_TOKEN}\n    export PATH=/home/dev/MyProjects2024"
+              "/bin:$PATH\npassword: <your password>\napi_key: YOUR_API_KEY\n"
+              "The token expires after one hour; use --token to pass it.\n")
+        r = sb.run("lib", "sync")
+        check(r.returncode == 0, "benign paths, placeholders and ${REF}s sync", r.stderr)
+        os.remove(os.path.join(lib, "servers", "p.toml"))
+        before = git("--git-dir", bare, "rev-parse", "main").stdout
 
         write(os.path.join(lib, "servers", "s.toml"),
               'type = "http"\nurl = "https://h/mcp?api_key=${K}"\n[headers]\n'

@@ -228,7 +228,8 @@ def main():
         left = pids_with(marker)
         check(left == [], "no process of the interrupted run is left", left)
         check(rid and sorted(os.listdir(os.path.join(s.ah, "runs", rid)))
-              == ["events.jsonl", "posture"], "nothing is staged or left beside the record")
+              == ["events.jsonl", "events.jsonl.head", "posture"],
+              "nothing is staged or left beside the record (and its anchor)")
 
         # runs, unknown ids, the chain.
         r = s.run("runs")

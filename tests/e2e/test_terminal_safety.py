@@ -7,7 +7,8 @@ retitle the terminal, recolour or rewrite earlier lines, or forge a line of
 output ("✓ trusted"). Every human-readable line of lock, trust, diff, apply,
 status and doctor goes through the one sanitizer (src/base/term.c), so:
 no C0 control other than the line ends (and tab) and no DEL or C1 control
-appears in stdout or stderr, and no hostile newline starts a line of its own.
+appears in stdout or stderr, and no hostile newline starts a line of its own:
+each shows as an escape (\\n, \\u001b), never as itself and never dropped.
 --json output is left to jansson's escaping and not checked here.
 """
 import json
@@ -86,8 +87,17 @@ def main():
             safe(H.run(sb, *args, e=e), " ".join(args) + " (untrusted)")
 
         r = H.run(sb, "trust", e=e)
-        safe(r, "trust (card, no terminal)")
-        H.trust(sb, e=e)
+        out = safe(r, "trust (card, no terminal)")
+        check("evil\\nFORGEDSRV\\u001b[2J\\u0007" in out,
+              "the card shows the hostile name's controls as escapes", out)
+        # A control in a manifest key is a blocking content-scan finding.
+        p = H.run(sb, "trust", "--preview", e=e)
+        d = json.loads(p.stdout)["surface_digest"]
+        r = H.run(sb, "trust", "--yes", "--consented", d, e=e)
+        out = safe(r, "trust refused by the content scan")
+        check(r.returncode == 1 and "agentstack.toml:7:10 control character U+001B" in out and
+              "--allow-flagged" in out, "a control in a server name refuses trust", out)
+        H.trust(sb, e=e, extra=("--allow-flagged",))
         r = H.run(sb, "trust", "--list", e=e)
         safe(r, "trust --list")
 
@@ -109,9 +119,9 @@ def main():
         H.run(sb, "lock", "--write", e=e)
         H.trust(sb, e=e)
         out = safe(H.run(sb, "diff", e=e), "diff (server dropped)")
-        check("− evil?FORGEDSRV" in out, "diff names the dropped server, sanitized", out)
+        check("− evil\\nFORGEDSRV" in out, "diff names the dropped server, sanitized", out)
         out = safe(H.run(sb, "apply", e=e), "apply (server dropped)")
-        check("REMOVE 'evil?FORGEDSRV" in out, "apply names the server it would remove", out)
+        check("REMOVE 'evil\\nFORGEDSRV" in out, "apply names the server it would remove", out)
         # A malformed native file: the error names its hostile path.
         sb.write(".mcp.json", "{ broken " + NATIVE)
         safe(H.run(sb, "diff", e=e), "diff (malformed native file)")

@@ -6,6 +6,7 @@
 #include "testutil.h"
 
 #include "adapters/internal.h"
+#include "base/fs.h"
 #include "base/strbuf.h"
 
 static size_t count(const char *hay, const char *needle)
@@ -25,7 +26,7 @@ static void test_dangling_links(void **state)
 
     sb_addf(&p, "%s/CLAUDE.md", root);
     assert_int_equal(symlink("/nonexistent-agentstack/x.md", p.buf), 0);
-    assert_int_equal(adp_i_check_contained(p.buf, root, &e), -1);
+    assert_int_equal(adp_i_contained(p.buf, root, &e), -1);
     assert_non_null(strstr(e.msg, "symlink resolves outside the project "
                                   "(/nonexistent-agentstack/x.md)"));
     assert_int_equal(count(e.msg, p.buf), 1);
@@ -38,13 +39,13 @@ static void test_dangling_links(void **state)
     assert_int_equal(mkdir(p.buf, 0700), 0);
     sb_adds(&p, "/settings.json");
     assert_int_equal(symlink("../gem.json", p.buf), 0);
-    assert_int_equal(adp_i_check_contained(p.buf, root, &e), -1);
+    assert_int_equal(adp_i_contained(p.buf, root, &e), -1);
     assert_non_null(strstr(e.msg, "symlink does not resolve (it points to ../gem.json"));
     assert_int_equal(count(e.msg, p.buf), 1);
     /* root NULL (global scope): never "outside the project" */
     as_err_clear(&e);
     sb_addf(&q, "%s/CLAUDE.md", root);
-    assert_int_equal(adp_i_dangling_link(q.buf, NULL, &e), -1);
+    assert_int_equal(fs_dangling_link(q.buf, NULL, &e), -1);
     assert_non_null(strstr(e.msg, "symlink does not resolve (it points to "
                                   "/nonexistent-agentstack/x.md"));
 
@@ -55,7 +56,7 @@ static void test_dangling_links(void **state)
     assert_int_equal(symlink("missing-dir", p.buf), 0);
     sb_reset(&q);
     sb_addf(&q, "%s/mcp.json", p.buf);
-    assert_int_equal(adp_i_check_contained(q.buf, root, &e), -1);
+    assert_int_equal(adp_i_contained(q.buf, root, &e), -1);
     assert_non_null(strstr(e.msg, "symlink does not resolve (it points to missing-dir"));
     assert_int_equal(count(e.msg, p.buf), 1);
 
@@ -64,7 +65,7 @@ static void test_dangling_links(void **state)
     free(tu_write(root, "gem.json", "{}\n"));
     sb_reset(&p);
     sb_addf(&p, "%s/.gemini/settings.json", root);
-    assert_int_equal(adp_i_check_contained(p.buf, root, &e), 0);
+    assert_int_equal(adp_i_contained(p.buf, root, &e), 0);
 
     sb_release(&p);
     sb_release(&q);

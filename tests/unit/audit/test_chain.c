@@ -278,17 +278,16 @@ static void test_tampering_is_found_at_the_right_line(void **state)
 static void test_every_single_byte_flip_is_detected(void **state)
 {
     (void)state;
-    /* Flip each byte of the first four lines of a five-line log: every
-     * flip must surface as a break no later than the following line. */
+    /* Flip each byte of a five-line log, its last line too: every flip
+     * surfaces as a break (the last line's through its anchor). */
     char *dir = tu_tmpdir();
     char *path = path_in(dir, "calls.jsonl");
     append_n(path, 0, 5, 0);
     size_t len;
     char *orig = tu_read(path, &len);
-    char *fourth_end = orig;
-    for (int k = 0; k < 4; k++)
-        fourth_end = strchr(fourth_end, '\n') + 1;
-    for (size_t i = 0; i < (size_t)(fourth_end - orig); i++) {
+    /* every byte but the last line's newline (a flip there only makes the
+     * line unterminated, also a break, tested apart) */
+    for (size_t i = 0; i + 1 < len; i++) {
         char *copy = malloc(len);
         memcpy(copy, orig, len);
         copy[i] ^= 0x01;
@@ -390,6 +389,140 @@ static void test_verify_home_walks_every_log(void **state)
     tu_rmtree(dir);
 }
 
+/* Recomputes every "prev" of v in place: what someone editing the log does
+ * so the chain alone still links. */
+static void rechain(char **v, size_t n)
+{
+    char prev[65];
+    memcpy(prev, ZEROS, sizeof prev);
+    for (size_t i = 0; i < n; i++) {
+        char *p = strstr(v[i], "\"prev\":\"") + 8;
+        memcpy(p, prev, 64);
+        sha256_hex(v[i], strlen(v[i]), prev);
+    }
+}
+
+static void test_anchor_finds_the_ends(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir();
+    char *path = path_in(dir, "audit/calls.jsonl");
+    char *head = path_in(dir, "audit/calls.jsonl.head");
+    append_n(path, 0, 10, 0);
+    expect_intact(path);
+    char **v;
+    size_t n = read_lines(path, &v);
+    assert_int_equal(n, 10);
+    /* rows cut from the end: the chain still links, the anchor knows 10 */
+    write_lines(path, v, 7, 1);
+    expect_break(path, path, 8, "rows are missing: the anchor records 10 rows, the file holds 7");
+    /* a row deleted and the chain recomputed */
+    char **w = calloc(n, sizeof *w);
+    for (size_t i = 0, k = 0; i < n; i++)
+        if (i != 4)
+            w[k++] = strdup(v[i]);
+    rechain(w, n - 1);
+    write_lines(path, w, n - 1, 1);
+    expect_break(path, path, 10, "the anchor records 10 rows, the file holds 9");
+    free_lines(w, n - 1);
+    /* the last row edited: the chain alone cannot see it */
+    char *p = strstr(v[n - 1], "\"s\":\"value\"");
+    p[5] = 'V';
+    write_lines(path, v, n, 1);
+    expect_break(path, path, 10, "rows were rewritten since they were anchored");
+    p[5] = 'v';
+    write_lines(path, v, n, 1);
+    expect_intact(path);
+    /* the anchor removed */
+    assert_int_equal(unlink(head), 0);
+    expect_break(path, path, 0, "no anchor");
+    /* a damaged anchor: reported, and the writer refuses to go on */
+    FILE *f = fopen(head, "w");
+    fputs("{\"v\":1,\"rows\":10}\n", f);
+    fclose(f);
+    expect_break(path, head, 0, "damaged");
+    json_t *r = json_object();
+    struct as_err err = AS_ERR_INIT;
+    assert_int_equal(aud_append(path, r, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "damaged"));
+    json_decref(r);
+    /* removed: the next append adopts the log as it stands, and says so */
+    assert_int_equal(unlink(head), 0);
+    append_n(path, 10, 1, 0);
+    struct aud_break b;
+    memset(&b, 0, sizeof b);
+    assert_int_equal(aud_verify(path, &b, NULL, &err), 0);
+    assert_non_null(strstr(b.note, "anchored once it held 10 rows"));
+    free_lines(v, n);
+    free(head);
+    free(path);
+    tu_rmtree(dir);
+}
+
+static void test_rotation_keeps_the_anchor(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir();
+    char *path = path_in(dir, "audit/calls.jsonl");
+    char *old = path_in(dir, "audit/calls.jsonl.1");
+    append_n(path, 0, 60, 1000); /* rotates several times */
+    expect_intact(path);
+    /* the oldest rows cut from the rotated file: the anchor counted them */
+    char **a;
+    size_t na = read_lines(old, &a);
+    write_lines(old, a + 2, na - 2, 1);
+    expect_break(path, old, na - 1, "rows in the rotated file");
+    write_lines(old, a, na, 1);
+    expect_intact(path);
+    free_lines(a, na);
+    free(old);
+    free(path);
+    tu_rmtree(dir);
+}
+
+static void test_evidence_files_are_never_followed(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir();
+    char *path = path_in(dir, "audit/calls.jsonl");
+    char *audit = path_in(dir, "audit");
+    char *sink = path_in(dir, "sink");
+    assert_int_equal(mkdir(audit, 0700), 0);
+    struct as_err err = AS_ERR_INIT;
+    struct aud_break b;
+    /* a symlink to /dev/null, or to a file elsewhere */
+    const char *targets[] = {"/dev/null", sink};
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(symlink(targets[i], path), 0);
+        json_t *r = json_object();
+        as_err_clear(&err);
+        assert_int_equal(aud_append(path, r, NULL, &err), -1);
+        json_decref(r);
+        as_err_clear(&err);
+        assert_int_equal(aud_append_ready(path, &err), -1);
+        assert_int_equal(aud_verify(path, &b, NULL, &err), 1);
+        assert_non_null(strstr(b.reason, "symlink"));
+        assert_int_equal(unlink(path), 0);
+    }
+    struct stat st;
+    assert_int_not_equal(stat(sink, &st), 0); /* nothing written through it */
+    /* a directory */
+    assert_int_equal(mkdir(path, 0700), 0);
+    json_t *r = json_object();
+    assert_int_equal(aud_append(path, r, NULL, &err), -1);
+    json_decref(r);
+    assert_int_equal(aud_append_ready(path, &err), -1);
+    assert_int_equal(aud_verify(path, &b, NULL, &err), 1);
+    assert_non_null(strstr(b.reason, "not a regular file"));
+    assert_int_equal(rmdir(path), 0);
+    /* and a regular one is ready */
+    assert_int_equal(aud_append_ready(path, &err), 0);
+    free(sink);
+    free(audit);
+    free(path);
+    tu_rmtree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -401,6 +534,9 @@ int main(void)
         cmocka_unit_test(test_rotation_keeps_the_link),
         cmocka_unit_test(test_torn_line_is_closed_not_extended),
         cmocka_unit_test(test_verify_home_walks_every_log),
+        cmocka_unit_test(test_anchor_finds_the_ends),
+        cmocka_unit_test(test_rotation_keeps_the_anchor),
+        cmocka_unit_test(test_evidence_files_are_never_followed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -663,7 +663,9 @@ static void test_tighten_file(void **st)
 
 /* ---- joins and paths ------------------------------------------------- */
 
-static void test_safe_join(void **st)
+#define NOFOLLOW_JOIN (FS_CONTAIN_NOFOLLOW | FS_CONTAIN_NO_DOTDOT)
+
+static void test_contain_nofollow(void **st)
 {
     (void)st;
     char *dir = tu_tmpdir();
@@ -671,40 +673,99 @@ static void test_safe_join(void **st)
     strbuf out = SB_INIT;
     struct as_err err = AS_ERR_INIT;
     char *want = pj(dir, "a/b/file");
-    assert_int_equal(fs_safe_join(dir, "a/b/file", 1, &out, &err), 0);
+    assert_int_equal(fs_contain(dir, NULL, "a/b/file", NOFOLLOW_JOIN, &out, &err), 0);
     assert_string_equal(out.buf, want);
-    assert_int_equal(fs_safe_join(dir, "./a//b/./file", 1, &out, &err), 0);
+    assert_int_equal(fs_contain(dir, NULL, "./a//b/./file", NOFOLLOW_JOIN, &out, &err), 0);
     assert_string_equal(out.buf, want);
     free(want);
-    /* not existing yet: fine */
-    assert_int_equal(fs_safe_join(dir, "a/new/deeper", 1, &out, &err), 0);
+    /* not existing yet: fine, unless it must */
+    assert_int_equal(fs_contain(dir, NULL, "a/new/deeper", NOFOLLOW_JOIN, &out, &err), 0);
+    assert_true(fs_contain(dir, NULL, "a/new/deeper", NOFOLLOW_JOIN | FS_CONTAIN_MUST_EXIST, &out,
+                           &err) < 0);
+    assert_non_null(strstr(err.msg, "does not exist"));
 
     const char *bad[] = {"/etc/passwd", "..", "../x", "a/../../x", "a/b/..", "a/./../b"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        assert_int_equal(fs_safe_join(dir, bad[i], 0, &out, &err), -1);
+        assert_true(fs_contain(dir, NULL, bad[i], NOFOLLOW_JOIN, &out, &err) < 0);
         assert_non_null(strstr(err.msg, "traversal"));
         assert_int_equal(out.len, 0);
     }
-    assert_int_equal(fs_safe_join(dir, "", 0, &out, &err), -1);
-    assert_int_equal(fs_safe_join(dir, "./", 0, &out, &err), -1);
+    assert_true(fs_contain(dir, NULL, "", NOFOLLOW_JOIN, &out, &err) < 0);
+    assert_true(fs_contain(dir, NULL, "./", NOFOLLOW_JOIN, &out, &err) < 0);
+    assert_non_null(strstr(err.msg, "itself"));
 
     /* a symlinked component, last or not, is refused */
     /* (link targets stay inside the temp dir: the cleanup helper chmods
      * through symlinks) */
     char *l = pj(dir, "a/link");
     assert_int_equal(symlink("b", l), 0);
-    assert_int_equal(fs_safe_join(dir, "a/link/file", 1, &out, &err), -1);
+    assert_true(fs_contain(dir, NULL, "a/link/file", NOFOLLOW_JOIN, &out, &err) < 0);
     assert_non_null(strstr(err.msg, "symlink"));
-    assert_int_equal(fs_safe_join(dir, "a/link", 1, &out, &err), -1);
+    assert_true(fs_contain(dir, NULL, "a/link", NOFOLLOW_JOIN, &out, &err) < 0);
     assert_non_null(strstr(err.msg, "symlink"));
-    /* unchecked when asked not to */
-    assert_int_equal(fs_safe_join(dir, "a/link", 0, &out, &err), 0);
     /* a file in the middle */
-    assert_int_equal(fs_safe_join(dir, "a/b/file/x", 1, &out, &err), -1);
+    assert_true(fs_contain(dir, NULL, "a/b/file/x", NOFOLLOW_JOIN, &out, &err) < 0);
     assert_non_null(strstr(err.msg, "not a directory"));
     sb_release(&out);
     free(l);
     free(f);
+    tu_rmtree(dir);
+}
+
+/* The repository-path form: anchored at a subdirectory, ".." allowed while
+ * it stays inside, symlinks followed only while they stay inside. */
+static void test_contain_follow(void **st)
+{
+    (void)st;
+    char *dir = tu_tmpdir();
+    char *root = pj(dir, "proj");
+    char *anchor = pj(dir, "proj/.agentstack");
+    char *f = tu_write(dir, "proj/skills/notes/SKILL.md", "x");
+    char *g = tu_write(dir, "proj/.agentstack/agentstack.toml", "x");
+    char *h = tu_write(dir, "outside/secret", "x");
+    strbuf out = SB_INIT;
+    struct as_err err = AS_ERR_INIT;
+    char *want = pj(dir, "proj/skills/notes");
+    assert_int_equal(fs_contain(root, anchor, "../skills/notes", 0, &out, &err), 0);
+    assert_string_equal(out.buf, want);
+    free(want);
+    /* out of the project by "..", or by an absolute path */
+    assert_true(fs_contain(root, anchor, "../../outside/secret", 0, &out, &err) < 0);
+    assert_non_null(strstr(err.msg, "'../../outside/secret' leads out of"));
+    assert_non_null(strstr(err.msg, "traversal"));
+    assert_true(fs_contain(root, anchor, h, 0, &out, &err) < 0);
+    assert_non_null(strstr(err.msg, "is absolute: traversal"));
+    /* an absolute path, when allowed, still has to be inside */
+    assert_true(fs_contain(root, NULL, h, FS_CONTAIN_ABSOLUTE, &out, &err) < 0);
+    assert_non_null(strstr(err.msg, "traversal"));
+    assert_int_equal(fs_contain(root, NULL, f, FS_CONTAIN_ABSOLUTE, &out, &err), 0);
+    assert_string_equal(out.buf, f);
+    /* a symlink that stays inside is followed; one that leaves is refused */
+    char *in = pj(dir, "proj/in"), *esc = pj(dir, "proj/esc"), *dang = pj(dir, "proj/dang");
+    assert_int_equal(symlink("skills", in), 0);
+    assert_int_equal(fs_contain(root, anchor, "../in/notes", 0, &out, &err), 0);
+    char *od = pj(dir, "outside");
+    assert_int_equal(symlink(od, esc), 0);
+    assert_true(fs_contain(root, anchor, "../esc/secret", 0, &out, &err) < 0);
+    assert_non_null(strstr(err.msg, "outside the project"));
+    assert_true(fs_contain(root, anchor, "../esc", 0, &out, &err) < 0);
+    /* a dangling link could be pointed anywhere later */
+    assert_int_equal(symlink("/nonexistent-agentstack/x", dang), 0);
+    assert_true(fs_contain(root, anchor, "../dang", 0, &out, &err) < 0);
+    assert_non_null(strstr(err.msg, "symlink resolves outside the project"));
+    /* ... and never when symlinks are refused */
+    assert_true(fs_contain(root, anchor, "../in/notes", FS_CONTAIN_NOFOLLOW, &out, &err) < 0);
+    assert_non_null(strstr(err.msg, "symlink"));
+    sb_release(&out);
+    free(in);
+    free(esc);
+    free(dang);
+    free(od);
+    free(f);
+    free(g);
+    free(h);
+    free(root);
+    free(anchor);
     tu_rmtree(dir);
 }
 
@@ -986,7 +1047,8 @@ int main(void)
         cmocka_unit_test(test_write_exact),
         cmocka_unit_test(test_private_dir),
         cmocka_unit_test(test_tighten_file),
-        cmocka_unit_test(test_safe_join),
+        cmocka_unit_test(test_contain_nofollow),
+        cmocka_unit_test(test_contain_follow),
         cmocka_unit_test(test_paths),
         cmocka_unit_test(test_mkdirs_exists),
         cmocka_unit_test(test_walk_order),

@@ -762,36 +762,36 @@ static void test_contained_paths(void **state)
     char *P = NULL, *lnk = NULL, *tgt = NULL;
     assert_true(asprintf(&P, "%s/P", real) > 0);
 
-    assert_int_equal(manifest_contained_path(P, "./tools//run.sh", &out, &err), 0);
+    assert_int_equal(fs_contain(P, NULL, "./tools//run.sh", MF_CONTAINED, &out, &err), 0);
     char *want = NULL;
     assert_true(asprintf(&want, "%s/tools/run.sh", P) > 0);
     assert_string_equal(out.buf, want);
     free(want);
-    assert_int_equal(manifest_contained_path(P, "tools", &out, &err), 0);
-    assert_int_equal(manifest_contained_path(P, "../outside/x", &out, &err), -1);
+    assert_int_equal(fs_contain(P, NULL, "tools", MF_CONTAINED, &out, &err), 0);
+    assert_true(fs_contain(P, NULL, "../outside/x", MF_CONTAINED, &out, &err) < 0);
     assert_non_null(strstr(err.msg, "traversal"));
-    assert_int_equal(manifest_contained_path(P, "tools/../../outside/x", &out, &err), -1);
+    assert_true(fs_contain(P, NULL, "tools/../../outside/x", MF_CONTAINED, &out, &err) < 0);
     assert_non_null(strstr(err.msg, "traversal"));
-    assert_int_equal(manifest_contained_path(P, "/etc/passwd", &out, &err), -1);
+    assert_true(fs_contain(P, NULL, "/etc/passwd", MF_CONTAINED, &out, &err) < 0);
     assert_non_null(strstr(err.msg, "traversal"));
-    assert_int_equal(manifest_contained_path(P, ".", &out, &err), -1);
+    assert_true(fs_contain(P, NULL, ".", MF_CONTAINED, &out, &err) < 0);
     assert_non_null(strstr(err.msg, "itself"));
-    assert_int_equal(manifest_contained_path(P, "./", &out, &err), -1);
-    assert_int_equal(manifest_contained_path(P, "", &out, &err), -1);
-    assert_int_equal(manifest_contained_path(P, "missing/file", &out, &err), -1);
+    assert_true(fs_contain(P, NULL, "./", MF_CONTAINED, &out, &err) < 0);
+    assert_true(fs_contain(P, NULL, "", MF_CONTAINED, &out, &err) < 0);
+    assert_true(fs_contain(P, NULL, "missing/file", MF_CONTAINED, &out, &err) < 0);
     assert_non_null(strstr(err.msg, "does not exist"));
-    assert_int_equal(manifest_contained_path(P, "tools/run.sh/x", &out, &err), -1);
+    assert_true(fs_contain(P, NULL, "tools/run.sh/x", MF_CONTAINED, &out, &err) < 0);
 
     /* a symlink at any component */
     assert_true(asprintf(&lnk, "%s/link", P) > 0);
     assert_true(asprintf(&tgt, "%s/outside", real) > 0);
     assert_int_equal(symlink(tgt, lnk), 0);
-    assert_int_equal(manifest_contained_path(P, "link/x", &out, &err), -1);
+    assert_true(fs_contain(P, NULL, "link/x", MF_CONTAINED, &out, &err) < 0);
     assert_non_null(strstr(err.msg, "symlink"));
     free(lnk);
     assert_true(asprintf(&lnk, "%s/tools/link.sh", P) > 0);
     assert_int_equal(symlink("run.sh", lnk), 0);
-    assert_int_equal(manifest_contained_path(P, "./tools/link.sh", &out, &err), -1);
+    assert_true(fs_contain(P, NULL, "./tools/link.sh", MF_CONTAINED, &out, &err) < 0);
     assert_non_null(strstr(err.msg, "symlink"));
 
     /* validate applies it to integrity roots, relative cwd, extension sources */
@@ -803,7 +803,9 @@ static void test_contained_paths(void **state)
                         "[servers.u]\ntype = \"stdio\"\ncommand = \"x\"\ncwd = \"/abs\"\n"
                         "[extensions.e]\ntarget = \"pi\"\npath = \"../outside\"\n",
                         true, P, &d);
-    assert_int_equal(e, 4);
+    assert_int_equal(e, 5);
+    /* a repository's server runs inside the project: an absolute cwd is refused */
+    assert_true(has_diag(&d, "server 'u': cwd '/abs' is absolute"));
     assert_true(has_diag(&d, "integrity root: '../outside' contains '..': traversal"));
     assert_true(has_diag(&d, "integrity root: 'link' goes through a symlink"));
     assert_true(has_diag(&d, "server cwd: 'tools/link.sh' goes through a symlink"));

@@ -46,10 +46,14 @@ static void u8(uint32_t cp, char *out)
 static void test_every_hidden_code_point(void **state)
 {
     (void)state;
-    static const uint32_t cps[] = {0x200B,  0x200C, 0x200D, 0x2060, 0xFEFF,  0x00AD,
-                                   0x180E,  0x202A, 0x202B, 0x202C, 0x202D,  0x202E,
-                                   0x2066,  0x2067, 0x2068, 0x2069, 0xE0000, 0xE0041,
-                                   0xE007F, 0x200E, 0x200F, 0x061C, 0x2061,  0x2064};
+    static const uint32_t cps[] = {0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, 0x00AD, 0x180E, 0x202A,
+                                   0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067, 0x2068, 0x2069,
+                                   0xE0000, 0xE0041, 0xE007F, 0x200E, 0x200F, 0x061C, 0x2061,
+                                   0x2064,
+                                   /* the other default-ignorables, the separators */
+                                   0x034F, 0x115F, 0x1160, 0x3164, 0xFFA0, 0x17B4, 0x17B5, 0x180B,
+                                   0x180F, 0x2065, 0x206A, 0x206F, 0xFFF0, 0xFFF9, 0xFFFB, 0x1BCA0,
+                                   0x1D173, 0x1D17A, 0xE0080, 0xE0FFF, 0x2028, 0x2029};
     for (size_t i = 0; i < sizeof cps / sizeof *cps; i++) {
         char c[8], text[64], want[32];
         u8(cps[i], c);
@@ -67,7 +71,10 @@ static void test_every_hidden_code_point(void **state)
         /* the snippet never carries the raw character */
         assert_null(strstr(r.v.v[0].snippet, c));
         char esc[32];
-        snprintf(esc, sizeof esc, "\\u{%04X}", (unsigned)cps[i]);
+        if (cps[i] > 0xFFFF)
+            snprintf(esc, sizeof esc, "\\U%08x", (unsigned)cps[i]);
+        else
+            snprintf(esc, sizeof esc, "\\u%04x", (unsigned)cps[i]);
         assert_non_null(strstr(r.v.v[0].snippet, esc));
         assert_non_null(r.v.v[0].fix);
         strbuf out = SB_INIT;

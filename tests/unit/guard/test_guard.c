@@ -569,9 +569,9 @@ static void test_audit_rows_redacted(void **state)
     sb_release(&b);
     /* an unwritable audit dir still denies */
     char *dir = xasprintf("%s/audit", ash);
-    unlink(log);
-    rmdir(dir);
+    tu_rmtree(xstrdup(dir));   /* the log, its anchor and the audit key */
     FILE *f = fopen(dir, "w"); /* a file where the directory should be */
+    assert_non_null(f);
     fclose(f);
     p = payload_fmt("{\"cwd\":\"%s\",\"tool_name\":\"Bash\",\"tool_input\":{\"command\":"
                     "\"%s\"}}",
