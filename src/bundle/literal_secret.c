@@ -2,6 +2,7 @@
 #include "bundle/literal_secret.h"
 
 #include <ctype.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -503,4 +504,228 @@ void lsec_check_line(const char *where, const char *line, size_t len, lsec_findi
     if (!found && lsec_value_has_prefix_token(s))
         add(out, where, "line", 4, LSEC_PREFIX);
     free(s);
+}
+
+/* ---- spans in free text -------------------------------------------------- */
+
+static void span_add(lsec_spans *out, size_t a, size_t b)
+{
+    if (b > a) {
+        struct lsec_span sp = {a, b - a};
+        vec_push(out, sp);
+    }
+}
+
+static bool keych(unsigned char c)
+{
+    return isalnum(c) || c == '_' || c == '-' || c == '.';
+}
+
+/* The key name ending just before i (leading dashes dropped); true when it
+ * is secretish. */
+static bool key_before(const char *s, size_t i)
+{
+    size_t a = i;
+    while (a > 0 && keych((unsigned char)s[a - 1]))
+        a--;
+    while (a < i && s[a] == '-')
+        a++;
+    if (a == i || i - a > 128)
+        return false;
+    char *k = xstrndup(s + a, i - a);
+    bool hit = lsec_key_secretish(k);
+    free(k);
+    return hit;
+}
+
+/* The value starting at a, as [*va, *vb): a quoted one without its quotes
+ * (ending at the closing quote or the line), a bare one at whitespace (with
+ * spaces: at the line's end), a quote or a shell operator. */
+static void value_at(const char *s, size_t n, size_t a, bool spaces, size_t *va, size_t *vb)
+{
+    if (a < n && (s[a] == '"' || s[a] == '\'')) {
+        char q = s[a];
+        size_t e = a + 1;
+        while (e < n && s[e] != q && s[e] != '\n')
+            e++;
+        *va = a + 1;
+        *vb = e;
+        return;
+    }
+    size_t e = a;
+    while (e < n && s[e] != '"' && s[e] != '\'' && s[e] != '\n' &&
+           (spaces ? true : !isspace((unsigned char)s[e])) && !strchr(";&|", s[e]))
+        e++;
+    while (spaces && e > a && isspace((unsigned char)s[e - 1]))
+        e--;
+    *va = a;
+    *vb = e;
+}
+
+static bool literal_value(const char *s, size_t a, size_t b)
+{
+    return b > a && s[a] != '$' && !(b - a >= 2 && s[a] == '$' && s[a + 1] == '{');
+}
+
+static bool word_start(const char *s, size_t i)
+{
+    return i == 0 || isspace((unsigned char)s[i - 1]) || s[i - 1] == '"' || s[i - 1] == '\'';
+}
+
+static size_t prefix_token_at(const char *s, size_t n, size_t i)
+{
+    if (n - i >= 3 && strncmp(s + i, "eyJ", 3) == 0) {
+        size_t a = run_len(s + i, n - i);
+        if (a >= 10 && i + a < n && s[i + a] == '.') {
+            size_t b = run_len(s + i + a + 1, n - i - a - 1);
+            if (b >= 10) {
+                size_t e = i + a + 1 + b;
+                if (e < n && s[e] == '.')
+                    e += 1 + run_len(s + e + 1, n - e - 1);
+                return e - i;
+            }
+        }
+    }
+    if (aws_at(s + i, n - i))
+        return 20;
+    for (size_t k = 0; k < sizeof prefixes / sizeof *prefixes; k++) {
+        size_t pl = strlen(prefixes[k].p);
+        if (n - i > pl && strncmp(s + i, prefixes[k].p, pl) == 0) {
+            size_t r = run_len(s + i + pl, n - i - pl);
+            if (r >= prefixes[k].min_after)
+                return pl + r;
+        }
+    }
+    return 0;
+}
+
+static void userinfo_span(const char *s, size_t n, size_t i, lsec_spans *out)
+{
+    size_t a = i + 3, e = a;
+    while (e < n && !isspace((unsigned char)s[e]) && !strchr("/?#\"'", s[e]))
+        e++;
+    size_t at = 0;
+    for (size_t k = a; k < e; k++)
+        if (s[k] == '@')
+            at = k;
+    if (!at)
+        return;
+    const char *colon = memchr(s + a, ':', at - a);
+    if (colon && (size_t)(colon - s) + 1 < at) {
+        span_add(out, (size_t)(colon - s) + 1, at);
+    } else {
+        char *user = xstrndup(s + a, at - a);
+        if (lsec_value_shape(user) != LSEC_NONE)
+            span_add(out, a, at);
+        free(user);
+    }
+}
+
+static bool ci_at(const char *s, size_t n, size_t i, const char *w)
+{
+    size_t l = strlen(w);
+    return n - i >= l && strncasecmp(s + i, w, l) == 0;
+}
+
+void lsec_text_spans(const char *s, size_t n, lsec_spans *out)
+{
+    size_t va, vb, pem_end = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '=' && i > 0 && key_before(s, i)) {
+            value_at(s, n, i + 1, false, &va, &vb);
+            if (literal_value(s, va, vb))
+                span_add(out, va, vb);
+        } else if (c == ':' && i > 0 && keych((unsigned char)s[i - 1]) && key_before(s, i)) {
+            size_t a = i;
+            while (a > 0 && keych((unsigned char)s[a - 1]))
+                a--;
+            if (word_start(s, a) && !(i + 2 < n && s[i + 1] == '/' && s[i + 2] == '/')) {
+                size_t v = i + 1;
+                while (v < n && s[v] == ' ')
+                    v++;
+                value_at(s, n, v, true, &va, &vb);
+                if (literal_value(s, va, vb))
+                    span_add(out, va, vb);
+            }
+        } else if (c == '-' && word_start(s, i) && i + 2 < n) {
+            size_t a = i;
+            while (a < n && s[a] == '-')
+                a++;
+            size_t e = a;
+            while (e < n && keych((unsigned char)s[e]) && s[e] != '.')
+                e++;
+            if (a == i + 1 && e > a && s[a] == 'p' && e - a >= 5) {
+                bool digits = true;
+                for (size_t k = a + 1; k < e; k++)
+                    digits &= isdigit((unsigned char)s[k]) != 0;
+                if (!digits &&
+                    (e == n || isspace((unsigned char)s[e]) || strchr("\"';&|)<>", s[e])))
+                    span_add(out, a + 1, e);
+            }
+            if (e > a && e < n && isspace((unsigned char)s[e]) && (a - i == 2 || e - a > 1)) {
+                char *k = xstrndup(s + a, e - a);
+                bool secret = lsec_key_secretish(k);
+                free(k);
+                if (secret) {
+                    size_t v = e;
+                    while (v < n && (s[v] == ' ' || s[v] == '\t'))
+                        v++;
+                    if (v < n && s[v] != '-') {
+                        value_at(s, n, v, false, &va, &vb);
+                        if (literal_value(s, va, vb))
+                            span_add(out, va, vb);
+                    }
+                }
+            }
+        }
+        if (c == ':' && i + 2 < n && s[i + 1] == '/' && s[i + 2] == '/')
+            userinfo_span(s, n, i, out);
+        if (i > 0 && isalnum((unsigned char)s[i - 1]))
+            continue;
+        size_t pl = ci_at(s, n, i, "bearer ")                              ? 7
+                    : ci_at(s, n, i, "basic ") || ci_at(s, n, i, "token ") ? 6
+                                                                           : 0;
+        if (pl) {
+            size_t v = i + pl;
+            while (v < n && s[v] == ' ')
+                v++;
+            value_at(s, n, v, false, &va, &vb);
+            if (vb >= va + 8 && literal_value(s, va, vb))
+                span_add(out, va, vb);
+        }
+        size_t tl = prefix_token_at(s, n, i);
+        if (tl)
+            span_add(out, i, i + tl);
+        if (n - i >= 10 && strncmp(s + i, "-----BEGIN", 10) == 0) {
+            /* one search for the END line serves every BEGIN before it */
+            if (pem_end != SIZE_MAX && (pem_end == 0 || pem_end < i)) {
+                const char *e = memmem(s + i + 10, n - i - 10, "-----END", 8);
+                pem_end = e ? (size_t)(e - s) : SIZE_MAX;
+            }
+            size_t e = n;
+            if (pem_end != SIZE_MAX) {
+                const char *close = memmem(s + pem_end + 8, n - pem_end - 8, "-----", 5);
+                e = close ? (size_t)(close - s) + 5 : n;
+            }
+            const char *nl = memchr(s + i, '\n', n - i);
+            size_t hdr = nl ? (size_t)(nl - s) : n;
+            if (memmem(s + i, hdr - i, "PRIVATE KEY", 11))
+                span_add(out, i, e);
+        }
+    }
+    /* long high-entropy tokens */
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        if (!(isalnum(c) || strchr("+=_-/", c)) || c == '\0') {
+            i++;
+            continue;
+        }
+        size_t j = i;
+        while (j < n && s[j] && (isalnum((unsigned char)s[j]) || strchr("+=_-/", s[j])))
+            j++;
+        if (token_random(s + i, j - i))
+            span_add(out, i, j);
+        i = j;
+    }
 }

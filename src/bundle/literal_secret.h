@@ -80,4 +80,24 @@ void lsec_check_toml(const toml_value *root, lsec_findings *out);
  * name; prefixes anywhere in the line. where = the caller's label. */
 void lsec_check_line(const char *where, const char *line, size_t len, lsec_findings *out);
 
+/* ---- spans in free text (redaction) -------------------------------------- */
+
+/* A secret value's bytes inside a longer text. */
+struct lsec_span {
+    size_t off, len;
+};
+typedef VEC(struct lsec_span) lsec_spans;
+
+/* The secret values in free text — a shell command line, a log detail — by
+ * the same rules as the checks above, located instead of named: the value
+ * after a secretish NAME=, NAME: (headers such as X-Api-Key: v) or
+ * --secretish-flag (separate or after '='); a credential after Bearer,
+ * Basic or Token; an attached short password flag (-pVALUE, as mysql takes
+ * it, at least 4 bytes and not a number); a URL's userinfo password;
+ * well-known token prefixes, JWTs, AWS key ids and PEM private key blocks;
+ * long high-entropy tokens. Quotes around a value are not part of its span.
+ * Spans may overlap; they are appended in no particular order. Linear in
+ * len for any input (NULs included). */
+void lsec_text_spans(const char *text, size_t len, lsec_spans *out);
+
 #endif

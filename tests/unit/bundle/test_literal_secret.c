@@ -1,6 +1,7 @@
 /* Unit tests: the literal-secret detector (06 §1.5, §9; errata 30). */
 #include "../testutil.h"
 
+#include "base/strbuf.h"
 #include "bundle/literal_secret.h"
 
 static void test_key_names(void **state)
@@ -167,12 +168,87 @@ static void test_server_table_and_lines(void **state)
     lsec_findings_free(&f);
 }
 
+/* Text spans: each secret value of a command line is located exactly (what
+ * the host guard's audit rows redact); neighbouring words stay. */
+static void test_text_spans(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text, *secret, *kept;
+    } cases[] = {
+        {"mysql -uroot -phunter2pw db", "hunter2pw", "-uroot"},
+        {"curl -H 'X-Api-Key: s3cr3t-value' https://x", "s3cr3t-value", "https://x"},
+        {"curl -H \"Authorization: Bearer abc.def\" u", "Bearer abc.def", " u"},
+        {"export GITHUB_TOKEN=abc123secretvalue; ls", "abc123secretvalue", "; ls"},
+        {"x --password s3cr3tpass y", "s3cr3tpass", " y"},
+        {"x --api-key=hunter22 y", "hunter22", " y"},
+        {"git clone https://user:hunter2@host/x", "hunter2", "user:"},
+        {"aws AKIAABCDEFGHIJKLMNOP go", "AKIAABCDEFGHIJKLMNOP", " go"},
+        {"echo ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5 >x", "ghp_aB3d", ">x"},
+        {"jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig ok", "eyJhbGci", " ok"},
+        {"k \"-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----\" z", "MIIB",
+         " z"},
+        {"blob Zk9vQmFyMTIzNDU2Nzg5MGFiY2RlZg end", "Zk9vQmFy", " end"},
+        {"curl -u me token abcdefgh1234 -x", "abcdefgh1234", " -x"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *t = cases[i].text;
+        size_t n = strlen(t);
+        lsec_spans sp = VEC_INIT;
+        lsec_text_spans(t, n, &sp);
+        char *mask = xcalloc(n + 1, 1);
+        for (size_t k = 0; k < sp.n; k++) {
+            assert_true(sp.v[k].off + sp.v[k].len <= n);
+            memset(mask + sp.v[k].off, 1, sp.v[k].len);
+        }
+        const char *at = strstr(t, cases[i].secret);
+        assert_non_null(at);
+        for (size_t k = 0; k < strlen(cases[i].secret); k++)
+            if (!mask[(size_t)(at - t) + k])
+                fail_msg("case %zu: byte %zu of the secret is not covered: %s", i, k, t);
+        const char *kp = strstr(t, cases[i].kept);
+        assert_non_null(kp);
+        for (size_t k = 0; k < strlen(cases[i].kept); k++)
+            if (mask[(size_t)(kp - t) + k])
+                fail_msg("case %zu: '%s' was covered: %s", i, cases[i].kept, t);
+        free(mask);
+        vec_free(&sp);
+    }
+    /* plain commands have no spans */
+    static const char *const plain[] = {"git status",
+                                        "ls -la src",
+                                        "make -j4 all",
+                                        "mkdir -p build/out",
+                                        "cp -pr a b",
+                                        "ssh -p2222 host",
+                                        "git commit -m \"drop .env handling\"",
+                                        NULL};
+    for (size_t i = 0; plain[i]; i++) {
+        lsec_spans sp = VEC_INIT;
+        lsec_text_spans(plain[i], strlen(plain[i]), &sp);
+        if (sp.n)
+            fail_msg("'%s' has a span at %zu", plain[i], sp.v[0].off);
+        vec_free(&sp);
+    }
+    /* hostile input: NULs, long runs, many BEGIN markers — linear, in bounds */
+    strbuf big = SB_INIT;
+    for (int k = 0; k < 20000; k++)
+        sb_add(&big, "-----BEGIN x=\0:--p", 18);
+    lsec_spans sp = VEC_INIT;
+    lsec_text_spans(big.buf, big.len, &sp);
+    for (size_t k = 0; k < sp.n; k++)
+        assert_true(sp.v[k].off + sp.v[k].len <= big.len);
+    vec_free(&sp);
+    sb_release(&big);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_key_names), cmocka_unit_test(test_prefixes),
-        cmocka_unit_test(test_entropy),   cmocka_unit_test(test_url),
-        cmocka_unit_test(test_args),      cmocka_unit_test(test_server_table_and_lines),
+        cmocka_unit_test(test_key_names),  cmocka_unit_test(test_prefixes),
+        cmocka_unit_test(test_entropy),    cmocka_unit_test(test_url),
+        cmocka_unit_test(test_args),       cmocka_unit_test(test_server_table_and_lines),
+        cmocka_unit_test(test_text_spans),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
