@@ -211,10 +211,9 @@ void guard_reply(enum guard_proto p, bool deny, const char *reason, struct guard
 
 /* ---- evidence ------------------------------------------------------------ */
 
-/* Copies s with secret-looking tokens replaced by "[redacted]" (well-known
- * token prefixes, Bearer/Basic credentials, secret-named assignments and
- * flags, URL userinfo, long high-entropy words) and control bytes turned
- * into spaces. */
+/* Copies s with each secret value replaced by "[redacted]" — the values the
+ * literal-secret detector of `lib sync` locates in free text
+ * (lsec_text_spans) — and control bytes turned into spaces. */
 void guard_redact(const char *s, size_t len, strbuf *out);
 /* Appends a deny row to <ash>/audit/calls.jsonl. project NULL for system
  * refusals. */

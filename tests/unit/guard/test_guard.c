@@ -567,6 +567,22 @@ static void test_audit_rows_redacted(void **state)
     assert_non_null(strstr(b.buf, "\"outcome\":\"denied\""));
     assert_non_null(strstr(b.buf, "\"prev\":\"0000000000000000"));
     sb_release(&b);
+    /* the attack of the review: a denied command carrying a mysql password
+     * and an API-key header — neither value may reach the audit */
+    unlink(log);
+    p = payload_fmt("{\"cwd\":\"%s\",\"tool_name\":\"Bash\",\"tool_input\":{\"command\":"
+                    "\"%s\"}}",
+                    "cat .env; mysql -uroot -phunter2pw; curl -H 'X-Api-Key: s3cr3tValue9' "
+                    "https://api.example");
+    assert_true(hook("claude", p, &o));
+    guard_hook_out_release(&o);
+    free(p);
+    assert_int_equal(fs_read_file(log, 1 << 20, 1, &b, &err), 0);
+    assert_null(strstr(b.buf, "hunter2pw"));
+    assert_null(strstr(b.buf, "s3cr3tValue9"));
+    assert_non_null(strstr(b.buf, "mysql -uroot -p[redacted]"));
+    assert_non_null(strstr(b.buf, "X-Api-Key: [redacted]"));
+    sb_release(&b);
     /* an unwritable audit dir still denies */
     char *dir = xasprintf("%s/audit", ash);
     unlink(log);
@@ -597,7 +613,7 @@ static void test_redact(void **state)
         {"x --password s3cr3tpass y", "s3cr3tpass"},
         {"aws AKIAABCDEFGHIJKLMNOP", "AKIAABCDEFGH"},
         {"slack xoxb-123456-abcdef", "xoxb-123456"},
-        {"k=sk-proj-abcdefghijk", "abcdefghijk"},
+        {"k=sk-proj-abcdefghijklmnopqrst", "abcdefghijk"},
         {"jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig", "eyJhbGci"},
         {"blob Zk9vQmFyMTIzNDU2Nzg5MGFiY2RlZg", "Zk9vQmFy"},
     };
