@@ -207,6 +207,18 @@ void guard_config_load(struct guard_config *c, bool force_on)
         guard_lexical("/", home, r, &lx);
         strvec_push(&c->allow_roots, lx.buf);
     }
+    for (size_t i = 0; i < m->guard.allow.n && c->state != GUARD_BLOCKED; i++) {
+        const char *a = m->guard.allow.v[i];
+        if (!a[0] || strspn(a, "* \t") == strlen(a)) {
+            as_err_set(&err,
+                       "%s: [guard] allow entry \"%s\" would let every command through unread; "
+                       "name the command (\"python3 -c *\")",
+                       c->path, a);
+            set_state(c, GUARD_BLOCKED, &err, hint);
+            break;
+        }
+        strvec_push(&c->allow, a);
+    }
     const toml_value *pr = m->guard.project_roots;
     for (size_t i = 0; pr && i < toml_len(pr) && c->state != GUARD_BLOCKED; i++) {
         const toml_kv *kv = toml_entry(pr, i);
@@ -240,6 +252,7 @@ void guard_config_free(struct guard_config *c)
         pol_layer_free(c->machine);
     strvec_clear(&c->guard_deny);
     strvec_clear(&c->allow_roots);
+    strvec_clear(&c->allow);
     for (size_t i = 0; i < c->project_roots.n; i++) {
         free(c->project_roots.v[i].prefix);
         strvec_clear(&c->project_roots.v[i].roots);
@@ -333,6 +346,23 @@ int guard_ctx_build(struct guard_ctx *x, const struct guard_config *cfg, const c
     x->workspace = guard_find_workspace(x->cwd, x->ash);
     for (size_t i = 0; i < cfg->guard_deny.n; i++)
         strvec_push(&x->guard_deny, cfg->guard_deny.v[i]);
+    for (size_t i = 0; i < cfg->allow.n; i++)
+        strvec_push(&x->allow, cfg->allow.v[i]);
+    struct stat st;
+    if (stat(x->machine_path, &st) == 0) {
+        x->machine_id = true;
+        x->machine_dev = (unsigned long long)st.st_dev;
+        x->machine_ino = (unsigned long long)st.st_ino;
+        if (fs_canonicalize(x->machine_path, &real, err) == 0)
+            x->machine_real = xstrdup(real.buf);
+        as_err_clear(err);
+    }
+    /* this binary, to know a renamed or linked copy of it */
+    if (stat("/proc/self/exe", &st) == 0) {
+        x->self_dev = (unsigned long long)st.st_dev;
+        x->self_ino = (unsigned long long)st.st_ino;
+        x->self_size = (size_t)st.st_size;
+    }
 
     add_root(x, x->workspace);
     const char *tmpdir = getenv("TMPDIR");
@@ -370,6 +400,8 @@ void guard_ctx_free(struct guard_ctx *x)
     free(x->project_manifest);
     free(x->machine_path);
     free(x->machine_display);
+    free(x->machine_real);
+    strvec_clear(&x->allow);
     strvec_clear(&x->roots);
     strvec_clear(&x->roots_real);
     strvec_clear(&x->guard_deny);

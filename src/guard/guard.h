@@ -98,6 +98,7 @@ struct guard_config {
     strvec guard_deny;         /* [guard] deny as written */
     strvec allow_roots;        /* expanded, absolute */
     VEC(struct guard_root_map) project_roots;
+    strvec allow; /* [guard] allow: commands the owner lets through unread */
 };
 
 /* Loads the machine file. Never fails: problems set state and cause.
@@ -121,6 +122,12 @@ struct guard_ctx {
     strvec roots_real;      /* canonical forms of the existing ones */
     strvec guard_deny;      /* to name [guard] deny in reasons */
     struct pol_ruleset *rs; /* filesystem deny globs of both layers */
+    strvec allow;           /* [guard] allow globs (matched against command text) */
+    char *machine_real;     /* the machine file, symlinks resolved, or NULL */
+    bool machine_id;        /* machine_dev/ino are set (the file exists) */
+    unsigned long long machine_dev, machine_ino;
+    unsigned long long self_dev, self_ino; /* this binary (a renamed copy is found by */
+    size_t self_size;                      /* its bytes); self_size 0: unknown */
 };
 
 /* Builds the context for a tool running in cwd (NULL = process cwd).
@@ -158,10 +165,15 @@ void guard_verdict_release(struct guard_verdict *v);
 /* What a payload asks for. */
 struct guard_action {
     enum guard_kind kind;
-    char *tool;    /* the tool name as sent, or NULL */
-    strvec paths;  /* read or write targets */
-    char *command; /* shell text */
-    char *cwd;     /* from the payload, or NULL */
+    char *tool;        /* the tool name as sent, or NULL */
+    strvec paths;      /* read or write targets */
+    strvec reads;      /* files a writer reads too (a copy's source) */
+    strvec globs;      /* file globs (Grep glob/include, Glob pattern, read_many_files) */
+    char *glob_base;   /* the directory the globs are relative to, or NULL (cwd) */
+    bool glob_content; /* the tool reads the files its globs select */
+    char *command;     /* shell text */
+    char *cwd;         /* from the payload, or NULL */
+    char *cwd_rel;     /* the tool's own working directory (workdir, directory), or NULL */
 };
 void guard_action_free(struct guard_action *a);
 
@@ -176,6 +188,11 @@ void guard_judge(const struct guard_ctx *x, const struct guard_action *a, struct
 void guard_judge_shell(const struct guard_ctx *x, const char *cmd, struct guard_verdict *v);
 void guard_judge_read(const struct guard_ctx *x, const char *path, struct guard_verdict *v);
 void guard_judge_write(const struct guard_ctx *x, const char *path, struct guard_verdict *v);
+/* A tool's file glob relative to base (NULL: the cwd): refused when it can
+ * select a denied name (content: the tool reads what it selects, so even a
+ * match-all glob counts). */
+void guard_judge_glob(const struct guard_ctx *x, const char *base, const char *glob, bool content,
+                      struct guard_verdict *v);
 
 /* ---- the hook ------------------------------------------------------------ */
 

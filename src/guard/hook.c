@@ -216,6 +216,13 @@ void guard_hook(const struct guard_hook_in *in, struct guard_hook_out *o)
                     o);
         goto done;
     }
+    if (act.cwd_rel) {
+        /* the tool's own working directory (Codex workdir, Gemini directory) */
+        strbuf lx = SB_INIT;
+        guard_lexical(x.cwd, x.home, act.cwd_rel, &lx);
+        free(x.cwd);
+        x.cwd = sb_detach(&lx, NULL);
+    }
     struct guard_verdict v;
     guard_verdict_init(&v);
     guard_judge(&x, &act, &v);

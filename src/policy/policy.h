@@ -256,7 +256,13 @@ int pol_fs_allowed(const struct pol_ruleset *rs, const char *const *spellings, s
  * 0 (d says which rule) when any query and any deny glob of either layer
  * have a string in common; 1 otherwise. Exact for this grammar; a query
  * pair too large to decide (over 2^22 states) counts as a match. */
-int pol_fs_may_deny(const struct pol_ruleset *rs, const char *const *queries, size_t n,
+#define POL_MAY_DENY_NAMED 1 /* see pol_fs_may_deny */
+/* flags POL_MAY_DENY_NAMED: a deny glob scoped to a directory (a literal
+ * "secrets/" then a wildcard) counts for a query that reaches it only
+ * through a "**" when the query's text before its first "**" already names
+ * that directory: a recursive pattern over *.ts files names no denied
+ * directory. */
+int pol_fs_may_deny(const struct pol_ruleset *rs, const char *const *queries, size_t n, int flags,
                     struct pol_decision *d);
 /* The intersection test itself: does some string match both the policy
  * glob pat (spec grammar) and the shell query q (grammar above)? */

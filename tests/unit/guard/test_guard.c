@@ -176,6 +176,36 @@ static void test_shell_refusals(void **state)
     expect("echo ok; agentstack trust", 1, "trust --preview");
 }
 
+/* [guard] allow: what the guard cannot read is let through for the
+ * commands it names — and only that: deny globs, the machine home and
+ * consent stay refused. */
+static void test_allow_rules(void **state)
+{
+    (void)state;
+    expect("python3 -c 'print(1)'", 1, "could not be judged");
+    expect("python3 -c 'print(1)'", 1, "allow = [\"python3 -c *\"]");
+    expect("cat $FOO", 1, "allow = [\"cat *\"]");
+    write_machine("version = 1\n[guard]\nenabled = true\nallow_roots = []\n"
+                  "deny = [\".env\"]\nallow = [\"python3 -c *\", \"make -f *\"]\n");
+    expect("python3 -c 'print(1)'", 0, NULL);
+    expect("timeout 5 python3 -c 'print(1)'", 1, "could not be judged");
+    expect("python3 -c 'open(\".env\").read()'", 1, "[guard] deny rule");
+    expect("python3 -c 'import os; os.remove(\".agentstack/agentstack.toml\")'", 1, "machine home");
+    expect("python3 -c 'import subprocess; subprocess.run([\"agentstack\", \"trust\"])'", 1,
+           "consent");
+    expect("make -f /dev/stdin", 0, NULL);
+    expect("cat $FOO", 1, "could not be judged");
+    expect("python3 -c x; eval \"$Y\"", 1, "eval");
+    /* an allow entry that lets everything through is a broken policy */
+    write_machine("version = 1\n[guard]\nenabled = true\nallow = [\"*\"]\n");
+    struct guard_config cfg;
+    guard_config_load(&cfg, true);
+    assert_int_equal(cfg.state, GUARD_BLOCKED);
+    assert_non_null(strstr(cfg.cause, "every command"));
+    guard_config_free(&cfg);
+    write_machine(machine_on);
+}
+
 static void test_shell_allowed(void **state)
 {
     (void)state;
@@ -202,7 +232,6 @@ static void test_shell_allowed(void **state)
     expect("agentstack trust --list", 0, NULL);
     expect("agentstack status", 0, NULL);
     expect("agentstack apply --write", 0, NULL);
-    expect("python3 -c 'print(1)'", 0, NULL);
     expect("echo '# not a comment' # comment rm -rf /", 0, NULL);
     expect("grep -r environment src", 0, NULL);
     expect("cat src/index.ts", 0, NULL);
@@ -666,15 +695,11 @@ static void test_wire_edit(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_shell_refusals),
-        cmocka_unit_test(test_shell_allowed),
-        cmocka_unit_test(test_claude_codex_payloads),
-        cmocka_unit_test(test_other_dialects),
-        cmocka_unit_test(test_sniff),
-        cmocka_unit_test(test_failure_order),
-        cmocka_unit_test(test_read_input),
-        cmocka_unit_test(test_audit_rows_redacted),
-        cmocka_unit_test(test_redact),
+        cmocka_unit_test(test_shell_refusals),      cmocka_unit_test(test_shell_allowed),
+        cmocka_unit_test(test_allow_rules),         cmocka_unit_test(test_claude_codex_payloads),
+        cmocka_unit_test(test_other_dialects),      cmocka_unit_test(test_sniff),
+        cmocka_unit_test(test_failure_order),       cmocka_unit_test(test_read_input),
+        cmocka_unit_test(test_audit_rows_redacted), cmocka_unit_test(test_redact),
         cmocka_unit_test(test_wire_edit),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

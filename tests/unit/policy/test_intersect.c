@@ -101,12 +101,23 @@ static void test_examples(void **state)
         const char *pat, *q;
         int want;
     } cases[] = {
-        {".env", ".en?", 1},         {".env", "*env", 1},       {".env", "*", 1},
-        {".env", "*.md", 0},         {"*.pem", "*.pem", 1},     {"*.pem", "src/*", 1},
-        {"*.pem", "src/*.c", 0},     {"secrets/*", "secrets*", 0}, {"secrets/*", "*/db", 1},
-        {"secrets/*", "**", 1},      {"id_rsa", "id_*", 1},     {".env.*.local", "*.local", 1},
-        {".env.*.local", "*.md", 0}, {"/h/.agentstack/*", "/h/.agentst*", 0},
-        {"/h/.agentstack", "/h/.agentst*", 1}, {"a", "", 0},    {"*", "", 1},
+        {".env", ".en?", 1},
+        {".env", "*env", 1},
+        {".env", "*", 1},
+        {".env", "*.md", 0},
+        {"*.pem", "*.pem", 1},
+        {"*.pem", "src/*", 1},
+        {"*.pem", "src/*.c", 0},
+        {"secrets/*", "secrets*", 0},
+        {"secrets/*", "*/db", 1},
+        {"secrets/*", "**", 1},
+        {"id_rsa", "id_*", 1},
+        {".env.*.local", "*.local", 1},
+        {".env.*.local", "*.md", 0},
+        {"/h/.agentstack/*", "/h/.agentst*", 0},
+        {"/h/.agentstack", "/h/.agentst*", 1},
+        {"a", "", 0},
+        {"*", "", 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         if (pol_glob_intersects(cases[i].pat, strlen(cases[i].pat), cases[i].q,
@@ -126,9 +137,22 @@ static void test_may_deny(void **state)
     const char *deny[] = {"/w/.en?", ".en?"};
     const char *ok[] = {"/w/src/*.c", "src/*.c", "*.c"};
     struct pol_decision d;
-    assert_int_equal(pol_fs_may_deny(rs, deny, 2, &d), 0);
+    assert_int_equal(pol_fs_may_deny(rs, deny, 2, 0, &d), 0);
     assert_string_equal(d.pattern, ".env");
-    assert_int_equal(pol_fs_may_deny(rs, ok, 3, &d), 1);
+    assert_int_equal(pol_fs_may_deny(rs, ok, 3, 0, &d), 1);
+    /* a directory-scoped glob and a recursive query */
+    struct pol_layer *p = pol_layer_new(POL_PROJECT, NULL);
+    assert_int_equal(pol_layer_add(p, POL_FS_DENY, NULL, "secrets/**", 0, 0, &err), 0);
+    struct pol_ruleset *rs2 = pol_compile(NULL, p, "/h", &err);
+    const char *deep[] = {"**/*.ts"};
+    const char *named[] = {"secrets/**/*.ts"};
+    const char *one[] = {"*/db.txt"};
+    assert_int_equal(pol_fs_may_deny(rs2, deep, 1, 0, &d), 0);
+    assert_int_equal(pol_fs_may_deny(rs2, deep, 1, POL_MAY_DENY_NAMED, &d), 1);
+    assert_int_equal(pol_fs_may_deny(rs2, named, 1, POL_MAY_DENY_NAMED, &d), 0);
+    assert_int_equal(pol_fs_may_deny(rs2, one, 1, POL_MAY_DENY_NAMED, &d), 0);
+    pol_ruleset_free(rs2);
+    pol_layer_free(p);
     pol_ruleset_free(rs);
     pol_layer_free(m);
 }
