@@ -1,6 +1,6 @@
-/* guard config — the machine file's [guard] table read in the failure order
- * of spec 03 §7.5, and the judging context (workspace, write roots, the
- * compiled filesystem deny globs) of §7.4. */
+/* guard config — the machine file's [guard] table read in the guard's
+ * failure order, and the judging context (workspace, write roots, the
+ * compiled filesystem deny globs, this binary's identity); docs/guard.md. */
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -263,7 +263,7 @@ void guard_config_free(struct guard_config *c)
 
 /* ---- the context --------------------------------------------------------- */
 
-/* The project layer: only its [policy.filesystem] deny globs count (§7.4);
+/* The project layer: only its [policy.filesystem] deny globs count (docs/guard.md);
  * trust is irrelevant and an unreadable file adds nothing. */
 static struct pol_layer *project_layer(const char *workspace, char **manifest_out)
 {
@@ -341,9 +341,17 @@ int guard_ctx_build(struct guard_ctx *x, const struct guard_config *cfg, const c
     if (fs_canonicalize(x->ash, &real, err) == 0)
         x->ash_real = xstrdup(real.buf);
     as_err_clear(err);
+    x->cwd_in_home =
+        x->ash_real && fs_canonicalize(x->cwd, &real, err) == 0 &&
+        (!strcmp(real.buf, x->ash_real) || (!strncmp(real.buf, x->ash_real, strlen(x->ash_real)) &&
+                                            real.buf[strlen(x->ash_real)] == '/'));
+    as_err_clear(err);
     x->machine_path = xstrdup(cfg->path ? cfg->path : "~/.agentstack/agentstack.toml");
     x->machine_display = display_home(x->machine_path, x->home);
     x->workspace = guard_find_workspace(x->cwd, x->ash);
+    if (fs_canonicalize(x->workspace, &real, err) == 0)
+        x->workspace_real = xstrdup(real.buf);
+    as_err_clear(err);
     for (size_t i = 0; i < cfg->guard_deny.n; i++)
         strvec_push(&x->guard_deny, cfg->guard_deny.v[i]);
     for (size_t i = 0; i < cfg->allow.n; i++)
@@ -397,6 +405,7 @@ void guard_ctx_free(struct guard_ctx *x)
     free(x->ash_real);
     free(x->cwd);
     free(x->workspace);
+    free(x->workspace_real);
     free(x->project_manifest);
     free(x->machine_path);
     free(x->machine_display);

@@ -1,5 +1,5 @@
 /* guard judge — path checks (deny globs, the machine home, write roots) and
- * the judgement of one classified action (spec 03 §7.4). */
+ * the judgement of one classified action. */
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -107,19 +107,36 @@ void gi_glob_rule(const struct guard_ctx *x, const struct pol_decision *d, strbu
     }
 }
 
+static int check_glob(const struct guard_ctx *x, const char *token, const char *abs,
+                      const char *what, const char *outcome, bool for_write,
+                      struct guard_verdict *v);
+
 int gi_check_glob(const struct guard_ctx *x, const char *token, const char *abs, const char *what,
                   const char *outcome, struct guard_verdict *v)
+{
+    return check_glob(x, token, abs, what, outcome, false, v);
+}
+
+/* for_write: the target may not exist yet, and a symlinked directory on its
+ * way decides where it lands; a read of a path that does not exist reads
+ * nothing, so its lexical spellings are enough (one lstat, no realpath). */
+static int check_glob(const struct guard_ctx *x, const char *token, const char *abs,
+                      const char *what, const char *outcome, bool for_write,
+                      struct guard_verdict *v)
 {
     strvec sp = STRVEC_INIT;
     bool base = !has_ws(token);
     pol_fs_spellings(abs, x->workspace, x->home, base, &sp);
-    strbuf real = SB_INIT, wsr = SB_INIT;
+    strbuf real = SB_INIT;
     struct as_err e = AS_ERR_INIT;
-    if (fs_canonicalize(abs, &real, &e) == 0) {
-        if (fs_canonicalize(x->workspace, &wsr, &e) != 0)
-            sb_adds(&wsr, x->workspace);
-        pol_fs_spellings(real.buf, wsr.buf, x->home, base, &sp);
+    struct stat st;
+    bool look = for_write || lstat(abs, &st) == 0;
+    if (look && fs_canonicalize(abs, &real, &e) == 0 && strcmp(real.buf, abs) != 0) {
+        pol_fs_spellings(real.buf, x->workspace_real ? x->workspace_real : x->workspace, x->home,
+                         base, &sp);
         pol_fs_spellings(real.buf, x->workspace, x->home, base, &sp);
+    } else if (x->workspace_real && strcmp(x->workspace_real, x->workspace) != 0) {
+        pol_fs_spellings(abs, x->workspace_real, x->home, base, &sp);
     }
     /* the token as written, when it is a relative path (matches "sub/.env" style globs) */
     if (token[0] && token[0] != '/' && token[0] != '~' && token[0] != '$')
@@ -138,7 +155,6 @@ int gi_check_glob(const struct guard_ctx *x, const char *token, const char *abs,
     }
     strvec_clear(&sp);
     sb_release(&real);
-    sb_release(&wsr);
     return ok;
 }
 
@@ -175,7 +191,7 @@ static bool is_machine_file(const struct guard_ctx *x, const char *abs, const ch
 int gi_check_write(const struct guard_ctx *x, const char *token, const char *abs, const char *what,
                    bool removal, struct guard_verdict *v)
 {
-    if (!gi_check_glob(x, token, abs, what, "nothing was written", v))
+    if (!check_glob(x, token, abs, what, "nothing was written", true, v))
         return 0;
     strbuf tok = SB_INIT;
     gi_clean(&tok, token, 200);
@@ -286,8 +302,10 @@ static int check_secret(const struct guard_ctx *x, const char *token, const char
         return 0;
     strbuf real = SB_INIT;
     struct as_err e = AS_ERR_INIT;
-    bool resolved = fs_canonicalize(abs, &real, &e) == 0;
-    bool secret = home_secret(x->ash, abs) || (resolved && home_secret(x->ash_real, real.buf));
+    struct stat st;
+    bool secret = home_secret(x->ash, abs) ||
+                  (x->ash_real && lstat(abs, &st) == 0 && fs_canonicalize(abs, &real, &e) == 0 &&
+                   home_secret(x->ash_real, real.buf));
     sb_release(&real);
     if (secret) {
         strbuf tok = SB_INIT;

@@ -1,5 +1,5 @@
-/* guard payload — each CLI's hook JSON turned into one action (spec 03
- * §7.3–7.4): the protocol sniff, key normalization (lowercase, '_' and '-'
+/* guard payload — each CLI's hook JSON turned into one action
+ * (docs/guard.md): the protocol sniff, key normalization (lowercase, '_' and '-'
  * removed, so tool_input, toolInput and tool-input are one key), path and
  * command extraction, patch envelopes and the writer/reader classification. */
 #include <ctype.h>

@@ -41,26 +41,26 @@ void sh_arena_free(struct sh_arena *a);
 /* ---- words --------------------------------------------------------------- */
 
 enum sh_part_kind {
-    SP_LIT,      /* literal bytes; quoted ones are never syntax (glob, brace, ~) */
-    SP_ANSIC,    /* $'…' raw text, escapes not yet evaluated */
-    SP_PARAM,    /* $name, ${…} */
-    SP_CMDSUB,   /* $(…) or `…` */
-    SP_ARITH,    /* $((…)) raw text */
-    SP_PROCSUB,  /* <(…) or >(…), a whole word */
-    SP_ARRAY,    /* the (…) of name=(…): words */
+    SP_LIT,     /* literal bytes; quoted ones are never syntax (glob, brace, ~) */
+    SP_ANSIC,   /* $'…' raw text, escapes not yet evaluated */
+    SP_PARAM,   /* $name, ${…} */
+    SP_CMDSUB,  /* $(…) or `…` */
+    SP_ARITH,   /* $((…)) raw text */
+    SP_PROCSUB, /* <(…) or >(…), a whole word */
+    SP_ARRAY,   /* the (…) of name=(…): words */
 };
 
 enum sh_param_op {
-    PO_PLAIN,        /* $x ${x} */
-    PO_DEFAULT,      /* ${x-w} ${x:-w} */
-    PO_ASSIGN,       /* ${x=w} ${x:=w} */
-    PO_ALT,          /* ${x+w} ${x:+w} */
-    PO_ERROR,        /* ${x?w} ${x:?w} */
-    PO_LENGTH,       /* ${#x} */
-    PO_TRIM,         /* ${x#p} ${x##p} ${x%p} ${x%%p} */
-    PO_SUBST,        /* ${x/p/r} ${x//p/r} ${x/#p/r} ${x/%p/r} */
-    PO_CASE,         /* ${x^} ${x^^} ${x,} ${x,,} */
-    PO_UNSUPPORTED,  /* ${!x}, ${x[…]}, ${x:off}, ${x@op}: not evaluated */
+    PO_PLAIN,       /* $x ${x} */
+    PO_DEFAULT,     /* ${x-w} ${x:-w} */
+    PO_ASSIGN,      /* ${x=w} ${x:=w} */
+    PO_ALT,         /* ${x+w} ${x:+w} */
+    PO_ERROR,       /* ${x?w} ${x:?w} */
+    PO_LENGTH,      /* ${#x} */
+    PO_TRIM,        /* ${x#p} ${x##p} ${x%p} ${x%%p} */
+    PO_SUBST,       /* ${x/p/r} ${x//p/r} ${x/#p/r} ${x/%p/r} */
+    PO_CASE,        /* ${x^} ${x^^} ${x,} ${x,,} */
+    PO_UNSUPPORTED, /* ${!x}, ${x[…]}, ${x:off}, ${x@op}: not evaluated */
 };
 
 struct sh_word;
@@ -68,20 +68,20 @@ struct sh_node;
 
 struct sh_part {
     enum sh_part_kind kind;
-    bool quoted;       /* inside "…" (or a backslash escape for SP_LIT) */
-    const char *text;  /* SP_LIT bytes; SP_ANSIC/SP_ARITH raw; SP_PARAM name */
+    bool quoted;      /* inside "…" (or a backslash escape for SP_LIT) */
+    const char *text; /* SP_LIT bytes; SP_ANSIC/SP_ARITH raw; SP_PARAM name */
     size_t len;
     /* SP_PARAM */
     enum sh_param_op op;
-    bool colon;               /* the ':' forms */
-    struct sh_word *opword;   /* the word of -,=,+,?,#,%,/ forms (NULL if none) */
-    struct sh_word *opword2;  /* the replacement of / forms */
-    const char *why;          /* PO_UNSUPPORTED: what it is */
+    bool colon;              /* the ':' forms */
+    struct sh_word *opword;  /* the word of -,=,+,?,#,%,/ forms (NULL if none) */
+    struct sh_word *opword2; /* the replacement of / forms */
+    const char *why;         /* PO_UNSUPPORTED: what it is */
     /* SP_CMDSUB, SP_PROCSUB */
     struct sh_node *body;
-    const char *body_src;     /* the buffer body offsets refer to */
+    const char *body_src; /* the buffer body offsets refer to */
     size_t body_start, body_end;
-    bool out;                 /* SP_PROCSUB: >(…) */
+    bool out; /* SP_PROCSUB: >(…) */
     /* SP_ARRAY */
     struct sh_word *elems;
     size_t nelems;
@@ -97,25 +97,25 @@ struct sh_word {
 /* ---- redirections -------------------------------------------------------- */
 
 enum sh_redir_kind {
-    RK_IN,        /* < */
-    RK_OUT,       /* > >| */
-    RK_APPEND,    /* >> */
-    RK_RDWR,      /* <> */
-    RK_ANDOUT,    /* &> &>> >& word (both streams to a file) */
-    RK_DUP,       /* n>&m n<&m n>&- */
-    RK_HEREDOC,   /* << <<- */
-    RK_HERESTR,   /* <<< */
+    RK_IN,      /* < */
+    RK_OUT,     /* > >| */
+    RK_APPEND,  /* >> */
+    RK_RDWR,    /* <> */
+    RK_ANDOUT,  /* &> &>> >& word (both streams to a file) */
+    RK_DUP,     /* n>&m n<&m n>&- */
+    RK_HEREDOC, /* << <<- */
+    RK_HERESTR, /* <<< */
 };
 
 struct sh_redir {
     enum sh_redir_kind kind;
-    int fd;              /* explicit fd, or -1 */
-    bool named_fd;       /* {var}> form */
+    int fd;        /* explicit fd, or -1 */
+    bool named_fd; /* {var}> form */
     struct sh_word target;
     /* RK_HEREDOC */
     bool strip_tabs;
-    bool literal;        /* quoted delimiter: the body is not expanded */
-    const char *body;    /* raw body bytes (without the delimiter line) */
+    bool literal;     /* quoted delimiter: the body is not expanded */
+    const char *body; /* raw body bytes (without the delimiter line) */
     size_t body_len;
     struct sh_word *body_word; /* unquoted delimiter: the body's expansions */
 };
@@ -135,11 +135,11 @@ enum sh_kind {
     SN_IF,
     SN_WHILE,
     SN_UNTIL,
-    SN_FOR,      /* for/select */
+    SN_FOR, /* for/select */
     SN_CASE,
-    SN_ARITH,    /* (( … )) and for (( … )) headers */
-    SN_COND,     /* [[ … ]] */
-    SN_FUNC,     /* a function definition */
+    SN_ARITH, /* (( … )) and for (( … )) headers */
+    SN_COND,  /* [[ … ]] */
+    SN_FUNC,  /* a function definition */
     SN_COPROC,
 };
 
@@ -151,8 +151,8 @@ struct sh_case_arm {
 
 struct sh_node {
     enum sh_kind kind;
-    size_t start, end;    /* source span */
-    const char *src;      /* the buffer start/end refer to */
+    size_t start, end; /* source span */
+    const char *src;   /* the buffer start/end refer to */
     /* SN_SIMPLE: words (leading NAME=value assignments first) */
     struct sh_word *words;
     size_t nwords, nassign;

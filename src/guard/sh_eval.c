@@ -187,6 +187,12 @@ static const char *toplevel_of(struct sh_j *j, const char *dir)
     return found;
 }
 
+static const char *toplevel_cb(void *u)
+{
+    struct pctx *p = u;
+    return p->st->cwd ? toplevel_of(p->j, p->st->cwd) : NULL;
+}
+
 static void xctx_of(struct sh_j *j, const struct sh_st *st, struct pctx *pc, struct sh_xctx *xc)
 {
     pc->j = j;
@@ -197,7 +203,7 @@ static void xctx_of(struct sh_j *j, const struct sh_st *st, struct pctx *pc, str
     xc->home = j->x->home;
     xc->pwd = st->cwd;
     xc->oldpwd = st->oldpwd;
-    xc->toplevel = st->cwd ? toplevel_of(j, st->cwd) : NULL;
+    xc->toplevel = toplevel_cb;
 }
 
 /* ---- verdict helpers ----------------------------------------------------- */
@@ -426,17 +432,32 @@ static void expand_words(struct sh_j *j, struct sh_cmd *c, const struct sh_node 
 }
 
 /* Environment names whose values become code or change what runs. */
-static const char *const env_code[] = {"GIT_SSH_COMMAND", "GIT_SSH",    "GIT_PAGER",
-                                       "PAGER",           "GIT_EDITOR", "EDITOR",
-                                       "VISUAL",          "GIT_SEQUENCE_EDITOR",
-                                       "GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "SSH_ASKPASS",
-                                       "GIT_PROXY_COMMAND", "PROMPT_COMMAND", "MANPAGER",
-                                       "SYSTEMD_PAGER",   NULL};
-static const char *const env_inject[] = {
-    "LD_PRELOAD", "LD_AUDIT",   "BASH_ENV",  "ENV",          "SHELLOPTS", "BASHOPTS",
-    "PS4",        "PERL5OPT",   "PERL5DB",   "RUBYOPT",      "NODE_OPTIONS", "PYTHONSTARTUP",
-    "PYTHONINSPECT", "GIT_CONFIG_PARAMETERS", "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR",
-    "LD_LIBRARY_PATH", "PATH", "CDPATH", "GLOBIGNORE", NULL};
+static const char *const env_code[] = {
+    "GIT_SSH_COMMAND",   "GIT_SSH",     "GIT_PAGER",     "PAGER",
+    "GIT_EDITOR",        "EDITOR",      "VISUAL",        "GIT_SEQUENCE_EDITOR",
+    "GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "SSH_ASKPASS",   "GIT_PROXY_COMMAND",
+    "PROMPT_COMMAND",    "MANPAGER",    "SYSTEMD_PAGER", NULL};
+static const char *const env_inject[] = {"LD_PRELOAD",
+                                         "LD_AUDIT",
+                                         "BASH_ENV",
+                                         "ENV",
+                                         "SHELLOPTS",
+                                         "BASHOPTS",
+                                         "PS4",
+                                         "PERL5OPT",
+                                         "PERL5DB",
+                                         "RUBYOPT",
+                                         "NODE_OPTIONS",
+                                         "PYTHONSTARTUP",
+                                         "PYTHONINSPECT",
+                                         "GIT_CONFIG_PARAMETERS",
+                                         "GIT_EXEC_PATH",
+                                         "GIT_TEMPLATE_DIR",
+                                         "LD_LIBRARY_PATH",
+                                         "PATH",
+                                         "CDPATH",
+                                         "GLOBIGNORE",
+                                         NULL};
 
 static bool in_list(const char *s, const char *const *l)
 {
@@ -573,6 +594,9 @@ static void naming(struct sh_j *j, struct sh_cmd *c)
         struct sh_xw w = c->w[i];
         if (w.unres || w.procsub)
             continue;
+        /* a program found on PATH names no file here */
+        if (i == 0 && !strchr(w.text, '/') && !w.glob)
+            continue;
         const char *t = w.text;
         size_t off = 0;
         if (t[0] == '-') {
@@ -594,12 +618,13 @@ static void naming(struct sh_j *j, struct sh_cmd *c)
 
 /* Names whose argument words are data: never opened, never run. */
 static const char *const data_cmds[] = {
-    "echo",  "printf", "true",    "false", ":",       "test",     "[",     "sleep", "seq",
-    "basename", "dirname", "pwd", "exit",  "return",  "break",    "continue", "shift", "wait",
-    "type",  "hash",   "which",   "whoami", "id",     "uname",    "printenv", "set",  "umask",
-    "ulimit", "jobs",  "times",   "unset", "local",   "export",   "declare", "typeset",
-    "readonly", "read", "getopts", "shopt", "expr",   "nproc",    "tty",   "logname", "groups",
-    "arch",  "yes",    "cd",      "pushd", "popd",    "dirs",     "command", NULL};
+    "echo",     "printf",   "true",    "false",    ":",     "test",    "[",     "sleep",
+    "seq",      "basename", "dirname", "pwd",      "exit",  "return",  "break", "continue",
+    "shift",    "wait",     "type",    "hash",     "which", "whoami",  "id",    "uname",
+    "printenv", "set",      "umask",   "ulimit",   "jobs",  "times",   "unset", "local",
+    "export",   "declare",  "typeset", "readonly", "read",  "getopts", "shopt", "expr",
+    "nproc",    "tty",      "logname", "groups",   "arch",  "yes",     "cd",    "pushd",
+    "popd",     "dirs",     "command", NULL};
 
 bool sh_data_cmd(const char *b)
 {
@@ -634,8 +659,7 @@ static bool dir_change(struct sh_j *j, struct sh_cmd *c, const char *b, struct s
     } else {
         const struct sh_xw *w = &c->w[a];
         if (w->unres || w->glob || w->refuse) {
-            sh_unreadable(j, c, "%s to %s, a directory the guard cannot resolve", b,
-                          sh_show(j, w));
+            sh_unreadable(j, c, "%s to %s, a directory the guard cannot resolve", b, sh_show(j, w));
             return false;
         }
         if (sh_eq(w, "-")) {
@@ -1055,9 +1079,8 @@ static struct res eval(struct sh_j *j, const struct sh_node *n, const struct sh_
             /* [[ a -eq b ]] evaluates a and b as arithmetic */
             for (size_t w = 0; w + 1 < n->ncwords && !j->v->deny; w++) {
                 const struct sh_word *op = &n->cwords[w];
-                const char *t = op->nparts == 1 && op->parts[0].kind == SP_LIT
-                                    ? op->parts[0].text
-                                    : "";
+                const char *t =
+                    op->nparts == 1 && op->parts[0].kind == SP_LIT ? op->parts[0].text : "";
                 static const char *const arith_ops[] = {"-eq", "-ne", "-lt", "-le",
                                                         "-gt", "-ge", NULL};
                 if (!in_list(t, arith_ops))
@@ -1077,8 +1100,9 @@ static struct res eval(struct sh_j *j, const struct sh_node *n, const struct sh_
                     }
                     if (!ok) {
                         struct sh_cmd cc = {.text = cmd_text(j, n), .st = &st};
-                        sh_unreadable(j, &cc, "an arithmetic comparison of a value the guard "
-                                              "cannot evaluate");
+                        sh_unreadable(j, &cc,
+                                      "an arithmetic comparison of a value the guard "
+                                      "cannot evaluate");
                         break;
                     }
                 }
@@ -1209,7 +1233,8 @@ void sh_judge_argv(struct sh_j *j, struct sh_cmd *c, size_t from, bool tail_unkn
         for (size_t i = sub.prog; i < sub.n && !j->v->deny; i++)
             if ((sub.w[i].unres || sub.w[i].split_unknown) && !sub.unres_ok[i])
                 sh_unreadable(j, &sub, "%s runs %s with %s, which the guard cannot resolve",
-                              via ? via : "it", sh_base(sub.w[sub.prog < sub.n ? sub.prog : 0].text),
+                              via ? via : "it",
+                              sh_base(sub.w[sub.prog < sub.n ? sub.prog : 0].text),
                               sub.w[i].unres ? sub.w[i].unres : "an unknown word");
     for (size_t i = 0; i < sub.n; i++)
         c->unres_ok[from + i] |= sub.unres_ok[i];

@@ -8,8 +8,8 @@
 #include "guard/sh.h"
 #include "guard/sh_word.h"
 
-#define SH_MAX_STATES 8   /* distinct shell states tracked through one command */
-#define SH_MAX_GLOB 1024  /* files one glob may match and still be judged */
+#define SH_MAX_STATES 8  /* distinct shell states tracked through one command */
+#define SH_MAX_GLOB 1024 /* files one glob may match and still be judged */
 
 /* A variable assigned inside the command (val NULL: unknown). */
 struct sh_var {
@@ -38,35 +38,42 @@ struct sh_states {
     size_t n;
 };
 
+#define SH_SELF_CACHE 16
+
 /* The judgement of one command text. */
 struct sh_j {
     const struct guard_ctx *x;
     struct guard_verdict *v;
     struct sh_arena *a;
-    int depth;                  /* command texts re-read (sh -c, eval …) */
-    const struct sh_node *cur;  /* the simple command being judged */
-    bool allowed;               /* cur matched a [guard] allow rule */
-    bool overflow;              /* too many states */
+    int depth;                 /* command texts re-read (sh -c, eval …) */
+    const struct sh_node *cur; /* the simple command being judged */
+    bool allowed;              /* cur matched a [guard] allow rule */
+    bool overflow;             /* too many states */
+    struct {
+        const char *word, *cwd;
+        bool self;
+    } self_cache[SH_SELF_CACHE]; /* program words already compared with this binary */
+    size_t nself;
 };
 
 enum sh_stdin { IN_TTY, IN_PIPE, IN_HEREDOC, IN_HERESTR, IN_FILE, IN_NULL };
 
 /* A simple command, expanded, with its context. */
 struct sh_cmd {
-    struct sh_xw *w;  /* argv after the leading assignments */
+    struct sh_xw *w; /* argv after the leading assignments */
     size_t n;
-    size_t prog;      /* index of the program after wrappers */
-    bool *unres_ok;   /* per word: a data value the rules accept unresolved */
-    bool tail_unknown;   /* xargs, find -exec, parallel append unknown words */
-    bool data_only;      /* the program never opens its operands */
-    const char *via;     /* the wrapper that appended unknown words */
+    size_t prog;       /* index of the program after wrappers */
+    bool *unres_ok;    /* per word: a data value the rules accept unresolved */
+    bool tail_unknown; /* xargs, find -exec, parallel append unknown words */
+    bool data_only;    /* the program never opens its operands */
+    const char *via;   /* the wrapper that appended unknown words */
     enum sh_stdin in;
     const char *in_text; /* heredoc / here-string / file body when known */
     size_t in_len;
     bool in_known;       /* in_text is exactly what the program reads */
     const char *in_path; /* IN_FILE: the file */
     struct sh_st *st;
-    const char *text;    /* the simple command's source text */
+    const char *text; /* the simple command's source text */
 };
 
 /* ---- verdicts ------------------------------------------------------------ */
@@ -84,11 +91,11 @@ void sh_deny_authority(struct sh_j *j, const char *what);
 /* ---- operands ------------------------------------------------------------ */
 
 enum sh_op {
-    OP_NAME,   /* a word a command names (deny globs only) */
-    OP_READ,   /* read (deny globs, the machine home's secrets) */
-    OP_WRITE,  /* written or created */
-    OP_DELETE, /* removed (rm, find -delete, rmdir, unlink) */
-    OP_MOVE,   /* renamed away (mv sources) */
+    OP_NAME,    /* a word a command names (deny globs only) */
+    OP_READ,    /* read (deny globs, the machine home's secrets) */
+    OP_WRITE,   /* written or created */
+    OP_DELETE,  /* removed (rm, find -delete, rmdir, unlink) */
+    OP_MOVE,    /* renamed away (mv sources) */
     OP_RECURSE, /* chmod/chown -R: like a delete of protected directories */
 };
 
@@ -138,6 +145,9 @@ void sh_judge_assignment(struct sh_j *j, struct sh_cmd *c, const struct sh_xw *w
 const char *sh_resolve_program(struct sh_j *j, const struct sh_cmd *c, const char *word);
 bool sh_is_self(struct sh_j *j, const struct sh_cmd *c, const char *word);
 bool sh_common_program(const char *base);
+/* A program the rules know by name (shells, interpreters, wrappers, the
+ * file rules, git, find, make …): never this binary under that name. */
+bool sh_known_program(const char *base);
 void sh_rule_agentstack(struct sh_j *j, struct sh_cmd *c, size_t p);
 void sh_judge_code(struct sh_j *j, struct sh_cmd *c, const char *prog, const char *code, size_t n);
 /* sh_rules_git.c */

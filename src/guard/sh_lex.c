@@ -68,10 +68,6 @@ bool sh_is_name(const char *s, size_t n)
 
 /* ---- parser state -------------------------------------------------------- */
 
-
-
-
-
 bool shp_fail(struct P *P, size_t at, const char *why)
 {
     if (!P->err) {
@@ -82,7 +78,6 @@ bool shp_fail(struct P *P, size_t at, const char *why)
 }
 
 /* ---- part lists ---------------------------------------------------------- */
-
 
 void shp_flush_lit(struct P *P, struct parts *ps)
 {
@@ -133,8 +128,6 @@ void shp_finish_word(struct P *P, struct parts *ps, struct sh_word *w, size_t st
 }
 
 /* ---- lexing words -------------------------------------------------------- */
-
-
 
 bool shp_is_meta(char c)
 {
@@ -830,4 +823,3 @@ struct sh_node *shp_node_new(struct P *P, enum sh_kind k, size_t start)
     n->src = P->s;
     return n;
 }
-

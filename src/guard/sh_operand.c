@@ -5,7 +5,9 @@
  * home, or removes everything in a protected directory) and against the
  * files it matches now, dotfiles included. A word that does not resolve is
  * refused as unreadable, never guessed. */
-#include <glob.h>
+#include <dirent.h>
+#include <fnmatch.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,12 +48,12 @@ static int path_check(struct sh_j *j, struct sh_cmd *c, const char *token, const
     case OP_DELETE:
     case OP_RECURSE: {
         bool ws = op == OP_DELETE;
-        const char *what = !strcmp(abs, "/")                      ? "/"
-                           : x->home && !strcmp(abs, x->home)     ? "your home directory"
-                           : x->home && gi_under(x->home, abs)    ? "a parent of your home"
-                           : ws && !strcmp(abs, x->workspace)     ? "the workspace root"
-                           : ws && gi_under(x->workspace, abs)    ? "a parent of the workspace"
-                                                                  : NULL;
+        const char *what = !strcmp(abs, "/")                   ? "/"
+                           : x->home && !strcmp(abs, x->home)  ? "your home directory"
+                           : x->home && gi_under(x->home, abs) ? "a parent of your home"
+                           : ws && !strcmp(abs, x->workspace)  ? "the workspace root"
+                           : ws && gi_under(x->workspace, abs) ? "a parent of the workspace"
+                                                               : NULL;
         (void)c;
         if (what) {
             strbuf t = SB_INIT;
@@ -122,6 +124,98 @@ static bool glob_hits_home(const struct guard_ctx *x, const char *q, bool remova
             return true;
     }
     return false;
+}
+
+/* The files an absolute glob (quoted bytes backslash-escaped) matches now,
+ * component by component with readdir + fnmatch, dotfiles included (the
+ * guard assumes dotglob: more matches, never fewer). Bounded: -1 when more
+ * than SH_MAX_GLOB match or more than SH_GLOB_VISIT directory entries are
+ * read, so a pattern over the whole disk cannot stall the hook. */
+#define SH_GLOB_VISIT 20000
+
+static bool has_meta(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '\\' && i + 1 < n) {
+            i++;
+            continue;
+        }
+        if (s[i] == '*' || s[i] == '?' || s[i] == '[')
+            return true;
+    }
+    return false;
+}
+
+static void unescape(const char *s, size_t n, strbuf *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '\\' && i + 1 < n)
+            i++;
+        sb_addc(out, s[i]);
+    }
+}
+
+static int bounded_glob(const char *pat, strvec *out)
+{
+    strvec cur = STRVEC_INIT, next = STRVEC_INIT;
+    strvec_push(&cur, "");
+    size_t visited = 0;
+    int rc = 0;
+    const char *p = pat;
+    while (*p == '/')
+        p++;
+    while (*p && rc == 0) {
+        const char *e = strchr(p, '/');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == 0) {
+            p++;
+            continue;
+        }
+        char *comp = xstrndup(p, l);
+        bool meta = has_meta(p, l);
+        for (size_t i = 0; i < cur.n && rc == 0; i++) {
+            strbuf b = SB_INIT;
+            if (!meta) {
+                sb_addf(&b, "%s/", cur.v[i]);
+                unescape(p, l, &b);
+                struct stat st;
+                if (lstat(b.buf, &st) == 0)
+                    strvec_push(&next, b.buf);
+                sb_release(&b);
+                continue;
+            }
+            DIR *d = opendir(cur.v[i][0] ? cur.v[i] : "/");
+            struct dirent *de;
+            while (d && (de = readdir(d))) {
+                if (++visited > SH_GLOB_VISIT) {
+                    rc = -1;
+                    break;
+                }
+                if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+                    continue;
+                if (fnmatch(comp, de->d_name, 0) != 0)
+                    continue;
+                sb_reset(&b);
+                sb_addf(&b, "%s/%s", cur.v[i], de->d_name);
+                strvec_push(&next, b.buf);
+                if (next.n > SH_MAX_GLOB)
+                    rc = -1;
+            }
+            if (d)
+                closedir(d);
+            sb_release(&b);
+        }
+        free(comp);
+        strvec_clear(&cur);
+        cur = next;
+        memset(&next, 0, sizeof next);
+        p += l;
+    }
+    for (size_t i = 0; rc == 0 && i < cur.n; i++)
+        strvec_push(out, cur.v[i][0] ? cur.v[i] : "/");
+    strvec_clear(&cur);
+    strvec_clear(&next);
+    return rc;
 }
 
 static int glob_operand(struct sh_j *j, struct sh_cmd *c, const struct sh_xw *w, enum sh_op op,
@@ -199,37 +293,32 @@ static int glob_operand(struct sh_j *j, struct sh_cmd *c, const struct sh_xw *w,
                                : ws && gi_under(x->workspace, d) ? "the workspace root"
                                                                  : NULL;
             if (what) {
-                sh_deny_builtin(j, "%s %s was refused — it would remove everything in %s",
-                                cmdname, show, what);
+                sh_deny_builtin(j, "%s %s was refused — it would remove everything in %s", cmdname,
+                                show, what);
                 ok = 0;
             }
         }
         if (ok)
-            ok = gi_check_write(x, show, dir.buf, removes(op) ? "a delete in" : "a write in",
-                                false, j->v);
+            ok = gi_check_write(x, show, dir.buf, removes(op) ? "a delete in" : "a write in", false,
+                                j->v);
         sb_release(&dir);
         if (!ok)
             goto out;
     }
     /* 3. what the pattern matches now, file by file (dotfiles too) */
-    glob_t g;
-    memset(&g, 0, sizeof g);
-    int rc = glob(ea.buf, GLOB_PERIOD | GLOB_NOSORT, NULL, &g);
-    if (rc == 0 && g.gl_pathc > SH_MAX_GLOB) {
-        sh_unreadable(j, c, "%s matches more than %d files", show, SH_MAX_GLOB);
+    strvec matches = STRVEC_INIT;
+    int rc = bounded_glob(ea.buf, &matches);
+    if (rc < 0) {
+        sh_unreadable(j, c,
+                      "%s matches more files than the guard reads (%d) or reaches too "
+                      "many directories",
+                      show, SH_MAX_GLOB);
         ok = j->v->deny ? 0 : 1;
-    } else if (rc == 0) {
-        for (size_t i = 0; i < g.gl_pathc && ok; i++) {
-            const char *b = sh_base(g.gl_pathv[i]);
-            if (!strcmp(b, ".") || !strcmp(b, ".."))
-                continue;
-            strbuf lx = SB_INIT;
-            guard_lexical("/", NULL, g.gl_pathv[i], &lx);
-            ok = path_check(j, c, lx.buf, lx.buf, op, cmdname);
-            sb_release(&lx);
-        }
+    } else {
+        for (size_t i = 0; i < matches.n && ok; i++)
+            ok = path_check(j, c, matches.v[i], matches.v[i], op, cmdname);
     }
-    globfree(&g);
+    strvec_clear(&matches);
 out:
     sb_release(&q);
     sb_release(&esc);
@@ -252,8 +341,7 @@ int sh_operand(struct sh_j *j, struct sh_cmd *c, const struct sh_xw *w, enum sh_
     if (w->unres) {
         if (op == OP_NAME)
             return 1; /* judged by the unresolved-argument rule */
-        sh_unreadable(j, c,
-                      "the %s of %s depends on %s, which the guard cannot resolve",
+        sh_unreadable(j, c, "the %s of %s depends on %s, which the guard cannot resolve",
                       op == OP_READ ? "file read" : "target", cmdname, w->unres);
         return !j->v->deny;
     }
@@ -264,4 +352,3 @@ int sh_operand(struct sh_j *j, struct sh_cmd *c, const struct sh_xw *w, enum sh_
     const char *abs = sh_abs(j, c->st, w->text);
     return path_check(j, c, w->text, abs, op, cmdname);
 }
-

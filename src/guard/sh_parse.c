@@ -541,8 +541,8 @@ static struct sh_node *parse_cond(struct P *P, size_t start)
         struct sh_word w;
         size_t st = P->i;
         size_t opl = (left >= 2 && (!memcmp(p, "&&", 2) || !memcmp(p, "||", 2))) ? 2
-                     : strchr("()!<>", p[0])                                   ? 1
-                                                                               : 0;
+                     : strchr("()!<>", p[0])                                     ? 1
+                                                                                 : 0;
         bool ok = true;
         if (opl && !regex) {
             for (size_t k = 0; k < opl; k++)

@@ -83,8 +83,10 @@ struct interp {
 static const struct interp interps[] = {
     {"python", {"-c"}, {"-W", "-X", "-Q", "--check-hash-based-pycs"}, false},
     {"pypy", {"-c"}, {"-W", "-X"}, false},
-    {"node", {"-e", "--eval", "-p", "--print"}, {"-r", "--require", "--import", "--input-type",
-                                                 "--loader", "--conditions", "-C"}, false},
+    {"node",
+     {"-e", "--eval", "-p", "--print"},
+     {"-r", "--require", "--import", "--input-type", "--loader", "--conditions", "-C"},
+     false},
     {"nodejs", {"-e", "--eval", "-p", "--print"}, {"-r", "--require"}, false},
     {"bun", {"-e", "--eval", "-p", "--print"}, {"-r", "--preload", "--cwd"}, false},
     {"deno", {"eval"}, {}, false},
@@ -95,7 +97,10 @@ static const struct interp interps[] = {
     {"luajit", {"-e"}, {"-l", "-j", "-O"}, false},
     {"Rscript", {"-e"}, {}, false},
     {"osascript", {"-e"}, {"-l", "-s"}, false},
-    {"pwsh", {"-c", "-Command", "-command", "-EncodedCommand", "-e", "-ec"}, {"-File", "-f"}, false},
+    {"pwsh",
+     {"-c", "-Command", "-command", "-EncodedCommand", "-e", "-ec"},
+     {"-File", "-f"},
+     false},
     {"tclsh", {}, {}, false},
     {"expect", {"-c"}, {"-f"}, false},
     {"julia", {"-e", "-E", "--eval", "--print"}, {"-J", "-L", "--project"}, false},
@@ -236,7 +241,7 @@ static void rule_interp(struct sh_j *j, struct sh_cmd *c, size_t p, const struct
 
 /* ---- shells -------------------------------------------------------------- */
 
-static const char *const shells[] = {"sh",  "bash", "zsh", "dash",  "ksh",  "mksh", "yash",
+static const char *const shells[] = {"sh",  "bash",  "zsh",  "dash",  "ksh",  "mksh", "yash",
                                      "ash", "rbash", "lksh", "pdksh", "posh", "oksh", NULL};
 static const char *const other_shells[] = {"fish", "csh", "tcsh", "nu", "xonsh", "elvish", NULL};
 
@@ -263,11 +268,23 @@ static void rule_shell(struct sh_j *j, struct sh_cmd *c, size_t p)
             continue;
         }
         if (!strncmp(t, "--", 2)) {
-            static const char *const longs[] = {
-                "--norc",     "--noprofile",  "--login",        "--posix",        "--verbose",
-                "--restricted", "--noediting", "--debugger",   "--dump-strings", "--pretty-print",
-                "--dump-po-strings", "--version", "--help",    "--emulate",      "--no-rcs",
-                "--interactive", NULL};
+            static const char *const longs[] = {"--norc",
+                                                "--noprofile",
+                                                "--login",
+                                                "--posix",
+                                                "--verbose",
+                                                "--restricted",
+                                                "--noediting",
+                                                "--debugger",
+                                                "--dump-strings",
+                                                "--pretty-print",
+                                                "--dump-po-strings",
+                                                "--version",
+                                                "--help",
+                                                "--emulate",
+                                                "--no-rcs",
+                                                "--interactive",
+                                                NULL};
             if (!sh_in(t, longs)) {
                 sh_unreadable(j, c, "%s with the option %s", prog, sh_show(j, w));
                 return;
@@ -344,9 +361,9 @@ static void rule_shell(struct sh_j *j, struct sh_cmd *c, size_t p)
 /* ---- wrappers ------------------------------------------------------------ */
 
 enum wflag {
-    WF_ENV = 1,        /* NAME=value words before the command */
-    WF_TAIL = 2,       /* appends words from its input (xargs) */
-    WF_CWD = 4,        /* has an option that changes the directory: refused when used */
+    WF_ENV = 1,  /* NAME=value words before the command */
+    WF_TAIL = 2, /* appends words from its input (xargs) */
+    WF_CWD = 4,  /* has an option that changes the directory: refused when used */
 };
 
 struct wrapper {
@@ -367,8 +384,12 @@ static const struct wrapper wrappers[] = {
      0,
      WF_ENV},
     {"doas", {"-u", "-C"}, {}, {}, 0, 0},
-    {"su", {"-s", "--shell", "-g", "--group", "-G", "--supp-group", "-w"}, {"-c", "--command"}, {},
-     0, 0},
+    {"su",
+     {"-s", "--shell", "-g", "--group", "-G", "--supp-group", "-w"},
+     {"-c", "--command"},
+     {},
+     0,
+     0},
     {"runuser", {"-u", "--user", "-s", "--shell", "-g", "-G", "-w"}, {"-c", "--command"}, {}, 0, 0},
     {"sg", {}, {"-c"}, {}, 1, 0},
     {"env", {"-u", "--unset", "-a", "--argv0"}, {}, {"-C", "--chdir"}, 0, WF_ENV},
@@ -388,8 +409,12 @@ static const struct wrapper wrappers[] = {
     {"taskset", {"-c", "--cpu-list"}, {}, {}, 1, 0},
     {"chrt", {"-T", "-P", "-D"}, {}, {}, 1, 0},
     {"timeout", {"-s", "-k", "--signal", "--kill-after"}, {}, {}, 1, 0},
-    {"flock", {"-w", "--wait", "--timeout", "-E", "--conflict-exit-code"}, {"-c", "--command"},
-     {}, 1, 0},
+    {"flock",
+     {"-w", "--wait", "--timeout", "-E", "--conflict-exit-code"},
+     {"-c", "--command"},
+     {},
+     1,
+     0},
     {"strace",
      {"-o", "-e", "-p", "-s", "-I", "-a", "-b", "-E", "-u", "-O", "-S", "-X", "-P", "--output",
       "--trace", "--signal", "--attach", "--user"},
@@ -405,8 +430,12 @@ static const struct wrapper wrappers[] = {
      {"-r", "--root", "-w", "--wd"},
      0,
      0},
-    {"unshare", {"--propagation", "--setgroups", "--map-user", "--map-group", "-S", "-G"}, {},
-     {"-R", "--root", "-w", "--wd"}, 0, 0},
+    {"unshare",
+     {"--propagation", "--setgroups", "--map-user", "--map-group", "-S", "-G"},
+     {},
+     {"-R", "--root", "-w", "--wd"},
+     0,
+     0},
     {"systemd-run",
      {"-u", "--unit", "-p", "--property", "-E", "--setenv", "--uid", "--gid", "--nice", "-M",
       "--machine", "--slice", "--description", "-H", "--host", "--on-calendar", "--on-active"},
@@ -414,15 +443,23 @@ static const struct wrapper wrappers[] = {
      {"--working-directory", "-d"},
      0,
      0},
-    {"setpriv", {"--reuid", "--regid", "--groups", "--inh-caps", "--ambient-caps", "--bounding-set",
-                 "--securebits", "--selinux-label", "--apparmor-profile"},
-     {}, {}, 0, 0},
+    {"setpriv",
+     {"--reuid", "--regid", "--groups", "--inh-caps", "--ambient-caps", "--bounding-set",
+      "--securebits", "--selinux-label", "--apparmor-profile"},
+     {},
+     {},
+     0,
+     0},
     {"firejail", {}, {}, {}, 0, 0},
     {"valgrind", {}, {}, {}, 0, 0},
     {"dbus-run-session", {}, {}, {}, 0, 0},
-    {"xvfb-run", {"-n", "--server-num", "-s", "--server-args", "-f", "--auth-file", "-e",
-                  "--error-file", "-w", "--wait", "-p", "--xauth-protocol"},
-     {}, {}, 0, 0},
+    {"xvfb-run",
+     {"-n", "--server-num", "-s", "--server-args", "-f", "--auth-file", "-e", "--error-file", "-w",
+      "--wait", "-p", "--xauth-protocol"},
+     {},
+     {},
+     0,
+     0},
     {"fakeroot", {"-l", "--lib", "--faked", "-s", "-i", "-b"}, {}, {}, 0, 0},
     {"faketime", {"-f"}, {}, {}, 1, 0},
     {"torsocks", {"-u", "-p", "-a", "-P", "-i"}, {}, {}, 0, 0},
@@ -432,9 +469,8 @@ static const struct wrapper wrappers[] = {
     {"catchsegv", {}, {}, {}, 0, 0},
     {"entr", {}, {}, {}, 0, WF_TAIL},
     {"xargs",
-     {"-I", "-n", "-P", "-d", "-L", "-E", "-s", "-a", "--max-args", "--max-procs",
-      "--delimiter", "--arg-file", "--replace", "--max-lines", "--eof", "--max-chars",
-      "--process-slot-var"},
+     {"-I", "-n", "-P", "-d", "-L", "-E", "-s", "-a", "--max-args", "--max-procs", "--delimiter",
+      "--arg-file", "--replace", "--max-lines", "--eof", "--max-chars", "--process-slot-var"},
      {},
      {},
      0,
@@ -645,14 +681,14 @@ static size_t rule_chroot(struct sh_j *j, struct sh_cmd *c, size_t i, bool *stop
 /* Package runners: npx PKG, npm exec, pnpm dlx, uvx, pipx run, … */
 static size_t rule_runner(struct sh_j *j, struct sh_cmd *c, size_t i, size_t sub, bool *stop)
 {
-    static const char *const a[] = {"-p", "--package", "--with", "--python", "--from", "-w",
-                                    "--spec", "--cwd", "--node-options", NULL};
+    static const char *const a[] = {"-p", "--package", "--with", "--python",       "--from",
+                                    "-w", "--spec",    "--cwd",  "--node-options", NULL};
     size_t k = sub;
     for (; k < c->n; k++) {
         const char *t = c->w[k].text;
         if (c->w[k].unres) {
-            sh_unreadable(j, c, "%s with a word the guard cannot resolve (%s)",
-                          sh_base(sh_T(c, i)), c->w[k].unres);
+            sh_unreadable(j, c, "%s with a word the guard cannot resolve (%s)", sh_base(sh_T(c, i)),
+                          c->w[k].unres);
             *stop = true;
             return c->n;
         }
@@ -692,12 +728,15 @@ static size_t rule_runner(struct sh_j *j, struct sh_cmd *c, size_t i, size_t sub
  * input. */
 static size_t rule_parallel(struct sh_j *j, struct sh_cmd *c, size_t i, bool *stop)
 {
-    static const char *const a[] = {
-        "-j",       "--jobs",      "-S",       "--sshlogin", "--colsep", "-d",      "--delimiter",
-        "-E",       "-I",          "--results", "--joblog",  "--tmpdir", "-a",      "--arg-file",
-        "--halt",   "--timeout",   "--retries", "--env",     "--tagstring", "-n",   "-N",
-        "-L",       "--max-args",  "--max-lines", "--delay", "--memfree", "--load", "--workdir",
-        "--basefile", "--return",  "--transfer", "--sshloginfile", "--block", "--rpl", NULL};
+    static const char *const a[] = {"-j",         "--jobs",     "-S",          "--sshlogin",
+                                    "--colsep",   "-d",         "--delimiter", "-E",
+                                    "-I",         "--results",  "--joblog",    "--tmpdir",
+                                    "-a",         "--arg-file", "--halt",      "--timeout",
+                                    "--retries",  "--env",      "--tagstring", "-n",
+                                    "-N",         "-L",         "--max-args",  "--max-lines",
+                                    "--delay",    "--memfree",  "--load",      "--workdir",
+                                    "--basefile", "--return",   "--transfer",  "--sshloginfile",
+                                    "--block",    "--rpl",      NULL};
     size_t k = i + 1;
     for (; k < c->n; k++) {
         const char *t = c->w[k].text;
@@ -952,9 +991,9 @@ static void rule_scheduler(struct sh_j *j, struct sh_cmd *c, size_t p, const cha
             return;
         sh_unreadable(j, c, "crontab installs commands that run later, out of the guard's sight");
     } else if (!strcmp(b, "tmux") || !strcmp(b, "screen")) {
-        static const char *const ro[] = {"ls", "list-sessions", "list-windows", "list-panes",
-                                         "has-session", "-ls", "-list", "display-message",
-                                         "capture-pane", "show-options", NULL};
+        static const char *const ro[] = {
+            "ls",    "list-sessions",   "list-windows", "list-panes",   "has-session", "-ls",
+            "-list", "display-message", "capture-pane", "show-options", NULL};
         for (size_t k = p + 1; k < c->n; k++)
             if (!sh_is_flag(c->w[k].text)) {
                 if (sh_in(c->w[k].text, ro))
@@ -979,9 +1018,10 @@ static void rule_ssh(struct sh_j *j, struct sh_cmd *c, size_t p)
             opt = c->w[k + 1].text;
         else if (!strncmp(t, "-o", 2) && t[2])
             opt = t + 2;
-        if (opt && (!strncasecmp(opt, "ProxyCommand", 12) || !strncasecmp(opt, "LocalCommand", 12) ||
-                    !strncasecmp(opt, "KnownHostsCommand", 17) ||
-                    !strncasecmp(opt, "PermitLocalCommand", 18) || !strncasecmp(opt, "Include", 7)))
+        if (opt &&
+            (!strncasecmp(opt, "ProxyCommand", 12) || !strncasecmp(opt, "LocalCommand", 12) ||
+             !strncasecmp(opt, "KnownHostsCommand", 17) ||
+             !strncasecmp(opt, "PermitLocalCommand", 18) || !strncasecmp(opt, "Include", 7)))
             sh_unreadable(j, c, "ssh -o %s runs a local command", opt);
         if (!strcmp(t, "-F"))
             sh_unreadable(j, c, "ssh -F reads a configuration that can run local commands");
@@ -992,9 +1032,9 @@ static void rule_ssh(struct sh_j *j, struct sh_cmd *c, size_t p)
 static void rule_cmd_options(struct sh_j *j, struct sh_cmd *c, size_t p, const char *b)
 {
     static const char *const rsync_o[] = {"-e", "--rsh", NULL};
-    static const char *const tar_o[] = {"-I", "--use-compress-program", "--to-command",
-                                        "--info-script", "-F", "--new-volume-script",
-                                        "--checkpoint-action", NULL};
+    static const char *const tar_o[] = {
+        "-I", "--use-compress-program", "--to-command",        "--info-script",
+        "-F", "--new-volume-script",    "--checkpoint-action", NULL};
     static const char *const zip_o[] = {"-TT", "--unzip-command", NULL};
     const char *const *o = !strcmp(b, "rsync") ? rsync_o : !strcmp(b, "tar") ? tar_o : zip_o;
     for (size_t k = p + 1; k < c->n && !j->v->deny; k++) {
@@ -1049,12 +1089,23 @@ static void rule_apply_patch(struct sh_j *j, struct sh_cmd *c, size_t p)
  * does judge (`unknownwrapper rm -rf ~`): that command is judged too. */
 static bool judged_name(const char *b)
 {
-    static const char *const names[] = {"rm",   "git",    "find", "dd",    "shred", "chmod",
-                                        "chown", "chgrp", "mv",   "cp",    "ln",    "tee",
-                                        "truncate", "eval", "agentstack", "sudo", "xargs",
-                                        "install", "sed", "env",  "mkfs",  NULL};
+    static const char *const names[] = {
+        "rm",    "git",     "find", "dd",  "shred",    "chmod", "chown",      "chgrp",
+        "mv",    "cp",      "ln",   "tee", "truncate", "eval",  "agentstack", "sudo",
+        "xargs", "install", "sed",  "env", "mkfs",     NULL};
     return sh_in(b, names) || sh_in(b, shells) || interp_of(b) || wrapper_of(b) ||
            !strncmp(b, "mkfs", 4);
+}
+
+bool sh_known_program(const char *b)
+{
+    static const char *const more[] = {
+        "find",    "eval",    "source", ".",           "trap", "alias",  "make",
+        "gmake",   "crontab", "at",     "batch",       "tmux", "screen", "ssh",
+        "scp",     "sftp",    "rsync",  "tar",         "zip",  "watch",  "parallel",
+        "busybox", "toybox",  "chroot", "apply_patch", NULL};
+    return sh_in(b, shells) || sh_in(b, other_shells) || interp_of(b) || wrapper_of(b) ||
+           sh_in(b, more) || sh_rules_fs_known(b) || sh_data_cmd(b);
 }
 
 /* Everything before the program: wrappers, one after another. */
@@ -1090,8 +1141,7 @@ bool sh_rules(struct sh_j *j, struct sh_cmd *c)
             next = rule_busybox(j, c, i, &stop);
         else if (!strcmp(b, "chroot"))
             next = rule_chroot(j, c, i, &stop);
-        else if (!strcmp(b, "npx") || !strcmp(b, "bunx") || !strcmp(b, "pnpx") ||
-                 !strcmp(b, "uvx"))
+        else if (!strcmp(b, "npx") || !strcmp(b, "bunx") || !strcmp(b, "pnpx") || !strcmp(b, "uvx"))
             next = rule_runner(j, c, i, i + 1, &stop);
         else if ((!strcmp(b, "npm") && i + 1 < c->n &&
                   (sh_eq(&c->w[i + 1], "exec") || sh_eq(&c->w[i + 1], "x"))) ||
@@ -1127,7 +1177,8 @@ bool sh_rules(struct sh_j *j, struct sh_cmd *c)
         return true;
     const struct sh_xw *pw = &c->w[i];
     if (pw->unres || pw->glob) {
-        sh_unreadable(j, c, "the command it runs comes from %s", pw->unres ? pw->unres : "a pattern");
+        sh_unreadable(j, c, "the command it runs comes from %s",
+                      pw->unres ? pw->unres : "a pattern");
         return false;
     }
     const char *b = sh_base(pw->text);
@@ -1193,10 +1244,10 @@ bool sh_rules(struct sh_j *j, struct sh_cmd *c)
         }
     }
     /* a program that does not exist (yet) given agentstack's verbs */
-    if (!j->v->deny && !sh_common_program(b) && !sh_data_cmd(b) && i + 1 < c->n &&
+    if (!j->v->deny && !sh_common_program(b) && !sh_known_program(b) && i + 1 < c->n &&
         !sh_resolve_program(j, c, pw->text)) {
-        static const char *const verbs[] = {"trust", "yes", "secret", "policy", "guard", "sign",
-                                            NULL};
+        static const char *const verbs[] = {"trust", "yes",  "secret", "policy",
+                                            "guard", "sign", NULL};
         size_t k = i + 1;
         while (k < c->n && sh_is_flag(c->w[k].text))
             k++;

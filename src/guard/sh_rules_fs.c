@@ -64,8 +64,8 @@ struct parsed {
     VEC(struct optval) vals;
 };
 
-static void parse_opts(struct sh_j *j, const struct sh_cmd *c, size_t from,
-                       const struct optspec *o, struct parsed *pr)
+static void parse_opts(struct sh_j *j, const struct sh_cmd *c, size_t from, const struct optspec *o,
+                       struct parsed *pr)
 {
     bool dd = false;
     for (size_t i = from; i < c->n; i++) {
@@ -170,8 +170,9 @@ static void rule_rm(struct sh_j *j, struct sh_cmd *c, size_t p)
     parse_opts(j, c, p + 1, &o, &pr);
     bool rec = has_letter(&pr, 'r') || has_letter(&pr, 'R') || has_long(&pr, "recursive");
     if (c->tail_unknown && rec) {
-        sh_deny_builtin(j, "recursive rm through %s was refused — its targets come from input "
-                           "the guard cannot see",
+        sh_deny_builtin(j,
+                        "recursive rm through %s was refused — its targets come from input "
+                        "the guard cannot see",
                         c->via ? c->via : "xargs");
     } else if (c->tail_unknown) {
         sh_unreadable(j, c, "rm of files that come from %s's input", c->via ? c->via : "xargs");
@@ -234,8 +235,8 @@ static void rule_simple(struct sh_j *j, struct sh_cmd *c, size_t p, const char *
 
 static void rule_install(struct sh_j *j, struct sh_cmd *c, size_t p)
 {
-    static const char *const longs[] = {"mode", "owner", "group", "target-directory", "suffix",
-                                        "strip-program", "context", NULL};
+    static const char *const longs[] = {"mode",   "owner",         "group",   "target-directory",
+                                        "suffix", "strip-program", "context", NULL};
     struct optspec o = {"mogtSZ", longs};
     struct parsed pr = {0};
     parse_opts(j, c, p + 1, &o, &pr);
@@ -251,8 +252,9 @@ static void rule_install(struct sh_j *j, struct sh_cmd *c, size_t p)
 
 static void rule_mv_cp_ln(struct sh_j *j, struct sh_cmd *c, size_t p, const char *cmd)
 {
-    static const char *const longs[] = {"target-directory", "suffix", "backup", "sparse",
-                                        "reflink", "preserve", "no-preserve", "context", NULL};
+    static const char *const longs[] = {"target-directory", "suffix",  "backup",
+                                        "sparse",           "reflink", "preserve",
+                                        "no-preserve",      "context", NULL};
     struct optspec o = {"tS", longs};
     struct parsed pr = {0};
     parse_opts(j, c, p + 1, &o, &pr);
@@ -297,7 +299,8 @@ static void rule_mv_cp_ln(struct sh_j *j, struct sh_cmd *c, size_t p, const char
             struct as_err e = AS_ERR_INIT;
             bool resolved = fs_canonicalize(abs.buf, &real, &e) == 0;
             const struct guard_ctx *x = j->x;
-            if (gi_under(abs.buf, x->ash) || (x->ash_real && resolved && gi_under(real.buf, x->ash_real)) ||
+            if (gi_under(abs.buf, x->ash) ||
+                (x->ash_real && resolved && gi_under(real.buf, x->ash_real)) ||
                 gi_under(x->ash, abs.buf)) {
                 strbuf sh = SB_INIT;
                 gi_clean(&sh, s->text, 200);
@@ -317,11 +320,11 @@ static void rule_mv_cp_ln(struct sh_j *j, struct sh_cmd *c, size_t p, const char
 
 static void rule_sort_uniq(struct sh_j *j, struct sh_cmd *c, size_t p, bool uniq)
 {
-    static const char *const sort_l[] = {"output", "key", "field-separator", "buffer-size",
-                                         "temporary-directory", "parallel", "files0-from",
-                                         "compress-program", "random-source", NULL};
-    static const char *const uniq_l[] = {"skip-fields", "skip-chars", "check-chars", "group",
-                                         "all-repeated", NULL};
+    static const char *const sort_l[] = {
+        "output",   "key",         "field-separator",  "buffer-size",   "temporary-directory",
+        "parallel", "files0-from", "compress-program", "random-source", NULL};
+    static const char *const uniq_l[] = {"skip-fields", "skip-chars",   "check-chars",
+                                         "group",       "all-repeated", NULL};
     struct optspec o = {uniq ? "fsw" : "oktSTz", uniq ? uniq_l : sort_l};
     struct parsed pr = {0};
     parse_opts(j, c, p + 1, &o, &pr);
@@ -339,12 +342,12 @@ static void rule_sort_uniq(struct sh_j *j, struct sh_cmd *c, size_t p, bool uniq
 
 static void rule_curl_wget(struct sh_j *j, struct sh_cmd *c, size_t p, bool wget)
 {
-    static const char *const curl_l[] = {"output", "output-dir", "dump-header", "cookie-jar",
-                                         "trace", "trace-ascii", "stderr", "libcurl", "config",
-                                         "etag-save", "hsts", "alt-svc", NULL};
-    static const char *const wget_l[] = {"output-document", "directory-prefix", "output-file",
-                                         "append-output", "save-cookies", "input-file",
-                                         "warc-file", NULL};
+    static const char *const curl_l[] = {
+        "output",  "output-dir", "dump-header", "cookie-jar", "trace",   "trace-ascii", "stderr",
+        "libcurl", "config",     "etag-save",   "hsts",       "alt-svc", "netrc-file",  NULL};
+    static const char *const wget_l[] = {
+        "output-document", "directory-prefix", "output-file", "append-output",
+        "save-cookies",    "input-file",       "warc-file",   NULL};
     struct optspec o = {wget ? "OPoai" : "oDcK", wget ? wget_l : curl_l};
     struct parsed pr = {0};
     parse_opts(j, c, p + 1, &o, &pr);
@@ -360,11 +363,23 @@ static void rule_curl_wget(struct sh_j *j, struct sh_cmd *c, size_t p, bool wget
         all_values(j, c, &pr, 0, "output-dir", OP_WRITE, "curl");
         all_values(j, c, &pr, 'D', "dump-header", OP_WRITE, "curl");
         all_values(j, c, &pr, 'c', "cookie-jar", OP_WRITE, "curl");
-        static const char *const more[] = {"trace", "trace-ascii", "stderr", "libcurl",
-                                           "etag-save", "hsts", "alt-svc", NULL};
+        static const char *const more[] = {"trace",     "trace-ascii", "stderr",  "libcurl",
+                                           "etag-save", "hsts",        "alt-svc", NULL};
         for (size_t k = 0; more[k]; k++)
             all_values(j, c, &pr, 0, more[k], OP_WRITE, "curl");
         all_values(j, c, &pr, 'K', "config", OP_READ, "curl");
+        all_values(j, c, &pr, 0, "netrc-file", OP_READ, "curl");
+        /* -n / --netrc read the user's credentials file */
+        if (has_letter(&pr, 'n') || has_long(&pr, "netrc") || has_long(&pr, "netrc-optional")) {
+            struct sh_xw nrc = plain_word(j, "~/.netrc");
+            if (j->x->home) {
+                strbuf p2 = SB_INIT;
+                sb_addf(&p2, "%s/.netrc", j->x->home);
+                nrc = plain_word(j, p2.buf);
+                sb_release(&p2);
+            }
+            sh_operand(j, c, &nrc, OP_READ, "curl --netrc");
+        }
     }
     parsed_free(&pr);
 }
@@ -391,8 +406,8 @@ static void rule_tar(struct sh_j *j, struct sh_cmd *c, size_t p)
     memcpy(cc.w, w.v, w.n * sizeof *cc.w);
     cc.n = w.n;
     vec_free(&w);
-    static const char *const longs[] = {"file", "directory", "exclude", "files-from", "owner",
-                                        "group", "mode", "transform", "index-file", NULL};
+    static const char *const longs[] = {"file",  "directory", "exclude",   "files-from", "owner",
+                                        "group", "mode",      "transform", "index-file", NULL};
     struct optspec o = {"fCbFgKLNTVX", longs};
     struct parsed pr = {0};
     parse_opts(j, &cc, p + 1, &o, &pr);
@@ -520,8 +535,9 @@ void sh_rule_patch_input(struct sh_j *j, struct sh_cmd *c, const struct sh_xw *f
 
 static void rule_patch(struct sh_j *j, struct sh_cmd *c, size_t p)
 {
-    static const char *const longs[] = {"input", "output", "directory", "strip", "reject-file",
-                                        "prefix", "basename-prefix", "suffix", NULL};
+    static const char *const longs[] = {"input",           "output",      "directory",
+                                        "strip",           "reject-file", "prefix",
+                                        "basename-prefix", "suffix",      NULL};
     struct optspec o = {"ioDdpFrBYzVg", longs};
     struct parsed pr = {0};
     parse_opts(j, c, p + 1, &o, &pr);
@@ -550,7 +566,7 @@ static void sed_script(struct sh_j *j, struct sh_cmd *c, const char *s, size_t n
 {
     size_t i = 0;
 #define SKIPWS()                                                                                   \
-    while (i < n && (s[i] == ' ' || s[i] == '\t'))                                                \
+    while (i < n && (s[i] == ' ' || s[i] == '\t'))                                                 \
     i++
     while (i < n && !j->v->deny) {
         while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == ';'))
@@ -853,7 +869,7 @@ static void awk_program(struct sh_j *j, struct sh_cmd *c, const char *s, size_t 
 static void rule_awk(struct sh_j *j, struct sh_cmd *c, size_t p)
 {
     static const char *const longs[] = {"field-separator", "assign", "file", "source",
-                                        "include", "exec", "load", NULL};
+                                        "include",         "exec",   "load", NULL};
     struct optspec o = {"FvfeiEl", longs};
     struct parsed pr = {0};
     parse_opts(j, c, p + 1, &o, &pr);
@@ -867,7 +883,8 @@ static void rule_awk(struct sh_j *j, struct sh_cmd *c, size_t p)
             sh_operand(j, c, &v->val, OP_READ, "awk -f");
             strbuf b = SB_INIT;
             struct as_err er = AS_ERR_INIT;
-            if (!v->val.unres && fs_read_file(sh_abs(j, c->st, v->val.text), 256 << 10, 0, &b, &er) == 0)
+            if (!v->val.unres &&
+                fs_read_file(sh_abs(j, c->st, v->val.text), 256 << 10, 0, &b, &er) == 0)
                 awk_program(j, c, b.buf, b.len);
             else if (!j->v->deny)
                 sh_unreadable(j, c, "awk -f %s, a program the guard cannot read now",
@@ -909,10 +926,10 @@ static void rule_awk(struct sh_j *j, struct sh_cmd *c, size_t p)
 /* ---- dispatch ------------------------------------------------------------ */
 
 static const char *const known[] = {
-    "rm",    "rmdir", "unlink", "shred", "dd",    "diskutil", "chmod",  "chown", "chgrp",
-    "tee",   "truncate", "touch", "mkdir", "install", "cp",   "mv",     "ln",    "sed",
-    "gsed",  "awk",   "gawk",   "mawk",  "nawk",  "sort",     "uniq",   "curl",  "wget",
-    "tar",   "unzip", "patch",  NULL};
+    "rm",    "rmdir", "unlink",   "shred", "dd",    "diskutil", "chmod", "chown",
+    "chgrp", "tee",   "truncate", "touch", "mkdir", "install",  "cp",    "mv",
+    "ln",    "sed",   "gsed",     "awk",   "gawk",  "mawk",     "nawk",  "sort",
+    "uniq",  "curl",  "wget",     "tar",   "unzip", "patch",    NULL};
 
 bool sh_rules_fs_known(const char *b)
 {
@@ -935,7 +952,8 @@ void sh_rules_fs(struct sh_j *j, struct sh_cmd *c, size_t p, const char *b)
         rule_dd(j, c, p);
     else if (!strcmp(b, "diskutil")) {
         static const char *const erase[] = {"eraseDisk", "eraseVolume", "partitionDisk",
-                                            "zeroDisk", "secureErase", "reformat", NULL};
+                                            "zeroDisk",  "secureErase", "reformat",
+                                            NULL};
         if (p + 1 < c->n && in(c->w[p + 1].text, erase))
             sh_deny_builtin(j, "diskutil %s was refused — it erases a disk", c->w[p + 1].text);
     } else if (!strncmp(b, "mkfs", 4)) {

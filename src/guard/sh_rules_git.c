@@ -18,35 +18,152 @@
 
 /* ---- git ----------------------------------------------------------------- */
 
-static const char *const git_builtin[] = {
-    "add", "am", "annotate", "apply", "archive", "bisect", "blame", "branch", "bundle",
-    "cat-file", "check-attr", "check-ignore", "check-mailmap", "check-ref-format", "checkout",
-    "checkout-index", "cherry", "cherry-pick", "clean", "clone", "column", "commit",
-    "commit-graph", "commit-tree", "config", "count-objects", "credential", "describe", "diff",
-    "diff-files", "diff-index", "diff-tree", "difftool", "fast-export", "fast-import", "fetch",
-    "fetch-pack", "filter-branch", "fmt-merge-msg", "for-each-ref", "for-each-repo",
-    "format-patch", "fsck", "gc", "get-tar-commit-id", "grep", "hash-object", "help", "init",
-    "interpret-trailers", "log", "ls-files", "ls-remote", "ls-tree", "mailinfo", "mailsplit",
-    "maintenance", "merge", "merge-base", "merge-file", "merge-tree", "mergetool", "mktag",
-    "mktree", "multi-pack-index", "mv", "name-rev", "notes", "pack-objects", "pack-refs",
-    "patch-id", "prune", "prune-packed", "pull", "push", "range-diff", "read-tree", "rebase",
-    "reflog", "remote", "repack", "replace", "rerere", "reset", "restore", "rev-list",
-    "rev-parse", "revert", "rm", "shortlog", "show", "show-branch", "show-index", "show-ref",
-    "sparse-checkout", "stash", "status", "stripspace", "submodule", "switch", "symbolic-ref",
-    "tag", "unpack-file", "unpack-objects", "update-index", "update-ref", "update-server-info",
-    "var", "verify-commit", "verify-pack", "verify-tag", "version", "whatchanged", "worktree",
-    "write-tree", "lfs", "blame", "gui", "citool", "send-email", "request-pull", "instaweb",
-    "bugreport", "diagnose", NULL};
+static const char *const git_builtin[] = {"add",
+                                          "am",
+                                          "annotate",
+                                          "apply",
+                                          "archive",
+                                          "bisect",
+                                          "blame",
+                                          "branch",
+                                          "bundle",
+                                          "cat-file",
+                                          "check-attr",
+                                          "check-ignore",
+                                          "check-mailmap",
+                                          "check-ref-format",
+                                          "checkout",
+                                          "checkout-index",
+                                          "cherry",
+                                          "cherry-pick",
+                                          "clean",
+                                          "clone",
+                                          "column",
+                                          "commit",
+                                          "commit-graph",
+                                          "commit-tree",
+                                          "config",
+                                          "count-objects",
+                                          "credential",
+                                          "describe",
+                                          "diff",
+                                          "diff-files",
+                                          "diff-index",
+                                          "diff-tree",
+                                          "difftool",
+                                          "fast-export",
+                                          "fast-import",
+                                          "fetch",
+                                          "fetch-pack",
+                                          "filter-branch",
+                                          "fmt-merge-msg",
+                                          "for-each-ref",
+                                          "for-each-repo",
+                                          "format-patch",
+                                          "fsck",
+                                          "gc",
+                                          "get-tar-commit-id",
+                                          "grep",
+                                          "hash-object",
+                                          "help",
+                                          "init",
+                                          "interpret-trailers",
+                                          "log",
+                                          "ls-files",
+                                          "ls-remote",
+                                          "ls-tree",
+                                          "mailinfo",
+                                          "mailsplit",
+                                          "maintenance",
+                                          "merge",
+                                          "merge-base",
+                                          "merge-file",
+                                          "merge-tree",
+                                          "mergetool",
+                                          "mktag",
+                                          "mktree",
+                                          "multi-pack-index",
+                                          "mv",
+                                          "name-rev",
+                                          "notes",
+                                          "pack-objects",
+                                          "pack-refs",
+                                          "patch-id",
+                                          "prune",
+                                          "prune-packed",
+                                          "pull",
+                                          "push",
+                                          "range-diff",
+                                          "read-tree",
+                                          "rebase",
+                                          "reflog",
+                                          "remote",
+                                          "repack",
+                                          "replace",
+                                          "rerere",
+                                          "reset",
+                                          "restore",
+                                          "rev-list",
+                                          "rev-parse",
+                                          "revert",
+                                          "rm",
+                                          "shortlog",
+                                          "show",
+                                          "show-branch",
+                                          "show-index",
+                                          "show-ref",
+                                          "sparse-checkout",
+                                          "stash",
+                                          "status",
+                                          "stripspace",
+                                          "submodule",
+                                          "switch",
+                                          "symbolic-ref",
+                                          "tag",
+                                          "unpack-file",
+                                          "unpack-objects",
+                                          "update-index",
+                                          "update-ref",
+                                          "update-server-info",
+                                          "var",
+                                          "verify-commit",
+                                          "verify-pack",
+                                          "verify-tag",
+                                          "version",
+                                          "whatchanged",
+                                          "worktree",
+                                          "write-tree",
+                                          "lfs",
+                                          "blame",
+                                          "gui",
+                                          "citool",
+                                          "send-email",
+                                          "request-pull",
+                                          "instaweb",
+                                          "bugreport",
+                                          "diagnose",
+                                          NULL};
 
 /* Config keys whose values git runs (or that make it run files). */
 static bool git_code_key(const char *k)
 {
-    static const char *const exact[] = {"core.pager",      "core.sshcommand", "core.editor",
-                                        "core.fsmonitor",  "core.askpass",    "core.gitproxy",
-                                        "diff.external",   "sequence.editor", "gpg.program",
-                                        "credential.helper", "uploadpack.packobjectshook",
-                                        "pager.log",       "pager.diff",      "pager.show",
-                                        "web.browser",     "sendemail.smtpserver", NULL};
+    static const char *const exact[] = {"core.pager",
+                                        "core.sshcommand",
+                                        "core.editor",
+                                        "core.fsmonitor",
+                                        "core.askpass",
+                                        "core.gitproxy",
+                                        "diff.external",
+                                        "sequence.editor",
+                                        "gpg.program",
+                                        "credential.helper",
+                                        "uploadpack.packobjectshook",
+                                        "pager.log",
+                                        "pager.diff",
+                                        "pager.show",
+                                        "web.browser",
+                                        "sendemail.smtpserver",
+                                        NULL};
     char low[256];
     size_t n = strlen(k);
     if (n >= sizeof low)
@@ -58,8 +175,8 @@ static bool git_code_key(const char *k)
     const char *dot = strrchr(low, '.');
     if (!dot)
         return false;
-    static const char *const tails[] = {".textconv", ".command", ".clean",  ".smudge",
-                                        ".process",  ".driver",  ".cmd",    ".program",
+    static const char *const tails[] = {".textconv",   ".command",     ".clean",  ".smudge",
+                                        ".process",    ".driver",      ".cmd",    ".program",
                                         ".uploadpack", ".receivepack", ".helper", NULL};
     return sh_in(dot, tails) || !strncmp(low, "filter.", 7) || !strncmp(low, "merge.", 6);
 }
@@ -251,15 +368,17 @@ void sh_rule_git(struct sh_j *j, struct sh_cmd *c, size_t p, int alias_depth)
     if (j->v->deny || i >= c->n)
         return;
     /* git in the machine home writes it (init, add, commit, config …) */
-    static const char *const ro[] = {"status", "log", "diff", "show", "ls-files", "rev-parse",
-                                     "grep", "blame", "describe", "cat-file", "ls-tree",
-                                     "show-ref", "version", "help", NULL};
+    static const char *const ro[] = {"status",    "log",      "diff",    "show",     "ls-files",
+                                     "rev-parse", "grep",     "blame",   "describe", "cat-file",
+                                     "ls-tree",   "show-ref", "version", "help",     NULL};
     const struct guard_ctx *x = j->x;
     strbuf real = SB_INIT;
     struct as_err e = AS_ERR_INIT;
     bool in_home = st->cwd && (gi_under(st->cwd, x->ash) ||
-                               (x->ash_real && fs_canonicalize(st->cwd, &real, &e) == 0 &&
-                                gi_under(real.buf, x->ash_real)));
+                               (!strcmp(st->cwd, x->cwd)
+                                    ? x->cwd_in_home
+                                    : x->ash_real && fs_canonicalize(st->cwd, &real, &e) == 0 &&
+                                          gi_under(real.buf, x->ash_real)));
     sb_release(&real);
     if (in_home && !sh_in(c->w[i].text, ro)) {
         sh_deny_authority(j, "git in agentstack's machine home writes consent, policy or evidence");
@@ -313,7 +432,7 @@ void sh_rule_git(struct sh_j *j, struct sh_cmd *c, size_t p, int alias_depth)
         sb_release(&ext);
         if (!f)
             return; /* git will answer "not a git command" */
-        return; /* an installed git extension: a program */
+        return;     /* an installed git extension: a program */
     }
     git_builtin_rules(j, c, sub, i + 1);
 }
@@ -377,13 +496,13 @@ static void git_builtin_rules(struct sh_j *j, struct sh_cmd *c, const char *sub,
                !strcmp(sub, "mergetool") || !strcmp(sub, "grep")) {
         for (size_t k = s; k < c->n && !j->v->deny; k++) {
             const char *t = c->w[k].text;
-            bool cmdval = ((!strcmp(sub, "rebase") && (!strcmp(t, "-x") || !strcmp(t, "--exec"))) ||
-                           (!strcmp(sub, "submodule") && !strcmp(t, "foreach")) ||
-                           (!strcmp(sub, "filter-branch") && !strncmp(t, "--", 2) &&
-                            strstr(t, "-filter")) ||
-                           (!strcmp(sub, "difftool") && (!strcmp(t, "-x") || !strcmp(t, "--extcmd"))) ||
-                           (!strcmp(sub, "grep") && (!strcmp(t, "-O") ||
-                                                     !strcmp(t, "--open-files-in-pager"))));
+            bool cmdval =
+                ((!strcmp(sub, "rebase") && (!strcmp(t, "-x") || !strcmp(t, "--exec"))) ||
+                 (!strcmp(sub, "submodule") && !strcmp(t, "foreach")) ||
+                 (!strcmp(sub, "filter-branch") && !strncmp(t, "--", 2) && strstr(t, "-filter")) ||
+                 (!strcmp(sub, "difftool") && (!strcmp(t, "-x") || !strcmp(t, "--extcmd"))) ||
+                 (!strcmp(sub, "grep") &&
+                  (!strcmp(t, "-O") || !strcmp(t, "--open-files-in-pager"))));
             if (!strcmp(sub, "bisect") && !strcmp(t, "run")) {
                 sh_judge_argv(j, c, k + 1, false, NULL);
                 return;
@@ -454,4 +573,3 @@ static void git_builtin_rules(struct sh_j *j, struct sh_cmd *c, const char *sub,
         }
     }
 }
-

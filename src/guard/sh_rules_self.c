@@ -86,38 +86,52 @@ const char *sh_resolve_program(struct sh_j *j, const struct sh_cmd *c, const cha
 /* Programs common enough that checking their identity is not worth a
  * PATH search: none of them is this binary by that name. */
 static const char *const common[] = {
-    "ls",     "cat",   "head",  "tail",   "grep",  "egrep",  "fgrep", "rg",    "wc",
-    "sort",   "uniq",  "diff",  "less",   "more",  "jq",     "yq",    "curl",  "wget",
-    "npm",    "yarn",  "pnpm",  "cargo",  "rustc", "go",     "gcc",   "cc",    "g++",
-    "clang",  "make",  "cmake", "ninja",  "tar",   "gzip",   "gunzip", "zip",  "unzip",
-    "ssh",    "scp",   "rsync", "cut",    "tr",    "xxd",    "od",    "file",  "stat",
-    "du",     "df",    "ps",    "kill",   "pkill", "top",    "htop",  "date",  "pip",
-    "pip3",   "pytest", "tsc",  "eslint", "prettier", "docker", "kubectl", "java",
-    "javac",  "mvn",   "gradle", "dotnet", "swift", "ruby",  "gem",   "bundle", "rake",
-    "tree",   "realpath", "readlink", "column", "paste", "join", "comm", "fold", "fmt",
-    "nl",     "rev",   "tac",   "strings", "md5sum", "sha256sum", "sha1sum", "base64",
-    "bc",     "dc",    "man",   "info",   "ping",  "dig",    "nslookup", "host", "lsof",
-    "free",   "uptime", "env",  "printenv", "locale", "hostname", "history", "fc", NULL};
+    "ls",       "cat",      "head",     "tail",    "grep",     "egrep",     "fgrep",    "rg",
+    "wc",       "sort",     "uniq",     "diff",    "less",     "more",      "jq",       "yq",
+    "curl",     "wget",     "npm",      "yarn",    "pnpm",     "cargo",     "rustc",    "go",
+    "gcc",      "cc",       "g++",      "clang",   "make",     "cmake",     "ninja",    "tar",
+    "gzip",     "gunzip",   "zip",      "unzip",   "ssh",      "scp",       "rsync",    "cut",
+    "tr",       "xxd",      "od",       "file",    "stat",     "du",        "df",       "ps",
+    "kill",     "pkill",    "top",      "htop",    "date",     "pip",       "pip3",     "pytest",
+    "tsc",      "eslint",   "prettier", "docker",  "kubectl",  "java",      "javac",    "mvn",
+    "gradle",   "dotnet",   "swift",    "ruby",    "gem",      "bundle",    "rake",     "tree",
+    "realpath", "readlink", "column",   "paste",   "join",     "comm",      "fold",     "fmt",
+    "nl",       "rev",      "tac",      "strings", "md5sum",   "sha256sum", "sha1sum",  "base64",
+    "bc",       "dc",       "man",      "info",    "ping",     "dig",       "nslookup", "host",
+    "lsof",     "free",     "uptime",   "env",     "printenv", "locale",    "hostname", "history",
+    "fc",       "git",      "node",     "npx",     "python3",  "python",    "bash",     "sh",
+    "gh",       "hg",       "svn",      NULL};
 
 bool sh_is_self(struct sh_j *j, const struct sh_cmd *c, const char *word)
 {
     const char *b = sh_base(word);
     if (!strcmp(b, "agentstack"))
         return true;
-    if (sh_in(b, common) || sh_data_cmd(b))
+    /* a bare name the guard has a rule for is that program; a path or an
+     * unknown name is looked up (once per judgment) */
+    if (!strchr(word, '/') && (sh_in(b, common) || sh_known_program(b)))
         return false;
+    for (size_t i = 0; i < j->nself; i++)
+        if (!strcmp(j->self_cache[i].word, word) && j->self_cache[i].cwd == c->st->cwd)
+            return j->self_cache[i].self;
     const char *f = sh_resolve_program(j, c, word);
-    return f && same_binary(j->x, f);
+    bool self = f && same_binary(j->x, f);
+    if (j->nself < SH_SELF_CACHE) {
+        j->self_cache[j->nself].word = sh_strndup(j->a, word, strlen(word));
+        j->self_cache[j->nself].cwd = c->st->cwd;
+        j->self_cache[j->nself++].self = self;
+    }
+    return self;
 }
 
 /* ---- agentstack by meaning ----------------------------------------------- */
 
 static const char *const as_safe[] = {
-    "help",    "version",  "lock",     "diff",  "status",      "bootstrap", "doctor", "search",
-    "report",  "runs",     "audit",    "install", "apply",     "use",       "session", "instructions",
-    "restore", "undo",     "connect",  "gateway", "mcp",       "demo-server", "lib",  "add",
-    "upgrade", "remove",   "up",       "adopt", "init",        "verify",    "self",   "kill",
-    "run",     NULL};
+    "help",        "version",      "lock",    "diff",    "status",  "bootstrap", "doctor",
+    "search",      "report",       "runs",    "audit",   "install", "apply",     "use",
+    "session",     "instructions", "restore", "undo",    "connect", "gateway",   "mcp",
+    "demo-server", "lib",          "add",     "upgrade", "remove",  "up",        "adopt",
+    "init",        "verify",       "self",    "kill",    "run",     NULL};
 
 void sh_rule_agentstack(struct sh_j *j, struct sh_cmd *c, size_t p)
 {
@@ -239,8 +253,9 @@ static void scan_code_names(struct sh_j *j, struct sh_cmd *c, const char *s, siz
 void sh_judge_code(struct sh_j *j, struct sh_cmd *c, const char *prog, const char *code, size_t n)
 {
     if (text_names_authority(j->x, code, n)) {
-        sh_deny_builtin(j, "%s code naming agentstack's machine home or consent was refused — "
-                           "agents never touch consent, policy or evidence",
+        sh_deny_builtin(j,
+                        "%s code naming agentstack's machine home or consent was refused — "
+                        "agents never touch consent, policy or evidence",
                         prog);
         return;
     }
@@ -249,7 +264,6 @@ void sh_judge_code(struct sh_j *j, struct sh_cmd *c, const char *prog, const cha
     if (!j->v->deny)
         sh_unreadable(j, c, "%s runs inline code, which the guard does not read", prog);
 }
-
 
 bool sh_common_program(const char *b)
 {

@@ -14,7 +14,7 @@
 
 static int hexval(char c)
 {
-    return isdigit((unsigned char)c)   ? c - '0'
+    return isdigit((unsigned char)c)    ? c - '0'
            : isxdigit((unsigned char)c) ? (tolower((unsigned char)c) - 'a' + 10)
                                         : -1;
 }
@@ -141,9 +141,9 @@ void sh_ansic(const char *s, size_t n, strbuf *out)
 /* ---- units and brace expansion ------------------------------------------- */
 
 struct unit {
-    int part;      /* -1: a character */
+    int part; /* -1: a character */
     char c;
-    bool active;   /* an unquoted character */
+    bool active; /* an unquoted character */
 };
 typedef VEC(struct unit) unitvec;
 typedef VEC(unitvec) unitlist;
@@ -512,7 +512,7 @@ static const char *known_output(const struct fb *f, const struct sh_part *p)
         return f->x->pwd;
     if (b->nwords == 3 && !strcmp(w[0], "git") && !strcmp(w[1], "rev-parse") &&
         !strcmp(w[2], "--show-toplevel"))
-        return f->x->toplevel;
+        return f->x->toplevel ? f->x->toplevel(f->x->u) : NULL;
     return NULL;
 }
 
@@ -619,8 +619,8 @@ static void fb_units(struct fb *f, const unitvec *u, bool tilde)
     fb_end(f);
 }
 
-int sh_expand(struct sh_arena *a, const struct sh_word *w, const struct sh_xctx *x,
-              bool assignment, sh_xwords *out, const char **why)
+int sh_expand(struct sh_arena *a, const struct sh_word *w, const struct sh_xctx *x, bool assignment,
+              sh_xwords *out, const char **why)
 {
     struct fb f = {.a = a, .x = x, .w = w, .out = out};
     unitvec u = VEC_INIT;

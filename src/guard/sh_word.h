@@ -28,19 +28,20 @@ struct sh_xctx {
     const char *home; /* NULL when unknown */
     const char *pwd;  /* the tracked working directory (NULL: unknown) */
     const char *oldpwd;
-    const char *toplevel; /* git's toplevel of pwd, or NULL */
+    /* git's toplevel of pwd, or NULL (computed only when a word asks) */
+    const char *(*toplevel)(void *u);
 };
 
 /* One word after expansion. */
 struct sh_xw {
-    char *text;           /* NUL-terminated; unknown expansions are \x01 */
+    char *text;            /* NUL-terminated; unknown expansions are \x01 */
     unsigned char *active; /* per byte: 1 when unquoted (glob syntax applies) */
     size_t len;
-    const char *unres;    /* the first expansion whose value is unknown, or NULL */
-    const char *refuse;   /* a form the guard does not evaluate, or NULL */
-    bool glob;            /* an unquoted *, ? or [...] */
-    bool procsub;         /* the word is a <(…) / >(…) */
-    bool split_unknown;   /* an unquoted unknown expansion: the word count is unknown */
+    const char *unres;  /* the first expansion whose value is unknown, or NULL */
+    const char *refuse; /* a form the guard does not evaluate, or NULL */
+    bool glob;          /* an unquoted *, ? or [...] */
+    bool procsub;       /* the word is a <(…) / >(…) */
+    bool split_unknown; /* an unquoted unknown expansion: the word count is unknown */
     const struct sh_word *src;
 };
 typedef VEC(struct sh_xw) sh_xwords;
@@ -49,8 +50,8 @@ typedef VEC(struct sh_xw) sh_xwords;
  * NAME=value (no brace expansion, splitting or globbing; ~ after = and :).
  * Returns 0, or -1 with *why when expansion itself is refused (a brace
  * expansion over SH_MAX_FIELDS words). */
-int sh_expand(struct sh_arena *a, const struct sh_word *w, const struct sh_xctx *x,
-              bool assignment, sh_xwords *out, const char **why);
+int sh_expand(struct sh_arena *a, const struct sh_word *w, const struct sh_xctx *x, bool assignment,
+              sh_xwords *out, const char **why);
 
 /* Evaluates a $'…' body (raw text between the quotes) into out; bash stops
  * at a NUL, so does this. */

@@ -75,6 +75,10 @@ class Fixture:
             with open(p, "w") as f:
                 f.write(text)
         os.makedirs(os.path.join(self.ws, "build"))
+        # links a person made before: the guard follows them
+        os.symlink(".env", os.path.join(self.ws, "link-env"))
+        os.symlink(self.ash, os.path.join(self.ws, "homelink"))
+        os.symlink("secrets", os.path.join(self.ws, "slink"))
         os.makedirs(self.tmp)
         subprocess.run(["git", "init", "-q", self.ws], check=True,
                        env=dict(os.environ, HOME=self.home))

@@ -60,6 +60,16 @@ static void fixture(void)
         free(tu_write(root, files[i][0], files[i][1]));
     free(tu_write(root, "home/.agentstack/agentstack.toml", machine));
     mkdir(ash, 0700);
+    /* links a person made before: the guard follows them */
+    char *l = xasprintf("%s/link-env", ws);
+    assert_int_equal(symlink(".env", l), 0);
+    free(l);
+    l = xasprintf("%s/homelink", ws);
+    assert_int_equal(symlink(ash, l), 0);
+    free(l);
+    l = xasprintf("%s/slink", ws);
+    assert_int_equal(symlink("secrets", l), 0);
+    free(l);
 }
 
 static int setup(void **state)
@@ -126,7 +136,7 @@ static void subst(const char *in, strbuf *out)
     }
 }
 
-static const char *const protos[] = {"claude",  "codex",       "gemini",  "cursor",
+static const char *const protos[] = {"claude",  "codex",       "gemini",   "cursor",
                                      "copilot", "antigravity", "windsurf", NULL};
 
 static json_t *shell_payload(const char *p, const char *cmd)
@@ -135,15 +145,14 @@ static json_t *shell_payload(const char *p, const char *cmd)
         return json_pack("{s:s,s:s,s:s,s:{s:s}}", "cwd", ws, "hook_event_name", "PreToolUse",
                          "tool_name", "Bash", "tool_input", "command", cmd);
     if (!strcmp(p, "codex"))
-        return json_pack("{s:s,s:s,s:s,s:{s:[s,s,s],s:s}}", "turn_id", "t", "cwd", ws,
-                         "tool_name", "shell", "tool_input", "command", "bash", "-lc", cmd,
-                         "workdir", ws);
+        return json_pack("{s:s,s:s,s:s,s:{s:[s,s,s],s:s}}", "turn_id", "t", "cwd", ws, "tool_name",
+                         "shell", "tool_input", "command", "bash", "-lc", cmd, "workdir", ws);
     if (!strcmp(p, "gemini"))
         return json_pack("{s:s,s:s,s:s,s:{s:s}}", "cwd", ws, "hook_event_name", "BeforeTool",
                          "tool_name", "run_shell_command", "tool_input", "command", cmd);
     if (!strcmp(p, "cursor"))
-        return json_pack("{s:s,s:s,s:s}", "hook_event_name", "beforeShellExecution", "command",
-                         cmd, "cwd", ws);
+        return json_pack("{s:s,s:s,s:s}", "hook_event_name", "beforeShellExecution", "command", cmd,
+                         "cwd", ws);
     if (!strcmp(p, "copilot")) {
         json_t *a = json_pack("{s:s}", "command", cmd);
         char *s = json_dumps(a, JSON_COMPACT);
@@ -183,8 +192,8 @@ static json_t *tool_payload(const char *p, const char *kind, const char *arg)
             strbuf e = SB_INIT;
             sb_addf(&e, "*** Begin Patch\n*** %s File: %s\n+x\n*** End Patch\n",
                     wr ? "Add" : "Update", arg);
-            json_t *r = json_pack("{s:s,s:s,s:s,s:{s:s}}", "turn_id", "t", "cwd", ws,
-                                  "tool_name", "apply_patch", "tool_input", "input", e.buf);
+            json_t *r = json_pack("{s:s,s:s,s:s,s:{s:s}}", "turn_id", "t", "cwd", ws, "tool_name",
+                                  "apply_patch", "tool_input", "input", e.buf);
             sb_release(&e);
             return r;
         }
@@ -192,9 +201,8 @@ static json_t *tool_payload(const char *p, const char *kind, const char *arg)
             return json_pack("{s:s,s:s,s:s,s:{s:s}}", "turn_id", "t", "cwd", ws, "tool_name",
                              "read_file", "tool_input", "file_path", arg);
         if (gr)
-            return json_pack("{s:s,s:s,s:s,s:{s:s,s:s}}", "turn_id", "t", "cwd", ws,
-                             "tool_name", "grep_files", "tool_input", "pattern", "SECRET",
-                             "include", arg);
+            return json_pack("{s:s,s:s,s:s,s:{s:s,s:s}}", "turn_id", "t", "cwd", ws, "tool_name",
+                             "grep_files", "tool_input", "pattern", "SECRET", "include", arg);
         return NULL;
     }
     if (!strcmp(p, "gemini")) {
@@ -213,8 +221,8 @@ static json_t *tool_payload(const char *p, const char *kind, const char *arg)
                          "tool_name", tool, "tool_input", in);
     }
     if (!strcmp(p, "cursor"))
-        return rd ? json_pack("{s:s,s:s,s:s,s:s}", "hook_event_name", "beforeReadFile",
-                              "file_path", arg, "content", "", "cwd", ws)
+        return rd ? json_pack("{s:s,s:s,s:s,s:s}", "hook_event_name", "beforeReadFile", "file_path",
+                              arg, "content", "", "cwd", ws)
                   : NULL;
     if (!strcmp(p, "copilot")) {
         tool = rd ? "view" : wr ? "create" : ed ? "str_replace" : gr ? "grep" : "glob";
@@ -341,8 +349,7 @@ static void test_corpus(void **state)
         }
         line = nl ? nl + 1 : NULL;
     }
-    printf("corpus: %zu entries, %zu judgments in 7 dialects, %zu wrong\n", entries, judged,
-           wrong);
+    printf("corpus: %zu entries, %zu judgments in 7 dialects, %zu wrong\n", entries, judged, wrong);
     free(text);
     free(path);
     assert_true(entries >= 240);
