@@ -29,7 +29,7 @@ printf '%-34s %12s %12s %10s\n' "benchmark" "ours" "baseline" "delta"
 
 # Fixed order (start-up first, the slow callgrind rows last), then any
 # script added later.
-order="startup gateway interop proxy lock toml callgrind"
+order="startup gateway interop proxy lock toml guard callgrind"
 for s in "$here"/*_bench.sh; do
     n=$(basename "$s" _bench.sh)
     case " $order " in *" $n "*) ;; *) order="$order $n" ;; esac

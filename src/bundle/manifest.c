@@ -610,6 +610,7 @@ void manifest_free(struct manifest *m)
     strvec_clear(&m->gateway.env_passthrough);
     strvec_clear(&m->guard.allow_roots);
     strvec_clear(&m->guard.deny);
+    strvec_clear(&m->guard.allow);
     strvec_clear(&m->experimental.allow_tools);
     mf_diags_free(&m->warnings);
     toml_free(m->root);

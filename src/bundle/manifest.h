@@ -206,6 +206,7 @@ struct mf_guard {
     strvec allow_roots;
     bool has_deny; /* "only if no deny list was ever written" (03 §7.1) */
     strvec deny;
+    strvec allow;                    /* commands the guard lets through unread (docs/guard.md) */
     const toml_value *project_roots; /* table: root prefix → array of strings, or NULL */
 };
 

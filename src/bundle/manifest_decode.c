@@ -635,7 +635,8 @@ static const char *const delivery_keys[] = {"render_locally", "harness", NULL};
 static const char *const delivery_harness_keys[] = {"render_locally", NULL};
 static const char *const targets_keys[] = {"default", NULL};
 static const char *const gateway_keys[] = {"env_passthrough", "max_result_bytes", NULL};
-static const char *const guard_keys[] = {"enabled", "allow_roots", "deny", "project_roots", NULL};
+static const char *const guard_keys[] = {"enabled",       "allow_roots", "deny",
+                                         "project_roots", "allow",       NULL};
 static const char *const experimental_keys[] = {"tools_execute", "allowTools",
                                                 "tools_execute_limits", NULL};
 static const char *const limits_keys[] = {"timeout_ms", "max_calls", "max_output_bytes",
@@ -685,7 +686,8 @@ static int dec_guard(struct dec *d, const struct tctx *t)
     struct mf_guard *g = &d->m->guard;
     if (keys_allowed(d, t, guard_keys) < 0 || opt_bool(d, t, "enabled", &g->enabled, NULL) < 0 ||
         opt_strs(d, t, "allow_roots", &g->allow_roots, NULL) < 0 ||
-        opt_strs(d, t, "deny", &g->deny, &g->has_deny) < 0)
+        opt_strs(d, t, "deny", &g->deny, &g->has_deny) < 0 ||
+        opt_strs(d, t, "allow", &g->allow, NULL) < 0)
         return -1;
     struct tctx pr;
     bool found;

@@ -1,6 +1,6 @@
 /*
  * agentstack guard check|test|status|install|uninstall — the host guard
- * (spec 03 §7). `check` is the hook entry the CLIs call (hidden); `test`
+ * (docs/guard.md). `check` is the hook entry the CLIs call (hidden); `test`
  * judges one command like the hook would; `install --write` seeds the
  * machine file's [guard] table, writes the wrapper under
  * $AGENTSTACK_HOME/guard/ and wires every detected CLI's pre-tool hook;
@@ -35,6 +35,7 @@ int cmd_guard(int argc, char **argv, struct cli_ctx *ctx);
 struct guard_args {
     const char *protocol;
     bool write;
+    const char *from;
 };
 
 static int do_check(int argc, char **argv, struct cli_ctx *ctx);
@@ -56,6 +57,12 @@ static const struct cli_option install_options[] = {
               "preview)")},
     {OPT_END},
 };
+static const struct cli_option test_options[] = {
+    {OPT_STRING("from", 0, from, "FILE",
+                "judge each line of FILE (- for stdin) as one command: one ALLOW or DENY line "
+                "each")},
+    {OPT_END},
+};
 static const struct cli_option uninstall_options[] = {
     {OPT_BOOL("write", 0, write, "accepted: uninstall acts directly"), .flags = CLI_OPT_HIDDEN},
     {OPT_END},
@@ -74,10 +81,14 @@ static const struct cli_spec guard_check_spec = {
 static const struct cli_spec guard_test_spec = {
     .name = "guard test",
     .fn = do_test,
-    .summary = "judge one command line as the hook would",
-    .synopsis = CLI_LINES("guard test <command…>"),
-    .description = "Every word after `test` is the command judged, options included.",
-    .examples = CLI_LINES("agentstack guard test rm -rf /", "agentstack guard test cat .env"),
+    .summary = "judge one command line (or a file of them) as the hook would",
+    .synopsis = CLI_LINES("guard test <command…>", "guard test --from FILE"),
+    .description = "Every word after `test` is the command judged, options included. With "
+                   "--from, each non-empty line of FILE is one command; the exit status is 1 "
+                   "when any is denied.",
+    .options = test_options,
+    .examples = CLI_LINES("agentstack guard test rm -rf /", "agentstack guard test cat .env",
+                          "agentstack guard test --from commands.txt"),
     .flags = CLI_STOP_AT_POSITIONAL,
 };
 static const struct cli_spec guard_status_spec = {
@@ -163,51 +174,95 @@ static int do_check(int argc, char **argv, struct cli_ctx *ctx)
 
 /* ---- test ---------------------------------------------------------------- */
 
+/* Judges one command; prints ALLOW/DENY and the reason. 1 when denied. */
+static int judge_one(const struct guard_config *cfg, struct guard_ctx *x, bool ctx_ok,
+                     const char *ctx_err, const char *cmd)
+{
+    strbuf shown = SB_INIT;
+    term_sanitize(&shown, cmd, strlen(cmd));
+    int denied = 1;
+    if (cfg->state == GUARD_UNREADABLE || cfg->state == GUARD_BLOCKED) {
+        printf("DENY  %s\n  %s%s — failing closed (%s)\n", shown.buf, GUARD_REASON_PREFIX,
+               cfg->state == GUARD_UNREADABLE ? "machine config unreadable"
+                                              : "machine policy unavailable",
+               cfg->cause);
+        if (cfg->hint)
+            printf("  fix: %s\n", cfg->hint);
+    } else if (!ctx_ok) {
+        printf("DENY  %s\n  %s%s\n", shown.buf, GUARD_REASON_PREFIX, ctx_err);
+    } else {
+        struct guard_verdict v;
+        guard_verdict_init(&v);
+        guard_judge_shell(x, cmd, &v);
+        if (v.deny) {
+            printf("DENY  %s\n  %s%s\n", shown.buf, GUARD_REASON_PREFIX, v.reason.buf);
+        } else {
+            printf("ALLOW %s\n", shown.buf);
+            denied = 0;
+        }
+        guard_verdict_release(&v);
+    }
+    sb_release(&shown);
+    return denied;
+}
+
 static int do_test(int argc, char **argv, struct cli_ctx *ctx)
 {
-    int prc = cli_parse(&guard_test_spec, &argc, argv, ctx, NULL);
+    struct guard_args a = {0};
+    int prc = cli_parse(&guard_test_spec, &argc, argv, ctx, &a);
     if (prc != CLI_CONTINUE)
         return prc;
-    if (argc < 2)
+    if (a.from && argc > 1)
+        return cli_usage_error("guard test", "give either a command or --from FILE");
+    if (!a.from && argc < 2)
         return cli_usage_error("guard test", "guard test needs a command, e.g. agentstack guard "
                                              "test rm -rf /");
-    strbuf cmd = SB_INIT;
-    for (int i = 1; i < argc; i++)
-        sb_addf(&cmd, "%s%s", i > 1 ? " " : "", argv[i]);
+    strbuf cmds = SB_INIT;
+    struct as_err err = AS_ERR_INIT;
+    if (a.from) {
+        int rr;
+        if (!strcmp(a.from, "-")) {
+            bool big = false;
+            const char *cause = NULL;
+            rr = guard_read_input(0, GUARD_MAX_PAYLOAD, 600000, &cmds, &big, &cause);
+            if (rr < 0)
+                as_err_set(&err, "stdin: %s", big ? "more than 4 MiB" : cause);
+        } else {
+            rr = fs_read_file(a.from, GUARD_MAX_PAYLOAD, 0, &cmds, &err);
+        }
+        if (rr < 0) {
+            cli_error(&err);
+            sb_release(&cmds);
+            return EXIT_FAIL;
+        }
+    } else {
+        for (int i = 1; i < argc; i++)
+            sb_addf(&cmds, "%s%s", i > 1 ? " " : "", argv[i]);
+    }
     struct guard_config cfg;
     guard_config_load(&cfg, true);
-    int rc = EXIT_OK;
-    if (cfg.state == GUARD_UNREADABLE || cfg.state == GUARD_BLOCKED) {
-        printf("DENY  %s\n  %s%s — failing closed (%s)\n", cmd.buf, GUARD_REASON_PREFIX,
-               cfg.state == GUARD_UNREADABLE ? "machine config unreadable"
-                                             : "machine policy unavailable",
-               cfg.cause);
-        if (cfg.hint)
-            printf("  fix: %s\n", cfg.hint);
-        rc = EXIT_FAIL;
+    struct guard_ctx x;
+    bool ctx_ok = cfg.state != GUARD_UNREADABLE && cfg.state != GUARD_BLOCKED &&
+                  guard_ctx_build(&x, &cfg, NULL, &err) == 0;
+    if (cfg.state == GUARD_UNREADABLE || cfg.state == GUARD_BLOCKED)
+        memset(&x, 0, sizeof x);
+    int denied = 0;
+    if (!a.from) {
+        denied = judge_one(&cfg, &x, ctx_ok, err.msg, cmds.buf);
     } else {
-        struct guard_ctx x;
-        struct as_err err = AS_ERR_INIT;
-        if (guard_ctx_build(&x, &cfg, NULL, &err) < 0) {
-            printf("DENY  %s\n  %s%s\n", cmd.buf, GUARD_REASON_PREFIX, err.msg);
-            rc = EXIT_FAIL;
-        } else {
-            struct guard_verdict v;
-            guard_verdict_init(&v);
-            guard_judge_shell(&x, cmd.buf, &v);
-            if (v.deny) {
-                printf("DENY  %s\n  %s%s\n", cmd.buf, GUARD_REASON_PREFIX, v.reason.buf);
-                rc = EXIT_FAIL;
-            } else {
-                printf("ALLOW %s\n", cmd.buf);
-            }
-            guard_verdict_release(&v);
+        for (char *line = cmds.buf; line && *line;) {
+            char *nl = strchr(line, '\n');
+            if (nl)
+                *nl = '\0';
+            if (line[0])
+                denied |= judge_one(&cfg, &x, ctx_ok, err.msg, line);
+            line = nl ? nl + 1 : NULL;
         }
-        guard_ctx_free(&x);
     }
+    guard_ctx_free(&x);
     guard_config_free(&cfg);
-    sb_release(&cmd);
-    return rc;
+    sb_release(&cmds);
+    return denied ? EXIT_FAIL : EXIT_OK;
 }
 
 /* ---- wiring helpers ------------------------------------------------------ */

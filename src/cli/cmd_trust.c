@@ -707,6 +707,19 @@ static int do_trust(const struct trust_args *a, struct cli_ctx *ctx)
                    "--preview, then agentstack trust . --yes --consented <surface_digest>");
         goto out;
     }
+    /* consent is a person's act: not from a process tree that holds an agent
+     * (docs/trust.md, "Consent is a person's act") */
+    const char *person = getenv(TRUST_CONSENT_OVERRIDE);
+    strbuf agent = SB_INIT;
+    if (!(person && !strcmp(person, "1")) && trust_agent_context(&agent)) {
+        cli_errorf("refusing to trust: %s — consent is given by a person at their own terminal, "
+                   "outside any agent session; open a terminal of your own and run agentstack "
+                   "trust there (nothing was written)",
+                   agent.buf);
+        sb_release(&agent);
+        goto out;
+    }
+    sb_release(&agent);
     if ((scan_report_blocking(&r.scan) || r.scan_error) && !a->allow_flagged) {
         if (r.scan_error)
             cli_errorf("refusing to trust: the content scan could not run (%s)", r.scan_error);

@@ -1,6 +1,6 @@
-/* guard config — the machine file's [guard] table read in the failure order
- * of spec 03 §7.5, and the judging context (workspace, write roots, the
- * compiled filesystem deny globs) of §7.4. */
+/* guard config — the machine file's [guard] table read in the guard's
+ * failure order, and the judging context (workspace, write roots, the
+ * compiled filesystem deny globs, this binary's identity); docs/guard.md. */
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -207,6 +207,18 @@ void guard_config_load(struct guard_config *c, bool force_on)
         guard_lexical("/", home, r, &lx);
         strvec_push(&c->allow_roots, lx.buf);
     }
+    for (size_t i = 0; i < m->guard.allow.n && c->state != GUARD_BLOCKED; i++) {
+        const char *a = m->guard.allow.v[i];
+        if (!a[0] || strspn(a, "* \t") == strlen(a)) {
+            as_err_set(&err,
+                       "%s: [guard] allow entry \"%s\" would let every command through unread; "
+                       "name the command (\"python3 -c *\")",
+                       c->path, a);
+            set_state(c, GUARD_BLOCKED, &err, hint);
+            break;
+        }
+        strvec_push(&c->allow, a);
+    }
     const toml_value *pr = m->guard.project_roots;
     for (size_t i = 0; pr && i < toml_len(pr) && c->state != GUARD_BLOCKED; i++) {
         const toml_kv *kv = toml_entry(pr, i);
@@ -240,6 +252,7 @@ void guard_config_free(struct guard_config *c)
         pol_layer_free(c->machine);
     strvec_clear(&c->guard_deny);
     strvec_clear(&c->allow_roots);
+    strvec_clear(&c->allow);
     for (size_t i = 0; i < c->project_roots.n; i++) {
         free(c->project_roots.v[i].prefix);
         strvec_clear(&c->project_roots.v[i].roots);
@@ -250,7 +263,7 @@ void guard_config_free(struct guard_config *c)
 
 /* ---- the context --------------------------------------------------------- */
 
-/* The project layer: only its [policy.filesystem] deny globs count (§7.4);
+/* The project layer: only its [policy.filesystem] deny globs count (docs/guard.md);
  * trust is irrelevant and an unreadable file adds nothing. */
 static struct pol_layer *project_layer(const char *workspace, char **manifest_out)
 {
@@ -328,11 +341,36 @@ int guard_ctx_build(struct guard_ctx *x, const struct guard_config *cfg, const c
     if (fs_canonicalize(x->ash, &real, err) == 0)
         x->ash_real = xstrdup(real.buf);
     as_err_clear(err);
+    x->cwd_in_home =
+        x->ash_real && fs_canonicalize(x->cwd, &real, err) == 0 &&
+        (!strcmp(real.buf, x->ash_real) || (!strncmp(real.buf, x->ash_real, strlen(x->ash_real)) &&
+                                            real.buf[strlen(x->ash_real)] == '/'));
+    as_err_clear(err);
     x->machine_path = xstrdup(cfg->path ? cfg->path : "~/.agentstack/agentstack.toml");
     x->machine_display = display_home(x->machine_path, x->home);
     x->workspace = guard_find_workspace(x->cwd, x->ash);
+    if (fs_canonicalize(x->workspace, &real, err) == 0)
+        x->workspace_real = xstrdup(real.buf);
+    as_err_clear(err);
     for (size_t i = 0; i < cfg->guard_deny.n; i++)
         strvec_push(&x->guard_deny, cfg->guard_deny.v[i]);
+    for (size_t i = 0; i < cfg->allow.n; i++)
+        strvec_push(&x->allow, cfg->allow.v[i]);
+    struct stat st;
+    if (stat(x->machine_path, &st) == 0) {
+        x->machine_id = true;
+        x->machine_dev = (unsigned long long)st.st_dev;
+        x->machine_ino = (unsigned long long)st.st_ino;
+        if (fs_canonicalize(x->machine_path, &real, err) == 0)
+            x->machine_real = xstrdup(real.buf);
+        as_err_clear(err);
+    }
+    /* this binary, to know a renamed or linked copy of it */
+    if (stat("/proc/self/exe", &st) == 0) {
+        x->self_dev = (unsigned long long)st.st_dev;
+        x->self_ino = (unsigned long long)st.st_ino;
+        x->self_size = (size_t)st.st_size;
+    }
 
     add_root(x, x->workspace);
     const char *tmpdir = getenv("TMPDIR");
@@ -367,9 +405,12 @@ void guard_ctx_free(struct guard_ctx *x)
     free(x->ash_real);
     free(x->cwd);
     free(x->workspace);
+    free(x->workspace_real);
     free(x->project_manifest);
     free(x->machine_path);
     free(x->machine_display);
+    free(x->machine_real);
+    strvec_clear(&x->allow);
     strvec_clear(&x->roots);
     strvec_clear(&x->roots_real);
     strvec_clear(&x->guard_deny);

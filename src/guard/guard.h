@@ -1,35 +1,42 @@
 /*
- * guard — the host guard (spec 03 §7): a pre-tool-use hook that the coding
- * CLIs call before each tool call, answering allow or deny in each CLI's
- * own dialect.
+ * guard — the host guard (docs/guard.md): a pre-tool-use hook that the
+ * coding CLIs call before each tool call, answering allow or deny in each
+ * CLI's own dialect.
  *
  * Why: agents run shell commands and edit files directly on the host, not
  * through the gateway. The guard keeps them out of the paths the machine
  * owner and the project deny ([guard] deny, [policy.filesystem] deny), keeps
- * writes inside the workspace, temp dirs and the allowed roots, refuses a
- * short list of destructive commands, and refuses an agent's attempt to give
- * consent on the user's behalf (`agentstack trust . --yes`). It is
- * cooperative: it protects only CLIs that honour their hook.
+ * writes inside the workspace, temp dirs and the allowed roots, keeps the
+ * machine home (consent, policy, evidence, keys) out of reach, refuses a
+ * short list of destructive commands, and refuses any agentstack invocation
+ * that changes consent, policy, secrets or the guard. It is cooperative: it
+ * protects only CLIs that honour their hook.
  *
  * Guarantees:
  *  - guard_hook never fails and never allows by accident: every internal
- *    problem is a deny with a reason. The failure order of §7.5 holds:
- *    no machine file or [guard] enabled not true → allow, nothing recorded;
- *    unreadable machine file → deny (machine-config-unreadable); broken
- *    machine policy → deny (machine-policy-unavailable, errata 17: no
- *    snapshot fallback); stdin unreadable, over 4 MiB, not JSON, nested too
- *    deep or not an object → deny (hook-payload-unreadable; stricter than
- *    the reference, which let non-JSON through); a JSON object of a shape the
- *    guard does not know → allow.
+ *    problem is a deny with a reason. Failure order: no machine file or
+ *    [guard] enabled not true → allow, nothing recorded; unreadable machine
+ *    file → deny (machine-config-unreadable); broken machine policy → deny
+ *    (machine-policy-unavailable, no snapshot fallback); stdin unreadable,
+ *    over 4 MiB, not JSON, nested too deep or not an object → deny
+ *    (hook-payload-unreadable); a JSON object of a shape the guard does not
+ *    know → allow.
+ *  - A shell command is judged only when the guard can read all of it
+ *    (sh.h, sh_judge.h): a word it needs that does not resolve, or a
+ *    construct it does not model, is denied as unreadable unless a [guard]
+ *    allow rule names the command; allow rules never lift deny globs, the
+ *    machine home, the write scope, the built-in rules or consent.
  *  - Every deny reason starts with exactly "agentstack guard blocked this: ".
  *  - Every deny appends one hash-chained row to $AGENTSTACK_HOME/audit/
  *    calls.jsonl (server "host-guard", outcome "denied"); payload text only
  *    follows a fixed prefix ("bash: ", "read: ", "write: "), control bytes
- *    are stripped and secret-looking tokens are redacted. A failed append
- *    never turns a deny into an allow.
- *  - Parsing is bounded: payload ≤ 4 MiB, JSON depth capped by the parser,
- *    shell nesting (sh -c, $(…)) ≤ 3 levels (deeper is denied), patch
- *    envelopes ≤ 20 000 lines; no recursion without a bound.
+ *    are stripped and secret values are redacted by lib sync's detector. A
+ *    failed append never turns a deny into an allow.
+ *  - Bounded: payload ≤ 4 MiB, JSON depth capped by the parser, shell
+ *    nesting ≤ SH_MAX_NEST in one text and GUARD_MAX_SHELL_DEPTH re-read
+ *    texts (sh -c, eval …), ≤ 8 shell states, globs ≤ 1,024 matches and
+ *    20,000 directory entries, brace expansion ≤ 4,096 words, patch
+ *    envelopes ≤ 20 000 lines.
  */
 #ifndef AS_GUARD_GUARD_H
 #define AS_GUARD_GUARD_H
@@ -54,7 +61,7 @@
 #define GUARD_TOOL_MAX 200
 #define GUARD_SYS_DETAIL_MAX 500
 
-/* ---- protocols (§7.1, §7.3) ---------------------------------------------- */
+/* ---- protocols ----------------------------------------------------------- */
 
 enum guard_proto {
     GUARD_P_CLAUDE,
@@ -70,7 +77,7 @@ enum guard_proto {
 const char *guard_proto_name(enum guard_proto p);
 /* 0 and *out set, or -1 for an unknown name. */
 int guard_proto_parse(const char *name, enum guard_proto *out);
-/* §7.1: toolCall → antigravity, tool_info → windsurf, toolArgs → copilot,
+/* toolCall → antigravity, tool_info → windsurf, toolArgs → copilot,
  * bare command → cursor, turn_id → codex, hook_event_name "BeforeTool" →
  * gemini, else claude. */
 enum guard_proto guard_proto_sniff(const json_t *payload);
@@ -98,6 +105,7 @@ struct guard_config {
     strvec guard_deny;         /* [guard] deny as written */
     strvec allow_roots;        /* expanded, absolute */
     VEC(struct guard_root_map) project_roots;
+    strvec allow; /* [guard] allow: commands the owner lets through unread */
 };
 
 /* Loads the machine file. Never fails: problems set state and cause.
@@ -113,7 +121,9 @@ struct guard_ctx {
     char *ash;              /* $AGENTSTACK_HOME (lexical) */
     char *ash_real;         /* canonical, or NULL when it does not exist */
     char *cwd;              /* where the tool runs (lexical, absolute) */
-    char *workspace;        /* §7.4 */
+    bool cwd_in_home;       /* cwd resolves into the machine home */
+    char *workspace;        /* docs/guard.md */
+    char *workspace_real;   /* the workspace, symlinks resolved */
     char *project_manifest; /* the project layer's file, or NULL */
     char *machine_path;
     char *machine_display;  /* machine_path with $HOME shown as ~ */
@@ -121,6 +131,12 @@ struct guard_ctx {
     strvec roots_real;      /* canonical forms of the existing ones */
     strvec guard_deny;      /* to name [guard] deny in reasons */
     struct pol_ruleset *rs; /* filesystem deny globs of both layers */
+    strvec allow;           /* [guard] allow globs (matched against command text) */
+    char *machine_real;     /* the machine file, symlinks resolved, or NULL */
+    bool machine_id;        /* machine_dev/ino are set (the file exists) */
+    unsigned long long machine_dev, machine_ino;
+    unsigned long long self_dev, self_ino; /* this binary (a renamed copy is found by */
+    size_t self_size;                      /* its bytes); self_size 0: unknown */
 };
 
 /* Builds the context for a tool running in cwd (NULL = process cwd).
@@ -129,7 +145,7 @@ struct guard_ctx {
 int guard_ctx_build(struct guard_ctx *x, const struct guard_config *cfg, const char *cwd,
                     struct as_err *err);
 void guard_ctx_free(struct guard_ctx *x);
-/* §7.4: nearest ancestor of dir holding .git or .agentstack (a directory
+/* docs/guard.md: nearest ancestor of dir holding .git or .agentstack (a directory
  * whose .agentstack is the machine home does not count), else dir. */
 char *guard_find_workspace(const char *dir, const char *ash);
 /* Lexically absolute form of path: ~, $HOME, ${HOME} expanded (home may be
@@ -158,14 +174,19 @@ void guard_verdict_release(struct guard_verdict *v);
 /* What a payload asks for. */
 struct guard_action {
     enum guard_kind kind;
-    char *tool;    /* the tool name as sent, or NULL */
-    strvec paths;  /* read or write targets */
-    char *command; /* shell text */
-    char *cwd;     /* from the payload, or NULL */
+    char *tool;        /* the tool name as sent, or NULL */
+    strvec paths;      /* read or write targets */
+    strvec reads;      /* files a writer reads too (a copy's source) */
+    strvec globs;      /* file globs (Grep glob/include, Glob pattern, read_many_files) */
+    char *glob_base;   /* the directory the globs are relative to, or NULL (cwd) */
+    bool glob_content; /* the tool reads the files its globs select */
+    char *command;     /* shell text */
+    char *cwd;         /* from the payload, or NULL */
+    char *cwd_rel;     /* the tool's own working directory (workdir, directory), or NULL */
 };
 void guard_action_free(struct guard_action *a);
 
-/* Classifies a hook payload (§7.4 classification). *proto is sniffed when
+/* Classifies a hook payload (the classification of docs/guard.md). *proto is sniffed when
  * GUARD_P_SNIFF. Returns 0, or -1 + err when the payload is not a JSON
  * object (callers deny: hook-payload-unreadable). */
 int guard_payload_classify(const char *data, size_t len, enum guard_proto *proto,
@@ -176,6 +197,11 @@ void guard_judge(const struct guard_ctx *x, const struct guard_action *a, struct
 void guard_judge_shell(const struct guard_ctx *x, const char *cmd, struct guard_verdict *v);
 void guard_judge_read(const struct guard_ctx *x, const char *path, struct guard_verdict *v);
 void guard_judge_write(const struct guard_ctx *x, const char *path, struct guard_verdict *v);
+/* A tool's file glob relative to base (NULL: the cwd): refused when it can
+ * select a denied name (content: the tool reads what it selects, so even a
+ * match-all glob counts). */
+void guard_judge_glob(const struct guard_ctx *x, const char *base, const char *glob, bool content,
+                      struct guard_verdict *v);
 
 /* ---- the hook ------------------------------------------------------------ */
 
@@ -206,22 +232,21 @@ void guard_hook(const struct guard_hook_in *in, struct guard_hook_out *out);
 int guard_read_input(int fd, size_t max, int timeout_ms, strbuf *out, bool *too_big,
                      const char **cause);
 
-/* The reply for one protocol (§7.3). reason is the full text (with prefix). */
+/* The reply for one protocol (docs/guard.md, Answers). reason is the full text (with prefix). */
 void guard_reply(enum guard_proto p, bool deny, const char *reason, struct guard_hook_out *o);
 
 /* ---- evidence ------------------------------------------------------------ */
 
-/* Copies s with secret-looking tokens replaced by "[redacted]" (well-known
- * token prefixes, Bearer/Basic credentials, secret-named assignments and
- * flags, URL userinfo, long high-entropy words) and control bytes turned
- * into spaces. */
+/* Copies s with each secret value replaced by "[redacted]" — the values the
+ * literal-secret detector of `lib sync` locates in free text
+ * (lsec_redact) — and control bytes turned into spaces. */
 void guard_redact(const char *s, size_t len, strbuf *out);
 /* Appends a deny row to <ash>/audit/calls.jsonl. project NULL for system
  * refusals. */
 int guard_audit_deny(const char *ash, const char *project, const char *tool, const char *detail,
                      size_t detail_max, struct as_err *err);
 
-/* ---- wiring (§7.2) ------------------------------------------------------- */
+/* ---- wiring ------------------------------------------------------------ */
 
 enum guard_wire_shape {
     GUARD_W_CLAUDE,  /* {"hooks":{EVENT:[{"matcher":"*","hooks":[{"type":"command",...}]}]}} */

@@ -1,6 +1,6 @@
 /* guard hook — `agentstack guard check`: read the payload, walk the failure
- * order (spec 03 §7.5), judge, answer in the CLI's dialect (§7.3), record
- * each deny (§7.6). */
+ * order, judge, answer in the CLI's dialect, record
+ * each deny. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "base/json.h"
 #include "base/xalloc.h"
 #include "guard/guard_int.h"
@@ -215,6 +216,19 @@ void guard_hook(const struct guard_hook_in *in, struct guard_hook_out *o)
         system_deny(in, p, ash, "machine-policy-unavailable", "machine policy unavailable", err.msg,
                     o);
         goto done;
+    }
+    if (act.cwd_rel) {
+        /* the tool's own working directory (Codex workdir, Gemini directory) */
+        strbuf lx = SB_INIT;
+        guard_lexical(x.cwd, x.home, act.cwd_rel, &lx);
+        free(x.cwd);
+        x.cwd = sb_detach(&lx, NULL);
+        strbuf real = SB_INIT;
+        struct as_err e2 = AS_ERR_INIT;
+        x.cwd_in_home =
+            gi_under(x.cwd, x.ash) || (x.ash_real && fs_canonicalize(x.cwd, &real, &e2) == 0 &&
+                                       gi_under(real.buf, x.ash_real));
+        sb_release(&real);
     }
     struct guard_verdict v;
     guard_verdict_init(&v);

@@ -1,5 +1,5 @@
-/* guard payload — each CLI's hook JSON turned into one action (spec 03
- * §7.3–7.4): the protocol sniff, key normalization (lowercase, '_' and '-'
+/* guard payload — each CLI's hook JSON turned into one action
+ * (docs/guard.md): the protocol sniff, key normalization (lowercase, '_' and '-'
  * removed, so tool_input, toolInput and tool-input are one key), path and
  * command extraction, patch envelopes and the writer/reader classification. */
 #include <ctype.h>
@@ -115,6 +115,9 @@ static const char *const writers[] = {"write",
                                       "strreplace",
                                       "createdirectory",
                                       "appendfile",
+                                      "replacefilecontent",
+                                      "multireplacefilecontent",
+                                      "writefilecontent",
                                       NULL};
 
 static const char *const readers[] = {
@@ -138,8 +141,7 @@ static bool is_envelope(const char *s)
     return end - s >= 13 && !strncmp(end - 13, "*** End Patch", 13);
 }
 
-/* Targets of an envelope; -1 when it has more than GUARD_MAX_PATCH_LINES lines. */
-static int envelope_targets(const char *s, strvec *out)
+int gi_envelope_targets(const char *s, strvec *out)
 {
     static const char *const heads[] = {
         "*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: ", NULL};
@@ -243,9 +245,11 @@ static bool command_of(const json_t *in, strbuf *out)
 
 static bool write_shaped(const json_t *in)
 {
-    static const char *const keys[] = {"oldstring", "newstring",  "oldstr", "newstr", "oldtext",
-                                       "newtext",   "newsource",  "patch",  "diff",   "edits",
-                                       "fileedits", "insertline", NULL};
+    static const char *const keys[] = {
+        "oldstring", "newstring",  "oldstr",      "newstr",        "oldtext",
+        "newtext",   "newsource",  "patch",       "diff",          "edits",
+        "fileedits", "insertline", "codecontent", "targetcontent", "replacementcontent",
+        "filetext",  NULL};
     for (size_t k = 0; keys[k]; k++)
         if (nget(in, keys[k]))
             return true;
@@ -268,42 +272,161 @@ static bool write_shaped(const json_t *in)
     return body && !search;
 }
 
+/* Fields that name one file or directory. */
+static const char *const path_keys[] = {"filepath",
+                                        "path",
+                                        "notebookpath",
+                                        "targetfile",
+                                        "absolutepath",
+                                        "targetpath",
+                                        "dirpath",
+                                        "file",
+                                        "filename",
+                                        "destination",
+                                        "dst",
+                                        "dest",
+                                        "newpath",
+                                        "destinationpath",
+                                        "topath",
+                                        "targetdirectory",
+                                        "outputpath",
+                                        "uri",
+                                        "source",
+                                        "src",
+                                        "oldpath",
+                                        "sourcepath",
+                                        "frompath",
+                                        "inputpath",
+                                        NULL};
+/* Of those, the ones a move or copy reads (or removes) rather than writes. */
+static const char *const source_keys[] = {"source",   "src",       "oldpath", "sourcepath",
+                                          "frompath", "inputpath", NULL};
+/* Fields that hold a list of files. */
+static const char *const list_keys[] = {"paths",       "files",         "filepaths",
+                                        "targetfiles", "absolutepaths", NULL};
+/* Fields that hold a file glob. */
+static const char *const glob_keys[] = {"glob", "include", "includes", "filepattern", NULL};
+/* Tools whose "pattern" is a file glob (names, not contents). */
+static const char *const glob_tools[] = {"glob",      "globtool",   "findfiles",
+                                         "listfiles", "filesearch", NULL};
+/* Tools that read the contents of the files their glob selects. */
+static const char *const search_tools[] = {
+    "grep",    "greptool", "search",        "searchfilecontent", "grepfiles", "searchfiles",
+    "ripgrep", "rg",       "readmanyfiles", "codebasesearch",    NULL};
+static const char *const cwd_keys[] = {"workdir", "cwd", "directory", "workingdirectory", NULL};
+
+static bool key_in(const char *k, const char *const *list)
+{
+    char nk[64];
+    norm(k, nk, sizeof nk);
+    for (size_t i = 0; list[i]; i++)
+        if (!strcmp(nk, list[i]))
+            return true;
+    return false;
+}
+
+/* file:///x → /x */
+static const char *file_uri(const char *v)
+{
+    if (!strncmp(v, "file://", 7))
+        return v + 7;
+    return v;
+}
+
+static void push_globs(const json_t *v, strvec *out)
+{
+    if (json_is_string(v) && json_string_value(v)[0]) {
+        strvec_push(out, json_string_value(v));
+    } else if (json_is_array(v)) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(v, i, e) if (json_is_string(e) && json_string_value(e)[0])
+            strvec_push(out, json_string_value(e));
+    }
+}
+
 static void classify(const char *tool, const char *event, const json_t *in, struct guard_action *a)
 {
-    static const char *const path_keys[] = {
-        "filepath", "path", "notebookpath", "targetfile", "absolutepath", "targetpath", NULL};
-    const char *path = NULL;
-    for (size_t k = 0; path_keys[k] && !path; k++)
-        path = nstr(in, path_keys[k]);
     strbuf cmd = SB_INIT;
     bool has_cmd = command_of(in, &cmd);
     bool reader = name_in(tool, readers) || name_in(event, readers);
     bool writer = name_in(tool, writers) || name_in(event, writers);
-    if (path && path[0]) {
-        strvec_push(&a->paths, path);
+    bool mover = tool && (strstr(tool, "ove") || strstr(tool, "ename"));
+    /* every field that names a file */
+    strvec targets = STRVEC_INIT, sources = STRVEC_INIT;
+    const char *k;
+    json_t *v;
+    if (json_is_object(in)) {
+        json_object_foreach((json_t *)in, k, v)
+        {
+            if (key_in(k, path_keys) && json_is_string(v) && json_string_value(v)[0]) {
+                const char *p = file_uri(json_string_value(v));
+                strvec_push(key_in(k, source_keys) ? &sources : &targets, p);
+            } else if (key_in(k, list_keys) && json_is_array(v)) {
+                size_t i;
+                json_t *e;
+                json_array_foreach(v, i, e) if (json_is_string(e) && json_string_value(e)[0])
+                {
+                    const char *p = file_uri(json_string_value(e));
+                    /* read_many_files: entries may be globs */
+                    if (strpbrk(p, "*?[{"))
+                        strvec_push(&a->globs, p);
+                    else
+                        strvec_push(&targets, p);
+                }
+            } else if (key_in(k, glob_keys)) {
+                push_globs(v, &a->globs);
+            } else if (key_in(k, cwd_keys) && json_is_string(v) && has_cmd && !a->cwd_rel) {
+                a->cwd_rel = xstrdup(json_string_value(v));
+            }
+        }
+    }
+    if (name_in(tool, glob_tools))
+        push_globs(nget(in, "pattern"), &a->globs);
+    a->glob_content = name_in(tool, search_tools) || !name_in(tool, glob_tools);
+    /* a search's path is the base of its globs */
+    if (a->globs.n && targets.n && !writer)
+        a->glob_base = xstrdup(targets.v[0]);
+    const char *env = find_envelope(in);
+    if (targets.n || sources.n) {
         /* str_replace_editor style: command is an editor verb */
         static const char *const wverbs[] = {"create", "strreplace", "insert", "undoedit",
                                              "write",  "append",     NULL};
         const char *verb = has_cmd ? cmd.buf : NULL;
+        bool writes;
         if (verb && name_in(verb, wverbs)) {
-            a->kind = GUARD_K_WRITE;
+            writes = true;
         } else if (verb && !strcmp(verb, "view")) {
-            a->kind = GUARD_K_READ;
+            writes = false;
         } else if (has_cmd && cmd.len) {
             /* a tool naming a path and running a command: judge both */
             a->kind = GUARD_K_SHELL;
             a->command = sb_detach(&cmd, NULL);
+            for (size_t i = 0; i < targets.n; i++)
+                strvec_push(&a->paths, targets.v[i]);
+            for (size_t i = 0; i < sources.n; i++)
+                strvec_push(&a->paths, sources.v[i]);
+            goto out;
         } else if (reader && !writer) {
-            a->kind = GUARD_K_READ;
+            writes = false;
         } else {
-            a->kind = writer || write_shaped(in) ? GUARD_K_WRITE : GUARD_K_READ;
+            writes = writer || write_shaped(in);
         }
-        sb_release(&cmd);
-        return;
+        a->kind = writes ? GUARD_K_WRITE : GUARD_K_READ;
+        for (size_t i = 0; i < targets.n; i++)
+            strvec_push(&a->paths, targets.v[i]);
+        /* a move's source is removed; a copy's source is read */
+        for (size_t i = 0; i < sources.n; i++)
+            strvec_push(writes && mover ? &a->paths : &a->reads, sources.v[i]);
+        if (writes && !targets.n && !mover) {
+            a->kind = GUARD_K_WRITE_UNKNOWN;
+            for (size_t i = 0; i < sources.n; i++)
+                strvec_push(&a->reads, sources.v[i]);
+        }
+        goto out;
     }
-    const char *env = find_envelope(in);
     if (env) {
-        if (envelope_targets(env, &a->paths) == 0 && a->paths.n)
+        if (gi_envelope_targets(env, &a->paths) == 0 && a->paths.n)
             a->kind = GUARD_K_WRITE;
         else
             a->kind = GUARD_K_WRITE_UNKNOWN;
@@ -312,9 +435,14 @@ static void classify(const char *tool, const char *event, const json_t *in, stru
     } else if (has_cmd) {
         a->kind = GUARD_K_SHELL;
         a->command = sb_detach(&cmd, NULL);
+    } else if (a->globs.n) {
+        a->kind = GUARD_K_READ;
     } else {
         a->kind = GUARD_K_NONE;
     }
+out:
+    strvec_clear(&targets);
+    strvec_clear(&sources);
     sb_release(&cmd);
 }
 
@@ -382,8 +510,8 @@ int guard_payload_classify(const char *data, size_t len, enum guard_proto *proto
         /* an input that is only text: a command or an envelope */
         const char *s = json_string_value(in);
         if (is_envelope(s)) {
-            a->kind = envelope_targets(s, &a->paths) == 0 && a->paths.n ? GUARD_K_WRITE
-                                                                        : GUARD_K_WRITE_UNKNOWN;
+            a->kind = gi_envelope_targets(s, &a->paths) == 0 && a->paths.n ? GUARD_K_WRITE
+                                                                           : GUARD_K_WRITE_UNKNOWN;
         } else {
             a->kind = GUARD_K_SHELL;
             a->command = xstrdup(s);

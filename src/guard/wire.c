@@ -1,4 +1,4 @@
-/* guard wire — where each CLI's pre-tool hook lives (spec 03 §7.2) and the
+/* guard wire — where each CLI's pre-tool hook lives and the
  * JSON edits that add or remove our entries without touching anyone
  * else's. Our entries are recognized by the marker "agentstack-guard" in
  * their command (the wrapper's file name). */

@@ -500,6 +500,66 @@ int pol_fs_allowed(const struct pol_ruleset *rs, const char *const *spellings, s
     return 1;
 }
 
+/* The directory part of a glob before its first '*' (the "secrets/" of a
+ * directory-scoped glob), as a length; 0 when the glob has none. */
+static size_t literal_dir(const char *pat, size_t len)
+{
+    const char *star = memchr(pat, '*', len);
+    size_t end = star ? (size_t)(star - pat) : len;
+    while (end > 0 && pat[end - 1] != '/')
+        end--;
+    return end;
+}
+
+/* POL_MAY_DENY_NAMED: does query reach the directory d only through "**"? */
+static int only_through_globstar(const char *q, const char *d, size_t dl)
+{
+    const char *gs = strstr(q, "**");
+    if (!gs)
+        return 0;
+    size_t ql = (size_t)(gs - q);
+    return !(ql >= dl && !strncmp(q, d, dl));
+}
+
+int pol_fs_may_deny(const struct pol_ruleset *rs, const char *const *queries, size_t n, int flags,
+                    struct pol_decision *out)
+{
+    struct pol_decision tmp;
+    struct pol_decision *d = out ? out : &tmp;
+    const char *subject = n ? queries[0] : "";
+    if (!rs) {
+        fill(d, POL_FS_DENY, POL_BY_SYSTEM, POL_UNAVAILABLE, subject);
+        d->reason = "no ruleset";
+        return 0;
+    }
+    if (refused_outright(rs, POL_FS_DENY, subject, d))
+        return 0;
+    for (int l = 0; l < 2; l++) {
+        const struct pol_globset *gs = &rs->fs[2][l];
+        enum pol_by by = l ? POL_BY_PROJECT : POL_BY_MACHINE;
+        if (gs->first_malformed >= 0) {
+            fill(d, POL_FS_DENY, by, POL_MALFORMED, subject);
+            d->pattern = gs->g[gs->first_malformed].disp;
+            return 0;
+        }
+        for (uint32_t g = 0; g < gs->n; g++)
+            for (size_t i = 0; i < n; i++) {
+                size_t dl = literal_dir(gs->g[g].pat, gs->g[g].len);
+                if ((flags & POL_MAY_DENY_NAMED) && dl &&
+                    only_through_globstar(queries[i], gs->g[g].pat, dl))
+                    continue;
+                if (pol_glob_intersects(gs->g[g].pat, gs->g[g].len, queries[i],
+                                        strlen(queries[i]))) {
+                    fill(d, POL_FS_DENY, by, POL_DENY_RULE, queries[i]);
+                    d->pattern = gs->g[g].disp;
+                    return 0;
+                }
+            }
+    }
+    fill(d, POL_FS_DENY, POL_BY_NONE, POL_ALLOWED, subject);
+    return 1;
+}
+
 /* Lexically normalizes an absolute path: no "//", ".", ".."; ".." at the root stays. */
 static void lexical(const char *p, strbuf *out)
 {

@@ -8,6 +8,7 @@
  * pieces are placed leftmost in order. Leftmost placement is exact for
  * star-only globs, so the whole match is O(n·m) with no backtracking.
  */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -484,4 +485,69 @@ int pol_globset_cmp(const struct pol_globset *a, const struct pol_globset *b)
 int pol_globset_equal(const struct pol_globset *a, const struct pol_globset *b)
 {
     return pol_globset_cmp(a, b) == 0;
+}
+
+/* ---- intersection with a shell pattern ---------------------------------- */
+
+/* Product of the two patterns as automata over positions (i in pat, j in q):
+ * a breadth-first walk of reachable pairs; '*' in pat stays or advances on
+ * any byte, q's '*' on any byte but '/', q's "**" on any byte, '?' consumes
+ * one byte but '/'. Accepts when both ends are reached. O(plen * qlen). */
+int pol_glob_intersects(const char *pat, size_t plen, const char *q, size_t qlen)
+{
+    size_t W = qlen + 1, states = (plen + 1) * W;
+    if (states > ((size_t)1 << 22))
+        return 1;
+    unsigned char *seen = xcalloc(states, 1);
+    size_t *stack = xmalloc(states * sizeof *stack);
+    size_t sp = 0;
+    int hit = 0;
+#define PUSH(pi, qi)                                                                               \
+    do {                                                                                           \
+        size_t id_ = (pi)*W + (qi);                                                                \
+        if (!seen[id_]) {                                                                          \
+            seen[id_] = 1;                                                                         \
+            stack[sp++] = id_;                                                                     \
+        }                                                                                          \
+    } while (0)
+    PUSH(0, 0);
+    while (sp && !hit) {
+        size_t id = stack[--sp], i = id / W, j = id % W;
+        if (i == plen && j == qlen) {
+            hit = 1;
+            break;
+        }
+        bool pstar = i < plen && pat[i] == '*';
+        bool qstar = j < qlen && q[j] == '*';
+        bool qdeep = qstar && j + 1 < qlen && q[j + 1] == '*';
+        /* stars match the empty string */
+        if (pstar)
+            PUSH(i + 1, j);
+        if (qstar)
+            PUSH(i, j + (qdeep ? 2 : 1));
+        if (i >= plen && !pstar)
+            continue;
+        if (j >= qlen)
+            continue;
+        /* consume one byte c accepted by both sides */
+        if (pstar && qstar) {
+            continue; /* both stay: no progress */
+        } else if (pstar) {
+            /* q's next is '?' or a literal: pat's star absorbs it */
+            PUSH(i, j + 1);
+        } else if (qstar) {
+            /* pat's next is a literal: q's star absorbs it unless it is a '/' */
+            if (qdeep || pat[i] != '/')
+                PUSH(i + 1, j);
+        } else if (q[j] == '?') {
+            if (pat[i] != '/')
+                PUSH(i + 1, j + 1);
+        } else if (pat[i] == q[j]) {
+            PUSH(i + 1, j + 1);
+        }
+    }
+#undef PUSH
+    free(seen);
+    free(stack);
+    return hit;
 }

@@ -290,6 +290,25 @@ int pol_fs_workspace_writable(const struct pol_ruleset *rs, struct pol_decision 
  * either layer (machine first), else 1. spellings: see pol_fs_spellings. */
 int pol_fs_allowed(const struct pol_ruleset *rs, const char *const *spellings, size_t n,
                    struct pol_decision *d);
+/* Could some path matching a shell glob be denied? queries are spellings
+ * of one shell pattern (absolute, workspace-relative, bare name) in which
+ * '*' is any run without '/', '?' one byte other than '/', "**" any run,
+ * and every other byte literal (callers turn bracket expressions into '?').
+ * 0 (d says which rule) when any query and any deny glob of either layer
+ * have a string in common; 1 otherwise. Exact for this grammar; a query
+ * pair too large to decide (over 2^22 states) counts as a match. */
+#define POL_MAY_DENY_NAMED 1 /* see pol_fs_may_deny */
+/* flags POL_MAY_DENY_NAMED: a deny glob scoped to a directory (a literal
+ * "secrets/" then a wildcard) counts for a query that reaches it only
+ * through a "**" when the query's text before its first "**" already names
+ * that directory: a recursive pattern over *.ts files names no denied
+ * directory. */
+int pol_fs_may_deny(const struct pol_ruleset *rs, const char *const *queries, size_t n, int flags,
+                    struct pol_decision *d);
+/* The intersection test itself: does some string match both the policy
+ * glob pat (spec grammar) and the shell query q (grammar above)? */
+int pol_glob_intersects(const char *pat, size_t plen, const char *q, size_t qlen);
+
 /* Lexical spellings of path for pol_fs_allowed: ~/$HOME expanded (home may be
  * NULL), joined to workspace when relative, "." and ".." resolved lexically;
  * pushes the absolute path, the workspace-relative path when inside the

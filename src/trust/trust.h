@@ -246,4 +246,21 @@ int trust_diff_add(json_t *diff, const char *home, bool tree, const char *approv
 /* Indented text of a diff (nothing when unchanged). */
 void trust_diff_render(const json_t *diff, const char *indent, strbuf *out);
 
+/* ---- consent is a person's act ------------------------------------------- */
+
+/* The environment variable a person sets to consent from a process tree
+ * that holds an agent (docs/trust.md); the host guard refuses any command
+ * that sets it. */
+#define TRUST_CONSENT_OVERRIDE "AGENTSTACK_CONSENT_BY_PERSON"
+
+/* Whether this process may be an agent's rather than a person's: an
+ * ancestor process is a coding-agent CLI (claude, codex, gemini,
+ * cursor-agent, copilot, opencode, …, also as a node script), or an
+ * agentstack run / agentstack mcp (an agent's launcher and its gateway),
+ * or the environment carries a harness's marker (CLAUDECODE, CODEX_SANDBOX,
+ * GEMINI_CLI, AGENTSTACK_RUN_ID). why gets what was found ("claude, pid 42").
+ * A process that left the agent's tree (a daemon, cron, ssh to localhost)
+ * is not seen: this is a barrier, not a proof of a person. */
+bool trust_agent_context(strbuf *why);
+
 #endif

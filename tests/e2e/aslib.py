@@ -101,6 +101,9 @@ class Sandbox:
         e["HOME"] = self.home
         e["AGENTSTACK_HOME"] = self.ah
         e["NO_COLOR"] = "1"
+        # the person running the suite consents to the sandbox projects'
+        # grants, even from a terminal inside an agent session (docs/trust.md)
+        e["AGENTSTACK_CONSENT_BY_PERSON"] = "1"
         e.update(extra)
         return e
 

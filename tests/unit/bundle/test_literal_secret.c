@@ -353,6 +353,63 @@ static void test_redact(void **state)
     sb_release(&out);
 }
 
+/* The host guard's audit rows (docs/guard.md): agent command lines go
+ * through lsec_redact before calls.jsonl. Each secret's bytes are gone and
+ * the text around it is kept. */
+static void test_redact_commands(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text, *secret, *kept;
+    } cases[] = {
+        {"mysql -uroot -phunter2pw db", "hunter2pw", "-uroot"},
+        {"curl -H 'X-Api-Key: s3cr3t-value' https://x", "s3cr3t-value", "https://x"},
+        {"curl -H \"Authorization: Bearer abc.def\" u", "abc.def", " u"},
+        {"export GITHUB_TOKEN=abc123secretvalue; ls", "abc123secretvalue", "; ls"},
+        {"x --password s3cr3tpass y", "s3cr3tpass", " y"},
+        {"x --api-key=hunter22 y", "hunter22", " y"},
+        {"git clone https://user:hunter2@host/x", "hunter2", "user:"},
+        {"aws AKIAABCDEFGHIJKLMNOP go", "AKIAABCDEFGHIJKLMNOP", " go"},
+        {"echo ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5 >x", "ghp_aB3d", ">x"},
+        {"jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig ok", "eyJhbGci", " ok"},
+        {"k \"-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----\" z", "MIIB",
+         " z"},
+        {"blob Zk9vQmFyMTIzNDU2Nzg5MGFiY2RlZg end", "Zk9vQmFy", " end"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        strbuf out = SB_INIT;
+        const char *t = cases[i].text;
+        if (lsec_redact(t, strlen(t), &out) == 0 || strstr(out.buf, cases[i].secret))
+            fail_msg("case %zu: the secret survived: %s", i, out.buf);
+        if (!strstr(out.buf, cases[i].kept))
+            fail_msg("case %zu: '%s' was lost: %s", i, cases[i].kept, out.buf);
+        sb_release(&out);
+    }
+    static const char *const plain[] = {"git status",
+                                        "ls -la src",
+                                        "make -j4 all",
+                                        "mkdir -p build/out",
+                                        "cp -pr a b",
+                                        "ssh -p2222 host",
+                                        "git commit -m \"drop .env handling\"",
+                                        NULL};
+    for (size_t i = 0; plain[i]; i++) {
+        strbuf out = SB_INIT;
+        if (lsec_redact(plain[i], strlen(plain[i]), &out) != 0)
+            fail_msg("'%s' was redacted: %s", plain[i], out.buf);
+        assert_string_equal(out.buf, plain[i]);
+        sb_release(&out);
+    }
+    /* hostile input: long runs and many BEGIN markers — linear, in bounds */
+    strbuf big = SB_INIT, out = SB_INIT;
+    for (int k = 0; k < 20000; k++)
+        sb_adds(&big, "-----BEGIN x=:--p");
+    (void)lsec_redact(big.buf, big.len, &out);
+    assert_true(out.len > 0);
+    sb_release(&big);
+    sb_release(&out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -360,7 +417,7 @@ int main(void)
         cmocka_unit_test(test_entropy),     cmocka_unit_test(test_url),
         cmocka_unit_test(test_args),        cmocka_unit_test(test_server_table_and_lines),
         cmocka_unit_test(test_issue_forms), cmocka_unit_test(test_benign_corpus),
-        cmocka_unit_test(test_redact),
+        cmocka_unit_test(test_redact),        cmocka_unit_test(test_redact_commands),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -176,6 +176,36 @@ static void test_shell_refusals(void **state)
     expect("echo ok; agentstack trust", 1, "trust --preview");
 }
 
+/* [guard] allow: what the guard cannot read is let through for the
+ * commands it names — and only that: deny globs, the machine home and
+ * consent stay refused. */
+static void test_allow_rules(void **state)
+{
+    (void)state;
+    expect("python3 -c 'print(1)'", 1, "could not be judged");
+    expect("python3 -c 'print(1)'", 1, "allow = [\"python3 -c *\"]");
+    expect("cat $FOO", 1, "allow = [\"cat *\"]");
+    write_machine("version = 1\n[guard]\nenabled = true\nallow_roots = []\n"
+                  "deny = [\".env\"]\nallow = [\"python3 -c *\", \"make -f *\"]\n");
+    expect("python3 -c 'print(1)'", 0, NULL);
+    expect("timeout 5 python3 -c 'print(1)'", 1, "could not be judged");
+    expect("python3 -c 'open(\".env\").read()'", 1, "[guard] deny rule");
+    expect("python3 -c 'import os; os.remove(\".agentstack/agentstack.toml\")'", 1, "machine home");
+    expect("python3 -c 'import subprocess; subprocess.run([\"agentstack\", \"trust\"])'", 1,
+           "consent");
+    expect("make -f /dev/stdin", 0, NULL);
+    expect("cat $FOO", 1, "could not be judged");
+    expect("python3 -c x; eval \"$Y\"", 1, "eval");
+    /* an allow entry that lets everything through is a broken policy */
+    write_machine("version = 1\n[guard]\nenabled = true\nallow = [\"*\"]\n");
+    struct guard_config cfg;
+    guard_config_load(&cfg, true);
+    assert_int_equal(cfg.state, GUARD_BLOCKED);
+    assert_non_null(strstr(cfg.cause, "every command"));
+    guard_config_free(&cfg);
+    write_machine(machine_on);
+}
+
 static void test_shell_allowed(void **state)
 {
     (void)state;
@@ -202,7 +232,6 @@ static void test_shell_allowed(void **state)
     expect("agentstack trust --list", 0, NULL);
     expect("agentstack status", 0, NULL);
     expect("agentstack apply --write", 0, NULL);
-    expect("python3 -c 'print(1)'", 0, NULL);
     expect("echo '# not a comment' # comment rm -rf /", 0, NULL);
     expect("grep -r environment src", 0, NULL);
     expect("cat src/index.ts", 0, NULL);
@@ -567,6 +596,22 @@ static void test_audit_rows_redacted(void **state)
     assert_non_null(strstr(b.buf, "\"outcome\":\"denied\""));
     assert_non_null(strstr(b.buf, "\"prev\":\"0000000000000000"));
     sb_release(&b);
+    /* the attack of the review: a denied command carrying a mysql password
+     * and an API-key header — neither value may reach the audit */
+    unlink(log);
+    p = payload_fmt("{\"cwd\":\"%s\",\"tool_name\":\"Bash\",\"tool_input\":{\"command\":"
+                    "\"%s\"}}",
+                    "cat .env; mysql -uroot -phunter2pw; curl -H 'X-Api-Key: s3cr3tValue9' "
+                    "https://api.example");
+    assert_true(hook("claude", p, &o));
+    guard_hook_out_release(&o);
+    free(p);
+    assert_int_equal(fs_read_file(log, 1 << 20, 1, &b, &err), 0);
+    assert_null(strstr(b.buf, "hunter2pw"));
+    assert_null(strstr(b.buf, "s3cr3tValue9"));
+    assert_non_null(strstr(b.buf, "mysql -uroot -p[redacted]"));
+    assert_non_null(strstr(b.buf, "X-Api-Key: [redacted]"));
+    sb_release(&b);
     /* an unwritable audit dir still denies */
     char *dir = xasprintf("%s/audit", ash);
     tu_rmtree(xstrdup(dir));   /* the log, its anchor and the audit key */
@@ -597,7 +642,7 @@ static void test_redact(void **state)
         {"x --password s3cr3tpass y", "s3cr3tpass"},
         {"aws AKIAABCDEFGHIJKLMNOP", "AKIAABCDEFGH"},
         {"slack xoxb-123456-abcdef", "xoxb-123456"},
-        {"k=sk-proj-abcdefghijk", "abcdefghijk"},
+        {"k=sk-proj-abcdefghijklmnopqrst", "abcdefghijk"},
         {"jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig", "eyJhbGci"},
         {"blob Zk9vQmFyMTIzNDU2Nzg5MGFiY2RlZg", "Zk9vQmFy"},
     };
@@ -650,15 +695,11 @@ static void test_wire_edit(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_shell_refusals),
-        cmocka_unit_test(test_shell_allowed),
-        cmocka_unit_test(test_claude_codex_payloads),
-        cmocka_unit_test(test_other_dialects),
-        cmocka_unit_test(test_sniff),
-        cmocka_unit_test(test_failure_order),
-        cmocka_unit_test(test_read_input),
-        cmocka_unit_test(test_audit_rows_redacted),
-        cmocka_unit_test(test_redact),
+        cmocka_unit_test(test_shell_refusals),      cmocka_unit_test(test_shell_allowed),
+        cmocka_unit_test(test_allow_rules),         cmocka_unit_test(test_claude_codex_payloads),
+        cmocka_unit_test(test_other_dialects),      cmocka_unit_test(test_sniff),
+        cmocka_unit_test(test_failure_order),       cmocka_unit_test(test_read_input),
+        cmocka_unit_test(test_audit_rows_redacted), cmocka_unit_test(test_redact),
         cmocka_unit_test(test_wire_edit),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
