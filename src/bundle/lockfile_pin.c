@@ -8,6 +8,7 @@
 
 #include "base/fs.h"
 #include "base/xalloc.h"
+#include "bundle/codepin.h"
 #include "bundle/digest.h"
 #include "bundle/git.h"
 #include "bundle/lockfile.h"
@@ -511,146 +512,33 @@ static void add_failed(pin_items *out, enum pin_kind kind, const char *name, con
     set_state(it, PIN_FAILED, msg);
 }
 
-/* One command/args string (§4.2): pinned when it resolves, from anchor_rel
- * under the root, to an existing regular file inside the project. */
-static void pin_exec_string(const struct manifest *m, const char *server, const char *cwd_rel,
-                            const char *s, pin_items *out)
+/* One path of a server's own code (bundle/codepin.h): a file or a tree. */
+static void pin_code_ref(const struct manifest *m, const struct codepin_ref *r, pin_items *out)
 {
-    if (!s[0] || s[0] == '-' || s[0] == '/' || strstr(s, "${"))
+    const char *sub = codepin_kind_name(r->kind);
+    if (have_item(out, PIN_EXECUTABLE, r->rel, sub))
         return;
-    /* Normalize: drop "." and empty components; note "..". */
-    strbuf rel = SB_INIT;
-    bool dotdot = false;
-    if (cwd_rel && cwd_rel[0])
-        sb_adds(&rel, cwd_rel);
-    const char *p = s;
-    while (*p) {
-        const char *e = strchr(p, '/');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        if (n == 2 && p[0] == '.' && p[1] == '.')
-            dotdot = true;
-        if (n && !(n == 1 && p[0] == '.')) {
-            if (rel.len)
-                sb_addc(&rel, '/');
-            sb_add(&rel, p, n);
-        }
-        p += n + (e ? 1 : 0);
-    }
-    if (!rel.len) {
-        sb_release(&rel);
+    if (r->error) {
+        add_failed(out, PIN_EXECUTABLE, r->rel, sub, r->error);
         return;
     }
-    char *full = xasprintf("%s/%s", m->project_root, rel.buf);
-    struct stat st;
-    if (dotdot) {
-        /* Only an existing target via ".." is an error; other strings are args. */
-        if (stat(full, &st) == 0) {
-            char *msg = xasprintf("server '%s': `%s` resolves outside the project "
-                                  "(path traversal via ..); it cannot be pinned",
-                                  server, s);
-            if (!have_item(out, PIN_EXECUTABLE, s, "file"))
-                add_failed(out, PIN_EXECUTABLE, s, "file", msg);
-            free(msg);
-        }
-        goto out;
-    }
-    /* lstat every component from the root: a symlink anywhere is an error. */
-    strbuf walk = SB_INIT;
-    sb_adds(&walk, m->project_root);
-    const char *q = rel.buf;
-    bool exists = true;
-    while (*q) {
-        const char *e = strchr(q, '/');
-        size_t n = e ? (size_t)(e - q) : strlen(q);
-        sb_addc(&walk, '/');
-        sb_add(&walk, q, n);
-        if (lstat(walk.buf, &st) != 0) {
-            exists = false;
-            break;
-        }
-        if (S_ISLNK(st.st_mode)) {
-            char *msg = xasprintf("server '%s': `%s` goes through a symlink (%s); local "
-                                  "executables must be real files in the project",
-                                  server, s, walk.buf);
-            if (!have_item(out, PIN_EXECUTABLE, rel.buf, "file"))
-                add_failed(out, PIN_EXECUTABLE, rel.buf, "file", msg);
-            free(msg);
-            exists = false;
-            break;
-        }
-        if (e && !S_ISDIR(st.st_mode)) {
-            exists = false;
-            break;
-        }
-        q += n + (e ? 1 : 0);
-    }
-    sb_release(&walk);
-    if (!exists || S_ISDIR(st.st_mode))
-        goto out;
-    if (have_item(out, PIN_EXECUTABLE, rel.buf, "file"))
-        goto out;
-    struct pin_item *it = add_item(out, PIN_EXECUTABLE, rel.buf, "file");
-    it->fs_path = xstrdup(full);
-    if (!S_ISREG(st.st_mode)) {
-        char *msg = xasprintf("server '%s': `%s` is not a regular file", server, s);
-        set_state(it, PIN_FAILED, msg);
-        free(msg);
-    } else {
-        struct as_err err = AS_ERR_INIT;
-        if (digest_file(full, it->checksum, &err) < 0)
-            set_state(it, PIN_FAILED, err.msg);
-    }
-out:
-    free(full);
-    sb_release(&rel);
+    struct pin_item *it = add_item(out, PIN_EXECUTABLE, r->rel, sub);
+    it->fs_path = xasprintf("%s/%s", m->project_root, r->rel);
+    struct as_err err = AS_ERR_INIT;
+    int rc = r->kind == CODEPIN_TREE ? digest_code_tree(it->fs_path, it->checksum, &err)
+                                     : digest_file(it->fs_path, it->checksum, &err);
+    if (rc < 0)
+        set_state(it, PIN_FAILED, err.msg);
 }
 
 static void pin_server_executables(const struct manifest *m, const struct mf_server *s,
                                    pin_items *out)
 {
-    if (s->type == MF_SERVER_STDIO) {
-        /* A relative cwd must be contained; an absolute or ${REF} one is shown, not pinned. */
-        const char *cwd_rel = NULL;
-        strbuf cwdp = SB_INIT;
-        bool usable = true;
-        if (s->cwd && s->cwd[0] && s->cwd[0] != '/' && !strstr(s->cwd, "${")) {
-            struct as_err err = AS_ERR_INIT;
-            if (manifest_contained_path(m->project_root, s->cwd, &cwdp, &err) < 0) {
-                char *msg = xasprintf("server '%s': cwd %s", s->name, err.msg);
-                if (!have_item(out, PIN_EXECUTABLE, s->cwd, "file"))
-                    add_failed(out, PIN_EXECUTABLE, s->cwd, "file", msg);
-                free(msg);
-                usable = false;
-            } else {
-                cwd_rel = s->cwd;
-            }
-        } else if (s->cwd && s->cwd[0]) {
-            usable = false; /* absolute or ${REF} cwd: commands relative to it are not ours */
-        }
-        if (usable) {
-            strbuf norm = SB_INIT;
-            if (cwd_rel) {
-                /* project-relative, '/'-joined, no "./" */
-                const char *p = cwd_rel;
-                while (*p) {
-                    const char *e = strchr(p, '/');
-                    size_t n = e ? (size_t)(e - p) : strlen(p);
-                    if (n && !(n == 1 && p[0] == '.')) {
-                        if (norm.len)
-                            sb_addc(&norm, '/');
-                        sb_add(&norm, p, n);
-                    }
-                    p += n + (e ? 1 : 0);
-                }
-            }
-            if (s->command)
-                pin_exec_string(m, s->name, norm.buf, s->command, out);
-            for (size_t i = 0; i < s->args.n; i++)
-                pin_exec_string(m, s->name, norm.buf, s->args.v[i], out);
-            sb_release(&norm);
-        }
-        sb_release(&cwdp);
-    }
+    codepin_refs refs = VEC_INIT;
+    codepin_collect(m->project_root, s, &refs, NULL);
+    for (size_t i = 0; i < refs.n; i++)
+        pin_code_ref(m, &refs.v[i], out);
+    codepin_free(&refs);
     for (size_t i = 0; i < s->integrity_roots.n; i++) {
         const char *r = s->integrity_roots.v[i];
         strbuf full = SB_INIT;

@@ -7,8 +7,10 @@
 #include "base/json.h"
 #include "base/term.h"
 #include "base/xalloc.h"
+#include "bundle/codepin.h"
 #include "bundle/home.h"
 #include "bundle/ref.h"
+#include "bundle/store.h"
 #include "trust/trust.h"
 
 static char *dupn(const char *s)
@@ -29,6 +31,9 @@ static void item_free(struct trust_item *it)
     free(it->fix);
     free(it->tag);
     json_decref(it->diff);
+    strvec_clear(&it->code_pinned);
+    strvec_clear(&it->code_unpinned);
+    free(it->isolation);
 }
 
 void trust_review_free(struct trust_review *r)
@@ -142,6 +147,13 @@ static void add_servers(struct trust_review *r)
             char *line = command_line(s->command, &s->args);
             it = add_item(r, "server", pi->name, line, pi->checksum);
             it->runs = line;
+            codepin_refs code = VEC_INIT;
+            codepin_collect(r->m->project_root, s, &code, &it->code_unpinned);
+            for (size_t k = 0; k < code.n; k++)
+                if (!code.v[k].error)
+                    strvec_pushf(&it->code_pinned, "%s%s (%s)", code.v[k].rel,
+                                 code.v[k].kind == CODEPIN_TREE ? "/" : "", code.v[k].why);
+            codepin_free(&code);
         } else if (s) {
             it = add_item(r, "server", pi->name, s->url, pi->checksum);
             it->contacts = dupn(s->url);
@@ -423,13 +435,44 @@ const char *trust_approved_pin(const struct trust_review *r, const struct trust_
     return pin_locked_checksum(r->pins.lock, it);
 }
 
+/* A server's pinned code (a file or a tree) that drifted from the lock:
+ * the diff against the copy the lock deposited in the content store. */
+static void add_code_diff(struct trust_review *r, struct trust_item *ti)
+{
+    for (size_t j = 0; j < r->pins.results.n; j++) {
+        const struct trust_pin_result *x = &r->pins.results.v[j];
+        const struct pin_item *it = x->item;
+        if (it->kind != PIN_EXECUTABLE || x->status != PIN_DRIFTED ||
+            strcmp(it->name, ti->name) != 0 || strcmp(it->sub, ti->identity) != 0)
+            continue;
+        bool tree = strcmp(it->sub, "tree") == 0;
+        if (!tree && strcmp(it->sub, "file") != 0)
+            return;
+        const char *locked = pin_locked_checksum(r->pins.lock, it);
+        const char *live = trust_live_pin(it);
+        if (!locked || !live[0])
+            return;
+        size_t budget = TRUST_DIFF_LINES;
+        json_t *d = trust_diff_new();
+        trust_diff_add(d, r->home, tree ? STORE_CODE_TREE : STORE_FILE, locked, live, it->fs_path,
+                       it->name, &budget);
+        ti->diff = d;
+        return;
+    }
+}
+
 /* Diffs of skills and instructions whose bytes moved from the approved ones:
- * drifted from the lock, kept at approved bytes, or re-pinned since consent. */
+ * drifted from the lock, kept at approved bytes, or re-pinned since consent;
+ * and of a server's pinned code that drifted from the lock. */
 static void add_diffs(struct trust_review *r)
 {
     for (size_t i = 0; i < r->items.n; i++) {
         struct trust_item *ti = &r->items.v[i];
         bool skill = strcmp(ti->kind, "skill") == 0;
+        if (strcmp(ti->kind, "executable") == 0 && ti->drifted) {
+            add_code_diff(r, ti);
+            continue;
+        }
         if (!skill && strcmp(ti->kind, "instruction") != 0)
             continue;
         size_t budget = TRUST_DIFF_LINES;
@@ -453,7 +496,8 @@ static void add_diffs(struct trust_review *r)
                 d = trust_diff_new();
             const char *path = it->live_path ? it->live_path : it->fs_path;
             const char *disp = it->declared_path ? it->declared_path : it->name;
-            trust_diff_add(d, r->home, skill, approved, live, path, disp, &budget);
+            trust_diff_add(d, r->home, skill ? STORE_SKILL_TREE : STORE_FILE, approved, live, path,
+                           disp, &budget);
         }
         ti->diff = d;
     }
