@@ -128,9 +128,9 @@ static void siblings(const char *root, const char *server, const char *file, cod
                               server, names.v[i], file));
         else
             add_ref(out, names.v[i], CODEPIN_FILE, "beside it, same language",
-                    S_ISREG(st.st_mode) ? NULL
-                                        : xasprintf("server '%s': `%s` is not a regular file",
-                                                    server, names.v[i]));
+                    S_ISREG(st.st_mode)
+                        ? NULL
+                        : xasprintf("server '%s': `%s` is not a regular file", server, names.v[i]));
     }
     strvec_clear(&names);
 }

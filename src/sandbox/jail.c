@@ -45,9 +45,9 @@ void sbx_jail_free(struct sbx_jail *j)
  * (its home, runtime dir, caches) or around the proxy. */
 static int host_only_var(const char *e)
 {
-    static const char *const names[] = {"HOME",       "TMPDIR",      "HTTP_PROXY", "HTTPS_PROXY",
-                                        "NO_PROXY",   "http_proxy",  "https_proxy", "no_proxy",
-                                        "ALL_PROXY",  "all_proxy",   NULL};
+    static const char *const names[] = {"HOME",      "TMPDIR",     "HTTP_PROXY",  "HTTPS_PROXY",
+                                        "NO_PROXY",  "http_proxy", "https_proxy", "no_proxy",
+                                        "ALL_PROXY", "all_proxy",  NULL};
     size_t n = strcspn(e, "=");
     for (size_t i = 0; names[i]; i++)
         if (strlen(names[i]) == n && memcmp(names[i], e, n) == 0)
@@ -198,8 +198,8 @@ int sbx_jail_build(const struct sbx_jail_request *rq, struct sbx_jail **out, str
         static const char *const vars[] = {"HTTPS_PROXY", "https_proxy", "HTTP_PROXY",
                                            "http_proxy"};
         for (size_t i = 0; i < 4; i++)
-            strvec_pushf(&j->env, "%s=http://agentstack:%s@" SBX_LOCKDOWN_PROXY_HOST ":%d",
-                         vars[i], rq->proxy_token, SBX_LOCKDOWN_PROXY_PORT);
+            strvec_pushf(&j->env, "%s=http://agentstack:%s@" SBX_LOCKDOWN_PROXY_HOST ":%d", vars[i],
+                         rq->proxy_token, SBX_LOCKDOWN_PROXY_PORT);
     }
     free(home_canon);
     free(ah_canon);

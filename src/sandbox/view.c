@@ -251,8 +251,8 @@ void sbx_i_system_view(struct sbx_view *v, const char *rootfs)
  * directories gets its install prefix bound read-only, but never a
  * directory that holds the user's home or the machine home. */
 int sbx_i_program_view(struct sbx_view *v, const char *bin, const char *home_canon,
-                       const char *ah_canon, char **real_out, strbuf *exec_path,
-                       strbuf *extra_path, struct as_err *err)
+                       const char *ah_canon, char **real_out, strbuf *exec_path, strbuf *extra_path,
+                       struct as_err *err)
 {
     char *real = sbx_i_canon(bin);
     if (!real)

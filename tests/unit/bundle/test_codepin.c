@@ -59,8 +59,8 @@ static void test_rules(void **st)
     (void)st;
     char *dir = tu_tmpdir();
     static const char *const files[] = {
-        "proj/server.py", "proj/helper.py", "proj/other.py",  "proj/notes.md",
-        "proj/run.js",    "proj/util.ts",   "proj/srv/a.py",  "proj/srv/sub/b.py",
+        "proj/server.py",   "proj/helper.py",   "proj/other.py",          "proj/notes.md",
+        "proj/run.js",      "proj/util.ts",     "proj/srv/a.py",          "proj/srv/sub/b.py",
         "proj/hooks/h.cjs", "proj/app/main.py", "proj/pkg.py/__init__.py"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
         free(tu_write(dir, files[i], "x\n"));

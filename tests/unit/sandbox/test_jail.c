@@ -96,9 +96,9 @@ static void test_jail_view(void **st)
     int code = jail_sh(ws, 0, script, NULL, 0, &out);
     assert_int_equal(code, 0);
     assert_non_null(strstr(out.buf, "project bytes"));
-    assert_null(strstr(out.buf, "READHOME"));    /* the real home is not in the view */
-    assert_null(strstr(out.buf, "TOKEN=shh"));   /* .env is shadowed */
-    assert_null(strstr(out.buf, "WROTE"));       /* read-only workspace */
+    assert_null(strstr(out.buf, "READHOME"));     /* the real home is not in the view */
+    assert_null(strstr(out.buf, "TOKEN=shh"));    /* .env is shadowed */
+    assert_null(strstr(out.buf, "WROTE"));        /* read-only workspace */
     assert_non_null(strstr(out.buf, "TMPWRITE")); /* its own /tmp ... */
     char marker[2100];
     snprintf(marker, sizeof marker, "%s/marker", dir);
@@ -202,9 +202,11 @@ static int start_sh(const char *ws, const char *script, struct sbx_jail_proc *p)
 {
     const char *argv[] = {"/bin/sh", "-c", script, NULL};
     const char *envp[] = {"PATH=/usr/bin:/bin", NULL};
-    struct sbx_jail_request rq = {
-        .workspace = ws, .program = "/bin/sh", .argv = argv, .envp = envp,
-        .net = SBX_JAIL_NET_NONE};
+    struct sbx_jail_request rq = {.workspace = ws,
+                                  .program = "/bin/sh",
+                                  .argv = argv,
+                                  .envp = envp,
+                                  .net = SBX_JAIL_NET_NONE};
     struct sbx_jail *j = NULL;
     struct as_err err = AS_ERR_INIT;
     if (sbx_jail_build(&rq, &j, &err) < 0 || sbx_jail_start(j, p, &err) < 0)
@@ -295,10 +297,8 @@ int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_jail_view),
-        cmocka_unit_test(test_jail_snapshot),
-        cmocka_unit_test(test_jail_no_route),
-        cmocka_unit_test(test_jail_holds_no_other_pipes),
+        cmocka_unit_test(test_jail_view),     cmocka_unit_test(test_jail_snapshot),
+        cmocka_unit_test(test_jail_no_route), cmocka_unit_test(test_jail_holds_no_other_pipes),
         cmocka_unit_test(test_jail_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
