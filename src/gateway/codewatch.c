@@ -65,9 +65,13 @@ static int watch_dir(struct gw *gw, const char *dir)
     int fd = code_fd(gw);
     if (fd < 0 || gw->code_watches >= CODE_WATCH_MAX)
         return -1;
-    if (inotify_add_watch(fd, dir, CODE_WATCH_MASK | IN_ONLYDIR | IN_DONT_FOLLOW) < 0)
+    int wd = inotify_add_watch(fd, dir, CODE_WATCH_MASK | IN_ONLYDIR | IN_DONT_FOLLOW);
+    if (wd < 0)
         return -1;
-    gw->code_watches++;
+    /* Watch descriptors are handed out in increasing order and one path
+     * keeps its own: the largest seen is the number of distinct watches. */
+    if ((size_t)wd > gw->code_watches)
+        gw->code_watches = (size_t)wd;
     return 0;
 }
 
@@ -138,8 +142,8 @@ int gw_pins_verify(struct gw_up *up, strbuf *why)
         const struct gw_exec_pin *pin = &up->pins.v[i];
         char hex[SHA256_HEX_LEN + 1];
         struct as_err err = AS_ERR_INIT;
-        int rc = pin->tree ? digest_code_tree(pin->path, hex, &err)
-                           : digest_file(pin->path, hex, &err);
+        int rc =
+            pin->tree ? digest_code_tree(pin->path, hex, &err) : digest_file(pin->path, hex, &err);
         if (rc < 0 || strcmp(hex, pin->checksum) != 0) {
             gw_pin_drift(up->gw, pin, why);
             return -1;

@@ -1,8 +1,10 @@
 /*
  * Confined upstreams: stdio servers the gateway starts in a jail
  * (sandbox/jail.h) instead of on the host — every server a --sandbox or
- * --lockdown run routes (its grant carries "confine"), and every server
- * under `[policy.isolation] servers = "confined"`.
+ * --lockdown run routes (its grant carries "confine": the run's workspace
+ * view and write scope), and every server under `[policy.isolation]
+ * servers = "confined"` (the project, read-only unless [policy.filesystem]
+ * write covers it).
  *
  * Why: a routed server executes files of the workspace, and inside a
  * confined run the agent can write the workspace. Started on the host, the
@@ -51,12 +53,12 @@
 #include "sandbox/ns.h"
 #include "sandbox/proxy.h"
 
-
 enum gw_isolation gw_isolation_for(const struct gw *gw, const struct pol_ruleset *rs)
 {
-    (void)rs;
     if (gw->grant && gw->grant->confine)
         return GW_ISO_RUN;
+    if (pol_isolation_of(rs, NULL) == POL_ISO_CONFINED)
+        return GW_ISO_POLICY;
     return GW_ISO_HOST;
 }
 
@@ -81,6 +83,12 @@ void gw_jail_assign(struct gw_up *up, const struct gw_surface *sf)
         up->iso_workspace = xstrdup(gw->grant->confine_workspace);
         up->iso_writable = gw->grant->confine_writable;
         up->iso_lockdown = gw->grant->confine_lockdown;
+    } else if (up->iso == GW_ISO_POLICY) {
+        /* The project, read-only unless [policy.filesystem] write covers it. */
+        char *ws = realpath(sf->m->project_root, NULL);
+        up->iso_workspace = ws ? ws : xstrdup(sf->m->project_root);
+        up->iso_writable = pol_fs_workspace_writable(sf->rs, NULL) == 1;
+        up->iso_lockdown = false;
     }
 }
 
@@ -120,8 +128,7 @@ static int jail_record(void *ctx, const struct sbx_egress_event *ev)
 {
     struct gw_up *up = ctx;
     strbuf d = SB_INIT;
-    sb_addf(&d, "%s %s:%d", strcmp(ev->kind, "http") == 0 ? "HTTP" : "CONNECT", ev->host,
-            ev->port);
+    sb_addf(&d, "%s %s:%d", strcmp(ev->kind, "http") == 0 ? "HTTP" : "CONNECT", ev->host, ev->port);
     if (!ev->v->allowed)
         sb_addf(&d, " — %s", ev->v->rule);
     gw_audit(up->gw, up->name, "egress", "", ev->v->allowed ? "ok" : "denied", d.buf,

@@ -11,6 +11,7 @@
 #include "bundle/home.h"
 #include "bundle/ref.h"
 #include "bundle/store.h"
+#include "policy/policy.h"
 #include "trust/trust.h"
 
 static char *dupn(const char *s)
@@ -134,8 +135,33 @@ static void library_server_def(const char *path, struct trust_item *it)
     toml_free(t);
 }
 
+/* How a gateway here runs this project's stdio servers (both layers), for
+ * the card; a confined run always confines them. */
+static char *isolation_text(const struct trust_review *r)
+{
+    strbuf path = SB_INIT, out = SB_INIT;
+    struct as_err err = AS_ERR_INIT;
+    enum pol_machine_state st;
+    struct pol_layer *machine = NULL, *project = NULL;
+    if (pol_machine_path(&path, &err) == 0)
+        machine = pol_machine_load(path.buf, &st, &err);
+    if (r->m->policy)
+        project = pol_layer_from_toml(r->m->policy, r->m->path, POL_PROJECT, &err);
+    if (machine && (!r->m->policy || project)) {
+        pol_isolation_text(machine, project, &out);
+        sb_adds(&out, "; inside a --sandbox or --lockdown run: always confined");
+    } else {
+        sb_adds(&out, "unknown — the policy cannot be read (a gateway refuses to serve)");
+    }
+    pol_layer_free(machine);
+    pol_layer_free(project);
+    sb_release(&path);
+    return sb_detach(&out, NULL);
+}
+
 static void add_servers(struct trust_review *r)
 {
+    char *iso = NULL;
     for (size_t i = 0; i < r->pins.results.n; i++) {
         const struct trust_pin_result *x = &r->pins.results.v[i];
         const struct pin_item *pi = x->item;
@@ -154,6 +180,9 @@ static void add_servers(struct trust_review *r)
                     strvec_pushf(&it->code_pinned, "%s%s (%s)", code.v[k].rel,
                                  code.v[k].kind == CODEPIN_TREE ? "/" : "", code.v[k].why);
             codepin_free(&code);
+            if (!iso)
+                iso = isolation_text(r);
+            it->isolation = xstrdup(iso);
         } else if (s) {
             it = add_item(r, "server", pi->name, s->url, pi->checksum);
             it->contacts = dupn(s->url);
@@ -168,6 +197,7 @@ static void add_servers(struct trust_review *r)
             ref_server_refs(s, &it->may_read);
         it->drifted = x->status == PIN_DRIFTED && pi->library;
     }
+    free(iso);
 }
 
 /* "pinned", or what a standing decision does to the item. */
