@@ -164,7 +164,7 @@ struct trust_item {
     bool drifted;
     char *fix;
     char *tag;    /* card tag, e.g. "[inline, pinned]" (or NULL) */
-    json_t *diff; /* skills/instructions/executables: §6.6 diff object, or NULL */
+    json_t *diff; /* skills/instructions/executables: the review diff (docs/formats.md), or NULL */
     /* stdio servers: what of their code the lock pins and what it does not
      * (bundle/codepin.h), and how they run (host, or confined). */
     strvec code_pinned, code_unpinned;
