@@ -123,7 +123,8 @@ struct aud_call {
     const char *tool;        /* bare tool name, or a family (trust|fence|pin|egress|secret) */
     const char *args_digest; /* "" on family rows */
     const char *outcome;     /* ok | error | denied */
-    const char *detail;      /* denied: the rule text; error: its class; cut to 200 bytes */
+    const char *detail;      /* denied: the rule text; error: its class; egress rows: the
+                              * destination (also on an allow); cut to 200 bytes */
     const char *rule;        /* denials by policy: the pattern */
     const char *layer;       /* denials by policy: machine | project */
     long long ms;
@@ -131,7 +132,7 @@ struct aud_call {
 
 /* The row as a JSON object: ts, run?, pid, project?, server, tool,
  * args_digest, outcome, detail?, ms, rule?, layer? (prev is added by the
- * appender). detail is omitted on ok rows. */
+ * appender). detail is omitted on ok rows but egress ones. */
 json_t *aud_call_record(const struct aud_call *c);
 /* The same row written straight as compact JSON: byte for byte what
  * json_dumps(aud_call_record(c), JSON_COMPACT | JSON_PRESERVE_ORDER) prints

@@ -60,6 +60,16 @@ static void set_str(json_t *o, const char *key, const char *v, size_t max)
     sb_release(&sb);
 }
 
+/* A call's detail is for refusals and errors; an egress row keeps it on an
+ * allow too, since it names the destination that was let through. */
+static int keep_detail(const struct aud_call *c)
+{
+    if (!c->detail || !*c->detail)
+        return 0;
+    int ok = c->outcome && strcmp(c->outcome, "ok") == 0;
+    return !ok || (c->tool && strcmp(c->tool, "egress") == 0);
+}
+
 json_t *aud_call_record(const struct aud_call *c)
 {
     json_t *o = json_object();
@@ -73,7 +83,7 @@ json_t *aud_call_record(const struct aud_call *c)
     set_str(o, "tool", c->tool, 256);
     set_str(o, "args_digest", c->args_digest, AUD_DIGEST_HEX);
     set_str(o, "outcome", c->outcome ? c->outcome : "ok", 16);
-    if (c->detail && *c->detail && !(c->outcome && strcmp(c->outcome, "ok") == 0))
+    if (keep_detail(c))
         set_str(o, "detail", c->detail, AUD_DETAIL_MAX);
     json_object_set_new(o, "ms", json_integer(c->ms));
     if (c->rule && *c->rule)
@@ -139,7 +149,7 @@ void aud_call_encode(const struct aud_call *c, strbuf *out)
     enc_str(out, "tool", c->tool, 256);
     enc_str(out, "args_digest", c->args_digest, AUD_DIGEST_HEX);
     enc_str(out, "outcome", c->outcome ? c->outcome : "ok", 16);
-    if (c->detail && *c->detail && !(c->outcome && strcmp(c->outcome, "ok") == 0))
+    if (keep_detail(c))
         enc_str(out, "detail", c->detail, AUD_DETAIL_MAX);
     enc_int(out, "ms", c->ms);
     if (c->rule && *c->rule)

@@ -21,12 +21,24 @@ struct walk {
     struct digest_stats *stats;
     sha256_ctx sha;
     unsigned char *buf;
-    strbuf rel; /* current root-relative path */
+    strbuf rel;            /* current root-relative path */
+    uint64_t files, bytes; /* so far (the code tree's bounds) */
 };
 
 static const char *what(const struct walk *w)
 {
-    return w->kind == DIGEST_TREE_SKILL ? "skill content" : "integrity root";
+    return w->kind == DIGEST_TREE_SKILL  ? "skill content"
+           : w->kind == DIGEST_TREE_CODE ? "server code"
+                                         : "integrity root";
+}
+
+int digest_code_skipped(const char *name)
+{
+    static const char *const skip[] = {".git", ".hg", ".svn", "__pycache__", NULL};
+    for (size_t i = 0; skip[i]; i++)
+        if (strcmp(name, skip[i]) == 0)
+            return 1;
+    return 0;
 }
 
 static int refuse_entry(struct walk *w, mode_t mode, struct as_err *err)
@@ -50,6 +62,16 @@ static int hash_file_fd(struct walk *w, int fd, const struct stat *st, struct as
 {
     const char *rel = w->rel.buf;
     uint64_t size = (uint64_t)st->st_size;
+    if (w->kind == DIGEST_TREE_CODE) {
+        w->files++;
+        w->bytes += size;
+        if (w->files > DIGEST_CODE_MAX_FILES || w->bytes > DIGEST_CODE_MAX_BYTES)
+            return as_err_set(err,
+                              "%s holds more than %d files or %llu MiB: too large to pin as one "
+                              "server's code",
+                              w->top, DIGEST_CODE_MAX_FILES,
+                              (unsigned long long)(DIGEST_CODE_MAX_BYTES >> 20));
+    }
     sha256_update_u64le(&w->sha, w->rel.len);
     sha256_update(&w->sha, w->rel.buf, w->rel.len);
     sha256_update_u64le(&w->sha, size);
@@ -184,6 +206,8 @@ static int walk_dir(struct walk *w, int dfd, int depth, struct as_err *err)
             continue;
         if (w->kind == DIGEST_TREE_SKILL && strcmp(n, ".git") == 0)
             continue;
+        if (w->kind == DIGEST_TREE_CODE && digest_code_skipped(n))
+            continue;
         vec_push(&names, xstrdup(n));
     }
     if (errno != 0) {
@@ -225,7 +249,9 @@ int digest_tree(const char *path, enum digest_tree_kind kind, const struct diges
     }
     w.buf = xmalloc(DIGEST_BUF_SIZE);
     sha256_init(&w.sha);
-    const char *prefix = kind == DIGEST_TREE_SKILL ? DIGEST_SKILL_PREFIX : DIGEST_ROOT_PREFIX;
+    const char *prefix = kind == DIGEST_TREE_SKILL  ? DIGEST_SKILL_PREFIX
+                         : kind == DIGEST_TREE_CODE ? DIGEST_CODE_PREFIX
+                                                    : DIGEST_ROOT_PREFIX;
     sha256_update(&w.sha, prefix, strlen(prefix) + 1);
 
     if (S_ISDIR(lst.st_mode)) {
@@ -239,6 +265,8 @@ int digest_tree(const char *path, enum digest_tree_kind kind, const struct diges
             rc = hash_file_fd(&w, fd, &st, err);
             close(fd);
         }
+    } else if (S_ISREG(lst.st_mode) && kind == DIGEST_TREE_CODE) {
+        as_err_set(err, "%s: a code tree must be a directory", path);
     } else if (S_ISREG(lst.st_mode)) {
         as_err_set(err, "%s: a skill must be a directory holding SKILL.md", path);
     } else {

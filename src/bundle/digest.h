@@ -39,10 +39,18 @@
 #define DIGEST_ROOT_PREFIX "agentstack-integrity-root-v1"
 #define DIGEST_INLINE_SERVER_PREFIX "agentstack-inline-server-v1"
 #define DIGEST_STAMP_PREFIX "agentstack-lock-manifest-stamp-v1"
+#define DIGEST_CODE_PREFIX "agentstack-code-tree-v1"
+
+/* A server's code tree is pinned only while it stays this small: past it
+ * the pin fails (a tree this large is not one server's own code). */
+#define DIGEST_CODE_MAX_FILES 4096
+#define DIGEST_CODE_MAX_BYTES ((uint64_t)64 << 20)
 
 enum digest_tree_kind {
     DIGEST_TREE_SKILL, /* a directory; .git skipped at any depth */
     DIGEST_TREE_ROOT,  /* an integrity root: a directory (.git included) or one file */
+    DIGEST_TREE_CODE,  /* a server's code directory: .git, .hg, .svn and __pycache__
+                        * skipped at any depth; bounded by DIGEST_CODE_MAX_* */
 };
 
 /*
@@ -73,6 +81,13 @@ static inline int digest_skill_tree(const char *dir, char hex[SHA256_HEX_LEN + 1
 {
     return digest_tree(dir, DIGEST_TREE_SKILL, NULL, NULL, hex, err);
 }
+static inline int digest_code_tree(const char *dir, char hex[SHA256_HEX_LEN + 1],
+                                   struct as_err *err)
+{
+    return digest_tree(dir, DIGEST_TREE_CODE, NULL, NULL, hex, err);
+}
+/* The entries a code tree skips (VCS metadata, interpreter caches). */
+int digest_code_skipped(const char *name);
 static inline int digest_integrity_root(const char *path, char hex[SHA256_HEX_LEN + 1],
                                         struct as_err *err)
 {

@@ -262,9 +262,10 @@ static int read_executables(struct rd *r, const toml_value *root, struct lockfil
         rc = get_str(r, t, "executable", "path", true, &e.path);
         if (rc == 0)
             rc = get_str(r, t, "executable", "kind", false, &e.kind);
-        if (rc == 0 && e.kind && strcmp(e.kind, "file") != 0 && strcmp(e.kind, "root") != 0)
-            rc = bad(r, toml_get(t, "kind"), "`kind` in [[%s]] must be \"file\" or \"root\"%s",
-                     "executable", "");
+        if (rc == 0 && e.kind && strcmp(e.kind, "file") != 0 && strcmp(e.kind, "root") != 0 &&
+            strcmp(e.kind, "tree") != 0)
+            rc = bad(r, toml_get(t, "kind"),
+                     "`kind` in [[%s]] must be \"file\", \"tree\" or \"root\"%s", "executable", "");
         if (rc == 0)
             rc = get_checksum(r, t, "executable", e.checksum);
         if (rc == 0 && !e.kind)

@@ -8,6 +8,7 @@
 
 #include "base/fs.h"
 #include "base/xalloc.h"
+#include "bundle/codepin.h"
 #include "bundle/digest.h"
 #include "bundle/git.h"
 #include "bundle/lockfile.h"
@@ -529,122 +530,33 @@ static void add_failed(pin_items *out, enum pin_kind kind, const char *name, con
     set_state(it, PIN_FAILED, msg);
 }
 
-/* One command/args string (§4.2): pinned when it resolves, from anchor_rel
- * under the root, to an existing regular file inside the project. */
-static void pin_exec_string(const struct manifest *m, const char *server, const char *cwd_rel,
-                            const char *s, pin_items *out)
+/* One path of a server's own code (bundle/codepin.h): a file or a tree. */
+static void pin_code_ref(const struct manifest *m, const struct codepin_ref *r, pin_items *out)
 {
-    if (!s[0] || s[0] == '-' || s[0] == '/' || strstr(s, "${"))
+    const char *sub = codepin_kind_name(r->kind);
+    if (have_item(out, PIN_EXECUTABLE, r->rel, sub))
         return;
-    /* The one containment check (base/fs.h), symlinks refused: what runs
-     * must be a real file of the project that the pin hashed. */
-    char *anchor = cwd_rel && cwd_rel[0] ? xasprintf("%s/%s", m->project_root, cwd_rel) : NULL;
-    strbuf fullp = SB_INIT, rel = SB_INIT;
-    struct as_err cerr = AS_ERR_INIT;
-    struct stat st;
-    char *full = NULL;
-    int c = fs_contain(m->project_root, anchor, s, FS_CONTAIN_NOFOLLOW | FS_CONTAIN_NO_DOTDOT,
-                       &fullp, &cerr);
-    if (c == FS_CONTAIN_E_TRAVERSAL) {
-        /* Only an existing target via ".." is an error; other strings are args. */
-        char *probe = xasprintf("%s/%s", anchor ? anchor : m->project_root, s);
-        if (stat(probe, &st) == 0) {
-            char *msg = xasprintf("server '%s': `%s` resolves outside the project "
-                                  "(path traversal via ..); it cannot be pinned",
-                                  server, s);
-            if (!have_item(out, PIN_EXECUTABLE, s, "file"))
-                add_failed(out, PIN_EXECUTABLE, s, "file", msg);
-            free(msg);
-        }
-        free(probe);
-        goto out;
+    if (r->error) {
+        add_failed(out, PIN_EXECUTABLE, r->rel, sub, r->error);
+        return;
     }
-    size_t rl = strlen(m->project_root);
-    while (rl > 1 && m->project_root[rl - 1] == '/')
-        rl--;
-    if (c < 0 || fullp.len <= rl + 1 || strncmp(fullp.buf, m->project_root, rl) != 0 ||
-        fullp.buf[rl] != '/') {
-        if (c == FS_CONTAIN_E_SYMLINK) {
-            char *msg = xasprintf("server '%s': %s; local executables must be real files in "
-                                  "the project",
-                                  server, cerr.msg);
-            if (!have_item(out, PIN_EXECUTABLE, s, "file"))
-                add_failed(out, PIN_EXECUTABLE, s, "file", msg);
-            free(msg);
-        }
-        goto out; /* names the root, or a path through a file: not an executable */
-    }
-    /* project-relative, '/'-joined, no "./" */
-    sb_adds(&rel, fullp.buf + rl + 1);
-    full = xstrdup(fullp.buf);
-    if (lstat(full, &st) != 0 || S_ISDIR(st.st_mode))
-        goto out;
-    if (have_item(out, PIN_EXECUTABLE, rel.buf, "file"))
-        goto out;
-    struct pin_item *it = add_item(out, PIN_EXECUTABLE, rel.buf, "file");
-    it->fs_path = xstrdup(full);
-    if (!S_ISREG(st.st_mode)) {
-        char *msg = xasprintf("server '%s': `%s` is not a regular file", server, s);
-        set_state(it, PIN_FAILED, msg);
-        free(msg);
-    } else {
-        struct as_err err = AS_ERR_INIT;
-        if (digest_file(full, it->checksum, &err) < 0)
-            set_state(it, PIN_FAILED, err.msg);
-    }
-out:
-    free(full);
-    free(anchor);
-    sb_release(&fullp);
-    sb_release(&rel);
+    struct pin_item *it = add_item(out, PIN_EXECUTABLE, r->rel, sub);
+    it->fs_path = xasprintf("%s/%s", m->project_root, r->rel);
+    struct as_err err = AS_ERR_INIT;
+    int rc = r->kind == CODEPIN_TREE ? digest_code_tree(it->fs_path, it->checksum, &err)
+                                     : digest_file(it->fs_path, it->checksum, &err);
+    if (rc < 0)
+        set_state(it, PIN_FAILED, err.msg);
 }
 
 static void pin_server_executables(const struct manifest *m, const struct mf_server *s,
                                    pin_items *out)
 {
-    if (s->type == MF_SERVER_STDIO) {
-        /* A relative cwd must be contained; an absolute or ${REF} one is shown, not pinned. */
-        const char *cwd_rel = NULL;
-        strbuf cwdp = SB_INIT;
-        bool usable = true;
-        if (s->cwd && s->cwd[0] && s->cwd[0] != '/' && !strstr(s->cwd, "${")) {
-            struct as_err err = AS_ERR_INIT;
-            if (fs_contain(m->project_root, NULL, s->cwd, MF_CONTAINED, &cwdp, &err) < 0) {
-                char *msg = xasprintf("server '%s': cwd %s", s->name, err.msg);
-                if (!have_item(out, PIN_EXECUTABLE, s->cwd, "file"))
-                    add_failed(out, PIN_EXECUTABLE, s->cwd, "file", msg);
-                free(msg);
-                usable = false;
-            } else {
-                cwd_rel = s->cwd;
-            }
-        } else if (s->cwd && s->cwd[0]) {
-            usable = false; /* absolute or ${REF} cwd: commands relative to it are not ours */
-        }
-        if (usable) {
-            strbuf norm = SB_INIT;
-            if (cwd_rel) {
-                /* project-relative, '/'-joined, no "./" */
-                const char *p = cwd_rel;
-                while (*p) {
-                    const char *e = strchr(p, '/');
-                    size_t n = e ? (size_t)(e - p) : strlen(p);
-                    if (n && !(n == 1 && p[0] == '.')) {
-                        if (norm.len)
-                            sb_addc(&norm, '/');
-                        sb_add(&norm, p, n);
-                    }
-                    p += n + (e ? 1 : 0);
-                }
-            }
-            if (s->command)
-                pin_exec_string(m, s->name, norm.buf, s->command, out);
-            for (size_t i = 0; i < s->args.n; i++)
-                pin_exec_string(m, s->name, norm.buf, s->args.v[i], out);
-            sb_release(&norm);
-        }
-        sb_release(&cwdp);
-    }
+    codepin_refs refs = VEC_INIT;
+    codepin_collect(m->project_root, s, &refs, NULL);
+    for (size_t i = 0; i < refs.n; i++)
+        pin_code_ref(m, &refs.v[i], out);
+    codepin_free(&refs);
     for (size_t i = 0; i < s->integrity_roots.n; i++) {
         const char *r = s->integrity_roots.v[i];
         strbuf full = SB_INIT;

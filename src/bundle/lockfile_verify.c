@@ -409,7 +409,10 @@ void pin_describe(const struct lockfile *l, const struct pin_item *it, enum pin_
     if (it->kind == PIN_SETTING)
         sb_addf(out, "setting %s.%s", it->name, it->sub);
     else if (it->kind == PIN_EXECUTABLE)
-        sb_addf(out, "%s '%s'", strcmp(it->sub, "root") == 0 ? "integrity root" : "executable",
+        sb_addf(out, "%s '%s'",
+                strcmp(it->sub, "root") == 0   ? "integrity root"
+                : strcmp(it->sub, "tree") == 0 ? "server code tree"
+                                               : "executable",
                 it->name);
     else if (it->kind == PIN_VARIANT)
         sb_addf(out, "instruction '%s' variant %s", it->name, it->declared_path);
@@ -493,6 +496,13 @@ void pin_deposit(const pin_items *items, const char *home, strvec *warnings)
             if (strcmp(it->sub, "root") == 0) {
                 enum store_kind k = fs_is_dir(it->fs_path) ? STORE_ROOT_TREE : STORE_ROOT_FILE;
                 rc = store_deposit_tree(home, it->fs_path, k, it->checksum, NULL, &err);
+            } else if (strcmp(it->sub, "tree") == 0) {
+                /* Kept so a drift can name the file and show the diff. */
+                rc = store_deposit_tree(home, it->fs_path, STORE_CODE_TREE, it->checksum, NULL,
+                                        &err);
+            } else {
+                rc = store_deposit_file(home, it->fs_path, base_name(it->fs_path), it->checksum,
+                                        &err);
             }
             break;
         case PIN_EXTENSION:

@@ -527,9 +527,10 @@ static int check_list_table(struct dec *d, const struct tctx *t)
     return 0;
 }
 
-static const char *const policy_keys[] = {"require",    "forbid",    "allowed_sources",
-                                          "tools",      "egress",    "secrets",
-                                          "filesystem", "workflows", NULL};
+static const char *const policy_keys[] = {"require",   "forbid",  "allowed_sources", "tools",
+                                          "egress",    "secrets", "filesystem",      "workflows",
+                                          "isolation", NULL};
+static const char *const policy_iso_keys[] = {"servers", NULL};
 static const char *const policy_fs_keys[] = {"read", "write", "deny", NULL};
 static const char *const policy_wf_keys[] = {"max_agents", "max_wall_seconds", "max_concurrent",
                                              "max_resident_result_bytes", NULL};
@@ -577,6 +578,22 @@ static int dec_policy(struct dec *d, const struct tctx *t)
             int64_t v;
             rc = opt_int(d, &sub, policy_wf_keys[i], 1, &v, NULL);
         }
+        free((char *)sub.name);
+        if (rc < 0)
+            return -1;
+    }
+    if (enter_opt(d, t, "isolation", &sub, &found) < 0)
+        return -1;
+    if (found) {
+        char *v = NULL;
+        struct mf_pos pos = {0};
+        int rc = keys_allowed(d, &sub, policy_iso_keys);
+        if (rc == 0)
+            rc = opt_str(d, &sub, "servers", &v, &pos);
+        if (rc == 0 && v && strcmp(v, "confined") != 0 && strcmp(v, "host") != 0)
+            rc = fail(d, pos.file, pos.line, pos.col, NULL, 1,
+                      "[policy.isolation] servers must be \"confined\" or \"host\"");
+        free(v);
         free((char *)sub.name);
         if (rc < 0)
             return -1;

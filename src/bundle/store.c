@@ -119,6 +119,13 @@ static int one_file(const char *dir, strbuf *path, struct as_err *err)
     return rc;
 }
 
+static enum digest_tree_kind tree_kind(enum store_kind kind)
+{
+    return kind == STORE_SKILL_TREE  ? DIGEST_TREE_SKILL
+           : kind == STORE_CODE_TREE ? DIGEST_TREE_CODE
+                                     : DIGEST_TREE_ROOT;
+}
+
 /* Re-hashes a deposit in the form its kind says. */
 static int prove(const char *dir, const char *pin, enum store_kind kind, strbuf *path,
                  struct as_err *err)
@@ -129,9 +136,9 @@ static int prove(const char *dir, const char *pin, enum store_kind kind, strbuf 
     switch (kind) {
     case STORE_SKILL_TREE:
     case STORE_ROOT_TREE:
+    case STORE_CODE_TREE:
         sb_adds(path, dir);
-        rc = digest_tree(dir, kind == STORE_SKILL_TREE ? DIGEST_TREE_SKILL : DIGEST_TREE_ROOT, NULL,
-                         NULL, hex, err);
+        rc = digest_tree(dir, tree_kind(kind), NULL, NULL, hex, err);
         break;
     case STORE_ROOT_FILE:
     case STORE_FILE:
@@ -194,6 +201,7 @@ struct copier {
     uint64_t files, bytes;
     uint64_t max_files, max_bytes;
     int over;
+    mode_t file_mode; /* 0 = 0600 */
 };
 
 static int cp_dir(void *c, const char *rel, struct as_err *err)
@@ -215,7 +223,8 @@ static int cp_begin(void *c, const char *rel, uint64_t size, struct as_err *err)
         return as_err_set(err, "over the content store bounds");
     }
     const char *name = rel[0] ? rel : cp->single;
-    cp->fd = openat(cp->dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    cp->fd = openat(cp->dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                    cp->file_mode ? cp->file_mode : 0600);
     if (cp->fd < 0)
         return as_err_errno(err, "content store: creating %s", name);
     return 0;
@@ -321,8 +330,7 @@ static int deposit_walk(const char *home, const char *src, enum store_kind kind,
         if (fd >= 0)
             close(fd);
     } else {
-        enum digest_tree_kind dk = kind == STORE_SKILL_TREE ? DIGEST_TREE_SKILL : DIGEST_TREE_ROOT;
-        wrc = digest_tree(src, dk, &sink, NULL, hex, err);
+        wrc = digest_tree(src, tree_kind(kind), &sink, NULL, hex, err);
     }
     if (cp.fd >= 0)
         close(cp.fd);
@@ -425,4 +433,160 @@ out:
     sb_release(&final);
     sb_release(&p);
     return rc;
+}
+
+/* ---- verified copies (a confined server's snapshot) ---------------------- */
+
+/* Streams the regular file src through cp (as the one file of the copy). */
+static int copy_one_file(struct copier *cp, const char *src, char hex[SHA256_HEX_LEN + 1],
+                         int *gone, struct as_err *err)
+{
+    int fd = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0) {
+        if (errno == ENOENT || errno == ELOOP) {
+            *gone = 1;
+            return -1;
+        }
+        return as_err_errno(err, "%s", src);
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        *gone = 1;
+        return -1;
+    }
+    int rc = cp_begin(cp, "", (uint64_t)st.st_size, err);
+    unsigned char *buf = xmalloc(DIGEST_BUF_SIZE);
+    sha256_ctx c;
+    sha256_init(&c);
+    for (; rc == 0;) {
+        ssize_t r = read(fd, buf, DIGEST_BUF_SIZE);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            rc = as_err_errno(err, "reading %s", src);
+            break;
+        }
+        if (r == 0)
+            break;
+        sha256_update(&c, buf, (size_t)r);
+        rc = cp_data(cp, buf, (size_t)r, err);
+    }
+    uint8_t d[SHA256_LEN];
+    sha256_final(&c, d);
+    hex_encode(d, SHA256_LEN, hex);
+    free(buf);
+    if (cp->fd >= 0 && cp_end(cp, err) < 0)
+        rc = -1;
+    close(fd);
+    return rc;
+}
+
+int store_copy_verified(const char *src, enum store_kind kind, const char *name, const char *pin,
+                        const char *dst, struct as_err *err)
+{
+    if (mkdir(dst, 0700) != 0)
+        return as_err_errno(err, "creating %s", dst);
+    struct copier cp = {.fd = -1, .single = name, .file_mode = 0500};
+    cp.dfd = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (cp.dfd < 0) {
+        as_err_errno(err, "%s", dst);
+        drop_tmp(dst);
+        return -1;
+    }
+    struct digest_sink sink = {&cp, cp_dir, cp_begin, cp_data, cp_end};
+    char hex[SHA256_HEX_LEN + 1] = "";
+    int gone = 0, rc;
+    struct as_err werr = AS_ERR_INIT;
+    if (kind == STORE_FILE)
+        rc = copy_one_file(&cp, src, hex, &gone, &werr);
+    else
+        rc = digest_tree(src, tree_kind(kind), &sink, NULL, hex, &werr);
+    if (cp.fd >= 0)
+        close(cp.fd);
+    close(cp.dfd);
+    if (rc == 0 && strcmp(hex, pin) == 0)
+        return 0;
+    drop_tmp(dst);
+    /* A tree that cannot be walked as pinned (a symlink now, a special
+     * file, over the bounds, gone) no longer holds the pinned bytes. */
+    if (rc != 0 && !gone && kind == STORE_FILE) {
+        *err = werr;
+        return -1;
+    }
+    return 1;
+}
+
+static void list_files(const char *root, const char *rel, int depth, enum store_kind kind,
+                       strvec *out)
+{
+    strbuf p = SB_INIT;
+    sb_addf(&p, "%s%s%s", root, rel[0] ? "/" : "", rel);
+    DIR *d = depth < DIGEST_MAX_DEPTH ? opendir(p.buf) : NULL;
+    sb_release(&p);
+    if (!d)
+        return;
+    strvec names = STRVEC_INIT;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        const char *n = de->d_name;
+        if (!strcmp(n, ".") || !strcmp(n, "..") ||
+            (kind == STORE_CODE_TREE && digest_code_skipped(n)))
+            continue;
+        strvec_push(&names, n);
+    }
+    closedir(d);
+    strvec_sort(&names);
+    for (size_t i = 0; i < names.n; i++) {
+        strbuf r = SB_INIT, full = SB_INIT;
+        sb_addf(&r, "%s%s%s", rel, rel[0] ? "/" : "", names.v[i]);
+        sb_addf(&full, "%s/%s", root, r.buf);
+        struct stat st;
+        if (lstat(full.buf, &st) == 0 && S_ISDIR(st.st_mode))
+            list_files(root, r.buf, depth + 1, kind, out);
+        else
+            strvec_push(out, r.buf);
+        sb_release(&r);
+        sb_release(&full);
+    }
+    strvec_clear(&names);
+}
+
+int store_tree_first_change(const char *home, const char *pin, enum store_kind kind,
+                            const char *live, strbuf *rel)
+{
+    strbuf dir = SB_INIT;
+    struct as_err err = AS_ERR_INIT;
+    if (!home || store_open(home, pin, kind, &dir, &err) != 1) {
+        sb_release(&dir);
+        return 0;
+    }
+    strvec a = STRVEC_INIT, b = STRVEC_INIT;
+    list_files(dir.buf, "", 0, kind, &a);
+    list_files(live, "", 0, kind, &b);
+    int found = 0;
+    size_t i = 0, j = 0;
+    while (!found && (i < a.n || j < b.n)) {
+        int c = i == a.n ? 1 : j == b.n ? -1 : strcmp(a.v[i], b.v[j]);
+        if (c != 0) {
+            sb_adds(rel, c < 0 ? a.v[i] : b.v[j]); /* removed, or added */
+            found = 1;
+            break;
+        }
+        char ha[SHA256_HEX_LEN + 1], hb[SHA256_HEX_LEN + 1];
+        char *pa = xasprintf("%s/%s", dir.buf, a.v[i]), *pb = xasprintf("%s/%s", live, b.v[j]);
+        struct as_err e1 = AS_ERR_INIT, e2 = AS_ERR_INIT;
+        if (digest_file(pa, ha, &e1) < 0 || digest_file(pb, hb, &e2) < 0 || strcmp(ha, hb)) {
+            sb_adds(rel, a.v[i]);
+            found = 1;
+        }
+        free(pa);
+        free(pb);
+        i++;
+        j++;
+    }
+    strvec_clear(&a);
+    strvec_clear(&b);
+    sb_release(&dir);
+    return found;
 }

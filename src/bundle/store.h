@@ -33,6 +33,7 @@ enum store_kind {
     STORE_ROOT_TREE,  /* <pin>/ = an integrity root directory; pin = root digest */
     STORE_ROOT_FILE,  /* <pin>/<name> = a single-file integrity root; pin = root digest */
     STORE_FILE,       /* <pin>/<name> = one body; pin = plain SHA-256 of it */
+    STORE_CODE_TREE,  /* <pin>/ = a server's code directory; pin = code tree digest */
 };
 
 /* "<home>/store/content" and "<home>/store/content/<pin>". */
@@ -59,5 +60,20 @@ int store_deposit_bytes(const char *home, const void *data, size_t len, const ch
  * its address") or unreadable. */
 int store_open(const char *home, const char *pin, enum store_kind kind, strbuf *path,
                struct as_err *err);
+
+/* Copies the tree at src (STORE_CODE_TREE, STORE_SKILL_TREE, STORE_ROOT_TREE)
+ * or the file at src (STORE_FILE: as dst/<name>) into dst, a directory it
+ * creates (0700), in the same pass that hashes what it reads; files get
+ * mode 0500. Returns 0 when the bytes copied hash to pin, 1 when they do not
+ * or src is gone (dst removed), -1 + err on I/O. What a confined server
+ * runs is such a copy: exactly the bytes that were compared with the pin. */
+int store_copy_verified(const char *src, enum store_kind kind, const char *name, const char *pin,
+                        const char *dst, struct as_err *err);
+
+/* The first path (tree-relative) where the live tree differs from the
+ * deposit of pin: a file changed, added or removed. 1 with rel set, 0 when
+ * there is no deposit to compare with (or no difference found). */
+int store_tree_first_change(const char *home, const char *pin, enum store_kind kind,
+                            const char *live, strbuf *rel);
 
 #endif

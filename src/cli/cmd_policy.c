@@ -16,6 +16,7 @@
  * everywhere (errata 17).
  */
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -316,6 +317,15 @@ static int do_explain(int argc, char **argv, struct cli_ctx *ctx)
         json_object_set_new(mp, "word", json_string(word));
         json_object_set_new(mp, "why", json_string(why.buf));
         json_object_set_new(root, "machine_policy", mp);
+        bool m_iso = l.machine && l.machine->isolation == POL_ISO_CONFINED;
+        bool p_iso = l.project && l.project->isolation == POL_ISO_CONFINED;
+        json_t *iso = json_object();
+        json_object_set_new(iso, "servers", json_string(m_iso || p_iso ? "confined" : "host"));
+        json_object_set_new(iso, "by",
+                            m_iso   ? json_string("machine")
+                            : p_iso ? json_string("project")
+                                    : json_null());
+        json_object_set_new(root, "isolation", iso);
         char *s = json_dumps(root, JSON_INDENT(2));
         puts(s);
         free(s);
@@ -327,6 +337,9 @@ static int do_explain(int argc, char **argv, struct cli_ctx *ctx)
         if (!rows.len)
             printf("  %-26sno [policy.*] rule governs '%s' (allowed by default)\n", "Policy",
                    server);
+        fputs(rows.buf, stdout);
+        sb_reset(&rows);
+        pol_isolation_row(l.machine, l.project, &rows);
         fputs(rows.buf, stdout);
         printf("  %-26s%s — %s\n", "Machine policy status", word, why.buf);
         if (!l.project)

@@ -22,6 +22,7 @@
 #include "cli/cli.h"
 #include "library/library.h"
 #include "onboard/onboard.h"
+#include "policy/policy.h"
 #include "trust/trust.h"
 
 int cmd_status(int argc, char **argv, struct cli_ctx *ctx);
@@ -39,7 +40,32 @@ struct st {
     strvec shadowed;
     strvec sec_ok, sec_missing;
     char *next_cmd, *next_why;
+    char *isolation; /* how stdio servers run here ([policy.isolation]) */
 };
+
+/* How a gateway here would run stdio servers; NULL when the policy cannot
+ * be read (the rest of status says why). */
+static char *isolation_now(const struct manifest *m)
+{
+    strbuf path = SB_INIT, out = SB_INIT;
+    struct as_err err = AS_ERR_INIT;
+    enum pol_machine_state st;
+    struct pol_layer *machine = NULL, *project = NULL;
+    if (pol_machine_path(&path, &err) == 0)
+        machine = pol_machine_load(path.buf, &st, &err);
+    if (m && m->policy)
+        project = pol_layer_from_toml(m->policy, m->path, POL_PROJECT, &err);
+    char *r = NULL;
+    if (machine && (!m || !m->policy || project)) {
+        pol_isolation_text(machine, project, &out);
+        r = sb_detach(&out, NULL);
+    }
+    pol_layer_free(machine);
+    pol_layer_free(project);
+    sb_release(&path);
+    sb_release(&out);
+    return r;
+}
 
 static void next(struct st *s, const char *cmd, const char *why)
 {
@@ -55,6 +81,7 @@ static void st_free(struct st *s)
     strvec_clear(&s->cli_names);
     strvec_clear(&s->connected);
     free(s->manifest_path);
+    free(s->isolation);
     free(s->load_error);
     strvec_clear(&s->toolsets);
     free(s->default_toolset);
@@ -118,6 +145,7 @@ static void gather(struct cli_ctx *ctx, struct st *s)
         }
         lib_collisions_free(&cs);
     }
+    s->isolation = isolation_now(s->project ? m : NULL);
     if (m) {
         s->loaded = true;
         s->servers = m->servers.n;
@@ -268,6 +296,8 @@ static void print_human(const struct st *s, bool verbose)
     } else {
         term_printf("not connected (agentstack connect --all --write)\n");
     }
+    if (s->isolation)
+        term_printf("Servers    %s\n", s->isolation);
     term_printf("Library    %s\n", s->shadowed.n ? "shadowed names:" : "no shadowed names");
     for (size_t i = 0; i < s->shadowed.n && (verbose || i < 5); i++)
         term_printf("  %s\n", s->shadowed.v[i]);

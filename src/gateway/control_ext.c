@@ -391,6 +391,7 @@ static json_t *rows_json(const struct ext_policy *p, const char *server)
 {
     strbuf rows = SB_INIT;
     pol_explain_rows(p->machine, p->project, server, &rows);
+    pol_isolation_row(p->machine, p->project, &rows); /* how its stdio servers run */
     json_t *a = json_array();
     const char *s = rows.buf;
     while (s && *s) {

@@ -419,7 +419,24 @@ void gw_dispatch(struct gw *gw, struct job *j)
         gw_job_free(j);
         return;
     }
-    if (gw_up_ensure(up, &why) < 0) {
+    int ensured = gw_code_recheck(up, &why) < 0 ? -1 : gw_up_ensure(up, &why);
+    if (ensured == -2) {
+        /* Must run confined and cannot be: never on the host instead. */
+        json_t *r =
+            gw_error_result("blocked: %s tried to call %s — %s must run confined (%s) "
+                            "and cannot be: %s\nnothing ran · there is no host "
+                            "fallback",
+                            j->server, j->tool, j->server, gw_isolation_name(up->iso), why.buf);
+        strbuf detail = SB_INIT;
+        sb_addf(&detail, "spawn-failed: cannot be confined: %s", why.buf);
+        gw_audit(gw, j->server, j->tool, "", "error", detail.buf, NULL, NULL, 0);
+        sb_release(&detail);
+        gw_reply(gw, j, r);
+        sb_release(&why);
+        gw_job_free(j);
+        return;
+    }
+    if (ensured < 0) {
         json_t *r = gw_error_result("blocked: %s tried to call %s — %s\nnothing ran · review "
                                     "it, run `agentstack lock --write`, then `agentstack trust "
                                     "%s`",

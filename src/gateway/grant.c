@@ -36,6 +36,7 @@ void gw_grant_free(struct gw_grant *g)
     strvec_clear(&g->servers);
     strvec_clear(&g->skills);
     free(g->ruleset_json);
+    free(g->confine_workspace);
     memset(g, 0, sizeof *g);
 }
 
@@ -215,6 +216,21 @@ static int decode(json_t *doc, const char *run_id, struct gw_grant *g, struct as
         return as_err_set(err, "the grant's ruleset cannot be used: %s", perr.msg);
     }
     pol_ruleset_free(parsed);
+    json_t *cf = json_object_get(doc, "confine");
+    if (cf) {
+        const char *ws = json_get_str(cf, "workspace");
+        json_t *wr = json_object_get(cf, "writable"), *ld = json_object_get(cf, "lockdown");
+        if (!json_is_object(cf) || !ws || ws[0] != '/' || !json_is_boolean(wr) ||
+            !json_is_boolean(ld)) {
+            sb_release(&w);
+            return as_err_set(err, "the grant's confine member is not {workspace, writable, "
+                                   "lockdown}");
+        }
+        g->confine = true;
+        g->confine_workspace = xstrdup(ws);
+        g->confine_writable = json_is_true(wr);
+        g->confine_lockdown = json_is_true(ld);
+    }
     g->ruleset_json = sb_detach(&w, NULL);
     g->project_root = xstrdup(root);
     g->manifest_dir = xstrdup(mdir);

@@ -27,7 +27,10 @@
  *    killed with SIGKILL records no end, so its grant ends with the process;
  *    when AGENTSTACK_RUN_ID is set it names the same run.
  *  - The document is a version-1 agentstack-run-grant for that run id with
- *    well-typed fields; the ruleset parses (policy wire form).
+ *    well-typed fields; the ruleset parses (policy wire form); a "confine"
+ *    member, when present, is {workspace: absolute path, writable: bool,
+ *    lockdown: bool} (a confined run: its servers are jailed, never spawned
+ *    on the host).
  */
 #ifndef AS_GATEWAY_GRANT_H
 #define AS_GATEWAY_GRANT_H
@@ -55,6 +58,12 @@ struct gw_grant {
     char *ruleset_json;           /* the frozen ruleset, policy wire form */
     pid_t run_pid;                /* the run's own process (agentstack run), from grant_frozen */
     unsigned long long run_start; /* its start time (/proc/<pid>/stat field 22) */
+    /* "confine" (a --sandbox/--lockdown run): every stdio server runs in a
+     * jail with the run's workspace view and write scope; no host spawn. */
+    bool confine;
+    char *confine_workspace; /* the run's workspace (host path) */
+    bool confine_writable;   /* the run's write scope covers it */
+    bool confine_lockdown;   /* the run is --lockdown (the proxy's TLS-only rules) */
 };
 
 /* Validates and reads a grant (see the guarantees). 0, or -1 + err naming

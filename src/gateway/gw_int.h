@@ -104,8 +104,22 @@ int gw_entity_render(const struct gw_tool *const *tools, size_t n, const char *e
 struct gw_exec_pin {
     char *path; /* absolute */
     char *rel;
+    bool tree; /* a code tree (bundle/codepin.h), else one file */
     char checksum[65];
 };
+/* Why a pinned path no longer matches: "<rel> drifted …", naming the file
+ * inside a tree when the content store still has the pinned copy. */
+void gw_pin_drift(const struct gw *gw, const struct gw_exec_pin *pin, strbuf *why);
+
+/* How a stdio upstream runs (docs/enforcement.md, "MCP servers"). */
+enum gw_isolation {
+    GW_ISO_HOST = 0, /* spawned on the host, as the user */
+    GW_ISO_RUN,      /* in a jail with a confined run's view (the grant's "confine") */
+    GW_ISO_POLICY,   /* in a jail because [policy.isolation] servers = "confined" */
+};
+
+struct sbx_jail;
+struct sbx_proxy;
 
 struct gw_up {
     struct gw_surface *sf; /* NULL once detached from a freed surface */
@@ -133,6 +147,20 @@ struct gw_up {
     unsigned egress_port;
     char refused_rule[POL_MAX_PATTERN + 2]; /* the last refusal's deny pattern, or "" */
     const char *refused_layer;              /* its layer name, or NULL */
+    /* confinement (jailed.c): stdio servers with iso != GW_ISO_HOST */
+    enum gw_isolation iso;
+    bool iso_writable;       /* the jail's workspace is writable */
+    char *iso_workspace;     /* the jail's workspace (host path) */
+    bool iso_lockdown;       /* the proxy applies lockdown's rules */
+    struct sbx_jail *jail;   /* built before a spawn, consumed by it */
+    strvec snap_files;       /* this spawn's snapshot files (removed once bound) */
+    char *snap_dir;          /* their directory */
+    struct sbx_proxy *proxy; /* its only route out, created on the first spawn */
+    uint64_t proxy_timer;
+    char proxy_token[65];
+    /* the live re-gate (codewatch.c) */
+    uint64_t code_seen;  /* gw->code_gen when its pins were last verified */
+    bool code_unwatched; /* no watch could be added: verify before every call */
 };
 
 /* A declared server the build left out, and why (its audit family). */
@@ -202,8 +230,39 @@ void gw_surface_discover(struct gw_surface *sf, void (*fn)(struct gw *, struct j
 /* Allowed tools of a discovered surface, sorted by full name. */
 void gw_surface_allowed(const struct gw_surface *sf, gw_toolvec *out);
 /* Spawns/starts the client when idle or dead, after re-proving its
- * executable pins; -1 + why when a pin no longer matches. */
+ * executable pins: -1 + why when a pin no longer matches; -2 + why when a
+ * server that must run confined cannot be (nothing runs: no host fallback). */
 int gw_up_ensure(struct gw_up *up, strbuf *why);
+
+/* ---- the live re-gate of pinned code (codewatch.c) ---------------------- */
+
+/* Watches the directories of up's pinned files and trees. */
+void gw_code_watch(struct gw_up *up);
+/* Reads pending events without blocking; any bumps gw->code_gen. */
+void gw_code_drain(struct gw *gw);
+/* Verifies every pin of up from fresh bytes; -1 + why naming the file. */
+int gw_pins_verify(struct gw_up *up, strbuf *why);
+/* Before a call: re-verifies up's pins when anything under a pinned path
+ * changed since; -1 + why (and its running process is killed) on a drift. */
+int gw_code_recheck(struct gw_up *up, strbuf *why);
+
+/* ---- confined upstreams (jailed.c) ---------------------------------------- */
+
+/* How the stdio servers of a surface built now run: GW_ISO_RUN for a
+ * confined run's grant, GW_ISO_POLICY under [policy.isolation], else host. */
+enum gw_isolation gw_isolation_for(const struct gw *gw, const struct pol_ruleset *rs);
+/* Fills up's isolation fields for a stdio server of sf. */
+void gw_jail_assign(struct gw_up *up, const struct gw_surface *sf);
+/* Before a jailed spawn: verifies the pinned files it runs on one read and
+ * snapshots those very bytes, then builds the jail and its proxy. -1 + why
+ * (a pin drifted), -2 + why (cannot be confined). */
+int gw_jail_prepare(struct gw_up *up, strbuf *why);
+/* The stdio spawn hook of a jailed upstream (mcp_stdio_opts.spawn). */
+int gw_jail_spawn(void *ctx, struct proc *p, int *hold, struct as_err *err);
+/* Frees what the jail and its proxy hold (from up_free). */
+void gw_jail_release(struct gw_up *up);
+/* "host", "confined by run r-…", "confined by [policy.isolation]". */
+const char *gw_isolation_name(enum gw_isolation iso);
 
 /* ---- the gateway instance --------------------------------------------------- */
 
@@ -317,6 +376,9 @@ struct gw {
     bool stderr_said_untrusted;
     struct gw_cm *cm;   /* code-mode endpoint (codemode.c), or NULL */
     struct gw_cm *face; /* the sandbox face (codemode.c, 02 §6.5), or NULL */
+    int code_fd;        /* inotify on pinned server code (codewatch.c); -1 none, -2 none ever */
+    uint64_t code_gen;  /* bumps on every event there */
+    size_t code_watches;
 };
 
 /* server.c */

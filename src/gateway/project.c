@@ -184,6 +184,11 @@ void gw_project_free(struct gw *gw)
         close(gw->ino_fd);
         gw->ino_fd = -1;
     }
+    if (gw->code_fd >= 0) {
+        mcp_loop_del(gw->loop, gw->code_fd);
+        close(gw->code_fd);
+        gw->code_fd = -1;
+    }
 }
 
 /* ---- the watch -------------------------------------------------------------------- */

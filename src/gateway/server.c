@@ -674,6 +674,7 @@ int gw_serve(const struct gw_opts *o, struct as_err *err)
     gw.o = *o;
     gw.pid = (long)getpid();
     gw.ino_fd = -1;
+    gw.code_fd = -1;
     gw.last_state = -2;
     gw.max_result = GW_RESULT_MAX_DEFAULT;
     const char *sm = getenv("AGENTSTACK_STDIO_START_MS");

@@ -18,7 +18,9 @@
 #include "base/sha256.h"
 #include "base/toml.h"
 #include "base/xalloc.h"
+#include "bundle/codepin.h"
 #include "bundle/digest.h"
+#include "bundle/store.h"
 #include "bundle/home.h"
 #include "bundle/lockfile.h"
 #include "bundle/ref.h"
@@ -87,6 +89,7 @@ static void up_free(struct gw_up *up)
         tool_free(&up->tools.v[i]);
     vec_free(&up->tools);
     free(up->log_path);
+    gw_jail_release(up);
     free(up);
 }
 
@@ -267,58 +270,6 @@ static char **build_env(struct gw *gw, struct resolver *r, const struct mf_serve
     return env.v ? env.v : xcalloc(1, sizeof(char *));
 }
 
-/* Project-relative spellings of the paths a stdio server runs (the same
- * normalization pinning uses), so executable pins can be tied to servers. */
-static void exec_rels(const struct mf_server *s, strvec *out)
-{
-    if (s->type != MF_SERVER_STDIO)
-        return;
-    strbuf base = SB_INIT;
-    if (s->cwd && s->cwd[0]) {
-        if (s->cwd[0] == '/' || strstr(s->cwd, "${"))
-            return;
-        const char *p = s->cwd;
-        while (*p) {
-            const char *e = strchr(p, '/');
-            size_t n = e ? (size_t)(e - p) : strlen(p);
-            if (n && !(n == 1 && p[0] == '.')) {
-                if (base.len)
-                    sb_addc(&base, '/');
-                sb_add(&base, p, n);
-            }
-            p += n + (e ? 1 : 0);
-        }
-    }
-    const char *cand[1 + 256];
-    size_t nc = 0;
-    if (s->command)
-        cand[nc++] = s->command;
-    for (size_t i = 0; i < s->args.n && nc < 257; i++)
-        cand[nc++] = s->args.v[i];
-    for (size_t k = 0; k < nc; k++) {
-        const char *a = cand[k];
-        if (!a[0] || a[0] == '-' || a[0] == '/' || strstr(a, "${"))
-            continue;
-        strbuf rel = SB_INIT;
-        sb_add(&rel, base.buf, base.len);
-        const char *p = a;
-        while (*p) {
-            const char *e = strchr(p, '/');
-            size_t n = e ? (size_t)(e - p) : strlen(p);
-            if (n && !(n == 1 && p[0] == '.')) {
-                if (rel.len)
-                    sb_addc(&rel, '/');
-                sb_add(&rel, p, n);
-            }
-            p += n + (e ? 1 : 0);
-        }
-        if (rel.len)
-            strvec_push(out, rel.buf);
-        sb_release(&rel);
-    }
-    sb_release(&base);
-}
-
 static void add_skip(struct gw_surface *sf, const char *name, const char *family, const char *why)
 {
     struct gw_skip k = {xstrdup(name), xstrdup(why), family};
@@ -336,6 +287,19 @@ static void pin_row(struct gw *gw, struct gw_surface *sf, const char *server, co
     sb_release(&d);
 }
 
+void gw_pin_drift(const struct gw *gw, const struct gw_exec_pin *pin, strbuf *why)
+{
+    strbuf rel = SB_INIT;
+    if (pin->tree &&
+        store_tree_first_change(gw->home, pin->checksum, STORE_CODE_TREE, pin->path, &rel) == 1)
+        sb_addf(why, "%s/%s drifted from agentstack.lock since this connection checked it",
+                pin->rel, rel.buf);
+    else
+        sb_addf(why, "%s%s drifted from agentstack.lock since this connection checked it", pin->rel,
+                pin->tree ? "/ (a file in it)" : "");
+    sb_release(&rel);
+}
+
 /* Checks a server's pins; 0 ok (exec pins recorded on up), -1 skipped. A
  * library definition (lib_verified) was already proved against the lock on
  * the very bytes it was built from; only its executables are checked here. */
@@ -343,8 +307,8 @@ static int check_pins(struct gw *gw, const struct trust_pins *pins, const struct
                       struct gw_up *up, bool lib_verified)
 {
     bool gated = gw->proj.gated || gw->grant; /* a grant serves only pinned bytes */
-    strvec rels = STRVEC_INIT;
-    exec_rels(def, &rels);
+    codepin_refs code = VEC_INIT;
+    codepin_collect(gw->proj.paths.project_root, def, &code, NULL);
     int rc = 0;
     for (size_t i = 0; pins && i < pins->results.n && rc == 0; i++) {
         const struct trust_pin_result *r = &pins->results.v[i];
@@ -352,14 +316,11 @@ static int check_pins(struct gw *gw, const struct trust_pins *pins, const struct
         bool mine = false;
         if (it->kind == PIN_SERVER && strcmp(it->name, def->name) == 0 && !lib_verified)
             mine = true;
-        if (it->kind == PIN_EXECUTABLE && it->sub && strcmp(it->sub, "file") == 0 &&
-            strvec_find(&rels, it->name) >= 0)
-            mine = true;
-        /* A cwd that cannot be pinned (a symlink, '..') is reported under the
-         * cwd's own name; it is this server's, and refuses it. */
-        if (it->kind == PIN_EXECUTABLE && it->sub && strcmp(it->sub, "file") == 0 &&
-            def->type == MF_SERVER_STDIO && def->cwd && strcmp(def->cwd, it->name) == 0)
-            mine = true;
+        /* Its own code (a cwd that cannot be pinned is reported under the
+         * cwd's own name: it is this server's too, and refuses it). */
+        for (size_t k = 0; it->kind == PIN_EXECUTABLE && it->sub && k < code.n && !mine; k++)
+            mine = strcmp(codepin_kind_name(code.v[k].kind), it->sub) == 0 &&
+                   strcmp(code.v[k].rel, it->name) == 0;
         if (it->kind == PIN_EXECUTABLE && it->sub && strcmp(it->sub, "root") == 0)
             for (size_t k = 0; k < def->integrity_roots.n; k++)
                 if (strcmp(def->integrity_roots.v[k], it->name) == 0)
@@ -367,8 +328,10 @@ static int check_pins(struct gw *gw, const struct trust_pins *pins, const struct
         if (!mine)
             continue;
         if (r->status == PIN_MATCHES) {
-            if (it->kind == PIN_EXECUTABLE && strcmp(it->sub, "file") == 0 && it->fs_path) {
-                struct gw_exec_pin p = {xstrdup(it->fs_path), xstrdup(it->name), {0}};
+            bool tree = strcmp(it->sub ? it->sub : "", "tree") == 0;
+            if (it->kind == PIN_EXECUTABLE && (tree || strcmp(it->sub, "file") == 0) &&
+                it->fs_path) {
+                struct gw_exec_pin p = {xstrdup(it->fs_path), xstrdup(it->name), tree, {0}};
                 memcpy(p.checksum, it->checksum, sizeof p.checksum);
                 vec_push(&up->pins, p);
             }
@@ -376,7 +339,21 @@ static int check_pins(struct gw *gw, const struct trust_pins *pins, const struct
         }
         if (r->status == PIN_UNPINNED && !gated)
             continue; /* a named project (--manifest-dir) may run unlocked */
-        pin_row(gw, up->sf, def->name, r->message ? r->message : "pin check failed");
+        /* A drifted code tree: name the file that moved (the lock's copy is
+         * in the content store), not only the directory. */
+        strbuf rel = SB_INIT, msg = SB_INIT;
+        const char *locked = pins->lock ? pin_locked_checksum(pins->lock, it) : NULL;
+        if (r->status == PIN_DRIFTED && it->kind == PIN_EXECUTABLE && it->sub &&
+            strcmp(it->sub, "tree") == 0 && locked && it->fs_path &&
+            store_tree_first_change(gw->home, locked, STORE_CODE_TREE, it->fs_path, &rel) == 1)
+            sb_addf(&msg, "server code tree '%s': %s/%s drifted from agentstack.lock", it->name,
+                    it->name, rel.buf);
+        pin_row(gw, up->sf, def->name,
+                msg.len      ? msg.buf
+                : r->message ? r->message
+                             : "pin check failed");
+        sb_release(&rel);
+        sb_release(&msg);
         rc = -1;
     }
     if (rc == 0 && gated && pins && pins->lock_unreadable) {
@@ -384,7 +361,7 @@ static int check_pins(struct gw *gw, const struct trust_pins *pins, const struct
                 pins->lock_error ? pins->lock_error : "agentstack.lock unreadable");
         rc = -1;
     }
-    strvec_clear(&rels);
+    codepin_free(&code);
     return rc;
 }
 
@@ -577,6 +554,8 @@ static struct gw_up *up_build(struct gw *gw, struct gw_surface *sf, struct sec_c
         } else {
             up->cwd = xstrdup(root);
         }
+        gw_jail_assign(up, sf);
+        gw_code_watch(up);
         strbuf sub = SB_INIT, log = SB_INIT, fname = SB_INIT;
         struct as_err err = AS_ERR_INIT;
         sb_adds(&sub, gw->proj.root_sha12 ? gw->proj.root_sha12 : "none");
@@ -940,8 +919,13 @@ static struct mcp_client *make_client(struct gw *gw, struct gw_up *up)
                                    gw_egress_dial_check, up};
         return mcp_client_http(gw->loop, &ho, &o);
     }
-    struct mcp_stdio_opts so = {(const char *const *)up->argv, (const char *const *)up->envp,
-                                up->cwd, up->log_path, 0};
+    struct mcp_stdio_opts so = {(const char *const *)up->argv,
+                                (const char *const *)up->envp,
+                                up->cwd,
+                                up->log_path,
+                                0,
+                                up->iso != GW_ISO_HOST ? gw_jail_spawn : NULL,
+                                up};
     return mcp_client_stdio(gw->loop, &so, &o);
 }
 
@@ -977,16 +961,17 @@ int gw_up_ensure(struct gw_up *up, strbuf *why)
             return -1;
         }
     }
-    for (size_t i = 0; i < up->pins.n; i++) {
-        char hex[SHA256_HEX_LEN + 1];
-        struct as_err err = AS_ERR_INIT;
-        if (digest_file(up->pins.v[i].path, hex, &err) < 0 ||
-            strcmp(hex, up->pins.v[i].checksum) != 0) {
-            sb_addf(why, "%s drifted from agentstack.lock since this connection checked it",
-                    up->pins.v[i].rel);
-            return -1;
-        }
+    if (up->iso != GW_ISO_HOST) {
+        /* Verified on one read, and those bytes are what the jail runs. */
+        int r = gw_jail_prepare(up, why);
+        if (r < 0)
+            return r;
     }
+    /* On the host this is verify-then-exec: a swap between this check and
+     * the interpreter's open is not seen (docs/enforcement.md). */
+    if (up->iso == GW_ISO_HOST && gw_pins_verify(up, why) < 0)
+        return -1;
+    up->code_seen = gw->code_gen;
     struct as_err err = AS_ERR_INIT;
     mcp_client_start(up->client, start_done, up, &err);
     return 0;
@@ -1108,7 +1093,16 @@ void gw_surface_discover(struct gw_surface *sf, void (*fn)(struct gw *, struct j
         if (up->disc == 2)
             continue;
         strbuf why = SB_INIT;
-        if (gw_up_ensure(up, &why) < 0) {
+        int r = gw_up_ensure(up, &why);
+        if (r == -2) {
+            gw_note("server '%s' cannot be confined, so it is not started (no host "
+                    "fallback): %s",
+                    up->name, why.buf);
+            sb_release(&why);
+            up->disc = 2;
+            continue;
+        }
+        if (r < 0) {
             pin_row(sf->gw, NULL, up->name, why.buf);
             sb_release(&why);
             up->disc = 2;

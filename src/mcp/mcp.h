@@ -345,12 +345,22 @@ struct mcp_client_opts {
     void *notify_ctx;
 };
 
+struct proc;
+
 struct mcp_stdio_opts {
     const char *const *argv; /* argv[0] looked up in PATH when it has no '/' */
     const char *const *envp; /* NULL = inherit; copied and zeroed on free */
     const char *cwd;         /* NULL = inherit */
     const char *stderr_log;  /* 0600 file (parent made 0700), rotated to .1; NULL = discard */
     size_t stderr_log_max;   /* default MCP_STDERR_LOG_MAX */
+    /* Starts the child instead of proc_start (a confined server: the caller
+     * knows how): fills p->pid and p->to_child, from_child, err_from_child
+     * as proc_start would, the pid being one whose process group ends the
+     * whole child; *hold gets a descriptor to keep open for as long as the
+     * child lives (closed once it is reaped), or -1. -1 + err when it could
+     * not start (nothing runs). NULL: proc_start with argv, envp and cwd. */
+    int (*spawn)(void *ctx, struct proc *p, int *hold, struct as_err *err);
+    void *spawn_ctx;
 };
 
 /* Rules on one address a direct HTTP connection is about to be made to:

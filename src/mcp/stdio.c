@@ -33,6 +33,7 @@ struct child {
     struct mcp_client *c; /* NULL once detached (dying) */
     struct proc proc;
     int in_fd, out_fd, err_fd, pidfd;
+    int hold_fd; /* the spawner's descriptor, kept for the child's life */
     struct mcp_writer w;
     struct mcp_reader rd;
     int log_fd;
@@ -48,6 +49,8 @@ struct stdio_tr {
     struct mcp_client *c;
     char **argv, **envp, *cwd, *log_path;
     size_t log_max;
+    int (*spawn)(void *ctx, struct proc *p, int *hold, struct as_err *err);
+    void *spawn_ctx;
     struct child *cur;
     struct child *all;
     int closing;
@@ -166,6 +169,9 @@ static void child_release_fds(struct child *ch)
     if (ch->log_fd >= 0)
         close(ch->log_fd);
     ch->log_fd = -1;
+    if (ch->hold_fd >= 0)
+        close(ch->hold_fd);
+    ch->hold_fd = -1;
     mcp_loop_timer_cancel(loop, ch->t_term);
     mcp_loop_timer_cancel(loop, ch->t_kill);
     mcp_loop_timer_cancel(loop, ch->t_poll);
@@ -446,13 +452,14 @@ static int st_open(struct mcp_client *c, struct as_err *err)
         return as_err_set(err, "no command to start");
     struct child *ch = xcalloc(1, sizeof *ch);
     ch->tr = tr;
-    ch->in_fd = ch->out_fd = ch->err_fd = ch->pidfd = ch->log_fd = -1;
+    ch->in_fd = ch->out_fd = ch->err_fd = ch->pidfd = ch->log_fd = ch->hold_fd = -1;
     proc_init(&ch->proc, (const char *const *)tr->argv);
     ch->proc.envp = (const char *const *)tr->envp;
     ch->proc.cwd = tr->cwd;
     ch->proc.in = ch->proc.out = ch->proc.err = PROC_PIPE;
     ch->proc.new_pgroup = 1;
-    if (proc_start(&ch->proc, err) < 0) {
+    if ((tr->spawn ? tr->spawn(tr->spawn_ctx, &ch->proc, &ch->hold_fd, err)
+                   : proc_start(&ch->proc, err)) < 0) {
         free(ch);
         return -1;
     }
@@ -580,6 +587,8 @@ struct mcp_client *mcp_client_stdio(struct mcp_loop *loop, const struct mcp_stdi
         tr->cwd = so->cwd ? xstrdup(so->cwd) : NULL;
         tr->log_path = so->stderr_log ? xstrdup(so->stderr_log) : NULL;
         tr->log_max = so->stderr_log_max;
+        tr->spawn = so->spawn;
+        tr->spawn_ctx = so->spawn_ctx;
     }
     if (!tr->log_max)
         tr->log_max = MCP_STDERR_LOG_MAX;

@@ -228,6 +228,10 @@ struct pol_ruleset *pol_compile(const struct pol_layer *machine, const struct po
     }
     strvec_clear(&names);
     pol_ruleset_index_servers(rs);
+    /* Either layer may ask for confined servers; none can turn it off. */
+    rs->isolation_by = machine && machine->isolation == POL_ISO_CONFINED   ? POL_BY_MACHINE
+                       : project && project->isolation == POL_ISO_CONFINED ? POL_BY_PROJECT
+                                                                           : POL_BY_NONE;
     for (int f = 0; f < 3; f++)
         for (int l = 0; l < 2; l++)
             if (lay[l] && fs_build(&rs->fs[f][l], &rs->arena, lay[l], f, home, err) < 0) {
@@ -235,6 +239,16 @@ struct pol_ruleset *pol_compile(const struct pol_layer *machine, const struct po
                 return NULL;
             }
     return rs;
+}
+
+enum pol_isolation pol_isolation_of(const struct pol_ruleset *rs, enum pol_by *by)
+{
+    enum pol_by b = rs ? rs->isolation_by : POL_BY_SYSTEM;
+    if (!rs || rs->deny_all || rs->version > POL_WIRE_VERSION)
+        b = POL_BY_SYSTEM; /* a ruleset that decides nothing confines everything */
+    if (by)
+        *by = b;
+    return b == POL_BY_NONE ? POL_ISO_HOST : POL_ISO_CONFINED;
 }
 
 int pol_ruleset_set_gateway_only(struct pol_ruleset *rs, const char *const *hosts, size_t n,

@@ -80,6 +80,29 @@ void pol_explain_rows(const struct pol_layer *machine, const struct pol_layer *p
     rows(machine, POL_SECRETS, "Secret access (machine)", server, 1, out);
 }
 
+void pol_isolation_text(const struct pol_layer *machine, const struct pol_layer *project,
+                        strbuf *out)
+{
+    if (machine && machine->isolation == POL_ISO_CONFINED)
+        sb_adds(out, "confined — each stdio server in a jail of its own ([policy.isolation] "
+                     "servers = \"confined\", machine policy — this project cannot turn it "
+                     "off)");
+    else if (project && project->isolation == POL_ISO_CONFINED)
+        sb_adds(out, "confined — each stdio server in a jail of its own ([policy.isolation] "
+                     "servers = \"confined\", asked for by the project)");
+    else
+        sb_adds(out, "host — stdio servers run as you, on the host (set [policy.isolation] "
+                     "servers = \"confined\" to jail them)");
+}
+
+void pol_isolation_row(const struct pol_layer *machine, const struct pol_layer *project,
+                       strbuf *out)
+{
+    sb_addf(out, "  %-26s", "Isolation");
+    pol_isolation_text(machine, project, out);
+    sb_addc(out, '\n');
+}
+
 /* A write list that does not cover the workspace caps it (narrows). */
 static int write_covers_workspace(const struct pol_fslist *w)
 {

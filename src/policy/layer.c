@@ -20,6 +20,7 @@ struct pol_layer *pol_layer_new(enum pol_layer_id id, const char *path)
     struct pol_layer *l = xcalloc(1, sizeof *l);
     l->id = id;
     l->path = path ? xstrdup(path) : NULL;
+    l->isolation = POL_ISO_UNSET;
     l->workflows.max_agents = l->workflows.max_wall_seconds = -1;
     l->workflows.max_concurrent = l->workflows.max_resident_result_bytes = -1;
     return l;
@@ -173,7 +174,7 @@ int pol_layer_is_empty(const struct pol_layer *l)
     for (int f = 0; f < 3; f++)
         if (l->fs[f].globs.n)
             return 0;
-    return 1;
+    return l->isolation != POL_ISO_CONFINED;
 }
 
 /* ---- from TOML ---------------------------------------------------------- */
@@ -330,12 +331,38 @@ static int load_workflows(struct pol_layer *l, const toml_value *tab, const char
     return 0;
 }
 
+static int load_isolation(struct pol_layer *l, const toml_value *tab, const char *path,
+                          struct as_err *err)
+{
+    static const char *const known[] = {"servers", NULL};
+    if (tab->type != TOML_TABLE)
+        return type_err(err, path, tab, "[policy.isolation]", "a table");
+    for (size_t i = 0; i < toml_len(tab); i++) {
+        const toml_kv *kv = toml_entry(tab, i);
+        if (strcmp(kv->key, "servers") != 0)
+            return pol_unknown_key(err, path, kv, "[policy.isolation]", known);
+        const char *v = kv->val->type == TOML_STRING ? kv->val->u.str.s : NULL;
+        if (v && strcmp(v, "confined") == 0)
+            l->isolation = POL_ISO_CONFINED;
+        else if (v && strcmp(v, "host") == 0)
+            l->isolation = POL_ISO_HOST;
+        else {
+            as_err_at(err, path, kv->val->line, kv->val->col,
+                      "[policy.isolation] servers must be \"confined\" or \"host\"");
+            as_err_hint(err, "set servers = \"confined\" to run every stdio server in a jail of "
+                             "its own");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 struct pol_layer *pol_layer_from_toml(const toml_value *pt, const char *path, enum pol_layer_id id,
                                       struct as_err *err)
 {
-    static const char *const known[] = {"require",    "forbid",    "allowed_sources",
-                                        "tools",      "egress",    "secrets",
-                                        "filesystem", "workflows", NULL};
+    static const char *const known[] = {"require",   "forbid",  "allowed_sources", "tools",
+                                        "egress",    "secrets", "filesystem",      "workflows",
+                                        "isolation", NULL};
     struct pol_layer *l = pol_layer_new(id, path);
     if (!pt)
         return l;
@@ -357,6 +384,8 @@ struct pol_layer *pol_layer_from_toml(const toml_value *pt, const char *path, en
             rc = load_fs(l, kv->val, path, err);
         else if (strcmp(k, "workflows") == 0)
             rc = load_workflows(l, kv->val, path, err);
+        else if (strcmp(k, "isolation") == 0)
+            rc = load_isolation(l, kv->val, path, err);
         else if (strcmp(k, "require") == 0)
             rc = string_array(kv->val, path, "[policy] require", &l->require, err);
         else if (strcmp(k, "forbid") == 0)

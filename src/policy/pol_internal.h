@@ -106,6 +106,7 @@ struct pol_ruleset {
     uint32_t srv_mask;
     struct pol_globset fs[3][2]; /* [read/write/deny][machine/project] */
     struct pol_globset gw_only;  /* normalized literal hosts */
+    enum pol_by isolation_by;    /* who asked for confined servers, or POL_BY_NONE */
 };
 
 void pol_ruleset_index_servers(struct pol_ruleset *rs);

@@ -100,6 +100,13 @@ struct pol_workflow_caps {
     int64_t max_agents, max_wall_seconds, max_concurrent, max_resident_result_bytes;
 };
 
+/* [policy.isolation] servers: how a gateway runs stdio servers. */
+enum pol_isolation {
+    POL_ISO_UNSET = -1,
+    POL_ISO_HOST = 0,     /* as the user, on the host */
+    POL_ISO_CONFINED = 1, /* each in a jail of its own (docs/enforcement.md) */
+};
+
 /* One layer. Read-only for users; build with pol_layer_* functions. */
 struct pol_layer {
     enum pol_layer_id id;
@@ -108,6 +115,7 @@ struct pol_layer {
     struct pol_fslist fs[3]; /* read, write, deny */
     strvec require, forbid, allowed_sources;
     struct pol_workflow_caps workflows;
+    enum pol_isolation isolation; /* [policy.isolation] servers, or POL_ISO_UNSET */
 };
 
 struct pol_layer *pol_layer_new(enum pol_layer_id id, const char *path);
@@ -282,6 +290,12 @@ enum pol_local {
 int pol_egress_address(const struct pol_ruleset *rs, const char *server, const char *host,
                        const struct sockaddr *sa, unsigned port, enum pol_local local,
                        char addr[POL_ADDR_TEXT_MAX], struct pol_decision *d);
+/* [policy.isolation] servers in effect: CONFINED when either layer asks
+ * for it — a project may ask, and can never turn the machine's setting off
+ * — and for a ruleset that denies everything (fail closed). *by (may be
+ * NULL) gets the layer that asked (POL_BY_MACHINE first), else
+ * POL_BY_NONE. */
+enum pol_isolation pol_isolation_of(const struct pol_ruleset *rs, enum pol_by *by);
 
 /* May the sandbox mount the workspace read-write? 1 rw, 0 read-only (d says
  * why: deny-by-default, or the layer whose write list does not cover it). */
@@ -366,6 +380,13 @@ void pol_summary(const struct pol_key *k, strbuf *out);
  * (via "*")); machine rows end with "this project cannot loosen it". */
 void pol_explain_rows(const struct pol_layer *machine, const struct pol_layer *project,
                       const char *server, strbuf *out);
+/* How stdio servers run under these layers, one line: "confined — …" or
+ * "host — …" (the layer that asked, or how to ask). */
+void pol_isolation_text(const struct pol_layer *machine, const struct pol_layer *project,
+                        strbuf *out);
+/* The "Isolation" row of explain: the same text after the label. */
+void pol_isolation_row(const struct pol_layer *machine, const struct pol_layer *project,
+                       strbuf *out);
 /* Doctor's one-word verdict on the machine layer: "open", "restrictive"
  * (a "*" rule or a narrowing filesystem scope), "mixed" (named keys only);
  * why gets the reason. For unconfigured/blocked use the load state. */
@@ -393,7 +414,7 @@ extern const size_t pol_npresets;
 const struct pol_preset *pol_preset_find(const char *name);
 /* The machine file's new text for preset p (errata 22): old == NULL (no
  * file) → the preset file whole; else only [policy.tools|egress|secrets|
- * filesystem] change (replaced, or removed when the preset has none), every
+ * filesystem|isolation] change (replaced, or removed when the preset has none), every
  * other byte — comments, [guard], [policy] require/forbid/allowed_sources/
  * workflows — stays. Validate the result with pol_machine_parse before
  * writing it. -1 + err when old is not TOML. */

@@ -46,7 +46,8 @@ static const char preset_compatible[] =
 static const char preset_locked_down[] =
     "# agentstack machine policy preset: locked-down\n"
     "# For confinement: read-only tools, egress to the Anthropic API only, no\n"
-    "# secrets, and sandboxed runs see the workspace read-only. Copy to\n"
+    "# secrets, sandboxed runs see the workspace read-only, and every stdio MCP\n"
+    "# server runs in a jail of its own. Copy to\n"
     "# ~/.agentstack/agentstack.toml, or run\n"
     "#   agentstack policy preset locked-down --write\n"
     "version = 1\n"
@@ -61,7 +62,10 @@ static const char preset_locked_down[] =
     "\"*\" = [\"!*\"]\n"
     "\n"
     "[policy.filesystem]\n"
-    "read = [\"./**\"]\n";
+    "read = [\"./**\"]\n"
+    "\n"
+    "[policy.isolation]\n"
+    "servers = \"confined\"\n";
 
 static const char preset_ci[] =
     "# agentstack machine policy preset: ci\n"
@@ -101,7 +105,8 @@ const struct pol_preset pol_presets[] = {
      "workspace writable in the sandbox",
      preset_developer},
     {"compatible", "migration step: blocks only destructive and admin tools", preset_compatible},
-    {"locked-down", "confinement: read-only tools, Anthropic API egress only, no secrets",
+    {"locked-down",
+     "confinement: read-only tools, Anthropic API egress only, no secrets, confined MCP servers",
      preset_locked_down},
     {"ci", "runners: read/build/test tools, model API + package registries over TLS, no secrets",
      preset_ci},
@@ -119,7 +124,7 @@ const struct pol_preset *pol_preset_find(const char *name)
 int pol_preset_apply(const struct pol_preset *p, const char *path, const char *old, size_t len,
                      strbuf *out, struct as_err *err)
 {
-    static const char *const dims[] = {"tools", "egress", "secrets", "filesystem"};
+    static const char *const dims[] = {"tools", "egress", "secrets", "filesystem", "isolation"};
     if (!old) {
         sb_adds(out, p->text);
         return 0;
@@ -138,7 +143,7 @@ int pol_preset_apply(const struct pol_preset *p, const char *path, const char *o
     cur = toml_parse(path, old, len, err);
     if (!cur)
         goto out;
-    for (size_t i = 0; i < 4; i++) {
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
         const char *kp[] = {"policy", dims[i]};
         const toml_value *t = toml_get_path(pre, "policy", dims[i], NULL);
         const toml_value *have = toml_get_path(cur, "policy", dims[i], NULL);

@@ -3,7 +3,7 @@
  * in another process (the egress proxy, the sandbox's gateway face).
  *
  * Written by hand so equal rulesets give equal bytes: top-level fields in
- * the order version, defaults, servers, any, filesystem, gateway_only_hosts;
+ * the order version, defaults, servers, any, filesystem, gateway_only_hosts, isolation;
  * server names sorted byte-wise; lists sorted and deduplicated; empties
  * omitted. Reading is strict (unknown fields and wrong types are errors)
  * and fails closed: a newer version denies everything, and a pattern that
@@ -210,6 +210,9 @@ void pol_ruleset_to_json(const struct pol_ruleset *rs, strbuf *out)
         sb_adds(out, ",\"gateway_only_hosts\":");
         jlist(out, rs->gw_only.disps, rs->gw_only.n);
     }
+    if (rs->isolation_by == POL_BY_MACHINE || rs->isolation_by == POL_BY_PROJECT)
+        sb_addf(out, ",\"isolation\":{\"servers\":\"confined\",\"by\":\"%s\"}",
+                rs->isolation_by == POL_BY_MACHINE ? "machine" : "project");
     sb_addc(out, '}');
 }
 
@@ -420,8 +423,9 @@ static int read_bucket(json_t *obj, struct pol_bucket *b, const struct pol_bucke
 
 static struct pol_ruleset *load(json_t *root, struct as_err *err)
 {
-    static const char *const known[] = {"version",    "defaults",           "servers",     "any",
-                                        "filesystem", "gateway_only_hosts", "unavailable", NULL};
+    static const char *const known[] = {"version",     "defaults",   "servers",
+                                        "any",         "filesystem", "gateway_only_hosts",
+                                        "unavailable", "isolation",  NULL};
     static const char *const dflt_keys[] = {"tools", "egress", "secrets", "filesystem", NULL};
     if (!json_is_object(root)) {
         as_err_set(err, "policy ruleset: not a JSON object");
@@ -540,6 +544,19 @@ static struct pol_ruleset *load(json_t *root, struct as_err *err)
                 free(items);
             }
         }
+    }
+    json_t *iso = json_object_get(root, "isolation");
+    if (iso) {
+        const char *sv = json_string_value(json_object_get(iso, "servers"));
+        const char *by = json_string_value(json_object_get(iso, "by"));
+        if (!json_is_object(iso) || json_object_size(iso) != 2 || !sv ||
+            strcmp(sv, "confined") != 0 || !by ||
+            (strcmp(by, "machine") != 0 && strcmp(by, "project") != 0)) {
+            as_err_set(err, "policy ruleset: isolation must be {\"servers\": \"confined\", "
+                            "\"by\": \"machine\"|\"project\"}");
+            goto fail;
+        }
+        rs->isolation_by = strcmp(by, "machine") == 0 ? POL_BY_MACHINE : POL_BY_PROJECT;
     }
     json_t *gw = json_object_get(root, "gateway_only_hosts");
     if (gw) {

@@ -628,6 +628,9 @@ void sbx_plan_print(const struct sbx_plan *p, FILE *f, int full)
     if (p->gateway_routed) {
         fprintf(f, "  MCP tool calls routed through the gateway (tool policy enforced, calls "
                    "recorded)\n");
+        fprintf(f, "  MCP servers run confined: each stdio server in a jail of its own (this "
+                   "run's workspace view and write scope, a private home, egress only through "
+                   "its proxy)\n");
         if (full) {
             strbuf u = SB_INIT;
             sbx_plan_face_url(p, 0, &u);

@@ -103,6 +103,13 @@ int sbx_i_plan_gateway(const struct sbx_plan_request *rq, struct sbx_plan *p,
     strvec_push(&p->inject_argv, "--grant");
     strvec_push(&p->inject_argv, p->grant_path);
     sbx_i_build_grant(p, m, p->toolset ? manifest_toolset(m, p->toolset) : NULL);
+    /* Nothing started for a confined run runs outside it: the gateway jails
+     * every stdio server with this run's workspace and write scope. */
+    json_t *cf = json_object();
+    json_object_set_new(cf, "workspace", json_string(p->workspace));
+    json_object_set_new(cf, "writable", json_boolean(p->workspace_writable));
+    json_object_set_new(cf, "lockdown", json_boolean(p->mode == SBX_MODE_LOCKDOWN));
+    json_object_set_new(p->grant, "confine", cf);
     p->gateway_config_fn = rq->gateway_config;
     p->gateway_config_ctx = rq->gateway_ctx;
     p->gateway_routed = 1;

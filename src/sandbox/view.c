@@ -98,7 +98,8 @@ static void inside_path(const struct sbx_view *v, const char *real, strbuf *out)
     sb_addf(out, "%s%s", v->inside, real + strlen(v->workspace));
 }
 
-/* Shadows the local overlay found directly in dir (errata 36). */
+/* Shadows the local overlay found directly in dir: the confined process
+ * never reads the machine-local settings. */
 static void shadow_overlay(struct sbx_view *v, const char *dir)
 {
     strbuf full = SB_INIT;
@@ -264,7 +265,7 @@ void sbx_i_system_view(struct sbx_view *v, const char *rootfs)
     sbx_i_mount(v, SBX_MNT_SYMLINK, "/tmp", "/var/tmp", NULL, 0);
 }
 
-/* The program's view inside (errata 38): a program outside the system
+/* The program's view inside (docs/sandbox.md): a program outside the system
  * directories gets its install prefix bound read-only, but never a
  * directory that holds the user's home or the machine home. */
 int sbx_i_program_view(struct sbx_view *v, const char *bin, const char *home_canon,

@@ -14,6 +14,7 @@
 #include "base/fs.h"
 #include "base/term.h"
 #include "base/xalloc.h"
+#include "bundle/digest.h"
 #include "bundle/store.h"
 #include "trust/trust.h"
 
@@ -38,8 +39,8 @@ static void list_tree(const char *root, const char *rel, int depth, strvec *out)
     struct dirent *e;
     while ((e = readdir(d)))
         if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
-            strcmp(e->d_name, ".git") != 0)
-            strvec_push(&names, e->d_name);
+            !digest_code_skipped(e->d_name))
+            strvec_push(&names, e->d_name); /* VCS metadata and caches: never pinned */
     closedir(d);
     strvec_sort(&names);
     for (size_t i = 0; i < names.n; i++) {
@@ -276,17 +277,17 @@ json_t *trust_diff_new(void)
     return d;
 }
 
-int trust_diff_add(json_t *d, const char *home, bool tree, const char *approved_pin,
+int trust_diff_add(json_t *d, const char *home, int store_kind, const char *approved_pin,
                    const char *current_pin, const char *live_path, const char *display,
                    size_t *budget)
 {
+    bool tree = store_kind != STORE_FILE;
     if (!approved_pin || (current_pin && strcmp(approved_pin, current_pin) == 0))
         return 0;
     const char *status = json_string_value(json_object_get(d, "status"));
     strbuf ap = SB_INIT;
     struct as_err err = AS_ERR_INIT;
-    int have =
-        home ? store_open(home, approved_pin, tree ? STORE_SKILL_TREE : STORE_FILE, &ap, &err) : 0;
+    int have = home ? store_open(home, approved_pin, (enum store_kind)store_kind, &ap, &err) : 0;
     if (have != 1) {
         json_object_set_new(d, "status", json_string("no_snapshot"));
         char *h = have < 0 ? xasprintf("no snapshot of the approved bytes (%s)", err.msg)

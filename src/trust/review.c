@@ -7,8 +7,11 @@
 #include "base/json.h"
 #include "base/term.h"
 #include "base/xalloc.h"
+#include "bundle/codepin.h"
 #include "bundle/home.h"
 #include "bundle/ref.h"
+#include "bundle/store.h"
+#include "policy/policy.h"
 #include "trust/trust.h"
 
 static char *dupn(const char *s)
@@ -29,6 +32,9 @@ static void item_free(struct trust_item *it)
     free(it->fix);
     free(it->tag);
     json_decref(it->diff);
+    strvec_clear(&it->code_pinned);
+    strvec_clear(&it->code_unpinned);
+    free(it->isolation);
 }
 
 void trust_review_free(struct trust_review *r)
@@ -129,8 +135,33 @@ static void library_server_def(const char *path, struct trust_item *it)
     toml_free(t);
 }
 
+/* How a gateway here runs this project's stdio servers (both layers), for
+ * the card; a confined run always confines them. */
+static char *isolation_text(const struct trust_review *r)
+{
+    strbuf path = SB_INIT, out = SB_INIT;
+    struct as_err err = AS_ERR_INIT;
+    enum pol_machine_state st;
+    struct pol_layer *machine = NULL, *project = NULL;
+    if (pol_machine_path(&path, &err) == 0)
+        machine = pol_machine_load(path.buf, &st, &err);
+    if (r->m->policy)
+        project = pol_layer_from_toml(r->m->policy, r->m->path, POL_PROJECT, &err);
+    if (machine && (!r->m->policy || project)) {
+        pol_isolation_text(machine, project, &out);
+        sb_adds(&out, "; inside a --sandbox or --lockdown run: always confined");
+    } else {
+        sb_adds(&out, "unknown — the policy cannot be read (a gateway refuses to serve)");
+    }
+    pol_layer_free(machine);
+    pol_layer_free(project);
+    sb_release(&path);
+    return sb_detach(&out, NULL);
+}
+
 static void add_servers(struct trust_review *r)
 {
+    char *iso = NULL;
     for (size_t i = 0; i < r->pins.results.n; i++) {
         const struct trust_pin_result *x = &r->pins.results.v[i];
         const struct pin_item *pi = x->item;
@@ -142,6 +173,16 @@ static void add_servers(struct trust_review *r)
             char *line = command_line(s->command, &s->args);
             it = add_item(r, "server", pi->name, line, pi->checksum);
             it->runs = line;
+            codepin_refs code = VEC_INIT;
+            codepin_collect(r->m->project_root, s, &code, &it->code_unpinned);
+            for (size_t k = 0; k < code.n; k++)
+                if (!code.v[k].error)
+                    strvec_pushf(&it->code_pinned, "%s%s (%s)", code.v[k].rel,
+                                 code.v[k].kind == CODEPIN_TREE ? "/" : "", code.v[k].why);
+            codepin_free(&code);
+            if (!iso)
+                iso = isolation_text(r);
+            it->isolation = xstrdup(iso);
         } else if (s) {
             it = add_item(r, "server", pi->name, s->url, pi->checksum);
             it->contacts = dupn(s->url);
@@ -156,6 +197,7 @@ static void add_servers(struct trust_review *r)
             ref_server_refs(s, &it->may_read);
         it->drifted = x->status == PIN_DRIFTED && pi->library;
     }
+    free(iso);
 }
 
 /* "pinned", or what a standing decision does to the item. */
@@ -423,13 +465,44 @@ const char *trust_approved_pin(const struct trust_review *r, const struct trust_
     return pin_locked_checksum(r->pins.lock, it);
 }
 
+/* A server's pinned code (a file or a tree) that drifted from the lock:
+ * the diff against the copy the lock deposited in the content store. */
+static void add_code_diff(struct trust_review *r, struct trust_item *ti)
+{
+    for (size_t j = 0; j < r->pins.results.n; j++) {
+        const struct trust_pin_result *x = &r->pins.results.v[j];
+        const struct pin_item *it = x->item;
+        if (it->kind != PIN_EXECUTABLE || x->status != PIN_DRIFTED ||
+            strcmp(it->name, ti->name) != 0 || strcmp(it->sub, ti->identity) != 0)
+            continue;
+        bool tree = strcmp(it->sub, "tree") == 0;
+        if (!tree && strcmp(it->sub, "file") != 0)
+            return;
+        const char *locked = pin_locked_checksum(r->pins.lock, it);
+        const char *live = trust_live_pin(it);
+        if (!locked || !live[0])
+            return;
+        size_t budget = TRUST_DIFF_LINES;
+        json_t *d = trust_diff_new();
+        trust_diff_add(d, r->home, tree ? STORE_CODE_TREE : STORE_FILE, locked, live, it->fs_path,
+                       it->name, &budget);
+        ti->diff = d;
+        return;
+    }
+}
+
 /* Diffs of skills and instructions whose bytes moved from the approved ones:
- * drifted from the lock, kept at approved bytes, or re-pinned since consent. */
+ * drifted from the lock, kept at approved bytes, or re-pinned since consent;
+ * and of a server's pinned code that drifted from the lock. */
 static void add_diffs(struct trust_review *r)
 {
     for (size_t i = 0; i < r->items.n; i++) {
         struct trust_item *ti = &r->items.v[i];
         bool skill = strcmp(ti->kind, "skill") == 0;
+        if (strcmp(ti->kind, "executable") == 0 && ti->drifted) {
+            add_code_diff(r, ti);
+            continue;
+        }
         if (!skill && strcmp(ti->kind, "instruction") != 0)
             continue;
         size_t budget = TRUST_DIFF_LINES;
@@ -453,7 +526,8 @@ static void add_diffs(struct trust_review *r)
                 d = trust_diff_new();
             const char *path = it->live_path ? it->live_path : it->fs_path;
             const char *disp = it->declared_path ? it->declared_path : it->name;
-            trust_diff_add(d, r->home, skill, approved, live, path, disp, &budget);
+            trust_diff_add(d, r->home, skill ? STORE_SKILL_TREE : STORE_FILE, approved, live, path,
+                           disp, &budget);
         }
         ti->diff = d;
     }

@@ -111,8 +111,14 @@ static void card(const struct trust_review *r, strbuf *out)
     if (!any)
         sb_adds(out, "  nothing — this project declares no capabilities yet\n");
     size_t np = not_pinned(r);
+    bool outside = false; /* a stdio server runs something from outside the project */
+    for (size_t i = 0; i < r->items.n && !outside; i++)
+        outside = r->items.v[i].code_unpinned.n > 0;
     if (np)
         sb_addf(out, "  %zu item(s) are not pinned\n", np);
+    else if (outside)
+        sb_adds(out, "  all project content shown is pinned; what its servers run from outside "
+                     "the project is not (named under each server)\n");
     else
         sb_adds(out, "  all shown content is pinned\n");
     strvec_clear(&cmds);
@@ -156,6 +162,18 @@ static void section(const struct trust_review *r, strbuf *out, const char *kind,
                 sb_adds(out, j ? ", " : "  reads ");
                 san(out, it->may_read.v[j]);
             }
+            for (size_t j = 0; j < it->code_pinned.n; j++) {
+                sb_adds(out, j ? ", " : "\n      pinned code: ");
+                san(out, it->code_pinned.v[j]);
+            }
+            for (size_t j = 0; j < it->code_unpinned.n; j++) {
+                sb_adds(out, j ? "; " : "\n      not pinned: ");
+                san(out, it->code_unpinned.v[j]);
+            }
+            if (it->isolation) {
+                sb_adds(out, "\n      runs: ");
+                san(out, it->isolation);
+            }
         } else if (strcmp(kind, "secrets") == 0) {
             sb_adds(out, "· ");
             san(out, it->identity);
@@ -177,6 +195,8 @@ static void section(const struct trust_review *r, strbuf *out, const char *kind,
             san(out, it->name);
             if (strcmp(kind, "executable") == 0 && strcmp(it->identity, "root") == 0)
                 sb_adds(out, " (integrity root)");
+            if (strcmp(kind, "executable") == 0 && strcmp(it->identity, "tree") == 0)
+                sb_adds(out, "/ (code tree)");
             if (strcmp(kind, "extension") == 0) {
                 sb_adds(out, " for ");
                 san(out, it->identity);
@@ -326,6 +346,16 @@ static json_t *item_json(const struct trust_item *it)
     for (size_t i = 0; i < it->may_read.n; i++)
         json_array_append_new(mr, json_string(it->may_read.v[i]));
     json_object_set_new(o, "may_read", mr);
+    if (it->runs) {
+        json_t *pc = json_array(), *np = json_array();
+        for (size_t i = 0; i < it->code_pinned.n; i++)
+            json_array_append_new(pc, json_string(it->code_pinned.v[i]));
+        for (size_t i = 0; i < it->code_unpinned.n; i++)
+            json_array_append_new(np, json_string(it->code_unpinned.v[i]));
+        json_object_set_new(o, "pinned_code", pc);
+        json_object_set_new(o, "not_pinned", np);
+        json_object_set_new(o, "isolation", str_or_null(it->isolation));
+    }
     json_object_set_new(o, "pin", str_or_null(it->pin));
     json_object_set_new(o, "prior_pin", str_or_null(it->prior_pin));
     json_object_set_new(o, "recognized_other_projects", json_array());

@@ -164,7 +164,11 @@ struct trust_item {
     bool drifted;
     char *fix;
     char *tag;    /* card tag, e.g. "[inline, pinned]" (or NULL) */
-    json_t *diff; /* skills/instructions: §6.6 diff object, or NULL */
+    json_t *diff; /* skills/instructions/executables: the review diff (docs/formats.md), or NULL */
+    /* stdio servers: what of their code the lock pins and what it does not
+     * (bundle/codepin.h), and how they run (host, or confined). */
+    strvec code_pinned, code_unpinned;
+    char *isolation;
 };
 
 struct trust_blocker {
@@ -237,10 +241,10 @@ const char *trust_live_pin(const struct pin_item *it);
 /* {status: "unchanged", headline, files: [], capped: false} */
 json_t *trust_diff_new(void);
 /* Adds the difference between the approved bytes (content store at
- * approved_pin; a tree when tree, else one file) and the live bytes at
+ * approved_pin, of that store_kind: a tree, or one file for STORE_FILE) and the live bytes at
  * live_path under the name display. Equal pins add nothing. A missing
  * snapshot makes status "no_snapshot". budget counts the lines still shown. */
-int trust_diff_add(json_t *diff, const char *home, bool tree, const char *approved_pin,
+int trust_diff_add(json_t *diff, const char *home, int store_kind, const char *approved_pin,
                    const char *current_pin, const char *live_path, const char *display,
                    size_t *budget);
 /* Indented text of a diff (nothing when unchanged). */

@@ -114,7 +114,7 @@ static void test_absent_libcurl_fails_only_http(void **state)
     struct mcp_client *hc = mcp_client_http(loop, &ho, NULL);
     char *script = fixture("fake_server.py");
     const char *argv[] = {"python3", script, NULL};
-    struct mcp_stdio_opts so = {argv, NULL, NULL, NULL, 0};
+    struct mcp_stdio_opts so = {.argv = argv};
     struct mcp_client *sc = mcp_client_stdio(loop, &so, NULL);
 
     struct done hd = {0}, sd = {0};

@@ -81,7 +81,7 @@ static struct mcp_client *make(struct env *e, const char **extra, struct mcp_cli
     for (size_t i = 0; extra && extra[i]; i++)
         argv[n++] = extra[i];
     argv[n] = NULL;
-    struct mcp_stdio_opts so = {argv, NULL, e->tmp, log, 0};
+    struct mcp_stdio_opts so = {.argv = argv, .cwd = e->tmp, .stderr_log = log};
     if (log)
         so.stderr_log_max = 64 * 1024;
     e->c = mcp_client_stdio(e->loop, &so, o);
@@ -520,7 +520,7 @@ static void test_spawn_failure(void **state)
 {
     struct env *e = *state;
     const char *argv[] = {"/nonexistent/agentstack-no-such-server", NULL};
-    struct mcp_stdio_opts so = {argv, NULL, NULL, NULL, 0};
+    struct mcp_stdio_opts so = {.argv = argv};
     e->c = mcp_client_stdio(e->loop, &so, NULL);
     struct done s = {0}, d = {0};
     struct as_err err = AS_ERR_INIT;

@@ -34,7 +34,7 @@ static void test_file_diff(void **state)
     char *live = tu_write(home, "live/body.md", "a\nB\nc\nd\n");
     size_t budget = TRUST_DIFF_LINES;
     json_t *d = trust_diff_new();
-    assert_int_equal(trust_diff_add(d, home, false, pin, "x", live, "body.md", &budget), 1);
+    assert_int_equal(trust_diff_add(d, home, STORE_FILE, pin, "x", live, "body.md", &budget), 1);
     assert_string_equal(json_string_value(json_object_get(d, "status")), "changed");
     assert_string_equal(line(d, 0, 0), "-b");
     assert_string_equal(line(d, 0, 1), "+B");
@@ -47,7 +47,7 @@ static void test_file_diff(void **state)
     json_decref(d);
     /* Equal pins: nothing added, status stays unchanged. */
     d = trust_diff_new();
-    assert_int_equal(trust_diff_add(d, home, false, pin, pin, live, "body.md", &budget), 0);
+    assert_int_equal(trust_diff_add(d, home, STORE_FILE, pin, pin, live, "body.md", &budget), 0);
     assert_string_equal(json_string_value(json_object_get(d, "status")), "unchanged");
     json_decref(d);
     free(live);
@@ -66,7 +66,7 @@ static void test_cap_and_snapshot(void **state)
     char *live = tu_write(home, "live/body.md", big.buf);
     size_t budget = TRUST_DIFF_LINES;
     json_t *d = trust_diff_new();
-    trust_diff_add(d, home, false, pin, "x", live, "body.md", &budget);
+    trust_diff_add(d, home, STORE_FILE, pin, "x", live, "body.md", &budget);
     json_t *f = json_array_get(json_object_get(d, "files"), 0);
     assert_int_equal(json_array_size(json_object_get(f, "lines")), TRUST_DIFF_LINES);
     assert_int_equal(json_integer_value(json_object_get(f, "added")), 100);
@@ -75,7 +75,7 @@ static void test_cap_and_snapshot(void **state)
     /* No deposit for the approved pin: no_snapshot, no lines. */
     d = trust_diff_new();
     budget = TRUST_DIFF_LINES;
-    trust_diff_add(d, home, false,
+    trust_diff_add(d, home, STORE_FILE,
                    "00000000000000000000000000000000000000000000000000000000000000"
                    "00",
                    "x", live, "body.md", &budget);
@@ -96,7 +96,7 @@ static void test_binary_named(void **state)
     char *live = tu_write(home, "live/body.md", "\xff\xfe\x01\n");
     size_t budget = TRUST_DIFF_LINES;
     json_t *d = trust_diff_new();
-    trust_diff_add(d, home, false, pin, "x", live, "body.md", &budget);
+    trust_diff_add(d, home, STORE_FILE, pin, "x", live, "body.md", &budget);
     json_t *f = json_array_get(json_object_get(d, "files"), 0);
     assert_string_equal(json_string_value(json_object_get(f, "note")), "binary or not UTF-8");
     assert_int_equal(json_array_size(json_object_get(f, "lines")), 0);
