@@ -26,7 +26,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char home[64], dir[96], log_path[160], old_path[160], head_path[160];
+static char home[64], dir[96], log_path[160], old_path[168], head_path[168];
 static unsigned long long iteration;
 
 static void put(const char *path, const uint8_t *p, size_t n, int present)

@@ -1069,10 +1069,49 @@ static void named_values(struct text *t)
                 free(plain);
             }
         }
+        /* Redacting evidence, a strong name's value is hidden whatever it
+         * looks like ("Authorization: Bearer abc.def"): a mistake there
+         * only costs a few characters of the record. */
+        if (!secret && t->mask && tier == TIER_STRONG && ve > cs && !strstr(val, "${") &&
+            !placeholder(val, strlen(val)))
+            secret = true;
         if (secret)
             hit(t, cs, ve, key, strlen(key), LSEC_KEY_NAME);
         free(val);
         free(key);
+    }
+}
+
+/* mysql -p<password> (also mysqldump, mysqladmin, mariadb): the password is
+ * glued to the flag. Only after such a command word: `ssh -p2222` is a
+ * port. */
+static void glued_password(struct text *t)
+{
+    const char *s = t->s;
+    size_t n = t->n;
+    static const char *const cmds[] = {"mysql", "mysqldump", "mysqladmin", "mariadb", NULL};
+    bool after = false;
+    for (size_t i = 0; i < n;) {
+        while (i < n && isspace((unsigned char)s[i]))
+            i++;
+        size_t e = i;
+        while (e < n && !isspace((unsigned char)s[e]))
+            e++;
+        if (e == i)
+            break;
+        const char *w = s + i;
+        size_t wn = e - i;
+        const char *base = memrchr(w, '/', wn);
+        base = base ? base + 1 : w;
+        size_t bn = (size_t)(w + wn - base);
+        for (size_t k = 0; cmds[k]; k++)
+            if (bn == strlen(cmds[k]) && memcmp(base, cmds[k], bn) == 0)
+                after = true;
+        if (wn == 1 && strchr(";|&", w[0]))
+            after = false;
+        if (after && wn > 2 && w[0] == '-' && w[1] == 'p' && w[2] != '-')
+            hit(t, i + 2, e, "-p", 2, LSEC_KEY_NAME);
+        i = e;
     }
 }
 
@@ -1125,8 +1164,10 @@ static void text_scan(struct text *t)
     prefixed(t);
     userinfo(t);
     named_values(t);
-    if (t->mask)
+    if (t->mask) {
+        glued_password(t);
         entropy_spans(t->s, t->n, span_hit, t);
+    }
 }
 
 void lsec_check_text(const char *where, const char *text, size_t len, lsec_findings *out)
