@@ -74,7 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         sb_adds(&j, d);
         term_json_visible(&j);
         json_error_t je;
-        json_t *back = json_loadb(j.buf, j.len, JSON_DECODE_ANY, &je);
+        json_t *back = json_loadb(j.buf, j.len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
         CHECK(back && json_equal(back, s), "the JSON value is kept");
         json_decref(back);
         sb_release(&j);

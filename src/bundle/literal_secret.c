@@ -937,6 +937,10 @@ static void hit(struct text *t, size_t a, size_t b, const char *key, size_t keyl
 {
     if (b <= a)
         return;
+    /* what an earlier redaction wrote is no secret: redacting twice hides
+     * nothing more */
+    if (b - a == strlen(LSEC_REDACTED) && memcmp(t->s + a, LSEC_REDACTED, b - a) == 0)
+        return;
     t->hits++;
     if (t->mask)
         memset(t->mask + a, 1, b - a);

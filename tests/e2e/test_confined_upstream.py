@@ -17,6 +17,7 @@ the server's only route out is the proxy, which applies the server's own
 audit; the agent's edit of the imported helper.py never runs on the host; a
 server that cannot be confined (its cwd outside the project) is refused
 with the reason and never started on the host."""
+import hashlib
 import json
 import os
 import socket
@@ -124,18 +125,22 @@ def helper_edit(s, mode):
 
 
 def unconfinable():
-    """A server whose cwd is outside the project cannot be confined: refused,
-    with the reason, and never started on the host instead."""
+    """A server whose jail cannot be built (here its private home cannot be
+    made: a file stands where its directory goes) is refused with the reason,
+    and never started on the host instead."""
     with Sandbox() as s:
-        outside = os.path.join(s.root, "elsewhere")
-        os.makedirs(outside)
-        setup(s, extra=f'cwd = {json.dumps(outside)}\n')
+        setup(s)
+        root = os.path.realpath(s.project).encode()
+        homes = os.path.join(s.ah, "sandbox-home")
+        os.makedirs(homes, mode=0o700, exist_ok=True)
+        with open(os.path.join(homes, "mcp-" + hashlib.sha256(root).hexdigest()[:12]), "w") as f:
+            f.write("not a directory\n")
         plan = {"calls": [["demo__hello", {}]]}
         r = run(s, "--sandbox", plan)
         calls = result(r.stdout).get("calls", [])
         text = calls[0]["text"] if calls else ""
         check(calls and calls[0]["error"] and "must run confined" in text
-              and "no host fallback" in text and "outside" in text,
+              and "no host fallback" in text and "private home" in text,
               "a server that cannot be confined is refused with the reason",
               text or r.stdout[-2000:] + r.stderr[-2000:])
         rows = [x for x in audit_rows(s) if x.get("tool") == "hello"]

@@ -321,6 +321,7 @@ def killed():
                     row.update(other)
             with open(ev, "w") as f:
                 f.write(chain(rows))
+            write_anchor(sb.ah, ev)
             r = subprocess.run([BIN, "mcp", "--grant", path], input="", capture_output=True,
                                text=True, env=sb.env(), cwd=sb.project, timeout=60)
             check("--grant refused" in r.stderr and "its process is gone" in r.stderr,

@@ -305,7 +305,9 @@ def face_sockets(proc, head):
             ns, _, table = tcp_sockets(pid)
         except OSError:
             continue
-        if ns != host_ns:
+        # a namespace of its own that holds the listener (a jailed MCP
+        # server's own namespace does not)
+        if ns != host_ns and listening(table, port):
             return ns, listening(table, port), host_socks
     return None, listening(host_table, port), host_socks
 

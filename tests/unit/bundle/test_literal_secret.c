@@ -417,7 +417,7 @@ int main(void)
         cmocka_unit_test(test_entropy),     cmocka_unit_test(test_url),
         cmocka_unit_test(test_args),        cmocka_unit_test(test_server_table_and_lines),
         cmocka_unit_test(test_issue_forms), cmocka_unit_test(test_benign_corpus),
-        cmocka_unit_test(test_redact),        cmocka_unit_test(test_redact_commands),
+        cmocka_unit_test(test_redact),      cmocka_unit_test(test_redact_commands),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
