@@ -1,4 +1,4 @@
-/* json — see json.h. The canonical writer is our own (errata rule 20): its
+/* json — see json.h. The canonical writer is our own: its
  * bytes feed digests, so they must not change with a jansson upgrade. */
 #include "base/utf8.h"
 #include "base/json.h"

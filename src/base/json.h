@@ -1,7 +1,7 @@
 /*
  * json — jansson helpers, and the canonical JSON form that every digest uses.
  *
- * Canonical JSON (00-errata.md rule 20): keys sorted byte-wise at every
+ * Canonical JSON: keys sorted byte-wise at every
  * depth, no whitespace, '/' not escaped, non-ASCII written as UTF-8,
  * integers as integers, reals in the shortest form that round-trips.
  * Two equal values always have the same canonical bytes.

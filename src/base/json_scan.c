@@ -60,7 +60,7 @@ int json_hex4(const unsigned char *p, unsigned *out)
 }
 
 /* At '"'; moves past the closing quote. 0 when the string is malformed
- * (raw control characters are: RFC 8259 §7). Invalid UTF-8 is a trait, not
+ * (raw control characters are: RFC 8259 section 7). Invalid UTF-8 is a trait, not
  * malformation: the text is a message in every other respect (its sender
  * waits for an answer), jansson just cannot hold it. */
 static int scan_string(struct jscan *sc)

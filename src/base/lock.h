@@ -1,6 +1,6 @@
 /*
- * lock — the one cross-process writer lock under $AGENTSTACK_HOME
- * (00-errata.md rule 5): flock on <dir>/.lock, waiting up to a timeout,
+ * lock — the one cross-process writer lock under $AGENTSTACK_HOME:
+ * flock on <dir>/.lock, waiting up to a timeout,
  * never a mkdir mutex and never stale-lock breaking. Also flock helpers for
  * appending to shared logs.
  */
@@ -9,7 +9,7 @@
 
 #include "base/err.h"
 
-/* How long a writer waits for another agentstack command (errata rule 5). */
+/* How long a writer waits for another agentstack command. */
 #define LOCK_WAIT_MS 10000
 
 struct as_lock {

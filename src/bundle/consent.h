@@ -1,5 +1,5 @@
 /*
- * consent — the consent digest of 01-manifest-lock-trust.md §5: the one
+ * consent — the consent digest (docs/formats.md, "Consent digest"): the one
  * value a human approves with `agentstack trust`.
  *
  * "sha256:" + hex(SHA-256("agentstack-trust-digest-v3" NUL || S(manifest) ||

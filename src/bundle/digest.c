@@ -187,7 +187,7 @@ out:
 
 /* Lists dfd (taking ownership of it), sorts the names byte-wise and visits
  * them depth-first: per-directory byte order visited depth-first is exactly
- * the component-wise order of §4.3 ("a/b" before "a-b"). */
+ * the component-wise path order of the tree digest ("a/b" before "a-b"). */
 static int walk_dir(struct walk *w, int dfd, int depth, struct as_err *err)
 {
     DIR *d = fdopendir(dfd);

@@ -1,7 +1,6 @@
 /*
- * digest — every content digest the lock pins and the trust gate checks
- * (01-manifest-lock-trust.md §4.3, §4.4; 00-errata.md rule 20). The exact
- * byte framing of each is written down in docs/formats.md.
+ * digest — every content digest the lock pins and the trust gate checks.
+ * The exact byte framing of each is written down in docs/formats.md.
  *
  * Why a walk of our own instead of fs_walk: a pin must describe the bytes
  * that are really there, so the walk descends with openat(O_NOFOLLOW |
@@ -98,7 +97,7 @@ static inline int digest_integrity_root(const char *path, char hex[SHA256_HEX_LE
  * server files). A symlink at the last component and non-regular files are errors. */
 int digest_file(const char *path, char hex[SHA256_HEX_LEN + 1], struct as_err *err);
 
-/* Appends the canonical JSON of a TOML value (errata rule 20). */
+/* Appends the canonical JSON of a TOML value. */
 void digest_canonical_json(const toml_value *v, strbuf *out);
 
 /* Settings key pin: SHA-256 of the value's canonical JSON. */
@@ -119,7 +118,7 @@ struct digest_blob {
 };
 /* Appends S(x): 0x01 || u64le(len) || bytes when present, 0x00 when absent. */
 void digest_frame(sha256_ctx *c, const struct digest_blob *b);
-/* Manifest stamp (§4.4): SHA-256("agentstack-lock-manifest-stamp-v1" NUL ||
+/* Manifest stamp: SHA-256("agentstack-lock-manifest-stamp-v1" NUL ||
  * S(manifest) || S(overlay)). */
 void digest_manifest_stamp(const struct digest_blob *manifest, const struct digest_blob *overlay,
                            char hex[SHA256_HEX_LEN + 1]);

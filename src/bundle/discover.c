@@ -1,4 +1,4 @@
-/* Project discovery (spec 01 §1.1–§1.3, §6.2, §6.4). */
+/* Project discovery (docs/manifest.md, docs/trust.md). */
 #include "bundle/discover.h"
 
 #include <errno.h>

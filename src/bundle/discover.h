@@ -1,5 +1,5 @@
 /*
- * discover — which project a command acts on (spec 01 §1.1–§1.3, §6.2, §6.4).
+ * discover — which project a command acts on (docs/manifest.md, docs/trust.md).
  *
  * Why: every command must agree on the project base, its manifest dir and
  * root, and trust must key consent by the same canonical path; one walk
@@ -12,7 +12,7 @@
  *    is never a project manifest.
  *  - `.agentstack/agentstack.toml` wins over a root `agentstack.toml` in the
  *    same base; the nearest base wins over ones further up.
- *  - Error texts carry the spec's exact prefixes:
+ *  - Error texts carry fixed prefixes:
  *    "no agentstack manifest at or above <start>" and
  *    "no agentstack manifest in <root>" (the latter names both layouts,
  *    `agentstack init` and `--manifest-dir`, never an OS error text).
@@ -60,11 +60,11 @@ void bundle_paths_free(struct bundle_paths *p);
  * or -1 if base is not an existing directory. */
 int discover_at(const char *base, struct bundle_paths *p, struct as_err *err);
 
-/* Walks up from start (§1.2). Returns 1 and fills p when a base is found,
+/* Walks up from start. Returns 1 and fills p when a base is found,
  * 0 when none (p zeroed), -1 on error. */
 int discover_walk(const char *start, struct bundle_paths *p, struct as_err *err);
 
-/* Ordinary commands (§1.3): with manifest_dir_opt, discover_at(it); else walk
+/* Ordinary commands: with manifest_dir_opt, discover_at(it); else walk
  * from cwd (NULL = getcwd) and, on none, describe cwd (p->found = false). */
 int discover_project(const char *manifest_dir_opt, const char *cwd, struct bundle_paths *p,
                      struct as_err *err);
@@ -72,7 +72,7 @@ int discover_project(const char *manifest_dir_opt, const char *cwd, struct bundl
 /* Fails with "no agentstack manifest in <root> …" (+ hint) unless p->found. */
 int discover_require(const struct bundle_paths *p, struct as_err *err);
 
-/* trust's target (§6.4): start = path_opt, else manifest_dir_opt, else cwd;
+/* trust's target: start = path_opt, else manifest_dir_opt, else cwd;
  * explicit starts must be existing directories ("no such directory: <p>")
  * and are canonicalized; the machine home, or the home dir owning it, is
  * refused ("… the machine layer is never gated"); then the walk; none →
@@ -80,7 +80,7 @@ int discover_require(const struct bundle_paths *p, struct as_err *err);
 int discover_trust_target(const char *path_opt, const char *manifest_dir_opt,
                           struct bundle_paths *p, struct as_err *err);
 
-/* The canonical project key (§6.2): realpath of the base (the raw absolute
+/* The canonical project key: realpath of the base (the raw absolute
  * path if that fails); a base named .agentstack normalizes to its parent. */
 int discover_project_key(const char *base, strbuf *out);
 

@@ -1,6 +1,6 @@
 /*
  * git — fetching git sources of skills, extensions and workflows into the
- * machine home (01-manifest-lock-trust.md §1.4, §4.2, §4.6): a bare clone per
+ * machine home (docs/manifest.md, docs/formats.md): a bare clone per
  * repository in store/git/<slug>/ and one immutable checkout per commit in
  * store/co/<slug>/<commit>/.
  *
@@ -31,7 +31,7 @@
 #include "base/err.h"
 #include "base/strbuf.h"
 
-/* The slug of a git URL: every byte outside [A-Za-z0-9] becomes '-' (§1.4). */
+/* The slug of a git URL: every byte outside [A-Za-z0-9] becomes '-'. */
 void git_slug(const char *url, strbuf *out);
 
 /* True for a full commit id (40 or 64 lowercase hex). */

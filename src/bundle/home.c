@@ -1,4 +1,4 @@
-/* $AGENTSTACK_HOME layout (spec 01 §1.4) and the raw machine manifest. */
+/* $AGENTSTACK_HOME layout (docs/manifest.md) and the raw machine manifest. */
 #include "bundle/home.h"
 
 #include <errno.h>

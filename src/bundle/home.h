@@ -13,7 +13,7 @@
  *  - home_ensure creates what is missing with mode 0700 (the home itself
  *    included) and never loosens or tightens an existing directory; files
  *    holding state are created 0600 (HOME_FILE_MODE) by their writers.
- *  - The machine manifest is loaded fail-closed (errata 17): absent is not an
+ *  - The machine manifest is loaded fail-closed: absent is not an
  *    error (*absent = 1), but unreadable, oversized, unparsable or invalid
  *    is, with file:line:col and the fix. There is no last-known-good copy.
  */
@@ -30,7 +30,8 @@
 #define HOME_DIR_MODE ((mode_t)0700)
 #define HOME_FILE_MODE ((mode_t)0600)
 
-/* Entries of the §1.4 layout. Directories end in _DIR. */
+/* Entries of the home layout (docs/manifest.md, "$AGENTSTACK_HOME").
+ * Directories end in _DIR. */
 enum home_entry {
     HOME_ROOT_DIR,          /* $AGENTSTACK_HOME itself */
     HOME_AUDIT_DIR,         /* audit/ */
@@ -59,7 +60,7 @@ enum home_entry {
     /* files */
     HOME_MACHINE_MANIFEST, /* agentstack.toml */
     HOME_TRUST_JSON,       /* trust.json */
-    HOME_LOCK_FILE,        /* .lock — the one writer lock (errata 5) */
+    HOME_LOCK_FILE,        /* .lock — the one writer lock */
     HOME_AUDIT_KEY,        /* audit/key */
     HOME_TRUST_LOG,        /* audit/trust.jsonl */
     HOME_CALLS_LOG,        /* audit/calls.jsonl */
@@ -70,7 +71,7 @@ enum home_entry {
     HOME_STATE_JSON,       /* state.json */
     HOME_SESSIONS_JSON,    /* sessions.json */
     HOME_RECOGNITION_JSON, /* recognition.json */
-    HOME_SECRETS_ENV,      /* secrets.env (errata 45) */
+    HOME_SECRETS_ENV,      /* secrets.env */
     HOME_PUBLISHERS,       /* publishers (trusted signing keys, one hex a line) */
     HOME_ENTRY_COUNT
 };

@@ -62,7 +62,7 @@ static bool has_word(const char *key, size_t n, const char *const *words)
     return false;
 }
 
-/* Strong: any literal under such a name is a secret (the reference's rule).
+/* Strong: any literal under such a name is a secret.
  * Weak: the name is often a credential, sometimes a setting ("--auth=oauth"):
  * only a value that looks like a credential is one. */
 static enum tier key_tier(const char *key)
@@ -180,7 +180,7 @@ bool lsec_value_literal(const char *value)
         return false;
     size_t refs;
     char *s = strip_refs(value, &refs);
-    /* Without a ${REF}, any text is literal (the reference's rule). With
+    /* Without a ${REF}, any text is literal. With
      * one, text beside it is: "Bearer ${X}9f86d0…" carries a secret, while
      * "Bearer ${X}" and "${A}-${B}" carry none. */
     bool lit = refs == 0 ? true : literal_chars(s) >= 4;

@@ -522,7 +522,7 @@ static int cmp_workflow(const void *a, const void *b)
     return strcmp(((const struct lock_workflow *)a)->name, ((const struct lock_workflow *)b)->name);
 }
 
-/* A string array: ≥ 2 elements one per line with a trailing comma (§4.1). */
+/* A string array: ≥ 2 elements one per line with a trailing comma. */
 static void kv_array(strbuf *out, const char *key, const strvec *v)
 {
     sb_adds(out, key);

@@ -1,7 +1,7 @@
 /*
  * lockfile — agentstack.lock: the model, its reader and its writer
- * (01-manifest-lock-trust.md §4.1), pinning from the manifest (§4.2) and
- * verification of every pin against current bytes (§4.5).
+ * (docs/formats.md), pinning from the manifest and
+ * verification of every pin against current bytes.
  *
  * Why: the consent digest covers the three files' bytes only; the lock is
  * what binds skills, instructions, executables and library servers to their
@@ -12,7 +12,7 @@
  *    refused with "upgrade agentstack"); unknown keys ignored; checksums
  *    normalized ("sha256:" prefix and upper case accepted), a malformed one
  *    is an error at file:line:col. Bad input never crashes.
- *  - Writer: the exact layout of §4.1 (root scalars, then [[skill]],
+ *  - Writer: the exact layout of docs/formats.md (root scalars, then [[skill]],
  *    [[server]], [[instruction]], [[executable]], [[extension]], [[workflow]],
  *    [[package]], [[setting]], each sorted, a blank line before each header,
  *    optionals omitted). Writing the same model twice gives the same bytes.
@@ -98,11 +98,11 @@ void lock_skill_free(struct lock_skill *s);
 void lock_server_free(struct lock_server *s);
 /* Parses lock bytes. NULL + err ("<path>:<line>:<col>: …") on bad input. */
 struct lockfile *lockfile_parse(const char *path, const char *data, size_t len, struct as_err *err);
-/* Renders the §4.1 layout (sorting rows in place first). */
+/* Renders the lock layout of docs/formats.md (sorting rows in place first). */
 void lockfile_render(struct lockfile *l, strbuf *out);
 /* Renders and writes path atomically unless the bytes equal old (when
  * have_old). A symlinked lock is written through only when its target lies
- * inside contain_root (errata 33). *written = 1 when the file was replaced.
+ * inside contain_root. *written = 1 when the file was replaced.
  * The caller holds the $AGENTSTACK_HOME writer lock. */
 int lockfile_save(struct lockfile *l, const char *path, const char *contain_root, const char *old,
                   size_t old_len, bool have_old, bool *written, struct as_err *err);
@@ -117,7 +117,7 @@ const struct lock_setting *lockfile_setting(const struct lockfile *l, const char
 const struct lock_extension *lockfile_extension(const struct lockfile *l, const char *name);
 const struct lock_workflow *lockfile_workflow(const struct lockfile *l, const char *name);
 
-/* ---- pinning (§4.2) and verification (§4.5) ----------------------------- */
+/* ---- pinning and verification ------------------------------------------- */
 
 enum pin_kind {
     PIN_SKILL,
@@ -139,7 +139,7 @@ enum pin_state {
     PIN_FAILED,     /* hard error (symlink, FIFO, traversal, unreadable) */
 };
 
-/* A standing answer from a terminal review (§6.8), kept in trust.json. */
+/* A standing answer from a terminal review, kept in trust.json. */
 enum pin_decision {
     PIN_DECISION_NONE,
     PIN_DECISION_KEEP,  /* keep the approved bytes: delivery serves the store copy */
@@ -149,7 +149,7 @@ enum pin_decision {
 /* One item of the effective surface with its current digest. */
 struct pin_item {
     enum pin_kind kind;
-    char *name;          /* the bare name: the lock row's key (06 §1.2) */
+    char *name;          /* the bare name: the lock row's key */
     char *ref;           /* the reference as written when it is qualified
                           * ("<source>:<name>", "lib:<source>/<name>"), else NULL */
     char *sub;           /* variant index ("0", "1", …), executable kind, setting key */
@@ -165,7 +165,7 @@ struct pin_item {
     char *canon;  /* canonical bytes (settings values), for the store */
     char *target; /* extensions: the adapter id */
     strvec roles; /* workflows: sorted, unique */
-    /* Decisions (§6.8). For a decided item checksum is the decided pin and
+    /* Decisions. For a decided item checksum is the decided pin and
      * live_checksum the digest of the live bytes ("" when they could not be
      * hashed); fs_path points at the approved copy in the content store when
      * a keep-pinned item drifted, and is NULL when the item is omitted. */
@@ -189,7 +189,7 @@ typedef int (*pin_library_fn)(void *ctx, enum pin_kind kind, const char *name, s
  * It knows no linked sources: a qualified name is never found here. */
 int pin_library_default(const char *home, enum pin_kind kind, const char *name, strbuf *path);
 
-/* The bare name of a toolset reference (06 §1.2): "<source>:<name>" and
+/* The bare name of a toolset reference: "<source>:<name>" and
  * "lib:<source>/<name>", source matching ^[a-z0-9][a-z0-9._-]{0,63}$, name
  * <name> in that one library source; anything else is a bare name. Returns
  * a pointer into ref (ref itself when it is not qualified) and, when src is
@@ -238,9 +238,9 @@ struct pin_opts {
     bool no_decisions;
 };
 
-/* Computes every pinnable item of m with current bytes (§4.2). Library skills
+/* Computes every pinnable item of m with current bytes. Library skills
  * and servers named by a qualified ref are keyed by their bare name (the lock
- * row, the rendered dir and the gateway name, 06 §1.2) with item->ref kept;
+ * row, the rendered dir and the gateway name) with item->ref kept;
  * two references that share a bare name but not a source ("review" and
  * "team:review", or [skills.review] and "team:review") cannot share one row:
  * the item is PIN_FAILED naming both. Hard problems
@@ -261,7 +261,7 @@ int pin_collect(const struct manifest *m, const struct pin_opts *o, pin_items *o
 struct lockfile *pin_build_lock(const pin_items *items, const struct lockfile *old,
                                 const char *stamp);
 
-/* Verification status of one item against a lock (§4.5). */
+/* Verification status of one item against a lock. */
 enum pin_status {
     PIN_MATCHES,
     PIN_UNPINNED,    /* no row */

@@ -1,4 +1,4 @@
-/* lockfile_pin — what `lock` pins (§4.2) and how pins are verified (§4.5). */
+/* lockfile_pin — what `lock` pins (docs/formats.md) and how pins are verified. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -130,7 +130,7 @@ static char *item_path(const struct manifest *m, const struct mf_instruction *in
 
 /* ---- library ------------------------------------------------------------ */
 
-/* Library file stem (chapter 06 §1.1): bytes outside [A-Za-z0-9_-] as %XX
+/* Library file stem (docs/library.md): bytes outside [A-Za-z0-9_-] as %XX
  * when the name has '/', '\\', '%' or is "." / "..". */
 static void server_stem(const char *name, strbuf *out)
 {
@@ -237,7 +237,7 @@ static char *ref_source(const char *ref)
     return src;
 }
 
-/* "no skill 'review' in library 'team'" (06 §3.5's wording). */
+/* "no skill 'review' in library 'team'". */
 static char *not_in_source(const char *kind, const char *ref, const char *name)
 {
     char *src = ref_source(ref);
@@ -305,7 +305,7 @@ static void plan_free(struct ref_plan *p)
 }
 
 /*
- * One row per bare name (06 §1.2): when an item of this kind and name was
+ * One row per bare name: when an item of this kind and name was
  * collected already, returns true — and when it came from another reference
  * (another source, or inline against qualified), marks it failed, since one
  * lock row, one rendered dir and one gateway name cannot hold two bodies.
@@ -365,7 +365,7 @@ static bool wants_update(const struct pin_opts *o, const char *name)
 }
 
 /*
- * Resolves a git source to a checkout directory (§4.2, §4.7): the lock's
+ * Resolves a git source to a checkout directory: the lock's
  * commit beats the manifest rev (when the lock row names the same URL)
  * unless --update asks for the manifest rev (else the upstream head). The
  * subpath must be contained in the checkout. Sets it->git, it->rev and
@@ -604,7 +604,7 @@ static void pin_instructions(const struct manifest *m, const struct pin_opts *o,
     for (size_t i = 0; i < m->instructions.n; i++) {
         const struct mf_instruction *in = &m->instructions.v[i];
         if (in->inherited)
-            continue; /* machine-layer fragments are never pinned (§2.9) */
+            continue; /* machine-layer fragments are never pinned */
         struct pin_item *it = add_item(out, PIN_INSTRUCTION, in->name, NULL);
         char *p;
         if (in->path) {
@@ -681,7 +681,7 @@ static void hash_strict(struct pin_item *it, const char *path)
     }
 }
 
-/* A path source: contained in the manifest dir (§2.6), then hashed. */
+/* A path source: contained in the manifest dir, then hashed. */
 static void pin_contained(const struct manifest *m, struct pin_item *it, const char *rel,
                           bool single_file)
 {
@@ -782,7 +782,7 @@ static void pin_workflows(const struct manifest *m, const struct pin_opts *o, pi
     }
 }
 
-/* ---- decisions (§6.8) ------------------------------------------------------- */
+/* ---- decisions -------------------------------------------------------------- */
 
 static void apply_decisions(const struct manifest *m, const struct pin_opts *o, pin_items *out)
 {

@@ -1,6 +1,6 @@
-/* lockfile_verify — building the lock from pins (§4.2), verifying pins against
- * it (§4.5), deposits in the content store (§4.8) and the standing decisions
- * of §6.8 as read from trust.json. */
+/* lockfile_verify — building the lock from pins (docs/formats.md), verifying pins against
+ * it, deposits in the content store and the standing decisions
+ * of a terminal review as read from trust.json. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,7 +243,7 @@ struct lockfile *pin_build_lock(const pin_items *items, const struct lockfile *o
         }
         }
     }
-    /* Stale skill and server rows stay (install prunes skills, §4.7); other
+    /* Stale skill and server rows stay (install prunes skills); other
      * kinds are pruned. */
     for (size_t i = 0; old && i < old->skills.n; i++)
         if (!lockfile_skill(l, old->skills.v[i].name))
@@ -507,7 +507,7 @@ void pin_deposit(const pin_items *items, const char *home, strvec *warnings)
             break;
         case PIN_EXTENSION:
         case PIN_WORKFLOW:
-            break; /* not store-backed (§4.8) */
+            break; /* not store-backed */
         }
         if (rc < 0) {
             strbuf w = SB_INIT;

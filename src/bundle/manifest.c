@@ -105,7 +105,7 @@ const char *mf_origin_file(const struct mf_origin *o, const toml_value *v, const
     return inherited;
 }
 
-/* Deep-merges ovl into base (§2.1 step 3): tables merge recursively, any
+/* Deep-merges ovl into base: tables merge recursively, any
  * other value — arrays and arrays of tables included — is replaced, new
  * keys append. Moved values are clones whose positions point into the
  * overlay; their roots are recorded so positions can name the right file. */
@@ -426,7 +426,7 @@ struct manifest *manifest_load_machine(int *absent, struct as_err *err)
         m = manifest_load_bytes(&src, err);
     }
     if (!m) {
-        /* Fail closed (errata 17): name the file and keep the precise fix. */
+        /* Fail closed: name the file and keep the precise fix. */
         char prev[sizeof err->hint];
         snprintf(prev, sizeof prev, "%s", err->hint);
         if (!err->path[0])

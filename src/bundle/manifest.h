@@ -1,7 +1,6 @@
 /*
  * manifest — agentstack.toml (+ agentstack.local.toml overlay) as a checked
- * C model (spec 01 §2, errata 17/18, 00-overview "Stricter than the
- * reference").
+ * C model (docs/manifest.md).
  *
  * Why: every capability a project can load is declared here, so a typo
  * must never silently drop a policy and hostile bytes must never crash or
@@ -12,7 +11,7 @@
  *    partial model. Files are read once, ≤ 8 MiB each, regular files only.
  *  - Unknown keys are errors everywhere (root included), with a "did you
  *    mean" (edit distance ≤ 2) and file:line:col. Wrong types and missing
- *    required keys are errors with the fix of §2.8 followed by
+ *    required keys are errors with their fix followed by
  *    "  then re-check:   agentstack doctor". Strings containing NUL are
  *    refused (C consumers would silently truncate them).
  *  - With an overlay, every position names the file the value came from.
@@ -63,7 +62,7 @@ struct mf_str_entry {
 };
 typedef VEC(struct mf_str_entry) mf_strmap;
 
-/* ---- servers (§2.3) ------------------------------------------------------ */
+/* ---- servers ------------------------------------------------------------- */
 
 enum mf_server_type { MF_SERVER_STDIO, MF_SERVER_HTTP };
 
@@ -85,7 +84,7 @@ struct mf_server {
     const toml_value *table; /* the merged server table */
 };
 
-/* ---- skills (§2.2, §2.5) ------------------------------------------------- */
+/* ---- skills -------------------------------------------------------------- */
 
 enum mf_source {
     MF_SOURCE_PATH,
@@ -94,7 +93,7 @@ enum mf_source {
 };
 
 struct mf_skill {
-    char *name; /* identity; not yet checked against §2.5 (see validate) */
+    char *name; /* identity; not yet checked as a skill name (see validate) */
     struct mf_pos pos;
     enum mf_source source;  /* git wins when both are written */
     char *path;             /* anchored at the manifest dir (manifest_item_path) */
@@ -104,7 +103,7 @@ struct mf_skill {
     char *subpath;
 };
 
-/* ---- instructions (§2.2, §2.9) ------------------------------------------- */
+/* ---- instructions -------------------------------------------------------- */
 
 struct mf_variant {
     char *cli;   /* adapter id selector, or NULL */
@@ -127,7 +126,7 @@ struct mf_instruction {
     char *anchor_dir;     /* relative paths anchor here: manifest dir or machine home */
 };
 
-/* ---- toolsets (§2.2) ----------------------------------------------------- */
+/* ---- toolsets ------------------------------------------------------------ */
 
 struct mf_toolset {
     char *name;
@@ -204,7 +203,7 @@ struct mf_guard {
     bool present;
     bool enabled;
     strvec allow_roots;
-    bool has_deny; /* "only if no deny list was ever written" (03 §7.1) */
+    bool has_deny; /* "only if no deny list was ever written" */
     strvec deny;
     strvec allow;                    /* commands the guard lets through unread (docs/guard.md) */
     const toml_value *project_roots; /* table: root prefix → array of strings, or NULL */
@@ -310,14 +309,14 @@ struct manifest_source {
     const char *overlay_data;
     size_t overlay_len;
     const char *manifest_dir; /* NULL: dirname(path) */
-    const char *project_root; /* NULL: derived from manifest_dir (§1.1) */
+    const char *project_root; /* NULL: derived from manifest_dir */
 };
 
 /* Decodes and checks one manifest from bytes. NULL + err on any problem. */
 struct manifest *manifest_load_bytes(const struct manifest_source *src, struct as_err *err);
 
 /* The three files' bytes, read once (the consent digest and the model must
- * derive from the same snapshot, §5). Absent files have has_* = false. */
+ * derive from the same snapshot). Absent files have has_* = false. */
 struct manifest_snapshot {
     bool has_manifest, has_overlay, has_lock;
     strbuf manifest, overlay, lock;
@@ -337,10 +336,10 @@ struct manifest *manifest_load(const struct bundle_paths *p, struct as_err *err)
 
 /* Loads $AGENTSTACK_HOME/agentstack.toml as MANIFEST_MACHINE (no overlay).
  * NULL with *absent = 1 when there is none; NULL + err when it is broken
- * (fail closed, errata 17: the hint names the file and the fix). */
+ * (fail closed: the hint names the file and the fix). */
 struct manifest *manifest_load_machine(int *absent, struct as_err *err);
 
-/* Merges the machine layer's [instructions] beneath a project's (§2.9):
+/* Merges the machine layer's [instructions] beneath a project's:
  * project names win, inherited ones come first, anchored at the machine
  * home, marked inherited. machine may be NULL (no-op). */
 void manifest_inherit_instructions(struct manifest *m, const struct manifest *machine);
@@ -362,14 +361,14 @@ const struct mf_settings *manifest_settings(const struct manifest *m, const char
 const struct mf_toolset *manifest_effective_toolset(const struct manifest *m);
 /* [delivery.harness.<id>] render_locally, else [delivery] render_locally. */
 bool manifest_render_locally(const struct manifest *m, const char *adapter);
-/* Variant choice (§2.2): cli+model > cli > model > base; ties → first.
+/* Variant choice: cli+model > cli > model > base; ties → first.
  * Returns NULL for the base body. */
 const struct mf_variant *manifest_select_variant(const struct mf_instruction *in, const char *cli,
                                                  const char *model);
 /* 1 if a targets list ([] / ["*"] / ids) includes adapter. */
 bool manifest_targets_include(const strvec *targets, const char *adapter);
 
-/* ---- semantic validation (§2.8) ------------------------------------------ */
+/* ---- semantic validation ------------------------------------------------- */
 
 enum mf_item_kind {
     MF_ITEM_SERVER,
@@ -392,21 +391,21 @@ struct manifest_env {
     /* Does the central library have this item? NULL: the library is empty. */
     bool (*library_has)(void *ctx, enum mf_item_kind kind, const char *name);
     void *library_ctx;
-    /* Check contained paths on disk (lstat every component; §2.6). */
+    /* Check contained paths on disk (lstat every component). */
     bool check_paths;
 };
 
 /* Appends every semantic issue to out (errors and warnings, each with a fix);
  * returns the number of errors. Checks: default_toolset names a toolset;
  * http has url, stdio has command; toolset references (server, skill,
- * package) resolve in the manifest or the library; skill names (§2.5);
+ * package) resolve in the manifest or the library; skill names;
  * server header names and values (manifest_header_name_ok / _value_bad);
  * adapter ids; variant selectors; extension/workflow names and targets;
  * contained paths (integrity roots, relative cwd, extension/workflow
  * sources, blueprints) when env->check_paths. env may be NULL. */
 size_t manifest_validate(const struct manifest *m, const struct manifest_env *env, mf_diags *out);
 
-/* HTTP header fields (RFC 9110 §5.1, §5.5), which libcurl and the CLIs'
+/* HTTP header fields (RFC 9110 sections 5.1 and 5.5), which libcurl and the CLIs'
  * configs pass on as written: a name must be a token (1*tchar); a value
  * must hold no control byte but HTAB — a CR or LF would end the line and
  * start a header of the writer's choosing. Bytes >= 0x80 (obs-text) pass.

@@ -734,7 +734,7 @@ static int dec_experimental(struct dec *d, const struct tctx *t)
     int rc = 0;
     if (found) {
         /* The seed writes allowTools after [experimental.tools_execute_limits],
-         * which places it in that table: accept it there too (errata 18). */
+         * which places it in that table: accept it there too. */
         rc = keys_allowed(d, &lim, limits_keys);
         if (rc == 0)
             rc = opt_int(d, &lim, "timeout_ms", 1, &x->timeout_ms, NULL);

@@ -1,5 +1,5 @@
 /*
- * Semantic validation (spec 01 §2.5, §2.6, §2.8): what the decoder cannot
+ * Semantic validation (docs/manifest.md): what the decoder cannot
  * know from one table alone — references between tables, adapter ids, the
  * library, names, and contained paths on disk.
  */
@@ -224,7 +224,7 @@ static void check_headers(struct val *v, const struct mf_server *s)
     }
 }
 
-/* One plain path component, not reserved (§2.5). */
+/* One plain path component, not reserved. */
 static bool plain_name(const char *n)
 {
     return n[0] && strcmp(n, ".") && strcmp(n, "..") && !strchr(n, '/') && !strchr(n, '\\');
@@ -256,7 +256,7 @@ static bool declared_package(const struct manifest *m, const char *name)
     return m->packs && toml_get(m->packs, name);
 }
 
-/* A qualified library reference (06 §1.3): "<source>:<name>" or
+/* A qualified library reference: "<source>:<name>" or
  * "lib:<source>/<name>" — pin_ref_name's split, the one lock, trust and the
  * adapters use. *src (malloc'd) and *name (pointing into ref) are set when
  * ref is qualified. */

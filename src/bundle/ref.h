@@ -1,5 +1,5 @@
 /*
- * ref — the ${NAME} placeholder grammar (spec 01 §2.4).
+ * ref — the ${NAME} placeholder grammar (docs/manifest.md).
  *
  * Why: secrets are referenced, never written; the reviewer, the renderer
  * and the gateway must agree byte for byte on what counts as a reference.

@@ -1,6 +1,6 @@
 /*
  * scan — content scanning of what a bundle puts into agents' context
- * (spec 03 §8, with §11.10's stricter reporting).
+ * (docs/ci.md, "Content scanning").
  *
  * Why: skills, instructions and extensions are read by models, not only by
  * people. Text a reviewer cannot see (zero-width characters, bidirectional

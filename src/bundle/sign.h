@@ -1,5 +1,5 @@
 /*
- * sign — Ed25519 signatures over agentstack.lock (01 §7, errata 21).
+ * sign — Ed25519 signatures over agentstack.lock (docs/formats.md).
  *
  * Why: a team can publish the public key that signed its lock so a checkout
  * can tell the lock is the one the team reviewed. A signature never creates

@@ -1,5 +1,5 @@
 /*
- * skill_md — SKILL.md frontmatter and skill names (spec 01 §2.5, §3).
+ * skill_md — SKILL.md frontmatter and skill names (docs/manifest.md).
  *
  * Why: a skill's description is shown to people and injected into agents'
  * context, so it must be bounded, one line, and free of escapes, controls
@@ -45,7 +45,7 @@ int skill_md_read(const char *dir, struct skill_md *out, struct as_err *err);
  * space, trimmed; invalid UTF-8 bytes dropped. */
 void skill_md_sanitize(const char *s, size_t len, strbuf *out);
 
-/* Checks a skill directory's shape (§3): the root is a real directory (not a
+/* Checks a skill directory's shape: the root is a real directory (not a
  * symlink) holding SKILL.md; no symlink anywhere ("skill content contains a
  * symlink"), no special files (FIFO, socket, device), depth ≤ 64; ".git"
  * entries at any depth are skipped; hidden files are content. */

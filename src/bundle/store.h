@@ -1,5 +1,5 @@
 /*
- * store — the machine-local content store (01-manifest-lock-trust.md §4.8):
+ * store — the machine-local content store (docs/formats.md):
  * $AGENTSTACK_HOME/store/content/<pin>/ holds the exact bytes a pin covers,
  * so a re-gate can diff approved bytes against live ones and keep-pinned
  * delivery can serve approved bytes after the live ones drifted.
@@ -24,7 +24,7 @@
 #include "base/strbuf.h"
 #include "bundle/digest.h"
 
-/* Integrity roots are deposited only when small (§4.8). */
+/* Integrity roots are deposited only when small. */
 #define STORE_ROOT_MAX_FILES 500
 #define STORE_ROOT_MAX_BYTES ((uint64_t)8 << 20)
 

@@ -1,6 +1,6 @@
 /*
  * compile — machine ∩ project into one ruleset, the decisions every
- * enforcer asks, and the refusal text (errata rule 6).
+ * enforcer asks, and the refusal text.
  *
  * Combination: per layer, no applicable deny may match and every applicable
  * allowlist must be hit (keys S and "*" both apply to server S; a server

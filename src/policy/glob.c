@@ -1,5 +1,5 @@
 /*
- * glob — the glob grammar of spec 03 §2.1 and the indexed glob sets that
+ * glob — the glob grammar of docs/policy.md ("Globs") and the indexed glob sets that
  * make a decision cost a few hash probes instead of a scan of every rule.
  *
  * Grammar: '*' matches any byte run (empty, '/', '.' included), '**' is the

@@ -1,6 +1,6 @@
 /*
- * host — the egress host grammar and normalization (spec 03 §2.3, errata 19,
- * §11.2–3), and the grammar of tool, secret and filesystem entries.
+ * host — the egress host grammar and normalization (docs/policy.md,
+ * "Grammar"), and the grammar of tool, secret and filesystem entries.
  *
  * Why normalize both sides: a deny written `!Evil.Example` must stop a
  * CONNECT to `evil.example.`, and `!169.254.169.254` must stop `2852039166`.

@@ -4,7 +4,7 @@
  * Every enforcement path (gateway, apply, guard, run) loads the machine
  * layer through pol_machine_load, so they agree on its state: absent is an
  * empty floor; anything broken is BLOCKED and refuses with the file, line,
- * column and fix (errata 17: no last-known-good snapshot, never a fall back
+ * column and fix (no last-known-good snapshot, never a fall back
  * to project-only policy). Root keys are checked here too, because a typo
  * such as [polcy.tools] would otherwise silently drop the whole floor.
  */

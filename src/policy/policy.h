@@ -46,7 +46,7 @@
  * gateway_only_hosts). A ruleset claiming a larger version denies everything. */
 #define POL_WIRE_VERSION 3
 
-/* Authoring caps (spec 03 §11.5): exceeding one is an error when a layer is
+/* Authoring caps: exceeding one is an error when a layer is
  * built and a fail-closed (malformed) rule when a compiled ruleset is loaded. */
 #define POL_MAX_PATTERN 512     /* bytes, tools/egress/secrets entries */
 #define POL_MAX_FS_PATTERN 4096 /* bytes, filesystem globs */
@@ -152,7 +152,7 @@ enum pol_machine_state {
  * > 8 MiB, bad TOML, version != 1, unknown root key, any [policy] error) →
  * NULL, *state = POL_BLOCKED, err names path:line:col, contains
  * "refusing to continue", and err.hint says how to fix it. There is no
- * last-known-good fallback (errata 17). */
+ * last-known-good fallback. */
 struct pol_layer *pol_machine_load(const char *path, enum pol_machine_state *state,
                                    struct as_err *err);
 /* The checks of pol_machine_load on bytes already read (for writers that
@@ -331,7 +331,7 @@ int pol_glob_intersects(const char *pat, size_t plen, const char *q, size_t qlen
 void pol_fs_spellings(const char *path, const char *workspace, const char *home, int with_basename,
                       strvec *out);
 
-/* Refusal text, errata rule 6:
+/* Refusal text (docs/policy.md, "Refusal text"):
  *   denied by [policy.tools] rule "!delete_*"
  *   not in the [policy.tools] allowlist (get_*, list_*)
  * + " (machine policy — ~/.agentstack/agentstack.toml)" for the machine layer.
@@ -347,7 +347,7 @@ const char *pol_dim_display(enum pol_dim dim);
 
 /* ---- grammar helpers (shared with validators and the proxy) ------------- */
 
-/* Anchored byte-wise glob match of spec 03 §2.1 ('*' = any run, all else
+/* Anchored byte-wise glob match of docs/policy.md "Globs" ('*' = any run, all else
  * literal); nocase folds ASCII letters. */
 int pol_glob_match(const char *pat, size_t plen, const char *s, size_t n, int nocase);
 
@@ -412,7 +412,7 @@ struct pol_preset {
 extern const struct pol_preset pol_presets[];
 extern const size_t pol_npresets;
 const struct pol_preset *pol_preset_find(const char *name);
-/* The machine file's new text for preset p (errata 22): old == NULL (no
+/* The machine file's new text for preset p: old == NULL (no
  * file) → the preset file whole; else only [policy.tools|egress|secrets|
  * filesystem|isolation] change (replaced, or removed when the preset has none), every
  * other byte — comments, [guard], [policy] require/forbid/allowed_sources/

@@ -1,5 +1,5 @@
 /*
- * wire — the compiled ruleset as JSON (spec 03 §3), for enforcers that run
+ * wire — the compiled ruleset as JSON (docs/policy.md), for enforcers that run
  * in another process (the egress proxy, the sandbox's gateway face).
  *
  * Written by hand so equal rulesets give equal bytes: top-level fields in
