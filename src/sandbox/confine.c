@@ -292,7 +292,7 @@ int sbx_seccomp_install(char *why, size_t whysz)
      * read-only netlink route socket (getifaddrs, if_nameindex, glibc's
      * AI_ADDRCONFIG: Node's os.networkInterfaces() throws without one).
      * Everything else is refused: AF_UNIX (a path or abstract socket reaches
-     * a host daemon; errata 37 keeps EPERM), AF_VSOCK (the hypervisor, which
+     * a host daemon; refused with EPERM), AF_VSOCK (the hypervisor, which
      * no network namespace confines), AF_PACKET, AF_ALG, AF_KEY, AF_XDP,
      * AF_BLUETOOTH, other netlink protocols (sock_diag lists the host's
      * sockets, audit, uevent, netfilter, xfrm). EAFNOSUPPORT is what a kernel

@@ -2,7 +2,7 @@
  * confine — the in-process layers a sandbox's init applies to itself before
  * it starts the harness: capabilities (all sets, bounding included),
  * securebits, no-new-privs, Landlock and a seccomp deny-list
- * (spec 05 §7 step 4, errata 35 and 37).
+ * (docs/sandbox.md).
  *
  * Why: namespaces and mounts are the boundary; these layers make the
  * boundary hold when a harness tries to rebuild it from the inside (new

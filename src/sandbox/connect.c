@@ -204,7 +204,7 @@ int sbx_parse_head(const char *head, size_t len, struct sbx_request *req, const 
     if (rl_len == 0)
         return *why = "empty request line", -1;
     /* Two framings are two readings of where the body ends: refused
-     * (RFC 9112 §6.1 lets a server pick either; a smuggler counts on it). */
+     * (RFC 9112 section 6.1 lets a server pick either; a smuggler counts on it). */
     if (fr.lengths && fr.codings)
         return *why = "both Content-Length and Transfer-Encoding", -1;
     req->body = fr.codings ? SBX_BODY_CHUNKED : fr.lengths ? SBX_BODY_LENGTH : SBX_BODY_NONE;
@@ -244,7 +244,7 @@ int sbx_parse_head(const char *head, size_t len, struct sbx_request *req, const 
         return parse_authority(tok[1], tlen[1], 1, 0, req, why);
     }
 
-    /* Plain HTTP: absolute-form http:// only (errata 39). */
+    /* Plain HTTP: absolute-form http:// only. */
     if (tlen[2] != 8 || memcmp(tok[2], "HTTP/1.", 7) != 0 || tok[2][7] < '0' || tok[2][7] > '9')
         return *why = "unsupported HTTP version", -1;
     req->http_minor = tok[2][7] - '0';
@@ -303,7 +303,7 @@ int sbx_head_auth_ok(const char *head, size_t len, const char *expected)
     return ok;
 }
 
-/* Standard base64 with padding (RFC 4648 §4), as the Basic scheme wants. */
+/* Standard base64 with padding (RFC 4648 section 4), as the Basic scheme wants. */
 static void base64_add(const unsigned char *p, size_t n, strbuf *out)
 {
     static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

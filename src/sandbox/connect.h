@@ -2,7 +2,7 @@
  * connect — the egress proxy's parsers: the request head (CONNECT and
  * plain-HTTP absolute-form), the Proxy-Authorization check, host
  * normalization, the lockdown numeric-host test and the TLS ClientHello
- * SNI walk (spec 05 §3.3–§3.8, errata 19, 39). The anti-SSRF address
+ * SNI walk (docs/sandbox.md). The anti-SSRF address
  * classes live in policy/address.c, shared with the gateway.
  *
  * Why a separate unit: these functions see bytes chosen by a confined,
@@ -42,7 +42,7 @@ enum sbx_req_kind {
     SBX_REQ_HTTP,        /* METHOD http://host[:port]/path HTTP/1.x (absolute-form) */
 };
 
-/* How a request's message body is delimited (RFC 9112 §6). */
+/* How a request's message body is delimited (RFC 9112 section 6). */
 enum sbx_body_kind {
     SBX_BODY_NONE = 0, /* neither header: no body */
     SBX_BODY_LENGTH,   /* Content-Length: content_length bytes */
@@ -85,13 +85,13 @@ int sbx_head_auth_ok(const char *head, size_t len, const char *expected);
 /* "Basic " + base64("agentstack:" + token) into out (NUL-terminated). */
 void sbx_basic_auth_value(const char *token, strbuf *out);
 
-/* Normalizes a host (spec 05 §3.3, errata 19): one trailing '.' dropped,
+/* Normalizes a host: one trailing '.' dropped,
  * ASCII-lowercased; refuses empty hosts, non-ASCII, and anything that is
  * neither LDH/underscore labels (each 1..63, total ≤ 253) nor, when
  * bracketed, a valid IPv6 literal. Returns 0 or -1 (non-canonical). */
 int sbx_host_normalize(const char *in, int bracketed, char out[SBX_HOST_MAX]);
 
-/* Lockdown's lexical literal-IP test (spec 05 §3.5), on a normalized host:
+/* Lockdown's lexical literal-IP test, on a normalized host:
  * contains ':' , or 1–4 dot-separated parts each decimal or 0x-hex
  * ("2130706433", "0x7f000001", "0177.0.0.01", "127.1"). */
 int sbx_host_is_numeric(const char *host);

@@ -1,6 +1,6 @@
 /*
- * gwface — the host side of a confined run's gateway routing (spec 05 §2
- * "Gateway routing", 02 §6.5): freezes the run's grant, stages the
+ * gwface — the host side of a confined run's gateway routing (docs/sandbox.md,
+ * "Gateway routing"): freezes the run's grant, stages the
  * harness's MCP config, and runs `agentstack mcp --grant` outside the
  * sandbox serving its HTTP face on a socket this module hands over.
  *

@@ -38,7 +38,7 @@ enum tty_mode { TTY_NONE, TTY_FOREGROUND, TTY_PTY, TTY_HEADLESS };
 
 #define HEADLESS_CAPTURE (1u << 20)
 
-/* The headless run's stdout as relayed (05 §1.1 step 6). */
+/* The headless run's stdout as relayed. */
 struct capture {
     sha256_ctx h;
     long long bytes;

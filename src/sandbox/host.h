@@ -1,6 +1,6 @@
 /*
- * host — carries out a host run plan: the protected host run (spec 05
- * §1.1, HOST / PROTECTED) and the unprotected one (HOST / ADVISORY).
+ * host — carries out a host run plan: the protected host run
+ * (docs/sandbox.md; HOST / PROTECTED) and the unprotected one (HOST / ADVISORY).
  *
  * Why: a protected run is a fail-closed gate plus a frozen authority, not
  * isolation. Its value is that the gates are evaluated on the same bytes

@@ -2,7 +2,7 @@
  * ns — the namespace launcher: a sandbox-init process in new user, mount,
  * PID, IPC and UTS namespaces (plus a network namespace for --lockdown),
  * inside a synthesized root, that runs one harness and dies with it
- * (spec 05 §7, errata 35–37, 42).
+ * (docs/sandbox.md).
  *
  * Why: the sandbox must start in milliseconds with no daemon, as root or
  * as an ordinary user. Everything the child does is driven by a spec the

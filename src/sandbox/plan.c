@@ -320,7 +320,7 @@ int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, str
         }
     }
 
-    /* Identity: the invoking uid outside, never 0 inside (errata 35). */
+    /* Identity: the invoking uid outside, never 0 inside. */
     p->outer_uid = geteuid();
     p->outer_gid = getegid();
     p->inner_uid = p->outer_uid ? p->outer_uid : 1000;

@@ -5,7 +5,7 @@
  * proxy token for the confined modes; the gates, the toolset fence, the
  * authority grant and the native-config injection for the host modes; the
  * command and the run id for all), and the executors (run.h, host.h) only
- * carry the result out (spec 05 §1.1, §2).
+ * carry the result out (docs/sandbox.md).
  *
  * Why: `--plan` must show exactly what a live run would do, so both must
  * come from the same object, and nothing may be re-derived on the way.
@@ -15,17 +15,18 @@
  *  - The plan is immutable once built (callers get a const pointer); the
  *    only value supplied at execution is the kernel-assigned port of the
  *    --sandbox proxy listener.
- *  - A broken machine policy refuses (errata 17). An untrusted or changed
+ *  - A broken machine policy refuses. An untrusted or changed
  *    project gets nothing from its bundle: its policy layer is not used
  *    (so it cannot grant itself a writable workspace) and no server is
  *    routed; the plan says so.
  *  - The workspace is never $HOME, an ancestor of it, "/" or a directory
  *    holding $AGENTSTACK_HOME; `.env*` files and the local overlay in the
- *    project root and manifest dir are shadowed by empty files (errata 36);
+ *    project root and manifest dir are shadowed by empty files;
  *    a writable workspace keeps `.git/config` and `.git/hooks` read-only
  *    (they would run code on the host later).
  *  - The harness runs as the invoking uid outside and never uid 0 inside.
- *  - Host modes: the gates of spec 05 §1.1 are all evaluated read-only (so
+ *  - Host modes: the gates of docs/sandbox.md (the protected host run) are all evaluated read-only
+ * (so
  *    `--plan` aggregates every blocker); the grant is the complete frozen
  *    authority (fence, servers with ${REF}s only — never a secret value —,
  *    compiled ruleset, consent digest, exact argv and binary) and is built
@@ -98,12 +99,12 @@ struct sbx_plan_request {
     /* The adapter's project-scope MCP config (relative to the project root,
      * e.g. ".mcp.json") and the text of an empty one ("{}\n"; "" for TOML):
      * a routed or --lockdown run covers an existing one with it, so the
-     * harness starts no server of the repository's own inside (05 §2). */
+     * harness starts no server of the repository's own inside. */
     const char *project_mcp_rel;
     const char *project_mcp_empty;
 };
 
-/* One gate of the protected host run (spec 05 §1.1 step 4), in order. */
+/* One gate of the protected host run, in order. */
 struct sbx_gate {
     const char *name; /* "trust", "locked-verify", … */
     int passed;
@@ -118,7 +119,7 @@ struct sbx_plan {
     char run_id[16]; /* r- + 10 hex */
     enum sbx_mode mode;
     const char *posture_slug;  /* "sandbox" | "lockdown" */
-    const char *posture_label; /* exact label (spec 05 §1.3) */
+    const char *posture_label; /* exact label */
     char *harness_id;
     char *harness_host_bin; /* realpath on the host */
     enum sbx_trust trust;
@@ -169,7 +170,7 @@ struct sbx_plan {
     /* Gateway routing (--sandbox/--lockdown; trusted bundle with servers, a
      * harness with an MCP mapping): the gateway runs on the host side with
      * grant (fence_servers, ruleset, consent_digest, grant_path, inject_argv
-     * as above) and serves its HTTP face (02 §6.5) to the sandbox. */
+     * as above) and serves its HTTP face to the sandbox. */
     int gateway_routed;
     char *gateway_note;          /* why a trusted bundle's servers are not routed, or NULL */
     char face_token[65];         /* X-Agentstack-Token (never printed) */
@@ -199,7 +200,7 @@ void sbx_plan_env(const struct sbx_plan *p, int port, strvec *out);
  * --lockdown, http://127.0.0.1:<port>/mcp under --sandbox. */
 void sbx_plan_face_url(const struct sbx_plan *p, int port, strbuf *out);
 
-/* The banner (spec 05 §2; host modes §1.1). full: the --plan form, adding
+/* The banner (host modes). full: the --plan form, adding
  * the trust, identity, egress, mounts and the exact command (host: trust,
  * mode, mounts, every gate, the redacted proposed grant, the command and the
  * verdict line). */

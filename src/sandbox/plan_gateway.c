@@ -1,6 +1,6 @@
 /*
- * The confined modes' gateway routing (spec 05 §2 "Gateway routing",
- * 02 §6.5): part of sbx_plan_build.
+ * The confined modes' gateway routing (docs/sandbox.md, "Gateway
+ * routing"): part of sbx_plan_build.
  *
  * Why here: whether a trusted bundle's servers reach a sandboxed harness,
  * and with which frozen authority, is a plan decision like every other; the
@@ -31,7 +31,7 @@ static int rel_ok(const char *rel)
     return 1;
 }
 
-/* Not routed: --sandbox proceeds with a note; --lockdown refuses (05 §2). */
+/* Not routed: --sandbox proceeds with a note; --lockdown refuses. */
 static int unrouted(struct sbx_plan *p, const char *why, struct as_err *err)
 {
     if (p->mode == SBX_MODE_LOCKDOWN) {
@@ -52,8 +52,8 @@ int sbx_i_plan_gateway(const struct sbx_plan_request *rq, struct sbx_plan *p,
     if (p->trust != SBX_TRUST_TRUSTED || !m || p->servers_declared <= 0)
         return 0;
     if (!rq->harness_has_mcp || !rq->gateway_config) {
-        /* errata 40: nothing to route into; the run proceeds. */
-        p->gateway_note = xasprintf("%s has no MCP mapping (errata 40)", p->harness_id);
+        /* No MCP mapping: nothing to route into; the run proceeds. */
+        p->gateway_note = xasprintf("%s has no MCP mapping", p->harness_id);
         return 0;
     }
     if (!rq->self_bin || access(rq->self_bin, X_OK) != 0)

@@ -1,4 +1,4 @@
-/* The host modes of the run plan (spec 05 §1.1): trust state, the gates
+/* The host modes of the run plan (docs/sandbox.md): trust state, the gates
  * evaluated read-only, the toolset fence, the authority grant and the
  * native-config injection. Called only from sbx_plan_build (plan.c). */
 #include <errno.h>
@@ -51,8 +51,8 @@ static void gate(struct sbx_plan *p, const char *name, int passed, const char *h
 }
 
 /* The fence: the selected toolset's servers and skills, else the whole
- * bundle. "*" in a toolset's skills means the manifest's own [skills]
- * (errata 11). -1 + err on an unknown toolset. */
+ * bundle. "*" in a toolset's skills means the manifest's own [skills].
+ * -1 + err on an unknown toolset. */
 static int select_fence(struct sbx_plan *p, const struct manifest *m, const char *want,
                         const struct mf_toolset **out, struct as_err *err)
 {
@@ -387,7 +387,7 @@ int sbx_i_plan_host(const struct sbx_plan_request *rq, struct sbx_plan *p, struc
     if (!p->consent_digest)
         p->consent_digest = xstrdup("");
 
-    /* A broken machine policy refuses every path (errata 17). */
+    /* A broken machine policy refuses every path. */
     if (load_ruleset(p, m, err) < 0)
         goto out;
 
@@ -412,7 +412,7 @@ int sbx_i_plan_host(const struct sbx_plan_request *rq, struct sbx_plan *p, struc
         goto out;
     }
 
-    /* ---- the gates, in the spec's order (§1.1 step 4) ---- */
+    /* ---- the gates, in docs/sandbox.md's order ----------- */
     if (p->trust == SBX_TRUST_TRUSTED)
         gate(p, "trust", 1, NULL, "%s", p->trust_detail);
     else if (p->trust == SBX_TRUST_NO_PROJECT)
@@ -468,8 +468,7 @@ int sbx_i_plan_host(const struct sbx_plan_request *rq, struct sbx_plan *p, struc
     p->grant_path = xasprintf("%s/runs/%s/grant.json", p->home, p->run_id);
     strbuf ipath = SB_INIT, iscope = SB_INIT, inote = SB_INIT;
     if (!rq->inject_resolve) {
-        p->inject_note =
-            xasprintf("%s has no MCP mapping — no servers to route (errata 40)", p->harness_id);
+        p->inject_note = xasprintf("%s has no MCP mapping — no servers to route", p->harness_id);
         gate(p, "mcp-injection", 1, NULL, "%s", p->inject_note);
     } else {
         struct as_err e = AS_ERR_INIT;

@@ -1171,7 +1171,7 @@ struct sbx_proxy *sbx_proxy_new(const struct sbx_proxy_opts *o, struct as_err *e
     pthread_mutex_init(&p->jobs_mu, NULL);
     pthread_cond_init(&p->jobs_cv, NULL);
 
-    /* Fit the descriptor limit to the tunnel cap (errata 39). */
+    /* Fit the descriptor limit to the tunnel cap. */
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
         rlim_t want = (rlim_t)p->o.max_tunnels * FDS_PER_TUNNEL + 256;

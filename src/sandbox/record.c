@@ -299,7 +299,7 @@ static const char *signame(int sig)
 }
 
 /* "Locked run <cli> · HOST / PROTECTED" (gates, grant, outcome) or
- * "Host run <cli> · HOST" (spec 05 §5). */
+ * "Host run <cli> · HOST". */
 static void render_host(const json_t *events, const json_t *start, const json_t *end, int locked,
                         strbuf *out)
 {

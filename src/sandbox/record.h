@@ -1,8 +1,8 @@
 /*
  * record — the flight recorder of protected runs: one directory per run
  * under $AGENTSTACK_HOME/runs/<id>/ (0700) holding a hash-chained
- * events.jsonl (0600, errata 3) and the posture slug; and the readers
- * behind `agentstack report <id>` and `agentstack runs` (spec 05 §5).
+ * events.jsonl (docs/library.md) and the posture slug; and the readers
+ * behind `agentstack report <id>` and `agentstack runs` (docs/sandbox.md).
  *
  * Why: a sandboxed run's decisions (every egress allow and block, with its
  * rule and layer) must be readable afterwards and tamper-evident; a run
@@ -52,7 +52,7 @@ void sbx_rec_close(struct sbx_rec *r);
  * run, -1 + err. */
 int sbx_report_load(const char *home, const char *run_id, json_t **events, char **posture,
                     json_t **calls, struct as_err *err);
-/* The human report (spec 05 §5 and the seed's form); host runs add the
+/* The human report (docs/sandbox.md, "The flight recorder"); host runs add the
  * "Locked run <cli> · HOST / PROTECTED" block (gates, grant, outcome) or
  * "Host run <cli> · HOST". */
 void sbx_report_render(const char *run_id, const char *posture, const json_t *events,

@@ -213,7 +213,7 @@ int sbx_reg_add(const struct sbx_plan *p, pid_t pid, int group, struct as_err *e
                                     : p->argv.n         ? p->argv.v[0]
                                                         : ""));
     json_t *args = json_array();
-    /* No prompts (05 §1.4): a headless run's prompt element is left out. */
+    /* No prompts: a headless run's prompt element is left out. */
     for (size_t i = 1; i < p->argv.n; i++)
         if ((int)i != p->prompt_arg)
             json_array_append_new(args, json_string(p->argv.v[i]));

@@ -1,6 +1,6 @@
 /*
- * registry — the live-run registry $AGENTSTACK_HOME/runs.json (spec 05
- * §1.4) and `agentstack kill`.
+ * registry — the live-run registry $AGENTSTACK_HOME/runs.json
+ * (docs/sandbox.md, "Live runs and `kill`") and `agentstack kill`.
  *
  * Why: a run started in one terminal must be findable and stoppable from
  * another, and what is listed as live must really be that run — a pid
