@@ -1,5 +1,5 @@
 /*
- * audit — tamper-evident evidence logs (00-errata.md rules 1–4).
+ * audit — tamper-evident evidence logs.
  *
  * Why: the call audit, trust, load, run and guard logs are the only record
  * of what an agent did through agentstack; a log anyone can silently edit
@@ -109,7 +109,7 @@ void aud_log_home(const char *log, strbuf *out);
  * body: the anchor's seal. -1 + err when the key is unusable. */
 int aud_head_mac(const char *log, const char *body, size_t len, char hex[65], struct as_err *err);
 
-/* ---- call rows (02 §8 + errata 2) ------------------------------------------ */
+/* ---- call rows ------------------------------------------------------------- */
 
 /* Refusal rows that are not calls carry one of these in "tool". */
 int aud_is_family_tool(const char *tool);
@@ -153,7 +153,7 @@ int aud_load_append(const char *home, const char *name, const char *reason, cons
  * invalid UTF-8 bytes replaced by '?'. */
 void aud_utf8_cut(const char *s, size_t max, strbuf *out);
 
-/* ---- summary (errata 4) ----------------------------------------------------- */
+/* ---- summary ---------------------------------------------------------------- */
 
 /* The `server` of the host guard's deny rows in calls.jsonl: hook
  * refusals, not brokered calls. */

@@ -1,6 +1,6 @@
 /*
- * Call and load rows (02 §8, errata 2) and the `audit --calls` summary
- * (errata 4) — see audit.h.
+ * Call and load rows (docs/audit.md) and the `audit --calls` summary —
+ * see audit.h.
  */
 #include <errno.h>
 #include <fcntl.h>

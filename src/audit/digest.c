@@ -1,5 +1,5 @@
 /*
- * Argument digests (errata 1) — see audit.h. The key is published with
+ * Argument digests — see audit.h. The key is published with
  * link(2) from a fully written temp file, so a process racing the creator
  * never reads a half-written key, and the first creator wins for everyone.
  */

@@ -1,5 +1,5 @@
 /*
- * The sweep of stale code-mode endpoint directories (errata 14): a gateway
+ * The sweep of stale code-mode endpoint directories: a gateway
  * deletes $AGENTSTACK_HOME/gateway/<pid>/endpoint.json when it exits, but a
  * SIGKILLed one cannot, and its token would sit there for the next process
  * that reuses the pid to be confused by. Each gateway sweeps its siblings at

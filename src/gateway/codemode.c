@@ -1,5 +1,5 @@
 /*
- * Code mode (02 §4.4, errata 14): the loopback endpoint a generated client
+ * Code mode (docs/gateway.md): the loopback endpoint a generated client
  * (tools_bindings) POSTs {name, arguments} to, and the bindings themselves.
  *
  * Why it is shaped like this: the endpoint is a second door into the same
@@ -13,10 +13,10 @@
  *
  * The token is 32 random bytes (hex), compared in constant time before any
  * of the body is read; the file holding it lives under $AGENTSTACK_HOME,
- * never in the project (errata 14), 0600 in a 0700 directory. Bindings name
+ * never in the project, 0600 in a 0700 directory. Bindings name
  * the file, never its contents.
  *
- * The same machinery serves the sandbox face (02 §6.5): inside `run
+ * The same machinery serves the sandbox face: inside `run
  * --sandbox`/`--lockdown` the confined harness speaks MCP (Streamable HTTP,
  * one JSON-RPC request per POST /mcp, stateless in both eras) to this
  * gateway, which runs outside the sandbox. The run hands over a listening
@@ -91,7 +91,7 @@ struct gw_cm {
     uint64_t head_ms; /* one that has not sent its headers by then is dropped */
     struct gw_cm_conn *conns;
     char *why_closed; /* why the last attempt to open failed */
-    bool face;        /* the sandbox face (02 §6.5), not the code-mode door */
+    bool face;        /* the sandbox face, not the code-mode door */
 };
 
 /* ---- connections ------------------------------------------------------------------- */
@@ -706,7 +706,7 @@ void gw_cm_free(struct gw *gw)
     gw->cm = NULL;
 }
 
-/* ---- the sandbox face (02 §6.5) ---------------------------------------------------- */
+/* ---- the sandbox face -------------------------------------------------------------- */
 
 static json_t *rpc_new(json_t *id)
 {

@@ -1,10 +1,10 @@
 /*
- * The control plane (02 §3): the ordered tool table, tools/list, tools/call
+ * The control plane (docs/gateway.md): the ordered tool table, tools/list, tools/call
  * routing (exact search names → "__" names to the one dispatch → the table →
  * unknown tool), tools_search and doctor (the read-only project views are in
  * control_ext.c).
  *
- * Only tools that are built are listed (errata 16). No tool name contains
+ * Only tools that are built are listed. No tool name contains
  * trust|consent|approve|grant and no description offers to grant anything:
  * nothing over MCP can change the trust store.
  */
@@ -35,14 +35,14 @@ static json_t *t_lease_freeze(struct gw *gw, struct job *j, const json_t *args);
 
 struct ctl_tool {
     const char *name;
-    ctl_fn fn; /* NULL: not built, not listed (errata 16) */
+    ctl_fn fn; /* NULL: not built, not listed */
     const char *desc;
     const char *schema; /* JSON */
 };
 
 static const char *const schema_empty = "{\"type\":\"object\",\"properties\":{}}";
 
-/* In the order of 02 §3. */
+/* In the order docs/gateway.md lists them ("The control plane"). */
 static const struct ctl_tool table[] = {
     {"agentstack_search", gw_t_search,
      "Find servers, skills and packs by name or description in this project and in the "
@@ -81,7 +81,7 @@ static const struct ctl_tool table[] = {
      "auto mode serves this project (with the command a person runs to change that).",
      NULL},
     {"agentstack_add_from", NULL, NULL, NULL},
-    {"agentstack_list_loadable", t_list_loadable, NULL /* built per listing (§9.4) */,
+    {"agentstack_list_loadable", t_list_loadable, NULL /* built per listing */,
      "{\"type\":\"object\",\"properties\":{\"query\":{\"type\":\"string\",\"description\":"
      "\"Case-insensitive words to find in a skill's name or description; empty lists "
      "all.\"}}}"},
@@ -449,7 +449,7 @@ static json_t *t_doctor(struct gw *gw, struct job *j, const json_t *args)
                     "trusted\n",
                     refs.n);
         } else {
-            /* Presence only: keychain values are never read here (06 §4.1);
+            /* Presence only: keychain values are never read here;
              * its item names are listed instead. */
             struct sec_chain_opts so = {0};
             so.project_dotenv = gw->proj.paths.env_file;

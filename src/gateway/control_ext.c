@@ -1,7 +1,7 @@
 /*
  * agentstack_list, agentstack_explain, agentstack_search and agentstack_diff
- * (02 §3, ext tier): read-only views of the project for the agent. See
- * control_ext.h for what they guarantee; the trust gate of 02 §5.1 decides
+ * (ext tier; docs/gateway.md): read-only views of the project for the agent. See
+ * control_ext.h for what they guarantee; the gateway's trust gate decides
  * how much each may say (names and the trust note only, when untrusted).
  */
 #include <ctype.h>
@@ -23,7 +23,7 @@
 
 /* What the connection may say about the project: everything only when it is
  * served (trusted, or named explicitly); an auto-mode project that is not
- * trusted gets names only (02 §5.1). */
+ * trusted gets names only. */
 static bool restricted(const struct gw *gw)
 {
     if (gw->grant && !gw_grant_anchored(gw))
@@ -548,7 +548,7 @@ static json_t *explain_tool(const struct gw_surface *sf, const struct manifest *
     }
     if (!gw_tool_name_ok(tool)) {
         json_object_set_new(o, "policy", json_null());
-        json_object_set_new(o, "why", json_string("not a valid tool name (errata 13)"));
+        json_object_set_new(o, "why", json_string("not a valid tool name"));
         return o;
     }
     struct pol_decision d;

@@ -1,18 +1,18 @@
 /*
  * Internal to gateway/: the read-only control-plane tools that describe the
  * project rather than proxy it — agentstack_list, _explain, _search and
- * _diff (02 §3, ext tier) — and the sweep of code-mode endpoint directories
+ * _diff (ext tier; docs/gateway.md) — and the sweep of code-mode endpoint directories
  * a killed gateway left behind.
  *
  * Why separate: these tools only read (manifest, lock, trust store, policy
  * files, the central library through a callback) and never write into the
- * project (errata 14), so they share none of the dispatch path's state.
+ * project, so they share none of the dispatch path's state.
  *
  * Guarantees: no secret value is ever read or printed (references appear by
  * name, env and header tables by key only); every string that came from a
  * repository is passed through the hostile-text filter; an untrusted or
  * changed project (auto mode) gets names and the trust note only, no
- * bundle content (02 §5.1).
+ * bundle content.
  */
 #ifndef AS_GATEWAY_CONTROL_EXT_H
 #define AS_GATEWAY_CONTROL_EXT_H

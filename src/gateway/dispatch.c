@@ -1,11 +1,11 @@
 /*
- * THE dispatch point (02 §7): every brokered "S__T" call passes here, in this
+ * THE dispatch point (docs/gateway.md): every brokered "S__T" call passes here, in this
  * order, and nothing else in agentstack reaches an upstream client:
  *   1. ownership / fence  — is S served by this surface? (else fence, re-gate
  *                            or unknown-tool answers; control-plane names
  *                            never get here: they contain no "__")
  *   2. trust anchor       — the digest the surface was built on is still the
- *                            trusted one (fresh per errata 9)
+ *                            trusted one (checked fresh)
  *   3. tool policy        — machine layer, then project, from the compiled
  *                            ruleset (decisions precompiled, no allocation)
  *   4. secrets            — a denied or unresolved ${REF} refuses before I/O
@@ -239,7 +239,7 @@ static void on_called(void *ctx, const struct mcp_reply *rep)
             break;
         default:
             cls = "upstream-error";
-            /* The agent sees the class only (02 §6.4); the cause, never
+            /* The agent sees the class only; the cause, never
              * upstream-authored text (mcp.h), goes to stderr. */
             gw_note("upstream '%s': calling %s failed: %s (%s)", j->server, j->tool,
                     mcp_status_name(rep->status), rep->message);

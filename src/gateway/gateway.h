@@ -1,6 +1,5 @@
 /*
- * gateway — the live MCP gateway, `agentstack mcp` (02-gateway.md, errata
- * 1–16).
+ * gateway — the live MCP gateway, `agentstack mcp` (docs/gateway.md).
  *
  * Why: this is where an agent meets a repository's servers. Everything a
  * project declares reaches the agent through here, so this is where consent
@@ -18,18 +17,18 @@
  *    served, no audit row is written for its servers. Trust is re-checked
  *    before each dispatch from fresh bytes whenever inotify reports a change
  *    to the manifest, overlay, lock, trust store or machine manifest, and at
- *    least every 2 s regardless (errata 9); never a stat-only shortcut.
+ *    least every 2 s regardless; never a stat-only shortcut.
  *  - One epoll loop serves stdin, stdout and every upstream; no thread per
  *    request or upstream. Replies may be out of order; a slow upstream
  *    never delays another or a control-plane answer.
  *  - A server a toolset takes from the central library is served only when
  *    the definition's bytes match its agentstack.lock pin; drifted, unpinned
- *    or unreadable ones are skipped with a `pin` row (02 §6.1).
+ *    or unreadable ones are skipped with a `pin` row (docs/gateway.md).
  *  - --grant PATH serves only a grant that proves itself (grant.h): its
  *    fence, its frozen ruleset, anchored at its consent digest; leases and
  *    manifest edits are refused. A bad grant serves the control plane only.
  *  - Nothing is written into the project except by agentstack_lease_freeze
- *    (the manifest only, errata 14). Gateway state lives under
+ *    (the manifest only). Gateway state lives under
  *    $AGENTSTACK_HOME (leases/, logs/, audit/, and gateway/<pid>/endpoint.json
  *    while code mode's loopback endpoint is open).
  *  - On stdin EOF in-flight replies are drained (≤ 5 s), every upstream's

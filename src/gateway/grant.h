@@ -1,7 +1,7 @@
 /*
- * grant — the reader behind `agentstack mcp --grant PATH` (02 §1, errata 12):
+ * grant — the reader behind `agentstack mcp --grant PATH`:
  * the frozen authority of one protected host run (`run <cli> --locked`,
- * 05 §1.1), served as a fixed toolset for the life of that run.
+ * docs/sandbox.md), served as a fixed toolset for the life of that run.
  *
  * Why: the run's gates were evaluated on exact bytes and the result frozen
  * before the harness started; the gateway entry the harness is handed names

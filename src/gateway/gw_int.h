@@ -61,7 +61,7 @@ struct gw_cm_conn;
 void gw_clean(const char *s, size_t len, int keep_nl, strbuf *out);
 /* The one-line form cut to max characters (code points) + "…" when cut. */
 void gw_one_line(const char *s, size_t max_chars, strbuf *out);
-/* errata 13: ^[A-Za-z0-9_.-]{1,128}$ */
+/* A valid MCP tool name: ^[A-Za-z0-9_.-]{1,128}$ */
 bool gw_tool_name_ok(const char *s);
 /* Pretty JSON for control-plane texts: 2-space indent, ": ", keys in order. */
 void gw_pretty(const json_t *v, strbuf *out);
@@ -72,7 +72,7 @@ json_t *gw_error_result(const char *fmt, ...) __attribute__((format(printf, 1, 2
 /* Copies a JSON schema, sanitizing every "description"/"title" string at any
  * depth (one line). NULL or non-object → {"type":"object"}. */
 json_t *gw_schema_clean(const json_t *schema);
-/* Cuts result to max bytes of serialized JSON (errata 15): text cut on a
+/* Cuts result to max bytes of serialized JSON: text cut on a
  * UTF-8 boundary + "[agentstack: result truncated at N of M bytes]".
  * Returns result itself (a new reference) when it fits. */
 json_t *gw_result_cap(json_t *result, size_t max);
@@ -91,7 +91,7 @@ struct gw_tool {
 };
 typedef VEC(const struct gw_tool *) gw_toolvec;
 
-/* §4.2 scoring of one tool for lowercased tokens. */
+/* Compact-mode search scoring of one tool for lowercased tokens. */
 int gw_search_score(const struct gw_tool *t, const strvec *tokens);
 /* Renders the tools_search answer for a list of allowed tools. */
 void gw_search_render(const struct gw_tool *const *tools, size_t n, const char *query, long limit,
@@ -375,7 +375,7 @@ struct gw {
     int call_ms; /* list/call budget (AGENTSTACK_CALL_TIMEOUT_MS) */
     bool stderr_said_untrusted;
     struct gw_cm *cm;   /* code-mode endpoint (codemode.c), or NULL */
-    struct gw_cm *face; /* the sandbox face (codemode.c, 02 §6.5), or NULL */
+    struct gw_cm *face; /* the sandbox face (codemode.c), or NULL */
     int code_fd;        /* inotify on pinned server code (codewatch.c); -1 none, -2 none ever */
     uint64_t code_gen;  /* bumps on every event there */
     size_t code_watches;
@@ -402,7 +402,7 @@ void gw_set_dirty(struct gw *gw);
 /* project.c */
 /* Resolves the project once (roots answer, env, cwd, or --manifest-dir). */
 void gw_project_resolve(struct gw *gw);
-/* Re-checks trust/machine changes and swaps surfaces as needed (§5.4.1);
+/* Re-checks trust/machine changes and swaps surfaces as needed;
  * opening the default toolset unless skip_default. */
 void gw_refresh(struct gw *gw, bool modern, bool skip_default);
 /* Rebuilds the legacy surface for the current lease from fresh bytes. */
@@ -446,7 +446,7 @@ void gw_tools_call(struct gw *gw, struct job *j);
 const char *gw_instructions(void);
 /* The listing of control-plane tool descriptors (ordered). */
 json_t *gw_control_tools(struct gw *gw, const struct gw_surface *sf);
-/* A trust refusal in the §7 shape + one `trust` row. */
+/* A trust refusal in the dispatch's refusal shape + one `trust` row. */
 json_t *gw_trust_refusal(struct gw *gw, const char *subject, const char *what);
 
 /* skills.c */
@@ -455,7 +455,7 @@ json_t *gw_list_loadable(struct gw *gw, const struct gw_surface *sf, const char 
 json_t *gw_load(struct gw *gw, const struct gw_surface *sf, const json_t *args);
 /* The ambient index block for agentstack_list_loadable's description. */
 void gw_loadable_index(struct gw *gw, const struct gw_surface *sf, strbuf *out);
-/* §9.4's block: "Loadable now:", the first 50 entries (descs[i] NULL = bare
+/* The list_loadable block: "Loadable now:", the first 50 entries (descs[i] NULL = bare
  * name, "" = undescribed), "…and N more", then note. */
 void gw_index_render(const char *const *names, const char *const *descs, size_t n, const char *note,
                      strbuf *out);
@@ -471,7 +471,7 @@ const char *gw_cm_path(const struct gw *gw);
 /* The answer to a code-mode job (result stolen; NULL = failure). */
 void gw_cm_reply(struct gw *gw, struct job *j, json_t *result);
 void gw_cm_free(struct gw *gw);
-/* The sandbox face (02 §6.5): takes the listening socket and token a run
+/* The sandbox face: takes the listening socket and token a run
  * handed over in AGENTSTACK_GATEWAY_FACE_FD/_TOKEN (both unset here, so no
  * upstream inherits them) and serves MCP over HTTP on it — only with a
  * --grant that proved itself; otherwise the socket is closed with a note. */
@@ -485,7 +485,7 @@ json_t *gw_lease_open(struct gw *gw, const json_t *args, bool modern);
 json_t *gw_lease_status(struct gw *gw);
 json_t *gw_lease_close(struct gw *gw, bool modern);
 json_t *gw_lease_freeze(struct gw *gw, const json_t *args, bool modern);
-/* Opens the effective default toolset once per connection (§5.2). */
+/* Opens the effective default toolset once per connection. */
 void gw_open_default(struct gw *gw);
 void gw_lease_release(struct gw *gw);
 

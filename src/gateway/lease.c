@@ -1,9 +1,9 @@
 /*
- * Toolset leases (02 §10): one toolset for one connection, held in memory.
+ * Toolset leases (docs/gateway.md): one toolset for one connection, held in memory.
  * Opening swaps the surface to exactly that toolset; closing returns a
  * toolset-declaring project to the control plane. No native file is written;
  * the only write into the project is lease_freeze's proposal into the
- * manifest (errata 14), done with the format-preserving TOML editor under the
+ * manifest, done with the format-preserving TOML editor under the
  * machine writer lock. A non-authoritative record under
  * $AGENTSTACK_HOME/leases/ feeds `agentstack lease status`.
  */
@@ -147,7 +147,7 @@ static int lease_set(struct gw *gw, const char *profile, char **registry_note, s
 {
     struct as_err err = AS_ERR_INIT;
     /* A native session already wrote its toolset into the harness's files
-     * here; a lease on top would serve a second, different surface (02 §10).
+     * here; a lease on top would serve a second, different surface.
      * An unreadable record refuses too: it may hold an active session. */
     strbuf sess = SB_INIT;
     int active = gw_native_session(gw, &sess, &err);

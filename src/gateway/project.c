@@ -1,6 +1,6 @@
 /*
- * Which project a connection serves (02 §1), and whether it may be served
- * right now (§5, errata 9, 12): discovery, the inotify watch on the consent
+ * Which project a connection serves (docs/gateway.md), and whether it may be served
+ * right now: discovery, the inotify watch on the consent
  * inputs, the trust verdict, and the surface swaps that follow from it.
  *
  * The verdict is recomputed from fresh bytes (snapshot + trust.json) when
@@ -602,7 +602,7 @@ void gw_refresh(struct gw *gw, bool modern, bool skip_default)
 }
 
 /* The stateless era has no connection to hold a lease: every request
- * re-derives the default toolset from the bytes on disk (02 §10), so the
+ * re-derives the default toolset from the bytes on disk, so the
  * surface follows a changed default while the legacy lease stays put. */
 static struct gw_surface *modern_surface(struct gw *gw)
 {

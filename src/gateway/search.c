@@ -1,5 +1,5 @@
 /*
- * Compact mode's search (02 §4.2): scoring, the hit list and the entity card.
+ * Compact mode's search (docs/gateway.md): scoring, the hit list and the entity card.
  * Pure functions over already-filtered tools, so the policy filter stays in
  * one place (gw_surface_allowed) and these are testable on their own.
  */

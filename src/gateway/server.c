@@ -1,5 +1,5 @@
 /*
- * The stdio JSON-RPC server: framing, protocol eras (02 §2, errata 8),
+ * The stdio JSON-RPC server: framing, protocol eras (docs/gateway.md),
  * method routing, the roots exchange, cancellation, list_changed, and the
  * orderly shutdown on stdin EOF. Tool semantics live in control.c and
  * dispatch.c; this file only moves requests and replies.
@@ -20,10 +20,10 @@
 #include "gateway/control_ext.h"
 #include "gateway/gw_int.h"
 
-/* Versions initialize echoes (errata 8); anything else gets the newest. */
+/* Versions initialize echoes; anything else gets the newest. */
 static const char *const echo_versions[] = {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25",
                                             NULL};
-/* What a stateless request may name, newest first (02 §2.2). */
+/* What a stateless request may name, newest first. */
 static const char *const supported_versions[] = {"2026-07-28", "2025-11-25", "2025-06-18",
                                                  "2025-03-26", NULL};
 
@@ -442,7 +442,7 @@ static void on_line(void *ctx, enum mcp_line_kind kind, const char *data, size_t
     json_t *reply = NULL;
     enum mcp_parse_status st = mcp_parse(data, len, &m, &reply);
     if (st == MCP_BLANK || st == MCP_NOT_JSON) {
-        json_decref(reply); /* non-JSON lines are ignored (02 §2.1) */
+        json_decref(reply); /* non-JSON lines are ignored */
         return;
     }
     if (st == MCP_UNREADABLE) {
@@ -474,7 +474,7 @@ static void on_line(void *ctx, enum mcp_line_kind kind, const char *data, size_t
             fatal_first(gw, "an invalid message");
             return;
         }
-        /* errata 8: an error to an unusable request carries "id": null */
+        /* an error to an unusable request carries "id": null */
         json_t *e = mcp_error_new(NULL, MCP_INVALID_REQUEST, "Invalid request", NULL);
         json_decref(reply);
         send_json(gw, e);
@@ -693,7 +693,7 @@ int gw_serve(const struct gw_opts *o, struct as_err *err)
         return 1;
     }
     gw.home = sb_detach(&home, NULL);
-    gw_cm_sweep(gw.home); /* endpoint dirs of SIGKILLed gateways (errata 14) */
+    gw_cm_sweep(gw.home); /* endpoint dirs of SIGKILLed gateways */
 
     gw.loop = mcp_loop_new(err);
     if (!gw.loop) {
@@ -746,7 +746,7 @@ int gw_serve(const struct gw_opts *o, struct as_err *err)
     }
     if (!o->auto_project || o->manifest_dir)
         gw_project_resolve(&gw); /* eager: the set is built at startup, children lazy */
-    gw_face_open(&gw); /* run --sandbox/--lockdown: the HTTP face (02 §6.5), grant only */
+    gw_face_open(&gw);           /* run --sandbox/--lockdown: the HTTP face, grant only */
 
     int rc = mcp_loop_run(gw.loop, err) < 0 ? 1 : 0;
     /* Whatever the reason the loop ended, upstream groups must not outlive us. */

@@ -1,11 +1,11 @@
 /*
- * Internal to gateway/: native sessions as seen over MCP (02 §3, ext tier).
+ * Internal to gateway/: native sessions as seen over MCP (ext tier; docs/gateway.md).
  *
  * Why only a view: a native session writes the harness's own files into the
- * project (.mcp.json, skills, settings) and its end rewrites them, and errata
- * 14 lets nothing in the gateway write into the project except lease_freeze
+ * project (.mcp.json, skills, settings) and its end rewrites them, and
+ * nothing in the gateway may write into the project except lease_freeze
  * (the manifest only). So agentstack_session_start, _end and _freeze are not
- * built and not listed (errata 16); agentstack_session_list is, because it
+ * built and not listed; agentstack_session_list is, because it
  * only reads $AGENTSTACK_HOME/sessions.json (through gw_opts.session_list:
  * that file belongs to adapters/, which sits above this module).
  *
@@ -24,7 +24,7 @@
 struct gw;
 struct job;
 
-/* Is a native session active for this connection's project (02 §10: it
+/* Is a native session active for this connection's project (it
  * refuses a lease)? 1 + its toolset (hostile-text filtered) appended to
  * `toolset`; 0 when none, or when no project or no session reader is bound;
  * -1 + err when the record cannot be read. Reads only. */

@@ -1,5 +1,5 @@
 /*
- * Skills over MCP (02 §9): the loadable set within the fence, the listing,
+ * Skills over MCP (docs/gateway.md): the loadable set within the fence, the listing,
  * the ambient index in agentstack_list_loadable's description, and loads.
  *
  * A load serves the bytes pinned in agentstack.lock, from the content store
@@ -195,7 +195,7 @@ struct fence {
     const struct mf_toolset *ts;
 };
 
-/* Names within the fence (§9.1; errata 11: "*" = the manifest's [skills]). */
+/* Names within the fence ("*" = the manifest's [skills]). */
 static void fence_names(struct gw *gw, const struct manifest *m, struct fence *f, strvec *out)
 {
     f->fenced = false;
@@ -248,7 +248,7 @@ static const struct manifest *view_manifest(struct gw *gw, const struct gw_surfa
     return *owned;
 }
 
-/* The trust decision recorded for skill `name` (01 §6.1 "decisions"):
+/* The trust decision recorded for skill `name` (trust.json "decisions"):
  * 0 none, 1 keep-pinned (pin gets the approved digest), 2 blocked. */
 static int skill_decision(struct gw *gw, const char *name, char pin[SHA256_HEX_LEN + 1])
 {

@@ -623,7 +623,7 @@ static char *up_mask(const struct gw_up *up, const char *msg)
     return sb_detach(&out, NULL);
 }
 
-/* ---- library servers (02 §6.1) ------------------------------------------- */
+/* ---- library servers ----------------------------------------------------- */
 
 static int library_path(struct gw *gw, const char *name, strbuf *path, struct as_err *err)
 {
@@ -877,7 +877,7 @@ struct gw_surface *gw_surface_build(struct gw *gw, const struct gw_build_in *in)
         if (!have_pins)
             gw_note("pins could not be checked: %s", err.msg);
         /* env → keychain → file store → project .env (varlock stays out until
-         * the gateway checks the lock pins .env.schema, errata 43). */
+         * the gateway checks the lock pins .env.schema). */
         struct sec_chain_opts so = {0};
         so.project_dotenv = gw->proj.paths.env_file;
         struct sec_chain *chain = sec_chain_full(&so);

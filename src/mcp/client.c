@@ -634,7 +634,7 @@ static void init_reply(void *ctx, const struct mcp_reply *r)
         start_done(c, MCP_E_PROTOCOL, "initialize answer has no protocolVersion");
         return;
     }
-    /* Any version the server returns is accepted (02 §6.2): the calls we make
+    /* Any version the server returns is accepted: the calls we make
      * are the same in every dated version. */
     free(c->version);
     c->version = xstrdup(v);

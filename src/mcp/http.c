@@ -194,7 +194,7 @@ static size_t header_cb(char *p, size_t size, size_t nmemb, void *ud)
         int ok = 1;
         for (size_t i = 0; i < vlen; i++)
             if ((unsigned char)v[i] < 0x21 || (unsigned char)v[i] > 0x7e)
-                ok = 0; /* the spec allows visible ASCII only */
+                ok = 0; /* the MCP spec allows visible ASCII only */
         if (ok && !x->is_delete) {
             free(c->session_id);
             c->session_id = xstrndup(v, vlen);
