@@ -1,14 +1,14 @@
 /*
  * agentstack add from git:<url>[@<tag>][#<subdir>] [--toolset N]
  *                 [--with-instructions] [--write]
- * — install a pack (06 §3.1–§3.3; errata 29). The preview fetches and checks
+ * — install a pack (docs/library.md). The preview fetches and checks
  * the pack and shows every manifest change; --write installs and pins in one
  * transaction. The whole command holds the writer lock, so two installs and
  * the store clone never race.
  *
  * agentstack add skill <source> [--skill S] [--list] [--rev R] [--subpath D]
  *                 [--name N] [--toolset T] [--allow-flagged] [--write]
- * — one skill from a path or a git repository (06 §3.5), pinned at once.
+ * — one skill from a path or a git repository, pinned at once.
  */
 #include <stdio.h>
 #include <string.h>

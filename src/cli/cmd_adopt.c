@@ -1,7 +1,7 @@
 /*
  * agentstack adopt [--target ID]... [--scope project|global] [--write]
  *                  [--secrets keychain|env|file|skip] [--no-keychain]
- * (04 §7): pulls a deliberate hand edit of a CLI's native config back into
+ * (docs/adapters.md): pulls a deliberate hand edit of a CLI's native config back into
  * the manifest — a server added by hand, or a field changed by hand.
  *
  * Each native entry is read through the same inverse mapping as init and

@@ -1,6 +1,6 @@
 /*
  * agentstack apply — render the manifest's servers into each coding CLI's own
- * config file (04 §3, §7). Previews by default; --write writes atomically,
+ * config file (docs/adapters.md). Previews by default; --write writes atomically,
  * backs up, records ownership and one undo entry. A project must be Trusted
  * for its servers to be written; the machine manifest is never gated.
  * Names a toolset takes from the central library (linked sources, qualified

@@ -1,5 +1,5 @@
 /*
- * agentstack audit — evidence checks (errata 3, 4):
+ * agentstack audit — evidence checks:
  *   --verify [LOG...]        every chained log under $AGENTSTACK_HOME (or the
  *                            given ones): "intact", or the first break as
  *                            file:line (exit 1)

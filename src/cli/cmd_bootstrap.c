@@ -1,12 +1,12 @@
 /*
- * agentstack bootstrap [--json] — the read-only preflight (seed "Portable
- * config" step 2; errata 26): does the manifest validate, which CLIs are
+ * agentstack bootstrap [--json] — the read-only preflight
+ * (docs/onboarding.md): does the manifest validate, which CLIs are
  * installed, which secrets and skills are missing, is the project trusted,
  * and what apply would change — then exactly one `Next:` action.
  *
  * Read-only: nothing is written (apply runs as a preview into memory).
  * Secrets are located by presence (env, keychain attributes, file store,
- * .env); varlock never runs here (errata 43). Only the apply preview of a
+ * .env); varlock never runs here. Only the apply preview of a
  * trusted project resolves values, in memory, as `apply` itself would, to
  * tell whether a target would change; no value is printed.
  */

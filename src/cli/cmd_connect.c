@@ -1,8 +1,8 @@
 /*
  * agentstack connect [CLI…] [--all] [--transparent] [--command PATH] [--write]
- * (the seed's spelling; 0.19's `gateway connect` / `gateway disconnect` are
+ * (the older `gateway connect` / `gateway disconnect` spellings are
  * accepted too) — register the live gateway, `agentstack mcp
- * --auto-project`, once in every detected coding CLI (04 §7). Previews
+ * --auto-project`, once in every detected coding CLI (docs/adapters.md). Previews
  * unless --write. Always global scope: it edits the user's own configs.
  */
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /*
  * agentstack diff — each target's files against the manifest: managed,
- * foreign (kept), hand-edited; writes nothing and exits 0 (04 §7). It is
+ * foreign (kept), hand-edited; writes nothing and exits 0 (docs/adapters.md). It is
  * apply's plan without the write, so it shares apply's run (cmd_apply.c)
  * and adds --json, the stable form scripts read:
  *

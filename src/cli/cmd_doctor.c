@@ -1,7 +1,7 @@
 /*
  * agentstack doctor [--ci] [--deep] [--all] [--json] — what is wrong with
  * this project on this machine, and the command that fixes each thing
- * (spec 06 §5.1, 03 §6, §8, errata 31).
+ * (docs/library.md, docs/policy.md).
  *
  * --ci (= --all + --deep) is the CI gate: deterministic and non-interactive.
  * It never prompts, never needs a terminal, never reads a keychain, never
@@ -131,11 +131,11 @@ static void summary(struct doc *d, int s, const char *fmt, ...)
 
 /* ---- sections ------------------------------------------------------------ */
 
-/* Where each reference would resolve, by presence only (06 §4.1: status
+/* Where each reference would resolve, by presence only (status
  * surfaces locate, they never read a value): the environment, the keychain's
  * item names (attributes only; --ci never asks a keychain), the file store
  * and the project .env. A reference held in the file store is flagged: the
- * value sits in plaintext on disk (errata 45) — a warning where a keychain
+ * value sits in plaintext on disk — a warning where a keychain
  * answers (move it), a note where none does (the deliberate headless
  * choice). A file store that is not private is an error: the chain refuses
  * to read it. */
@@ -279,7 +279,7 @@ static void named_push(named_list *v, const char *kind, const char *table, const
     vec_push(v, x);
 }
 
-/* The URL of a pack ledger id git:<url>@<tag>[#<subdir>] (spec 06 §3.1), or
+/* The URL of a pack ledger id git:<url>@<tag>[#<subdir>], or
  * NULL when the source is not a git id. */
 static char *pack_url(const char *source)
 {
@@ -358,13 +358,13 @@ static bool source_allowed(const strvec *allowed, const char *url, char **bare_o
     return ok;
 }
 
-/* Spec 03 §6 lists require/forbid/allowed_sources under doctor's Policy
- * section; chapter 06 §3 defines two of them: `forbid` names what may not be
+/* Doctor's Policy section covers require/forbid/allowed_sources; two of
+ * them have a defined meaning (docs/library.md): `forbid` names what may not be
  * installed (checked here against every name the manifest declares), and
  * `allowed_sources` where git content may come from (checked against every
  * git source: skills, extensions, workflows, installed packs). Both layers'
  * lists apply, as `add from git:` applies the machine's allowed_sources.
- * `require` has no defined meaning in the spec: it is reported, never
+ * `require` has no defined meaning yet: it is reported, never
  * guessed at. */
 static void check_lists(struct doc *d, const struct manifest *m, const struct pol_layer *proj,
                         const struct pol_layer *machine)
@@ -421,7 +421,7 @@ static void check_lists(struct doc *d, const struct manifest *m, const struct po
     for (int li = 0; li < 2; li++) {
         if (layers[li] && layers[li]->require.n) {
             add(d, S_POLICY, L_INFO, NULL,
-                "[policy] require (%zu entr%s, %s) is not checked: the spec gives it no "
+                "[policy] require (%zu entr%s, %s) is not checked: it has no defined "
                 "meaning yet",
                 layers[li]->require.n, layers[li]->require.n == 1 ? "y" : "ies",
                 layer_where(layers[li], &where));
@@ -711,7 +711,7 @@ static void check_scan(struct doc *d, const struct manifest *m, const char *home
 
 /* Native-config drift comes from the adapters' own report (the same one
  * `diff` uses), which also covers the gateway entries `connect` wrote into
- * the CLIs' user files. Always a warning, never an error (errata 31): the
+ * the CLIs' user files. Always a warning, never an error: the
  * project still verifies; the file on disk just is not what we last wrote. */
 static void check_drift(struct doc *d, const struct manifest *m)
 {
@@ -973,7 +973,7 @@ int cmd_doctor(int argc, char **argv, struct cli_ctx *ctx)
                 ids[nids++] = reg.v.v[i]->id;
         }
         /* The central library answers for skills a toolset names without a
-         * [skills.X] table (init puts imported skills there, errata 25). */
+         * [skills.X] table (init puts imported skills there). */
         struct as_err le = AS_ERR_INIT;
         struct library *lib = lib_open(NULL, &le);
         if (!lib) {

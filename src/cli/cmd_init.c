@@ -2,7 +2,7 @@
  * agentstack init [--yes] [--dry-run] [--secrets keychain|env|file|skip]
  *                 [--no-keychain] [--include-tool-managed] [--force] [--global]
  *                 [--connect]
- * (04 §7, 06 §4.5, errata 25).
+ * (docs/adapters.md, docs/library.md).
  *
  * Reads the MCP servers and skill folders the detected CLIs already have,
  * merges them into one manifest (servers inline, skills copied into the
@@ -501,7 +501,7 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
     free(mkdir_made);
     mkdir_made = NULL;
     if (to_store && a.dest == ONB_DEST_ENV && !dp.in_work_tree) {
-        /* A .git git does not recognize still gets the rule (04 §6: a
+        /* A .git git does not recognize still gets the rule (a
          * <root>/.git makes a git project); the label does not claim it. */
         bool added = false;
         struct as_err gerr = AS_ERR_INIT;

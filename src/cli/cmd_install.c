@@ -1,15 +1,15 @@
 /*
  * agentstack install [--locked] [--allow-flagged] — resolve every skill
- * against the lock (01 §4.7). Git skills are fetched into the machine home's
+ * against the lock (docs/formats.md). Git skills are fetched into the machine home's
  * store (the locked commit beats the manifest rev). Everything the project
- * puts into agents' context is content-scanned (03 §8): a High finding
+ * puts into agents' context is content-scanned (docs/policy.md): a High finding
  * refuses unless --allow-flagged, and nothing is locked. --locked writes
  * nothing in the project and fails ("lockfile is out of date") on any
  * missing, differing or prunable skill pin or resolve failure, comparing
  * source, path, git, rev and checksum only (attribution such as license never
  * counts as drift). Without --locked the skill rows are updated, stale ones
  * pruned, and the lock saved atomically under the writer lock when its bytes
- * change. Library skills resolve through every linked source (06 §1.2), as
+ * change. Library skills resolve through every linked source (docs/library.md), as
  * `lock` pins them.
  */
 #include <stdio.h>
@@ -296,7 +296,7 @@ int cmd_install(int argc, char **argv, struct cli_ctx *ctx)
     memset(&lock->extensions, 0, sizeof lock->extensions);
     memset(&lock->workflows, 0, sizeof lock->workflows);
     lock->ext_package = NULL;
-    /* A partial write drops the manifest stamp (§4.4). */
+    /* A partial write drops the manifest stamp. */
     bool written = false;
     if (!changed) {
         printf("✓ nothing to install — agentstack.lock already matches\n");

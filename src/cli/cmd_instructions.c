@@ -1,6 +1,6 @@
 /*
  * agentstack instructions — compile the manifest's [instructions] into each
- * CLI's instruction file on its own (04 §5 "Stand-alone"): no servers,
+ * CLI's instruction file on its own (docs/adapters.md): no servers,
  * settings, hooks or skills. Previews per file (`→ would update managed
  * region` / `✓ up to date`); --write writes (`✓ wrote managed region`)
  * atomically with backup, ledger and one undo entry. It is apply's run

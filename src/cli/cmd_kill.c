@@ -1,6 +1,6 @@
 /*
  * agentstack kill <run-id> [--force] — stops a live run from anywhere
- * (spec 05 §1.4): SIGTERM to its tree, 2 s, then SIGKILL; the signals sent
+ * (docs/sandbox.md): SIGTERM to its tree, 2 s, then SIGKILL; the signals sent
  * are recorded in the run's flight record. Exit 0 stopped, 1 no such live
  * run or failure, 2 usage.
  */

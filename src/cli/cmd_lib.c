@@ -1,5 +1,5 @@
 /*
- * agentstack lib <sub> — the central library (06 §1): sources, list, link,
+ * agentstack lib <sub> — the central library (docs/library.md): sources, list, link,
  * unlink, reorder, add, add-server, remove*, trash, new, pack-init, sync.
  * Mutations preview unless --write (footer "Dry run."); new, pack-init and
  * sync act directly. Writes hold the one writer lock from the read to the

@@ -1,17 +1,17 @@
 /*
  * agentstack lock [--write] [--toolset N] [--update [NAME]] — pin every
- * capability's bytes (01 §4.2, §4.6). The preview computes the new lock in
+ * capability's bytes (docs/formats.md). The preview computes the new lock in
  * memory and writes nothing in the project (git sources may be fetched into
  * the machine home's store, and it says so); --write holds the writer lock
  * from the first read to the atomic replace, writes nothing when the bytes
  * are unchanged, and leaves the old lock on any failure. --update moves git
  * sources (all, or the NAMEd ones) off their locked commit to the manifest rev
  * (else the upstream head) and needs --write. Library names resolve through
- * every linked source (06 §1.2), qualified ones in their source only, and
+ * every linked source (docs/library.md), qualified ones in their source only, and
  * pin under their bare name.
  *
  * agentstack lock --upgrade (<pack> | --all) [--with-instructions] [--yes]
- * [--write] — the 0.19 spelling of `upgrade <pack>` (06 §3.4): re-resolve
+ * [--write] — the older spelling of `upgrade <pack>`, kept: re-resolve
  * installed packs from their [packs.<n>] ledgers; --all goes on past a
  * failed pack and ends "N packs failed to upgrade".
  */
@@ -450,7 +450,7 @@ static void announce(const char *kind, const char *name, const char *url)
     sb_release(&clean);
 }
 
-/* Resolution may reach the network: say so before it happens (§4.6). */
+/* Resolution may reach the network: say so before it happens. */
 static void announce_git(const struct manifest *m)
 {
     for (size_t i = 0; i < m->skills.n; i++)
@@ -535,7 +535,7 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
         goto out;
     }
     mf_diags diags = VEC_INIT;
-    /* Adapter ids too (01 §2.8: an unknown one blocks lock), the registry
+    /* Adapter ids too (an unknown one blocks lock), the registry
      * loaded only if the manifest names one. */
     struct lock_ids li = {0};
     struct manifest_env env = {.load_adapter_ids = lock_load_ids,
@@ -635,7 +635,7 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
         sb_release(&diff);
         goto out;
     }
-    /* The state before our first write decides the next step (§6.10). */
+    /* The state before our first write decides the next step. */
     if (trust_check_snapshot(&p, &snap, &before, &err) < 0) {
         cli_error(&err);
         sb_release(&sum);

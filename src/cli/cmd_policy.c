@@ -9,11 +9,11 @@
  *   test <kind> ...   one decision through the compiled ruleset, exit 0/1
  *   ruleset           the compiled ruleset's wire form (JSON)
  *   preset [<name>]   preview replacing the machine file's [policy.*] tables
- *                     with a preset; --write applies it (errata 22)
+ *                     with a preset; --write applies it
  *
  * The machine layer is loaded through pol_machine_load, the same loader every
  * enforcement path uses, so a broken machine file refuses here as it does
- * everywhere (errata 17).
+ * everywhere.
  */
 #include <jansson.h>
 #include <stdbool.h>
@@ -594,7 +594,7 @@ static int do_preset(int argc, char **argv, struct cli_ctx *ctx)
     sb_adds(&dir, path.buf);
     *strrchr(dir.buf, '/') = '\0';
     if (write) {
-        /* one writer at a time under $AGENTSTACK_HOME (errata 5), read inside the lock */
+        /* one writer at a time under $AGENTSTACK_HOME, read inside the lock */
         if (fs_mkdirs(dir.buf, 0700, &err) < 0 ||
             lock_acquire(&lk, dir.buf, LOCK_WAIT_MS, &err) < 0)
             goto out;

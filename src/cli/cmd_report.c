@@ -1,8 +1,8 @@
 /*
  * agentstack report <run-id> — a protected run's flight record: posture,
  * sandbox, every egress decision with its rule, tool calls, wall time and
- * exit. Also callable as `report run <id>` (the 0.19 spelling). An unknown
- * id exits 1 (errata 28).
+ * exit. Also callable as `report run <id>` (an older spelling). An unknown
+ * id exits 1.
  */
 #include <stdio.h>
 #include <stdlib.h>

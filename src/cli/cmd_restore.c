@@ -1,5 +1,5 @@
 /*
- * agentstack restore — undo a recorded write byte for byte (04 §3f, §7).
+ * agentstack restore — undo a recorded write byte for byte (docs/adapters.md).
  * Bare: the newest recorded writes and the adapters with a backup.
  * <id> / --last: preview the revert; --write puts every file back (and
  * deletes files the write created). <adapter> --write copies the rolling

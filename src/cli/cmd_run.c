@@ -1,5 +1,5 @@
 /*
- * agentstack run — every run mode (spec 05 §1, errata 28): the protected
+ * agentstack run — every run mode (docs/sandbox.md): the protected
  * host run (default, --locked), --unprotected, --sandbox, --lockdown, each
  * with --plan where it applies, and --toolset/--profile. This file parses
  * the flags, resolves the harness (an adapter id, or a command), asks the
@@ -56,7 +56,7 @@ static int resolve_harness(const struct adp_registry *reg, const char *name, str
         h->id = xstrdup(d->id);
         h->d = d;
     } else if (strcmp(name, "shtest") == 0) {
-        /* The seed's shell harness (errata 40): sh, no MCP mapping. A drop-in
+        /* The seed's shell harness: sh, no MCP mapping. A drop-in
          * $AGENTSTACK_HOME/adapters/shtest.yaml takes precedence. */
         bin = "sh";
         h->id = xstrdup("shtest");
@@ -100,7 +100,7 @@ static int refusef(const char *msg, const char *why)
     return EXIT_FAIL;
 }
 
-/* ---- the gateway entry of a confined run (05 §2 "Gateway routing") ------------------- */
+/* ---- the gateway entry of a confined run (docs/sandbox.md, "Gateway routing") -------- */
 
 /* The harness's user-scope MCP config holding one entry, SBX_GATEWAY_ENTRY:
  * the gateway's sandbox face at url (Streamable HTTP, the token header),
@@ -272,7 +272,7 @@ static void list_entries(const struct adp_desc *d, enum adp_format fmt, const ch
 }
 
 /* MCP entries the harness can still start around the gateway during a
- * protected run (spec 05 §1.1 step 2): the other entries of the file we
+ * protected run: the other entries of the file we
  * injected into, and those of its user file. */
 static void note_entries(const struct adp_desc *d, const char *path, enum adp_format fmt,
                          const char *skip, const char *what)
@@ -293,7 +293,7 @@ static void note_entries(const struct adp_desc *d, const char *path, enum adp_fo
 
 /* Protected: the harness's native MCP config holds exactly one entry for
  * the run, `agentstack-gateway` = <self> mcp --grant <grant file>, written
- * through the clean-at-rest session API (04 §7): same lock, history and
+ * through the clean-at-rest session API: same lock, history and
  * ledger as `session start`, recorded with the run id and our pid. */
 static int inject_gateway(void *vctx, const struct sbx_plan *p, struct as_err *err)
 {
@@ -363,7 +363,7 @@ static int inject_gateway(void *vctx, const struct sbx_plan *p, struct as_err *e
     return 0;
 }
 
-/* --unprotected --toolset T: chapter 04's inject of the toolset itself
+/* --unprotected --toolset T: an inject of the toolset itself, as `use`
  * (its own trust gate applies: an untrusted bundle is never rendered). */
 static int inject_toolset(void *vctx, const struct sbx_plan *p, struct as_err *err)
 {
@@ -542,7 +542,7 @@ static int parse(int argc, char **argv, struct cli_ctx *ctx, struct run_opts *o)
     return CLI_CONTINUE;
 }
 
-/* Dispatch refusals (spec 05 §1, first match). -1: go on. */
+/* Dispatch refusals (first match). -1: go on. */
 static int dispatch_refusal(const struct run_opts *o)
 {
     if (o->locked && o->unprotected)
@@ -631,7 +631,7 @@ static int run_host(const struct sbx_plan *plan, const struct run_opts *o, struc
     }
     struct as_err err = AS_ERR_INIT;
     struct sbx_host_result res;
-    /* Under --prompt stdout is the harness's answer alone (05 §1.1 step 2). */
+    /* Under --prompt stdout is the harness's answer alone. */
     int r = sbx_host_execute(plan, &hooks, plan->prompt_arg ? stderr : stdout, &res, &err);
     fflush(stdout);
     if (r < 0) {
@@ -721,7 +721,7 @@ int cmd_run(int argc, char **argv, struct cli_ctx *ctx)
         goto out;
     }
     if (!o.plan_only) {
-        /* Finish the revert of runs whose launcher died (errata 28). */
+        /* Finish the revert of runs whose launcher died. */
         size_t n = 0;
         struct as_err re = AS_ERR_INIT;
         char *buf;
@@ -739,7 +739,7 @@ int cmd_run(int argc, char **argv, struct cli_ctx *ctx)
     }
     int prompt_arg = 0;
     if (o.prompt) {
-        /* 05 §1.1 step 1: the adapter's headless argv, the prompt one whole
+        /* The adapter's headless argv, the prompt one whole
          * element (never split, never a shell word), nothing after --. */
         if (o.nrest > 0) {
             rc = refusef("--prompt takes no arguments after --",

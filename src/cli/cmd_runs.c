@@ -1,7 +1,7 @@
 /*
  * agentstack runs — every recorded run under $AGENTSTACK_HOME/runs/,
- * newest first (errata 39), one line each, live ones marked; --live: only
- * the runs still going, from the registry (spec 05 §1.4); --json for
+ * newest first, one line each, live ones marked; --live: only
+ * the runs still going, from the registry (docs/sandbox.md); --json for
  * scripts.
  */
 #include <stdio.h>
@@ -30,7 +30,7 @@ static void add_uptime(strbuf *b, long long s)
         sb_addf(b, "%lldh%02lldm", s / 3600, (s % 3600) / 60);
 }
 
-/* `<id>  <display> pid=<pid> up=<t>[ · toolset T]  <cwd>` (05 §1.4). */
+/* `<id>  <display> pid=<pid> up=<t>[ · toolset T]  <cwd>`. */
 static int list_live(const char *home, int json)
 {
     struct as_err err = AS_ERR_INIT;

@@ -1,7 +1,7 @@
 /*
  * agentstack search [query] [--all] [--json]
  * — what the central library (every linked source) and the project's
- * installed packs offer, by name or description (06 §3.5). Read-only and
+ * installed packs offer, by name or description (docs/library.md). Read-only and
  * offline: this build has no embedded catalog and does not query the MCP
  * Registry, and says so.
  */

@@ -1,6 +1,5 @@
 /*
- * agentstack secret set|get|list|rm (06 §4.3; 00-overview "Secret values";
- * errata 44, 45).
+ * agentstack secret set|get|list|rm (docs/secrets.md).
  *
  * set reads the value from the terminal without echo, or from stdin with
  * --stdin; the hidden --value works but warns that argv is visible to every
@@ -296,7 +295,7 @@ static int do_get(const struct secret_args *a, struct cli_ctx *ctx)
     struct bundle_paths p = {0};
     struct as_err derr = AS_ERR_INIT;
     bool project = discover_project(ctx->manifest_dir, NULL, &p, &derr) == 0 && p.found;
-    /* env → keychain → file store → .env; never varlock (errata 43) */
+    /* env → keychain → file store → .env; never varlock */
     struct sec_chain_opts o = {.project_dotenv = project ? p.env_file : NULL};
     struct sec_chain *c = sec_chain_full(&o);
     strbuf v = SB_INIT;

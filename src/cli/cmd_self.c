@@ -1,12 +1,11 @@
 /*
- * agentstack self link [--prefix DIR] [--force] (06 §5.3, seed "Install":
- * `… && target/release/agentstack self link`) — put the running binary on
+ * agentstack self link [--prefix DIR] [--force] (docs/onboarding.md) — put the running binary on
  * the user's PATH as a symlink, so a checkout's build is callable as plain
  * `agentstack`.
  *
  * Where: --prefix DIR, else $AGENTSTACK_PREFIX, else /usr/local/bin when this
- * user may write it, else ~/.local/bin (created). Acts directly (no --write,
- * 06 §0). Idempotent: a link already pointing here is left as it is; a link
+ * user may write it, else ~/.local/bin (created). Acts directly (no --write:
+ * it only places a link). Idempotent: a link already pointing here is left as it is; a link
  * pointing elsewhere is re-pointed; a regular file is replaced only with
  * --force, and never when it is this very binary. The new link is made
  * under a temporary name and renamed over the old one, so `agentstack` on

@@ -1,7 +1,7 @@
 /*
  * agentstack sign [--print-key-only] — Ed25519 over the raw bytes of
  * agentstack.lock with the persistent key under $AGENTSTACK_HOME/keys/
- * (01 §7, errata 21). A signature never creates trust.
+ * (docs/formats.md). A signature never creates trust.
  */
 #include <stdio.h>
 #include <string.h>

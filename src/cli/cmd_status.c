@@ -1,11 +1,11 @@
 /*
- * agentstack status [--json] [--verbose] [--short] (06 §5.2; --short is bare
+ * agentstack status [--json] [--verbose] [--short] (--short is bare
  * `agentstack`): readiness at a glance —
  * which CLIs are here, which manifest is in play, its toolsets, whether it
  * is locked and trusted, how servers are delivered, whether the gateway is
  * connected, shadowed library names, secrets by presence — and one next
  * action. Read-only; it never reads a keychain value and never runs
- * varlock (presence only, errata 43); it renders nothing.
+ * varlock (presence only); it renders nothing.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -150,7 +150,7 @@ static void gather(struct cli_ctx *ctx, struct st *s)
         s->loaded = true;
         s->servers = m->servers.n;
         /* Skills: the [skills] tables plus library skills a toolset names
-         * (init imports skills into the library, errata 25), each once. */
+         * (init imports skills into the library), each once. */
         strvec sk = STRVEC_INIT;
         for (size_t i = 0; i < m->skills.n; i++)
             strvec_push(&sk, m->skills.v[i].name);
@@ -306,7 +306,7 @@ static void print_human(const struct st *s, bool verbose)
     term_printf("Next: %s · %s\n", s->next_cmd, s->next_why);
 }
 
-/* Bare `agentstack` (06 §5.2 "shortest form"): one line of state, the next
+/* Bare `agentstack` (the shortest form): one line of state, the next
  * action, and where the rest is — a newcomer typing the bare name learns
  * both what to do and how to see every command. */
 static void print_short(const struct st *s)

@@ -1,10 +1,10 @@
 /*
  * agentstack trust [PATH] [--list | --revoke | --preview | --yes --consented D]
- * [--allow-flagged] (01 §6.4–§6.9). The review, the blockers and the grant
+ * [--allow-flagged] (docs/trust.md). The review, the blockers and the grant
  * all derive from one snapshot of the three files; --consented recomputes the
  * digest from disk inside the writer lock and must match exactly. At a
  * terminal, drifted skills and instructions are answered one by one (accept /
- * keep the approved bytes / block, §6.8); accepting re-hashes and patches the
+ * keep the approved bytes / block); accepting re-hashes and patches the
  * lock inside the writer lock. High content-scan findings refuse the grant
  * unless --allow-flagged: delivery needs Trusted and matching pins, so the
  * grant is where hidden text is stopped.
@@ -211,7 +211,7 @@ out:
 
 /* ---- grant -------------------------------------------------------------- */
 
-/* §6.7: exact string equality; the diagnosis is derived from the fresh digest. */
+/* Exact string equality; the diagnosis is derived from the fresh digest. */
 static int consented_mismatch(const char *given, const char *fresh)
 {
     char *doubled = xasprintf("sha256:%s", fresh);
@@ -254,7 +254,7 @@ static bool ask_terminal(const char *base)
     return line[0] == 'y' || line[0] == 'Y';
 }
 
-/* ---- drift answers (§6.8) ------------------------------------------------- */
+/* ---- drift answers -------------------------------------------------------- */
 
 enum answer { ANS_NONE, ANS_ACCEPT, ANS_KEEP, ANS_BLOCK };
 
@@ -331,7 +331,7 @@ static const struct drift_answer *answer_for(const drift_answers *ans, const str
     return NULL;
 }
 
-/* A decision row in trust.json's shape (§6.1). */
+/* A decision row in trust.json's shape. */
 static json_t *decision_json(const struct pin_item *it, enum answer a, const char *pin)
 {
     json_t *d = json_object();
@@ -650,7 +650,7 @@ static int do_trust(const struct trust_args *a, struct cli_ctx *ctx)
     drift_answers answers = VEC_INIT;
     int rc = EXIT_FAIL;
     /* Library names are verified where `lock` pinned them: every linked
-     * source, qualified refs in theirs (06 §1.2). */
+     * source, qualified refs in theirs. */
     struct library *lib = lib_open(NULL, &err);
     if (!lib) {
         cli_error(&err);

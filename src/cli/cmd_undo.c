@@ -2,7 +2,7 @@
  * agentstack undo [--to N] [--write] [--json] — the recorded writes as a
  * numbered timeline (1 = oldest); --to N goes back to before write N,
  * reverting everything newer byte for byte. The revert is itself recorded,
- * so `undo` lists it and it can be undone in turn (04 §7, §8.18).
+ * so `undo` lists it and it can be undone in turn (docs/adapters.md).
  */
 #include <limits.h>
 #include <stdio.h>

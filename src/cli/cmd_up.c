@@ -1,6 +1,6 @@
 /*
  * agentstack up [--library <git-url>] [--write] [--toolset N] [--targets ID…]
- * — the second machine in one command (06 §2). The preview prints the
+ * — the second machine in one command (docs/library.md). The preview prints the
  * "New-machine setup plan" and writes nothing. With --write: the library is
  * received (cloned, or put under git and pointed at the URL, then pulled
  * fast-forward only — never pushed), then, in a project, `install --locked`,
@@ -184,7 +184,7 @@ static void toml_refs(const toml_value *v, strvec *out)
 }
 
 /* Every ${REF} the project needs: its own servers and hooks, plus the
- * library servers its toolsets name (one resolved set, 06 §9). */
+ * library servers its toolsets name (one resolved set). */
 static void project_refs(const struct manifest *m, struct library *lib, strvec *out)
 {
     ref_manifest_refs(m, out);
@@ -275,7 +275,7 @@ out:
     return rc;
 }
 
-/* Step 2 (06 §2): the gateway in each detected MCP-capable CLI. */
+/* Step 2: the gateway in each detected MCP-capable CLI. */
 static void gateway_step(struct up_state *st)
 {
     struct adp_registry reg = {0};

@@ -2,12 +2,12 @@
  * agentstack upgrade <pack> [--yes] [--with-instructions] [--write]
  * — re-resolve an installed pack from its [packs.<pack>] ledger (never a
  * downgrade), preview what changes, and with --write re-install and re-pin
- * in one transaction (06 §3.4; the seed's spelling, 00-overview).
+ * in one transaction (the seed's spelling, 00-overview; docs/library.md).
  *
  * agentstack remove <pack|server|skill> [--write]
  * — take a pack (its ledger wins) or one entry out of the project: entries,
  * toolset memberships, the files the pack put there, lock rows; one
- * transaction (06 §3.4).
+ * transaction.
  *
  * Both hold the writer lock for the whole command, as `add from` does.
  */

@@ -1,5 +1,5 @@
 /*
- * agentstack use [TOOLSET] — activate one toolset (04 §7): render just its
+ * agentstack use [TOOLSET] — activate one toolset (docs/adapters.md): render just its
  * servers into each CLI (pruning the ones we wrote that left it), link its
  * skills into each CLI's skills directory, and record it as the active
  * profile. Previews unless --write; a project must be Trusted.

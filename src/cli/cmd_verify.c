@@ -1,7 +1,7 @@
 /*
  * agentstack verify [--pubkey HEX | --publishers FILE] [--signature HEX] —
  * checks agentstack.lock.sig (or --signature) against the raw lock bytes
- * (01 §7, errata 21). Exit 0 valid, 1 invalid or missing. Valid says only
+ * (docs/formats.md). Exit 0 valid, 1 invalid or missing. Valid says only
  * who signed these bytes; it never creates trust.
  */
 #include <stdio.h>
