@@ -3,7 +3,7 @@
  *
  * Why: thirteen CLIs each keep MCP servers, skills, instructions, hooks and
  * settings in their own files and shapes. Keeping those facts in one YAML
- * descriptor per CLI (spec 04 §1) means a maintainer reads and extends one
+ * descriptor per CLI (docs/adapters.md) means a maintainer reads and extends one
  * table instead of thirteen code paths, and a user can add a CLI with a
  * drop-in file ($AGENTSTACK_HOME/adapters/<id>.yaml).
  *
@@ -39,7 +39,7 @@ enum adp_format {
 };
 const char *adp_format_name(enum adp_format f);
 
-/* How servers map into the CLI's file (spec 04 §1b). A NULL field name means
+/* How servers map into the CLI's file. A NULL field name means
  * the CLI has no such key: url NULL = http unrepresentable; cwd NULL = the
  * sh -c "wrap"; args NULL with command_array = one [cmd, args...] array. */
 struct adp_mcp {

@@ -1,6 +1,6 @@
 /* apply — plan every target read-only, then (with --write) write each one
  * atomically under the writer lock, then record the ledger and one history
- * entry. See engine.h for the guarantees and spec 04 §3, §7 for the text. */
+ * entry. See engine.h for the guarantees and docs/adapters.md for the text. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -313,7 +313,7 @@ static void add_mask(struct run *R, const adp_secrets *s)
 }
 
 /* At project scope a target, or any existing parent, must resolve inside
- * the project (errata 33: the one containment check, base/fs.h); apply
+ * the project (the one containment check, base/fs.h); apply
  * says the file is not written, diff (which writes nothing) only why. */
 static int target_contained(const struct adp_apply_opts *o, const char *path, struct as_err *err)
 {
@@ -474,7 +474,7 @@ static int write_target(struct run *R, struct tplan *t)
         return -1;
     }
     /* A project file left holding only the empty section, or an instruction
-     * file left empty once our region is gone, is removed (§3g). */
+     * file left empty once our region is gone, is removed. */
     bool drop =
         t->existed &&
         ((!t->lane_only && o->project_scope && t->removed.n && only_empty_section(t, &t->after)) ||
@@ -873,7 +873,7 @@ static int select_servers(struct run *R, struct as_err *err)
     return 0;
 }
 
-/* ---- the managed .gitignore block (§6) ------------------------------------ */
+/* ---- the managed .gitignore block ----------------------------------------- */
 
 /* Whether the ledger lists this target's file once this run is written.
  * record_ledger runs only for a target that changes, so a preview predicts

@@ -17,7 +17,7 @@
 #include "bundle/home.h"
 #include "bundle/lockfile.h"
 
-/* ---- diff: where the files stand against the manifest (§7) ------------- */
+/* ---- diff: where the files stand against the manifest ------------------ */
 
 static bool hand_edited(struct run *R, const struct tplan *t)
 {
@@ -201,7 +201,7 @@ void adp_ap_print_diff_json(struct run *R, struct tplan *T, size_t nT, const des
 }
 
 /* instructions: each compiled file once, with the CLIs that read it, its
- * lines, the preview and the outcome in §5's words; then what no CLI can
+ * lines, the preview and the outcome in fixed words; then what no CLI can
  * take (a CLI without an instruction file). */
 void adp_ap_print_instructions(struct run *R, struct tplan *T, size_t nT,
                                const adp_lane_list *lanes)

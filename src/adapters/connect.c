@@ -1,5 +1,5 @@
 /* connect — register the live gateway (`agentstack mcp --auto-project`) as
- * one MCP server in every detected CLI (spec 04 §7, errata 24), through the
+ * one MCP server in every detected CLI (docs/adapters.md), through the
  * same renderer, merge engines, writer, ledger and history as apply. A CLI
  * holding the bridge then gets its servers live; apply renders for the rest. */
 #include <errno.h>
@@ -25,7 +25,7 @@ int adp_self_path(strbuf *out, struct as_err *err)
         return -1;
     }
     /* A PATH entry that resolves to this binary reads better in a config and
-     * survives a rebuild into the same place (04 §7). */
+     * survives a rebuild into the same place. */
     const char *path = getenv("PATH");
     bool found = false;
     for (const char *p = path; p && *p && !found;) {

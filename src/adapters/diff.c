@@ -1,4 +1,4 @@
-/* diff — the apply preview (spec 04 §3i): common leading/trailing lines
+/* diff — the apply preview (docs/adapters.md): common leading/trailing lines
  * trimmed, an LCS over the rest (a plain replace when the middle is too big
  * for a table), hunks with ≤ 2 lines of context, secrets masked. */
 #include <stdint.h>

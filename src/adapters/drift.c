@@ -1,5 +1,5 @@
 /* drift — which files agentstack wrote no longer hold the bytes it wrote
- * (spec 04 §3h). Drift = the file's FNV-1a 64 ≠ the ledger's last_hash. The
+ * (docs/adapters.md). Drift = the file's FNV-1a 64 ≠ the ledger's last_hash. The
  * reference never refuses on drift; doctor warns and names the fix, and
  * `diff` labels the file hand-edited. */
 #include <stdlib.h>

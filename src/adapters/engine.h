@@ -1,5 +1,5 @@
 /*
- * engine — apply and restore: plan, preview, write, record, undo (spec 04 §3, §7).
+ * engine — apply and restore: plan, preview, write, record, undo (docs/adapters.md).
  *
  * Why: every command that changes a CLI's config (apply, use, connect,
  * sessions, restore) must go through the same gate, lock, writer, ledger
@@ -95,10 +95,10 @@ int adp_history_mark_undone(struct adp_hist_entry *e, struct as_err *err);
  * number of files that failed (0 = all good). */
 size_t adp_history_revert(struct adp_hist_entry *e, bool write, FILE *out, size_t *pending);
 
-/* The rolling backup path of a config file (§3f). */
+/* The rolling backup path of a config file. */
 int adp_backup_path(const char *file, strbuf *out, struct as_err *err);
 
-/* ---- the managed .gitignore block (§6) ---------------------------------- */
+/* ---- the managed .gitignore block --------------------------------------- */
 
 #define ADP_GITIGNORE_START "# >>> agentstack — generated project artifacts (machine-local) >>>"
 #define ADP_GITIGNORE_END "# <<< agentstack >>>"
@@ -151,8 +151,8 @@ void adp_diff(const char *a, size_t alen, const char *b, size_t blen, const adp_
 
 /* ---- trust gate ---------------------------------------------------------- */
 
-/* The one place apply/use ask whether a project may receive its servers
- * (01 §6.3): Trusted only when trust.json's digest equals the consent digest
+/* The one place apply/use ask whether a project may receive its servers:
+ * Trusted only when trust.json's digest equals the consent digest
  * of snap and every pin still verifies. Returns 0 and sets *refusal to NULL
  * (trusted) or to the refusal text (malloc'd, e.g. "project at /p is not
  * trusted — review it, then: agentstack trust ."); -1 + err when the check
@@ -169,7 +169,7 @@ int adp_trust_gate_lib(const struct bundle_paths *p, const struct manifest_snaps
                        const struct manifest *m, const struct trust_library *lib, char **refusal,
                        struct as_err *err);
 
-/* ---- secrets at render (§4) --------------------------------------------- */
+/* ---- secrets at render -------------------------------------------------- */
 
 /* The full chain (env → keychain → file store → project_dotenv) behind the
  * compiled [policy.secrets] of the machine file and (for a project) m. NULL
@@ -231,7 +231,7 @@ struct adp_apply_opts {
     void *resolve_ctx;
     const char *operation; /* history label: "apply", "use 'x'", … */
     /* The project's lock (NULL: none): under --write, an instruction
-     * fragment that drifted from its pin refuses to compile (§5). */
+     * fragment that drifted from its pin refuses to compile. */
     const struct lockfile *lock;
     /* $AGENTSTACK_HOME, for library instruction bodies (NULL: none). */
     const char *home;
@@ -248,7 +248,7 @@ struct adp_apply_opts {
     bool diff;              /* `diff`: report managed / foreign / hand-edited, write
                              * nothing, exit 0 */
     bool instructions;      /* `instructions`: compile the instruction files
-                             * alone — no servers, settings or hooks (§5) */
+                             * alone — no servers, settings or hooks */
     bool json;              /* with diff: the report as one JSON document
                              * (schema_version 1, see src/cli/cmd_diff.c) */
     bool caller_holds_lock; /* sessions: the writer lock is already held */
@@ -276,7 +276,7 @@ int adp_session_start(const struct adp_registry *r, const struct adp_apply_opts 
 int adp_session_end(const char *manifest_dir, bool all, FILE *out, struct as_err *err);
 int adp_session_list(bool json, FILE *out, struct as_err *err);
 
-/* `run <cli> --profile T` (errata 28), clean at rest. The sandbox's run
+/* `run <cli> --profile T`, clean at rest. The sandbox's run
  * calls, in order:
  *   adp_run_recover   before anything: finishes the revert of every earlier
  *                     run whose launcher died (its pid is gone or recycled);
@@ -296,7 +296,7 @@ int adp_run_inject(const struct adp_registry *r, const struct adp_apply_opts *o,
 int adp_run_revert(const char *manifest_dir, FILE *out, struct as_err *err);
 int adp_run_recover(FILE *out, size_t *recovered, struct as_err *err);
 
-/* ---- connect: the live gateway in every CLI (§7, errata 24) -------------- */
+/* ---- connect: the live gateway in every CLI ------------------------------ */
 
 struct adp_connect_opts {
     const strvec *ids; /* CLIs named; empty (or all): every detected CLI */
@@ -318,7 +318,7 @@ int adp_connect(const struct adp_registry *r, const struct adp_connect_opts *o, 
  * there is one, else the binary's real path. */
 int adp_self_path(strbuf *out, struct as_err *err);
 
-/* ---- drift (§3h): for doctor and diff ------------------------------------ */
+/* ---- drift: for doctor and diff ------------------------------------------ */
 
 struct adp_drift {
     char *adapter; /* "claude-code" */

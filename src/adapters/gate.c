@@ -1,4 +1,4 @@
-/* gate — the trust check apply, use and sessions share (01 §6.3, 04 §3a).
+/* gate — the trust check apply, use and sessions share (docs/trust.md, docs/adapters.md).
  *
  * Kept in one function so every delivery path refuses the same way: an
  * untrusted project, a project whose manifest/overlay/lock bytes changed

@@ -18,7 +18,7 @@ SRC = os.path.abspath(os.path.join(HERE, "..", ".."))
 YAML_DIR = os.path.join(SRC, "adapters")
 OUT = os.path.join(HERE, "builtin_yaml.c")
 
-# Spec 04 §1a table order; any other descriptor follows, sorted by name.
+# The order of docs/adapters.md's table of built-in adapters; any other descriptor follows, sorted by name.
 ORDER = ["claude-code", "claude-desktop", "codex", "copilot-cli", "cursor", "gemini",
          "opencode", "pi", "vscode", "windsurf", "kiro", "junie", "antigravity"]
 

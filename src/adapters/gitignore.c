@@ -1,5 +1,5 @@
 /* gitignore — the managed block that keeps what agentstack wrote out of git
- * (spec 04 §6). Only the lines between the markers are ours, and only when
+ * (docs/adapters.md). Only the lines between the markers are ours, and only when
  * the markers pair up: a start with no end (a hand edit, a cut-off write)
  * would make "between the markers" reach lines the user wrote, so such a
  * file is refused with the line and the fix, never rewritten. */

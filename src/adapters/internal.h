@@ -14,7 +14,7 @@
  *    created. A directory whose owner write bit is clear is refused, even
  *    for root ("<dir> is read-only — not written").
  *  - adp_i_contained refuses, at project scope, a path whose file or any
- *    existing parent resolves outside the project root (errata 33), with
+ *    existing parent resolves outside the project root, with
  *    base/fs.h's one check (fs_contain) and the fix a writer names.
  */
 #ifndef AS_ADAPTERS_INTERNAL_H
@@ -38,7 +38,7 @@
 /* "~/…" for paths under $HOME, else the path. */
 void adp_i_display_path(const char *p, strbuf *out);
 
-/* errata 33: 0, or -1 + err (with a hint) when path (absolute) or an
+/* 0, or -1 + err (with a hint) when path (absolute) or an
  * existing parent resolves outside root: fs_contain in its following mode. */
 int adp_i_contained(const char *path, const char *root, struct as_err *err);
 
@@ -73,12 +73,12 @@ int adp_i_take_lock(struct as_lock *lk, struct as_err *err);
 #define ADP_BRIDGE_NAME "agentstack"
 
 /* True for the bridge: an entry named "agentstack", or a command named
- * agentstack whose first argument is "mcp" (spec 04 §7). */
+ * agentstack whose first argument is "mcp". */
 bool adp_i_json_is_bridge(const char *name, const json_t *body, const struct adp_desc *d);
 /* True when `connect` registered the gateway in this CLI's user config. */
 bool adp_i_bridge_registered(const struct adp_desc *d);
 
-/* ---- lanes: instructions, settings, hooks (spec 04 §1c, §3b–d, §5) ------- */
+/* ---- lanes: instructions, settings, hooks -------------------------------- */
 
 struct adp_apply_opts;
 

@@ -1,5 +1,5 @@
-/* lanes — the non-server parts of the rendered lane (spec 04 §1c, §3b–§3d,
- * §5): instructions compiled into each CLI's instruction file as a managed
+/* lanes — the non-server parts of the rendered lane
+ * (docs/adapters.md): instructions compiled into each CLI's instruction file as a managed
  * Markdown region, [settings.<cli>] keys owned one by one, and [hooks.*]
  * owning the CLI's hooks key. Planning is read-only; apply.c writes the
  * result through the same writer, lock, ledger and history as servers. */
@@ -94,7 +94,7 @@ static void unresolved_lines(struct adp_lane *l, const strvec *missing, const ch
                      missing->v[k], who, missing->v[k]);
 }
 
-/* ---- instructions (§5) ---------------------------------------------------- */
+/* ---- instructions --------------------------------------------------------- */
 
 /* The model a variant's `model` selector is compared with: a toolset named
  * on the command line, else [settings.<cli>]'s model key, else unknown. */
@@ -248,7 +248,7 @@ static int library_body(const char *toml, const char *dir, strbuf *body, strbuf 
     return rc;
 }
 
-/* The standing decision (§6.8) on the fragment compiled for in/pick, as
+/* The standing decision on the fragment compiled for in/pick, as
  * pin_collect applied it (kept: fs_path is the approved copy; blocked or
  * unavailable: omitted), or NULL when the fragment carries none. */
 static const struct pin_item *decided_item(const pin_items *decided,
@@ -438,7 +438,7 @@ static int collect_decided(const struct adp_apply_opts *o, const adp_lane_list *
     return rc;
 }
 
-/* ---- settings (§1c, §3b) -------------------------------------------------- */
+/* ---- settings ------------------------------------------------------------- */
 
 static void lane_set(struct adp_lane *l, const char *key, struct adp_rendered *r)
 {
@@ -460,7 +460,7 @@ static void plan_settings(const struct adp_apply_opts *o, json_t *ledger, const 
 {
     const struct mf_settings *st = manifest_settings(o->m, d->id);
     size_t declared = st && st->table ? toml_len(st->table) : 0;
-    /* Settings at project scope fall back to the global file (§1a). */
+    /* Settings at project scope fall back to the global file. */
     bool proj = o->project_scope && d->settings_project;
     const char *rel = proj ? d->settings_project : d->settings_global;
     if (!rel) {
@@ -536,7 +536,7 @@ static void plan_settings(const struct adp_apply_opts *o, json_t *ledger, const 
     strvec_clear(&managed);
 }
 
-/* ---- hooks (§3b, §3c) ----------------------------------------------------- */
+/* ---- hooks ---------------------------------------------------------------- */
 
 /* One hook entry: {matcher?, hooks: [{type, command, args?, timeout?}]}. */
 static toml_value *hook_entry(const struct mf_hook *h)

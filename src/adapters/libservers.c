@@ -1,4 +1,4 @@
-/* libservers — what a toolset takes from the central library (06 §1):
+/* libservers — what a toolset takes from the central library (docs/library.md):
  * server definitions made renderable for apply and use, and the skills
  * `use` places (by their bare name, from the bytes lock pinned).
  *

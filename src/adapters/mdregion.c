@@ -1,4 +1,4 @@
-/* mdregion — the managed region of instruction files (spec 04 §3d).
+/* mdregion — the managed region of instruction files (docs/adapters.md).
  *
  * Only whole marker lines count, so a marker quoted inside a sentence or a
  * code span never opens a region. */

@@ -1,5 +1,5 @@
 /*
- * merge — editing people's config files without damaging them (spec 04 §3b–§3d).
+ * merge — editing people's config files without damaging them (docs/adapters.md).
  *
  * Why: the CLIs' config files are shared with their owners (and with the
  * CLIs themselves, which rewrite them constantly). agentstack may change the
@@ -19,7 +19,7 @@
  *    input unchanged. Linear time; the file is never parsed into a tree.
  *  - TOML: the same contract through base/toml.h's format-preserving editor.
  *  - Markdown: only the text between the managed markers changes.
- *  - New files follow the spec's byte rules (2-space JSON, one array element
+ *  - New files follow fixed byte rules (2-space JSON, one array element
  *    per line, raw UTF-8; TOML tables separated by one blank line).
  */
 #ifndef AS_ADAPTERS_MERGE_H
@@ -66,7 +66,7 @@ int adp_json_merge(const char *path, const char *text, size_t len, const struct 
 int adp_json_read(const char *path, const char *text, size_t len, bool jsonc, const char *key,
                   json_t **out, struct as_err *err);
 
-/* Pretty form of the spec's byte rules: unit-indented, "key": value, one
+/* Pretty form of the byte rules above: unit-indented, "key": value, one
  * array element per line, {} / [] when empty, raw UTF-8 (escaping only ",
  * \ and control characters). Continuation lines start with base. */
 void adp_json_emit(const json_t *v, const char *base, const char *unit, const char *nl,
@@ -81,13 +81,13 @@ struct adp_toml_entry {
 
 /* Upserts [<location>.<name>] tables and removes [<location>.<removed>] in
  * text (len 0 = no file) through the format-preserving editor; a new or
- * empty file is written in the spec's layout. -1 + err ("existing config
+ * empty file is written in the new-file layout above. -1 + err ("existing config
  * is not valid TOML") when the text does not parse. */
 int adp_toml_merge(const char *path, const char *text, size_t len, const char *location,
                    const struct adp_toml_entry *upserts, size_t n_upserts,
                    const char *const *removes, size_t n_removes, strbuf *out, struct as_err *err);
 
-/* The top-level variant (settings, hooks; §3b/§3c): each key of set (a
+/* The top-level variant (settings, hooks): each key of set (a
  * table) becomes a root key — scalars and arrays as `key = value`, tables
  * as [key] merged key by key (arrays of tables inline) — and each name in
  * removes is cut. Everything else keeps its bytes. */

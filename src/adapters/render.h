@@ -1,12 +1,12 @@
 /*
- * render — one manifest server in one CLI's native shape (spec 04 §1b, §2, §4).
+ * render — one manifest server in one CLI's native shape (docs/adapters.md).
  *
  * Why: the field mapping lives in descriptors; this is the single place that
  * reads it, so every writer (apply, use, connect, sessions) produces the
  * same bytes for the same server.
  *
  * Guarantees:
- *  - Body keys come in the spec's order: transport tag, url, command, args,
+ *  - Body keys come in a fixed order (docs/adapters.md): transport tag, url, command, args,
  *    cwd, headers, env, then extra.<adapter-id> keys (a same-named extra
  *    replaces the value in place). Empty fields are omitted.
  *  - ${NAME} references are resolved only here, at the native-config

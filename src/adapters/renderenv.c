@@ -2,7 +2,7 @@
  * inject) loads before planning: the secrets resolver behind policy, the
  * project's lock (instruction pins), $AGENTSTACK_HOME (library bodies) and,
  * when a project renders into the user's global files, the machine layer's
- * [instructions] (01 §2.9: inherited at global scope only). */
+ * [instructions] (inherited at global scope only; docs/manifest.md). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +38,7 @@ int adp_render_env_init(struct adp_render_env *e, struct manifest *m, const stru
         int absent = 0;
         e->machine = manifest_load_machine(&absent, err);
         if (!e->machine && !absent)
-            goto fail; /* a broken machine file fails closed (errata 17) */
+            goto fail; /* a broken machine file fails closed */
         as_err_clear(err);
         manifest_inherit_instructions(m, e->machine);
     }

@@ -1,8 +1,8 @@
 /* resolve — the secrets a render needs, from the full chain, behind
- * [policy.secrets] (spec 04 §4, 06 §4.1). A reference the machine or project
+ * [policy.secrets] (docs/adapters.md, docs/library.md). A reference the machine or project
  * policy forbids for that server blocks the write and is never overridable;
  * the chain is env → keychain → file store → project .env (varlock stays out
- * until the lock pins .env.schema, errata 43 — as in the gateway; the
+ * until the lock pins .env.schema — as in the gateway; the
  * keychain stays out when no Secret Service answers at all). */
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +39,7 @@ struct adp_resolver *adp_resolver_new(const struct manifest *m, const char *proj
     enum pol_machine_state st = POL_UNCONFIGURED;
     if (pol_machine_path(&mpath, err) != 0)
         goto fail;
-    /* A broken machine file fails closed here too (errata 17). */
+    /* A broken machine file fails closed here too. */
     machine = pol_machine_load(mpath.buf, &st, err);
     if (!machine)
         goto fail;
@@ -56,7 +56,7 @@ struct adp_resolver *adp_resolver_new(const struct manifest *m, const char *proj
     struct sec_chain_opts so = {.project_dotenv = project_dotenv};
     /* No Secret Service at all (headless, CI): the keychain holds nothing
      * we could read, so a value found nowhere else is unresolved — the
-     * §4 block with its fix — not a store failure. A keychain that answers
+     * unresolved-secret block with its fix — not a store failure. A keychain that answers
      * but fails a read still blocks as a failure. */
     struct as_err ke = AS_ERR_INIT;
     if (sec_keychain_probe(&ke) != 0)

@@ -1,4 +1,4 @@
-/* restore — put back what a recorded write replaced (spec 04 §3f, §7).
+/* restore — put back what a recorded write replaced (docs/adapters.md).
  *
  * Every history entry holds each file's previous bytes (or "did not
  * exist") and mode, so a restore is byte-for-byte and the file gets its own
@@ -365,7 +365,7 @@ out:
     return rc;
 }
 
-/* ---- undo: the history as a numbered timeline (§7) ------------------------ */
+/* ---- undo: the history as a numbered timeline ----------------------------- */
 
 static void undo_timeline(const adp_hist_list *hl, const struct adp_undo_opts *o)
 {

@@ -1,4 +1,4 @@
-/* session — clean-at-rest activation (spec 04 §7): `session start <t>`
+/* session — clean-at-rest activation (docs/adapters.md): `session start <t>`
  * activates a toolset like `use --write` and records everything needed to
  * put the machine back; `session end` does exactly that. State lives in
  * $AGENTSTACK_HOME/sessions.json (0600), keyed by manifest directory, so a

@@ -1,5 +1,5 @@
 /* skills — placing a toolset's skills in each CLI's skills directory
- * (spec 04 §7 `use`): one symlink per skill, pointing at the skill's
+ * (`use`; docs/adapters.md): one symlink per skill, pointing at the skill's
  * resolved source. Only links we placed (the ledger's managed_skills) are
  * ever replaced or removed; a user's real directory or foreign link at the
  * same name is left alone and reported. Skill dirs are never recorded in the

@@ -1,5 +1,5 @@
 /* store — the ownership ledger, the undo history and rolling backups
- * (spec 04 §3f, §3g). All three hold resolved secrets, so every file is
+ * (docs/adapters.md). All three hold resolved secrets, so every file is
  * exactly 0600 (an older copy's looser mode does not survive a rewrite) and
  * written atomically, and backups/ and history/ are 0700, re-tightened
  * whenever they are used; callers hold the writer lock. */

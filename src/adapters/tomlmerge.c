@@ -1,5 +1,5 @@
 /* tomlmerge — [<location>.<name>] tables through the format-preserving
- * editor (spec 04 §3c). A new file is emitted in the spec's layout. */
+ * editor (docs/adapters.md). A new file is emitted in merge.h's new-file layout. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -80,7 +80,7 @@ void adp_i_remove_created(const strvec *dirs)
 }
 
 /* The owner's write bit decides for a directory too, even for root: a 0555
- * ~/.codex is someone saying "hands off" (§8.12). */
+ * ~/.codex is someone saying "hands off". */
 static int check_dir_writable(const char *path, struct as_err *err)
 {
     strbuf anc = SB_INIT;

@@ -1,7 +1,7 @@
 /*
  * The manifest text init writes: imported servers inline with where each
- * came from, [toolsets.default] naming them and the imported skills
- * (errata 25), or a commented starter on a machine with nothing to import.
+ * came from, [toolsets.default] naming them and the imported skills,
+ * or a commented starter on a machine with nothing to import.
  */
 #include <stdio.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /*
  * Reading the CLIs' own configs back into manifest servers (the inverse of
- * 04 §1b) and their skill folders, merged and de-duplicated; see onboard.h.
+ * rendering, docs/adapters.md) and their skill folders, merged and de-duplicated; see onboard.h.
  */
 #include <dirent.h>
 #include <errno.h>

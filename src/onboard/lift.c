@@ -1,5 +1,5 @@
 /*
- * Lifting inline secrets out of imported servers into ${REF}s (06 §4.5 key
+ * Lifting inline secrets out of imported servers into ${REF}s (key-name
  * rules, plus the value shapes of bundle/literal_secret.h); see onboard.h.
  */
 #include <ctype.h>

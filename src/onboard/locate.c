@@ -1,6 +1,6 @@
 /*
  * Where a secret would resolve, by presence only (status surfaces must not
- * read keychain values, errata 43 keeps varlock out); see onboard.h.
+ * read keychain values, and varlock stays out); see onboard.h.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /*
- * onboard — turning what a machine already has into a manifest (04 §7 init,
- * adopt, bootstrap; 06 §4.5; errata 25, 26).
+ * onboard — turning what a machine already has into a manifest (init,
+ * adopt, bootstrap; docs/onboarding.md).
  *
  * Why: nobody starts from a blank page. The 13 CLIs already hold MCP
  * servers (often with tokens pasted inline) and skill folders; init reads
@@ -18,7 +18,7 @@
  *  - The gateway bridge (an entry named "agentstack", or command stem
  *    "agentstack" with first arg "mcp") is never imported; executables
  *    inside a macOS .app bundle are skipped unless asked for.
- *  - Lifting (06 §4.5 key rules, plus value shapes: ghp_, github_pat_,
+ *  - Lifting (key-name rules, plus value shapes: ghp_, github_pat_,
  *    sk-, xoxb-, AKIA, JWTs, high entropy) replaces each secret with a
  *    ${REF}; equal values share one ref; a name already holding a different
  *    value in a store, or already used, gets _2, _3. The lifted values live
@@ -34,7 +34,7 @@
  *    the append). A rule that re-includes it, or a tracked .env, refuses.
  *  - Locating a secret (status surfaces) reads presence only: process env,
  *    keychain attributes, KEY=value names. Never a keychain value, never
- *    varlock (errata 43).
+ *    varlock.
  */
 #ifndef AS_ONBOARD_ONBOARD_H
 #define AS_ONBOARD_ONBOARD_H
@@ -123,7 +123,7 @@ bool onb_bridge_registered(const struct adp_desc *d);
 /* True for the gateway bridge entry. */
 bool onb_is_bridge(const char *name, const char *command, const strvec *args);
 /* Undoes the renderers' cwd "wrap" (sh -c "cd '<cwd>' && exec '<cmd>' '<arg>'…",
- * 04 §1b): back to command, args and cwd. false when s is not such a wrap. */
+ * docs/adapters.md): back to command, args and cwd. false when s is not such a wrap. */
 bool onb_unwrap_cwd(struct onb_server *s);
 /* Converts a manifest server into the import shape (origins empty). */
 void onb_server_from_manifest(const struct mf_server *m, struct onb_server *out);
