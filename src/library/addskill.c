@@ -1,4 +1,4 @@
-/* pack — `add skill <source>` (06 §3.5, errata 29); see pack.h. */
+/* pack — `add skill <source>` (docs/library.md); see pack.h. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -141,7 +141,7 @@ int lib_skill_src_parse(const char *spec, struct lib_skill_src *out, struct as_e
         tree_url(out);
         return 0;
     }
-    /* owner/repo[@skill] — GitHub (errata 29); never a local path. */
+    /* owner/repo[@skill] — GitHub; never a local path. */
     char *at = strrchr(work, '@');
     if (at) {
         *at = '\0';

@@ -1,6 +1,6 @@
 /*
  * git — running the `git` command for the library, packs and `up`
- * (06-library-secrets-ops.md §1.6).
+ * (docs/library.md).
  *
  * Why: fetching a pack or syncing a library talks to repositories we do
  * not control. Every call must be unable to prompt, run hooks or filters,

@@ -754,7 +754,7 @@ bool lib_manifest_has(void *ctx, enum mf_item_kind kind, const char *name)
     return lib && lib_resolve(lib, k, name, &it, &err) == 1;
 }
 
-/* Workflows are not indexed kinds (§1.1 lists no workflows/), yet pin_collect
+/* Workflows are not indexed kinds (a source's layout has no workflows/), yet pin_collect
  * asks: a source's workflows/<name> (a directory or one file), first source
  * wins, a qualified ref only in its source. Symlinks at any component refuse. */
 static int workflow_lookup(const struct library *lib, const char *ref, strbuf *path,

@@ -1,5 +1,5 @@
 /*
- * library — the central library (06-library-secrets-ops.md §1): folders of
+ * library — the central library (docs/library.md): folders of
  * reusable skills, server definitions, instructions, hooks, extensions and
  * packages that projects name without copying, read through an ordered list
  * of linked sources like PATH.
@@ -26,7 +26,7 @@
  *  - Bodies stay inside their source: a row's path is relative, '..'-free
  *    and symlink-free at every component (lstat).
  *  - Writes (sources.toml, library.toml, bodies) happen under the one
- *    writer lock ($AGENTSTACK_HOME/.lock, errata 5) through atomic
+ *    writer lock ($AGENTSTACK_HOME/.lock) through atomic
  *    replaces; a failure leaves the previous bytes.
  *  - Library functions print nothing and never exit; they fill as_err.
  */
@@ -144,7 +144,7 @@ int lib_pin_lookup(void *ctx, enum pin_kind kind, const char *name, strbuf *path
 /* ^[a-z0-9][a-z0-9._-]{0,63}$ — skills, instructions, hooks, extensions,
  * packages and source names. */
 bool lib_name_valid(const char *name);
-/* Server file stem (§1.1): the name, or, when it has '/', '\\', NUL, '%' or
+/* Server file stem: the name, or, when it has '/', '\\', NUL, '%' or
  * is "."/"..", each byte outside [A-Za-z0-9_-] as %XX. */
 void lib_server_stem(const char *name, strbuf *out);
 /* The inverse (NULL when stem is not a valid encoding). */
@@ -172,7 +172,7 @@ struct lib_item *lib_source_get(struct lib_source *src, enum lib_kind kind, cons
 /* sources.toml (atomic, 0600). Materializes the implicit `local`. */
 int lib_sources_save(struct library *lib, struct as_err *err);
 
-/* `lib link` (§1.3): absolutises path; default name = lower-cased folder
+/* `lib link`: absolutises path; default name = lower-cased folder
  * name; duplicate name or folder refused ("<path> is already linked as
  * '<n>'"); a missing folder is allowed; the first link materializes
  * `local`. Changes lib in memory; lib_sources_save writes it. */
@@ -188,7 +188,7 @@ int lib_reorder(struct library *lib, const char *const *names, size_t n, struct 
  * on failure nothing of dst is left. */
 int lib_copy_tree(const char *src, const char *dst, struct as_err *err);
 
-/* ---- trash (§1.3) --------------------------------------------------------- */
+/* ---- trash ---------------------------------------------------------------- */
 
 /* Moves an item's body to <source>/.trash/<kind>-<name>-<unixsecs>/ with
  * entry.toml (the dropped row and the body's rel path), drops the row and

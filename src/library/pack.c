@@ -88,7 +88,7 @@ int lib_pack_ref_parse(const char *spec, struct lib_pack_ref *out, struct as_err
             out->url = sb_detach(&abs, NULL);
         }
     } else {
-        /* errata 29: owner/repo is GitHub; a first component with a dot is a host */
+        /* owner/repo is GitHub; a first component with a dot is a host */
         size_t first = strcspn(s, "/");
         bool host = memchr(s, '.', first) != NULL;
         out->url = host ? xasprintf("https://%s", s) : xasprintf("https://github.com/%s", s);
@@ -812,7 +812,7 @@ int lib_pack_policy_check(const struct manifest *m, const char *url, struct as_e
     int absent = 0;
     toml_value *mt = home_machine_toml(&absent, err);
     if (!mt && !absent)
-        return -1; /* a broken machine manifest fails closed (errata 17) */
+        return -1; /* a broken machine manifest fails closed */
     int rc = 0;
     if (mt) {
         const toml_value *pol = toml_get(mt, "policy");

@@ -1,5 +1,5 @@
 /*
- * pack — packs from git (06-library-secrets-ops.md §3.1–§3.4, errata 29):
+ * pack — packs from git (docs/library.md):
  * `add from git:<url>[@<tag>][#<subdir>]`, the strict pack.toml, the
  * install into a project (inline [servers.<pack>], skills copied under the
  * manifest dir, the [packs.<pack>] ledger, pins written at once) and
@@ -47,7 +47,7 @@ struct lib_pack_ref {
     char *subdir; /* NULL = the repository root */
 };
 void lib_pack_ref_free(struct lib_pack_ref *r);
-/* Parses what follows "git:" (§3.1 + errata 29). */
+/* Parses what follows "git:". */
 int lib_pack_ref_parse(const char *spec, struct lib_pack_ref *out, struct as_err *err);
 /* "git:<url>@<tag>[#<subdir>]" */
 char *lib_pack_ledger_id(const struct lib_pack_ref *r, const char *tag);
@@ -110,7 +110,7 @@ int lib_pack_add(struct library *lib, const struct bundle_paths *p, const char *
 int lib_pack_upgrade(struct library *lib, const struct bundle_paths *p, const char *name,
                      const struct lib_pack_opts *o, struct as_err *err);
 
-/* `remove <n>` (§3.4): a [packs.<n>] ledger wins, else a [servers.<n>] or
+/* `remove <n>`: a [packs.<n>] ledger wins, else a [servers.<n>] or
  * [skills.<n>] entry. Drops the members' entries and toolset memberships
  * and the ledger; deletes skill dirs only under skills/ and instruction
  * files only with the vendor marker; re-pins (their lock rows go). With
@@ -118,7 +118,7 @@ int lib_pack_upgrade(struct library *lib, const struct bundle_paths *p, const ch
 int lib_pack_remove(struct library *lib, const struct bundle_paths *p, const char *name,
                     const struct lib_pack_opts *o, struct as_err *err);
 
-/* ---- add skill <source> (§3.5, errata 29) ---- */
+/* ---- add skill <source> ---------------------- */
 
 /* A skill source: exactly one of path / url. */
 struct lib_skill_src {

@@ -248,7 +248,7 @@ int lib_pack_add(struct library *lib, const struct bundle_paths *p, const char *
     if (forbid_check(m, &pk, err) < 0)
         goto out;
 
-    /* Refusals before any write (§3.3). */
+    /* Refusals before any write. */
     if (toml_get_path(m->root, "packs", pk.name, NULL)) {
         as_err_set(err, "pack '%s' is already installed ([packs.%s] in %s)", pk.name, pk.name,
                    m->path);
@@ -833,7 +833,7 @@ static void removals_free(removals *r)
     vec_free(r);
 }
 
-/* §3.4: skill directories are deleted only under skills/ (depth >= 1),
+/* Skill directories are deleted only under skills/ (depth >= 1),
  * never a path the user pointed elsewhere. */
 static void plan_skill(const struct bundle_paths *p, const struct manifest *m, const char *name,
                        struct removal *r)

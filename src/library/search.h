@@ -1,5 +1,5 @@
 /*
- * search — `agentstack search [query] [--all] [--json]` (06 §3.5): one list
+ * search — `agentstack search [query] [--all] [--json]` (docs/library.md): one list
  * of what the central library (every linked source) and the project's
  * installed packs offer, matched by name or description.
  *

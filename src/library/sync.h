@@ -1,6 +1,6 @@
 /*
- * sync — `lib sync` (06-library-secrets-ops.md §1.4, §1.5, errata 30) and
- * the receive-only library step of `up` (§2): a library source travels
+ * sync — `lib sync` (docs/library.md) and
+ * the receive-only library step of `up`: a library source travels
  * machine to machine through git, and nothing that looks like a literal
  * secret leaves the machine.
  *
@@ -19,7 +19,7 @@
  *    pushed) unless allow_secrets.
  *  - The refusal prints the seed's line first
  *    ("refusing to sync — '<Key>' looks like a literal secret"), then
- *    chapter 06's phrase and one line per finding, then how to make it a
+ *    the refusal phrase and one line per finding, then how to make it a
  *    ${REF}. Values are never printed.
  *  - `.trash/` is always ignored; the store, sources.toml and secret values
  *    live outside library sources and never travel.
@@ -53,7 +53,7 @@ int lib_secret_scan_tree(const char *root, lib_secret_hits *out, struct as_err *
 /* Scans the lines a range of commits adds (`git log -p -U0 <range>`). */
 int lib_secret_scan_history(const char *root, const char *range, lib_secret_hits *out,
                             struct as_err *err);
-/* Prints a refusal (seed line, chapter 06 phrase, findings, the fix). */
+/* Prints a refusal (first line, refusal phrase, findings, the fix). */
 void lib_secret_report(FILE *f, const char *root, const lib_secret_hits *hits, bool history);
 
 struct lib_sync_opts {
@@ -70,7 +70,7 @@ struct lib_sync_opts {
  * (exit 1); -1 = error in err (the caller prints it). */
 int lib_sync(struct library *lib, const struct lib_sync_opts *o, struct as_err *err);
 
-/* §1.4 step 1 for one folder: a repo → (re)point origin; empty or missing →
+/* The first step of `lib sync` for one folder: a repo → (re)point origin; empty or missing →
  * clone remote; non-empty → git init, .gitignore, snapshot commit, origin.
  * *action says which ("cloned", "initialized", "existing"). */
 int lib_sync_init_folder(const char *path, const char *remote, bool allow_secrets,

@@ -4,7 +4,7 @@
  * pieces those edits share. Internal to src/library.
  *
  * Why: each of those commands writes files, the manifest and the lock, and
- * must leave all three as they were when any step fails (06 §3.3, §3.4).
+ * must leave all three as they were when any step fails (docs/library.md).
  * Four hand-written copies of that sequence drifted apart once; one copy
  * cannot.
  *

@@ -1,5 +1,5 @@
 /*
- * backends — the rest of the resolution chain (06 §4.1; errata 43–45) and
+ * backends — the rest of the resolution chain (docs/library.md) and
  * the writers behind `agentstack secret` and `init`: the OS keychain (Secret
  * Service over D-Bus through libsecret), varlock, and the two KEY=value
  * stores ($AGENTSTACK_HOME/secrets.env and a project's .env).
@@ -28,9 +28,9 @@
  *    store is written under the one writer lock ($AGENTSTACK_HOME/.lock).
  *  - varlock runs only when the caller vouches that the project is trusted
  *    and passes the .env.schema digest the lock pinned; the schema's bytes
- *    must still hash to it, or the layer stays empty (errata 43). It runs at
+ *    must still hash to it, or the layer stays empty. It runs at
  *    most once per chain, from the manifest dir, with stdin closed, bounded
- *    output and a deadline; any failure drops the layer (06 §4.1).
+ *    output and a deadline; any failure drops the layer.
  *  - Values never appear in an error message.
  */
 #ifndef AS_SECRETS_BACKENDS_H
@@ -97,7 +97,7 @@ struct sec_backend sec_backend_varlock(const char *manifest_dir, const char *sch
 
 /* $AGENTSTACK_HOME/secrets.env (or ~/.agentstack/secrets.env). */
 int sec_file_store_path(strbuf *out, struct as_err *err);
-/* Sets name=value in a KEY=value file (06 §4.2 writer: replaced in place,
+/* Sets name=value in a KEY=value file (docs/secrets.md: replaced in place,
  * else appended; quoted with '"' when empty, padded or holding whitespace,
  * '#', '"' or '\''). The file and missing parent dirs (0700) are created.
  * lock_dir: take the writer lock there first (NULL: no lock). */
@@ -120,7 +120,7 @@ int sec_gitignore_env(const char *project_root, const char *rel, bool *added, st
 struct sec_chain_opts {
     const char *project_dotenv; /* <manifest dir>/.env, or NULL */
     /* varlock: both set only by a caller that checked the project is
-     * trusted and the lock pins .env.schema (errata 43); NULL = no varlock.
+     * trusted and the lock pins .env.schema; NULL = no varlock.
      * secret list, doctor and bootstrap never set them. */
     const char *varlock_dir;
     const char *varlock_schema_sha256;

@@ -280,7 +280,7 @@ enum sec_status sec_keychain_lookup(const char *name, strbuf *out, struct as_err
 #ifdef AS_HAVE_LIBSECRET
     enum sec_status st = lookup_once(name, out, err);
     if (st == SEC_FAILED) {
-        /* 06 §4.1: one retry (a freshly activated daemon may drop the first call). */
+        /* One retry (a freshly activated daemon may drop the first call). */
         sb_release_secure(out);
         as_err_clear(err);
         st = lookup_once(name, out, err);

@@ -1,6 +1,6 @@
 /*
- * secrets — resolves ${NAME} references to values on this machine (06 §4.1,
- * §4.2; errata 43–45).
+ * secrets — resolves ${NAME} references to values on this machine
+ * (docs/secrets.md).
  *
  * Why: manifests name secrets, never hold them. Every consumer (the gateway
  * building an upstream, apply rendering a config) asks one chain, so a value
@@ -11,8 +11,7 @@
  * wins. The default chain is: process environment → the file store
  * $AGENTSTACK_HOME/secrets.env → the project's <manifest dir>/.env. The OS
  * keychain and varlock slot in with sec_chain_insert_before(chain, "file",
- * …) (errata 45: keychain before the file store; 06 §4.1: varlock before the
- * keychain), without touching any consumer.
+ * …) (keychain before the file store, varlock before the keychain), without touching any consumer.
  *
  * Guarantees:
  *  - A failed layer does not stop the walk; "failed" beats "missing" in the
@@ -70,7 +69,7 @@ const char *sec_chain_name(const struct sec_chain *c, size_t i);
 
 /* The process environment. */
 struct sec_backend sec_backend_env(void);
-/* A KEY=value file read once, on first use (06 §4.2 syntax). name is the
+/* A KEY=value file read once, on first use (docs/secrets.md syntax). name is the
  * backend's name; require_private: refuse the file unless it is a regular
  * file owned by us without group/other permissions (the file store). */
 struct sec_backend sec_backend_dotenv(const char *name, const char *path, int require_private);
@@ -93,7 +92,7 @@ enum sec_status sec_resolve(struct sec_chain *c, const char *name, strbuf *value
 /* Where a name would resolve, without keeping the value (presence only). */
 enum sec_status sec_locate(struct sec_chain *c, const char *name, struct sec_result *r);
 
-/* ---- .env syntax (06 §4.2) ------------------------------------------------ */
+/* ---- .env syntax ---------------------------------------------------------- */
 
 /* One KEY=value entry; key and value are not NUL-terminated. Return non-zero
  * to stop. */

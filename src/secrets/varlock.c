@@ -1,5 +1,5 @@
 /*
- * The varlock layer (06 §4.1, errata 43), see backends.h: one run of
+ * The varlock layer (docs/library.md), see backends.h: one run of
  * `varlock load --format json-full --compact` in the manifest dir, only
  * when .env.schema still hashes to the digest the lock pinned.
  */
@@ -151,7 +151,7 @@ static enum sec_status varlock_lookup(void *ctx, const char *name, strbuf *out, 
     if (!v->loaded)
         varlock_load(v);
     if (!v->values)
-        return SEC_MISSING; /* 06 §4.1: a failed varlock drops the layer */
+        return SEC_MISSING; /* a failed varlock drops the layer */
     json_t *s = json_object_get(v->values, name);
     if (!json_is_string(s))
         return SEC_MISSING;

@@ -1,4 +1,4 @@
-/* diff — what changed between approved bytes and live bytes (01 §6.6, §6.8):
+/* diff — what changed between approved bytes and live bytes (docs/trust.md):
  * the approved copy comes from the content store by pin, so a reviewer sees
  * the lines that would change before accepting them. Bounded: files over
  * 1 MiB or that are not UTF-8 text are named, not diffed; the line diff is a

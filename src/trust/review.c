@@ -1,4 +1,4 @@
-/* trust review — the card, the blockers and the --preview JSON (§6.5, §6.6). */
+/* trust review — the card, the blockers and the --preview JSON (docs/trust.md). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

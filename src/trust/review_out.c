@@ -1,4 +1,4 @@
-/* trust review output — the card text (§6.5) and the --preview JSON (§6.6). */
+/* trust review output — the card text (docs/trust.md) and the --preview JSON. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -616,7 +616,7 @@ json_t *trust_review_preview(const struct trust_review *r)
         json_array_append_new(features, json_string(f[i]));
     json_object_set_new(o, "features", features);
     json_object_set_new(o, "superseded", json_array());
-    /* [ext] after the spec's keys: the content scan the grant checks. */
+    /* [ext] after the documented keys: the content scan the grant checks. */
     json_t *scan = json_object();
     json_object_set_new(scan, "high", json_integer((json_int_t)r->scan.high));
     json_object_set_new(scan, "warn", json_integer((json_int_t)r->scan.warn));

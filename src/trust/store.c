@@ -225,7 +225,7 @@ void trust_pins_free(struct trust_pins *t)
     memset(t, 0, sizeof *t);
 }
 
-/* §6.5.4: which statuses block a grant (and activation). */
+/* Which statuses block a grant (and activation). */
 static void classify(struct trust_pin_result *r)
 {
     const struct pin_item *it = r->item;

@@ -1,5 +1,5 @@
 /*
- * trust — the local trust gate (01-manifest-lock-trust.md §5, §6): the trust
+ * trust — the local trust gate (docs/formats.md, docs/trust.md): the trust
  * store, the state check every activation path calls, pin verification,
  * the review (card, blockers, --preview JSON) and trust.jsonl.
  *
@@ -12,9 +12,9 @@
  *    read of the manifest, overlay and lock, one read of trust.json, never a
  *    cache, never a stat shortcut. Only Trusted activates.
  *  - Every load-modify-save of trust.json holds the one writer lock (flock on
- *    $AGENTSTACK_HOME/.lock, errata 5), writes atomically (temp + rename,
+ *    $AGENTSTACK_HOME/.lock), writes atomically (temp + rename,
  *    0600) and appends its trust.jsonl row inside the lock, after the write.
- *  - trust.jsonl rows are hash-chained (errata 3): each ends with "prev",
+ *  - trust.jsonl rows are hash-chained: each ends with "prev",
  *    the SHA-256 of the previous line's bytes.
  *  - A missing or corrupt trust.json reads as empty: everything untrusted.
  *  - Pin verification (trust_verify_pins) hashes current bytes every time.
@@ -76,7 +76,7 @@ int trust_lock(struct as_lock *l, struct as_err *err);
  * "prev"}. Best-effort by contract: returns -1 + err, callers warn. */
 int trust_log(const char *action, const char *key, const char *digest, struct as_err *err);
 
-/* A preference-shaped rewrite carries trust (§6.10, errata 23): when key is
+/* A preference-shaped rewrite carries trust: when key is
  * recorded with exactly old_digest, record new_digest instead and log
  * "repin". Never creates an entry. Returns 1 when repinned, 0 when the entry
  * is absent or records another digest (nothing written), -1 + err. Takes the
@@ -117,12 +117,12 @@ struct trust_library {
     void *ctx;
 };
 
-/* ---- pin verification (§4.5) -------------------------------------------- */
+/* ---- pin verification --------------------------------------------------- */
 
 struct trust_pin_result {
     struct pin_item *item; /* points into items */
     enum pin_status status;
-    bool blocks;   /* per §6.5.4 */
+    bool blocks;   /* blocks the grant and activation */
     bool advisory; /* shown, does not block (unpinned library skill, offline git) */
     char *message; /* pin_describe text */
 };
@@ -194,12 +194,12 @@ struct trust_review {
     bool content_drift;    /* a pinned body drifted: JSON state "drifted" */
     bool store_corrupt;    /* trust.json was unreadable: everything reads untrusted */
     char *home;
-    /* Content scan of everything the project puts into agents' context
-     * (03 §8): shown on the card; High findings refuse the grant unless
+    /* Content scan of everything the project puts into agents' context:
+     * shown on the card; High findings refuse the grant unless
      * --allow-flagged. scan_error is set when the scan itself failed. */
     struct scan_report scan;
     char *scan_error;
-    /* The prior decisions, as recorded in trust.json (§6.8). */
+    /* The prior decisions, as recorded in trust.json. */
     json_t *prior_decisions;
     /* How library names resolved for this review (zeroes: local only); a
      * re-hash after the review (accepting drift) must resolve the same way. */
@@ -213,18 +213,18 @@ struct trust_review {
 int trust_review_build(const struct bundle_paths *p, const struct trust_library *lib,
                        struct trust_review *r, struct as_err *err);
 void trust_review_free(struct trust_review *r);
-/* The card and the grouped detail (§6.5 steps 1–3). */
+/* The card and the grouped detail. */
 void trust_review_render(const struct trust_review *r, strbuf *out);
-/* "cannot trust <base>: …" and one line per blocker (§6.5 step 4). */
+/* "cannot trust <base>: …" and one line per blocker. */
 void trust_review_blockers(const struct trust_review *r, strbuf *out);
-/* The --preview object (§6.6), keys in the spec's order. */
+/* The --preview object, keys in a fixed order (docs/trust.md). */
 json_t *trust_review_preview(const struct trust_review *r);
 /* The surface to record at grant: [{kind, name, identity, pin}]. */
 json_t *trust_review_surface(const struct trust_review *r);
 /* The content scan section of the card ("" when nothing was found). */
 void trust_review_scan(const struct trust_review *r, strbuf *out);
 
-/* ---- drift answers at a terminal (§6.8) ---------------------------------- */
+/* ---- drift answers at a terminal ----------------------------------------- */
 
 /* A pin item a reviewer may answer at a terminal: a drifted skill,
  * instruction or variant, or one that already carries a decision. */
@@ -235,7 +235,7 @@ const char *trust_approved_pin(const struct trust_review *r, const struct trust_
 /* The live digest of an item ("" when it cannot be hashed). */
 const char *trust_live_pin(const struct pin_item *it);
 
-/* ---- diffs (§6.6) -------------------------------------------------------- */
+/* ---- diffs --------------------------------------------------------------- */
 
 #define TRUST_DIFF_LINES 40
 /* {status: "unchanged", headline, files: [], capped: false} */
