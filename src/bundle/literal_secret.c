@@ -1128,7 +1128,10 @@ static void userinfo(struct text *t)
         if (memcmp(s + i, "://", 3) != 0)
             continue;
         size_t a = i + 3, e = a;
-        while (e < n && !isspace((unsigned char)s[e]) && !strchr("/?#\"'", s[e]))
+        /* an earlier redaction's mark ends the authority too: the path it
+         * hid must not turn into a password on a second pass */
+        while (e < n && !isspace((unsigned char)s[e]) && !strchr("/?#\"'", s[e]) &&
+               strncmp(s + e, LSEC_REDACTED, strlen(LSEC_REDACTED)) != 0)
             e++;
         const char *at = memrchr(s + a, '@', e - a);
         const char *colon = at ? memchr(s + a, ':', (size_t)(at - (s + a))) : NULL;
