@@ -296,13 +296,10 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
     bool dp_checked = false;
     rc = EXIT_FAIL;
 
-    bool interactive = !a.yes && !a.dry_run;
-    if (interactive && !(isatty(0) && isatty(1))) {
-        as_err_set(&err, "refusing to init without a terminal: pass --yes to import "
-                         "non-interactively, or --dry-run to preview");
-        as_err_hint(&err, "agentstack init --yes");
-        goto fail;
-    }
+    /* Without a terminal nobody can answer the questions, so init imports
+     * as --yes would: it never hangs and never needs a flag to do what was
+     * asked. --yes acknowledges the import only; trust stays its own step. */
+    bool interactive = !a.yes && !a.dry_run && isatty(0) && isatty(1);
 
     /* Where the manifest goes. */
     if (a.global) {
