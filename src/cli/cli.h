@@ -101,6 +101,9 @@ typedef int (*cli_project_fn)(struct library *lib, const struct bundle_paths *p,
  * Prints fn's error once; EXIT_OK or EXIT_FAIL. */
 int cli_with_project(struct cli_ctx *ctx, bool lib_warnings, cli_project_fn fn, const void *arg);
 
+/* `use --list [--json]`: the manifest's toolsets and the default. */
+int cli_use_list(const struct cli_ctx *ctx, bool json);
+
 int cmd_help(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_version(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_status(int argc, char **argv, struct cli_ctx *ctx);

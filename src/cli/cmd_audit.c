@@ -140,6 +140,29 @@ const struct cli_spec cmd_audit_spec = {
     .options = audit_options,
     .examples = CLI_LINES("agentstack audit --verify", "agentstack audit --calls --json"),
     .see_also = "report runs",
+    .aliases = CLI_LINES("report calls"),
+};
+
+/* `report calls`: audit --calls under report (the other spelling). */
+struct calls_args {
+    bool all, json;
+};
+#define CLI_ARGS struct calls_args
+static const struct cli_option calls_options[] = {
+    {OPT_BOOL("all", 0, all, "every project's calls, not only this one's")},
+    {OPT_BOOL("json", 0, json, "the summary as one JSON document")},
+    {OPT_END},
+};
+#undef CLI_ARGS
+
+static int report_calls(int argc, char **argv, struct cli_ctx *ctx);
+const struct cli_spec cmd_report_calls_spec = {
+    .name = "report calls",
+    .fn = report_calls,
+    .summary = "summarize the brokered tool calls (as audit --calls)",
+    .synopsis = CLI_LINES("report calls [--all] [--json]"),
+    .options = calls_options,
+    .alias_of = "audit",
 };
 
 int cmd_audit(int argc, char **argv, struct cli_ctx *ctx)
@@ -158,4 +181,15 @@ int cmd_audit(int argc, char **argv, struct cli_ctx *ctx)
     if (calls && nlogs)
         return cli_usage_error("audit", "--calls takes no file; it reads the call log");
     return verify ? do_verify(logs, nlogs) : do_calls(all, json, ctx);
+}
+
+static int report_calls(int argc, char **argv, struct cli_ctx *ctx)
+{
+    struct calls_args a = {0};
+    int prc = cli_parse(&cmd_report_calls_spec, &argc, argv, ctx, &a);
+    if (prc == CLI_CONTINUE)
+        prc = cli_no_arguments(&cmd_report_calls_spec, argc, argv);
+    if (prc != CLI_CONTINUE)
+        return prc;
+    return do_calls(a.all, a.json, ctx);
 }

@@ -60,6 +60,7 @@ const struct cli_spec cmd_connect_spec = {
     .options = connect_options,
     .examples = CLI_LINES("agentstack connect", "agentstack connect claude codex --write"),
     .see_also = "mcp apply gateway",
+    .aliases = CLI_LINES("gateway connect"),
 };
 
 static const struct cli_spec gateway_connect_spec = {
@@ -71,6 +72,7 @@ static const struct cli_spec gateway_connect_spec = {
     .common = connect_common,
     .options = connect_options,
     .see_also = "connect",
+    .alias_of = "connect",
 };
 
 static const struct cli_spec gateway_disconnect_spec = {

@@ -99,14 +99,38 @@ const struct cli_spec cmd_runs_spec = {
     .options = runs_options,
     .examples = CLI_LINES("agentstack runs", "agentstack runs --live"),
     .see_also = "report kill run",
+    .aliases = CLI_LINES("report runs"),
 };
+
+static int runs(const struct cli_spec *spec, int argc, char **argv, struct cli_ctx *ctx);
+static int report_runs(int argc, char **argv, struct cli_ctx *ctx);
+
+/* `report runs`: the same listing under report (the other spelling). */
+const struct cli_spec cmd_report_runs_spec = {
+    .name = "report runs",
+    .fn = report_runs,
+    .summary = "list recorded runs, newest first (as runs)",
+    .synopsis = CLI_LINES("report runs [--live] [--json]"),
+    .options = runs_options,
+    .alias_of = "runs",
+};
+
+static int report_runs(int argc, char **argv, struct cli_ctx *ctx)
+{
+    return runs(&cmd_report_runs_spec, argc, argv, ctx);
+}
 
 int cmd_runs(int argc, char **argv, struct cli_ctx *ctx)
 {
+    return runs(&cmd_runs_spec, argc, argv, ctx);
+}
+
+static int runs(const struct cli_spec *spec, int argc, char **argv, struct cli_ctx *ctx)
+{
     struct runs_args a = {0};
-    int prc = cli_parse(&cmd_runs_spec, &argc, argv, ctx, &a);
+    int prc = cli_parse(spec, &argc, argv, ctx, &a);
     if (prc == CLI_CONTINUE)
-        prc = cli_no_arguments(&cmd_runs_spec, argc, argv);
+        prc = cli_no_arguments(spec, argc, argv);
     if (prc != CLI_CONTINUE)
         return prc;
     int json = a.json, live_only = a.live;

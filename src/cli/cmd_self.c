@@ -11,6 +11,11 @@
  * under a temporary name and renamed over the old one, so `agentstack` on
  * PATH is never missing halfway. Then it says whether the directory is on
  * PATH (and how to add it) and whether another `agentstack` comes first.
+ *
+ * agentstack self which — what a bare `agentstack` on PATH runs, against the
+ * binary running now: every `agentstack` on PATH in order, each resolved,
+ * marked as this binary, another binary, or a broken link (a stale link
+ * after a rebuild moved the file). Reads only.
  */
 #include <errno.h>
 #include <limits.h>
@@ -241,12 +246,81 @@ static const struct cli_spec self_link_spec = {
     .examples = CLI_LINES("agentstack self link", "agentstack self link --prefix ~/bin"),
 };
 
+static int self_which(int argc, char **argv, struct cli_ctx *ctx);
+
+static const struct cli_spec self_which_spec = {
+    .name = "self which",
+    .fn = self_which,
+    .summary = "which binary a bare `agentstack` runs, against this one (stale links flagged)",
+    .synopsis = CLI_LINES("self which"),
+    .description = "Lists every agentstack on PATH in order, each resolved: this binary, "
+                   "another binary, or a broken link. Exit 1 when none on PATH runs this "
+                   "binary first.",
+    .examples = CLI_LINES("agentstack self which"),
+    .see_also = "version",
+};
+
 const struct cli_spec cmd_self_spec = {
     .name = "self",
     .fn = cmd_self,
-    .summary = "put this binary on your PATH (a symlink in ~/.local/bin or --prefix)",
-    .subs = (const struct cli_spec *const[]){&self_link_spec, NULL},
+    .summary = "this binary on your PATH: link it (~/.local/bin or --prefix), show which runs",
+    .subs = (const struct cli_spec *const[]){&self_link_spec, &self_which_spec, NULL},
 };
+
+static int self_which(int argc, char **argv, struct cli_ctx *ctx)
+{
+    int prc = cli_parse(&self_which_spec, &argc, argv, ctx, NULL);
+    if (prc == CLI_CONTINUE)
+        prc = cli_no_arguments(&self_which_spec, argc, argv);
+    if (prc != CLI_CONTINUE)
+        return prc;
+    struct as_err err = AS_ERR_INIT;
+    strbuf exe = SB_INIT;
+    if (self_exe(&exe, &err) < 0) {
+        cli_error(&err);
+        return EXIT_FAIL;
+    }
+    printf("running:  %s\n", exe.buf);
+    const char *path = getenv("PATH");
+    int found = 0, first_is_self = 0;
+    for (const char *p = path ? path : ""; *p;) {
+        size_t n = strcspn(p, ":");
+        if (n) {
+            strbuf cand = SB_INIT;
+            sb_addf(&cand, "%.*s/agentstack", (int)n, p);
+            struct stat lst;
+            if (lstat(cand.buf, &lst) == 0) {
+                char real[PATH_MAX];
+                const char *what;
+                bool self = false;
+                if (!realpath(cand.buf, real)) {
+                    what = "broken link — re-link it: agentstack self link";
+                    snprintf(real, sizeof real, "(nothing)");
+                } else if (strcmp(real, exe.buf) == 0) {
+                    what = "this binary";
+                    self = true;
+                } else {
+                    what = "another binary";
+                }
+                if (!found)
+                    first_is_self = self;
+                printf("%s %s → %s  (%s)\n", found ? "shadowed:" : "on PATH: ", cand.buf, real,
+                       what);
+                found++;
+            }
+            sb_release(&cand);
+        }
+        p += n;
+        p += strspn(p, ":");
+    }
+    if (!found)
+        printf("on PATH:  no agentstack — put this one there: agentstack self link\n");
+    else if (!first_is_self)
+        printf("a bare `agentstack` does not run this binary — agentstack self link (from "
+               "this build) re-points it\n");
+    sb_release(&exe);
+    return found && first_is_self ? EXIT_OK : EXIT_FAIL;
+}
 
 static int self_link(int argc, char **argv, struct cli_ctx *ctx)
 {

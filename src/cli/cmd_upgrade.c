@@ -69,6 +69,7 @@ const struct cli_spec cmd_upgrade_spec = {
     .options = upgrade_options,
     .examples = CLI_LINES("agentstack upgrade opsbox", "agentstack upgrade opsbox --yes --write"),
     .see_also = "add remove lock",
+    .aliases = CLI_LINES("lock --upgrade <pack>"),
 };
 
 const struct cli_spec cmd_remove_spec = {

@@ -118,6 +118,22 @@ static void list_toolsets(const struct manifest *m, bool json)
     }
 }
 
+int cli_use_list(const struct cli_ctx *ctx, bool json)
+{
+    struct as_err err = AS_ERR_INIT;
+    struct cli_render r;
+    cli_render_init(&r);
+    int rc = EXIT_FAIL;
+    if (discover_project(ctx->manifest_dir, NULL, &r.p, &err) < 0)
+        cli_error(&err);
+    else if (cli_render_load(&r, &err) == 0) {
+        list_toolsets(r.m, json);
+        rc = EXIT_OK;
+    }
+    cli_render_release(&r);
+    return rc;
+}
+
 int cmd_use(int argc, char **argv, struct cli_ctx *ctx)
 {
     struct use_args a = {0};

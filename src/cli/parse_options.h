@@ -145,6 +145,8 @@ struct cli_spec {
     const char *const *examples;        /* whole command lines, NULL-ended, or NULL */
     const char *see_also;               /* related commands, space-separated, or NULL */
     const char *alias_of;               /* the command this spelling runs, or NULL */
+    const char *const *aliases;         /* the other spellings that run this code (whole
+                                         * lines after "agentstack "), NULL-ended, or NULL */
     unsigned flags;                     /* CLI_HIDDEN, CLI_STOP_AT_POSITIONAL, ... */
 };
 

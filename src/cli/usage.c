@@ -146,6 +146,10 @@ void cli_print_help(const struct cli_spec *spec, FILE *out)
     }
     if (spec->alias_of)
         fprintf(out, "Another spelling of: agentstack %s\n", spec->alias_of);
+    for (const char *const *a = spec->aliases; a && *a; a++)
+        fprintf(out, "%s agentstack %s", a == spec->aliases ? "Also spelled:" : ",", *a);
+    if (spec->aliases && spec->aliases[0])
+        fputc('\n', out);
     if (spec->description) {
         fputc('\n', out);
         wrap(out, spec->description, 0, 0);
@@ -284,6 +288,7 @@ json_t *cli_spec_json(const struct cli_spec *spec)
     json_object_set_new(j, "description", str_or_null(spec->description));
     json_object_set_new(j, "hidden", json_boolean(spec->flags & CLI_HIDDEN));
     json_object_set_new(j, "alias_of", str_or_null(spec->alias_of));
+    json_object_set_new(j, "aliases", lines(spec->aliases));
     json_object_set_new(j, "options", cli_options_json(spec->common, spec->options));
     json_t *subs = json_array();
     for (const struct cli_spec *const *s = spec->subs; s && *s; s++)

@@ -37,7 +37,11 @@ def doc_rows(path):
             opts = set()
         check(m.group(1) not in rows, f"docs/commands.md lists {m.group(1)} once")
         rows[m.group(1)] = (bool(m.group(2)), opts, subs)
+        WHAT[m.group(1)] = cells[1] if len(cells) > 1 else ""
     return rows
+
+
+WHAT = {}  # command: its "What it does" cell
 
 
 def inventory_rows(inv):
@@ -112,5 +116,29 @@ with Sandbox() as sb:
         walk(c, [])
         if c["alias_of"]:
             check(c["alias_of"] in names, f"{c['name']}: another spelling of an existing command")
+
+    # both spellings: each command's other spellings run (their first word is
+    # a command) and docs/commands.md names them on the command's row; each
+    # spelling's own row says which command it spells
+    def specs(spec):
+        yield spec
+        for s in spec["subcommands"]:
+            yield from specs(s)
+
+    spelled = 0
+    for c in inv["commands"]:
+        for spec in specs(c):
+            for alias in spec.get("aliases", []):
+                spelled += 1
+                check(alias.split(" ")[0] in names, f"{spec['name']}: its spelling '{alias}' "
+                      "starts with a command")
+                check(f"`{alias}`" in WHAT.get(spec["name"], ""),
+                      f"docs/commands.md: the {spec['name']} row names `{alias}`",
+                      WHAT.get(spec["name"]))
+            if spec["alias_of"]:
+                check(f"`{spec['alias_of']}" in WHAT.get(spec["name"], ""),
+                      f"docs/commands.md: the {spec['name']} row names `{spec['alias_of']}`",
+                      WHAT.get(spec["name"]))
+    check(spelled >= 6, f"{spelled} second spellings listed in the inventory")
 
 done()
