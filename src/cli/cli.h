@@ -101,6 +101,13 @@ typedef int (*cli_project_fn)(struct library *lib, const struct bundle_paths *p,
  * Prints fn's error once; EXIT_OK or EXIT_FAIL. */
 int cli_with_project(struct cli_ctx *ctx, bool lib_warnings, cli_project_fn fn, const void *arg);
 
+/* `session start [TOOLSET] [--scope S] [--target ID]…` and `session end
+ * [--all]` for the project ctx names, as the commands run them (the
+ * gateway's session tools call these too). The exit code. */
+int cli_session_start(struct cli_ctx *ctx, const char *toolset, const char *scope,
+                      const strvec *targets, bool allow_unresolved);
+int cli_session_end(struct cli_ctx *ctx, bool all);
+
 /* `use --list [--json]`: the manifest's toolsets and the default. */
 int cli_use_list(const struct cli_ctx *ctx, bool json);
 

@@ -18,6 +18,7 @@
 #include "adapters/engine.h"
 #include "as_version.h"
 #include "cli/cli.h"
+#include "cli/mcp_sessions.h"
 #include "gateway/gateway.h"
 #include "library/library.h"
 #include "library/search.h"
@@ -156,6 +157,7 @@ int cmd_mcp(int argc, char **argv, struct cli_ctx *ctx)
     o.library_server = library_server;
     o.library_search = library_search;
     o.session_list = session_list;
+    cli_mcp_session_hooks(&o);
     struct as_err err = AS_ERR_INIT;
     int rc = gw_serve(&o, &err);
     if (rc != 0 && as_err_isset(&err))

@@ -108,8 +108,17 @@ static int session_start(int argc, char **argv, struct cli_ctx *ctx)
         return cli_usage_error("session start", "unexpected argument '%s'", argv[2]);
     }
     const char *toolset = argc > 1 ? argv[1] : NULL, *scope = cli_scope_name(a.scope);
-    strvec targets = a.targets;
-    bool allow_unresolved = a.allow_unresolved;
+    int rc = cli_session_start(ctx, toolset, scope, &a.targets, a.allow_unresolved);
+    strvec_clear(&a.targets);
+    return rc;
+}
+
+int cli_session_start(struct cli_ctx *ctx, const char *toolset, const char *scope,
+                      const strvec *targets_in, bool allow_unresolved)
+{
+    strvec targets = STRVEC_INIT;
+    for (size_t i = 0; targets_in && i < targets_in->n; i++)
+        strvec_push(&targets, targets_in->v[i]);
     struct as_err err = AS_ERR_INIT;
     struct cli_render r;
     cli_render_init(&r);
@@ -162,9 +171,17 @@ static int session_end(int argc, char **argv, struct cli_ctx *ctx)
         rc = cli_no_arguments(&session_end_spec, argc, argv);
     if (rc != CLI_CONTINUE)
         return rc;
+    return cli_session_end(ctx, a.all);
+}
+
+int cli_session_end(struct cli_ctx *ctx, bool all)
+{
+    struct session_args a = {0};
+    a.all = all;
     struct as_err err = AS_ERR_INIT;
     struct bundle_paths p = {0};
     strbuf key = SB_INIT;
+    int rc;
     if (!a.all && session_dir(ctx, &p, &key, &err) < 0) {
         cli_error(&err);
         bundle_paths_free(&p);

@@ -18,6 +18,7 @@
 #include "adapters/engine.h"
 #include "base/term.h"
 #include "base/xalloc.h"
+#include "bundle/discover.h"
 #include "cli/cli.h"
 #include "cli/mfedit.h"
 
@@ -167,6 +168,8 @@ static int in_session(const struct manifest *m, const char *name, struct as_err 
     int r = adp_session_list(true, f, err);
     fclose(f);
     int hit = 0;
+    strbuf key = SB_INIT; /* sessions are recorded under the project's key */
+    discover_project_key(m->project_root, &key);
     if (r == 0) {
         json_error_t je;
         json_t *a = json_loads(buf ? buf : "[]", 0, &je);
@@ -176,12 +179,13 @@ static int in_session(const struct manifest *m, const char *name, struct as_err 
         {
             const char *dir = json_string_value(json_object_get(s, "manifest_dir"));
             const char *ts = json_string_value(json_object_get(s, "toolset"));
-            if (dir && ts && strcmp(dir, m->manifest_dir) == 0 && strcmp(ts, name) == 0)
+            if (dir && ts && strcmp(dir, key.buf) == 0 && strcmp(ts, name) == 0)
                 hit = 1;
         }
         json_decref(a);
     }
     free(buf);
+    sb_release(&key);
     return r < 0 ? -1 : hit;
 }
 

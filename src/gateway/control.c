@@ -6,7 +6,8 @@
  *
  * Only tools that are built are listed. No tool name contains
  * trust|consent|approve|grant and no description offers to grant anything:
- * nothing over MCP can change the trust store.
+ * nothing over MCP can change the trust store. The tools that change the
+ * project (add_*, create_toolset, session_*) are in control_write.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "base/xalloc.h"
 #include "bundle/ref.h"
 #include "gateway/control_ext.h"
+#include "gateway/control_write.h"
 #include "gateway/gw_int.h"
 #include "gateway/sessions.h"
 #include "secrets/backends.h"
@@ -123,17 +125,69 @@ static const struct ctl_tool table[] = {
      "{\"type\":\"object\",\"properties\":{\"scope\":{\"type\":\"string\","
      "\"description\":\"all (default), or one kind: servers, skills, instructions, "
      "executables, settings, extensions, workflows, blueprints, variants.\"}}}"},
-    {"agentstack_add_skill", NULL, NULL, NULL},
-    {"agentstack_create_toolset", NULL, NULL, NULL},
-    {"agentstack_session_start", NULL, NULL, NULL},
-    {"agentstack_session_end", NULL, NULL, NULL},
+    {"agentstack_add_skill", gw_t_add_skill,
+     "Propose a skill for this project: writes [skills.<name>] (a git repository or a folder "
+     "inside the project) into the manifest and nothing else — nothing is fetched. The "
+     "manifest change stops this project being served until a person reviews it.",
+     "{\"type\":\"object\",\"properties\":{"
+     "\"name\":{\"type\":\"string\",\"description\":\"Skill name.\"},"
+     "\"source\":{\"type\":\"string\",\"description\":\"A git URL or a project folder "
+     "(instead of git or path).\"},"
+     "\"git\":{\"type\":\"string\",\"description\":\"Repository URL.\"},"
+     "\"rev\":{\"type\":\"string\",\"description\":\"Branch, tag or commit (git).\"},"
+     "\"path\":{\"type\":\"string\",\"description\":\"Folder inside the project, "
+     "relative.\"}},\"required\":[\"name\"]}"},
+    {"agentstack_create_toolset", gw_t_create_toolset,
+     "Propose a toolset: writes [toolsets.<name>] naming servers and skills the manifest "
+     "already has, and nothing else. The manifest change stops this project being served "
+     "until a person reviews it.",
+     "{\"type\":\"object\",\"properties\":{"
+     "\"name\":{\"type\":\"string\",\"description\":\"New toolset name.\"},"
+     "\"servers\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+     "\"skills\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}},"
+     "\"required\":[\"name\"]}"},
+    {"agentstack_session_start", gw_t_session_start,
+     "Start a native session of one toolset, as `agentstack session start` does: its servers "
+     "and skills are written into each CLI's own files and `agentstack_session_end` puts "
+     "every file back. Needs a trusted project and no open lease.",
+     "{\"type\":\"object\",\"properties\":{"
+     "\"profile\":{\"type\":\"string\",\"description\":\"Toolset name from the "
+     "manifest.\"},"
+     "\"scope\":{\"type\":\"string\",\"enum\":[\"project\",\"global\"]}},"
+     "\"required\":[\"profile\"]}"},
+    {"agentstack_session_end", gw_t_session_end,
+     "End this project's native session: every file, link and ledger entry it changed goes "
+     "back to its bytes from before the start.",
+     NULL},
     {"agentstack_session_list", gw_t_session_list,
      "Whether a native session (`agentstack session start`, run in a terminal) is active for "
      "this project: toolset, start time. Read-only; sessions are started and ended only in a "
      "terminal because they write project files.",
      schema_empty},
-    {"agentstack_session_freeze", NULL, NULL, NULL},
-    {"agentstack_add_server", NULL, NULL, NULL},
+    {"agentstack_session_freeze", gw_t_session_freeze,
+     "Propose the active native session's toolset as a new toolset in the manifest (default "
+     "<toolset>-frozen). Writes only the manifest; the change stops this project being "
+     "served until a person reviews it.",
+     "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\","
+     "\"description\":\"New toolset name (default <toolset>-frozen).\"}}}"},
+    {"agentstack_add_server", gw_t_add_server,
+     "Propose an MCP server for this project: writes [servers.<name>] into the manifest and "
+     "nothing else — nothing is run or contacted, ${NAME} references are kept as written and "
+     "a literal secret is refused. The manifest change stops this project being served until "
+     "a person reviews it.",
+     "{\"type\":\"object\",\"properties\":{"
+     "\"name\":{\"type\":\"string\",\"description\":\"Server name.\"},"
+     "\"transport\":{\"type\":\"string\",\"enum\":[\"stdio\",\"http\"]},"
+     "\"url\":{\"type\":\"string\",\"description\":\"http: the endpoint.\"},"
+     "\"command\":{\"type\":\"string\",\"description\":\"stdio: the program.\"},"
+     "\"args\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+     "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},"
+     "\"description\":\"Values as ${NAME} references.\"},"
+     "\"headers\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}},"
+     "\"profile\":{\"type\":\"string\",\"description\":\"Also add it to this "
+     "toolset.\"},"
+     "\"targets\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}},"
+     "\"required\":[\"name\"]}"},
 };
 #define NTABLE (sizeof table / sizeof table[0])
 
@@ -378,7 +432,11 @@ void gw_tools_call(struct gw *gw, struct job *j)
             return;
         }
     }
-    if (strcmp(name, "agentstack_create_profile") == 0) { /* unlisted alias, not built */
+    if (strcmp(name, "agentstack_create_profile") == 0) { /* the unlisted alias */
+        json_t *r = gw_t_create_toolset(gw, j, j->args);
+        gw_reply(gw, j, r);
+        gw_job_free(j);
+        return;
     }
     strbuf n = SB_INIT;
     gw_one_line(name, 200, &n);

@@ -68,6 +68,14 @@ struct gw_opts {
      * array (sessions.json belongs to adapters/, above this module); -1 +
      * err when it cannot be read. NULL: the tool answers that it cannot. */
     int (*session_list)(strbuf *out, struct as_err *err);
+    /* agentstack_session_start / _end: `agentstack session start <toolset>
+     * [--scope]` / `session end` for the project at manifest_dir, run by the
+     * CLI's own code (native files belong to adapters/, above this module),
+     * its report appended to out. 0 done, 1 refused (out says why), -1 +
+     * err. NULL: the tools answer that a terminal is needed. */
+    int (*session_start)(const char *manifest_dir, const char *toolset, const char *scope,
+                         strbuf *out, struct as_err *err);
+    int (*session_end)(const char *manifest_dir, strbuf *out, struct as_err *err);
 };
 
 /* Serves until stdin EOF; returns the process exit status (0 after a clean

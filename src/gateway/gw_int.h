@@ -440,6 +440,10 @@ void gw_audit(struct gw *gw, const char *server, const char *tool, const char *d
               const char *outcome, const char *detail, const char *rule, const char *layer,
               long long ms);
 
+/* lease.c: "<tool> is refused: this connection serves the frozen grant of
+ * run <id> …" — every tool that would change what a grant serves. */
+json_t *gw_grant_fixed(struct gw *gw, const char *tool);
+
 /* control.c */
 void gw_tools_list(struct gw *gw, struct job *j);
 void gw_tools_call(struct gw *gw, struct job *j);

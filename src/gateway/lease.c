@@ -226,7 +226,7 @@ void gw_open_default(struct gw *gw)
 
 /* --grant: the run's toolset was frozen before the harness started; nothing
  * over MCP may widen, narrow or rewrite it. */
-static json_t *grant_fixed(struct gw *gw, const char *tool)
+json_t *gw_grant_fixed(struct gw *gw, const char *tool)
 {
     return gw_error_result("%s is refused: this connection serves the frozen grant of run %s "
                            "(%s%s), which no lease, session or manifest edit can change",
@@ -237,7 +237,7 @@ static json_t *grant_fixed(struct gw *gw, const char *tool)
 json_t *gw_lease_open(struct gw *gw, const json_t *args, bool modern)
 {
     if (gw->grant || gw->grant_refused)
-        return gw->grant ? grant_fixed(gw, "agentstack_lease_open")
+        return gw->grant ? gw_grant_fixed(gw, "agentstack_lease_open")
                          : gw_error_result("agentstack_lease_open is refused: this connection "
                                            "was started with a grant that was refused");
     if (modern)
@@ -323,7 +323,7 @@ json_t *gw_lease_status(struct gw *gw)
 json_t *gw_lease_close(struct gw *gw, bool modern)
 {
     if (gw->grant)
-        return grant_fixed(gw, "agentstack_lease_close");
+        return gw_grant_fixed(gw, "agentstack_lease_close");
     if (modern)
         return legacy_only("agentstack_lease_close");
     struct gw_lease *l = &gw->lease;
@@ -365,7 +365,7 @@ static toml_value *str_array(const strvec *v)
 json_t *gw_lease_freeze(struct gw *gw, const json_t *args, bool modern)
 {
     if (gw->grant || gw->grant_refused)
-        return gw->grant ? grant_fixed(gw, "agentstack_lease_freeze")
+        return gw->grant ? gw_grant_fixed(gw, "agentstack_lease_freeze")
                          : gw_error_result("agentstack_lease_freeze is refused: this connection "
                                            "was started with a grant that was refused");
     if (modern)

@@ -1,13 +1,11 @@
 /*
  * Internal to gateway/: native sessions as seen over MCP (ext tier; docs/gateway.md).
  *
- * Why only a view: a native session writes the harness's own files into the
- * project (.mcp.json, skills, settings) and its end rewrites them, and
- * nothing in the gateway may write into the project except lease_freeze
- * (the manifest only). So agentstack_session_start, _end and _freeze are not
- * built and not listed; agentstack_session_list is, because it
- * only reads $AGENTSTACK_HOME/sessions.json (through gw_opts.session_list:
- * that file belongs to adapters/, which sits above this module).
+ * Why a view here: agentstack_session_list only reads
+ * $AGENTSTACK_HOME/sessions.json (through gw_opts.session_list: that file
+ * belongs to adapters/, which sits above this module). Starting and ending
+ * a session write the CLIs' native files, so they run the CLI's own code
+ * behind gw_opts callbacks, gated in control_write.c.
  *
  * Guarantees: nothing is written anywhere; only this connection's project's
  * session is reported (other projects' paths on the machine are never shown

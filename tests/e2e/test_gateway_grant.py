@@ -148,6 +148,19 @@ def good():
                   text(lf))
             lc = g.call("agentstack_lease_close", {})
             check(is_error(lc) and "frozen grant" in text(lc), "grant: lease_close refused")
+            # the tools that change the project: a frozen grant is fixed
+            for name, args in (("agentstack_add_server", {"name": "evil", "command": "sh"}),
+                               ("agentstack_add_skill", {"name": "s", "path": "skills/x"}),
+                               ("agentstack_create_toolset", {"name": "t", "servers": ["ops"]}),
+                               ("agentstack_create_profile", {"name": "t"}),
+                               ("agentstack_session_start", {"profile": "ops"}),
+                               ("agentstack_session_end", {}),
+                               ("agentstack_session_freeze", {})):
+                w = g.call(name, args)
+                check(is_error(w) and "frozen grant" in text(w) and RUN in text(w),
+                      f"grant: {name} refused", text(w))
+            check(open(os.path.join(sb.project, "agentstack.toml")).read() == before,
+                  "grant: the manifest is untouched by the refused writers")
             st = payload(g.call("agentstack_lease_status", {}))
             check(st.get("active") is False and RUN in st.get("note", ""),
                   "grant: lease_status names the grant", st)

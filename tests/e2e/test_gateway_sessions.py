@@ -1,13 +1,19 @@
-"""02 §3 native sessions over MCP, as far as errata 14 allows.
+"""Native sessions over MCP: agentstack_session_start, _end, _freeze and
+_list.
 
-A native session writes the harness's own files into the project and its end
-rewrites them; errata 14 lets nothing in the gateway write into the project
-except lease_freeze (the manifest only). So agentstack_session_start, _end and
-_freeze are not built and not listed (errata 16): calling them is `unknown
-tool`, no audit row, no file touched. agentstack_session_list is built: it
-reads $AGENTSTACK_HOME/sessions.json (the record `agentstack session start`
-keeps), trusted or not, reports only this project's session, and writes
-nothing."""
+- Untrusted: start, end and freeze are refused with the trust refusal
+  ("blocked: … — this project is not trusted on this machine") and one
+  `trust` audit row each; no file is written or changed. session_list
+  answers (read-only).
+- A session started in a terminal shows up in session_list (this project's
+  only); a native session refuses a lease, and an open lease refuses
+  session_start.
+- Trusted, over MCP: session_start writes the CLI's native files exactly as
+  `agentstack session start` does and records the session; session_freeze
+  proposes its toolset as a new toolset in the manifest (the manifest only)
+  and re-gates the connection; session_end puts .mcp.json back byte for
+  byte.
+"""
 import json
 import os
 import sys
@@ -33,7 +39,7 @@ servers = ["a"]
 skills = ["sql-review"]
 """
 
-UNBUILT = ["agentstack_session_start", "agentstack_session_end", "agentstack_session_freeze"]
+WRITERS = ["agentstack_session_start", "agentstack_session_end", "agentstack_session_freeze"]
 OTHER = "/elsewhere/other-project"
 
 
@@ -41,18 +47,21 @@ def sessions_path(sb):
     return os.path.join(sb.ah, "sessions.json")
 
 
-def unbuilt_refused(g, sb, label):
-    """The project writers are unknown tools: no row, no file changed."""
+def untrusted_refused(g, sb, label):
+    """The session writers refuse an untrusted project: one trust row each,
+    no file changed."""
     before = H.tree(sb.project)
     rows = len(audit_rows(sb))
     for name, args in (("agentstack_session_start", {"profile": "backend"}),
                        ("agentstack_session_end", {}),
                        ("agentstack_session_freeze", {"name": "backend-frozen"})):
         r = g.call(name, args)
-        check(is_error(r) and text(r) == f"Error: unknown tool '{name}'",
-              f"{label}: {name} is not built (errata 14) → unknown tool", r)
-    check(len(audit_rows(sb)) == rows, f"{label}: no audit row for an unbuilt tool",
-          audit_rows(sb)[rows:])
+        check(is_error(r) and text(r).startswith(f"Error: blocked: {name} tried to") and
+              "this project is not trusted on this machine" in text(r) and
+              "nothing ran" in text(r), f"{label}: {name} → the trust refusal", r)
+    new = audit_rows(sb)[rows:]
+    check(len(new) == 3 and all(x.get("tool") == "trust" and x.get("outcome") == "denied"
+                                for x in new), f"{label}: one trust row per refusal", new)
     check(H.tree(sb.project) == before, f"{label}: no project file written or changed")
 
 
@@ -65,13 +74,12 @@ with Sandbox() as sb:
     H.run(sb, "lock", "--write")
     e = H.env(sb)
 
-    # ---- untrusted: list answers (read-only), the writers do not exist
+    # ---- untrusted: list answers (read-only), the writers refuse
     with Gateway(sb, "--auto-project", env=e) as g:
         g.initialize()
         names = g.tools()
-        check("agentstack_session_list" in names and
-              not any(n in names for n in UNBUILT),
-              "tools/list: session_list listed, start/end/freeze not (errata 14/16)", names)
+        check("agentstack_session_list" in names and all(n in names for n in WRITERS),
+              "tools/list: session_list, start, end and freeze listed", names)
         tools = {t["name"]: t for t in g.request("tools/list", {})["result"]["tools"]}
         check(tools["agentstack_session_list"]["inputSchema"] ==
               {"type": "object", "properties": {}}, "session_list takes no arguments")
@@ -79,7 +87,7 @@ with Sandbox() as sb:
         p = payload(r)
         check(not is_error(r) and p["active"] is False and "agentstack session start" in p["note"],
               "untrusted, no session: active false, the note names the terminal command", p)
-        unbuilt_refused(g, sb, "untrusted")
+        untrusted_refused(g, sb, "untrusted")
     check(H.read(mcp) == hand and not os.path.exists(sessions_path(sb)),
           "untrusted: .mcp.json untouched, no sessions.json written by the gateway")
 
@@ -107,7 +115,6 @@ with Sandbox() as sb:
         check(OTHER not in text(r) and "secret-plans" not in text(r),
               "another project's session (path, toolset) is never shown", text(r))
         check("agentstack session end" in p["note"], "the note says how to end it", p)
-        unbuilt_refused(g, sb, "trusted, session active")
 
         # 02 §10 / §5.2: a native session refuses a lease, the default's too
         st = payload(g.call("agentstack_lease_status", {}))
@@ -162,6 +169,47 @@ with Sandbox() as sb:
     check(open(sessions_path(sb)).read() == "{not json",
           "the broken record is left for the user, not rewritten")
     check(not any(row.get("tool", "").startswith("agentstack_session") for row in
-                  audit_rows(sb)), "no session tool wrote an audit row", audit_rows(sb))
+                  audit_rows(sb)), "no session tool wrote a call row", audit_rows(sb))
+
+    # ---- trusted, over MCP: start, freeze, end
+    os.remove(sessions_path(sb))
+    H.trust(sb)
+    manifest_path = os.path.join(sb.project, ".agentstack", "agentstack.toml")
+    with Gateway(sb, "--auto-project", env=e) as g:
+        g.initialize()
+        r = g.call("agentstack_lease_open", {"profile": "backend"})
+        check(not is_error(r), "a lease opens", r)
+        r = g.call("agentstack_session_start", {"profile": "backend"})
+        check(is_error(r) and "agentstack_lease_close" in text(r),
+              "an open lease refuses session_start", r)
+        g.call("agentstack_lease_close", {})
+        r = g.call("agentstack_session_start", {"profile": "backend"})
+        check(not is_error(r), "session_start over MCP", r)
+        check(H.read(mcp) != hand and '"a"' in H.read(mcp) and '"mine"' in H.read(mcp),
+              "the CLI's .mcp.json now holds the toolset's server, the hand entry kept",
+              H.read(mcp))
+        p = payload(g.call("agentstack_session_list", {}))
+        check(p["active"] is True and p["toolset"] == "backend", "session_list sees it", p)
+        before = H.tree(sb.project)
+        r = g.call("agentstack_session_freeze", {"name": "backend-2"})
+        check(not is_error(r) and "[toolsets.backend-2]" in text(r) and
+              "agentstack trust" in text(r), "session_freeze proposes the toolset", r)
+        changed = [k for k in set(before) | set(H.tree(sb.project))
+                   if before.get(k) != H.tree(sb.project).get(k)]
+        check(changed == [os.path.relpath(manifest_path, sb.project)],
+              "freeze changed the manifest only", changed)
+        check('[toolsets.backend-2]\nservers = ["a"]\nskills = ["sql-review"]' in
+              H.read(manifest_path), "the frozen toolset is in the manifest",
+              H.read(manifest_path))
+        r = g.call("agentstack_session_end", {})
+        check(is_error(r) and "not trusted" in text(r),
+              "after the manifest changed the connection is re-gated: end refused", r)
+    H.run(sb, "lock", "--write")
+    H.trust(sb)
+    with Gateway(sb, "--auto-project", env=e) as g:
+        g.initialize()
+        r = g.call("agentstack_session_end", {})
+        check(not is_error(r), "session_end over MCP once trusted again", r)
+    check(H.read(mcp) == hand, "session_end puts .mcp.json back byte for byte", H.read(mcp))
 
 done()

@@ -17,7 +17,9 @@ BUILT = ["agentstack_search", "tools_search", "tools_bindings", "agentstack_list
          "agentstack_doctor", "agentstack_list_loadable", "agentstack_load",
          "agentstack_lease_open", "agentstack_lease_status", "agentstack_lease_close",
          "agentstack_lease_freeze", "agentstack_explain", "agentstack_diff",
-         "agentstack_session_list"]
+         "agentstack_add_skill", "agentstack_create_toolset", "agentstack_session_start",
+         "agentstack_session_end", "agentstack_session_list", "agentstack_session_freeze",
+         "agentstack_add_server"]
 
 ENV_SECRET = "envsecretvalue7731"
 DOTENV_SECRET = "dotenvsecretvalue9924"
