@@ -879,7 +879,7 @@ static int select_servers(struct run *R, struct as_err *err)
  * record_ledger runs only for a target that changes, so a preview predicts
  * the same: an unchanged file keeps what the ledger says now. (A hand-made
  * .mcp.json that already matches stays unowned: out of the block in the
- * write and in every later preview alike, seed "nothing to write".) */
+ * write and in every later preview alike, "nothing to write".) */
 static bool target_owns(const struct run *R, const struct tplan *t)
 {
     if (R->o->write || !t->changed || t->failed || t->blocked) {

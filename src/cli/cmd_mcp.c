@@ -1,6 +1,6 @@
 /*
  * agentstack mcp [--auto-project] [--transparent] — the live MCP gateway on
- * stdio (02-gateway.md). Hidden: --grant PATH, the entry a protected run
+ * stdio (docs/gateway.md). Hidden: --grant PATH, the entry a protected run
  * (`run <cli> --locked`) hands its harness: serve that run's frozen grant
  * and nothing else (gateway/grant.h). stdout carries whole JSON-RPC frames only: the real
  * stdout is duplicated for the gateway's writer and fd 1 is pointed at

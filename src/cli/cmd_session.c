@@ -1,6 +1,6 @@
 /*
  * agentstack session start <toolset> | end [--all] | list [--json]
- * (the seed's clean-at-rest mode; docs/adapters.md): start activates a toolset like
+ * (clean at rest; docs/adapters.md): start activates a toolset like
  * `use --write` and records how to undo it; end puts every file, link and
  * ledger entry back as it was. A project must be Trusted to start.
  * Start validates and gates like `use --write`: names a toolset takes from

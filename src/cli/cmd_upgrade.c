@@ -2,7 +2,7 @@
  * agentstack upgrade <pack> [--yes] [--with-instructions] [--write]
  * — re-resolve an installed pack from its [packs.<pack>] ledger (never a
  * downgrade), preview what changes, and with --write re-install and re-pin
- * in one transaction (the seed's spelling, 00-overview; docs/library.md).
+ * in one transaction (docs/library.md).
  *
  * agentstack remove <pack|server|skill> [--write]
  * — take a pack (its ledger wins) or one entry out of the project: entries,

@@ -245,7 +245,7 @@ static bool env_allowed(const char *name, size_t n, const strvec *extra)
     return false;
 }
 
-/* The scrubbed environment (00-overview "Stricter") plus the server's own. */
+/* The scrubbed environment (docs/gateway.md) plus the server's own. */
 static char **build_env(struct gw *gw, struct resolver *r, const struct mf_server *def)
 {
     strvec env = STRVEC_INIT;

@@ -17,7 +17,7 @@
  *    origin/<b>..HEAD, or all of history on a first push) are checked line
  *    by line. Any finding refuses the sync (exit 1, nothing committed or
  *    pushed) unless allow_secrets.
- *  - The refusal prints the seed's line first
+ *  - The refusal prints its fixed first line
  *    ("refusing to sync — '<Key>' looks like a literal secret"), then
  *    the refusal phrase and one line per finding, then how to make it a
  *    ${REF}. Values are never printed.
