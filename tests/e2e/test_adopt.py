@@ -1,4 +1,4 @@
-"""agentstack adopt (04 §7): a deliberate hand edit in a CLI's native config
+"""agentstack adopt (docs/adapters.md): a deliberate hand edit in a CLI's native config
 comes back into the manifest — preview first, --write edits only the keys
 that changed; rendered entries (secrets filled in) read as in sync; two
 different edits of one server are a conflict until --target picks one."""

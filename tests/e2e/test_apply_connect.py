@@ -1,7 +1,7 @@
-"""`agentstack connect --all --write` (the seed's spelling; 0.19's `gateway
+"""`agentstack connect --all --write` (also spelled `gateway
 connect`): the live gateway registered once in every detected CLI that
 speaks MCP, each in its own syntax, through the same merge/ledger/backup
-path as apply; idempotent; --target; routing afterwards (errata 24);
+path as apply; idempotent; --target; routing afterwards;
 restore puts every file back byte for byte."""
 import json
 import os
@@ -83,9 +83,9 @@ with Sandbox() as sb:
     check(H.tree(sb.home, skip=(".agentstack",)) == snap, "idempotent: no byte changed")
     alias = H.run(sb, "gateway", "connect", "--all", "--write")
     check(alias.returncode == 0 and "Nothing to change." in alias.stdout,
-          "0.19 spelling gateway connect works too", alias.stdout + alias.stderr)
+          "the older spelling gateway connect works too", alias.stdout + alias.stderr)
 
-    # Routing (errata 24): the connected CLIs get servers live; apply renders
+    # Routing: the connected CLIs get servers live; apply renders
     # for the others only.
     os.remove(os.path.join(sb.root, "bin", "cursor"))
     H.write_manifest(sb, MANIFEST)

@@ -1,4 +1,4 @@
-"""Standing trust decisions (01 §6.8) honoured by the adapters' delivery
+"""Standing trust decisions (docs/trust.md) honoured by the adapters' delivery
 paths: `apply` and `use` compile a kept instruction fragment from its
 approved copy in the content store (never the drifted live bytes), leave a
 blocked fragment out, place no blocked skill (and withdraw the link placed

@@ -1,5 +1,5 @@
-"""apply → the 13 golden files (spec 04 §2, §8.1), idempotency (§8.5),
-dry-run masking (§8.19) and byte-for-byte restore (§8.17)."""
+"""apply → the 13 golden files (docs/adapters.md), idempotency,
+dry-run masking and byte-for-byte restore."""
 import os
 import sys
 
@@ -53,7 +53,7 @@ with Sandbox() as sb:
     check("undo: agentstack restore --last --write" in w.stdout, "undo hint", w.stdout)
     check("k1" not in w.stdout, "write output masks secrets too", w.stdout)
 
-    # §8.5: a second write is a no-op everywhere, down to backups and history.
+    # A second write is a no-op everywhere, down to backups and history.
     snap = H.tree(sb.home)
     w2 = H.run(sb, "apply", "--scope", "global", "--write")
     check(w2.returncode == 0, "second apply --write exits 0", w2.stdout + w2.stderr)
@@ -63,9 +63,9 @@ with Sandbox() as sb:
     check(H.tree(sb.home) == snap, "no file, backup, ledger or history change on a no-op")
     d2 = H.run(sb, "apply", "--scope", "global")
     check("✓ nothing to write — every target in sync" in d2.stdout,
-          "no-op preview prints the seed's line", d2.stdout)
+          "no-op preview prints the documented line", d2.stdout)
 
-    # §8.17: restore --last --write removes what we created, dirs included.
+    # `restore --last --write` removes what we created, dirs included.
     lst = H.run(sb, "restore")
     check("apply" in lst.stdout and "wrote 13 targets" in lst.stdout, "restore lists the write",
           lst.stdout)

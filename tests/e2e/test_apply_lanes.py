@@ -1,4 +1,4 @@
-"""The other lanes of apply (04 §1c, §3b–§3d, §5): instructions compiled
+"""The other lanes of apply (docs/adapters.md): instructions compiled
 into each CLI's instruction file as a managed region (variants per cli and
 model, one region per file, shared AGENTS.md compiled once), settings keys
 owned one by one, hooks owning the hooks key (the host guard's entries

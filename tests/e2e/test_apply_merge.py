@@ -1,7 +1,7 @@
 """apply against real-world-shaped user files: only our entries change
-(§8.2, §8.4, JSONC), pruning (§8.6), malformed / read-only / symlinked
-targets (§8.11–§8.14, errata 33), secrets (§8.7), skips (§8.8–§8.10),
-concurrency (§8.15) and a 10 MB file."""
+(JSONC included), pruning, malformed / read-only / symlinked
+targets, secrets, skips,
+concurrency and a 10 MB file."""
 import json
 import os
 import subprocess
@@ -34,7 +34,7 @@ def apply(sb, *args, e=None):
     return H.run(sb, "apply", "--scope", "global", *args, e=e)
 
 
-# §8.2: ~/.claude.json is app-owned; only the section value may change.
+# ~/.claude.json is app-owned; only the section value may change.
 with Sandbox() as sb:
     setup(sb, DOCS_ONLY)
     cpath = os.path.join(sb.home, ".claude.json")
@@ -51,7 +51,7 @@ with Sandbox() as sb:
           "mine keeps its slot and bytes, docs follows", got)
     check("0.9402052562189797" in got, "float spelling kept")
 
-# §8.4 + JSONC: comments survive in codex TOML and VS Code / OpenCode JSONC.
+# Comments survive in codex TOML and VS Code / OpenCode JSONC.
 with Sandbox() as sb:
     setup(sb, DOCS_ONLY + '[servers.figma]\ntype = "stdio"\ncommand = "npx"\n'
                'args = ["figma-mcp"]\n')
@@ -88,7 +88,7 @@ with Sandbox() as sb:
     check("2 targets already in sync — nothing to change." in again.stdout,
           "commented files: second run is a no-op", again.stdout)
 
-# §8.6: dropping a server prunes only it; a hand entry stays.
+# Dropping a server prunes only it; a hand entry stays.
 with Sandbox() as sb:
     setup(sb)
     cpath = os.path.join(sb.home, ".claude.json")
@@ -106,7 +106,7 @@ with Sandbox() as sb:
     doc = json.loads(H.read(cpath))
     check(sorted(doc["mcpServers"]) == ["docs", "hand"], "only notes was removed", doc)
 
-# §8.11: a malformed file fails its target only; the others are written.
+# A malformed file fails its target only; the others are written.
 with Sandbox() as sb:
     setup(sb)
     bad = '{"mcpServers": {"x": 1,}}\n'
@@ -130,7 +130,7 @@ with Sandbox() as sb:
           "the healthy target was still written")
     check("write failed on 2 target(s): claude-code, codex" in out, "failure summary", out)
 
-# §8.12: a read-only ~/.codex directory; §8.13: a 0444 file.
+# A read-only ~/.codex directory; a 0444 file.
 if True:
     with Sandbox() as sb:
         setup(sb)
@@ -157,7 +157,7 @@ if True:
               "history records only what was written", lst.stdout)
         os.chmod(os.path.join(sb.home, ".codex"), 0o755)
 
-# §8.14 / errata 33: symlinks.
+# Symlinks.
 with Sandbox() as sb:
     setup(sb)
     real = os.path.join(sb.root, "dotfiles", "claude.json")
@@ -194,7 +194,7 @@ with Sandbox() as sb:
     check(os.listdir(evil_dir) == [], "nothing created through a symlinked parent dir")
     check('"docs"' in H.read(inside), "a symlink staying inside the project is followed")
 
-# §8.7 / errata 27: unresolved secrets block; --allow-unresolved leaves the entry out.
+# Unresolved secrets block; --allow-unresolved leaves the entry out.
 with Sandbox() as sb:
     setup(sb, H.SPEC_MANIFEST + '[servers.kibana]\ntype = "http"\nurl = "https://k.test"\n'
               'headers = { Authorization = "Bearer ${NOPE_TOKEN}" }\n')
@@ -217,7 +217,7 @@ with Sandbox() as sb:
           "the unresolved entry is left out; no ${NAME} reaches the file", got)
     check("leaving out 'kibana'" in p.stdout, "and it is named", p.stdout)
 
-# §8.8–§8.10: names, transports, cwd.
+# Names, transports, cwd.
 with Sandbox() as sb:
     setup(sb, """version = 1
 [delivery]
@@ -248,7 +248,7 @@ cwd = "srv/a b"
     check(cur["mcpServers"]["w"] == {"command": "srv", "cwd": "srv/a b"},
           "cursor gets a native cwd", cur)
 
-# §8.15: two concurrent writers end in one complete merge.
+# Two concurrent writers end in one complete merge.
 with Sandbox() as sb:
     setup(sb)
     e = H.env(sb)
@@ -287,7 +287,7 @@ with Sandbox() as sb:
     check(got.startswith('{\n  "mcpServers": {\n    "docs": {') and got.endswith(big[1:]),
           "section inserted after '{', the 10 MB that follow are identical")
 
-# §8.26: a changed (re-gated) project delivers nothing new, but prunes still happen.
+# A changed (re-gated) project delivers nothing new, but prunes still happen.
 with Sandbox() as sb:
     setup(sb)
     apply(sb, "--target", "claude-code", "--write")

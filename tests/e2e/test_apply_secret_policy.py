@@ -1,7 +1,7 @@
 """[policy.secrets] at render: a ref the machine policy refuses is never
 resolved into a native config. apply names the refusal and the rule, the
 target is not written (even with --allow-unresolved: a refusal is not a
-missing value), and the value appears in no file; an allowed ref renders (00-overview: the machine floor no repo can
+missing value), and the value appears in no file; an allowed ref renders (the machine floor no repo can
 loosen; docs/policy.md enforcement matrix, secrets row)."""
 import os
 import sys

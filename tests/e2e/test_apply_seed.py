@@ -1,4 +1,4 @@
-"""The seed's first-run transcript (errata 24): after init, `apply --write`
+"""The seed's first-run transcript: after init, `apply --write`
 renders the server into every CLI the gateway is not connected to, in each
 CLI's syntax; Claude Code already had it; the second run is in sync. Also:
 the managed .gitignore block, and routing live when `connect` registered
@@ -91,7 +91,7 @@ with Sandbox() as sb:
     pi = json.loads(H.read(os.path.join(sb.home, ".pi", "agent", "mcp.json")))
     check(pi["mcpServers"]["filesystem"]["command"] == "npx", "pi: its mcp.json", pi)
 
-# Routing (errata 24): a CLI where connect registered the gateway gets the
+# Routing: a CLI where connect registered the gateway gets the
 # servers live — apply writes no server config there — unless render_locally.
 with Sandbox() as sb:
     H.fake_bin(sb, "claude")

@@ -1,4 +1,4 @@
-"""`session start <toolset>` / `session end` (spec 04 §7, §8.27): start
+"""`session start <toolset>` / `session end` (docs/adapters.md): start
 renders the toolset and links its skills; a second start refuses; end puts
 every file back byte for byte and every link back as it was."""
 import json

@@ -1,4 +1,4 @@
-"""`use <toolset> --write` (spec 04 §7): just the toolset's servers, its
+"""`use <toolset> --write` (docs/adapters.md): just the toolset's servers, its
 skills linked into each CLI's skills dir, ours pruned on a switch, a user's
 real directory never touched, idempotent, gated by trust."""
 import json

@@ -1,4 +1,4 @@
-"""agentstack audit --verify / --calls (errata 3, 4).
+"""agentstack audit --verify / --calls.
 
 The chain is written here by an independent Python implementation of the
 documented format (docs/audit.md), so the binary's verifier is checked

@@ -1,5 +1,5 @@
-"""The seed's first-run transcript end to end (seed "Portable config";
-errata 24, 26): init → bootstrap → lock/trust → apply --write → apply says
+"""The seed's first-run transcript end to end (docs/onboarding.md):
+init → bootstrap → lock/trust → apply --write → apply says
 nothing to write → doctor with no errors; and bootstrap's report: read-only,
 one Next: line, missing secrets and skills, --json."""
 import json
@@ -100,7 +100,7 @@ def seed_transcript():
         a = H.run(sb, "apply", e=e)
         lines = a.stdout.splitlines()
         check(a.returncode == 0 and "✓ nothing to write — every target in sync" in lines,
-              "apply: the seed's line `✓ nothing to write — every target in sync`", a.stdout)
+              "apply: the documented line `✓ nothing to write — every target in sync`", a.stdout)
         would = [ln for ln in lines if ln.startswith("→") or " would " in ln]
         check(not would, "apply: nothing would change — the .gitignore block included", would)
         with open(os.path.join(sb.project, ".gitignore")) as f:

@@ -1,7 +1,7 @@
 """The command surface (design: "a command appears only when it works"):
 `agentstack help` lists commands; each listed command's `--help` exits 0 and
 prints its usage; an unknown command gets a did-you-mean and exit 2;
-`--version` reads `agentstack X.Y.Z (<7 hex>)` (errata 32). Each listed
+`--version` reads `agentstack X.Y.Z (<7 hex>)`. Each listed
 command, run bare in an empty project with no terminal, ends on its own with
 0, 1 or 2 — never a signal, never a placeholder."""
 import os
@@ -39,7 +39,7 @@ with Sandbox() as sb:
     check(r.returncode == 0 and len(names) >= 10 and "help" in names and "doctor" in names,
           f"help lists the commands ({len(names)})", r.stdout)
     check(len(names) == len(set(names)), "no command is listed twice", names)
-    check("tools_execute" not in r.stdout, "unbuilt commands are not listed (errata 46)")
+    check("tools_execute" not in r.stdout, "unbuilt commands are not listed")
 
     for name in names:
         for flag in ("--help", "-h"):
@@ -83,7 +83,7 @@ with Sandbox() as sb:
     check(r.returncode in (0, 2) and "agentstack help" in r.stdout + r.stderr,
           "no command: ends at once and points to agentstack help", r.stdout + r.stderr)
 
-    # --version (errata 32, chapter 06): agentstack <semver> (<short commit>)
+    # --version: agentstack <semver> (<short commit>)
     pattern = r"agentstack \d+\.\d+\.\d+ \([0-9a-f]{7}\)"
     for args in (["--version"], ["version"], ["-V"]):
         r = run(sb, *args)

@@ -1,4 +1,4 @@
-"""agentstack diff --json (04 §7, issue 6): the stable form of what `diff`
+"""agentstack diff --json (issue 6; docs/adapters.md): the stable form of what `diff`
 prints — one JSON document on stdout with, per target, its path, state
 (differs | in_sync | hand-edited | failed | skipped), hand_edited, and the
 entries it holds as managed or foreign — in every state a project goes

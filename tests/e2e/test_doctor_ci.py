@@ -1,4 +1,4 @@
-"""The CI gate (issue 10, spec 06 §5.1, errata 31): a fixture that passes
+"""The CI gate (issue 10; docs/ci.md): a fixture that passes
 `doctor --ci`; then, one at a time, lock drift, a policy violation, a
 zero-width joiner in an instruction, an unresolved required secret — each
 exits 1 naming the file and the fix. Warnings alone (prompt-injection
@@ -149,7 +149,7 @@ with Sandbox() as sb:
 with Sandbox() as sb:
     # native-config drift comes from the adapters' report, which also covers
     # the gateway entry `connect` wrote into a CLI's user file: a warning in
-    # --ci and in --json, never an error (errata 31)
+    # --ci and in --json, never an error
     fixture(sb)
     env = sb.env(API_TOKEN="x")
     r = sb.run("connect", "codex", "--write")
@@ -177,7 +177,7 @@ with Sandbox() as sb:
     check(r.returncode == 0 and "now missing" in r.stdout,
           "a deleted gateway file is drift too (warning)", r.stdout)
 
-    # [policy] forbid (spec 06 §3.3): a declared name the policy forbids
+    # [policy] forbid: a declared name the policy forbids
     proj = os.path.join(sb.project, ".agentstack/agentstack.toml")
     sb.write(".agentstack/agentstack.toml", MANIFEST + '\n[policy]\nforbid = ["rev*"]\n')
     sb.run("lock", "--write")
@@ -191,7 +191,7 @@ with Sandbox() as sb:
           "server 'api' is forbidden", "machine policy — ~/.agentstack/agentstack.toml")
     os.unlink(os.path.join(sb.ah, "agentstack.toml"))
 
-    # [policy] allowed_sources (spec 06 §3.1): an installed pack from elsewhere
+    # [policy] allowed_sources: an installed pack from elsewhere
     pack = ('\n[packs.acme]\nversion = "v1.0.0"\n'
             'source = "git:https://git.example.org/acme/tools@v1.0.0"\n'
             'rev = "0123456789abcdef0123456789abcdef01234567"\n')
@@ -217,7 +217,7 @@ with Sandbox() as sb:
           "not checked" in r.stdout, "require: reported as unchecked, exit 0", r.stdout)
 
 with Sandbox() as sb:
-    # a broken machine file fails closed in CI too (errata 17)
+    # a broken machine file fails closed in CI too
     fixture(sb)
     sb.write("agentstack.toml", "version = 1\n[policy\n", base=sb.ah)
     fails(doctor(sb, env=sb.env(API_TOKEN="x")), "broken machine policy", "agentstack.toml:2:8",

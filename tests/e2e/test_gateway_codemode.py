@@ -1,4 +1,4 @@
-"""02 §4.4 and §12 scenario 16 with errata 14: code mode. tools_bindings
+"""Code mode (docs/gateway.md). tools_bindings
 (recipe, client.ts, static shim; secret-free, writes nothing) and the loopback
 endpoint: endpoint.json under $AGENTSTACK_HOME/gateway/<id>/ (0600 in 0700),
 never in the project; 401 before the body, 413, 503 at 64 in flight, 400,
@@ -83,9 +83,9 @@ def round_trip():
         with Gateway(sb, "--auto-project", env=env) as g:
             g.initialize()
             names = [t["name"] for t in g.request("tools/list")["result"]["tools"]]
-            check("tools_bindings" in names, "errata 16: tools_bindings listed once built", names)
+            check("tools_bindings" in names, "tools_bindings listed once built", names)
             eps = endpoints(sb)
-            check(len(eps) == 1, "errata 14: endpoint.json under $AGENTSTACK_HOME/gateway/<id>/",
+            check(len(eps) == 1, "endpoint.json under $AGENTSTACK_HOME/gateway/<id>/",
                   eps)
             ep = eps[0]
             check(os.stat(ep).st_mode & 0o777 == 0o600, "16: endpoint.json is 0600",
@@ -93,7 +93,7 @@ def round_trip():
             check(os.stat(os.path.dirname(ep)).st_mode & 0o777 == 0o700, "16: its dir is 0700")
             check(not os.path.exists(os.path.join(sb.project, "codemode")) and
                   not os.path.exists(os.path.join(sb.project, ".agentstack")),
-                  "errata 14: nothing written into the project")
+                  "nothing written into the project")
             with open(ep) as f:
                 cfg = json.load(f)
             url, token = cfg["url"], cfg["token"]
@@ -116,7 +116,7 @@ def round_trip():
             s.sendall(b"POST " + path.encode() + b" HTTP/1.1\r\nX-Agentstack-Token: " +
                       token.encode() + b"\r\n" + big + b"\r\n")
             st, _ = response(s)
-            check(st == 413, "§4.4: a body over 1 MiB → 413 (not read)", st)
+            check(st == 413, "a body over 1 MiB → 413 (not read)", st)
 
             st, body = post(url, token, {"name": "t__get_a", "arguments": {}})
             check(st == 200 and body["result"]["content"][0]["text"] == "get_a: ok",
@@ -128,28 +128,28 @@ def round_trip():
             before = len(audit_rows(sb))
             st, body = post(url, token, {"name": "t__delete_b", "arguments": {"x": 1}})
             check(st == 502 and "denied" in body.get("error", ""),
-                  "§4.4: a policy-denied tool → 502 {error}", (st, body))
+                  "a policy-denied tool → 502 {error}", (st, body))
             rows = audit_rows(sb)[before:]
             check(any(r.get("tool") == "delete_b" and r.get("outcome") == "denied" and
                       r.get("layer") == "machine" for r in rows),
-                  "§4.4: the refusal is audited like tools/call (same dispatch)", rows)
+                  "the refusal is audited like tools/call (same dispatch)", rows)
             check(SECRET not in open(os.path.join(sb.ah, "audit", "calls.jsonl")).read(),
                   "no secret value in the audit")
 
             st, _ = post(url, token, {"name": "nope__x", "arguments": {}})
-            check(st == 404, "§4.4: an unknown server → 404", st)
+            check(st == 404, "an unknown server → 404", st)
             st, _ = post(url, token, {"name": "tools_search", "arguments": {}})
-            check(st == 404, "§4.4: control-plane names are not proxied → 404", st)
+            check(st == 404, "control-plane names are not proxied → 404", st)
             st, _ = response(request(url, b"{not json", token))
-            check(st == 400, "§4.4: a malformed body → 400", st)
+            check(st == 400, "a malformed body → 400", st)
             st, _ = post(url, token, {"arguments": {}})
-            check(st == 400, "§4.4: no name → 400", st)
+            check(st == 400, "no name → 400", st)
 
             b = text(g.call("tools_bindings", {}))
             check("export const codemode" in b and "\n  t: {\n" in b and
                   "get_a: (input: Record<string, unknown>): Promise<unknown> => "
                   'call("t__get_a", input),' in b,
-                  "§4.4: client.ts maps codemode.S.T(input) → call(\"S__T\", input)", b)
+                  "client.ts maps codemode.S.T(input) → call(\"S__T\", input)", b)
             check("t__delete_b" not in b, "bindings list only policy-allowed tools", b)
             i_env, i_get = b.find('call("t__env"'), b.find('call("t__get_a"')
             check(0 < i_env < i_get, "bindings are sorted", (i_env, i_get))
@@ -168,7 +168,7 @@ def round_trip():
                 if not ready:
                     break
             st, body = response(ready[0]) if ready else (0, None)
-            check(len(ready) == 1 and st == 503, "§4.4: over 64 in flight → 503", (st, body))
+            check(len(ready) == 1 and st == 503, "over 64 in flight → 503", (st, body))
             for s in hung:
                 if s is not ready[0]:
                     s.close()

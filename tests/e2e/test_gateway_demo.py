@@ -6,7 +6,7 @@ machine policy denies delete_*. Untrusted, the project is inert (the server
 touches a marker file when it starts: it must never start). After lock +
 trust: echo is brokered, secret_read is denied by the repo, delete_all by the
 machine, every call lands in calls.jsonl without argument values, and
-`agentstack audit --calls` prints the seed's summary line.
+`agentstack audit --calls` prints the documented summary line.
 """
 import json
 import os
@@ -113,7 +113,7 @@ def audit(sb):
     r = sb.run("audit", "--calls")
     check(r.returncode == 0 and
           "3 calls · 3 tools · 2 denied by policy — digests, never values" in r.stdout,
-          "agentstack audit --calls prints the seed's summary line", r.stdout + r.stderr)
+          "agentstack audit --calls prints the documented summary line", r.stdout + r.stderr)
 
 
 def drive():

@@ -1,4 +1,4 @@
-"""`agentstack mcp --grant PATH` (02 §1, errata 12): the gateway entry a protected
+"""`agentstack mcp --grant PATH` (docs/gateway.md): the gateway entry a protected
 run hands its harness. The test freezes a run the way sandbox/host.c does
 (grant.json = canonical JSON + newline under $AGENTSTACK_HOME/runs/<id>/, its
 SHA-256 recorded as `grant_frozen` in the run's hash-chained events.jsonl), then
@@ -58,7 +58,7 @@ skills = ["review-checklist"]
 
 
 def chain(rows):
-    """Hash-chained JSONL (errata 3): each line ends with the SHA-256 of the
+    """Hash-chained JSONL: each line ends with the SHA-256 of the
     previous line's bytes; the first links to 64 zeros."""
     out, prev = [], "0" * 64
     for r in rows:

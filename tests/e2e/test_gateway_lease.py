@@ -1,4 +1,4 @@
-"""02 §12 scenarios 4 and 5 (the seed's MCP profile lease page): a lease over
+"""Toolset leases (docs/gateway.md, "Leases"): a lease over
 --manifest-dir, in-memory skill loads, status, freeze into the manifest with
 the format-preserving editor, close, and zero native artifacts; skills fenced
 to the leased toolset, inline and central-library origins, pinned bytes."""
@@ -171,7 +171,7 @@ def docs_lease():
 
 
 def decisions():
-    """Review decisions recorded in trust.json (01 §6.1): keep-pinned serves the
+    """Review decisions recorded in trust.json: keep-pinned serves the
     approved copy from the content store; blocked omits the skill."""
     with Sandbox() as sb:
         sb.write("agentstack.toml", "version = 1\n\n[skills.notes]\npath = \"skills/notes\"\n")

@@ -1,4 +1,4 @@
-"""Library servers through the gateway (02 §6.1): a toolset may take a server
+"""Library servers through the gateway (docs/gateway.md): a toolset may take a server
 from the central library ($AGENTSTACK_HOME/lib/servers/<name>.toml). It is
 served only when the definition's bytes match its agentstack.lock pin; a
 drifted or unpinned definition is skipped with a `pin` audit row, its calls are

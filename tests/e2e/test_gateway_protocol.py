@@ -1,4 +1,4 @@
-"""02 §12 scenarios 1–3 and the framing rules of §2 (errata 8, 16).
+"""The gateway's protocol and framing rules (docs/gateway.md, "Protocol").
 
 Versions: initialize echoes 2024-11-05 … 2025-11-25 and answers anything else
 with 2025-11-25 (leases keep working there); a request is stateless

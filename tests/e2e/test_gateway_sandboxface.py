@@ -1,4 +1,4 @@
-"""The gateway's sandbox face (02 §6.5): the HTTP door a confined harness uses
+"""The gateway's sandbox face (docs/gateway.md): the HTTP door a confined harness uses
 to reach the project's servers through the gateway running outside the
 sandbox. The run hands `agentstack mcp --grant` a listening socket and a token
 (AGENTSTACK_GATEWAY_FACE_FD/_TOKEN); this test plays the run: it freezes a

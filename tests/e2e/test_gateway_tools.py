@@ -1,8 +1,7 @@
-"""02 §3 ext tier, read-only: agentstack_list, _explain, _search and _diff on a
-trusted and on an untrusted project (02 §5.1: names and the trust note only),
+"""The control plane's ext tier, read-only: agentstack_list, _explain, _search and _diff on a
+trusted and on an untrusted project (names and the trust note only; docs/gateway.md),
 no secret value anywhere in any answer, hostile manifest/library text
-sanitized; and the sweep of code-mode endpoint dirs left by dead gateways
-(errata 14)."""
+sanitized; and the sweep of code-mode endpoint dirs left by dead gateways."""
 import hashlib
 import json
 import os
@@ -118,7 +117,7 @@ def trusted():
         with Gateway(sb, "--auto-project", env=env) as g:
             g.initialize()
             names = g.tools()
-            check(names == BUILT, "tools/list: built tools in 02 §3 order", names)
+            check(names == BUILT, "tools/list: built tools in their documented order", names)
             tools = {t["name"]: t for t in g.request("tools/list", {})["result"]["tools"]}
             check(tools["agentstack_explain"]["inputSchema"].get("required") == ["name"],
                   "explain schema requires name", tools["agentstack_explain"])

@@ -1,4 +1,4 @@
-"""02 §12 scenarios 6–8, 10, 11 and discovery by roots: the trust gate, the
+"""Trust inside the gateway and discovery by roots: the trust gate, the
 policy intersection, the toolset fence and the live re-gate, through the
 real binary with fake upstreams (mcpclient.FAKE)."""
 import hashlib
@@ -90,7 +90,7 @@ def intersection():
               "7: a denied row with rule and machine layer", den)
         with open(os.path.join(sb.ah, "audit", "calls.jsonl")) as f:
             check("value-never-logged-91" not in f.read(), "7: no argument values logged")
-        # stdio details (§12.12): [via S], cwd = project root, scrubbed env
+        # stdio details: [via S], cwd = project root, scrubbed env
         with Gateway(sb, "--auto-project", env=sb.env(SECRET_IN_PARENT="nope-1")) as g:
             g.initialize()
             s = text(g.call("tools_search", {"query": "get_status"}))

@@ -4,7 +4,7 @@ is a message all the same, never a line to drop silently.
 
 Client side: a request carrying such a value gets a -32700 reply with its
 id (null when the id itself is unreadable); a notification gets none; a
-non-JSON line is still ignored (02 §2.1). Upstream side: an answer holding
+non-JSON line is still ignored (docs/gateway.md). Upstream side: an answer holding
 such a value fails the pending list/call at once with the reason on stderr,
 and the server stays usable. The call timeout is set to 10 minutes, so a
 failure that waited for it would never arrive: the waits below (which only

@@ -1,4 +1,4 @@
-"""02 §12 scenarios 12–15 and errata 13, 15: upstream stdio clients, secrets
+"""Upstream stdio clients, secrets
 at build, failures the agent sees, concurrency, hostile upstreams, the result
 cap, transparent mode. Fake upstreams come from mcpclient.FAKE; no assertion
 depends on timing (ordering is asserted through replies, never clocks)."""
@@ -207,7 +207,7 @@ def hostile():
             check(t.endswith("[agentstack: result truncated at %s of %s bytes]" %
                              (t.split("truncated at ")[1].split(" ")[0],
                               t.split(" of ")[-1].split(" ")[0])) and len(t) < 2200,
-                  "errata 15: result over the cap is cut with the marker", t[-80:])
+                  "result over the cap is cut with the marker", t[-80:])
             c = g.call("w__big", {"bytes": 20 * 1024 * 1024})
             check(is_error(c) and "contacting w" in text(c),
                   "14: a 20 MB frame → bounded error, no crash", text(c))
@@ -222,7 +222,7 @@ def hostile():
         log = os.path.join(sb.ah, "logs", sha12, "w.log")
         st = os.stat(log) if os.path.exists(log) else None
         check(st is not None and st.st_mode & 0o777 == 0o600 and st.st_size >= 4321,
-              "errata 15: upstream stderr → logs/<root-sha12>/<server>.log, 0600", log)
+              "upstream stderr → logs/<root-sha12>/<server>.log, 0600", log)
         logs = [os.path.join(sb.ah, "logs"), os.path.dirname(log)]
         for d in logs:
             os.chmod(d, 0o755)

@@ -1,4 +1,4 @@
-"""Host guard end to end (spec 03 §7, §10 scenarios 7–11 and 17): the real
+"""Host guard end to end (docs/guard.md): the real
 binary as each CLI's hook, payloads in each CLI's format, one host-guard row
 per deny, install/uninstall wiring that keeps the user's own entries."""
 import json

@@ -1,4 +1,4 @@
-"""agentstack init (04 §7, 06 §4.5, errata 25) on fake devices.
+"""agentstack init (docs/adapters.md, docs/secrets.md) on fake devices.
 
 A temp HOME seeded from tests/fixtures/onboard/home with realistic configs
 for Claude Code, Codex, Gemini, OpenCode, Cursor and VS Code (duplicates, a
@@ -48,7 +48,7 @@ def digests(root, skip_dirs=(".agentstack",)):
 
 
 def fenced_env(sb, **extra):
-    """apply_helpers' fenced env without its §2 secrets (NOTES_TOKEN would
+    """apply_helpers' fenced env without its secrets (NOTES_TOKEN would
     otherwise make init pick NOTES_TOKEN_2, correctly)."""
     e = H.env(sb, **extra)
     e.pop("NOTES_TOKEN", None)

@@ -1,5 +1,5 @@
 """An instruction body can never carry a managed-region marker line into an
-instruction file (04 §3d): a body with a line the region parser would take
+instruction file (docs/adapters.md): a body with a line the region parser would take
 for `<!-- agentstack:start -->` or `<!-- agentstack:end -->` (LF, CRLF, a
 bare CR at the end, the last line without a newline) is refused, naming the
 fragment's file:line, and the instruction file keeps its previous bytes.

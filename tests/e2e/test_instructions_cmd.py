@@ -1,4 +1,4 @@
-"""agentstack instructions (04 §5 "Stand-alone"): the manifest's
+"""agentstack instructions (docs/adapters.md): the manifest's
 [instructions] compiled into each CLI's instruction file on their own —
 preview per file (`→ would update managed region`), --write (`✓ wrote
 managed region`), `✓ up to date` — without touching servers, settings or

@@ -1,4 +1,4 @@
-"""Chapter 06 §1 and §8 scenarios 1, 12, 13, 22: the central library.
+"""The central library (docs/library.md).
 
 Skills and server definitions added to the library, named by a project's
 toolset and pinned by `lock --write`; linked sources read first to last

@@ -1,4 +1,4 @@
-"""Chapter 06 §3.5 `add skill <source>` (errata 29): a skill from a git
+"""`add skill <source>`: a skill from a git
 repository (a local repo, file:// — no network) or a spelled path; preview
 changes nothing; --write adds [skills.<n>] (git + rev = the resolved commit
 + subpath, or a path), joins the toolset and pins at once. Bad input —

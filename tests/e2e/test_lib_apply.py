@@ -1,4 +1,4 @@
-"""Chapter 06 §1 wired into apply (issue 9): a project whose toolset names
+"""The central library wired into apply (issue 9): a project whose toolset names
 central-library items validates, previews and renders them.
 
 - $AGENTSTACK_HOME/lib: a library server and skill named by a toolset are

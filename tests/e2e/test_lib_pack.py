@@ -1,4 +1,4 @@
-"""Chapter 06 §3 and §8 scenarios 2, 10, 11; errata 29; the seed's closed
+"""Packs (docs/library.md), and the closed
 loop: `add from git:…@v1.0.0 --write` installs a pack (secrets stay
 ${REF}s, pins written at once), its delete_* tool is refused by
 [policy.tools] at the gateway, `audit --calls` shows the denial, the vendor
@@ -93,7 +93,7 @@ def scenario_closed_loop():
         r = sb.run("add", "from", f"git:{url}@v1.0.0", "--write")
         check(r.returncode == 0 and
               "✓ installed pack 'acme' — servers + skills, secrets stay ${REF}s" in r.stdout,
-              "the seed's install line", r.stdout + r.stderr)
+              "the documented install line", r.stdout + r.stderr)
         m = read(manifest(sb))
         check(m.startswith(BASE), "existing bytes and comments kept", m)
         check('[servers.acme]' in m and 'ACME_TOKEN = "${ACME_TOKEN}"' in m,
@@ -145,7 +145,7 @@ def scenario_closed_loop():
         r = sb.run("upgrade", "acme", "--yes", "--write")
         check(r.returncode == 0 and
               "✓ upgraded pack 'acme' — previewed, re-pinned @v1.1.0" in r.stdout,
-              "the seed's upgrade line", r.stdout + r.stderr)
+              "the documented upgrade line", r.stdout + r.stderr)
         m = read(manifest(sb))
         lock = read(os.path.join(sb.project, ".agentstack", "agentstack.lock"))
         check('version = "v1.1.0"' in m and lock != lock_before, "ledger and pins moved", m)
@@ -273,7 +273,7 @@ def scenario_bad_input():
         r = sb.run("add", "from", f"git:{d}@v1.0.0", "--write")
         check(r.returncode == 1 and "the machine's [policy] allowed_sources" in r.stderr,
               "machine allowed_sources refuses", r.stderr)
-        # errata 29: git:owner/repo means GitHub (refused before any network here)
+        # Git:owner/repo means GitHub (refused before any network here)
         r = sb.run("add", "from", "git:acme/pack@v1.0.0", "--write")
         check(r.returncode == 1 and "git:https://github.com/acme/pack" in r.stderr,
               "git:owner/repo is https://github.com/owner/repo", r.stderr)

@@ -1,4 +1,4 @@
-"""lib_pin_lookup for instructions, extensions and workflows (06 §1.2):
+"""lib_pin_lookup for instructions, extensions and workflows (docs/library.md):
 `lock --write` pins a library instruction, extension and workflow from the
 linked source that holds them — first source wins, a qualified
 `<src>:<name>` only in its source, an unknown source is "not linked" — and

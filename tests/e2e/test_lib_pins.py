@@ -1,4 +1,4 @@
-"""Chapter 06 §1.2 with 01 §4: items of a LINKED library source, pinned and
+"""Pinning library items (docs/library.md): items of a LINKED library source, pinned and
 verified where they resolve.
 
 A skill and a server live in a folder linked with `lib link` (not in
@@ -279,7 +279,7 @@ def git(*args, cwd=None):
 
 
 def scenario_lock_upgrade():
-    """06 §3.4 / §8 scenario 2: `lock --upgrade acme --yes --write` records v1.1.0."""
+    """`lock --upgrade acme --yes --write` records v1.1.0."""
     with Sandbox() as sb:
         d = os.path.join(sb.root, "pack")
         sb.write("pack.toml", 'name = "acme"\ndescription = "Docs"\n'

@@ -1,4 +1,4 @@
-"""Chapter 06 §3.4 `remove <n> [--write]`: a [packs.<n>] ledger wins; the
+"""`remove <n> [--write]`: a [packs.<n>] ledger wins; the
 pack's entries, toolset memberships, its skill directory under skills/ and
 vendor-marked house rules go, the lock is re-pinned without their rows;
 without --write nothing changes; a hand-written house rule and a skill

@@ -1,4 +1,4 @@
-"""Chapter 06 §3.5 `search [query] [--all] [--json]`: the central library
+"""`search [query] [--all] [--json]`: the central library
 (every linked source, plain folders without an index too) and the project's
 installed packs, matched by name or description; badges, the holding
 source, `(in manifest)`; shadowed holders only with --all; descriptions

@@ -1,5 +1,4 @@
-"""Chapter 06 §1.4, §1.5, §2 and §8 scenarios 4-9, errata 30, the seed's
-`lib sync` line: the library travels machine to machine over git, literal
+"""`lib sync` (docs/library.md): the library travels machine to machine over git, literal
 secrets never leave, and `up --library <url> --write` sets up machine B.
 
 Two machines are two HOMEs; the remote is a bare repository on disk (never

@@ -1,4 +1,4 @@
-"""Chapter 06 §2 `up`: step 2 registers the gateway in each detected
+"""`up` (docs/library.md): step 2 registers the gateway in each detected
 MCP-capable CLI (no CLI → noted and skipped), and `--json` prints one
 document {schema_version, command, success, applied, state, failure} on
 stdout with the transcript on stderr. Fake CLIs are scripts on a PATH the
@@ -26,7 +26,7 @@ def doc(r, what):
         check(False, what + ": stdout is one JSON document", r.stdout)
         return {}
     check(set(j) == KEYS and j["schema_version"] == 1 and j["command"] == "up",
-          what + ": the §2 keys", r.stdout)
+          what + ": the documented keys", r.stdout)
     return j
 
 

@@ -1,5 +1,5 @@
 """Central-library items through every delivery and check path besides
-`apply` (06 §1, issue 9): a project whose toolset names a skill in
+`apply` (issue 9; docs/library.md): a project whose toolset names a skill in
 $AGENTSTACK_HOME/lib, and a skill and a server in a linked source (qualified
 `team:<name>`), validates, pins, passes the trust gate and is delivered by
 `use --write` and `session start` (undone by `session end`); `bootstrap`

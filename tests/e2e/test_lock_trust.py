@@ -1,4 +1,4 @@
-"""Chapter 01 §8 scenarios 9-29 ([core]): lock, digests, trust gate, sign/verify.
+"""Cases 9-29 ([core]): lock, digests, trust gate, sign/verify.
 
 Every case runs the real binary in a Sandbox (temporary HOME and
 AGENTSTACK_HOME); stdin is not a terminal unless a pty is used on purpose.
@@ -128,7 +128,7 @@ with Sandbox() as sb:
     first = read(lockpath(sb), "rb")
     check(first.startswith(b"version = 2\nmanifest_digest = \"")
           and b"\n\n[[skill]]\nname = \"notes\"\nsource = \"path\"\n" in first,
-          "9: lock layout (§4.1)", first.decode())
+          "9: lock layout", first.decode())
     r = grant(sb)
     check(r.returncode == 0, "9: grant after lock", r.stderr)
     st = os.stat(lockpath(sb))
@@ -212,7 +212,7 @@ with Sandbox() as sb:
     j, r = preview(sb)
     check(j is not None and j["grantable"] is False, "12: FIFO skill not grantable", r.stderr)
 
-# ---- 12b: unknown adapter ids block the lock (01 §2.8), with file:line:col -------
+# ---- 12b: unknown adapter ids block the lock, with file:line:col -------
 with Sandbox() as sb:
     setup(sb, skill=False, manifest='version = 1\n\n[servers.a]\ntype = "stdio"\n'
                                     'command = "true"\ntargets = ["nope-cli"]\n\n'

@@ -1,7 +1,7 @@
-"""Chapter 01 beyond the core scenarios: content scan on the card and in
-install (03 §8 scenario 12), git sources (§1.4, §4.2, §4.6, §4.7), pins of
-[[extension]] and [[workflow]] (§4.2), drift decisions at a terminal (§6.8,
-scenario 25) with delivery from the content store, and review diffs (§6.6).
+"""Lock and trust beyond the core cases: content scan on the card and in
+install (docs/trust.md), git sources, pins of
+[[extension]] and [[workflow]], drift decisions at a terminal (case
+25) with delivery from the content store, and review diffs.
 
 Every case runs the real binary with a temporary HOME and AGENTSTACK_HOME.
 Git sources are local repositories only (absolute paths and file:// URLs).
@@ -138,7 +138,7 @@ path = "skills/notes"
 skills = ["notes"]
 """
 
-# ---- content scan: the card, the grant, install (03 §8, scenario 12) -------------
+# ---- content scan: the card, the grant, install -------------
 with Sandbox() as sb:
     H.write_manifest(sb, "version = 1\n[skills.flag]\npath = \"skills/flag\"\n")
     sb.write(".agentstack/skills/flag/SKILL.md",
@@ -289,7 +289,7 @@ with Sandbox() as sb:
           "git: no hook of the user's config runs, GIT_* variables do not leak",
           r.stderr)
 
-# ---- [[extension]] and [[workflow]] pins (§4.2) ------------------------------------
+# ---- [[extension]] and [[workflow]] pins ------------------------------------
 EXT = """version = 1
 
 [extensions.fmt]
@@ -354,7 +354,7 @@ with Sandbox() as sb:
     check(r.returncode == 0 and 'source = "library"' in read(lockpath(sb)),
           "ext: a library extension is pinned from the library", r.stderr)
 
-# ---- drift decisions at a terminal (§6.8, scenario 25) -------------------------------
+# ---- drift decisions at a terminal -------------------------------
 
 
 def decide_setup(sb):

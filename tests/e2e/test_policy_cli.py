@@ -1,4 +1,4 @@
-"""`agentstack policy` end to end (issue 4, spec 03 §1–6, errata 6, 17, 19, 22).
+"""`agentstack policy` end to end (issue 4; docs/policy.md).
 
 - `policy preset <name>` previews and writes nothing; `--write` replaces only
   the [policy.*] tables of $AGENTSTACK_HOME/agentstack.toml (every byte
@@ -6,9 +6,9 @@
   nothing.
 - A broken machine file fails closed on every path we can reach — policy
   status/explain/test, the gateway's first call, apply, guard check/test,
-  doctor, run --plan — each naming file:line:col and the fix (errata 17).
+  doctor, run --plan — each naming file:line:col and the fix.
 - `policy explain <server>` rows and `policy test tool|egress|secret|path`
-  decisions with errata 6's exact refusal text.
+  decisions with the exact refusal text of docs/policy.md.
 - A URL-shaped egress pattern in a project manifest is an error at
   file:line:col; an IDNA host pattern is matched in its xn-- form.
 """
@@ -149,7 +149,7 @@ with Sandbox() as sb:
           "preset --write over a broken file: exit 1 at file:line:col, file unchanged", out(r))
 
 
-# ---- a broken machine file fails closed everywhere (errata 17) -------------
+# ---- a broken machine file fails closed everywhere -------------
 
 DEMO = os.path.join(SRC, "examples", "demo")
 BROKEN = 'version = 1\n[policy.tools]\n"*" = ["!delete_*"\n'  # unclosed array
@@ -235,7 +235,7 @@ with Sandbox() as sb:
               names_location_and_fix(r.stderr, mp, loc) and "nothing was launched" in r.stderr,
               f"broken machine file: run {mode} --plan refuses", out(r))
 
-    # valid TOML, invalid policy: a URL-shaped machine egress entry (errata 19)
+    # valid TOML, invalid policy: a URL-shaped machine egress entry
     sb.write("agentstack.toml", 'version = 1\n[policy.egress]\n"*" = ["http://evil.example"]\n',
              base=sb.ah)
     r = sb.run("policy", "status")
@@ -249,7 +249,7 @@ with Sandbox() as sb:
           "machine [policy.tool] typo: refused with did-you-mean at file:line", out(r))
 
 
-# ---- explain and test: the exact refusal text (errata 6) -------------------
+# ---- explain and test: the exact refusal text -------------------
 
 PROJECT = """version = 1
 [servers.ops]
@@ -371,7 +371,7 @@ with Sandbox() as sb:
     check(r.returncode == 0 and r.stdout.startswith("ALLOW"), "egress api.example.com:443 allowed",
           r.stdout)
 
-    # IDNA: the Unicode pattern is matched in its xn-- form (errata 19)
+    # IDNA: the Unicode pattern is matched in its xn-- form
     r = sb.run("policy", "ruleset")
     check(r.returncode == 0 and "xn--bcher-kva.example" in r.stdout and "bücher" not in r.stdout,
           "IDNA pattern compiles to its xn-- form", r.stdout)

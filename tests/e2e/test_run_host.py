@@ -1,4 +1,4 @@
-"""The protected host run (spec 05 §1.1, errata 28): `run <cli>` gates
+"""The protected host run (docs/sandbox.md): `run <cli>` gates
 trust, pins and policy; freezes the toolset into runs/<id>/grant.json with
 its digest recorded as grant_frozen; launches the harness with its native
 config injected so the only added MCP entry is `agentstack mcp --grant
@@ -347,7 +347,7 @@ def policy(s):
     s.write("agentstack.toml", "version = 1\n[policy.egress\n", base=s.ah)
     r = run(s, "run", "fakecli")
     check(r.returncode == 1 and "nothing was launched" in r.stderr,
-          "a broken machine policy refuses (errata 17)", r.stderr)
+          "a broken machine policy refuses", r.stderr)
     os.unlink(machine)
     check(fake_json(s) == HAND, "policy refusals injected nothing")
 

@@ -1,4 +1,4 @@
-"""The live-run registry and `agentstack kill` (spec 05 §1.4).
+"""The live-run registry and `agentstack kill` (docs/sandbox.md).
 
 A running host run and a running sandbox run are listed in
 $AGENTSTACK_HOME/runs.json (0600) and by `runs --live`; `runs` marks them

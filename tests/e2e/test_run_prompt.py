@@ -1,4 +1,4 @@
-"""`agentstack run <cli> --prompt TEXT` (spec 05 §1, §1.1): the headless
+"""`agentstack run <cli> --prompt TEXT` (docs/sandbox.md): the headless
 protected run.
 
 The launch argv is the adapter's `headless.args` with `{prompt}` replaced by

@@ -185,7 +185,7 @@ def main():
         check("read-only" in r.stdout, "write = ['src/**'] rounds down to read-only", r.stdout)
         machine(s, '[policy.egress]\n"*" = ["!blocked.invalid"]\n')
 
-        # Secrets in the project are shadowed by empty files (errata 36).
+        # Secrets in the project are shadowed by empty files.
         s.write(".env", "API_TOKEN=sekrit\n")
         s.write(".env.local", "OTHER=sekrit2\n")
         s.write(".agentstack/.env.production", "P=sekrit3\n")
@@ -208,7 +208,7 @@ def main():
         check("root:x:0:0" in r.stdout and "agent:x:" in r.stdout and "$" not in r.stdout,
               "/etc/passwd is synthesized", r.stdout)
 
-        # Exit codes and signals propagate (errata 28).
+        # Exit codes and signals propagate.
         r = s.run("run", "--sandbox", "shtest", "--", "-c", "exit 7")
         check(r.returncode == 7, "exit 7 propagates", r.returncode)
         r = s.run("run", "--sandbox", "shtest", "--", "-c", "kill -TERM $$")
@@ -279,7 +279,7 @@ def main():
         check(rid and events(s, rid)[-1]["event"] == "sandbox_exited",
               "the killed run still records sandbox_exited")
 
-        # No user namespaces / no fresh /proc: refuse, nothing launched (errata 42).
+        # No user namespaces / no fresh /proc: refuse, nothing launched.
         before = runs_of(s)
         r = subprocess.run(["unshare", "-Ur", "sh", "-c",
                             'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"', "sh",

@@ -1,5 +1,5 @@
 """run --sandbox / --lockdown route a trusted bundle's MCP servers through the
-gateway running OUTSIDE the sandbox (spec 05 §2 "Gateway routing", 02 §6.5).
+gateway running OUTSIDE the sandbox (docs/sandbox.md, docs/gateway.md).
 
 The project is trusted and declares the built-in `agentstack demo-server` as
 its stdio server; the machine policy denies `delete_*`. The harness is a

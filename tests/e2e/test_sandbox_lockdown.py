@@ -97,10 +97,10 @@ def main():
         n = len(hits)
         r, rid = lockdown(s, seed + "echo =DEV=; cat /proc/net/dev; "
                                     "echo =ROUTE=; cat /proc/net/route")
-        check(r.returncode == 0, "the seed's lockdown run exits 0", r.stderr)
+        check(r.returncode == 0, "the documented lockdown run exits 0", r.stderr)
         check(f"posture: {LABEL}" in r.stdout, "banner: the lockdown posture label", r.stdout)
         check("🔒 no host route, no internet — the only peer is the egress proxy" in r.stdout,
-              "banner: the lockdown line (errata 41)")
+              "banner: the lockdown line")
         check("BLOCKED" in r.stdout and "hello-from" not in r.stdout and len(hits) == n,
               "a process ignoring the proxy reaches nothing (not even this test's server)",
               r.stdout)
@@ -157,7 +157,7 @@ def main():
         check(rep.returncode == 0 and re.search(r"✗ .*blocked\.invalid", rep.stdout),
               "report matches ✗ .*blocked.invalid", rep.stdout)
         check('✗ shtest → blocked.invalid  denied by rule "!blocked.invalid" (machine policy)'
-              in rep.stdout, "report prints the seed's line", rep.stdout)
+              in rep.stdout, "report prints the documented line", rep.stdout)
         check(f"Posture   {LABEL}" in rep.stdout, "report prints the posture line")
         js = json.loads(s.run("report", rid, "--json").stdout)
         check(js["run"] == rid and js["posture"] == "lockdown" and js["events"],

@@ -8,7 +8,7 @@ layer), and under --lockdown its declared HTTP server hosts are refused at
 the proxy ("gateway relay"). A changed bundle is CHANGED and again delivers
 nothing. Under --lockdown an untrusted bundle's declared servers are neither
 named nor fenced and nothing is rendered into the sandbox home. A broken
-machine policy refuses every run (errata 17).
+machine policy refuses every run.
 """
 import json
 import os

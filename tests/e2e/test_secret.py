@@ -1,4 +1,4 @@
-"""agentstack secret set|get|list|rm (06 §4.3, errata 44, 45).
+"""agentstack secret set|get|list|rm (docs/secrets.md).
 
 The keychain half runs against a REAL Secret Service: this script re-runs
 itself inside `dbus-run-session` with gnome-keyring-daemon unlocked under a

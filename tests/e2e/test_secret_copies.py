@@ -1,4 +1,4 @@
-"""Copies of rendered configs under $AGENTSTACK_HOME stay private (04 §3e-3f).
+"""Copies of rendered configs under $AGENTSTACK_HOME stay private (docs/adapters.md).
 
 A rendered native config holds resolved secret values by design, and
 agentstack keeps byte copies of it: the rolling backup, the undo history

@@ -1,4 +1,4 @@
-"""agentstack self link (06 §5.3; seed "Install": `… agentstack self link`):
+"""agentstack self link (docs/onboarding.md):
 the running binary is symlinked onto PATH — --prefix, $AGENTSTACK_PREFIX, a
 writable /usr/local/bin, else ~/.local/bin — idempotently; a regular file is
 replaced only with --force (never the binary itself); it says whether the

@@ -1,4 +1,4 @@
-"""agentstack status (06 §5.2): rows, one next action that follows the
+"""agentstack status (docs/onboarding.md): rows, one next action that follows the
 project's state (no manifest → init, missing secret → secret set, unpinned
 → lock, untrusted → trust, ready → apply), gateway connection seen from the
 CLIs' configs, --json; read-only."""

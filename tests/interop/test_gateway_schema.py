@@ -17,9 +17,9 @@ and the legacy-only lease tools. A trusted `--auto-project` session adds the
 gateway's own requests and notifications: `roots/list`, and
 `notifications/tools/list_changed` after the default toolset opens.
 
-An unreadable request gets errata 8's `"id": null`, which no MCP schema
+An unreadable request gets `"id": null` (JSON-RPC 2.0's rule), which no MCP schema
 admits (RequestId is a string or an integer; 2025-11-25 and later let the id
-be omitted instead). That reply is checked for errata 8's form and kept out of
+be omitted instead). That reply is checked for that form and kept out of
 the schema check; a note says so.
 
 Runs inside a loopback-only network namespace with a temporary HOME and
@@ -154,7 +154,7 @@ def legacy_session(version):
               f"{label}: the upstream answers through the gateway", replies.get(ok[0]))
         check(rc == 0, f"{label}: the gateway exits 0 on stdin EOF", g.stderr()[-800:])
         check(nulls and all(m.get("error", {}).get("code") == -32600 for m in nulls),
-              f"{label}: an unreadable request gets -32600 with \"id\": null (errata 8)", nulls)
+              f"{label}: an unreadable request gets -32600 with \"id\": null", nulls)
         check_schema(env, [log], label, [version])
         down_level(label, version, replies)
 
@@ -213,7 +213,7 @@ def modern_session():
               f"{label}: server/discover names {MODERN}", disc)
         answered(label, replies)
         check((replies.get("ping") or {}).get("error", {}).get("code") == -32601,
-              f"{label}: ping in the stateless era gets -32601 (02 §2.4)", replies.get("ping"))
+              f"{label}: ping in the stateless era gets -32601", replies.get("ping"))
         tl = (replies.get("tools/list") or {}).get("result") or {}
         check(tl.get("resultType") == "complete" and tl.get("ttlMs") == 0
               and tl.get("cacheScope") == "private",
@@ -308,7 +308,7 @@ def main():
         legacy_session(v)
     modern_session()
     gateway_initiated()
-    print("note: errata 8's \"id\": null replies are checked for their form, not against the "
+    print("note: \"id\": null replies are checked for their form, not against the "
           "schemas (no MCP revision's RequestId admits null)")
     done()
 

@@ -12,7 +12,7 @@ initialize, tools/list (transparent: exactly the policy-allowed upstream
 tools, schemas as the upstream gave them; compact: the control plane only),
 tools_search (query and entity), tools/call of `everything__echo`,
 `everything__get-sum`, structured/image/resource content, 16 concurrent
-calls, a project-policy and a machine-policy denial with errata 6's exact
+calls, a project-policy and a machine-policy denial with the exact
 text, an unknown tool, ping; the audit rows; and every upstream process
 group gone after the client closes.
 
@@ -325,7 +325,7 @@ def session_case(upstream, transparent, version):
         listed = {t["name"]: t for t in (st[0].get("result") or {}).get("tools", [])}
         names = list(listed)
         check(names[:len(CONTROL)] == CONTROL,
-              f"{label}: tools/list starts with the control plane in 02 §3 order", names)
+              f"{label}: tools/list starts with the control plane in its documented order", names)
         check(all(TOOL_NAME.match(n) for n in names),
               f"{label}: every listed tool name is a valid MCP tool name", names)
         upstream_listed = {n[len("everything__"):] for n in names if n.startswith("everything__")}
@@ -390,12 +390,12 @@ def session_case(upstream, transparent, version):
               f"{label}: 16 concurrent calls each get their own answer", got)
         d1 = st[10].get("result") or {}
         check(d1.get("isError") is True and text_of(d1).split("\n")[0] == DENY_PROJECT,
-              f"{label}: a project-policy denial reads errata 6's text", text_of(d1))
+              f"{label}: a project-policy denial reads the documented refusal text", text_of(d1))
         d2 = st[11].get("result") or {}
         check(d2.get("isError") is True and text_of(d2).split("\n")[0] == DENY_MACHINE,
-              f"{label}: a machine-policy denial reads errata 6's text with the machine suffix",
+              f"{label}: a machine-policy denial reads the documented refusal text with the machine suffix",
               text_of(d2))
-        # a served server's unknown tool goes upstream (02 §7): its isError
+        # a served server's unknown tool goes upstream: its isError
         # answer comes back as a result, audited as an ok call
         un = st[12].get("result") or {}
         check(un.get("isError") is True and "no-such-tool" in text_of(un),
@@ -403,7 +403,7 @@ def session_case(upstream, transparent, version):
         for i, name in ((13, "nosuch__echo"), (14, "agentstack_trust")):
             r = st[i].get("result") or {}
             check(r.get("isError") is True and text_of(r) == f"Error: unknown tool '{name}'",
-                  f"{label}: {name} is an unknown tool (02 §3's exact text)", r)
+                  f"{label}: {name} is an unknown tool (the exact text)", r)
         check(st[15].get("result") == {}, f"{label}: ping answers {{}}", st[15])
 
         rows = audit_rows(sb)

@@ -177,7 +177,7 @@ def list_clis(env, proj):
                 check(st == "connected", f"pi: '{name}' connected (state {st!r})", out)
             continue
         # Claude has the gateway bridge connected, so apply serves it live
-        # and leaves its file alone (errata 24): its own servers stay listed.
+        # and leaves its file alone: its own servers stay listed.
         want = CLAUDE_OWN if cli == "claude" else IMPORTED
         lines = out.splitlines()
         missing = [n for n in want

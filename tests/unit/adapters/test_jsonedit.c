@@ -78,7 +78,7 @@ static const char *SPEC_CLAUDE = "{\n"
                                  "  }\n"
                                  "}\n";
 
-/* §8.1 / §8.3: absent, empty, blank or {} → the §2 document exactly. */
+/* Absent, empty, blank or {} → the new-file document exactly. */
 static void test_fresh_documents(void **state)
 {
     (void)state;
@@ -93,7 +93,7 @@ static void test_fresh_documents(void **state)
     }
 }
 
-/* §8.2: big app-owned file; only the section's value changes. */
+/* Big app-owned file; only the section's value changes. */
 static void test_claude_json_preserved(void **state)
 {
     (void)state;
@@ -610,7 +610,7 @@ static void test_unholdable_values_refused(void **state)
         {"{\"mcpServers\": {\"a\": {\"n\": 1e400}}}", false, 1, 28, "number out of range"},
         {"{\"mcpServers\": {\"a\": {\"n\": 123456789012345678901234567890}}}", false, 1, 28,
          "number out of range"},
-        /* JSONC: comments and a trailing comma before it do not shift the column */
+        /* Comments and a trailing comma before it do not shift the column */
         {"{\"mcpServers\": { /* c */ \"a\": {\"c\": 1,}, // x\n  \"b\": \"\\u0000\"}}", true, 2, 8,
          "string contains \\u0000"},
     };

@@ -1,4 +1,4 @@
-/* Library servers for apply (06 §1): a definition is found through the
+/* Library servers for apply (docs/library.md): a definition is found through the
  * caller's pin_library_fn, read once, rendered only from bytes that hash to
  * its agentstack.lock row (a delivering run), and decoded with the
  * manifest's own checks; a bad definition, a symlink or a missing item is a

@@ -64,7 +64,7 @@ static void test_new_file_matches_spec(void **state)
     toml_free(notes);
 }
 
-/* §8.4: comments, model, [projects."/p"], a commented header — figma is
+/* Comments, model, [projects."/p"], a commented header — figma is
  * updated in place, docs is added, nothing else moves. */
 static void test_codex_comments_kept(void **state)
 {

@@ -1,4 +1,4 @@
-/* The undo history and the rolling backups hold resolved secrets (04 §3f):
+/* The undo history and the rolling backups hold resolved secrets (docs/adapters.md):
  * their files are exactly 0600 and their directories 0700 under any umask,
  * a loosened one is tightened again when it is next used, and a history
  * entry keeps each file's own mode so a restore can put it back; a forged

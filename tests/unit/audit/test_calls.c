@@ -1,4 +1,4 @@
-/* Call rows (02 §8 + errata 2), load rows, and the audit --calls summary (errata 4). */
+/* Call rows (docs/audit.md), load rows, and the audit --calls summary. */
 #include "testutil.h"
 
 #include "audit/audit.h"
@@ -167,7 +167,7 @@ static void test_summary_line(void **state)
     assert_string_equal(line.buf, "0 calls · 0 tools · 0 denied by policy — digests, never values");
     aud_summary_release(&s);
 
-    /* the seed's closed loop: one ok call, one policy denial */
+    /* the documented closed loop: one ok call, one policy denial */
     add(home, "/p", "acme", "search_docs", "ok", NULL);
     add(home, "/p", "acme", "delete_index", "denied", "machine");
     add(home, "/p", "acme", "fence", "denied", NULL); /* refusal family: not a call */

@@ -1,4 +1,4 @@
-/* Keyed argument digests (errata 1). */
+/* Keyed argument digests. */
 #include "testutil.h"
 
 #include <ctype.h>

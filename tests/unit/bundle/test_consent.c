@@ -1,4 +1,4 @@
-/* Consent digest vectors (§5): absent and empty differ; every byte counts. */
+/* Consent digest vectors (docs/formats.md): absent and empty differ; every byte counts. */
 #include "testutil.h"
 
 #include "bundle/consent.h"

@@ -1,4 +1,4 @@
-/* Standing decisions (01 §6.8) as pin_collect applies them: a kept item keeps
+/* Standing decisions (docs/trust.md) as pin_collect applies them: a kept item keeps
  * its approved pin and resolves to the approved copy in the content store
  * (nothing when the copy is missing), a blocked item keeps its pin and
  * resolves to nothing, a decision without a well-formed pin is ignored, and

@@ -1,4 +1,4 @@
-/* Digest vectors of 01-manifest-lock-trust.md §4.3/§4.4 and the tree rules:
+/* Digest vectors of docs/formats.md and the tree rules:
  * what moves a pin and what must not. */
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-/* Project discovery (spec 01 §1, §6.2, §6.4; §8 scenarios 1–4). */
+/* Project discovery (docs/manifest.md, docs/trust.md). */
 #include "testutil.h"
 
 #include <sys/stat.h>

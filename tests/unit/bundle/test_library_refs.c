@@ -1,4 +1,4 @@
-/* Library names through the bundle's two hooks (06 §1.2–1.3): qualified
+/* Library names through the bundle's two hooks (docs/library.md): qualified
  * toolset references `<source>:<name>` / `lib:<source>/<name>` accepted by
  * manifest_validate only when the library callback resolves them, two
  * references a CLI would hold under one name refused, and scan_bundle_lib

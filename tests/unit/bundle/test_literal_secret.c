@@ -1,4 +1,4 @@
-/* Unit tests: the literal-secret detector (06 §1.5, §9; errata 30). */
+/* Unit tests: the literal-secret detector (docs/library.md). */
 #include "../testutil.h"
 
 #include "bundle/literal_secret.h"

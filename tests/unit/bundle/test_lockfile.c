@@ -1,5 +1,5 @@
 /* agentstack.lock: reading (v1 upgrade, v3 refusal, checksum normalization,
- * malformed input), the exact §4.1 layout, and byte-stable rewrites. */
+ * malformed input), the exact layout of docs/formats.md, and byte-stable rewrites. */
 #include "testutil.h"
 
 #include "base/strbuf.h"

@@ -1,5 +1,5 @@
 /* The manifest model: decode, overlay merge, machine layer, hostile input
- * (spec 01 §2, §8 scenarios 5–8; errata 17, 18). */
+ * (docs/manifest.md). */
 #include "testutil.h"
 
 #include <fcntl.h>
@@ -217,7 +217,7 @@ static void test_versions(void **state)
     manifest_free(m);
 }
 
-/* scenarios 6 and 7 (errata: typos are errors, root included) */
+/* Typos are errors, root included */
 static void test_strictness(void **state)
 {
     (void)state;
@@ -695,7 +695,7 @@ static void test_validate_semantics(void **state)
 {
     (void)state;
     mf_diags d = VEC_INIT;
-    /* the seed's manifest: library-resolved server and skill */
+    /* the documented manifest: library-resolved server and skill */
     assert_int_equal(validate("version = 1\n[servers.github]\ntype = \"http\"\nurl = \"u\"\n"
                               "[profiles.backend]\nservers = [\"github\", \"kibana\"]\n"
                               "skills = [\"sql-review\"]\n[targets]\n"

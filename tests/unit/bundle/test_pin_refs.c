@@ -1,4 +1,4 @@
-/* Qualified library references in pin_collect (06 §1.2): "<source>:<name>"
+/* Qualified library references in pin_collect (docs/library.md): "<source>:<name>"
  * and "lib:<source>/<name>" resolve through the library callback as written
  * but pin under the bare name, so the lock row, the rendered dir and the
  * gateway name agree; two references sharing a bare name but not a source

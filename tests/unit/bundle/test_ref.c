@@ -1,4 +1,4 @@
-/* ${REF} grammar (spec 01 §2.4, §8 scenario 8). */
+/* ${REF} grammar (docs/manifest.md). */
 #include "testutil.h"
 
 #include "bundle/ref.h"

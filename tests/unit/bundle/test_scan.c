@@ -1,4 +1,4 @@
-/* Content scanning (spec 03 §8): every hidden code point is a High finding
+/* Content scanning (docs/trust.md): every hidden code point is a High finding
  * with file:line:col and U+XXXX, every heuristic a warning, and hostile
  * inputs (huge lines, invalid UTF-8, NULs, symlinks) are handled in one
  * bounded pass. */

@@ -6,7 +6,7 @@
 #include "base/sha256.h"
 #include "bundle/sign.h"
 
-/* RFC 8032 §7.1 TEST 2 */
+/* RFC 8032 section 7.1 TEST 2 */
 #define SEED "4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb"
 #define PUB "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c"
 #define SIG                                                                                        \

@@ -1,4 +1,4 @@
-/* SKILL.md frontmatter, sanitizing, skill names and tree shape (spec 01 §2.5, §3). */
+/* SKILL.md frontmatter, sanitizing, skill names and tree shape (docs/manifest.md). */
 #include "testutil.h"
 
 #include <sys/stat.h>

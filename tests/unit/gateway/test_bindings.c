@@ -1,4 +1,4 @@
-/* tools_bindings' client.ts (02 §4.4): sorted by server then tool, shallow
+/* tools_bindings' client.ts (docs/gateway.md): sorted by server then tool, shallow
  * TypeScript input types, names that are not identifiers quoted, hostile
  * descriptions unable to end their comment, no endpoint path when none is
  * open, and the same static shim every time. */

@@ -1,4 +1,4 @@
-/* gw_cm_sweep (errata 14): endpoint dirs of dead gateways go; a live pid's,
+/* gw_cm_sweep: endpoint dirs of dead gateways go; a live pid's,
  * this process's, non-pid names, symlinks (never followed) and a symlinked
  * gateway/ stay; a live pid that started after its endpoint was written
  * (pid reuse) goes. */

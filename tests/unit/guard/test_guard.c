@@ -1,4 +1,4 @@
-/* Host guard (spec 03 §7): every refusal the guard makes has a row here that
+/* Host guard (docs/guard.md): every refusal the guard makes has a row here that
  * fails if the refusal breaks, next to the look-alike commands that must
  * stay allowed; payloads in each CLI's format; replies in each dialect; the
  * failure order; hostile payloads; redaction; hook wiring edits. */

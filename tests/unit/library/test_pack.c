@@ -12,7 +12,7 @@ static void test_ref_parse(void **state)
     struct lib_pack_ref r;
     struct as_err err = AS_ERR_INIT;
     assert_int_equal(lib_pack_ref_parse("git:acme/pack@v1.0.0", &r, &err), 0);
-    assert_string_equal(r.url, "https://github.com/acme/pack"); /* errata 29 */
+    assert_string_equal(r.url, "https://github.com/acme/pack"); /* owner/repo is GitHub */
     assert_string_equal(r.tag, "v1.0.0");
     assert_null(r.subdir);
     char *id = lib_pack_ledger_id(&r, r.tag);

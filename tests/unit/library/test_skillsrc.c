@@ -1,4 +1,4 @@
-/* Unit tests: `add skill` source grammar (06 §3.5, errata 29). */
+/* Unit tests: `add skill` source grammar (docs/library.md). */
 #include "../testutil.h"
 
 #include "library/pack.h"

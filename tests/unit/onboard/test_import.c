@@ -1,4 +1,4 @@
-/* Reading the CLIs' native configs back (the inverse of 04 §1b): each
+/* Reading the CLIs' native configs back (the inverse of rendering, docs/adapters.md): each
  * format and shape, the bridge and .app exclusions, malformed input, the
  * cwd wrap undone, and de-duplication across CLIs with conflicts and
  * origins; the source files are never changed. */

@@ -1,4 +1,4 @@
-/* Lifting inline secrets into ${REF}s (06 §4.5 + value shapes): header
+/* Lifting inline secrets into ${REF}s (value shapes; docs/secrets.md): header
  * schemes kept, env key rules and their exclusions, args and URL forms,
  * equal values share one ref, clashes and taken names get _2, refs are
  * never lifted again; and the emitted manifest loads back. */

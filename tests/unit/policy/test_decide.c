@@ -1,8 +1,8 @@
 /*
- * Policy decisions: the worked decisions of spec 03 §2.6 as table tests,
- * the exact refusal text (errata 6), our stricter rules (case-insensitive
+ * Policy decisions: the worked decisions of docs/policy.md ("Decision table") as table tests,
+ * the exact refusal text, our stricter rules (case-insensitive
  * denies, host normalization, URL-shaped patterns refused), the wire form,
- * and the acceptance scenarios of §10 that concern policy.
+ * and the acceptance scenarios that concern policy.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -83,7 +83,7 @@ static void expect(const struct pol_ruleset *rs, enum pol_dim dim, const char *s
 #define N POL_BY_NONE
 #define MSUF " (machine policy — ~/.agentstack/agentstack.toml)"
 
-/* ---- spec 03 §2.6, rows 1-12 -------------------------------------------- */
+/* ---- docs/policy.md decision table, rows 1-12 --------------------------- */
 
 static void test_row1_star_deny_is_rename_proof(void **st)
 {
@@ -175,7 +175,7 @@ static void test_row7_project_deny_all(void **st)
 static void test_row8_denies_ignore_case(void **st)
 {
     (void)st;
-    /* stricter than the reference (00-overview): !delete_* also blocks DELETE_all */
+    /* stricter by design (docs/policy.md): !delete_* also blocks DELETE_all */
     struct pol_ruleset *rs =
         rs_of("[policy.tools]\n\"*\" = [\"!delete_*\"]\n", "[policy.tools]\n\"*\" = [\"Get_*\"]\n");
     expect(rs, T, "s", "DELETE_all", 0, 0, M, NULL);
@@ -236,7 +236,7 @@ static void test_row11_port_pins(void **st)
 static void test_row12_malformed_egress(void **st)
 {
     (void)st;
-    /* errata 19: machine egress entries are validated like project ones — a load error */
+    /* Machine egress entries are validated like project ones — a load error */
     char *e = layer_err("[policy.egress]\napi = [\"!evil.example:443junk\"]\n");
     assert_non_null(strstr(e, "t.toml:2:8: [policy.egress] api pattern \"!evil.example:443junk\" "
                               "is malformed (expected `host`, `host:port`, `host:*`, or a "
@@ -416,7 +416,7 @@ static void test_host_tricks(void **st)
                                    "\"!169.254.169.254\", \"!Bücher.example\", \"!fe80::1\", "
                                    "\"![::1]:8080\", \"!METADATA.google.internal.\"]\n",
                                    NULL);
-    /* §10.16: trailing dot and case */
+    /* Trailing dot and case */
     expect(rs, E, "x", "EVIL.example.", 443, 0, M, NULL);
     expect(rs, E, "x", "evil.example", 443, 0, M, NULL);
     expect(rs, E, "x", "metadata.google.internal", 80, 0, M,
@@ -633,7 +633,7 @@ static void test_ten_thousand_rules(void **st)
 static void test_caps(void **st)
 {
     (void)st;
-    /* §10.15: 5 000 × 1 KiB patterns under one key are refused by our caps */
+    /* 5 000 × 1 KiB patterns under one key are refused by our caps */
     struct pol_layer *l = pol_layer_new(POL_MACHINE, "m.toml");
     struct as_err err = AS_ERR_INIT;
     char *big = malloc(1025);
@@ -688,7 +688,7 @@ static void test_wire_spec_example_and_version(void **st)
                         "{\"deny\":[\"delete_*\"]}}}}");
     sb_release(&out);
     pol_ruleset_free(rs);
-    /* §10.14: a newer version denies everything */
+    /* A newer version denies everything */
     const char *v4 = "{\"version\":4,\"anything\":\"new\"}";
     rs = pol_ruleset_from_json(v4, strlen(v4), &err);
     assert_non_null(rs);
@@ -794,7 +794,7 @@ static void test_gateway_only_and_deny_all(void **st)
     sb_release(&j);
 }
 
-/* §10.4, §10.5, §10.6 as far as policy decides them */
+/* Acceptance scenarios, as far as policy decides them */
 static void test_acceptance_scenarios(void **st)
 {
     (void)st;

@@ -5,7 +5,7 @@
  *  - exhaustively over small scopes (entries of 1-3 chars over {a,_,*},
  *    with and without '!', up to two (key, entry) pairs per layer, every
  *    subject of 1-3 chars over {a,_,A,b}, servers s, t and "*");
- *  - with seeded random cases (spec 03 §4 distributions: 0-4 keys, "*" or
+ *  - with seeded random cases (distributions: 0-4 keys, "*" or
  *    [a-z_]{1,8}; 0-4 entries, '!'? + [a-z_*]{1,6}; servers sometimes "*"),
  *    at least 100 000 per property family per run. The seed is printed; set
  *    AS_POLICY_SEED to replay one, AS_POLICY_CASES to run more.

@@ -1,4 +1,4 @@
-/* The flight recorder and its readers: chained events, the seed's report
+/* The flight recorder and its readers: chained events, the documented report
  * lines, --json, runs ordering, id validation and hostile logs. */
 #include <jansson.h>
 #include <sys/stat.h>

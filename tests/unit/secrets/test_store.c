@@ -219,7 +219,7 @@ static void test_full_chain_order(void **state)
     strbuf v = SB_INIT;
     struct sec_result r;
     assert_int_equal(sec_resolve(c, "BOTH", &v, &r), SEC_FOUND);
-    assert_string_equal(v.buf, "from-file"); /* errata 45: file store before .env */
+    assert_string_equal(v.buf, "from-file"); /* File store before .env */
     assert_int_equal(sec_resolve(c, "ONLY_DOTENV", &v, &r), SEC_FOUND);
     assert_string_equal(r.source, ".env");
     sec_chain_free(c);
@@ -232,7 +232,7 @@ static void test_full_chain_order(void **state)
     assert_string_equal(sec_chain_name(c, 2), "keychain");
     assert_string_equal(sec_chain_name(c, 3), "file");
     sec_chain_free(c);
-    /* varlock without a pin is never added (errata 43) */
+    /* varlock without a pin is never added */
     struct sec_chain_opts o3 = {.varlock_dir = tmp, .no_keychain = true};
     c = sec_chain_full(&o3);
     for (size_t i = 0; i < sec_chain_count(c); i++)

@@ -1,4 +1,4 @@
-/* The varlock layer (errata 43): runs only when .env.schema still hashes to
+/* The varlock layer: runs only when .env.schema still hashes to
  * the pinned digest, runs once per chain, accepts both JSON shapes, and a
  * failing, hanging-free or garbage-printing varlock drops the layer. A
  * fake varlock (a shell script) stands in for the real binary. */

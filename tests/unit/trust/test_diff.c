@@ -1,4 +1,4 @@
-/* Review diffs (01 §6.6): approved bytes come from the content store by pin,
+/* Review diffs (docs/trust.md): approved bytes come from the content store by pin,
  * lines are -/+ in order, the item is capped at TRUST_DIFF_LINES lines, a
  * missing deposit is "no_snapshot", equal pins add nothing, and binary or
  * non-UTF-8 files are named, never dumped. */
