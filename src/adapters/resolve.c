@@ -1,5 +1,5 @@
 /* resolve — the secrets a render needs, from the full chain, behind
- * [policy.secrets] (docs/adapters.md, docs/library.md). A reference the machine or project
+ * [policy.secrets] (docs/adapters.md, docs/secrets.md). A reference the machine or project
  * policy forbids for that server blocks the write and is never overridable;
  * the chain is env → keychain → file store → project .env (varlock stays out
  * until the lock pins .env.schema — as in the gateway; the

@@ -733,7 +733,7 @@ static int dec_experimental(struct dec *d, const struct tctx *t)
         return -1;
     int rc = 0;
     if (found) {
-        /* The seed writes allowTools after [experimental.tools_execute_limits],
+        /* Published examples write allowTools after [experimental.tools_execute_limits],
          * which places it in that table: accept it there too. */
         rc = keys_allowed(d, &lim, limits_keys);
         if (rc == 0)

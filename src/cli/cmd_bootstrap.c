@@ -292,7 +292,7 @@ out:
 
 static void print_human(const struct report *r)
 {
-    /* The seed's one-line summary first. */
+    /* The one-line summary first. */
     printf("%s manifest %s · %zu adapter%s installed · ", r->valid ? "✓" : "✗",
            r->valid ? "validates" : "does not validate", r->clis.n, r->clis.n == 1 ? "" : "s");
     if (r->secrets_missing.n)

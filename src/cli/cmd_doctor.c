@@ -1,7 +1,7 @@
 /*
  * agentstack doctor [--ci] [--deep] [--all] [--json] — what is wrong with
  * this project on this machine, and the command that fixes each thing
- * (docs/library.md, docs/policy.md).
+ * (docs/ci.md).
  *
  * --ci (= --all + --deep) is the CI gate: deterministic and non-interactive.
  * It never prompts, never needs a terminal, never reads a keychain, never

@@ -2,7 +2,7 @@
  * agentstack init [--yes] [--dry-run] [--secrets keychain|env|file|skip]
  *                 [--no-keychain] [--include-tool-managed] [--force] [--global]
  *                 [--connect]
- * (docs/adapters.md, docs/library.md).
+ * (docs/onboarding.md).
  *
  * Reads the MCP servers and skill folders the detected CLIs already have,
  * merges them into one manifest (servers inline, skills copied into the

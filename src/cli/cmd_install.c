@@ -2,7 +2,7 @@
  * agentstack install [--locked] [--allow-flagged] — resolve every skill
  * against the lock (docs/formats.md). Git skills are fetched into the machine home's
  * store (the locked commit beats the manifest rev). Everything the project
- * puts into agents' context is content-scanned (docs/policy.md): a High finding
+ * puts into agents' context is content-scanned (docs/trust.md, "Content scan"): a High finding
  * refuses unless --allow-flagged, and nothing is locked. --locked writes
  * nothing in the project and fails ("lockfile is out of date") on any
  * missing, differing or prunable skill pin or resolve failure, comparing

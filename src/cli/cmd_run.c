@@ -56,7 +56,7 @@ static int resolve_harness(const struct adp_registry *reg, const char *name, str
         h->id = xstrdup(d->id);
         h->d = d;
     } else if (strcmp(name, "shtest") == 0) {
-        /* The seed's shell harness: sh, no MCP mapping. A drop-in
+        /* The built-in shell harness: sh, no MCP mapping. A drop-in
          * $AGENTSTACK_HOME/adapters/shtest.yaml takes precedence. */
         bin = "sh";
         h->id = xstrdup("shtest");

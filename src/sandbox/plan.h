@@ -25,12 +25,10 @@
  *    a writable workspace keeps `.git/config` and `.git/hooks` read-only
  *    (they would run code on the host later).
  *  - The harness runs as the invoking uid outside and never uid 0 inside.
- *  - Host modes: the gates of docs/sandbox.md (the protected host run) are all evaluated read-only
- * (so
- *    `--plan` aggregates every blocker); the grant is the complete frozen
- *    authority (fence, servers with ${REF}s only — never a secret value —,
- *    compiled ruleset, consent digest, exact argv and binary) and is built
- *    here, not at launch.
+ *  - Host modes: the gates of the protected host run (docs/sandbox.md) are
+ *    all evaluated read-only (so `--plan` aggregates every blocker); the grant is the complete
+ * frozen authority (fence, servers with ${REF}s only — never a secret value —, compiled ruleset,
+ * consent digest, exact argv and binary) and is built here, not at launch.
  */
 #ifndef AS_SANDBOX_PLAN_H
 #define AS_SANDBOX_PLAN_H

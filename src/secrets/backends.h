@@ -1,5 +1,5 @@
 /*
- * backends — the rest of the resolution chain (docs/library.md) and
+ * backends — the rest of the resolution chain (docs/secrets.md) and
  * the writers behind `agentstack secret` and `init`: the OS keychain (Secret
  * Service over D-Bus through libsecret), varlock, and the two KEY=value
  * stores ($AGENTSTACK_HOME/secrets.env and a project's .env).

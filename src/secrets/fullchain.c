@@ -1,5 +1,5 @@
 /*
- * The full resolution chain (docs/library.md), see backends.h:
+ * The full resolution chain (docs/secrets.md), see backends.h:
  *     env → varlock → keychain → file store → project .env
  * built on sec_chain_default (env → file store → .env) by inserting the two
  * layers that talk to other processes before the file store.

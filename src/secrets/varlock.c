@@ -1,5 +1,5 @@
 /*
- * The varlock layer (docs/library.md), see backends.h: one run of
+ * The varlock layer (docs/secrets.md), see backends.h: one run of
  * `varlock load --format json-full --compact` in the manifest dir, only
  * when .env.schema still hashes to the digest the lock pinned.
  */

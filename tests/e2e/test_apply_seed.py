@@ -1,4 +1,4 @@
-"""The seed's first-run transcript: after init, `apply --write`
+"""The first-run transcript (docs/start.md): after init, `apply --write`
 renders the server into every CLI the gateway is not connected to, in each
 CLI's syntax; Claude Code already had it; the second run is in sync. Also:
 the managed .gitignore block, and routing live when `connect` registered

@@ -1,4 +1,4 @@
-"""The seed's first-run transcript end to end (docs/onboarding.md):
+"""The first-run transcript end to end (docs/onboarding.md):
 init → bootstrap → lock/trust → apply --write → apply says
 nothing to write → doctor with no errors; and bootstrap's report: read-only,
 one Next: line, missing secrets and skills, --json."""

@@ -1,6 +1,6 @@
 """agentstack run --lockdown: the proxy is the only route out.
 
-The seed's transcript (BLOCKED without the proxy, the denied host refused
+The lockdown transcript (BLOCKED without the proxy, the denied host refused
 and shown by `report`), host-loopback services unreachable from inside while
 the proxy works, domain fronting (SNI mismatch) with openssl s_client, the
 token (407), literal IPs and the metadata address (mapped and 6to4 forms
@@ -82,7 +82,7 @@ def main():
             check(False, "curl is needed for the lockdown scenarios")
             done()
 
-        # The seed: ignoring the proxy reaches nothing. The public name is
+        # Ignoring the proxy reaches nothing. The public name is
         # resolved (curl --resolve) to this test's own server on host
         # loopback, so the check fails whenever a direct route exists — an
         # offline machine without the network namespace would reach it too.
@@ -145,7 +145,7 @@ def main():
         check(f"✓ shtest → localhost:{T}" in rep.stdout, "report lists the allowed tunnel",
               rep.stdout)
 
-        # The seed: a denied host is refused at the proxy and recorded.
+        # A denied host is refused at the proxy and recorded.
         r, rid = lockdown(s, "curl -sS -m 5 https://blocked.invalid/steal; echo curl=$?")
         check("curl=56" in r.stdout or "403" in r.stderr, "the denied host is refused (403)",
               r.stdout + r.stderr)
