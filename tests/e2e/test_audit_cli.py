@@ -2,7 +2,7 @@
 
 The chain is written here by an independent Python implementation of the
 documented format (docs/audit.md), so the binary's verifier is checked
-against the spec, not against itself.
+against the documentation, not against itself.
 """
 import hashlib
 import json

@@ -209,7 +209,7 @@ with Sandbox() as sb:
     check("allowed_sources" not in r.stdout, "a matching allowed_sources pattern passes",
           r.stdout)
 
-    # [policy] require has no meaning in the spec: a note, never a guess
+    # [policy] require has no defined meaning yet: a note, never a guess
     sb.write(".agentstack/agentstack.toml", MANIFEST + '\n[policy]\nrequire = ["review"]\n')
     sb.run("lock", "--write")
     r = doctor(sb, env=env)

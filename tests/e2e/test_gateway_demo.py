@@ -104,7 +104,7 @@ def audit(sb):
           and "machine policy" in dele.get("detail", ""), "delete_all row: machine layer", dele)
     keys = list(ok.keys())
     check(keys[:4] == ["ts", "pid", "project", "server"] and keys[-1] == "prev",
-          "row fields in the spec's order, chained", keys)
+          "row fields in the documented order, chained", keys)
     check(all(len(r["args_digest"]) == 12 for r in calls), "12-hex argument digests")
     with open(os.path.join(sb.ah, "audit", "calls.jsonl")) as f:
         raw = f.read()

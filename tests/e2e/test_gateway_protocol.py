@@ -20,7 +20,7 @@ BUILT = ["agentstack_search", "tools_search", "tools_bindings", "agentstack_list
          "agentstack_add_skill", "agentstack_create_toolset", "agentstack_session_start",
          "agentstack_session_end", "agentstack_session_list", "agentstack_session_freeze",
          "agentstack_add_server"]
-SPEC_ORDER = ["agentstack_search", "tools_search", "tools_bindings", "agentstack_list",
+DOC_ORDER = ["agentstack_search", "tools_search", "tools_bindings", "agentstack_list",
               "agentstack_doctor", "agentstack_add_from", "agentstack_list_loadable",
               "agentstack_load", "agentstack_lease_open", "agentstack_lease_status",
               "agentstack_lease_close", "agentstack_lease_freeze", "agentstack_explain",
@@ -126,7 +126,7 @@ def framing(sb):
             check(r and r["error"]["code"] == -32601, m + " → -32601")
         names = g.tools()
         check(names == BUILT, "compact list = the built control-plane tools, in order", names)
-        check([n for n in SPEC_ORDER if n in names] == names, "…in the spec's order")
+        check([n for n in DOC_ORDER if n in names] == names, "…in the documented order")
         check(not any("__" in n for n in names), "no control-plane name contains __")
         check(not any(w in n for n in names for w in ("trust", "consent", "approve", "grant")),
               "no tool name offers trust")

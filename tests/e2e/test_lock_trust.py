@@ -428,7 +428,7 @@ with Sandbox() as sb:
             "next_step", "secrets", "skills", "workflows", "extensions", "instructions", "hooks",
             "settings", "policy_requested", "machine_policy_ceiling", "counts", "review",
             "schema_version", "features", "superseded", "scan"]
-    check(keys == want, "20: preview keys in the spec's order", str(keys))
+    check(keys == want, "20: preview keys in the documented order", str(keys))
     d = j["surface_digest"]
     hexd = d[len("sha256:"):]
     for form, what in ((hexd, "NOT changed"), ("sha256:" + d, "doubled"),

@@ -113,7 +113,7 @@ def host_kill(s):
 
     r = s.run("runs", "--live", env=th.env(s))
     check(r.returncode == 0 and r.stdout.startswith(rid + "  Fake CLI pid=%d up=" % e["pid"])
-          and os.path.realpath(s.project) in r.stdout, "runs --live: the spec's line", r.stdout)
+          and os.path.realpath(s.project) in r.stdout, "runs --live: the documented line", r.stdout)
     r = s.run("runs", "--live", "--json", env=th.env(s))
     lj = json.loads(r.stdout) if r.returncode == 0 else []
     check([x["id"] for x in lj] == [rid], "runs --live --json: an array of the live run", lj)

@@ -401,7 +401,7 @@ static void test_forgotten_session_starts_anew(void **state)
     start_server(e, NULL);
     make(e, NULL, NULL);
     g_counted = 0;             /* a fresh fake */
-    forgotten_session(e, 404); /* the spec's answer */
+    forgotten_session(e, 404); /* the MCP spec's answer */
     forgotten_session(e, 400); /* server-everything's answer */
     struct done d = {0};
     call_wait(e, "inits", NULL, &d);

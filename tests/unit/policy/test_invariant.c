@@ -17,7 +17,7 @@
  * changes the bytes; filesystem deny is a union and write is monotone.
  *
  * The reference is deliberately naive: a dynamic-programming glob matcher,
- * and a per-entry walk of the spec's live algorithm (keys S then "*", denies
+ * and a per-entry walk of the live algorithm of docs/policy.md (keys S then "*", denies
  * then allowlists, machine then project), with our stricter rule that deny
  * patterns fold ASCII case for tool and secret names.
  */
