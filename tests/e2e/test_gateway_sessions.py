@@ -116,7 +116,7 @@ with Sandbox() as sb:
               "another project's session (path, toolset) is never shown", text(r))
         check("agentstack session end" in p["note"], "the note says how to end it", p)
 
-        # 02 §10 / §5.2: a native session refuses a lease, the default's too
+        # A native session refuses a lease, the default's too
         st = payload(g.call("agentstack_lease_status", {}))
         check(st["active"] is False, "session active: the default toolset was not auto-opened",
               st)
