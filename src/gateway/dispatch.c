@@ -206,7 +206,10 @@ static void on_called(void *ctx, const struct mcp_reply *rep)
     struct gw *gw = j->gw;
     long long ms = (long long)((now_us() - j->t0) / 1000u);
     j->handle = 0;
+    /* The row is written before the reply leaves: a client that has the
+     * result can rely on its evidence being on disk (docs/audit.md). */
     if (rep->status == MCP_OK) {
+        gw_audit(gw, j->server, j->tool, j->digest, "ok", NULL, NULL, NULL, ms);
         if (rep->raw && !forward_raw(gw, j, rep->raw, rep->raw_len)) {
             json_t *r = mcp_raw_tree(rep->raw, rep->raw_len); /* NULL only without memory */
             forward_parsed(gw, j, r);
@@ -214,17 +217,16 @@ static void on_called(void *ctx, const struct mcp_reply *rep)
         } else if (!rep->raw) {
             forward_parsed(gw, j, rep->result);
         }
-        gw_audit(gw, j->server, j->tool, j->digest, "ok", NULL, NULL, NULL, ms);
     } else if (rep->status == MCP_E_REFUSED) {
         /* The address check refused every address (egress.c): a policy
          * refusal, with its reason and an egress row, not an upstream error. */
         struct gw_up *up = j->up;
-        gw_reply(gw, j,
-                 gw_error_result("blocked: %s tried to call %s — not connecting: %s\nnothing ran",
-                                 j->server, j->tool, rep->message));
         gw_audit(gw, j->server, "egress", "", "denied", rep->message,
                  up && up->refused_rule[0] ? up->refused_rule : NULL,
                  up && up->refused_layer && up->refused_layer[0] ? up->refused_layer : NULL, 0);
+        gw_reply(gw, j,
+                 gw_error_result("blocked: %s tried to call %s — not connecting: %s\nnothing ran",
+                                 j->server, j->tool, rep->message));
     } else {
         const char *cls;
         switch (rep->status) {
@@ -245,8 +247,8 @@ static void on_called(void *ctx, const struct mcp_reply *rep)
                     mcp_status_name(rep->status), rep->message);
             break;
         }
-        gw_reply(gw, j, gw_error_result("contacting %s failed (%s)", j->server, cls));
         gw_audit(gw, j->server, j->tool, j->digest, "error", cls, NULL, NULL, ms);
+        gw_reply(gw, j, gw_error_result("contacting %s failed (%s)", j->server, cls));
     }
     gw_job_free(j);
 }

@@ -23,6 +23,16 @@ DATA = os.environ.get("AS_DATA") or os.path.join(SRC, "tests", "data")
 KEYRING_SESSION = os.path.join(SRC, "tests", "keyring_session.sh")
 
 
+def bin_for_other(root):
+    """A copy of BIN under root (mode 0755) for a test that runs it as
+    another user: the build tree may sit below a 0700 directory (CI clones
+    into mktemp -d), where that user could not reach BIN itself."""
+    exe = os.path.join(root, "agentstack-bin")
+    shutil.copy2(BIN, exe)
+    os.chmod(exe, 0o755)
+    return exe
+
+
 def files_holding(root, needle):
     """Paths (relative to root) of the files under root whose bytes contain
     needle: where a secret value must never be."""

@@ -21,7 +21,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from aslib import BIN, Sandbox, check, done, files_holding  # noqa: E402
+from aslib import BIN, Sandbox, bin_for_other, check, done, files_holding  # noqa: E402
 from mcpclient import FAKE, grant  # noqa: E402
 
 SECRET = "core-dump-secret-7f3a91c2"
@@ -68,6 +68,7 @@ with Sandbox() as sb:
              'args = ["./fake.py", "--tools", "ping"]\nenv = { OPS_TOKEN = "${OPS_TOKEN}" }\n')
     sb.write(".env", "OPS_TOKEN=%s\n" % SECRET)
     grant(sb)
+    exe = bin_for_other(sb.root) if AS_ROOT else BIN
     if AS_ROOT:
         chown_tree(sb.root, OTHER)
         os.chmod(sb.root, 0o755)
@@ -76,7 +77,7 @@ with Sandbox() as sb:
     os.makedirs(work, exist_ok=True)
     if AS_ROOT:
         os.chown(work, OTHER, OTHER)
-    g = subprocess.Popen([BIN, "mcp", "--manifest-dir", sb.project], cwd=work, env=env,
+    g = subprocess.Popen([exe, "mcp", "--manifest-dir", sb.project], cwd=work, env=env,
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          preexec_fn=as_other)
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",

@@ -18,7 +18,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from aslib import BIN, Sandbox, check, done, pids_with, skip_part  # noqa: E402
+from aslib import BIN, Sandbox, bin_for_other, check, done, pids_with, skip_part  # noqa: E402
 
 PLAN_LABEL = "SANDBOX / PROXIED · DIRECT ROUTE OPEN"
 
@@ -336,13 +336,14 @@ def main():
     # The same as an ordinary user (user namespaces, no root anywhere).
     if os.geteuid() == 0 and shutil.which("setpriv"):
         with Sandbox() as s:
+            exe = bin_for_other(s.root)
             for root, dirs, files in os.walk(s.root):
                 for n in dirs + files:
                     os.chown(os.path.join(root, n), 65534, 65534)
             os.chown(s.root, 65534, 65534)
             os.chmod(s.root, 0o755)
             r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                                BIN, "run", "--lockdown", "shtest", "--", "-c",
+                                exe, "run", "--lockdown", "shtest", "--", "-c",
                                 "id -u; grep CapEff /proc/self/status; echo x > /workspace/f"],
                                cwd=s.project, env=s.env(), capture_output=True, text=True,
                                timeout=60)
