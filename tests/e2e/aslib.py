@@ -33,6 +33,15 @@ def bin_for_other(root):
     return exe
 
 
+# A shell line that, run in `unshare -Urm`, leaves no fully visible procfs
+# in that mount namespace, so the kernel refuses every fresh proc mount:
+# /proc/sys of each proc mount is covered (not only /proc's: another one,
+# a chroot's say, would otherwise let a fresh mount through).
+HIDE_EVERY_PROC = (
+    "for m in $(awk '{for(i=7;i<=NF;i++) if ($i==\"-\") {if ($(i+1)==\"proc\") print $5; break}}' "
+    "/proc/self/mountinfo); do mount -t tmpfs none \"$m/sys\" || exit 1; done")
+
+
 def files_holding(root, needle):
     """Paths (relative to root) of the files under root whose bytes contain
     needle: where a secret value must never be."""

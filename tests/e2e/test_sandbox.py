@@ -18,7 +18,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from aslib import BIN, Sandbox, bin_for_other, check, done, pids_with, skip_part  # noqa: E402
+from aslib import BIN, Sandbox, bin_for_other, check, HIDE_EVERY_PROC, done, pids_with, skip_part  # noqa: E402
 
 PLAN_LABEL = "SANDBOX / PROXIED · DIRECT ROUTE OPEN"
 
@@ -289,7 +289,7 @@ def main():
               and "SHOULD-NOT-RUN" not in r.stdout and "namespace" in r.stderr,
               "no user namespaces: refused, nothing launched", (r.returncode, r.stderr))
         r = subprocess.run(["unshare", "-Urm", "sh", "-c",
-                            'mount -t tmpfs none /proc/sys && exec "$@"', "sh",
+                            HIDE_EVERY_PROC + ' && exec "$@"', "sh",
                             BIN, "run", "--sandbox", "shtest", "--", "-c", "echo SHOULD-NOT-RUN"],
                            cwd=s.project, env=env, capture_output=True, text=True, timeout=60)
         check(r.returncode == 1 and "nothing was launched" in r.stderr and "/proc" in r.stderr

@@ -43,7 +43,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from aslib import BIN, Sandbox, check, done, pids_with, skip  # noqa: E402
+from aslib import BIN, HIDE_EVERY_PROC, Sandbox, check, done, pids_with, skip  # noqa: E402
 
 
 def run_id(out):
@@ -209,7 +209,7 @@ def refused_during_build(s):
     runs = os.path.join(s.ah, "runs")
     before = sorted(os.listdir(runs)) if os.path.isdir(runs) else []
     r = subprocess.run(["unshare", "-Urm", "sh", "-c",
-                        'mount -t tmpfs none /proc/sys && exec "$@"', "sh",
+                        HIDE_EVERY_PROC + ' && exec "$@"', "sh",
                         BIN, "run", "--lockdown", "shtest", "--", "-c", "echo SHOULD-NOT-RUN"],
                        cwd=s.project, env=s.env(), capture_output=True, text=True, timeout=60)
     check(r.returncode == 1 and "nothing was launched" in r.stderr
