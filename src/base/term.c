@@ -432,7 +432,7 @@ void term_sbprintf(strbuf *out, const char *fmt, ...)
     va_end(ap);
 }
 
-static int put(FILE *f, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static int put(FILE *f, const char *fmt, va_list ap)
 {
     strbuf b = SB_INIT;
     term_vsbprintf(&b, fmt, ap);

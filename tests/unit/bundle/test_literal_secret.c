@@ -266,7 +266,7 @@ static void test_benign_corpus(void **state)
         "https://registry.npmjs.org/@scope/pkg/-/pkg-1.2.3.tgz",
         "https://github.com/owner/repo/commit/0123456789abcdef0123456789abcdef01234567",
         "github:owner/repo#0123456789abcdef0123456789abcdef01234567",
-        "ghcr.io/org/img@sha256:" HEX64,
+        ("ghcr.io/org/img@sha256:" HEX64),
         "550e8400-e29b-41d4-a716-446655440000",
         "--port=8080",
         "--log-level=debug",
@@ -315,8 +315,8 @@ static void test_benign_corpus(void **state)
         "The token expires after one hour; use --token to pass it.",
         "\"integrity\": \"sha512-q8Zr4Tn2Vx7Lk1Pw9Hs3Jd6FgQ8Zr4Tn2Vx7Lk1Pw9Hs3Jd6Fg==\"",
         "token: ********",
-        "![logo](data:image/"
-        "png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk)",
+        ("![logo](data:image/"
+         "png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk)"),
     };
     for (size_t i = 0; i < sizeof prose / sizeof *prose; i++) {
         lsec_check_text("SKILL.md", prose[i], strlen(prose[i]), &f);

@@ -951,8 +951,8 @@ static void test_many_servers_validate(void **state)
         "toolset 'big' references server 'team:s7', which the central library does not resolve",
         "toolset 'big' references server 'a:kibana', which the central library does not resolve",
         "toolset 'big' names server 's7' twice ('s7' and 'team:s7'): a CLI holds one 's7'",
-        "toolset 'big' names server 'kibana' twice ('kibana' and 'a:kibana'): a CLI holds one "
-        "'kibana'",
+        ("toolset 'big' names server 'kibana' twice ('kibana' and 'a:kibana'): a CLI holds one "
+         "'kibana'"),
         "toolset 'big' names server 's7' twice ('team:s7' and 's7'): a CLI holds one 's7'",
         "toolset 't2' references skill 'x:r', which the central library does not resolve",
         "toolset 't2' references skill 'y:r', which the central library does not resolve",
