@@ -1205,6 +1205,32 @@ void lsec_check_line(const char *where, const char *line, size_t len, lsec_findi
     lsec_check_text(where, line, len, out);
 }
 
+/* The text with every masked run replaced by LSEC_REDACTED; from[k] is the
+ * input byte that output byte k copies, SIZE_MAX inside a mark. */
+static void redact_render(const char *s, size_t n, const char *mask, strbuf *out, size_t **from)
+{
+    sb_reset(out);
+    size_t cap = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && !mask[j] == !mask[i])
+            j++;
+        if (mask[i]) {
+            sb_adds(out, LSEC_REDACTED);
+        } else {
+            sb_add(out, s + i, j - i);
+        }
+        if (out->len > cap) {
+            cap = out->len * 2;
+            *from = xrealloc(*from, cap * sizeof **from);
+        }
+        size_t k = out->len - (mask[i] ? strlen(LSEC_REDACTED) : j - i);
+        for (size_t x = i; k < out->len; k++, x++)
+            (*from)[k] = mask[i] ? SIZE_MAX : x;
+        i = j;
+    }
+}
+
 size_t lsec_redact(const char *text, size_t len, strbuf *out)
 {
     char *s = xstrndup(text, len);
@@ -1212,21 +1238,35 @@ size_t lsec_redact(const char *text, size_t len, strbuf *out)
     char *mask = xcalloc(n + 1, 1);
     struct text t = {s, n, mask, NULL, NULL, 0};
     text_scan(&t);
-    for (size_t i = 0; i < n;) {
-        if (mask[i]) {
-            sb_adds(out, LSEC_REDACTED);
-            while (i < n && mask[i])
-                i++;
-            continue;
+    size_t hits = t.hits;
+    /* A mark changes what its neighbours look like ("…keyVF=[redacted]" ends
+     * a token that was longer before), so the output is scanned again and
+     * what that scan hides is mapped back onto the input, until a scan of
+     * the output hides nothing: redacting the result again hides nothing
+     * more. Each further round masks at least one more input byte, so it
+     * ends. */
+    strbuf cur = SB_INIT;
+    size_t *from = NULL;
+    redact_render(s, n, mask, &cur, &from);
+    for (bool grew = hits > 0; grew;) {
+        char *again = xcalloc(cur.len + 1, 1);
+        struct text u = {cur.buf, cur.len, again, NULL, NULL, 0};
+        text_scan(&u);
+        grew = false;
+        for (size_t k = 0; k < cur.len; k++)
+            if (again[k] && from[k] != SIZE_MAX && !mask[from[k]])
+                mask[from[k]] = grew = true;
+        free(again);
+        if (grew) {
+            hits += u.hits;
+            redact_render(s, n, mask, &cur, &from);
         }
-        size_t j = i;
-        while (j < n && !mask[j])
-            j++;
-        sb_add(out, s + i, j - i);
-        i = j;
     }
+    sb_add(out, cur.buf, cur.len);
+    sb_release_secure(&cur);
+    free(from);
     free(mask);
     explicit_bzero(s, n);
     free(s);
-    return t.hits;
+    return hits;
 }
