@@ -328,8 +328,13 @@ struct adp_uninstall_opts {
     bool global;              /* the CLIs' user files */
     bool projects;            /* projects' files */
     const char *project_root; /* with projects: only this project (NULL = every one listed) */
-    bool disconnect;          /* also remove the gateway entry (global) */
-    bool gitignore;           /* also remove each project's managed .gitignore block */
+    const strvec *targets;    /* only these adapter ids (NULL or empty: every one) */
+    /* NULL: every name the ledger lists goes (uninstall). Else only the names
+     * this manifest wrote (unrender): entries another manifest wrote, and the
+     * names it keeps for them, stay. */
+    const char *source_manifest;
+    bool disconnect; /* also remove the gateway entry (global) */
+    bool gitignore;  /* also remove each project's managed .gitignore block */
     bool write;
     bool verbose;          /* every line of the plan, not only the changes */
     const char *operation; /* history label ("uninstall", "unrender") */

@@ -103,9 +103,16 @@ static void collect_scopes(const struct adp_registry *r, const struct adp_uninst
         const char *sep = strstr(key, PROJECT_SEP);
         char *id = sep ? xstrndup(key, (size_t)(sep - key)) : xstrdup(key);
         const char *root = sep ? sep + strlen(PROJECT_SEP) : NULL;
-        bool want = root ? o->projects && (!o->project_root || !strcmp(o->project_root, root))
-                         : o->global;
+        bool want =
+            root ? o->projects && (!o->project_root || !strcmp(o->project_root, root)) : o->global;
         bool gateway = !root && json_string_value(json_object_get(e, "gateway"));
+        if (want && o->targets && o->targets->n && strvec_find(o->targets, id) < 0)
+            want = false;
+        if (want && o->source_manifest) {
+            const char *src = json_string_value(json_object_get(e, "source_manifest"));
+            want = (src && !strcmp(src, o->source_manifest)) ||
+                   (!src && json_string_value(json_object_get(e, "instructions")));
+        }
         if (!want || (!entry_owns(e) && !(gateway && o->disconnect))) {
             free(id);
             continue;
@@ -130,7 +137,7 @@ static void collect_scopes(const struct adp_registry *r, const struct adp_uninst
  * change something or say why not. */
 static bool change_line(const char *l)
 {
-    static const char *const marks[] = {"−", "✗", "↩", "→ would remove", "✓ gateway removed",
+    static const char *const marks[] = {"−", "✗",      "↩", "→ would remove", "✓ gateway removed",
                                         "↳", "removal"};
     for (size_t i = 0; i < sizeof marks / sizeof *marks; i++)
         if (strstr(l, marks[i]))
@@ -346,8 +353,9 @@ static int scope_apply(const struct adp_registry *r, const struct uscope *s,
         .project_scope = s->root != NULL,
         .project_root = s->root,
         .targets = &s->ids,
+        .manifest_path = o->source_manifest,
         .write = o->write,
-        .prune_foreign = true,
+        .prune_foreign = o->source_manifest == NULL,
         .no_gitignore = true,
         .use = true,
         .caller_holds_lock = true,

@@ -65,7 +65,7 @@ const struct cli_spec cmd_uninstall_spec = {
     .options = uninstall_options,
     .examples = CLI_LINES("agentstack uninstall", "agentstack uninstall --write",
                           "agentstack uninstall --scope project --write --keep-home"),
-    .see_also = "undo restore",
+    .see_also = "unrender undo restore",
 };
 
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -111,7 +111,9 @@ int cmd_uninstall(int argc, char **argv, struct cli_ctx *ctx)
         sb_release(&ash);
         return EXIT_FAIL;
     }
-    const char *scope = a.scope == SCOPE_ALL ? "all" : a.scope == SCOPE_PROJECT ? "project" : "global";
+    const char *scope = a.scope == SCOPE_ALL       ? "all"
+                        : a.scope == SCOPE_PROJECT ? "project"
+                                                   : "global";
     term_fprintf(stdout, "Uninstall (scope: %s)%s\n", scope, a.write ? "" : " — preview");
     struct adp_registry reg;
     bool have_home = fs_exists(ash.buf);
@@ -150,8 +152,9 @@ int cmd_uninstall(int argc, char **argv, struct cli_ctx *ctx)
         cli_errorf("%s", why.buf);
         rc = EXIT_FAIL;
     } else if (delete_home && !a.write) {
-        term_fprintf(stdout, "− would delete %s (library, history, trust grants, secrets store; "
-                             "--keep-home keeps it)\n",
+        term_fprintf(stdout,
+                     "− would delete %s (library, history, trust grants, secrets store; "
+                     "--keep-home keeps it)\n",
                      dp.buf);
     } else if (delete_home) {
         if (nftw(ash.buf, rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0) {
@@ -169,8 +172,7 @@ int cmd_uninstall(int argc, char **argv, struct cli_ctx *ctx)
             term_fprintf(stdout, "Dry run. Nothing changed — re-run with --write to uninstall.\n");
         else if (!n_changed && !delete_home)
             term_fprintf(stdout, "✓ nothing to uninstall\n");
-        else
-        {
+        else {
             term_fprintf(stdout, "✓ uninstalled — manifests and entries agentstack did not write "
                                  "were left as they were\n");
             if (!delete_home)
