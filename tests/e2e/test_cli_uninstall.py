@@ -175,4 +175,16 @@ with Sandbox() as sb:
     u = H.run(sb, "uninstall", "--scope", "everything")
     check(u.returncode == 2, "a bad --scope is a usage error", u.stderr)
 
+# Fail closed: an unreadable ledger stops the run before anything is
+# removed, and the home (with whatever could still undo) stays.
+with Sandbox() as sb:
+    sb.write("state.json", "{not json", base=sb.ah)
+    sb.write(".claude.json", '{"mcpServers": {"x": {"command": "x"}}}\n', base=sb.home)
+    bad = H.run(sb, "uninstall", "--write", cwd=sb.root)
+    check(bad.returncode == 1 and bad.stderr.startswith("error: "),
+          "a corrupt ledger: exit 1 with one error", bad.stdout + bad.stderr)
+    check(os.path.exists(os.path.join(sb.ah, "state.json")), "the home is not deleted")
+    check(H.read(os.path.join(sb.home, ".claude.json")) ==
+          '{"mcpServers": {"x": {"command": "x"}}}\n', "no file touched")
+
 done()
