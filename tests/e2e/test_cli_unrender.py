@@ -115,4 +115,15 @@ with Sandbox() as sb:
     check("would REMOVE 'a'" in again.stdout,
           "after the undo the restored entries are ours again", again.stdout)
 
+    # A .gitignore whose block lost its end marker is refused, never cut.
+    gi = os.path.join(P, ".gitignore")
+    broken = ("node_modules/\n# >>> agentstack — generated project artifacts "
+              "(machine-local) >>>\n/.mcp.json\nsecrets/\n")
+    with open(gi, "w") as f:
+        f.write(broken)
+    b = H.run(sb, "unrender", "--write")
+    check(b.returncode == 1 and "no end marker" in b.stdout and b.stderr.startswith("error: "),
+          "an unpaired marker: exit 1, the line and why", b.stdout + b.stderr)
+    check(H.read(gi) == broken, "the user's .gitignore is left byte for byte")
+
 done()
