@@ -491,6 +491,11 @@ int adp_uninstall(const struct adp_registry *r, const struct adp_uninstall_opts 
         term_fprintf(out, s->root ? "Project %s\n" : "Global files\n", dp.buf);
         sb_release(&dp);
         bool changed = false;
+        struct stat rst;
+        if (s->root && (stat(s->root, &rst) != 0 || !S_ISDIR(rst.st_mode))) {
+            term_fprintf(out, "  · the project is no longer on disk — nothing to revert there\n");
+            continue;
+        }
         if (any) {
             strvec dirs = STRVEC_INIT, files = STRVEC_INIT;
             skills_dirs(r, s, &dirs);

@@ -175,6 +175,20 @@ with Sandbox() as sb:
     u = H.run(sb, "uninstall", "--scope", "everything")
     check(u.returncode == 2, "a bad --scope is a usage error", u.stderr)
 
+# A project deleted since it was rendered: reported, nothing recreated.
+with Sandbox() as sb:
+    H.fake_bin(sb, "claude")
+    H.write_manifest(sb, 'version = 1\n[servers.a]\ntype = "stdio"\ncommand = "a-mcp"\n')
+    check(H.run(sb, "lock", "--write").returncode == 0, "lock (gone project)")
+    H.trust(sb)
+    check(H.run(sb, "apply", "--write").returncode == 0, "apply (gone project)")
+    import shutil
+    shutil.rmtree(sb.project)
+    g = H.run(sb, "uninstall", "--write", cwd=sb.root)
+    check(g.returncode == 0 and "no longer on disk" in g.stdout,
+          "a vanished project is reported", g.stdout + g.stderr)
+    check(not os.path.exists(sb.project), "and not recreated")
+
 # Fail closed: an unreadable ledger stops the run before anything is
 # removed, and the home (with whatever could still undo) stays.
 with Sandbox() as sb:
