@@ -108,6 +108,10 @@ int adp_backup_path(const char *file, strbuf *out, struct as_err *err);
 int adp_gitignore_block(const char *text, size_t len, const strvec *entries, strbuf *out,
                         struct as_err *err);
 bool adp_gitignore_has_block(const char *text, size_t len);
+/* text without the managed block (and the blank line apply put before it),
+ * into out; text unchanged when there is none. -1 + err when the markers do
+ * not pair (nothing is rewritten then). */
+int adp_gitignore_unblock(const char *text, size_t len, strbuf *out, struct as_err *err);
 
 /* ---- skills (use, sessions) ---------------------------------------------- */
 
@@ -317,6 +321,35 @@ int adp_connect(const struct adp_registry *r, const struct adp_connect_opts *o, 
 /* The path connect registers: a $PATH entry resolving to this binary when
  * there is one, else the binary's real path. */
 int adp_self_path(strbuf *out, struct as_err *err);
+
+/* ---- uninstall / unrender: take back what the ledger lists -------------- */
+
+struct adp_uninstall_opts {
+    bool global;              /* the CLIs' user files */
+    bool projects;            /* projects' files */
+    const char *project_root; /* with projects: only this project (NULL = every one listed) */
+    const strvec *targets;    /* only these adapter ids (NULL or empty: every one) */
+    /* NULL: every name the ledger lists goes (uninstall). Else only the names
+     * this manifest wrote (unrender): entries another manifest wrote, and the
+     * names it keeps for them, stay. */
+    const char *source_manifest;
+    bool disconnect; /* also remove the gateway entry (global) */
+    bool gitignore;  /* also remove each project's managed .gitignore block */
+    bool write;
+    bool verbose;          /* every line of the plan, not only the changes */
+    const char *operation; /* history label ("uninstall", "unrender") */
+    size_t *n_changed;     /* out (may be NULL): scopes that change (or would) */
+    FILE *out;
+};
+/* Runs adp_apply against a manifest that declares nothing for every scope
+ * the ledger lists (so its pruning removes our servers, instruction region,
+ * settings, hooks and skill links, and nothing else), adp_connect
+ * --disconnect for the gateway entry, then removes the .gitignore block and
+ * skills directories our removals emptied. Preview unless write; every
+ * write recorded in the undo history. 0, or 1 + err when a file failed (the
+ * others are still written). */
+int adp_uninstall(const struct adp_registry *r, const struct adp_uninstall_opts *o,
+                  struct as_err *err);
 
 /* ---- drift: for doctor and diff ------------------------------------------ */
 

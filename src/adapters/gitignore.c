@@ -117,3 +117,27 @@ int adp_gitignore_block(const char *text, size_t len, const strvec *entries, str
     sb_release(&block);
     return 0;
 }
+
+int adp_gitignore_unblock(const char *text, size_t len, strbuf *out, struct as_err *err)
+{
+    long st, en;
+    if (find_block(text, len, &st, &en, err) < 0)
+        return -1;
+    if (st < 0) {
+        sb_add(out, text, len);
+        return 0;
+    }
+    size_t from = (size_t)st, to = (size_t)en + strlen(ADP_GITIGNORE_END);
+    while (to < len && (text[to] == '\r' || text[to] == '\n')) {
+        bool nl = text[to] == '\n';
+        to++;
+        if (nl)
+            break;
+    }
+    /* The blank line apply put before the block goes with it. */
+    if (from >= 2 && text[from - 1] == '\n' && text[from - 2] == '\n')
+        from--;
+    sb_add(out, text, from);
+    sb_add(out, text + to, len - to);
+    return 0;
+}

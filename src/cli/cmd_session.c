@@ -1,8 +1,10 @@
 /*
- * agentstack session start <toolset> | end [--all] | list [--json]
- * (clean at rest; docs/adapters.md): start activates a toolset like
- * `use --write` and records how to undo it; end puts every file, link and
- * ledger entry back as it was. A project must be Trusted to start.
+ * agentstack session start <toolset> | end [--all] | list [--json] |
+ * freeze [--name NAME] (clean at rest; docs/adapters.md): start activates a
+ * toolset like `use --write` and records how to undo it; end puts every
+ * file, link and ledger entry back as it was; freeze writes the open
+ * session's toolset into the manifest under a new name (nothing applied).
+ * A project must be Trusted to start.
  * Start validates and gates like `use --write`: names a toolset takes from
  * the central library (linked sources, qualified `<source>:<name>`) resolve
  * through src/library, handed to the validator, the trust gate and the
@@ -19,6 +21,7 @@
 #include "bundle/home.h"
 #include "bundle/manifest.h"
 #include "cli/cli.h"
+#include "cli/mfedit.h"
 #include "library/library.h"
 #include "trust/trust.h"
 
@@ -39,11 +42,13 @@ struct session_args {
     strvec targets;
     int scope;
     bool allow_unresolved, all, json;
+    const char *name;
 };
 
 static int session_start(int argc, char **argv, struct cli_ctx *ctx);
 static int session_end(int argc, char **argv, struct cli_ctx *ctx);
 static int session_list(int argc, char **argv, struct cli_ctx *ctx);
+static int session_freeze(int argc, char **argv, struct cli_ctx *ctx);
 
 #define CLI_ARGS struct session_args
 static const struct cli_option start_options[] = {
@@ -60,6 +65,10 @@ static const struct cli_option end_options[] = {
 };
 static const struct cli_option list_options[] = {
     {OPT_BOOL("json", 0, json, "the sessions as one JSON document")},
+    {OPT_END},
+};
+static const struct cli_option freeze_options[] = {
+    {OPT_STRING("name", 0, name, "NAME", "the new toolset's name (default: <toolset>-frozen)")},
     {OPT_END},
 };
 #undef CLI_ARGS
@@ -87,12 +96,24 @@ static const struct cli_spec session_list_spec = {
     .options = list_options,
 };
 
+static const struct cli_spec session_freeze_spec = {
+    .name = "session freeze",
+    .fn = session_freeze,
+    .summary = "save the open session's toolset in the manifest under a new name",
+    .synopsis = CLI_LINES("session freeze [--name NAME]"),
+    .description = "Writes [toolsets.<name>] (default <toolset>-frozen) with the servers and "
+                   "skills of the toolset this project's open session activated. Only the "
+                   "manifest changes; nothing is applied. Refused when the name exists or the "
+                   "toolset names nothing. Review it, then: agentstack lock --write.",
+    .options = freeze_options,
+};
+
 const struct cli_spec cmd_session_spec = {
     .name = "session",
     .fn = cmd_session,
     .summary = "activate a toolset until `session end` puts everything back",
     .subs = (const struct cli_spec *const[]){&session_start_spec, &session_end_spec,
-                                             &session_list_spec, NULL},
+                                             &session_list_spec, &session_freeze_spec, NULL},
     .examples = CLI_LINES("agentstack session start backend", "agentstack session end"),
     .see_also = "use apply",
 };
@@ -210,6 +231,141 @@ static int session_list(int argc, char **argv, struct cli_ctx *ctx)
     fflush(stdout);
     if (rc && as_err_isset(&err))
         cli_error(&err);
+    return rc;
+}
+
+/* The toolset this project's open session activated: 1 (into out), 0 when
+ * none is open here, -1 + err. */
+static int open_session_toolset(const char *key, strbuf *out, struct as_err *err)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return as_err_errno(err, "cannot read the open sessions");
+    int r = adp_session_list(true, f, err);
+    fclose(f);
+    int hit = 0;
+    if (r == 0) {
+        json_error_t je;
+        json_t *a = json_loads(buf ? buf : "[]", 0, &je);
+        size_t i;
+        json_t *s;
+        json_array_foreach(a, i, s)
+        {
+            const char *dir = json_string_value(json_object_get(s, "manifest_dir"));
+            const char *ts = json_string_value(json_object_get(s, "toolset"));
+            if (!hit && dir && ts && strcmp(dir, key) == 0) {
+                sb_adds(out, ts);
+                hit = 1;
+            }
+        }
+        json_decref(a);
+    }
+    free(buf);
+    return r != 0 ? -1 : hit;
+}
+
+struct freeze_edit {
+    const char *from, *name;
+};
+
+static toml_value *str_array(const strvec *v)
+{
+    toml_value *arr = toml_new(TOML_ARRAY);
+    for (size_t i = 0; i < v->n; i++)
+        toml_array_push(arr, toml_new_string(v->v[i]));
+    return arr;
+}
+
+static int edit_freeze(toml_edit *ed, const struct manifest *m, const void *arg, strbuf *summary,
+                       struct as_err *err)
+{
+    const struct freeze_edit *f = arg;
+    const struct mf_toolset *t = manifest_toolset(m, f->from);
+    sb_addf(summary, "freeze the session's toolset '%s' as [%s.%s]", f->from, cli_toolsets_key(m),
+            f->name);
+    if (!t)
+        return as_err_set(err, "the session's toolset '%s' is no longer in %s", f->from, m->path);
+    if (manifest_toolset(m, f->name))
+        return as_err_set(err, "toolset '%s' already exists in %s — pick another name with --name",
+                          f->name, m->path);
+    if (!t->servers.n && !t->skills.n)
+        return as_err_set(err, "nothing to freeze: toolset '%s' has no servers and no skills",
+                          f->from);
+    sb_addf(summary, " (servers: %zu, skills: %zu)", t->servers.n, t->skills.n);
+    toml_value *tab = toml_new(TOML_TABLE);
+    toml_table_set(tab, "servers", str_array(&t->servers));
+    toml_table_set(tab, "skills", str_array(&t->skills));
+    const char *path[2] = {cli_toolsets_key(m), f->name};
+    int rc = toml_edit_set_table(ed, path, 2, tab, err);
+    toml_free(tab);
+    return rc;
+}
+
+/* toolset names as `toolset create` and the gateway accept them */
+static bool toolset_name_ok(const char *s)
+{
+    size_t n = 0;
+    for (; s[n]; n++) {
+        char c = s[n];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || c == '.'))
+            return false;
+    }
+    return n >= 1 && n <= 64;
+}
+
+static int session_freeze(int argc, char **argv, struct cli_ctx *ctx)
+{
+    struct session_args a = {0};
+    int rc = cli_parse(&session_freeze_spec, &argc, argv, ctx, &a);
+    if (rc == CLI_CONTINUE)
+        rc = cli_no_arguments(&session_freeze_spec, argc, argv);
+    if (rc != CLI_CONTINUE)
+        return rc;
+    if (a.name && !toolset_name_ok(a.name))
+        return cli_usage_error("session freeze",
+                               "'%s' is not a usable toolset name ([A-Za-z0-9_.-], 1-64 chars)",
+                               a.name);
+    struct as_err err = AS_ERR_INIT;
+    struct bundle_paths p = {0};
+    strbuf key = SB_INIT, ts = SB_INIT;
+    char *name = NULL;
+    rc = EXIT_FAIL;
+    if (cli_project(ctx, &p) < 0)
+        goto out;
+    if (discover_project_key(p.base, &key) < 0) {
+        cli_errorf("cannot name this project's session record");
+        goto out;
+    }
+    int open = open_session_toolset(key.buf, &ts, &err);
+    if (open < 0) {
+        cli_error(&err);
+        goto out;
+    }
+    if (!open) {
+        cli_errorf("no session is active for this project — start one with: agentstack session "
+                   "start <toolset>");
+        goto out;
+    }
+    name = a.name ? xstrdup(a.name) : xasprintf("%s-frozen", ts.buf);
+    if (!toolset_name_ok(name)) {
+        cli_errorf("'%s' is not a usable toolset name — pass --name NAME", name);
+        goto out;
+    }
+    struct freeze_edit f = {ts.buf, name};
+    rc = cli_manifest_edit(ctx, true, edit_freeze, &f, NULL);
+    if (rc == EXIT_OK)
+        printf("The manifest changed; nothing was applied. Review toolset '%s', then run "
+               "agentstack lock "
+               "--write.\n",
+               name);
+out:
+    free(name);
+    sb_release(&key);
+    sb_release(&ts);
+    bundle_paths_free(&p);
     return rc;
 }
 
