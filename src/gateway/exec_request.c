@@ -14,7 +14,7 @@
 #include "base/xalloc.h"
 
 static __attribute__((format(printf, 3, 4))) const char *refuse(strbuf *msg, const char *cat,
-                                                                 const char *fmt, ...)
+                                                                const char *fmt, ...)
 {
     sb_reset(msg);
     sb_addf(msg, "Error [%s]: ", cat);
@@ -60,8 +60,8 @@ int gw_exec_machine_limits(int64_t timeout_ms, int64_t max_calls, int64_t max_ou
 
 static int name_char(char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '.' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == '-';
 }
 
 int gw_exec_grant_name_ok(const char *s)
@@ -110,8 +110,8 @@ static const char *parse_limits(const json_t *lim, const struct gw_exec_limits *
     return NULL;
 }
 
-static const char *parse_grants(const json_t *at, gw_exec_lookup_fn lookup, void *ctx,
-                                strvec *out, strbuf *msg)
+static const char *parse_grants(const json_t *at, gw_exec_lookup_fn lookup, void *ctx, strvec *out,
+                                strbuf *msg)
 {
     if (!json_is_array(at))
         return invalid(msg, "`allowTools` must be an array of exact server__tool names");
@@ -147,8 +147,8 @@ static const char *parse_grants(const json_t *at, gw_exec_lookup_fn lookup, void
 }
 
 const char *gw_exec_request_parse(const json_t *args, const struct gw_exec_limits *machine,
-                                  gw_exec_lookup_fn lookup, void *ctx,
-                                  struct gw_exec_request *out, strbuf *msg)
+                                  gw_exec_lookup_fn lookup, void *ctx, struct gw_exec_request *out,
+                                  strbuf *msg)
 {
     memset(out, 0, sizeof *out);
     if (!json_is_object(args))

@@ -67,7 +67,7 @@ typedef enum gw_exec_lookup (*gw_exec_lookup_fn)(void *ctx, const char *full_nam
 struct gw_exec_request {
     char *code;
     size_t code_len;
-    strvec grants; /* exact server__tool names, request order */
+    strvec grants;    /* exact server__tool names, request order */
     char *input_json; /* serialized input ("null" by default) */
     struct gw_exec_limits limits;
 };
@@ -76,8 +76,8 @@ struct gw_exec_request {
  * ("invalid-input", "unknown-tool", "policy-denied") with the whole error
  * text in msg. */
 const char *gw_exec_request_parse(const json_t *args, const struct gw_exec_limits *machine,
-                                  gw_exec_lookup_fn lookup, void *ctx,
-                                  struct gw_exec_request *out, strbuf *msg);
+                                  gw_exec_lookup_fn lookup, void *ctx, struct gw_exec_request *out,
+                                  strbuf *msg);
 void gw_exec_request_free(struct gw_exec_request *r);
 
 /* True when s is a grantable name: [A-Za-z0-9_.-] on both sides of the
