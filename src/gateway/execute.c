@@ -104,6 +104,8 @@ struct exec_cfg {
     bool enabled;
     char *runtime;
     struct gw_exec_limits limits;
+    bool has_cap;
+    strvec cap; /* allowTools: the machine's cap on what a request may grant */
     bool limits_ok;
     strbuf why; /* limits_ok false: the reason */
 };
@@ -111,6 +113,7 @@ struct exec_cfg {
 static void cfg_free(struct exec_cfg *c)
 {
     free(c->runtime);
+    strvec_clear(&c->cap);
     sb_release(&c->why);
 }
 
@@ -126,6 +129,9 @@ static void cfg_load(struct exec_cfg *c)
     const struct mf_experimental *x = &mm->experimental;
     c->enabled = x->tools_execute;
     c->runtime = x->runtime ? xstrdup(x->runtime) : NULL;
+    c->has_cap = x->has_allow_tools;
+    for (size_t i = 0; i < x->allow_tools.n; i++)
+        strvec_push(&c->cap, x->allow_tools.v[i]);
     c->limits_ok = gw_exec_machine_limits(x->timeout_ms, x->max_calls, x->max_output_bytes,
                                           &c->limits, &c->why) == 0;
     manifest_free(mm);
@@ -300,15 +306,25 @@ static int runtime_resolve(const struct exec_cfg *c, strbuf *node, strbuf *why)
 
 /* ---- the request against the surface ------------------------------------------ */
 
+struct lookup_ctx {
+    const struct gw_surface *sf;
+    const struct exec_cfg *cfg;
+};
+
+/* Allowed: on the surface, admitted by policy, and within the machine's
+ * allowTools when it has one (outside it counts as a policy denial). */
 static enum gw_exec_lookup surface_lookup(void *ctx, const char *full)
 {
-    const struct gw_surface *sf = ctx;
+    const struct lookup_ctx *lc = ctx;
+    const struct gw_surface *sf = lc->sf;
     for (size_t i = 0; i < sf->ups.n; i++) {
         const struct gw_up *up = sf->ups.v[i];
         for (size_t k = 0; k < up->tools.n; k++) {
             if (strcmp(up->tools.v[k].full, full) != 0)
                 continue;
             struct pol_decision d;
+            if (lc->cfg->has_cap && strvec_find(&lc->cfg->cap, full) < 0)
+                return GW_EXEC_TOOL_DENIED;
             return pol_tool(sf->rs, up->name, up->tools.v[k].name, &d) ? GW_EXEC_TOOL_ALLOWED
                                                                        : GW_EXEC_TOOL_DENIED;
         }
@@ -959,11 +975,12 @@ static void after_discovery(struct gw *gw, struct job *j)
     strbuf msg = SB_INIT, node = SB_INIT;
     struct gw_exec_request rq;
     const char *cat = NULL;
+    struct lookup_ctx lc = {sf, &c};
     if (!c.enabled) {
         answer_text(gw, j, GW_EXEC_DISABLED, true);
     } else if (!c.limits_ok) {
         answer_error(gw, j, "runtime-unavailable", "%s", c.why.buf);
-    } else if ((cat = gw_exec_request_parse(j->args, &c.limits, surface_lookup, sf, &rq, &msg))) {
+    } else if ((cat = gw_exec_request_parse(j->args, &c.limits, surface_lookup, &lc, &rq, &msg))) {
         answer_text(gw, j, msg.buf, true);
     } else if (runtime_resolve(&c, &node, &msg) < 0) {
         gw_exec_request_free(&rq);

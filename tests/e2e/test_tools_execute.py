@@ -59,11 +59,12 @@ def find_node():
 NODE = find_node()
 
 
-def machine(s, extra=""):
+def machine(s, extra="", cap=None):
     os.makedirs(s.ah, exist_ok=True)
     with open(os.path.join(s.ah, "agentstack.toml"), "w") as f:
         f.write(f'version = 1\n\n[experimental]\ntools_execute = true\n'
-                f'tools_execute_runtime = "{NODE}"\n{extra}')
+                f'tools_execute_runtime = "{NODE}"\n'
+                + (f"allowTools = {json.dumps(cap)}\n" if cap is not None else "") + extra)
 
 
 def project(s, trusted=True, extra=""):
@@ -166,7 +167,7 @@ class Sink:
 
 def attacks():
     with Sandbox() as s:
-        machine(s, '\n[policy.tools]\ndemo = ["!probe"]\n')
+        machine(s, '\n[policy.tools]\ndemo = ["!probe"]\n', cap=["demo__hello", "demo__probe"])
         project(s)
         secret = s.write("workspace-secret.txt", "WORKSPACESECRET\n")
         sink = Sink()
@@ -193,6 +194,8 @@ def attacks():
                    "export default await tools.demo__probe({ read: '/etc/passwd' });")
             expect(s, gw, "machine-policy-denied grant", "policy-denied", "export default 1",
                    allow=("demo__probe",))
+            expect(s, gw, "grant outside the machine's allowTools", "policy-denied",
+                   "export default 1", allow=("demo__quit",))
             expect(s, gw, "wildcard grant", "invalid-input", "export default 1",
                    allow=("demo__*",), needle="wildcards")
             expect(s, gw, "unknown grant", "unknown-tool", "export default 1",
@@ -243,6 +246,27 @@ def attacks():
                    "for (let i = 0; i < 3; i++) await tools.demo__hello({});\nexport default 1;",
                    limits={"maxCalls": 2})
             expect(s, gw, "not JSON", "invalid-result", "export default 10n;")
+
+            # Cancellation: the client gives up on a program that loops; it dies
+            # long before its timeout, and no answer is sent for it.
+            rid = gw.start("tools/call", {"name": "tools_execute", "arguments": {
+                "code": "for (;;) {}", "allowTools": ["demo__hello"],
+                "limits": {"timeoutMs": 15000}}})
+            deadline = time.time() + 10
+            while not pids_with(GUEST_MARK) and time.time() < deadline:
+                time.sleep(0.05)
+            running = bool(pids_with(GUEST_MARK))
+            gw.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                     "params": {"requestId": rid, "reason": "test"}})
+            t0 = time.time()
+            while pids_with(GUEST_MARK) and time.time() - t0 < 5:
+                time.sleep(0.05)
+            check(running and not pids_with(GUEST_MARK) and time.time() - t0 < 5,
+                  "cancelled: the program's tree is killed within seconds", time.time() - t0)
+            no_leftovers(s, "cancelled")
+            r = execute(gw, "export default 'after'")
+            check(not is_error(r) and json.loads(text(r)).get("result") == "after",
+                  "cancelled: the gateway goes on serving", text(r))
 
 
 def main():
