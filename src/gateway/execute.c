@@ -358,7 +358,15 @@ static int stage(struct gw_exec *x, struct as_err *err)
     if (fs_mkdirs(s.buf, 0755, err) < 0 || chmod(x->run_dir, 0755) < 0 ||
         chmod(x->stage_dir, 0755) < 0 || chmod(s.buf, 0755) < 0)
         goto out;
-    if (write_app_file(s.buf, "source.ts", x->rq.code, x->rq.code_len, err) < 0 ||
+    /* source.mjs: the same program, marked as started on its first line,
+     * which the bootstrap runs as JavaScript when it parses as such (no
+     * type stripper to load: exec_guest.c). */
+    strbuf js = SB_INIT;
+    sb_adds(&js, "globalThis[Symbol.for('agentstack.started')] = true;");
+    sb_add(&js, x->rq.code, x->rq.code_len);
+    int js_rc = write_app_file(s.buf, "source.mjs", js.buf, js.len, err);
+    sb_release(&js);
+    if (js_rc < 0 || write_app_file(s.buf, "source.ts", x->rq.code, x->rq.code_len, err) < 0 ||
         write_app_file(s.buf, "input.json", x->rq.input_json, strlen(x->rq.input_json), err) < 0 ||
         write_app_file(s.buf, "bootstrap.mjs", gw_exec_bootstrap_mjs, strlen(gw_exec_bootstrap_mjs),
                        err) < 0 ||

@@ -246,6 +246,15 @@ def attacks():
                    "for (let i = 0; i < 3; i++) await tools.demo__hello({});\nexport default 1;",
                    limits={"maxCalls": 2})
             expect(s, gw, "not JSON", "invalid-result", "export default 10n;")
+            # A SyntaxError thrown while the program runs is its failure: the
+            # program is not run a second time (its tool call happens once).
+            before = len([x for x in audit_rows(s) if x.get("tool") == "hello"])
+            expect(s, gw, "runtime SyntaxError", "execution-error",
+                   "import { tools } from 'agentstack:runtime';\n"
+                   "await tools.demo__hello({});\nJSON.parse('not json');\nexport default 1;",
+                   needle="SyntaxError")
+            after = len([x for x in audit_rows(s) if x.get("tool") == "hello"])
+            check(after == before + 1, "runtime SyntaxError: the program ran once", after - before)
 
             # Cancellation: the client gives up on a program that loops; it dies
             # long before its timeout, and no answer is sent for it.
