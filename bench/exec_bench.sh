@@ -3,7 +3,8 @@
 # granted tool it does not call) sent to a running `agentstack mcp` and
 # answered — validation, staging, the confined Node.js start, the result
 # read back, the staging removed — against `node -e 0` on the host with the
-# same binary, in the same run. Median of BENCH_EXEC_N each (default 15),
+# same binary, in the same run; and a program with type annotations (which
+# also loads Node's type stripper). Median of BENCH_EXEC_N each (default 15),
 # interleaved so load drift hits both alike. Goal: <= 1.5 x (reported, not
 # asserted; docs/performance.md).
 # The runtime: AS_TEST_NODE, else the cache tests/e2e/setup_node.sh fills;
@@ -39,12 +40,12 @@ def send(o):
 send(INIT); p.stdout.readline()
 send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 ids = iter(range(100, 100000))
-def execute():
+def execute(code="export default 1"):
     i = next(ids)
     t0 = time.perf_counter()
     send({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {
         "name": "tools_execute",
-        "arguments": {"code": "export default 1", "allowTools": ["demo__echo"]}}})
+        "arguments": {"code": code, "allowTools": ["demo__echo"]}}})
     m = json.loads(p.stdout.readline())
     t = m["result"]["content"][0]["text"]
     d = time.perf_counter() - t0
@@ -57,10 +58,14 @@ def bare():
     return time.perf_counter() - t0
 try:
     execute()  # the first call also probes the runtime's version (cached after)
-    ours, base = interleaved([execute, bare], n)
+    typed = lambda: execute("const n: number = 1;\nexport default n;")
+    ours, base, ours_ts = interleaved([execute, bare, typed], n)
 except (RuntimeError, KeyError, ValueError) as e:
     skip(name, str(e)); sys.exit(0)
 finally:
     p.stdin.close(); p.wait(timeout=60)
 row(name, "%.1f ms" % (ours * 1e3), "%.1f ms" % (base * 1e3), "%.2fx" % (ours / base))
+# A program with type annotations also loads Node's type stripper.
+row("tools_execute typed program", "%.1f ms" % (ours_ts * 1e3), "%.1f ms" % (base * 1e3),
+    "%.2fx" % (ours_ts / base))
 PY
