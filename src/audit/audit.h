@@ -117,6 +117,7 @@ int aud_is_family_tool(const char *tool);
 struct aud_call {
     long long ts;            /* unix seconds; 0 = now */
     const char *run;         /* omitted when NULL/"" */
+    const char *execution;   /* a tools_execute inner call: its x-… id; omitted when NULL/"" */
     long pid;                /* 0 = getpid() */
     const char *project;     /* canonical project root; omitted when NULL/"" */
     const char *server;      /* refusal rows: the subject */
@@ -130,7 +131,7 @@ struct aud_call {
     long long ms;
 };
 
-/* The row as a JSON object: ts, run?, pid, project?, server, tool,
+/* The row as a JSON object: ts, run?, execution?, pid, project?, server, tool,
  * args_digest, outcome, detail?, ms, rule?, layer? (prev is added by the
  * appender). detail is omitted on ok rows but egress ones. */
 json_t *aud_call_record(const struct aud_call *c);

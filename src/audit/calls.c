@@ -76,6 +76,8 @@ json_t *aud_call_record(const struct aud_call *c)
     json_object_set_new(o, "ts", json_integer(c->ts ? c->ts : (long long)time(NULL)));
     if (c->run && *c->run)
         set_str(o, "run", c->run, 128);
+    if (c->execution && *c->execution)
+        set_str(o, "execution", c->execution, 64);
     json_object_set_new(o, "pid", json_integer(c->pid ? c->pid : (long)getpid()));
     if (c->project && *c->project)
         set_str(o, "project", c->project, 4096);
@@ -142,6 +144,8 @@ void aud_call_encode(const struct aud_call *c, strbuf *out)
     out->buf[from] = '{'; /* the first member's comma opens the object */
     if (c->run && *c->run)
         enc_str(out, "run", c->run, 128);
+    if (c->execution && *c->execution)
+        enc_str(out, "execution", c->execution, 64);
     enc_int(out, "pid", (long long)(c->pid ? c->pid : (long)getpid()));
     if (c->project && *c->project)
         enc_str(out, "project", c->project, 4096);

@@ -612,6 +612,7 @@ void manifest_free(struct manifest *m)
     strvec_clear(&m->guard.deny);
     strvec_clear(&m->guard.allow);
     strvec_clear(&m->experimental.allow_tools);
+    free(m->experimental.runtime);
     mf_diags_free(&m->warnings);
     toml_free(m->root);
     free(m->path);

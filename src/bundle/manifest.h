@@ -215,6 +215,7 @@ struct mf_experimental {
     strvec allow_tools; /* allowTools, the machine's cap ([experimental] or its limits) */
     bool has_allow_tools;
     int64_t timeout_ms, max_calls, max_output_bytes; /* 0 = not set */
+    char *runtime; /* tools_execute_runtime: the Node.js binary, or NULL (`node` on PATH) */
 };
 
 /* ---- diagnostics --------------------------------------------------------- */

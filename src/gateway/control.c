@@ -231,6 +231,9 @@ json_t *gw_control_tools(struct gw *gw, const struct gw_surface *sf)
         json_object_set_new(o, "inputSchema", schema ? schema : json_object());
         json_array_append_new(tools, o);
     }
+    json_t *x = gw_execute_tool(gw);
+    if (x)
+        json_array_append_new(tools, x);
     return tools;
 }
 
@@ -412,6 +415,10 @@ void gw_tools_call(struct gw *gw, struct job *j)
     bool lease_verb =
         strcmp(name, "agentstack_lease_open") == 0 || strcmp(name, "agentstack_lease_close") == 0;
     gw_refresh(gw, j->modern, lease_verb);
+    if (strcmp(name, "tools_execute") == 0) {
+        gw_execute(gw, j);
+        return;
+    }
     if (is_search(name)) {
         do_search(gw, j);
         return;

@@ -40,6 +40,7 @@ void gw_audit(struct gw *gw, const char *server, const char *tool, const char *d
         return; /* no project: nothing brokered */
     struct aud_call c = {0};
     c.run = gw->run_id;
+    c.execution = gw->audit_execution;
     c.pid = gw->pid;
     c.project = gw->proj.root;
     c.server = server;
@@ -204,6 +205,7 @@ static void on_called(void *ctx, const struct mcp_reply *rep)
 {
     struct job *j = ctx;
     struct gw *gw = j->gw;
+    gw->audit_execution = j->execution; /* reset below, before the job goes */
     long long ms = (long long)((now_us() - j->t0) / 1000u);
     j->handle = 0;
     /* The row is written before the reply leaves: a client that has the
@@ -250,10 +252,24 @@ static void on_called(void *ctx, const struct mcp_reply *rep)
         gw_audit(gw, j->server, j->tool, j->digest, "error", cls, NULL, NULL, ms);
         gw_reply(gw, j, gw_error_result("contacting %s failed (%s)", j->server, cls));
     }
+    gw->audit_execution = NULL;
     gw_job_free(j);
 }
 
+static void dispatch_call(struct gw *gw, struct job *j);
+
 void gw_dispatch(struct gw *gw, struct job *j)
+{
+    /* Every row written while this call is decided names its execution
+     * (tools_execute's inner calls); the job may be gone on return. */
+    char *execution = j->execution ? xstrdup(j->execution) : NULL;
+    gw->audit_execution = execution;
+    dispatch_call(gw, j);
+    gw->audit_execution = NULL;
+    free(execution);
+}
+
+static void dispatch_call(struct gw *gw, struct job *j)
 {
     strbuf S = SB_INIT, T = SB_INIT;
     if (!gw_split(j->name, &S, &T) || !gw_tool_name_ok(T.buf)) {

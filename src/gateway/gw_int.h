@@ -313,7 +313,15 @@ struct job {
     bool via_http;           /* never answered on stdout */
     struct gw_cm_conn *http; /* NULL once the client hung up */
     bool unknown;            /* gw_dispatch answered "unknown tool" (HTTP 404) */
+    /* tools_execute inner calls (execute.c): the answer goes to on_result
+     * (NULL = the call failed), never to stdout; its audit rows carry
+     * execution (the x-… id). */
+    void (*on_result)(struct gw *gw, struct job *j, json_t *result /* stolen */);
+    void *result_ctx;
+    char *execution;
 };
+
+struct gw_exec;
 
 struct gw {
     struct gw_opts o;
@@ -379,6 +387,8 @@ struct gw {
     int code_fd;        /* inotify on pinned server code (codewatch.c); -1 none, -2 none ever */
     uint64_t code_gen;  /* bumps on every event there */
     size_t code_watches;
+    struct gw_exec *execs;       /* running tools_execute programs (execute.c) */
+    const char *audit_execution; /* the x-… id gw_audit writes, while a call of one is audited */
 };
 
 /* server.c */
@@ -431,6 +441,14 @@ int gw_egress_literal(const struct pol_ruleset *rs, const char *server, const ch
 /* mcp_addr_check_fn for an upstream (ctx = its gw_up): every address
  * libcurl is about to dial, after resolving the URL's host. */
 int gw_egress_dial_check(void *ctx, const struct sockaddr *sa, char *why, size_t whysz);
+
+/* execute.c: the tools_execute tool (docs/tools-execute.md) */
+/* Its descriptor, or NULL when the machine manifest does not enable it. */
+json_t *gw_execute_tool(const struct gw *gw);
+/* Answers a tools_execute call (now or later). */
+void gw_execute(struct gw *gw, struct job *j);
+/* Kills every running program (shutdown). */
+void gw_execute_shutdown(struct gw *gw);
 
 /* dispatch.c */
 /* THE dispatch point for "S__T" calls: replies (now or later) to j. */

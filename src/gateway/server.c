@@ -82,6 +82,15 @@ static void flush_dirty(struct gw *gw)
 
 void gw_reply(struct gw *gw, struct job *j, json_t *result)
 {
+    if (j->on_result) {
+        if (!j->replied)
+            j->on_result(gw, j, result);
+        else
+            json_decref(result);
+        j->replied = true;
+        flush_dirty(gw);
+        return;
+    }
     if (j->via_http) {
         if (!j->replied && j->http)
             gw_cm_reply(gw, j, result);
@@ -132,6 +141,14 @@ bool gw_reply_raw(struct gw *gw, struct job *j, const strbuf *members)
 
 void gw_reply_error(struct gw *gw, struct job *j, int code, const char *msg, json_t *data)
 {
+    if (j->on_result) {
+        if (!j->replied)
+            j->on_result(gw, j, NULL);
+        if (data)
+            json_decref(data);
+        j->replied = true;
+        return;
+    }
     if (j->via_http) {
         if (!j->replied && j->http)
             gw_cm_reply(gw, j, NULL);
@@ -190,6 +207,7 @@ void gw_job_free(struct job *j)
     json_decref(j->params);
     json_decref(j->args);
     free(j->method);
+    free(j->execution);
     free(j->name);
     free(j->server);
     free(j->tool);
@@ -627,6 +645,7 @@ static void on_signal(struct mcp_loop *loop, int fd, unsigned ev, void *ctx)
 static void gw_free(struct gw *gw)
 {
     gw_cm_free(gw); /* before the jobs: connections point at them */
+    gw_execute_shutdown(gw);
     for (struct job *j = gw->jobs; j;) {
         struct job *n = j->next;
         j->next = j->prev = NULL;
@@ -635,6 +654,7 @@ static void gw_free(struct gw *gw)
         json_decref(j->params);
         json_decref(j->args);
         free(j->method);
+        free(j->execution);
         free(j->name);
         free(j->server);
         free(j->tool);

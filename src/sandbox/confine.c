@@ -17,6 +17,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <termios.h>
 #include <unistd.h>
@@ -123,8 +124,15 @@ int sbx_landlock_apply(const char *const *writable, char *why, size_t whysz)
                      whysz);
     if (!rc)
         rc = ll_rule(rs, "/proc", read_x | LL_FS_WRITE_FILE, why, whysz);
-    for (const char *const *w = writable; !rc && w && *w; w++)
-        rc = ll_rule(rs, *w, read_x | write, why, whysz);
+    /* A writable regular file (a result file) gets the rights a file can
+     * hold: a directory right on a file is refused by the kernel. */
+    uint64_t file_rights =
+        LL_FS_EXECUTE | LL_FS_READ_FILE | LL_FS_WRITE_FILE | (abi >= 3 ? LL_FS_TRUNCATE : 0);
+    for (const char *const *w = writable; !rc && w && *w; w++) {
+        struct stat st;
+        int is_file = stat(*w, &st) == 0 && S_ISREG(st.st_mode);
+        rc = ll_rule(rs, *w, is_file ? file_rights : read_x | write, why, whysz);
+    }
     if (!rc && syscall(SYS_landlock_restrict_self, rs, 0) < 0) {
         snprintf(why, whysz, "landlock: restricting: %s", strerror(errno));
         rc = -1;

@@ -23,8 +23,9 @@ struct sbx_jail {
     enum sbx_jail_net net;
     int workspace_writable, has_workspace, home_tmpfs;
     size_t nsnapshots;
-    uid_t inner_uid, outer_uid;
-    gid_t inner_gid, outer_gid;
+    uid_t inner_uid, outer_uid, run_uid, run_outer_uid;
+    gid_t inner_gid, outer_gid, run_gid, run_outer_gid;
+    VEC(struct sbx_rlimit) rlimits;
 };
 
 void sbx_jail_free(struct sbx_jail *j)
@@ -38,7 +39,43 @@ void sbx_jail_free(struct sbx_jail *j)
         explicit_bzero(j->env.v[i], strlen(j->env.v[i])); /* the secret set */
     strvec_clear(&j->env);
     free(j->cwd);
+    vec_free(&j->rlimits);
     free(j);
+}
+
+/* Paths a caller's bind may not take: what the view itself builds. */
+static int bind_target_ok(const char *dst)
+{
+    static const char *const taken[] = {"/usr",   "/bin",     "/sbin",         "/lib",  "/lib32",
+                                        "/lib64", "/libx32",  "/etc",          "/proc", "/dev",
+                                        "/tmp",   "/dev/shm", SBX_INSIDE_HOME, NULL};
+    if (!dst || dst[0] != '/' || !dst[1] || strstr(dst, "/..") || strstr(dst, "//"))
+        return 0;
+    for (size_t i = 0; taken[i]; i++)
+        if (sbx_i_path_within(taken[i], dst) || sbx_i_path_within(dst, taken[i]))
+            return 0;
+    return 1;
+}
+
+static int binds_view(struct sbx_jail *j, struct sbx_view *v, const struct sbx_jail_request *rq,
+                      struct as_err *err)
+{
+    for (size_t i = 0; i < rq->nbinds; i++) {
+        const struct sbx_jail_bind *b = &rq->binds[i];
+        if (!bind_target_ok(b->dst) || (v->workspace && (sbx_i_path_within(v->workspace, b->dst) ||
+                                                         sbx_i_path_within(b->dst, v->workspace))))
+            return as_err_set(err, "cannot bind %s at %s: the view already uses that path",
+                              b->src ? b->src : "(none)", b->dst ? b->dst : "(none)");
+        struct stat st;
+        if (!b->src || lstat(b->src, &st) != 0)
+            return as_err_errno(err, "bind source %s", b->src ? b->src : "(none)");
+        if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+            return as_err_set(err, "bind source %s is neither a file nor a directory", b->src);
+        sbx_i_mount(v, b->writable ? SBX_MNT_RW_BIND : SBX_MNT_RO_BIND, b->src, b->dst, NULL, 0);
+        if (b->writable)
+            strvec_push(&j->writable, b->dst);
+    }
+    return 0;
 }
 
 /* Variables the jail sets itself: the host's would point outside the view
@@ -82,7 +119,8 @@ int sbx_jail_build(const struct sbx_jail_request *rq, struct sbx_jail **out, str
     *out = NULL;
     if (!rq->program || rq->program[0] != '/' || !rq->argv || !rq->argv[0])
         return as_err_set(err, "a confined process needs its program's absolute path");
-    if (rq->net != SBX_JAIL_NET_NONE && rq->net != SBX_JAIL_NET_PROXY)
+    if (rq->net != SBX_JAIL_NET_NONE && rq->net != SBX_JAIL_NET_PROXY &&
+        rq->net != SBX_JAIL_NET_RELAY)
         return as_err_set(err, "a confined process needs a network mode");
     if (rq->net == SBX_JAIL_NET_PROXY && (!rq->proxy_token || strlen(rq->proxy_token) != 64))
         return as_err_set(err, "a confined process behind the proxy needs its token");
@@ -112,12 +150,28 @@ int sbx_jail_build(const struct sbx_jail_request *rq, struct sbx_jail **out, str
     j->outer_gid = getegid();
     j->inner_uid = j->outer_uid ? j->outer_uid : 1000;
     j->inner_gid = j->outer_gid ? j->outer_gid : 1000;
+    if (rq->service_uid && j->outer_uid) {
+        /* Unprivileged: the one id it may map, seen inside as the service id. */
+        j->inner_uid = SBX_JAIL_SERVICE_UID;
+        j->inner_gid = SBX_JAIL_SERVICE_UID;
+    } else if (rq->service_uid) {
+        /* Root: the service id on both sides once the root is built. */
+        j->run_uid = j->run_outer_uid = SBX_JAIL_SERVICE_UID;
+        j->run_gid = j->run_outer_gid = SBX_JAIL_SERVICE_UID;
+    }
+    for (size_t i = 0; i < rq->nrlimits; i++)
+        vec_push(&j->rlimits, rq->rlimits[i]);
 
     /* The view, in mount order: the system, the home, the program's
      * prefix (before the workspace, which may lie below it), the
      * workspace, then the snapshots over it. */
     struct sbx_view v = {&j->mounts, ws, ws, j->inner_uid, j->inner_gid};
     sbx_i_system_view(&v, "/");
+    if (rq->service_uid) {
+        /* Bounded scratch: tmpfs pages are no process's memory. */
+        sbx_i_mount(&v, SBX_MNT_TMPFS, NULL, "/tmp", "mode=1777,size=16m", 0);
+        sbx_i_mount(&v, SBX_MNT_TMPFS, NULL, "/dev/shm", "mode=1777,size=16m", 0);
+    }
     if (rq->home) {
         char *hc = sbx_i_canon(rq->home);
         if (!hc || (home_canon && sbx_i_path_within(hc, home_canon)) ||
@@ -129,7 +183,10 @@ int sbx_jail_build(const struct sbx_jail_request *rq, struct sbx_jail **out, str
         sbx_i_mount(&v, SBX_MNT_RW_BIND, hc, SBX_INSIDE_HOME, NULL, 0);
         free(hc);
     } else {
-        sbx_i_mount(&v, SBX_MNT_TMPFS, NULL, SBX_INSIDE_HOME, "mode=0700", 0);
+        /* A service id cannot own it: searchable (the runtime's prefix may
+         * lie below it), never writable. */
+        sbx_i_mount(&v, SBX_MNT_TMPFS, NULL, SBX_INSIDE_HOME,
+                    rq->service_uid ? "mode=0755,size=1m" : "mode=0700", 0);
         j->home_tmpfs = 1;
     }
     char *prog = sbx_i_canon(rq->program);
@@ -150,6 +207,8 @@ int sbx_jail_build(const struct sbx_jail_request *rq, struct sbx_jail **out, str
     for (size_t i = 0; i < rq->nsnapshots; i++)
         if (snapshot_view(j, &v, &rq->snapshots[i], err) < 0)
             goto fail;
+    if (binds_view(j, &v, rq, err) < 0)
+        goto fail;
     strvec_push(&j->writable, "/tmp");
     strvec_push(&j->writable, "/dev/shm");
     strvec_push(&j->writable, SBX_INSIDE_HOME);
@@ -161,8 +220,11 @@ int sbx_jail_build(const struct sbx_jail_request *rq, struct sbx_jail **out, str
     for (size_t i = 1; rq->argv[i]; i++)
         strvec_push(&j->argv, rq->argv[i]);
     if (rq->cwd) {
-        if (rq->cwd[0] != '/' ||
-            !((ws && sbx_i_path_within(ws, rq->cwd)) || strcmp(rq->cwd, SBX_INSIDE_HOME) == 0)) {
+        int in_bind = 0;
+        for (size_t i = 0; i < rq->nbinds; i++)
+            in_bind |= sbx_i_path_within(rq->binds[i].dst, rq->cwd);
+        if (rq->cwd[0] != '/' || !((ws && sbx_i_path_within(ws, rq->cwd)) ||
+                                   strcmp(rq->cwd, SBX_INSIDE_HOME) == 0 || in_bind)) {
             as_err_set(err, "its working directory %s is outside what a confined process sees",
                        rq->cwd);
             goto fail;
@@ -222,9 +284,10 @@ fail:
 
 void sbx_jail_describe(const struct sbx_jail *j, strbuf *out)
 {
-    sb_adds(out, j->net == SBX_JAIL_NET_PROXY ? "own network namespace, egress only through the "
-                                                "proxy"
-                                              : "own network namespace, no route out");
+    sb_adds(out, j->net == SBX_JAIL_NET_PROXY   ? "own network namespace, egress only through the "
+                                                  "proxy"
+                 : j->net == SBX_JAIL_NET_RELAY ? "own network namespace, only the gateway's relay"
+                                                : "own network namespace, no route out");
     if (j->has_workspace)
         sb_addf(out, ", project %s", j->workspace_writable ? "read-write" : "read-only");
     else
@@ -264,13 +327,21 @@ int sbx_jail_start(const struct sbx_jail *j, struct sbx_jail_proc *out, struct a
         .writable = (const char *const *)j->writable.v,
         .hostname = "agentstack",
         .new_net = 1,
-        .listen_port = j->net == SBX_JAIL_NET_PROXY ? SBX_LOCKDOWN_PROXY_PORT : 0,
+        .listen_port = j->net == SBX_JAIL_NET_PROXY   ? SBX_LOCKDOWN_PROXY_PORT
+                       : j->net == SBX_JAIL_NET_RELAY ? SBX_LOCKDOWN_GATEWAY_PORT
+                                                      : 0,
         .inner_uid = j->inner_uid,
         .outer_uid = j->outer_uid,
         .inner_gid = j->inner_gid,
         .outer_gid = j->outer_gid,
         .use_stdio = 1,
         .stdio = {in[0], o[1], e[1]},
+        .run_uid = j->run_uid,
+        .run_outer_uid = j->run_outer_uid,
+        .run_gid = j->run_gid,
+        .run_outer_gid = j->run_outer_gid,
+        .rlimits = j->rlimits.v,
+        .nrlimits = j->rlimits.n,
     };
     struct sbx_ns_child c;
     if (sbx_ns_spawn(&spec, &c, err) < 0 || sbx_ns_ready(&spec, &c, err) < 0)

@@ -44,10 +44,21 @@
 
 #include "base/err.h"
 #include "base/strbuf.h"
+#include "sandbox/ns.h"
 
 enum sbx_jail_net {
     SBX_JAIL_NET_NONE = 1, /* loopback only, nothing listening: no route out */
     SBX_JAIL_NET_PROXY,    /* loopback only, plus the egress proxy's listener */
+    SBX_JAIL_NET_RELAY,    /* loopback only, plus one listener at egress-proxy:19080 that
+                              the caller serves (the executor's relay); no proxy */
+};
+
+/* A caller's file or directory bound at a path of its own, outside the
+ * system directories, the home and the workspace (e.g. a staged /app). */
+struct sbx_jail_bind {
+    const char *src; /* host path */
+    const char *dst; /* absolute, a path nothing else of the view uses */
+    int writable;    /* read-write (nosuid, nodev) and a Landlock write root */
 };
 
 struct sbx_jail_snapshot {
@@ -68,7 +79,15 @@ struct sbx_jail_request {
     size_t nsnapshots;
     enum sbx_jail_net net;
     const char *proxy_token; /* PROXY: the token the caller's proxy expects (64 hex) */
+    const struct sbx_jail_bind *binds;
+    size_t nbinds;
+    const struct sbx_rlimit *rlimits; /* set on the process before its exec */
+    size_t nrlimits;
+    int service_uid; /* run as SBX_JAIL_SERVICE_UID/GID inside (and, on a root host,
+                        outside too), not as the invoking user's id */
 };
+
+#define SBX_JAIL_SERVICE_UID 65532
 
 struct sbx_jail;
 

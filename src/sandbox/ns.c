@@ -22,6 +22,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -664,12 +665,14 @@ static void nested_userns(const struct sbx_ns_spec *s)
      * nothing inside can unmount a shadow or remount a read-only bind. */
     if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
         child_fail("creating the nested user namespace: %s", strerror(errno));
-    snprintf(buf, sizeof buf, "%u %u 1\n", (unsigned)s->inner_uid, (unsigned)s->inner_uid);
+    uid_t uid = s->run_uid ? s->run_uid : s->inner_uid;
+    gid_t gid = s->run_uid ? s->run_gid : s->inner_gid;
+    snprintf(buf, sizeof buf, "%u %u 1\n", (unsigned)uid, (unsigned)uid);
     if (write_file("/proc/self/uid_map", buf) < 0)
         child_fail("nested uid_map: %s", strerror(errno));
     if (write_file("/proc/self/setgroups", "deny") < 0 && errno != ENOENT)
         child_fail("nested setgroups: %s", strerror(errno));
-    snprintf(buf, sizeof buf, "%u %u 1\n", (unsigned)s->inner_gid, (unsigned)s->inner_gid);
+    snprintf(buf, sizeof buf, "%u %u 1\n", (unsigned)gid, (unsigned)gid);
     if (write_file("/proc/self/gid_map", buf) < 0)
         child_fail("nested gid_map: %s", strerror(errno));
 }
@@ -717,6 +720,13 @@ static int harness_main(void *arg)
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
+    for (size_t i = 0; i < a->s->nrlimits; i++) {
+        struct rlimit rl = {(rlim_t)a->s->rlimits[i].value, (rlim_t)a->s->rlimits[i].value};
+        if (setrlimit(a->s->rlimits[i].resource, &rl) < 0) {
+            a->err = errno ? errno : EINVAL;
+            _exit(127);
+        }
+    }
     if (chdir(a->s->cwd) == 0) {
         /* init's control socket and signalfd are close-on-exec already;
          * this catches anything inherited from the host. */
@@ -883,6 +893,17 @@ child_main(const struct sbx_ns_spec *s, int ctl, int parent_root)
     /* After the id change, which clears it. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     build_root(s);
+    if (s->run_uid) {
+        /* The host's binds are in place: from here nothing needs the
+         * invoking uid's access to them (see ns.h). */
+        if (setresgid(s->run_gid, s->run_gid, s->run_gid) < 0 ||
+            setresuid(s->run_uid, s->run_uid, s->run_uid) < 0)
+            child_fail("switching to the run uid/gid: %s", strerror(errno));
+        /* The id change cleared both: dumpable keeps /proc/self ours for the
+         * nested maps (made undumpable again below). */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        prctl(PR_SET_DUMPABLE, 1);
+    }
     nested_userns(s);
     /* The harness runs with init's uid: left dumpable, init would be open to
      * it through /proc/1 — its descriptors (the run's output pipe, the
@@ -1026,9 +1047,15 @@ int sbx_ns_spawn(const struct sbx_ns_spec *s, struct sbx_ns_child *c, struct as_
     if (geteuid() != 0 && write_proc(pid, "setgroups", "deny", err) < 0)
         goto fail;
     snprintf(buf, sizeof buf, "%u %u 1\n", (unsigned)s->inner_uid, (unsigned)s->outer_uid);
+    if (s->run_uid && s->run_uid != s->inner_uid)
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%u %u 1\n", (unsigned)s->run_uid,
+                 (unsigned)s->run_outer_uid);
     if (write_proc(pid, "uid_map", buf, err) < 0)
         goto fail;
     snprintf(buf, sizeof buf, "%u %u 1\n", (unsigned)s->inner_gid, (unsigned)s->outer_gid);
+    if (s->run_uid && s->run_gid != s->inner_gid)
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%u %u 1\n", (unsigned)s->run_gid,
+                 (unsigned)s->run_outer_gid);
     if (write_proc(pid, "gid_map", buf, err) < 0)
         goto fail;
     if (send_msg(c->ctl, "go", -1) < 0) {

@@ -66,6 +66,12 @@ struct sbx_mount {
     int nofollow;
 };
 
+/* A resource limit the harness is started under (soft = hard). */
+struct sbx_rlimit {
+    int resource; /* RLIMIT_* */
+    unsigned long long value;
+};
+
 struct sbx_ns_spec {
     const char *const *argv; /* argv[0]: absolute path inside the sandbox */
     const char *const *envp;
@@ -83,6 +89,16 @@ struct sbx_ns_spec {
      * harness's) stdin, stdout and stderr; else the caller's 0-2 are kept. */
     int use_stdio;
     int stdio[3];
+    /* Optional: once the root is built (as inner_uid, which reaches the
+     * host's binds), init and the harness switch to run_uid/run_gid, mapped
+     * to run_outer_uid/gid — only a privileged caller can map a second id,
+     * so the others leave these 0. On a root host this keeps the harness's
+     * kernel uid off 0, where RLIMIT_NPROC is not enforced. */
+    uid_t run_uid, run_outer_uid;
+    gid_t run_gid, run_outer_gid;
+    /* Limits set on the harness just before its exec (none when 0). */
+    const struct sbx_rlimit *rlimits;
+    size_t nrlimits;
 };
 
 struct sbx_ns_child {

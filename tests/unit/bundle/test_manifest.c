@@ -306,6 +306,40 @@ static void test_machine_only_tables(void **state)
     manifest_free(m);
 }
 
+/* [experimental]: unknown keys warn with the nearest known one and the file
+ * still loads; the runtime path is read; the project note names the feature. */
+static void test_experimental_keys(void **state)
+{
+    (void)state;
+    struct as_err err = AS_ERR_INIT;
+    const char *mt = "version = 1\n[experimental]\ntools_execute = true\n"
+                     "tools_execute_runtim = \"/opt/node\"\n"
+                     "tools_execute_runtime = \"/usr/local/bin/node\"\n"
+                     "[experimental.tools_execute_limits]\ntimeout_msec = 5\nmax_calls = 3\n";
+    struct manifest_source src = {
+        .kind = MANIFEST_MACHINE, .path = "/h/agentstack.toml", .data = mt, .len = strlen(mt)};
+    struct manifest *m = manifest_load_bytes(&src, &err);
+    if (!m)
+        fail_msg("%s", err.msg);
+    assert_int_equal(m->warnings.n, 2);
+    assert_non_null(strstr(m->warnings.v[0].msg, "unknown key `tools_execute_runtim`"));
+    assert_non_null(strstr(m->warnings.v[0].msg, "did you mean `tools_execute_runtime`?"));
+    assert_non_null(strstr(m->warnings.v[1].msg, "did you mean `timeout_ms`?"));
+    assert_true(m->experimental.tools_execute);
+    assert_string_equal(m->experimental.runtime, "/usr/local/bin/node");
+    assert_int_equal(m->experimental.timeout_ms, 0);
+    assert_int_equal(m->experimental.max_calls, 3);
+    manifest_free(m);
+
+    const char *pt = "version = 1\n[experimental]\ntools_execute = true\n";
+    m = load(pt, &err);
+    assert_non_null(m);
+    assert_int_equal(m->warnings.n, 1);
+    assert_non_null(strstr(m->warnings.v[0].msg, "a repository never enables tools_execute"));
+    assert_false(m->experimental.tools_execute);
+    manifest_free(m);
+}
+
 /* scenario 8: overlay arrays replace, tables merge, new keys append; origin kept */
 static void test_overlay_merge(void **state)
 {
@@ -978,6 +1012,7 @@ int main(void)
         cmocka_unit_test(test_versions),
         cmocka_unit_test(test_strictness),
         cmocka_unit_test(test_machine_only_tables),
+        cmocka_unit_test(test_experimental_keys),
         cmocka_unit_test(test_overlay_merge),
         cmocka_unit_test(test_machine_load_and_inherit),
         cmocka_unit_test(test_files_and_snapshot),
