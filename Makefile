@@ -4,7 +4,8 @@ DESTDIR ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE ?= cmake
 
-.PHONY: all deps build asan check demo bench fuzz interop install clean format format-check
+.PHONY: all deps build asan check demo bench fuzz interop install uninstall deb static clean \
+	format format-check
 
 all: build
 
@@ -35,9 +36,20 @@ interop: build
 fuzz: deps
 	@sh tools/fuzz.sh
 
+# The binary, its man pages and the bash/zsh/fish completions; the build
+# needs the runtime libraries' headers only (no test library).
 install: build
-	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 build/agentstack $(DESTDIR)$(PREFIX)/bin/agentstack
+	@sh tools/install_tree.sh install build $(PREFIX) $(DESTDIR)
+
+uninstall:
+	@sh tools/install_tree.sh uninstall $(PREFIX) $(DESTDIR)
+
+# A Debian package (tools/mkdeb.sh) of a Release build without the tests:
+# build-deb/agentstack_<version>_<arch>.deb
+deb: deps
+	@$(CMAKE) -S . -B build-deb -DCMAKE_BUILD_TYPE=Release -DAS_TESTS=OFF >/dev/null
+	@$(CMAKE) --build build-deb --target agentstack as_gen_docs -j $(JOBS)
+	@sh tools/mkdeb.sh build-deb build-deb
 
 format:
 	@sh tools/format.sh
@@ -46,4 +58,4 @@ format-check:
 	@sh tools/format.sh --check
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz build-deb build-install
