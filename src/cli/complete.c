@@ -11,6 +11,7 @@
 #include <ctype.h>
 #include <stdbool.h>
 #include <string.h>
+#include <strings.h>
 
 #include "adapters/adapters.h"
 #include "base/strbuf.h"
@@ -87,8 +88,8 @@ static enum value_kind option_kind(const struct cli_option *o)
         const char *name;
         enum value_kind kind;
     } by_name[] = {
-        {"target", V_ADAPTERS}, {"targets", V_ADAPTERS}, {"harness", V_ADAPTERS},
-        {"toolset", V_TOOLSETS}, {"server", V_SERVERS},  {"skill", V_SKILLS},
+        {"target", V_ADAPTERS},  {"targets", V_ADAPTERS}, {"harness", V_ADAPTERS},
+        {"toolset", V_TOOLSETS}, {"server", V_SERVERS},   {"skill", V_SKILLS},
     };
     if (o->type == CLI_OPT_ENUM)
         return V_CHOICES;
@@ -97,8 +98,8 @@ static enum value_kind option_kind(const struct cli_option *o)
             return by_name[i].kind;
     if (o->argh && (strcmp(o->argh, "DIR") == 0 || strcmp(o->argh, "D") == 0))
         return V_DIRS;
-    if (o->argh && (strcmp(o->argh, "FILE") == 0 || strcmp(o->argh, "F") == 0 ||
-                    strcmp(o->argh, "PATH") == 0))
+    if (o->argh &&
+        (strcmp(o->argh, "FILE") == 0 || strcmp(o->argh, "F") == 0 || strcmp(o->argh, "PATH") == 0))
         return V_FILES;
     return V_NONE;
 }
@@ -110,9 +111,9 @@ static enum value_kind placeholder_kind(const char *p)
         const char *name;
         enum value_kind kind;
     } by_name[] = {
-        {"toolset", V_TOOLSETS}, {"cli", V_ADAPTERS},         {"cli-or-command", V_ADAPTERS},
-        {"id", V_ADAPTERS},      {"server", V_SERVERS},       {"command", V_COMMANDS},
-        {"path", V_FILES},       {"file.yaml", V_FILES},      {"log", V_FILES},
+        {"toolset", V_TOOLSETS}, {"cli", V_ADAPTERS},           {"cli-or-command", V_ADAPTERS},
+        {"id", V_ADAPTERS},      {"server", V_SERVERS},         {"command", V_COMMANDS},
+        {"path", V_FILES},       {"file.yaml", V_FILES},        {"log", V_FILES},
         {"skill-dir", V_DIRS},   {"subcommand", V_SUBCOMMANDS},
     };
     if (strchr(p, '|'))
