@@ -155,7 +155,7 @@ int cmd_completions(int argc, char **argv, struct cli_ctx *ctx)
         return cli_usage_error("completions", "which shell? bash, zsh or fish");
     if (argc > 2)
         return cli_usage_error("completions", "unexpected argument '%s'", argv[2]);
-    const char *script = strcmp(argv[1], "bash") == 0  ? bash_script
+    const char *script = strcmp(argv[1], "bash") == 0   ? bash_script
                          : strcmp(argv[1], "zsh") == 0  ? zsh_script
                          : strcmp(argv[1], "fish") == 0 ? fish_script
                                                         : NULL;
