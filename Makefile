@@ -4,7 +4,8 @@ DESTDIR ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE ?= cmake
 
-.PHONY: all deps build asan check demo bench fuzz interop install clean format format-check
+.PHONY: all deps build asan check demo bench fuzz interop install uninstall deb static clean \
+	format format-check
 
 all: build
 
@@ -35,9 +36,28 @@ interop: build
 fuzz: deps
 	@sh tools/fuzz.sh
 
+# The binary, its man pages and the bash/zsh/fish completions; the build
+# needs the runtime libraries' headers only (no test library).
 install: build
-	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 build/agentstack $(DESTDIR)$(PREFIX)/bin/agentstack
+	@sh tools/install_tree.sh install build $(PREFIX) $(DESTDIR)
+
+# The closest to one static binary glibc allows (docs/building.md, "A static
+# binary"): jansson, libyaml and libgcc linked in; needs glibc and, on first
+# use, libcrypto, libidn2, libcurl (libsecret for the keychain).
+static: deps
+	@$(CMAKE) -S . -B build-static -DCMAKE_BUILD_TYPE=Release -DAS_TESTS=OFF -DAS_STATIC_DEPS=ON >/dev/null
+	@$(CMAKE) --build build-static --target agentstack as_gen_docs -j $(JOBS)
+	@echo "build-static/agentstack needs: $$(readelf -d build-static/agentstack | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
+
+uninstall:
+	@sh tools/install_tree.sh uninstall $(PREFIX) $(DESTDIR)
+
+# A Debian package (tools/mkdeb.sh) of a Release build without the tests:
+# build-deb/agentstack_<version>_<arch>.deb
+deb: deps
+	@$(CMAKE) -S . -B build-deb -DCMAKE_BUILD_TYPE=Release -DAS_TESTS=OFF >/dev/null
+	@$(CMAKE) --build build-deb --target agentstack as_gen_docs -j $(JOBS)
+	@sh tools/mkdeb.sh build-deb build-deb
 
 format:
 	@sh tools/format.sh
@@ -46,4 +66,4 @@ format-check:
 	@sh tools/format.sh --check
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz build-deb build-install build-static

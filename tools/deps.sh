@@ -16,12 +16,14 @@ need jansson libjansson-dev
 need libcurl libcurl4-openssl-dev
 need yaml-0.1 libyaml-dev
 need libidn2 libidn2-dev
-need cmocka libcmocka-dev
 need libsecret-1 libsecret-1-dev
-# `make check` also runs tests that drive real peers: a Secret Service
-# (gnome-keyring under dbus-run-session), network namespaces (iproute2),
-# TLS clients and servers (curl, openssl).
+# `make check` also needs the unit test library (cmocka) and runs tests that
+# drive real peers: a Secret Service (gnome-keyring under dbus-run-session),
+# network namespaces (iproute2), TLS clients and servers (curl, openssl),
+# the shells the completions are for, and the man page renderer.
+# `make build` / `make install` need none of them.
 if [ "${1:-}" = "--test" ]; then
+    need cmocka libcmocka-dev
     have() { command -v "$1" >/dev/null 2>&1 || missing="$missing $2"; }
     have gnome-keyring-daemon gnome-keyring
     have secret-tool libsecret-tools
@@ -29,6 +31,11 @@ if [ "${1:-}" = "--test" ]; then
     have ip iproute2
     have curl curl
     have openssl openssl
+    have zsh zsh
+    have fish fish
+    have groff groff
+    have man man-db
+    have dpkg-shlibdeps dpkg-dev
 fi
 [ -z "$missing" ] && exit 0
 cmd="apt-get install -y$missing"

@@ -1,5 +1,5 @@
 /*
- * agentstack help [<command> [<subcommand>]] [--all] [--json] — the list of
+ * agentstack help [<command> [<subcommand>]] [--all] [--json] [--man DIR] — the list of
  * commands that work, one command's help, or the whole inventory. All of it
  * comes from the command tables (commands.c, each cmd_*.c), so what help
  * lists is what runs; docs/commands.md is checked against --all --json.
@@ -9,9 +9,11 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/manpage.h"
 
 struct help_args {
     bool all, json;
+    const char *man;
 };
 
 #define CLI_ARGS struct help_args
@@ -19,6 +21,8 @@ static const struct cli_option help_options[] = {
     {OPT_BOOL("all", 0, all, "every command and subcommand, hidden spellings too")},
     {OPT_BOOL("json", 0, json,
               "the inventory (commands, subcommands, aliases, options) as one JSON document")},
+    {OPT_STRING("man", 0, man, "DIR",
+                "write the man pages, agentstack(1) and agentstack-<command>(1), into DIR")},
     {OPT_END},
 };
 #undef CLI_ARGS
@@ -27,7 +31,8 @@ const struct cli_spec cmd_help_spec = {
     .name = "help",
     .fn = cmd_help,
     .summary = "show commands, or one command's usage",
-    .synopsis = CLI_LINES("help [<command> [<subcommand>]]", "help --all [--json]"),
+    .synopsis =
+        CLI_LINES("help [<command> [<subcommand>]]", "help --all [--json]", "help --man DIR"),
     .options = help_options,
     .examples = CLI_LINES("agentstack help lock", "agentstack help lib sync",
                           "agentstack help --all --json"),
@@ -105,6 +110,18 @@ int cmd_help(int argc, char **argv, struct cli_ctx *ctx)
     int rc = cli_parse(&cmd_help_spec, &argc, argv, ctx, &a);
     if (rc != CLI_CONTINUE)
         return rc;
+    if (a.man) {
+        if (argc > 1)
+            return cli_usage_error("help", "--man takes no command ('%s')", argv[1]);
+        struct as_err err = AS_ERR_INIT;
+        int n = man_write_pages(a.man, &err);
+        if (n < 0) {
+            cli_error(&err);
+            return EXIT_FAIL;
+        }
+        printf("wrote %d man pages to %s\n", n, a.man);
+        return EXIT_OK;
+    }
     if (argc < 2) {
         if (a.json) {
             print_json(inventory());
