@@ -29,6 +29,8 @@ const struct cli_option cli_global_options[] = {
 };
 #undef CLI_ARGS
 
+void (*cli_error_sink)(const char *message, const char *hint);
+
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
@@ -37,6 +39,8 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     term_vsbprintf(&b, fmt, ap);
     va_end(ap);
     term_fprintf(stderr, "error: %s\n", b.buf);
+    if (cli_error_sink)
+        cli_error_sink(b.buf, NULL);
     sb_release(&b);
     if (cmd)
         term_fprintf(stderr, "see 'agentstack %s --help'\n", cmd);

@@ -129,6 +129,8 @@ enum {
                                       * an argument (a command line to judge) */
     CLI_KEEP_DASHDASH = 1 << 2,      /* "--" stays among the arguments, so the
                                       * command can tell what came after it */
+    CLI_JSON_ERRORS = 1 << 3,        /* with --json, a failure is a JSON document
+                                      * too (cli/json_out.h, docs/json.md) */
 };
 
 /* A command or subcommand as the parser, help and the inventory see it.
@@ -186,6 +188,10 @@ const struct cli_spec *cli_find_sub(const struct cli_spec *spec, const char *nam
 /* Usage error: prints "error: <fmt>" and "see 'agentstack <cmd> --help'"
  * (or 'agentstack help' when cmd is NULL) to stderr; returns 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* When set (JSON mode, cli/json_out.c), every error cli_usage_error,
+ * cli_error and cli_errorf print is also handed here, without colour. */
+extern void (*cli_error_sink)(const char *message, const char *hint);
 
 /* Closest name by edit distance (<= 2) among candidates, or NULL. */
 const char *cli_did_you_mean(const char *word, const char *const *candidates, size_t n);
