@@ -131,6 +131,8 @@ int cli_apply_run(const struct cli_spec *spec, int argc, char **argv, struct cli
         o.operation = op;
     /* apply --json: the report goes nowhere, the rows into one document */
     bool apply_json = json && !diff && !instructions;
+    if (a.write && !diff)
+        cli_quiet_report(ctx, json);
     char *history_id = NULL;
     if (apply_json) {
         o.out = cli_json_quiet_open();

@@ -127,7 +127,9 @@ static int connect_run(const struct cli_spec *spec, int argc, char **argv, struc
         goto out;
     }
     for (size_t i = 0; i < reg.warnings.n; i++)
-        fprintf(stderr, "warning: %s\n", reg.warnings.v[i]);
+        term_fprintf(stderr, "warning: %s\n", reg.warnings.v[i]);
+    if (o.write)
+        cli_quiet_report(ctx, a.json);
     if (a.json) {
         o.out = cli_json_quiet_open();
         o.color = false;

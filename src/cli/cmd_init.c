@@ -360,10 +360,11 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
      * asked. --yes acknowledges the import only; trust stays its own step. */
     bool interactive = !a.yes && !a.dry_run && !a.json && isatty(0) && isatty(1);
     bool written = false, connected = false, starter = false;
-    if (a.json && cli_json_hold_stdout() < 0) {
+    if (a.json && cli_stdout_hold() < 0) {
         cli_errorf("--json needs /dev/null to hold the report back; nothing was written");
         return EXIT_FAIL;
     }
+    cli_quiet_report(ctx, a.json);
 
     /* Where the manifest goes. */
     if (a.global) {
@@ -626,7 +627,7 @@ out:
     free(mkdir_made);
     fflush(stdout);
     if (a.json) {
-        cli_json_release_stdout();
+        cli_stdout_release();
         if (have_reg) /* past the checks: what was found, and what became of it */
             print_json(&a, &im, &lifts, target.buf, starter, written, connected, rc);
     }

@@ -156,6 +156,7 @@ int cmd_install(int argc, char **argv, struct cli_ctx *ctx)
     bool written = false;
     if (a.json)
         json_skills = json_array();
+    cli_quiet_report(ctx, a.json);
     struct manifest_snapshot snap;
     manifest_snapshot_init(&snap);
     struct manifest *m = NULL;
@@ -179,7 +180,7 @@ int cmd_install(int argc, char **argv, struct cli_ctx *ctx)
     for (size_t i = 0; i < lib->warnings.n; i++) {
         strbuf b = SB_INIT;
         term_sanitize(&b, lib->warnings.v[i], strlen(lib->warnings.v[i]));
-        fprintf(stderr, "warning: %s\n", b.buf);
+        term_fprintf(stderr, "warning: %s\n", b.buf);
         sb_release(&b);
     }
     if (manifest_snapshot_read(&p, &snap, &err) < 0)
@@ -206,7 +207,7 @@ int cmd_install(int argc, char **argv, struct cli_ctx *ctx)
                     m->skills.v[i].git);
             strbuf clean = SB_INIT;
             term_sanitize(&clean, line.buf, line.len);
-            fprintf(stderr, "%s\n", clean.buf);
+            term_fprintf(stderr, "%s\n", clean.buf);
             sb_release(&line);
             sb_release(&clean);
         }
@@ -330,7 +331,7 @@ int cmd_install(int argc, char **argv, struct cli_ctx *ctx)
     }
     pin_deposit(&items, home.buf, &warnings);
     for (size_t i = 0; i < warnings.n; i++)
-        fprintf(stderr, "warning: %s\n", warnings.v[i]);
+        term_fprintf(stderr, "warning: %s\n", warnings.v[i]);
     lockfile_free(nl);
     goto out;
 fail:

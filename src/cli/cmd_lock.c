@@ -382,6 +382,8 @@ static int do_upgrade(const struct lock_args *a, struct cli_ctx *ctx)
     struct bundle_paths p;
     if (cli_project(ctx, &p) < 0)
         return EXIT_FAIL;
+    if (a->write)
+        cli_quiet_report(ctx, a->json);
     struct as_lock wl = {-1};
     if (trust_lock(&wl, &err) < 0) {
         cli_error(&err);
@@ -539,6 +541,8 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
     struct bundle_paths p;
     if (cli_project(ctx, &p) < 0)
         return EXIT_FAIL;
+    if (a.write)
+        cli_quiet_report(ctx, a.json);
     struct as_lock wl = {-1};
     bool locked = false;
     struct manifest_snapshot snap;

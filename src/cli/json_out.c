@@ -102,8 +102,10 @@ void cli_json_print_result(json_t *doc, int rc)
 
 static int held_fd = -1;
 
-int cli_json_hold_stdout(void)
+int cli_stdout_hold(void)
 {
+    if (held_fd >= 0)
+        return 0; /* held already (init --connect runs connect) */
     fflush(stdout);
     int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
     if (null < 0)
@@ -120,7 +122,7 @@ int cli_json_hold_stdout(void)
     return 0;
 }
 
-void cli_json_release_stdout(void)
+void cli_stdout_release(void)
 {
     if (held_fd < 0)
         return;
@@ -130,9 +132,15 @@ void cli_json_release_stdout(void)
     held_fd = -1;
 }
 
+void cli_quiet_report(const struct cli_ctx *ctx, bool json)
+{
+    if (ctx->quiet && !json)
+        (void)cli_stdout_hold(); /* when it cannot be held, the report prints */
+}
+
 int cli_json_finish(int rc)
 {
-    cli_json_release_stdout();
+    cli_stdout_release();
     if (json_command && !printed && rc != 0)
         cli_json_print_result(cli_json_doc(json_command, false), rc);
     json_decref(errors);

@@ -30,6 +30,8 @@
 
 #include <jansson.h>
 
+struct cli_ctx;
+
 /* main, first: keep every error reported (cli_error_sink), for the
  * document of a command that prints its own. */
 void cli_json_capture_errors(void);
@@ -52,13 +54,18 @@ void cli_json_print_result(json_t *doc, int rc);
 FILE *cli_json_quiet_open(void);
 void cli_json_quiet_close(FILE *f);
 /* For a command whose report is printed in many places (init, and the
- * connect it may run): stdout itself is sent to /dev/null until release,
- * so only the document reaches it. -1 when it cannot be (then the command
- * refuses --json rather than mix text into the document). */
-int cli_json_hold_stdout(void);
-void cli_json_release_stdout(void);
+ * connect it may run), and for -q/--quiet: stdout itself is sent to
+ * /dev/null until release (main releases it after the command), so only a
+ * document reaches it. -1 when it cannot be (init then refuses --json
+ * rather than mix text into the document). */
+int cli_stdout_hold(void);
+void cli_stdout_release(void);
 /* main, after the command returned rc: in JSON mode, when rc != 0 and no
  * document was printed, the error document. Returns rc. */
 int cli_json_finish(int rc);
+/* -q/--quiet for a command that changes things: the report of what it
+ * changed is held back (cli_stdout_hold); errors stay on stderr, and a
+ * --json document is kept (it is the data asked for). */
+void cli_quiet_report(const struct cli_ctx *ctx, bool json);
 
 #endif

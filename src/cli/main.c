@@ -29,10 +29,11 @@ static int unknown_command(const char *name)
 
 static int unknown_option(const char *a)
 {
-    static const char *const known[] = {"--manifest-dir", "--version", "--help"};
+    static const char *const known[] = {"--manifest-dir", "--quiet", "--version", "--help"};
     char name[64];
     snprintf(name, sizeof name, "%.*s", (int)strcspn(a, "="), a);
-    const char *best = a[1] == '-' ? cli_did_you_mean(name, known, 3) : NULL;
+    const char *best =
+        a[1] == '-' ? cli_did_you_mean(name, known, sizeof known / sizeof *known) : NULL;
     if (best)
         return cli_usage_error(NULL, "unknown option '%s' (did you mean '%s'?)", name, best);
     return cli_usage_error(NULL, "unknown option '%s'", name);

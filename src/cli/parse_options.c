@@ -25,6 +25,8 @@ const struct cli_option cli_global_options[] = {
     {OPT_STRING("manifest-dir", 0, manifest_dir, "DIR",
                 "use the project at DIR (or DIR/.agentstack) instead of walking up from the "
                 "working directory")},
+    {OPT_BOOL("quiet", 'q', quiet,
+              "errors and the data asked for only: no warnings, progress or reports of changes")},
     {OPT_END},
 };
 #undef CLI_ARGS
@@ -312,6 +314,7 @@ int cli_take_global(const char *cmd, int argc, char **argv, int *i, struct cli_c
         sb_release(&flag);
         if (rc)
             return -1;
+        term_set_quiet(ctx->quiet);
         ++*i;
         return 1;
     }
@@ -369,6 +372,8 @@ int cli_parse(const struct cli_spec *spec, int *argc, char **argv, struct cli_ct
             rc = take(spec->name, o, flag.buf, inline_, n, argv, &i,
                       m == M_OWN ? args : (void *)ctx);
             sb_release(&flag);
+            if (m == M_GLOBAL)
+                term_set_quiet(ctx->quiet);
         }
         if (rc || m == M_HELP) {
             clear_lists(spec->common, args);

@@ -11,7 +11,7 @@
  * did-you-mean without writing a loop.
  *
  * Guarantees:
- *  - global options (cli_global_options: --manifest-dir) are accepted
+ *  - global options (cli_global_options: --manifest-dir, -q/--quiet) are accepted
  *    anywhere: before the command, between a command and its subcommand,
  *    and among the command's own options and arguments;
  *  - `--opt value` and `--opt=value`; `--` ends the options; a lone `-`
@@ -42,6 +42,7 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
  * stood on the command line. */
 struct cli_ctx {
     const char *manifest_dir; /* --manifest-dir, or NULL */
+    bool quiet;               /* -q/--quiet: errors and asked-for data only */
     int json;                 /* set by commands that accept --json */
     bool want_help;           /* -h/--help came before the (sub)command's name */
 };
