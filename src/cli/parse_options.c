@@ -53,7 +53,20 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 
 const char *cli_did_you_mean(const char *word, const char *const *candidates, size_t n)
 {
-    return suggest_closest(word, candidates, n);
+    const char *best = suggest_closest(word, candidates, n);
+    if (best)
+        return best;
+    /* Not a typo but the start of one name ("--allow" for
+     * "--allow-unresolved"): that name, when it is the only one. */
+    size_t len = strlen(word), hits = 0;
+    if (len < 3 + (word[0] == '-' ? 2 : 0))
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(candidates[i], word, len) == 0 && candidates[i][len]) {
+            best = candidates[i];
+            hits++;
+        }
+    return hits == 1 ? best : NULL;
 }
 
 const struct cli_spec *cli_find_sub(const struct cli_spec *spec, const char *name)

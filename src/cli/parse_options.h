@@ -194,7 +194,8 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
  * cli_error and cli_errorf print is also handed here, without colour. */
 extern void (*cli_error_sink)(const char *message, const char *hint);
 
-/* Closest name by edit distance (<= 2) among candidates, or NULL. */
+/* Closest name by edit distance (<= 2) among candidates, else the one
+ * candidate word is the start of (3 letters at least), or NULL. */
 const char *cli_did_you_mean(const char *word, const char *const *candidates, size_t n);
 
 /* ---- help and the inventory (usage.c) ---- */
