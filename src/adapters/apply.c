@@ -32,6 +32,7 @@ static void tplan_free(struct tplan *t)
     strvec_clear(&t->skip_lines);
     strvec_clear(&t->left_out_lines);
     strvec_clear(&t->unresolved_lines);
+    strvec_clear(&t->unresolved_refs);
     strvec_clear(&t->kept_foreign);
     strvec_clear(&t->left_out_names);
     adp_secrets_free(&t->secrets);
@@ -232,6 +233,8 @@ static void plan_target(struct run *R, struct tplan *t)
             strbuf names = SB_INIT;
             for (size_t k = 0; k < r.missing.n; k++) {
                 sb_addf(&names, "%s%s", k ? ", " : "", r.missing.v[k]);
+                if (!listed(&t->unresolved_refs, r.missing.v[k]))
+                    strvec_push(&t->unresolved_refs, r.missing.v[k]);
                 if (!o->allow_unresolved)
                     strvec_pushf(&t->unresolved_lines,
                                  "✗ unresolved secret %s (server '%s') ↳ agentstack secret set %s",
@@ -1462,6 +1465,9 @@ record:
                    first_fail ? first_fail : "see above");
         rc = 1;
     }
+
+    if (oo.report)
+        adp_ap_report_rows(&R, T, nT, oo.report);
 
 cleanup:
     adp_hist_entry_free(h);

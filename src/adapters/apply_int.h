@@ -29,6 +29,7 @@ struct tplan {
     strvec names; /* parallel to rendered */
     strvec removed;
     strvec skip_lines, left_out_lines, unresolved_lines, kept_foreign, left_out_names;
+    strvec unresolved_refs; /* the ${REF} names with no value here (apply --json) */
     adp_secrets secrets;
     bool blocked;            /* unresolved secrets, a [policy.secrets] refusal or a store failure */
     bool blocked_unresolved; /* only unresolved secrets: `secret set` is the fix */
@@ -76,6 +77,8 @@ const char *adp_ap_lane_summary(const struct tplan *t, strbuf *out);
 /* apply_report.c: `diff` (human and --json) and `instructions` output */
 void adp_ap_print_diff(struct run *R, struct tplan *T, size_t nT, const desc_list *descs);
 void adp_ap_print_diff_json(struct run *R, struct tplan *T, size_t nT, const desc_list *descs);
+/* apply --json: one row per file into rows (engine.h, adp_apply_opts.report) */
+void adp_ap_report_rows(struct run *R, struct tplan *T, size_t nT, json_t *rows);
 void adp_ap_print_instructions(struct run *R, struct tplan *T, size_t nT,
                                const adp_lane_list *lanes);
 

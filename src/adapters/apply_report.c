@@ -200,6 +200,66 @@ void adp_ap_print_diff_json(struct run *R, struct tplan *T, size_t nT, const des
     json_decref(doc);
 }
 
+/* apply --json: what each file is and what happened to it, in fixed words
+ * (docs/json.md). Names only — of servers, and the ${REF}s a line names —
+ * never a value, and no diff text. */
+static json_t *names_json(const strvec *v)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < v->n; i++)
+        json_array_append_new(a, json_string(v->v[i]));
+    return a;
+}
+
+void adp_ap_report_rows(struct run *R, struct tplan *T, size_t nT, json_t *rows)
+{
+    const struct adp_apply_opts *o = R->o;
+    for (size_t k = 0; k < nT; k++) {
+        struct tplan *t = &T[k];
+        json_t *row = json_object();
+        json_object_set_new(row, "id", json_string(t->d->id));
+        json_object_set_new(row, "display", json_string(t->d->display));
+        json_object_set_new(row, "path", t->path ? json_string(t->path) : json_null());
+        strbuf what = SB_INIT;
+        if (t->lane_only)
+            adp_ap_lane_summary(t, &what);
+        else
+            sb_adds(&what, "servers");
+        json_object_set_new(row, "kind", json_string(what.buf));
+        sb_release(&what);
+        const char *state;
+        if (t->note) {
+            state = "skipped";
+            json_object_set_new(row, "note", json_string(t->note));
+        } else if (t->failed) {
+            char buf[2048];
+            state = "failed";
+            json_object_set_new(row, "error", json_string(as_err_str(&t->err, buf, sizeof buf)));
+        } else if (t->blocked) {
+            state = "blocked";
+            if (t->block_msg)
+                json_object_set_new(row, "reason", json_string(t->block_msg));
+        } else if (t->trust_blocked && o->write) {
+            state = "refused";
+            if (o->trust_refusal)
+                json_object_set_new(row, "reason", json_string(o->trust_refusal));
+        } else if (t->written || t->deleted) {
+            state = "written";
+        } else if (t->changed) {
+            state = "would_change";
+        } else {
+            state = "in_sync";
+        }
+        json_object_set_new(row, "state", json_string(state));
+        json_object_set_new(row, "servers", names_json(&t->names));
+        json_object_set_new(row, "removed", names_json(&t->removed));
+        json_object_set_new(row, "kept_foreign", names_json(&t->kept_foreign));
+        json_object_set_new(row, "left_out", names_json(&t->left_out_names));
+        json_object_set_new(row, "unresolved", names_json(&t->unresolved_refs));
+        json_array_append_new(rows, row);
+    }
+}
+
 /* instructions: each compiled file once, with the CLIs that read it, its
  * lines, the preview and the outcome in fixed words; then what no CLI can
  * take (a CLI without an instruction file). */

@@ -180,6 +180,30 @@ static int select_clis(const struct adp_registry *r, const struct adp_connect_op
     return 0;
 }
 
+/* One CLI's outcome for o->report (engine.h). */
+static json_t *report_row(const struct ctarget *t, const struct adp_connect_opts *o)
+{
+    const char *state;
+    json_t *row =
+        json_pack("{s:s,s:s,s:s?}", "id", t->d->id, "display", t->d->display, "path", t->path);
+    if (t->failed) {
+        char buf[4096];
+        state = "failed";
+        json_object_set_new(row, "error", json_string(as_err_str(&t->err, buf, sizeof buf)));
+    } else if (t->skip) {
+        state = "skipped";
+        json_object_set_new(row, "note", json_string(t->skip));
+    } else if (!t->changed) {
+        state = o->disconnect ? "not_connected" : "already";
+    } else if (o->disconnect) {
+        state = t->written ? "disconnected" : "would_disconnect";
+    } else {
+        state = t->written ? "connected" : "would_connect";
+    }
+    json_object_set_new(row, "state", json_string(state));
+    return row;
+}
+
 int adp_connect(const struct adp_registry *r, const struct adp_connect_opts *o, struct as_err *err)
 {
     FILE *out = o->out ? o->out : stdout;
@@ -279,6 +303,8 @@ int adp_connect(const struct adp_registry *r, const struct adp_connect_opts *o, 
         }
     }
 
+    for (size_t i = 0; o->report && i < descs.n; i++)
+        json_array_append_new(o->report, report_row(&T[i], o));
     for (size_t i = 0; i < descs.n; i++) {
         struct ctarget *t = &T[i];
         strbuf dp = SB_INIT;

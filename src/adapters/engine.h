@@ -261,6 +261,9 @@ struct adp_apply_opts {
     char **history_id;
     json_t *skills_log;
     FILE *out;
+    /* When set (not with diff), one object per file is appended once the run
+     * is decided: the rows of `apply --json` (docs/json.md). */
+    json_t *report;
 };
 
 /* Runs apply. Returns the exit code (0, 1) and prints the report. Usage
@@ -311,6 +314,11 @@ struct adp_connect_opts {
     bool disconnect; /* remove our entry instead */
     bool color;
     FILE *out;
+    /* When set, one object per CLI is appended: {id, display, path, state,
+     * error?, note?}, state one of connected, would_connect, already,
+     * disconnected, would_disconnect, not_connected, skipped, failed
+     * (the rows of `connect --json`, docs/json.md). */
+    json_t *report;
 };
 /* Registers (or removes) the entry "agentstack" = <binary> mcp --auto-project
  * in each CLI's user MCP file, each in its own syntax, under the writer

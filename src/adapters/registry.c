@@ -146,6 +146,12 @@ int adp_unknown_id_err(const struct adp_registry *r, const char *id, struct as_e
         }
         sb_addf(&known, "%s%s", i ? ", " : "", r->v.v[i]->id);
     }
+    /* Not a typo but a short form ("claude", "copilot"): the first id that
+     * starts with it and a dash, in registry order. */
+    size_t idlen = strlen(id);
+    for (size_t i = 0; !best && idlen >= 2 && i < r->v.n; i++)
+        if (strncmp(r->v.v[i]->id, id, idlen) == 0 && r->v.v[i]->id[idlen] == '-')
+            best = r->v.v[i]->id;
     if (best)
         as_err_set(err, "unknown CLI '%s' — did you mean '%s'? (known: %s)", id, best, known.buf);
     else

@@ -432,10 +432,34 @@ void term_sbprintf(strbuf *out, const char *fmt, ...)
     va_end(ap);
 }
 
+static bool quiet_mode;
+
+void term_set_quiet(bool q)
+{
+    quiet_mode = q;
+}
+
+bool term_is_quiet(void)
+{
+    return quiet_mode;
+}
+
+/* A line -q holds back: a warning or a progress note on stderr. */
+static bool quiet_drops(FILE *f, const strbuf *b)
+{
+    return quiet_mode && f == stderr &&
+           (strncmp(b->buf, "warning: ", 9) == 0 || strncmp(b->buf, "→ ", strlen("→ ")) == 0);
+}
+
 __attribute__((format(printf, 2, 0))) static int put(FILE *f, const char *fmt, va_list ap)
 {
     strbuf b = SB_INIT;
     term_vsbprintf(&b, fmt, ap);
+    if (quiet_drops(f, &b)) {
+        int n = (int)b.len;
+        sb_release(&b);
+        return n;
+    }
     int rc = b.len && fwrite(b.buf, 1, b.len, f) != b.len ? -1 : (int)b.len;
     sb_release(&b);
     return rc;

@@ -11,6 +11,7 @@
 #define AS_BASE_TERM_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -73,6 +74,11 @@ size_t term_escape_len(const unsigned char *s, size_t n);
 void term_sbprintf(strbuf *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void term_vsbprintf(strbuf *out, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 int term_fprintf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* -q/--quiet (the CLI's global option): while set, term_fprintf drops what
+ * it would print on stderr that is a warning ("warning: …") or progress
+ * ("→ …"); errors and everything on stdout still print. */
+void term_set_quiet(bool quiet);
+bool term_is_quiet(void);
 int term_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Writes s to f sanitized (fputs without a newline, NULL as ""). */
 void term_fputs(const char *s, FILE *f);

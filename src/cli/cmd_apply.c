@@ -18,6 +18,7 @@
 #include "bundle/home.h"
 #include "bundle/manifest.h"
 #include "cli/apply.h"
+#include "cli/json_out.h"
 #include "library/library.h"
 #include "trust/trust.h"
 
@@ -41,6 +42,7 @@ static const struct cli_option apply_options[] = {
     {OPT_BOOL("prune-foreign", 0, prune_foreign, "also remove entries another manifest wrote")},
     {OPT_BOOL("no-gitignore", 0, no_gitignore,
               "do not add the written project files to .gitignore")},
+    {OPT_BOOL("json", 0, json, "one JSON document (docs/json.md)")},
     {OPT_END},
 };
 #undef CLI_ARGS
@@ -51,7 +53,7 @@ const struct cli_spec cmd_apply_spec = {
     .summary = "render the manifest's servers into every CLI's own config",
     .synopsis = CLI_LINES("apply [--target ID]... [--toolset NAME] [--scope global|project]",
                           "apply [--dry-run] [--write] [--allow-unresolved] [--prune-foreign] "
-                          "[--no-gitignore] [-v]"),
+                          "[--no-gitignore] [-v] [--json]"),
     .description = "Previews each target as a diff; --write writes atomically, backs up and "
                    "records an undo. A project must be trusted for its servers to be written; "
                    "the machine manifest is never gated.",
@@ -60,6 +62,7 @@ const struct cli_spec cmd_apply_spec = {
     .examples = CLI_LINES("agentstack apply", "agentstack apply --write",
                           "agentstack apply --target claude --toolset backend --write"),
     .see_also = "diff use undo trust",
+    .flags = CLI_JSON_ERRORS,
 };
 
 int cli_apply_run(const struct cli_spec *spec, int argc, char **argv, struct cli_ctx *ctx,
@@ -126,11 +129,37 @@ int cli_apply_run(const struct cli_spec *spec, int argc, char **argv, struct cli
                   : NULL;
     if (op)
         o.operation = op;
+    /* apply --json: the report goes nowhere, the rows into one document */
+    bool apply_json = json && !diff && !instructions;
+    if (a.write && !diff)
+        cli_quiet_report(ctx, json);
+    char *history_id = NULL;
+    if (apply_json) {
+        o.out = cli_json_quiet_open();
+        o.color = false;
+        o.report = json_array();
+        o.history_id = &history_id;
+    }
     rc = adp_apply(&r.reg, &o, &err);
     free(op);
     fflush(stdout);
     if (rc && as_err_isset(&err))
         cli_error(&err);
+    if (apply_json) {
+        cli_json_quiet_close(o.out);
+        if (rc == 0 || json_array_size(o.report)) {
+            json_t *doc = cli_json_doc("apply", true);
+            json_object_set_new(doc, "scope", json_string(r.project_scope ? "project" : "global"));
+            json_object_set_new(doc, "write", json_boolean(a.write));
+            json_object_set_new(doc, "targets", o.report);
+            json_object_set_new(doc, "history_id",
+                                history_id ? json_string(history_id) : json_null());
+            cli_json_print_result(doc, rc);
+        } else {
+            json_decref(o.report);
+        }
+        free(history_id);
+    }
 out:
     cli_render_release(&r);
     strvec_clear(&a.targets);

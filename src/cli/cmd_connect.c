@@ -11,13 +11,14 @@
 #include "adapters/engine.h"
 #include "base/term.h"
 #include "cli/cli.h"
+#include "cli/json_out.h"
 
 int cmd_connect(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_gateway(int argc, char **argv, struct cli_ctx *ctx);
 
 struct connect_args {
     strvec ids;
-    bool all, write, dry_run, transparent;
+    bool all, write, dry_run, transparent, json;
     const char *command;
     int scope;
 };
@@ -32,6 +33,7 @@ static const struct cli_option connect_common[] = {
     {OPT_BOOL("dry-run", 0, dry_run, "preview only, even with --write")},
     {OPT_ENUM("scope", 0, scope, scope_global,
               "the user's own configs: the gateway is registered globally only")},
+    {OPT_BOOL("json", 0, json, "one JSON document (docs/json.md)")},
     {OPT_END},
 };
 static const struct cli_option connect_options[] = {
@@ -53,7 +55,8 @@ const struct cli_spec cmd_connect_spec = {
     .name = "connect",
     .fn = cmd_connect,
     .summary = "register the live gateway (agentstack mcp --auto-project) in every CLI",
-    .synopsis = CLI_LINES("connect [CLI...] [--all] [--transparent] [--command PATH] [--write]"),
+    .synopsis = CLI_LINES("connect [CLI...] [--all] [--transparent] [--command PATH] [--write] "
+                          "[--json]"),
     .description = "Previews each CLI's config change; --write registers the gateway "
                    "(idempotent). Always global scope: it edits the user's own configs.",
     .common = connect_common,
@@ -61,6 +64,7 @@ const struct cli_spec cmd_connect_spec = {
     .examples = CLI_LINES("agentstack connect", "agentstack connect claude codex --write"),
     .see_also = "mcp apply gateway",
     .aliases = CLI_LINES("gateway connect"),
+    .flags = CLI_JSON_ERRORS,
 };
 
 static const struct cli_spec gateway_connect_spec = {
@@ -123,11 +127,29 @@ static int connect_run(const struct cli_spec *spec, int argc, char **argv, struc
         goto out;
     }
     for (size_t i = 0; i < reg.warnings.n; i++)
-        fprintf(stderr, "warning: %s\n", reg.warnings.v[i]);
+        term_fprintf(stderr, "warning: %s\n", reg.warnings.v[i]);
+    if (o.write)
+        cli_quiet_report(ctx, a.json);
+    if (a.json) {
+        o.out = cli_json_quiet_open();
+        o.color = false;
+        o.report = json_array();
+    }
     rc = adp_connect(&reg, &o, &err);
     fflush(stdout);
     if (rc && as_err_isset(&err))
         cli_error(&err);
+    if (a.json) {
+        cli_json_quiet_close(o.out);
+        if (rc == 0 || json_array_size(o.report)) {
+            json_t *doc = cli_json_doc(disconnect ? "gateway disconnect" : "connect", true);
+            json_object_set_new(doc, "write", json_boolean(o.write));
+            json_object_set_new(doc, "clis", o.report);
+            cli_json_print_result(doc, rc);
+        } else {
+            json_decref(o.report);
+        }
+    }
     adp_registry_free(&reg);
 out:
     strvec_clear(&a.ids);

@@ -16,7 +16,8 @@
  * is a warning. Native-config drift
  * (a CLI file that no longer matches what agentstack last wrote) and
  * prompt-injection heuristics are warnings. Plain doctor shares the code
- * with human output and exits 0 unless it cannot run at all.
+ * with human output and exits 1 when it reports an error too (0 with only
+ * warnings); without a manifest it reports needs_setup and exits 0.
  */
 #include <ctype.h>
 #include <stdarg.h>
@@ -1056,8 +1057,10 @@ int cmd_doctor(int argc, char **argv, struct cli_ctx *ctx)
         else
             term_printf("next: agentstack status   everything checks out\n");
     }
+    /* An error is exit 1 in both forms (docs/exit-codes.md); --ci differs in
+     * what it checks (every section, deep), not in how it exits. */
     int rc = EXIT_OK;
-    if (ci && d.errors) {
+    if (d.errors) {
         term_fprintf(stderr, "doctor found %zu error(s) — see report above\n", d.errors);
         rc = EXIT_FAIL;
     }

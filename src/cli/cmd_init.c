@@ -31,6 +31,7 @@
 #include "bundle/home.h"
 #include "bundle/manifest.h"
 #include "cli/cli.h"
+#include "cli/json_out.h"
 #include "library/library.h"
 #include "onboard/onboard.h"
 #include "secrets/backends.h"
@@ -39,7 +40,7 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx);
 int cmd_connect(int argc, char **argv, struct cli_ctx *ctx);
 
 struct init_args {
-    bool yes, dry_run, force, global, include_tool_managed, verbose, connect;
+    bool yes, dry_run, force, global, include_tool_managed, verbose, connect, json;
     bool secrets_set;
     int dest; /* enum onb_dest */
 };
@@ -60,6 +61,7 @@ static const struct cli_option init_options[] = {
     {OPT_BOOL("global", 0, global, "write the machine manifest under the agentstack home")},
     {OPT_BOOL("connect", 0, connect, "then register the gateway (connect --all --write)")},
     {OPT_BOOL("verbose", 'v', verbose, "every note, not only the skips")},
+    {OPT_BOOL("json", 0, json, "one JSON document (docs/json.md); never asks, as --yes")},
     {OPT_END},
 };
 #undef CLI_ARGS
@@ -70,7 +72,7 @@ const struct cli_spec cmd_init_spec = {
     .summary = "import the servers, skills and secrets your CLIs already have",
     .synopsis = CLI_LINES("init [--yes] [--dry-run] [--secrets keychain|env|file|skip]",
                           "init [--no-keychain] [--include-tool-managed] [--force] [--global] "
-                          "[--connect] [-v]"),
+                          "[--connect] [-v] [--json]"),
     .description = "Reads each detected CLI's config (never changes it) and merges it into one "
                    "manifest; inline secrets become ${REF}s, their values moved to a store. It "
                    "never renders and never trusts.",
@@ -78,6 +80,7 @@ const struct cli_spec cmd_init_spec = {
     .examples = CLI_LINES("agentstack init --dry-run", "agentstack init --yes",
                           "agentstack init --global --secrets file --yes"),
     .see_also = "trust lock apply",
+    .flags = CLI_JSON_ERRORS,
 };
 
 static int parse(int argc, char **argv, struct cli_ctx *ctx, struct init_args *a)
@@ -274,6 +277,62 @@ static void print_plan(const struct onb_import *im, const onb_lifts *lifts, enum
             term_printf("  ↳ %s\n", im->notes.v[i]);
 }
 
+static const char *dest_name(int dest)
+{
+    for (const struct cli_choice *c = cli_secret_dest_choices; c->name; c++)
+        if (c->value == dest)
+            return c->name;
+    return "keychain";
+}
+
+/* init --json (docs/json.md): the CLIs detected, what was imported from
+ * where, the ${REF} names whose values moved (never a value), and what was
+ * written. */
+static void print_json(const struct init_args *a, const struct onb_import *im,
+                       const onb_lifts *lifts, const char *manifest, bool starter, bool written,
+                       bool connected, int rc)
+{
+    json_t *doc = cli_json_doc("init", true);
+    json_t *clis = json_array(), *servers = json_array(), *skills = json_array();
+    json_t *secrets = json_array(), *notes = json_array();
+    for (size_t i = 0; i < im->detected_ids.n; i++)
+        json_array_append_new(clis, json_pack("{s:s,s:s}", "id", im->detected_ids.v[i], "display",
+                                              im->detected_names.v[i]));
+    for (size_t i = 0; i < im->servers.n; i++) {
+        json_t *from = json_array();
+        for (size_t k = 0; k < im->servers.v[i].origins.n; k++)
+            json_array_append_new(from, json_string(im->servers.v[i].origins.v[k]));
+        json_array_append_new(servers,
+                              json_pack("{s:s,s:s,s:o}", "name", im->servers.v[i].name, "type",
+                                        im->servers.v[i].http ? "http" : "stdio", "from", from));
+    }
+    for (size_t i = 0; i < im->skills.n; i++)
+        json_array_append_new(skills, json_pack("{s:s,s:b}", "name", im->skills.v[i].name,
+                                                "in_library", im->skills.v[i].in_library));
+    for (size_t i = 0; i < lifts->n; i++)
+        json_array_append_new(secrets, json_pack("{s:s,s:b}", "name", lifts->v[i].name, "reused",
+                                                 lifts->v[i].reused));
+    for (size_t i = 0; i < im->notes.n; i++)
+        json_array_append_new(notes, json_string(im->notes.v[i]));
+    for (size_t i = 0; i < im->conflicts.n; i++)
+        json_array_append_new(notes, json_string(im->conflicts.v[i]));
+    json_object_set_new(doc, "manifest", json_string(manifest));
+    json_object_set_new(doc, "scope", json_string(a->global ? "global" : "project"));
+    json_object_set_new(doc, "dry_run", json_boolean(a->dry_run));
+    json_object_set_new(doc, "written", json_boolean(written));
+    json_object_set_new(doc, "starter", json_boolean(starter));
+    json_object_set_new(doc, "clis", clis);
+    json_object_set_new(doc, "servers", servers);
+    json_object_set_new(doc, "skills", skills);
+    json_object_set_new(doc, "secrets", secrets);
+    json_object_set_new(doc, "secrets_to", json_string(dest_name(a->dest)));
+    json_object_set_new(doc, "notes", notes);
+    json_object_set_new(doc, "connected", json_boolean(connected));
+    json_object_set_new(doc, "next",
+                        json_string(written ? "agentstack bootstrap" : "agentstack init --yes"));
+    cli_json_print_result(doc, rc);
+}
+
 int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
 {
     struct init_args a = {0};
@@ -299,7 +358,13 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
     /* Without a terminal nobody can answer the questions, so init imports
      * as --yes would: it never hangs and never needs a flag to do what was
      * asked. --yes acknowledges the import only; trust stays its own step. */
-    bool interactive = !a.yes && !a.dry_run && isatty(0) && isatty(1);
+    bool interactive = !a.yes && !a.dry_run && !a.json && isatty(0) && isatty(1);
+    bool written = false, connected = false, starter = false;
+    if (a.json && cli_stdout_hold() < 0) {
+        cli_errorf("--json needs /dev/null to hold the report back; nothing was written");
+        return EXIT_FAIL;
+    }
+    cli_quiet_report(ctx, a.json);
 
     /* Where the manifest goes. */
     if (a.global) {
@@ -383,7 +448,7 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
     for (size_t i = 0; i < lifts.n; i++)
         to_store += !lifts.v[i].reused;
 
-    bool starter = im.servers.n == 0 && im.skills.n == 0;
+    starter = im.servers.n == 0 && im.skills.n == 0;
     if (starter)
         onb_starter_text(&text);
     else
@@ -497,6 +562,7 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
         goto fail_rollback;
     free(mkdir_made);
     mkdir_made = NULL;
+    written = true;
     if (to_store && a.dest == ONB_DEST_ENV && !dp.in_work_tree) {
         /* A .git git does not recognize still gets the rule (a
          * <root>/.git makes a git project); the label does not claim it. */
@@ -543,6 +609,7 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
             rc = EXIT_FAIL;
             goto out;
         }
+        connected = true;
     }
     term_printf("Next: agentstack bootstrap   · preflight: CLIs, missing secrets, what apply would "
                 "change\n");
@@ -559,6 +626,11 @@ fail:
 out:
     free(mkdir_made);
     fflush(stdout);
+    if (a.json) {
+        cli_stdout_release();
+        if (have_reg) /* past the checks: what was found, and what became of it */
+            print_json(&a, &im, &lifts, target.buf, starter, written, connected, rc);
+    }
     sec_chain_free(chain);
     onb_stored_free(&stored);
     onb_lifts_free(&lifts);

@@ -26,6 +26,7 @@
 #include "bundle/manifest.h"
 #include "bundle/scan.h"
 #include "cli/cli.h"
+#include "cli/json_out.h"
 #include "library/library.h"
 #include "trust/trust.h"
 
@@ -85,8 +86,18 @@ static int scan_items(const struct manifest *m, const pin_items *items, struct s
     return 0;
 }
 
-static void say(const char *mark, const char *name, const char *rest)
+/* install --json: one {name, state, error?} per skill instead of the lines
+ * (docs/json.md); NULL when not asked for. */
+static json_t *json_skills;
+
+static void say(const char *mark, const char *state, const char *name, const char *rest,
+                const char *error)
 {
+    if (json_skills) {
+        json_array_append_new(
+            json_skills, json_pack("{s:s,s:s,s:s?}", "name", name, "state", state, "error", error));
+        return;
+    }
     strbuf sb = SB_INIT;
     sb_addf(&sb, "%s ", mark);
     term_sanitize(&sb, name, strlen(name));
@@ -97,7 +108,7 @@ static void say(const char *mark, const char *name, const char *rest)
 }
 
 struct install_args {
-    bool locked, allow_flagged;
+    bool locked, allow_flagged, json;
 };
 
 #define CLI_ARGS struct install_args
@@ -106,6 +117,7 @@ static const struct cli_option install_options[] = {
               "check only: write nothing, fail when any skill differs from agentstack.lock")},
     {OPT_BOOL("allow-flagged", 0, allow_flagged,
               "install even when the content scan flags a skill (High findings)")},
+    {OPT_BOOL("json", 0, json, "one JSON document (docs/json.md)")},
     {OPT_END},
 };
 #undef CLI_ARGS
@@ -114,7 +126,7 @@ const struct cli_spec cmd_install_spec = {
     .name = "install",
     .fn = cmd_install,
     .summary = "resolve skills against agentstack.lock (--locked: check only)",
-    .synopsis = CLI_LINES("install [--locked] [--allow-flagged]"),
+    .synopsis = CLI_LINES("install [--locked] [--allow-flagged] [--json]"),
     .description = "Fetches git skills into the machine home's store at their locked commit, "
                    "content-scans everything put into agents' context, and updates the lock's "
                    "skill rows. --locked is the CI form: it fails with \"lockfile is out of "
@@ -122,6 +134,7 @@ const struct cli_spec cmd_install_spec = {
     .options = install_options,
     .examples = CLI_LINES("agentstack install", "agentstack install --locked"),
     .see_also = "lock trust doctor",
+    .flags = CLI_JSON_ERRORS,
 };
 
 int cmd_install(int argc, char **argv, struct cli_ctx *ctx)
@@ -140,6 +153,10 @@ int cmd_install(int argc, char **argv, struct cli_ctx *ctx)
     int rc = EXIT_FAIL;
     struct as_lock wl = {-1};
     bool held = false;
+    bool written = false;
+    if (a.json)
+        json_skills = json_array();
+    cli_quiet_report(ctx, a.json);
     struct manifest_snapshot snap;
     manifest_snapshot_init(&snap);
     struct manifest *m = NULL;
@@ -163,7 +180,7 @@ int cmd_install(int argc, char **argv, struct cli_ctx *ctx)
     for (size_t i = 0; i < lib->warnings.n; i++) {
         strbuf b = SB_INIT;
         term_sanitize(&b, lib->warnings.v[i], strlen(lib->warnings.v[i]));
-        fprintf(stderr, "warning: %s\n", b.buf);
+        term_fprintf(stderr, "warning: %s\n", b.buf);
         sb_release(&b);
     }
     if (manifest_snapshot_read(&p, &snap, &err) < 0)
@@ -190,7 +207,7 @@ int cmd_install(int argc, char **argv, struct cli_ctx *ctx)
                     m->skills.v[i].git);
             strbuf clean = SB_INIT;
             term_sanitize(&clean, line.buf, line.len);
-            fprintf(stderr, "%s\n", clean.buf);
+            term_fprintf(stderr, "%s\n", clean.buf);
             sb_release(&line);
             sb_release(&clean);
         }
@@ -220,18 +237,20 @@ int cmd_install(int argc, char **argv, struct cli_ctx *ctx)
         const struct lock_skill *row = lockfile_skill(lock, it->name);
         if (it->state != PIN_OK) {
             problems++;
-            say("✗", it->name, NULL);
+            say("✗", "failed", it->name, NULL, it->error);
             fprintf(stderr, "  %s\n", it->error);
         } else if (!row) {
-            say("+", it->name, locked_only ? ": missing from lockfile" : " locked");
+            say("+", locked_only ? "missing" : "locked", it->name,
+                locked_only ? ": missing from lockfile" : " locked", NULL);
             problems++;
             changed++;
         } else if (!row_matches(row, it)) {
-            say("↑", it->name, locked_only ? ": lockfile out of date" : " updated");
+            say("↑", locked_only ? "out_of_date" : "updated", it->name,
+                locked_only ? ": lockfile out of date" : " updated", NULL);
             problems++;
             changed++;
         } else {
-            say("✓", it->name, " cached");
+            say("✓", "cached", it->name, " cached", NULL);
         }
     }
     /* Skill rows neither declared nor toolset-referenced are pruned. */
@@ -241,8 +260,8 @@ int cmd_install(int argc, char **argv, struct cli_ctx *ctx)
             wanted = items.v[j].kind == PIN_SKILL &&
                      strcmp(items.v[j].name, lock->skills.v[i].name) == 0;
         if (!wanted) {
-            say("-", lock->skills.v[i].name,
-                locked_only ? ": pinned but no longer declared (prunable)" : " pruned");
+            say("-", locked_only ? "prunable" : "pruned", lock->skills.v[i].name,
+                locked_only ? ": pinned but no longer declared (prunable)" : " pruned", NULL);
             problems++;
             changed++;
         }
@@ -254,7 +273,8 @@ int cmd_install(int argc, char **argv, struct cli_ctx *ctx)
             fprintf(stderr, "  update it with: agentstack install (or agentstack lock --write)\n");
             goto out;
         }
-        printf("✓ every skill matches agentstack.lock\n");
+        if (!a.json)
+            printf("✓ every skill matches agentstack.lock\n");
         rc = EXIT_OK;
         goto out;
     }
@@ -297,25 +317,43 @@ int cmd_install(int argc, char **argv, struct cli_ctx *ctx)
     memset(&lock->workflows, 0, sizeof lock->workflows);
     lock->ext_package = NULL;
     /* A partial write drops the manifest stamp. */
-    bool written = false;
     if (!changed) {
-        printf("✓ nothing to install — agentstack.lock already matches\n");
+        if (!a.json)
+            printf("✓ nothing to install — agentstack.lock already matches\n");
         rc = EXIT_OK;
     } else if (lockfile_save(nl, p.lock, p.project_root, snap.lock.buf, snap.lock.len,
                              snap.has_lock, &written, &err) < 0) {
         cli_error(&err);
     } else {
-        printf("✓ %s %s\n", written ? "updated" : "unchanged", p.lock);
+        if (!a.json)
+            printf("✓ %s %s\n", written ? "updated" : "unchanged", p.lock);
         rc = problems > changed ? EXIT_FAIL : EXIT_OK;
     }
     pin_deposit(&items, home.buf, &warnings);
     for (size_t i = 0; i < warnings.n; i++)
-        fprintf(stderr, "warning: %s\n", warnings.v[i]);
+        term_fprintf(stderr, "warning: %s\n", warnings.v[i]);
     lockfile_free(nl);
     goto out;
 fail:
     cli_error(&err);
 out:
+    if (a.json) {
+        /* the error document when nothing was resolved (main prints it) */
+        if (rc == EXIT_OK || json_array_size(json_skills)) {
+            json_t *doc = cli_json_doc("install", true);
+            json_object_set_new(doc, "lock_path", json_string(p.lock));
+            json_object_set_new(doc, "locked", json_boolean(locked_only));
+            json_object_set_new(doc, "written", json_boolean(written));
+            json_object_set_new(doc, "skills", json_skills);
+            json_object_set_new(doc, "scan",
+                                json_pack("{s:I,s:I}", "high", (json_int_t)scan.high, "findings",
+                                          (json_int_t)scan.v.n));
+            cli_json_print_result(doc, rc);
+        } else {
+            json_decref(json_skills);
+        }
+        json_skills = NULL;
+    }
     if (held)
         lock_release(&wl);
     scan_report_free(&scan);

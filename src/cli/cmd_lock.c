@@ -30,6 +30,7 @@
 #include "bundle/lockfile.h"
 #include "bundle/manifest.h"
 #include "cli/cli.h"
+#include "cli/json_out.h"
 #include "library/library.h"
 #include "library/pack.h"
 #include "trust/trust.h"
@@ -71,6 +72,19 @@ static void summary(const struct lockfile *l, strbuf *out)
         sb_adds(out, "nothing");
 }
 
+/* lock --json: every change lock_diff finds, also as {op, kind, name, old,
+ * new} (docs/json.md); NULL when not asked for. */
+static json_t *json_changes;
+
+static void json_change(const char *op, const char *kind, const char *name, const char *oldv,
+                        const char *newv)
+{
+    if (json_changes)
+        json_array_append_new(json_changes,
+                              json_pack("{s:s,s:s,s:s,s:s?,s:s?}", "op", op, "kind", kind, "name",
+                                        name, "old", oldv, "new", newv));
+}
+
 /* One line per row that differs between the old and the new lock. */
 static void diff_row(strbuf *out, const char *kind, const char *name, const char *oldc,
                      const char *newc, size_t *changes)
@@ -78,6 +92,7 @@ static void diff_row(strbuf *out, const char *kind, const char *name, const char
     if (oldc && newc && strcmp(oldc, newc) == 0)
         return;
     (*changes)++;
+    json_change(!oldc ? "add" : !newc ? "remove" : "change", kind, name, oldc, newc);
     sb_addf(out, "  %c %s ", !oldc ? '+' : !newc ? '-' : '~', kind);
     term_sanitize(out, name, strlen(name));
     if (!oldc)
@@ -98,6 +113,7 @@ static void diff_identity(strbuf *out, const char *kind, const char *name, const
                           size_t *changes)
 {
     (*changes)++;
+    json_change("move", kind, name, NULL, what);
     sb_addf(out, "  ~ %s ", kind);
     term_sanitize(out, name, strlen(name));
     sb_adds(out, "  ");
@@ -231,6 +247,10 @@ static size_t lock_diff(const struct lockfile *o, const struct lockfile *n, strb
     const char *om = o ? o->manifest_digest : NULL, *nmd = n->manifest_digest;
     if ((om || nmd) && !(om && nmd && strcmp(om, nmd) == 0)) {
         c++;
+        json_change(!om    ? "add"
+                    : !nmd ? "remove"
+                           : "change",
+                    "manifest stamp", "manifest", om, nmd);
         if (nmd)
             sb_addf(out, "  %c manifest stamp  %.12s\n", om ? '~' : '+', nmd);
         else
@@ -269,7 +289,7 @@ struct lock_args {
     const char *toolset;
     bool update;
     strvec update_names;
-    bool upgrade, upgrade_all, with_instructions, yes;
+    bool upgrade, upgrade_all, with_instructions, yes, json;
     const char *upgrade_name;
 };
 
@@ -288,6 +308,7 @@ static const struct cli_option lock_options[] = {
     {OPT_BOOL("with-instructions", 0, with_instructions,
               "with --upgrade: also install the packs' instruction files")},
     {OPT_BOOL("yes", 'y', yes, "with --upgrade: approve house rules the new version rewrites")},
+    {OPT_BOOL("json", 0, json, "one JSON document (docs/json.md; not with --upgrade)")},
     {OPT_END},
 };
 #undef CLI_ARGS
@@ -296,7 +317,7 @@ const struct cli_spec cmd_lock_spec = {
     .name = "lock",
     .fn = cmd_lock,
     .summary = "pin every skill, server, instruction and executable in agentstack.lock",
-    .synopsis = CLI_LINES("lock [--write] [--toolset NAME] [--update [NAME]]",
+    .synopsis = CLI_LINES("lock [--write] [--toolset NAME] [--update [NAME]] [--json]",
                           "lock --upgrade (PACK | --all) [--with-instructions] [--yes] --write"),
     .description = "The preview computes the new lock in memory and writes nothing in the "
                    "project (git sources may be fetched into the machine home's store). --write "
@@ -307,6 +328,7 @@ const struct cli_spec cmd_lock_spec = {
         CLI_LINES("agentstack lock", "agentstack lock --write", "agentstack lock --update --write",
                   "agentstack lock --upgrade --all --yes --write"),
     .see_also = "trust install upgrade",
+    .flags = CLI_JSON_ERRORS,
 };
 
 static int parse(int argc, char **argv, struct cli_ctx *ctx, struct lock_args *a)
@@ -320,6 +342,8 @@ static int parse(int argc, char **argv, struct cli_ctx *ctx, struct lock_args *a
         else
             return cli_usage_error("lock", "unexpected argument '%s'", argv[i]);
     }
+    if (a->upgrade && a->json)
+        return cli_usage_error("lock", "--json is not available with --upgrade");
     if (a->upgrade) {
         if (a->toolset || a->update)
             return cli_usage_error("lock", "--upgrade re-resolves packs; it takes no --toolset "
@@ -358,6 +382,8 @@ static int do_upgrade(const struct lock_args *a, struct cli_ctx *ctx)
     struct bundle_paths p;
     if (cli_project(ctx, &p) < 0)
         return EXIT_FAIL;
+    if (a->write)
+        cli_quiet_report(ctx, a->json);
     struct as_lock wl = {-1};
     if (trust_lock(&wl, &err) < 0) {
         cli_error(&err);
@@ -464,6 +490,32 @@ static void announce_git(const struct manifest *m)
             announce("workflow", m->workflows.v[i].name, m->workflows.v[i].git);
 }
 
+/* lock --json (docs/json.md): what the lock pins, the changes against the
+ * lock on disk (json_changes), whether the file was written, and the next
+ * step (trust is stale after a written lock). */
+static void print_json(const struct bundle_paths *p, const struct lockfile *l, bool write,
+                       bool changed, const char *next)
+{
+    size_t variants = 0;
+    for (size_t i = 0; i < l->instructions.n; i++)
+        variants += l->instructions.v[i].variants.n;
+    json_t *doc = cli_json_doc("lock", true);
+    json_object_set_new(doc, "lock_path", json_string(p->lock));
+    json_object_set_new(doc, "write", json_boolean(write));
+    json_object_set_new(doc, "written", json_boolean(write && changed));
+    json_object_set_new(doc, "changed", json_boolean(changed));
+    json_object_set_new(
+        doc, "pinned",
+        json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "skills", (json_int_t)l->skills.n, "servers",
+                  (json_int_t)l->servers.n, "instructions", (json_int_t)l->instructions.n,
+                  "variants", (json_int_t)variants, "executables", (json_int_t)l->executables.n,
+                  "extensions", (json_int_t)l->extensions.n, "workflows",
+                  (json_int_t)l->workflows.n, "settings", (json_int_t)l->settings.n));
+    json_object_set_new(doc, "changes", json_changes ? json_incref(json_changes) : json_array());
+    json_object_set_new(doc, "next", next ? json_string(next) : json_null());
+    cli_json_print(doc);
+}
+
 static void print_refusal(const char *what)
 {
     cli_errorf("refusing to lock: %s", what);
@@ -489,6 +541,8 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
     struct bundle_paths p;
     if (cli_project(ctx, &p) < 0)
         return EXIT_FAIL;
+    if (a.write)
+        cli_quiet_report(ctx, a.json);
     struct as_lock wl = {-1};
     bool locked = false;
     struct manifest_snapshot snap;
@@ -607,11 +661,20 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
     nl = pin_build_lock(&items, old, a.toolset ? NULL : stamp);
     strbuf sum = SB_INIT, diff = SB_INIT;
     summary(nl, &sum);
+    if (a.json)
+        json_changes = json_array();
     size_t changes = lock_diff(old, nl, &diff);
     const char *src =
         snap.has_overlay ? "agentstack.toml + agentstack.local.toml" : "agentstack.toml";
     bool nothing = rows(nl) == 0 && !old;
 
+    if (a.json && (!a.write || nothing)) {
+        print_json(&p, nl, a.write, !nothing && changes, NULL);
+        rc = EXIT_OK;
+        sb_release(&sum);
+        sb_release(&diff);
+        goto out;
+    }
     if (!a.write) {
         term_printf("→ lock preview: %s from %s in %s\n", sum.buf, src, p.lock);
         if (nothing)
@@ -654,6 +717,15 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
     pin_deposit(&items, home.buf, &warnings);
     for (size_t i = 0; i < warnings.n; i++)
         term_fprintf(stderr, "warning: %s\n", warnings.v[i]);
+    if (a.json) {
+        bool stale = before.state == TRUST_TRUSTED && written;
+        print_json(&p, nl, a.write, written,
+                   stale || before.state != TRUST_TRUSTED ? "agentstack trust ." : NULL);
+        rc = EXIT_OK;
+        sb_release(&sum);
+        sb_release(&diff);
+        goto out;
+    }
     if (written)
         fputs(diff.buf, stdout);
     term_printf("✓ pinned %s %s %s\n", sum.buf, written ? "in" : "— already up to date in", p.lock);
@@ -667,6 +739,8 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
     sb_release(&sum);
     sb_release(&diff);
 out:
+    json_decref(json_changes);
+    json_changes = NULL;
     if (locked)
         lock_release(&wl);
     trust_status_release(&before);

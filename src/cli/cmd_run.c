@@ -18,6 +18,7 @@
 #include "adapters/engine.h"
 #include "adapters/render.h"
 #include "base/fs.h"
+#include "base/term.h"
 #include "base/proc.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
@@ -714,7 +715,7 @@ int cmd_run(int argc, char **argv, struct cli_ctx *ctx)
             goto out;
         }
         for (size_t k = 0; k < reg.warnings.n; k++)
-            fprintf(stderr, "warning: %s\n", reg.warnings.v[k]);
+            term_fprintf(stderr, "warning: %s\n", reg.warnings.v[k]);
     }
     if (resolve_harness(&reg, o.name, &h, &err) < 0) {
         rc = refuse(&err);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/term.h"
 #include "base/json.h"
 #include "bundle/discover.h"
 #include "bundle/manifest.h"
@@ -58,7 +59,7 @@ int cmd_search(int argc, char **argv, struct cli_ctx *ctx)
         return EXIT_FAIL;
     }
     for (size_t i = 0; i < lib->warnings.n; i++)
-        fprintf(stderr, "warning: %s\n", lib->warnings.v[i]);
+        term_fprintf(stderr, "warning: %s\n", lib->warnings.v[i]);
     /* The project is optional: outside one, only the library is searched. */
     struct bundle_paths p = {0};
     struct manifest *m = NULL;

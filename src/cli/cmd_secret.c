@@ -152,8 +152,8 @@ static int project_env(struct cli_ctx *ctx, struct bundle_paths *p, struct as_er
 static int read_value(const struct secret_args *a, strbuf *v, struct as_err *err)
 {
     if (a->value) {
-        fprintf(stderr, "warning: --value puts the secret in argv, where any process on this "
-                        "machine can read it; prefer the prompt or --stdin\n");
+        term_fprintf(stderr, "warning: --value puts the secret in argv, where any process on this "
+                             "machine can read it; prefer the prompt or --stdin\n");
         sb_adds(v, a->value);
         return 0;
     }
@@ -264,7 +264,7 @@ static int do_set(const struct secret_args *a, struct cli_ctx *ctx)
         bool added = false;
         struct as_err gerr = AS_ERR_INIT;
         if (!dp.in_work_tree && sec_gitignore_env(p.project_root, dp.rule, &added, &gerr) < 0)
-            fprintf(stderr, "warning: %s\n", gerr.msg);
+            term_fprintf(stderr, "warning: %s\n", gerr.msg);
         char *dir = xstrdup(p.env_file);
         char *slash = strrchr(dir, '/');
         if (slash)
@@ -387,8 +387,9 @@ static int do_list(const struct secret_args *a, struct cli_ctx *ctx)
             manifest_free(m);
         } else {
             char buf[4096];
-            fprintf(stderr, "warning: the manifest did not load (%s); listing stored names only\n",
-                    as_err_str(&err, buf, sizeof buf));
+            term_fprintf(stderr,
+                         "warning: the manifest did not load (%s); listing stored names only\n",
+                         as_err_str(&err, buf, sizeof buf));
         }
     }
     struct onb_locator l;

@@ -28,12 +28,13 @@
 #include "cli/cli.h"
 #include "library/library.h"
 #include "trust/trust.h"
+#include "cli/json_out.h"
 
 int cmd_trust(int argc, char **argv, struct cli_ctx *ctx);
 
 struct trust_args {
     const char *path;
-    bool list, revoke, preview, yes, allow_flagged;
+    bool list, revoke, preview, yes, allow_flagged, json;
     const char *consented;
 };
 
@@ -47,6 +48,7 @@ static const struct cli_option trust_options[] = {
                 "the digest --preview printed: the grant is for exactly those bytes"),
      .alias = "consented-digest"},
     {OPT_BOOL("allow-flagged", 0, allow_flagged, "grant even with High content-scan findings")},
+    {OPT_BOOL("json", 0, json, "with --list: one JSON document (docs/json.md)")},
     {OPT_END},
 };
 #undef CLI_ARGS
@@ -55,7 +57,7 @@ const struct cli_spec cmd_trust_spec = {
     .name = "trust",
     .fn = cmd_trust,
     .summary = "review and approve a project's exact bytes on this machine",
-    .synopsis = CLI_LINES("trust [PATH] [--preview | --list | --revoke]",
+    .synopsis = CLI_LINES("trust [PATH] [--preview | --list [--json] | --revoke]",
                           "trust [PATH] --yes --consented DIGEST [--allow-flagged]"),
     .description = "The review, the blockers and the grant all come from one snapshot of the "
                    "manifest, the lock and the policy; --consented is recomputed from disk "
@@ -65,6 +67,7 @@ const struct cli_spec cmd_trust_spec = {
     .examples = CLI_LINES("agentstack trust", "agentstack trust --preview",
                           "agentstack trust --yes --consented <digest from --preview>"),
     .see_also = "lock status doctor",
+    .flags = CLI_JSON_ERRORS,
 };
 
 static int parse(int argc, char **argv, struct cli_ctx *ctx, struct trust_args *a)
@@ -85,12 +88,16 @@ static int parse(int argc, char **argv, struct cli_ctx *ctx, struct trust_args *
         return cli_usage_error("trust", "--list, --revoke and --preview exclude each other");
     if (modes && (a->yes || a->consented || a->allow_flagged))
         return cli_usage_error("trust", "--yes/--consented/--allow-flagged only apply to a grant");
+    if (a->json && !a->list)
+        return cli_usage_error("trust", "--json goes with --list (--preview is JSON already)");
     return CLI_CONTINUE;
 }
 
 /* ---- --list ------------------------------------------------------------- */
 
-static int do_list(void)
+/* --list --json: {trusted: [{path, digest, state}], store_corrupt}
+ * (docs/json.md); state is current, changed, gone or unreadable. */
+static int do_list(bool json)
 {
     struct as_err err = AS_ERR_INIT;
     struct trust_store s;
@@ -104,7 +111,8 @@ static int do_list(void)
                      "untrusted\n",
                      s.path);
     json_t *t = json_object_get(s.root, "trusted");
-    if (json_object_size(t) == 0)
+    json_t *rows = json_array();
+    if (json_object_size(t) == 0 && !json)
         term_printf("no trusted projects\n");
     const char *key;
     json_t *e;
@@ -113,7 +121,7 @@ static int do_list(void)
         const char *d = json_get_str(e, "digest");
         struct bundle_paths p;
         struct as_err e2 = AS_ERR_INIT;
-        const char *state = "project is gone";
+        const char *state = "project is gone", *word = "gone";
         bool current = false;
         if (discover_at(key, &p, &e2) == 0 && p.found) {
             struct manifest_snapshot snap;
@@ -123,18 +131,32 @@ static int do_list(void)
                 consent_digest_snapshot(&snap, now);
                 current = strcmp(now, d) == 0;
                 state = current ? "current" : "changed since trusted";
+                word = current ? "current" : "changed";
             } else {
-                state = "unreadable";
+                state = word = "unreadable";
             }
             manifest_snapshot_release(&snap);
         }
         bundle_paths_free(&p);
+        if (json) {
+            json_array_append_new(
+                rows, json_pack("{s:s,s:s?,s:s}", "path", key, "digest", d, "state", word));
+            continue;
+        }
         strbuf line = SB_INIT;
         sb_adds(&line, current ? "  ✓ " : "  ⚠ ");
         term_sanitize(&line, key, strlen(key));
         sb_addf(&line, " · %s · %s\n", d, state);
         fputs(line.buf, stdout);
         sb_release(&line);
+    }
+    if (json) {
+        json_t *doc = cli_json_doc("trust", true);
+        json_object_set_new(doc, "trusted", rows);
+        json_object_set_new(doc, "store_corrupt", json_boolean(s.corrupt));
+        cli_json_print(doc);
+    } else {
+        json_decref(rows);
     }
     trust_store_free(&s);
     return EXIT_OK;
@@ -763,7 +785,7 @@ int cmd_trust(int argc, char **argv, struct cli_ctx *ctx)
     if (rc != CLI_CONTINUE)
         return rc;
     if (a.list)
-        return do_list();
+        return do_list(a.json);
     if (a.revoke)
         return do_revoke(&a, ctx);
     return do_trust(&a, ctx);

@@ -267,7 +267,7 @@ static int library_step(const struct up_args *a, struct up_state *st, struct as_
            counts[LIB_SERVER] == 1 ? "" : "s", counts[LIB_INSTRUCTION],
            counts[LIB_INSTRUCTION] == 1 ? "" : "s", lib->sources.n, lib->sources.n == 1 ? "" : "s");
     for (size_t i = 0; i < lib->warnings.n; i++)
-        fprintf(stderr, "warning: %s\n", lib->warnings.v[i]);
+        term_fprintf(stderr, "warning: %s\n", lib->warnings.v[i]);
     rc = 0;
 out:
     lib_free(lib);

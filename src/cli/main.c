@@ -10,6 +10,7 @@
 
 #include "base/memguard.h"
 #include "cli/cli.h"
+#include "cli/json_out.h"
 
 static int unknown_command(const char *name)
 {
@@ -28,10 +29,11 @@ static int unknown_command(const char *name)
 
 static int unknown_option(const char *a)
 {
-    static const char *const known[] = {"--manifest-dir", "--version", "--help"};
+    static const char *const known[] = {"--manifest-dir", "--quiet", "--version", "--help"};
     char name[64];
     snprintf(name, sizeof name, "%.*s", (int)strcspn(a, "="), a);
-    const char *best = a[1] == '-' ? cli_did_you_mean(name, known, 3) : NULL;
+    const char *best =
+        a[1] == '-' ? cli_did_you_mean(name, known, sizeof known / sizeof *known) : NULL;
     if (best)
         return cli_usage_error(NULL, "unknown option '%s' (did you mean '%s'?)", name, best);
     return cli_usage_error(NULL, "unknown option '%s'", name);
@@ -46,6 +48,7 @@ int main(int argc, char **argv)
         cli_error(&merr);
         return EXIT_FAIL;
     }
+    cli_json_capture_errors();
     struct cli_ctx ctx = {0};
     int i = 1;
     while (i < argc) {
@@ -77,5 +80,11 @@ int main(int argc, char **argv)
     const struct cli_spec *c = cli_find(argv[i]);
     if (!c)
         return unknown_command(argv[i]);
-    return c->fn(argc - i, argv + i, &ctx);
+    if (c->flags & CLI_JSON_ERRORS)
+        for (int k = i + 1; k < argc && strcmp(argv[k], "--") != 0; k++)
+            if (strcmp(argv[k], "--json") == 0) {
+                cli_json_enable(c->name);
+                break;
+            }
+    return cli_json_finish(c->fn(argc - i, argv + i, &ctx));
 }

@@ -25,9 +25,13 @@ const struct cli_option cli_global_options[] = {
     {OPT_STRING("manifest-dir", 0, manifest_dir, "DIR",
                 "use the project at DIR (or DIR/.agentstack) instead of walking up from the "
                 "working directory")},
+    {OPT_BOOL("quiet", 'q', quiet,
+              "errors and the data asked for only: no warnings, progress or reports of changes")},
     {OPT_END},
 };
 #undef CLI_ARGS
+
+void (*cli_error_sink)(const char *message, const char *hint);
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
@@ -37,6 +41,8 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     term_vsbprintf(&b, fmt, ap);
     va_end(ap);
     term_fprintf(stderr, "error: %s\n", b.buf);
+    if (cli_error_sink)
+        cli_error_sink(b.buf, NULL);
     sb_release(&b);
     if (cmd)
         term_fprintf(stderr, "see 'agentstack %s --help'\n", cmd);
@@ -47,7 +53,20 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 
 const char *cli_did_you_mean(const char *word, const char *const *candidates, size_t n)
 {
-    return suggest_closest(word, candidates, n);
+    const char *best = suggest_closest(word, candidates, n);
+    if (best)
+        return best;
+    /* Not a typo but the start of one name ("--allow" for
+     * "--allow-unresolved"): that name, when it is the only one. */
+    size_t len = strlen(word), hits = 0;
+    if (len < 3 + (word[0] == '-' ? 2 : 0))
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(candidates[i], word, len) == 0 && candidates[i][len]) {
+            best = candidates[i];
+            hits++;
+        }
+    return hits == 1 ? best : NULL;
 }
 
 const struct cli_spec *cli_find_sub(const struct cli_spec *spec, const char *name)
@@ -308,6 +327,7 @@ int cli_take_global(const char *cmd, int argc, char **argv, int *i, struct cli_c
         sb_release(&flag);
         if (rc)
             return -1;
+        term_set_quiet(ctx->quiet);
         ++*i;
         return 1;
     }
@@ -365,6 +385,8 @@ int cli_parse(const struct cli_spec *spec, int *argc, char **argv, struct cli_ct
             rc = take(spec->name, o, flag.buf, inline_, n, argv, &i,
                       m == M_OWN ? args : (void *)ctx);
             sb_release(&flag);
+            if (m == M_GLOBAL)
+                term_set_quiet(ctx->quiet);
         }
         if (rc || m == M_HELP) {
             clear_lists(spec->common, args);

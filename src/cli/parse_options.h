@@ -11,7 +11,7 @@
  * did-you-mean without writing a loop.
  *
  * Guarantees:
- *  - global options (cli_global_options: --manifest-dir) are accepted
+ *  - global options (cli_global_options: --manifest-dir, -q/--quiet) are accepted
  *    anywhere: before the command, between a command and its subcommand,
  *    and among the command's own options and arguments;
  *  - `--opt value` and `--opt=value`; `--` ends the options; a lone `-`
@@ -42,6 +42,7 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
  * stood on the command line. */
 struct cli_ctx {
     const char *manifest_dir; /* --manifest-dir, or NULL */
+    bool quiet;               /* -q/--quiet: errors and asked-for data only */
     int json;                 /* set by commands that accept --json */
     bool want_help;           /* -h/--help came before the (sub)command's name */
 };
@@ -129,6 +130,8 @@ enum {
                                       * an argument (a command line to judge) */
     CLI_KEEP_DASHDASH = 1 << 2,      /* "--" stays among the arguments, so the
                                       * command can tell what came after it */
+    CLI_JSON_ERRORS = 1 << 3,        /* with --json, a failure is a JSON document
+                                      * too (cli/json_out.h, docs/json.md) */
 };
 
 /* A command or subcommand as the parser, help and the inventory see it.
@@ -187,7 +190,12 @@ const struct cli_spec *cli_find_sub(const struct cli_spec *spec, const char *nam
  * (or 'agentstack help' when cmd is NULL) to stderr; returns 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Closest name by edit distance (<= 2) among candidates, or NULL. */
+/* When set (JSON mode, cli/json_out.c), every error cli_usage_error,
+ * cli_error and cli_errorf print is also handed here, without colour. */
+extern void (*cli_error_sink)(const char *message, const char *hint);
+
+/* Closest name by edit distance (<= 2) among candidates, else the one
+ * candidate word is the start of (3 letters at least), or NULL. */
 const char *cli_did_you_mean(const char *word, const char *const *candidates, size_t n);
 
 /* ---- help and the inventory (usage.c) ---- */

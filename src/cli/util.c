@@ -25,6 +25,8 @@ void cli_error(const struct as_err *err)
                  buf);
     if (err->hint[0])
         term_fprintf(stderr, "  %s\n", err->hint);
+    if (cli_error_sink)
+        cli_error_sink(buf, err->hint);
 }
 
 void cli_errorf(const char *fmt, ...)
@@ -36,6 +38,8 @@ void cli_errorf(const char *fmt, ...)
     va_end(ap);
     term_fprintf(stderr, "%serror:%s %s\n", term_color(2, TERM_RED), term_color(2, TERM_RESET),
                  b.buf);
+    if (cli_error_sink)
+        cli_error_sink(b.buf, NULL);
     sb_release(&b);
 }
 

@@ -369,32 +369,56 @@ void sbx_report_render(const char *run_id, const char *posture, const json_t *ev
             sb_adds(out, " (read-write)");
         sb_addc(out, '\n');
     }
+    /* Egress, one line per distinct decision (allowed or not, server, host,
+     * port, rule) in the order first seen, with "×N" when it repeated: 40
+     * blocked requests to one host are one line, not 40. */
     size_t i, n_egress = 0;
     const json_t *e;
+    strvec lines = STRVEC_INIT;
+    VEC(size_t) counts = VEC_INIT;
+    json_t *seen = json_object();
     json_array_foreach(events, i, e)
     {
         if (strcmp(jstr(e, "event"), "egress") != 0)
             continue;
-        if (!n_egress)
-            sb_adds(out, "  Egress\n");
         n_egress++;
         int allowed = json_is_true(json_object_get(e, "allowed"));
         long long port = json_integer_value(json_object_get(e, "port"));
         int dflt = (port == 443 && strcmp(jstr(e, "via"), "http") != 0) ||
                    (port == 80 && strcmp(jstr(e, "via"), "http") == 0);
-        sb_addf(out, "    %s ", allowed ? "✓" : "✗");
-        add_clean(out, jstr(e, "server"));
-        sb_adds(out, " → ");
-        add_clean(out, jstr(e, "host"));
+        strbuf line = SB_INIT;
+        sb_addf(&line, "    %s ", allowed ? "✓" : "✗");
+        add_clean(&line, jstr(e, "server"));
+        sb_adds(&line, " → ");
+        add_clean(&line, jstr(e, "host"));
         if (port > 0 && !dflt)
-            sb_addf(out, ":%lld", port);
+            sb_addf(&line, ":%lld", port);
         if (!allowed) {
-            sb_adds(out, "  ");
+            sb_adds(&line, "  ");
             const char *s = jstr(e, "short");
-            add_clean(out, s[0] ? s : jstr(e, "rule"));
+            add_clean(&line, s[0] ? s : jstr(e, "rule"));
         }
+        json_t *at = json_object_get(seen, line.buf); /* hashed: linear in the log */
+        size_t k = at ? (size_t)json_integer_value(at) : lines.n;
+        if (!at) {
+            json_object_set_new(seen, line.buf, json_integer((json_int_t)k));
+            strvec_push(&lines, line.buf);
+            vec_push(&counts, (size_t)0);
+        }
+        counts.v[k]++;
+        sb_release(&line);
+    }
+    if (n_egress)
+        sb_adds(out, "  Egress\n");
+    for (size_t k = 0; k < lines.n; k++) {
+        sb_adds(out, lines.v[k]);
+        if (counts.v[k] > 1)
+            sb_addf(out, "  ×%zu", counts.v[k]);
         sb_addc(out, '\n');
     }
+    strvec_clear(&lines);
+    vec_free(&counts);
+    json_decref(seen);
     if (!n_egress && !hstart)
         sb_adds(out, "  Egress\n    (no egress recorded)\n");
     size_t ncalls = 0;

@@ -92,6 +92,50 @@ static void test_record_and_report(void **st)
     tu_rmtree(dir);
 }
 
+/* report groups egress: 40 blocked requests to one host are one line with
+ * their count, in the order each decision was first seen; a different port
+ * or an allowed request to the same host is a line of its own. */
+static void test_egress_grouped(void **st)
+{
+    (void)st;
+    char *dir = tu_tmpdir();
+    const char *home = getenv("AGENTSTACK_HOME");
+    struct as_err err = AS_ERR_INIT;
+    struct sbx_rec r;
+    assert_int_equal(sbx_rec_create(home, "r-00000000aa", "lockdown", &r, &err), 0);
+    struct sbx_verdict ok = {.allowed = 1};
+    snprintf(ok.layer, sizeof ok.layer, "default");
+    struct sbx_egress_event ev = {"shtest", "api.example.com", 443, "connect", &ok};
+    for (int i = 0; i < 40; i++) {
+        deny(&r, "blocked.invalid", 443);
+        if (i % 10 == 0)
+            assert_int_equal(sbx_rec_egress(&r, &ev), 0);
+    }
+    deny(&r, "blocked.invalid", 8443);
+    json_t *events, *calls;
+    char *posture;
+    assert_int_equal(sbx_report_load(home, "r-00000000aa", &events, &posture, &calls, &err), 0);
+    strbuf out = SB_INIT;
+    sbx_report_render("r-00000000aa", posture, events, calls, &out);
+    assert_non_null(strstr(out.buf, "  Egress\n"
+                                    "    ✗ shtest → blocked.invalid  denied by rule "
+                                    "\"!blocked.invalid\" (machine policy)  ×40\n"
+                                    "    ✓ shtest → api.example.com  ×4\n"
+                                    "    ✗ shtest → blocked.invalid:8443  denied by rule "
+                                    "\"!blocked.invalid\" (machine policy)\n"));
+    /* one line each, not one per request */
+    size_t n = 0;
+    for (const char *p = out.buf; (p = strstr(p, "blocked.invalid  ")); p++)
+        n++;
+    assert_int_equal(n, 1);
+    sb_release(&out);
+    json_decref(events);
+    json_decref(calls);
+    free(posture);
+    sbx_rec_close(&r);
+    tu_rmtree(dir);
+}
+
 static void test_hostile_log(void **st)
 {
     (void)st;
@@ -141,6 +185,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_record_and_report),
+        cmocka_unit_test(test_egress_grouped),
         cmocka_unit_test(test_hostile_log),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
