@@ -89,6 +89,8 @@ static void json_change(const char *op, const char *kind, const char *name, cons
 static void diff_row(strbuf *out, const char *kind, const char *name, const char *oldc,
                      const char *newc, size_t *changes)
 {
+    if (!oldc && !newc)
+        return; /* neither lock has the row */
     if (oldc && newc && strcmp(oldc, newc) == 0)
         return;
     (*changes)++;
