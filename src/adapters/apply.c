@@ -588,13 +588,16 @@ static void print_target(struct run *R, struct tplan *t)
     }
     if (t->trust_blocked)
         term_fprintf(out, "  ✗ refusing to render MCP servers: %s\n", o->trust_refusal);
+    strbuf why = SB_INIT;
     for (size_t i = 0; i < t->removed.n; i++) {
         if (o->write && !t->blocked)
-            term_fprintf(out, "  − pruning '%s' (no longer in manifest)\n", t->removed.v[i]);
+            term_fprintf(out, "  − pruning '%s' (%s)\n", t->removed.v[i],
+                         adp_ap_removal_reason(R, t->removed.v[i], &why));
         else
-            term_fprintf(out, "  − would REMOVE '%s' from %s (no longer in manifest)\n",
-                         t->removed.v[i], dp.buf);
+            term_fprintf(out, "  − would REMOVE '%s' from %s (%s)\n", t->removed.v[i], dp.buf,
+                         adp_ap_removal_reason(R, t->removed.v[i], &why));
     }
+    sb_release(&why);
     if (t->changed) {
         strbuf diff = SB_INIT;
         size_t a, r;
@@ -833,6 +836,22 @@ static int add_server_ref(struct run *R, const char *ref, struct as_err *err)
     }
     vec_push(&R->servers, s);
     return 0;
+}
+
+const char *adp_ap_removal_reason(const struct run *R, const char *name, strbuf *out)
+{
+    const struct manifest *m = R->o->m;
+    bool declared = manifest_server(m, name) != NULL;
+    for (size_t i = 0; !declared && i < m->toolsets.n; i++)
+        for (size_t j = 0; j < m->toolsets.v[i].servers.n; j++)
+            if (!strcmp(m->toolsets.v[i].servers.v[j], name))
+                declared = true;
+    sb_setlen(out, 0);
+    if (declared && R->o->toolset)
+        sb_addf(out, "declared, but not in toolset '%s'", R->o->toolset);
+    else
+        sb_adds(out, "no longer in manifest");
+    return out->buf;
 }
 
 static int select_servers(struct run *R, struct as_err *err)
