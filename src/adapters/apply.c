@@ -1125,6 +1125,11 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
     FILE *out = o->out ? o->out : stdout;
     struct adp_apply_opts oo = *o;
     oo.out = out;
+    /* Every write's skill link changes go into its undo record, so that
+     * restore/undo removes the links it made (a caller may want them too). */
+    json_t *own_skills_log = oo.skills_log ? NULL : json_array();
+    if (!oo.skills_log)
+        oo.skills_log = own_skills_log;
     if (oo.diff)
         oo.write = false;
     struct run R = {.o = &oo};
@@ -1373,6 +1378,8 @@ record:
             h->scope = xstrdup(oo.project_scope ? "project" : "global");
             h->operation = xstrdup(oo.operation ? oo.operation : "apply");
             h->summary = xasprintf("wrote %zu target%s", n_written, n_written == 1 ? "" : "s");
+            if (json_array_size(oo.skills_log))
+                h->skills = json_deep_copy(oo.skills_log);
             struct as_err herr = AS_ERR_INIT;
             if (adp_history_record(h, &herr) != 0) {
                 char buf[2048];
@@ -1483,6 +1490,7 @@ record:
     }
 
 cleanup:
+    json_decref(own_skills_log);
     adp_hist_entry_free(h);
     for (size_t i = 0; i < nT; i++)
         tplan_free(&T[i]);
