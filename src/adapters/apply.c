@@ -591,13 +591,16 @@ static void print_target(struct run *R, struct tplan *t)
     }
     if (t->trust_blocked)
         term_fprintf(out, "  ✗ refusing to render MCP servers: %s\n", o->trust_refusal);
+    strbuf why = SB_INIT;
     for (size_t i = 0; i < t->removed.n; i++) {
         if (o->write && !t->blocked)
-            term_fprintf(out, "  − pruning '%s' (no longer in manifest)\n", t->removed.v[i]);
+            term_fprintf(out, "  − pruning '%s' (%s)\n", t->removed.v[i],
+                         adp_ap_removal_reason(R, t->removed.v[i], &why));
         else
-            term_fprintf(out, "  − would REMOVE '%s' from %s (no longer in manifest)\n",
-                         t->removed.v[i], dp.buf);
+            term_fprintf(out, "  − would REMOVE '%s' from %s (%s)\n", t->removed.v[i], dp.buf,
+                         adp_ap_removal_reason(R, t->removed.v[i], &why));
     }
+    sb_release(&why);
     if (t->changed) {
         strbuf diff = SB_INIT;
         size_t a, r;
@@ -836,6 +839,22 @@ static int add_server_ref(struct run *R, const char *ref, struct as_err *err)
     }
     vec_push(&R->servers, s);
     return 0;
+}
+
+const char *adp_ap_removal_reason(const struct run *R, const char *name, strbuf *out)
+{
+    const struct manifest *m = R->o->m;
+    bool declared = manifest_server(m, name) != NULL;
+    for (size_t i = 0; !declared && i < m->toolsets.n; i++)
+        for (size_t j = 0; j < m->toolsets.v[i].servers.n; j++)
+            if (!strcmp(m->toolsets.v[i].servers.v[j], name))
+                declared = true;
+    sb_setlen(out, 0);
+    if (declared && R->o->toolset)
+        sb_addf(out, "declared, but not in toolset '%s'", R->o->toolset);
+    else
+        sb_adds(out, "no longer in manifest");
+    return out->buf;
 }
 
 static int select_servers(struct run *R, struct as_err *err)
@@ -1109,6 +1128,11 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
     FILE *out = o->out ? o->out : stdout;
     struct adp_apply_opts oo = *o;
     oo.out = out;
+    /* Every write's skill link changes go into its undo record, so that
+     * restore/undo removes the links it made (a caller may want them too). */
+    json_t *own_skills_log = oo.skills_log ? NULL : json_array();
+    if (!oo.skills_log)
+        oo.skills_log = own_skills_log;
     if (oo.diff)
         oo.write = false;
     struct run R = {.o = &oo};
@@ -1357,6 +1381,8 @@ record:
             h->scope = xstrdup(oo.project_scope ? "project" : "global");
             h->operation = xstrdup(oo.operation ? oo.operation : "apply");
             h->summary = xasprintf("wrote %zu target%s", n_written, n_written == 1 ? "" : "s");
+            if (json_array_size(oo.skills_log))
+                h->skills = json_deep_copy(oo.skills_log);
             struct as_err herr = AS_ERR_INIT;
             if (adp_history_record(h, &herr) != 0) {
                 char buf[2048];
@@ -1470,6 +1496,7 @@ record:
         adp_ap_report_rows(&R, T, nT, oo.report);
 
 cleanup:
+    json_decref(own_skills_log);
     adp_hist_entry_free(h);
     for (size_t i = 0; i < nT; i++)
         tplan_free(&T[i]);

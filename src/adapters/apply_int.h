@@ -69,6 +69,10 @@ struct run {
     strvec skill_notes;      /* use: why a library skill is not placed */
 };
 
+/* Why an entry we rendered before leaves a file now, into out: "no longer
+ * in manifest", or, for a server the manifest still declares that the
+ * selected toolset leaves out, "declared, but not in toolset 'T'". */
+const char *adp_ap_removal_reason(const struct run *R, const char *name, strbuf *out);
 /* the first plan past the adapters' own targets (lane-only files follow) */
 size_t adp_ap_descs_end(const struct tplan *T, size_t nT);
 /* "instructions + settings" for the lanes a file holds; "" when none */

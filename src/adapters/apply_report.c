@@ -89,8 +89,12 @@ void adp_ap_print_diff(struct run *R, struct tplan *T, size_t nT, const desc_lis
                 term_fprintf(out, "  managed         %s\n", t->names.v[j]);
             for (size_t j = 0; j < t->kept_foreign.n; j++)
                 term_fprintf(out, "  foreign (kept)  %s\n", t->kept_foreign.v[j]);
-            for (size_t j = 0; j < t->removed.n; j++)
-                term_fprintf(out, "  − %s (no longer in manifest)\n", t->removed.v[j]);
+            for (size_t j = 0; j < t->removed.n; j++) {
+                strbuf why = SB_INIT;
+                term_fprintf(out, "  − %s (%s)\n", t->removed.v[j],
+                             adp_ap_removal_reason(R, t->removed.v[j], &why));
+                sb_release(&why);
+            }
             if (t->changed) {
                 strbuf diff = SB_INIT;
                 size_t a, r;

@@ -77,7 +77,9 @@ struct adp_hist_entry {
     strvec targets;
     VEC(struct adp_hist_file) files;
     bool undone;
-    char *file; /* where it is stored */
+    char *file;     /* where it is stored */
+    json_t *skills; /* skill link changes this write made (the apply
+                     * skills_log shape), undone by a revert; NULL = none */
 };
 
 void adp_hist_entry_free(struct adp_hist_entry *e);
@@ -94,6 +96,11 @@ int adp_history_mark_undone(struct adp_hist_entry *e, struct as_err *err);
  * prints one line per file. The caller holds the writer lock. Returns the
  * number of files that failed (0 = all good). */
 size_t adp_history_revert(struct adp_hist_entry *e, bool write, FILE *out, size_t *pending);
+
+/* Puts skill links back as a link log records them, newest change first:
+ * removes a link we made only while it still points where we pointed it,
+ * relinks what we replaced, removes the directories we made once empty. */
+void adp_undo_skill_links(const json_t *log, FILE *out);
 
 /* The rolling backup path of a config file. */
 int adp_backup_path(const char *file, strbuf *out, struct as_err *err);

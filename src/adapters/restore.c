@@ -129,6 +129,48 @@ static int by_depth_desc(const void *a, const void *b)
     return la < lb ? 1 : la > lb ? -1 : 0;
 }
 
+void adp_undo_skill_links(const json_t *log, FILE *out)
+{
+    for (size_t i = json_array_size(log); i-- > 0;) {
+        json_t *x = json_array_get(log, i);
+        json_t *made = json_object_get(x, "mkdir");
+        if (json_is_array(made)) {
+            /* Directories the session created, deepest first, only if empty. */
+            for (size_t k = json_array_size(made); k-- > 0;) {
+                const char *d = json_string_value(json_array_get(made, k));
+                if (d && d[0] == '/')
+                    (void)rmdir(d);
+            }
+            continue;
+        }
+        const char *dir = json_string_value(json_object_get(x, "dir"));
+        const char *name = json_string_value(json_object_get(x, "name"));
+        const char *src = json_string_value(json_object_get(x, "src"));
+        const char *prev = json_string_value(json_object_get(x, "prev"));
+        if (!dir || !name || !src || !prev || strchr(name, '/'))
+            continue;
+        strbuf p = SB_INIT;
+        sb_addf(&p, "%s/%s", dir, name);
+        char cur[4096];
+        ssize_t n = readlink(p.buf, cur, sizeof cur - 1);
+        if (n >= 0)
+            cur[n] = '\0';
+        if (src[0]) {
+            /* We linked it: remove our link (only if it is still ours). */
+            if (n >= 0 && strcmp(cur, src) == 0) {
+                unlink(p.buf);
+                fprintf(out, "  − unlinking skill '%s' in %s\n", name, dir);
+            }
+        }
+        struct stat st;
+        if (prev[0] && lstat(p.buf, &st) != 0) {
+            if (symlink(prev, p.buf) == 0)
+                fprintf(out, "  + relinking skill '%s' in %s → %s\n", name, dir, prev);
+        }
+        sb_release(&p);
+    }
+}
+
 size_t adp_history_revert(struct adp_hist_entry *e, bool write, FILE *out, size_t *pending_out)
 {
     size_t pending = 0, failed = 0;
@@ -182,6 +224,8 @@ size_t adp_history_revert(struct adp_hist_entry *e, bool write, FILE *out, size_
         sb_release_secure(&cur);
         sb_release(&dp);
     }
+    if (write && e->skills)
+        adp_undo_skill_links(e->skills, out);
     if (write) {
         /* Only now, with every file back: a directory two files shared is
          * empty only after both are gone. Deepest first; non-empty stays. */

@@ -82,49 +82,6 @@ static int take_lock(struct as_lock *lk, struct as_err *err)
     return rc;
 }
 
-/* Puts the skill links of a session log back, newest change first. */
-static void undo_links(const json_t *log, FILE *out)
-{
-    for (size_t i = json_array_size(log); i-- > 0;) {
-        json_t *x = json_array_get(log, i);
-        json_t *made = json_object_get(x, "mkdir");
-        if (json_is_array(made)) {
-            /* Directories the session created, deepest first, only if empty. */
-            for (size_t k = json_array_size(made); k-- > 0;) {
-                const char *d = json_string_value(json_array_get(made, k));
-                if (d && d[0] == '/')
-                    (void)rmdir(d);
-            }
-            continue;
-        }
-        const char *dir = json_string_value(json_object_get(x, "dir"));
-        const char *name = json_string_value(json_object_get(x, "name"));
-        const char *src = json_string_value(json_object_get(x, "src"));
-        const char *prev = json_string_value(json_object_get(x, "prev"));
-        if (!dir || !name || !src || !prev || strchr(name, '/'))
-            continue;
-        strbuf p = SB_INIT;
-        sb_addf(&p, "%s/%s", dir, name);
-        char cur[4096];
-        ssize_t n = readlink(p.buf, cur, sizeof cur - 1);
-        if (n >= 0)
-            cur[n] = '\0';
-        if (src[0]) {
-            /* We linked it: remove our link (only if it is still ours). */
-            if (n >= 0 && strcmp(cur, src) == 0) {
-                unlink(p.buf);
-                fprintf(out, "  − unlinking skill '%s' in %s\n", name, dir);
-            }
-        }
-        struct stat st;
-        if (prev[0] && lstat(p.buf, &st) != 0) {
-            if (symlink(prev, p.buf) == 0)
-                fprintf(out, "  + relinking skill '%s' in %s → %s\n", name, dir, prev);
-        }
-        sb_release(&p);
-    }
-}
-
 static struct adp_hist_entry *find_entry(adp_hist_list *hl, const char *id)
 {
     for (size_t i = 0; id && i < hl->n; i++)
@@ -146,7 +103,7 @@ static int end_one(const char *dir, json_t *s, adp_hist_list *hl, json_t *ledger
         failed = adp_history_revert(e, true, out, NULL);
     else if (hid && !e)
         fprintf(out, "  ⚠ its undo record %s is gone — files were left as they are\n", hid);
-    undo_links(json_object_get(s, "skills"), out);
+    adp_undo_skill_links(json_object_get(s, "skills"), out);
     if (failed) {
         as_err_set(err, "session '%s': %zu file%s could not be restored — see ✗ above",
                    toolset ? toolset : "?", failed, failed == 1 ? "" : "s");

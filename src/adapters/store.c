@@ -203,6 +203,7 @@ void adp_hist_entry_free(struct adp_hist_entry *e)
     free(e->summary);
     free(e->operation);
     free(e->file);
+    json_decref(e->skills);
     strvec_clear(&e->targets);
     for (size_t i = 0; i < e->files.n; i++) {
         struct adp_hist_file *f = &e->files.v[i];
@@ -264,10 +265,13 @@ static json_t *entry_json(const struct adp_hist_entry *e)
     json_t *targets = json_array();
     for (size_t i = 0; i < e->targets.n; i++)
         json_array_append_new(targets, json_string(e->targets.v[i]));
-    return json_pack("{s:s,s:I,s:s,s:s,s:o,s:o,s:n,s:s,s:b}", "id", e->id, "time_unix",
-                     (json_int_t)e->time_unix, "scope", e->scope ? e->scope : "", "summary",
-                     e->summary ? e->summary : "", "targets", targets, "files", files, "batch",
-                     "operation", e->operation ? e->operation : "", "undone", e->undone);
+    json_t *j = json_pack("{s:s,s:I,s:s,s:s,s:o,s:o,s:n,s:s,s:b}", "id", e->id, "time_unix",
+                          (json_int_t)e->time_unix, "scope", e->scope ? e->scope : "", "summary",
+                          e->summary ? e->summary : "", "targets", targets, "files", files, "batch",
+                          "operation", e->operation ? e->operation : "", "undone", e->undone);
+    if (j && json_array_size(e->skills))
+        json_object_set(j, "skills", e->skills);
+    return j;
 }
 
 static int write_entry(const struct adp_hist_entry *e, const char *path, struct as_err *err)
@@ -354,6 +358,8 @@ static struct adp_hist_entry *parse_entry(const char *path, const json_t *j)
     e->operation = xstrdup((s = json_string_value(json_object_get(j, "operation"))) ? s : "");
     e->undone = json_is_true(json_object_get(j, "undone"));
     e->file = xstrdup(path);
+    if (json_is_array(json_object_get(j, "skills")))
+        e->skills = json_incref(json_object_get(j, "skills"));
     size_t i;
     json_t *v;
     json_array_foreach(json_object_get(j, "targets"), i, v) if (json_is_string(v))

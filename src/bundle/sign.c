@@ -151,6 +151,27 @@ int sign_key_ensure(const char *keys_dir, uint8_t pub[SIGN_PUB_LEN], int *create
     return rc;
 }
 
+int sign_key_public(const char *keys_dir, uint8_t pub[SIGN_PUB_LEN], struct as_err *err)
+{
+    char *key = xasprintf("%s/ed25519.key", keys_dir);
+    struct stat st;
+    int rc = 0;
+    if (lstat(key, &st) != 0) {
+        if (errno != ENOENT)
+            rc = as_err_errno(err, "%s", key);
+        free(key);
+        return rc;
+    }
+    uint8_t seed[SIGN_SEED_LEN];
+    rc = read_key_file(key, 1, seed, SIGN_SEED_LEN, err) < 0 ||
+                 sign_public_from_seed(seed, pub, err) < 0
+             ? -1
+             : 1;
+    explicit_bzero(seed, sizeof seed);
+    free(key);
+    return rc;
+}
+
 int sign_message(const char *keys_dir, const void *msg, size_t len, uint8_t sig[SIGN_SIG_LEN],
                  uint8_t pub[SIGN_PUB_LEN], int *created, struct as_err *err)
 {

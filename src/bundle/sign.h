@@ -31,6 +31,10 @@
  * when absent (*created = 1). pub receives the public key. */
 int sign_key_ensure(const char *keys_dir, uint8_t pub[SIGN_PUB_LEN], int *created,
                     struct as_err *err);
+/* Reads this machine's public key from keys_dir without creating one:
+ * 1 with pub filled, 0 when no key exists yet, -1 when the key file is
+ * unusable (err says why). */
+int sign_key_public(const char *keys_dir, uint8_t pub[SIGN_PUB_LEN], struct as_err *err);
 /* Signs msg with the key in keys_dir (created when absent). */
 int sign_message(const char *keys_dir, const void *msg, size_t len, uint8_t sig[SIGN_SIG_LEN],
                  uint8_t pub[SIGN_PUB_LEN], int *created, struct as_err *err);

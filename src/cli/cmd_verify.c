@@ -1,13 +1,16 @@
 /*
  * agentstack verify [--pubkey HEX | --publishers FILE] [--signature HEX] —
  * checks agentstack.lock.sig (or --signature) against the raw lock bytes
- * (docs/formats.md). Exit 0 valid, 1 invalid or missing. Valid says only
- * who signed these bytes; it never creates trust.
+ * (docs/formats.md). With no key named it uses $AGENTSTACK_HOME/publishers
+ * when that file exists, else this machine's own signing key (the one
+ * `agentstack sign` uses), and says which key it checked. Exit 0 valid, 1 invalid or missing. Valid
+ * says only who signed these bytes; it never creates trust.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "base/fs.h"
+#include "base/sha256.h"
 #include "bundle/discover.h"
 #include "bundle/home.h"
 #include "bundle/sign.h"
@@ -50,6 +53,32 @@ static int read_publishers(const char *path, strbuf *keys, size_t *n, struct as_
     return 0;
 }
 
+/* This machine's signing key (never created here): its public half goes
+ * into keys, and which names it with its hex, for the verdict line. */
+static int machine_key(strbuf *keys, char *which, size_t cap)
+{
+    struct as_err err = AS_ERR_INIT;
+    strbuf dir = SB_INIT;
+    uint8_t pub[SIGN_PUB_LEN];
+    int got = home_path(HOME_KEYS_DIR, &dir, &err) < 0 ? -1 : sign_key_public(dir.buf, pub, &err);
+    sb_release(&dir);
+    if (got < 0) {
+        cli_error(&err);
+        return -1;
+    }
+    if (got == 0) {
+        cli_errorf("this machine has no signing key yet, so there is nothing to check against");
+        fprintf(stderr, "  sign the lock here with: agentstack sign\n"
+                        "  or name the signer: agentstack verify --pubkey HEX\n");
+        return -1;
+    }
+    char hex[2 * SIGN_PUB_LEN + 1];
+    hex_encode(pub, SIGN_PUB_LEN, hex);
+    snprintf(which, cap, "this machine's key %s", hex);
+    sb_add(keys, pub, SIGN_PUB_LEN);
+    return 0;
+}
+
 struct verify_args {
     const char *pubkey, *publishers, *signature;
 };
@@ -69,11 +98,15 @@ const struct cli_spec cmd_verify_spec = {
     .name = "verify",
     .fn = cmd_verify,
     .summary = "check agentstack.lock.sig against a public key",
-    .synopsis = CLI_LINES("verify (--pubkey HEX | --publishers FILE) [--signature HEX]"),
+    .synopsis = CLI_LINES("verify [--pubkey HEX | --publishers FILE] [--signature HEX]"),
     .description = "Checks the lock's exact bytes against the signature; exit 1 when no key "
-                   "signed them. A good signature does not trust the project.",
+                   "signed them. With no key given, checks against the trusted publishers "
+                   "file in the agentstack home when there is one, else this machine's own "
+                   "signing key (the one 'agentstack sign' uses). A good signature does not "
+                   "trust the project.",
     .options = verify_options,
-    .examples = CLI_LINES("agentstack verify --publishers .github/publishers.txt"),
+    .examples =
+        CLI_LINES("agentstack verify", "agentstack verify --publishers .github/publishers.txt"),
     .see_also = "sign trust",
 };
 
@@ -92,6 +125,7 @@ int cmd_verify(int argc, char **argv, struct cli_ctx *ctx)
     strbuf keys = SB_INIT, lock = SB_INIT, sigtext = SB_INIT, pubs = SB_INIT;
     struct bundle_paths p;
     size_t nkeys = 0;
+    char which[4200] = "this public key";
     int rc = EXIT_FAIL;
     memset(&p, 0, sizeof p);
     if (pubkey) {
@@ -104,15 +138,23 @@ int cmd_verify(int argc, char **argv, struct cli_ctx *ctx)
         nkeys = 1;
     } else {
         if (!publishers) {
-            if (home_path(HOME_PUBLISHERS, &pubs, &err) < 0 || !fs_exists(pubs.buf)) {
-                rc = cli_usage_error("verify", "give --pubkey HEX or --publishers FILE");
+            if (home_path(HOME_PUBLISHERS, &pubs, &err) < 0) {
+                cli_error(&err);
                 goto out;
             }
-            publishers = pubs.buf;
+            if (fs_exists(pubs.buf))
+                publishers = pubs.buf;
         }
-        if (read_publishers(publishers, &keys, &nkeys, &err) < 0) {
-            cli_error(&err);
+        if (publishers) {
+            if (read_publishers(publishers, &keys, &nkeys, &err) < 0) {
+                cli_error(&err);
+                goto out;
+            }
+            snprintf(which, sizeof which, "a key in %s", publishers);
+        } else if (machine_key(&keys, which, sizeof which) < 0) {
             goto out;
+        } else {
+            nkeys = 1;
         }
     }
     if (cli_project(ctx, &p) < 0)
@@ -135,13 +177,13 @@ int cmd_verify(int argc, char **argv, struct cli_ctx *ctx)
     }
     for (size_t i = 0; i < nkeys; i++) {
         if (sign_verify((const uint8_t *)keys.buf + i * SIGN_PUB_LEN, sig, lock.buf, lock.len)) {
-            printf("✓ agentstack.lock signature is valid for this public key.\n");
+            printf("✓ agentstack.lock signature is valid for %s.\n", which);
             rc = EXIT_OK;
             goto out;
         }
     }
-    cli_errorf("signature does NOT match agentstack.lock (checked %zu key%s)", nkeys,
-               nkeys == 1 ? "" : "s");
+    cli_errorf("signature does NOT match agentstack.lock (checked %zu key%s: %s)", nkeys,
+               nkeys == 1 ? "" : "s", which);
 out:
     sb_release(&keys);
     sb_release(&lock);
