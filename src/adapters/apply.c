@@ -1139,11 +1139,13 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
     desc_list descs = VEC_INIT;
     if (select_targets(r, &oo, &descs, err) != 0) {
         vec_free(&descs);
+        json_decref(own_skills_log);
         return 2;
     }
     if (select_servers(&R, err) != 0 || (oo.use && resolve_skills(&R, err) != 0)) {
         vec_free(&descs);
         run_release(&R);
+        json_decref(own_skills_log);
         return 1;
     }
     struct as_lock lk = {-1};
@@ -1156,6 +1158,7 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
             sb_release(&ah);
             vec_free(&descs);
             run_release(&R);
+            json_decref(own_skills_log);
             return 1;
         }
         locked = true;
@@ -1166,6 +1169,7 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
             lock_release(&lk);
         vec_free(&descs);
         run_release(&R);
+        json_decref(own_skills_log);
         return 1;
     }
     char *ledger_before = json_dumps(R.ledger, JSON_SORT_KEYS | JSON_COMPACT);
