@@ -3,6 +3,11 @@
  * sandbox, every egress decision with its rule, tool calls, wall time and
  * exit. An unknown id exits 1.
  *
+ * `report x-<id>` shows one tools_execute execution instead: the call-audit
+ * rows that name it (docs/tools-execute.md, "Evidence") with their count,
+ * outcomes and in-tool time. The execution writes no audit row of its own,
+ * so its overall outcome is not shown; an id no row names exits 1.
+ *
  * `report` is also the front door the other spelling of the command line
  * uses for every "what happened" view: `report run <id>` (this command),
  * `report runs` (= runs) and `report calls` (= audit --calls). Each
@@ -47,9 +52,12 @@ const struct cli_spec cmd_report_spec = {
     .name = "report",
     .fn = cmd_report,
     .summary = "show a run's flight record: posture, egress decisions, exit",
-    .synopsis = CLI_LINES("report <run-id> [--json]", "report run <run-id> [--json]"),
-    .description = "An unknown run id exits 1. `report run <id>` is the same command; "
-                   "`report runs` is `runs` and `report calls` is `audit --calls`.",
+    .synopsis = CLI_LINES("report <run-id> [--json]", "report x-<id> [--json]",
+                          "report run <run-id> [--json]"),
+    .description = "An unknown run id exits 1. `report x-<id>` shows a tools_execute "
+                   "execution: its inner calls (server, tool, outcome, duration) from the call "
+                   "audit; an id no audit row names exits 1. `report run <id>` is the same "
+                   "command; `report runs` is `runs` and `report calls` is `audit --calls`.",
     .options = report_options,
     .subs = (const struct cli_spec *const[]){&report_run_spec, &cmd_report_runs_spec,
                                              &cmd_report_calls_spec, NULL},
@@ -57,6 +65,155 @@ const struct cli_spec cmd_report_spec = {
     .see_also = "runs run kill",
     .aliases = CLI_LINES("report run <run-id>"),
 };
+
+/* ---- report x-<id>: one tools_execute execution ---------------------------------- */
+
+static const char *row_str(const json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
+}
+
+static void add_clean(strbuf *out, const char *s)
+{
+    term_sanitize(out, s, strlen(s));
+}
+
+struct exec_tally {
+    size_t ok, denied, errors;
+    long long ms;
+};
+
+static struct exec_tally tally_calls(const json_t *calls)
+{
+    struct exec_tally t = {0};
+    size_t i;
+    const json_t *e;
+    json_array_foreach(calls, i, e)
+    {
+        const char *oc = row_str(e, "outcome");
+        if (!strcmp(oc, "ok"))
+            t.ok++;
+        else if (!strcmp(oc, "denied"))
+            t.denied++;
+        else
+            t.errors++;
+        json_int_t ms = json_integer_value(json_object_get(e, "ms"));
+        if (ms > 0)
+            t.ms += (long long)ms;
+    }
+    return t;
+}
+
+/* {"execution","run"?,"project"?,"count","outcomes":{ok,denied,error},"ms","calls":[…]}:
+ * each call as {server, tool, outcome, ms, detail?, rule?, layer?, ts}. */
+static json_t *execution_json(const char *id, const json_t *calls)
+{
+    struct exec_tally t = tally_calls(calls);
+    json_t *o = json_object();
+    json_object_set_new(o, "execution", json_string(id));
+    const json_t *first = json_array_get(calls, 0);
+    if (row_str(first, "run")[0])
+        json_object_set_new(o, "run", json_string(row_str(first, "run")));
+    if (row_str(first, "project")[0])
+        json_object_set_new(o, "project", json_string(row_str(first, "project")));
+    json_object_set_new(o, "count", json_integer((json_int_t)json_array_size(calls)));
+    json_object_set_new(o, "outcomes",
+                        json_pack("{s:I,s:I,s:I}", "ok", (json_int_t)t.ok, "denied",
+                                  (json_int_t)t.denied, "error", (json_int_t)t.errors));
+    json_object_set_new(o, "ms", json_integer((json_int_t)t.ms));
+    json_t *arr = json_array();
+    size_t i;
+    const json_t *e;
+    json_array_foreach(calls, i, e)
+    {
+        json_t *c = json_object();
+        json_object_set_new(c, "server", json_string(row_str(e, "server")));
+        json_object_set_new(c, "tool", json_string(row_str(e, "tool")));
+        json_object_set_new(c, "outcome", json_string(row_str(e, "outcome")));
+        json_object_set_new(c, "ms", json_integer(json_integer_value(json_object_get(e, "ms"))));
+        static const char *const extra[] = {"detail", "rule", "layer"};
+        for (size_t k = 0; k < sizeof extra / sizeof *extra; k++)
+            if (row_str(e, extra[k])[0])
+                json_object_set_new(c, extra[k], json_string(row_str(e, extra[k])));
+        json_object_set_new(c, "ts", json_integer(json_integer_value(json_object_get(e, "ts"))));
+        json_array_append_new(arr, c);
+    }
+    json_object_set_new(o, "calls", arr);
+    return o;
+}
+
+static void execution_render(const char *id, const json_t *calls, strbuf *out)
+{
+    struct exec_tally t = tally_calls(calls);
+    size_t n = json_array_size(calls);
+    sb_adds(out, "Execution ");
+    add_clean(out, id);
+    sb_addc(out, '\n');
+    const json_t *first = json_array_get(calls, 0);
+    if (row_str(first, "run")[0]) {
+        sb_addf(out, "  %-9s ", "Run");
+        add_clean(out, row_str(first, "run"));
+        sb_addc(out, '\n');
+    }
+    if (row_str(first, "project")[0]) {
+        sb_addf(out, "  %-9s ", "Project");
+        add_clean(out, row_str(first, "project"));
+        sb_addc(out, '\n');
+    }
+    sb_addf(out, "  %-9s %zu · %zu ok · %zu denied · %zu error%s · %lldms in-tool\n", "Calls", n,
+            t.ok, t.denied, t.errors, t.errors == 1 ? "" : "s", t.ms);
+    sb_adds(out, "  Tool calls\n");
+    size_t i;
+    const json_t *e;
+    json_array_foreach(calls, i, e)
+    {
+        const char *oc = row_str(e, "outcome");
+        sb_addf(out, "    %s ", !strcmp(oc, "ok") ? "✓" : !strcmp(oc, "denied") ? "✗" : "⚠");
+        add_clean(out, row_str(e, "server"));
+        sb_adds(out, "__");
+        add_clean(out, row_str(e, "tool"));
+        sb_addf(out, "  %s  %lldms", !strcmp(oc, "ok") || !strcmp(oc, "denied") ? oc : "error",
+                (long long)json_integer_value(json_object_get(e, "ms")));
+        if (strcmp(oc, "ok") != 0 && row_str(e, "detail")[0]) {
+            sb_adds(out, "  ");
+            add_clean(out, row_str(e, "detail"));
+        }
+        sb_addc(out, '\n');
+    }
+    sb_adds(out, "  (the execution's own outcome is its tools_execute answer; it writes no audit "
+                 "row)\n");
+}
+
+static int show_execution(const char *home, const char *id, bool json)
+{
+    json_t *calls = sbx_run_id_valid(id) ? sbx_calls_tagged(home, "execution", id) : NULL;
+    if (!calls || json_array_size(calls) == 0) {
+        json_decref(calls);
+        strbuf clean = SB_INIT;
+        term_sanitize(&clean, id, strlen(id));
+        fprintf(stderr,
+                "No audit row names execution '%s' (ids are in the call audit's \"execution\" "
+                "field; an execution that made no tool call leaves none).\n",
+                clean.buf);
+        sb_release(&clean);
+        return EXIT_FAIL;
+    }
+    if (json) {
+        json_t *o = execution_json(id, calls);
+        char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        puts(s);
+        free(s);
+        json_decref(o);
+    } else {
+        strbuf out = SB_INIT;
+        execution_render(id, calls, &out);
+        fputs(out.buf, stdout);
+        sb_release(&out);
+    }
+    json_decref(calls);
+    return EXIT_OK;
+}
 
 static int show(const struct cli_spec *spec, int argc, char **argv, struct cli_ctx *ctx)
 {
@@ -76,6 +233,11 @@ static int show(const struct cli_spec *spec, int argc, char **argv, struct cli_c
     if (home_dir(&home, &err) < 0) {
         cli_error(&err);
         return EXIT_FAIL;
+    }
+    if (strncmp(id, "x-", 2) == 0) {
+        int rc = show_execution(home.buf, id, json);
+        sb_release(&home);
+        return rc;
     }
     json_t *events = NULL, *calls = NULL;
     char *posture = NULL;

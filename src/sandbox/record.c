@@ -172,8 +172,9 @@ void sbx_rec_close(struct sbx_rec *r)
 
 /* ---- readers -------------------------------------------------------------------- */
 
-/* Reads JSON objects, one per line, skipping bad lines. */
-static json_t *read_jsonl(const char *path, const char *run_filter)
+/* Reads JSON objects, one per line, skipping bad lines; with a key, only
+ * the objects whose string member key equals value. */
+static json_t *read_jsonl(const char *path, const char *key, const char *value)
 {
     json_t *arr = json_array();
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -200,9 +201,9 @@ static json_t *read_jsonl(const char *path, const char *run_filter)
             json_decref(o);
             continue;
         }
-        if (run_filter) {
-            const char *run = json_string_value(json_object_get(o, "run"));
-            if (!run || strcmp(run, run_filter) != 0) {
+        if (key) {
+            const char *got = json_string_value(json_object_get(o, key));
+            if (!got || strcmp(got, value) != 0) {
                 json_decref(o);
                 continue;
             }
@@ -229,7 +230,7 @@ int sbx_report_load(const char *home, const char *run_id, json_t **events, char 
         return 1;
     }
     char *ev = xasprintf("%s/events.jsonl", dir);
-    *events = read_jsonl(ev, NULL);
+    *events = read_jsonl(ev, NULL, NULL);
     free(ev);
     char *pf = xasprintf("%s/posture", dir);
     int fd = open(pf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -246,19 +247,24 @@ int sbx_report_load(const char *home, const char *run_id, json_t **events, char 
         }
     }
     free(dir);
+    *calls = sbx_calls_tagged(home, "run", run_id);
+    (void)err;
+    return 0;
+}
+
+json_t *sbx_calls_tagged(const char *home, const char *key, const char *value)
+{
     json_t *c = json_array();
     char *c1 = xasprintf("%s/audit/calls.jsonl.1", home);
     char *c0 = xasprintf("%s/audit/calls.jsonl", home);
-    json_t *a1 = read_jsonl(c1, run_id), *a0 = read_jsonl(c0, run_id);
+    json_t *a1 = read_jsonl(c1, key, value), *a0 = read_jsonl(c0, key, value);
     json_array_extend(c, a1);
     json_array_extend(c, a0);
     json_decref(a1);
     json_decref(a0);
     free(c1);
     free(c0);
-    *calls = c;
-    (void)err;
-    return 0;
+    return c;
 }
 
 static const char *jstr(const json_t *o, const char *k)

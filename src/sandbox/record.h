@@ -52,6 +52,10 @@ void sbx_rec_close(struct sbx_rec *r);
  * run, -1 + err. */
 int sbx_report_load(const char *home, const char *run_id, json_t **events, char **posture,
                     json_t **calls, struct as_err *err);
+/* The calls.jsonl rows (calls.jsonl.1, then calls.jsonl) whose string
+ * member key equals value: "run" for a run, "execution" for a
+ * tools_execute execution (docs/tools-execute.md). Never NULL. */
+json_t *sbx_calls_tagged(const char *home, const char *key, const char *value);
 /* The human report (docs/sandbox.md, "The flight recorder"); host runs add the
  * "Locked run <cli> · HOST / PROTECTED" block (gates, grant, outcome) or
  * "Host run <cli> · HOST". */
