@@ -15,30 +15,10 @@ from aslib import Sandbox, SRC, check, done  # noqa: E402
 sys.path.insert(0, os.path.join(SRC, "tests", "fixtures", "adapters"))
 import apply_helpers as H  # noqa: E402
 
-MANIFEST = """version = 1
-default_toolset = "main"
-
-[servers.a]
-type = "stdio"
-command = "a-mcp"
-
-[skills.notes]
-path = "skills/notes"
-
-[instructions.style]
-path = "instr/style.md"
-
-[toolsets.main]
-servers = ["a"]
-skills = ["notes"]
-"""
-
-MACHINE = """version = 1
-
-[servers.g]
-type = "stdio"
-command = "g-mcp"
-"""
+# One server, skill and instruction rendered by the project, one server by the
+# machine manifest (apply_helpers.py).
+MANIFEST = H.ONE_OF_EACH_MANIFEST
+MACHINE = H.ONE_SERVER_MACHINE
 
 
 def snapshot(*roots):
