@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hex.h"
 #include "base/utf8.h"
 #include "adapters/merge.h"
 #include "base/json.h"
@@ -93,17 +94,6 @@ static int skip_ws(struct scan *sc)
     return 0;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 static void put_utf8(strbuf *o, uint32_t cp)
 {
     char b[4];
@@ -147,7 +137,8 @@ static int scan_string(struct scan *sc, strbuf *dec)
             return fail(sc, sc->i, "invalid escape in a string");
         uint32_t cp = 0;
         for (int k = 0; k < 4; k++) {
-            int h = sc->i + 2 + (size_t)k < sc->n ? hexval(sc->s[sc->i + 2 + (size_t)k]) : -1;
+            int h =
+                sc->i + 2 + (size_t)k < sc->n ? hex_digit_value(sc->s[sc->i + 2 + (size_t)k]) : -1;
             if (h < 0)
                 return fail(sc, sc->i, "invalid \\u escape");
             cp = cp * 16 + (uint32_t)h;
@@ -159,7 +150,7 @@ static int scan_string(struct scan *sc, strbuf *dec)
                 uint32_t lo = 0;
                 int ok = 1;
                 for (int k = 0; k < 4; k++) {
-                    int h = hexval(sc->s[sc->i + 2 + (size_t)k]);
+                    int h = hex_digit_value(sc->s[sc->i + 2 + (size_t)k]);
                     if (h < 0)
                         ok = 0;
                     lo = lo * 16 + (uint32_t)(h < 0 ? 0 : h);

@@ -18,6 +18,7 @@
  * use where it is the only interface (Ed25519 in bundle/sign.c). libcrypto
  * itself is loaded on the first digest (crypto_dl.h). */
 #include "base/crypto_dl.h"
+#include "base/hex.h"
 #include "base/xalloc.h"
 
 /* A failing digest primitive means a broken libcrypto, not bad input: there is
@@ -95,24 +96,13 @@ void hex_encode(const uint8_t *bytes, size_t n, char *out)
     out[2 * n] = '\0';
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 int hex_decode(const char *hex, uint8_t *out, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        int hi = hexval(hex[2 * i]);
+        int hi = hex_digit_value(hex[2 * i]);
         if (hi < 0)
             return -1;
-        int lo = hexval(hex[2 * i + 1]);
+        int lo = hex_digit_value(hex[2 * i + 1]);
         if (lo < 0)
             return -1;
         out[i] = (uint8_t)(hi << 4 | lo);
@@ -184,7 +174,7 @@ int sha256_normalize_hex(const char *in, char out[SHA256_HEX_LEN + 1])
     if (strlen(in) != SHA256_HEX_LEN)
         return -1;
     for (size_t i = 0; i < SHA256_HEX_LEN; i++) {
-        int v = hexval(in[i]);
+        int v = hex_digit_value(in[i]);
         if (v < 0)
             return -1;
         out[i] = "0123456789abcdef"[v];

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/hex.h"
 #include "base/utf8.h"
 #include "base/toml.h"
 #include "base/toml_internal.h"
@@ -251,17 +252,6 @@ static void put_utf8(strbuf *sb, uint32_t cp)
     sb_add(sb, b, utf8_encode(cp, b));
 }
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 static int escape(struct parser *p, strbuf *out, bool ml)
 {
     size_t at = p->i;
@@ -301,7 +291,7 @@ static int escape(struct parser *p, strbuf *out, bool ml)
         size_t digs = e == 'u' ? 4 : 8;
         uint32_t cp = 0;
         for (size_t k = 0; k < digs; k++) {
-            int h = hexval(peek(p, 2 + k));
+            int h = hex_digit_value(peek(p, 2 + k));
             if (h < 0)
                 return perr(p, at, "\\%c escape needs %zu hex digits", e, digs);
             cp = (cp << 4) | (uint32_t)h;
@@ -508,9 +498,10 @@ static long read_digits(const char *t, size_t m, size_t *k, int base, strbuf *cl
     bool prev_digit = false;
     while (*k < m) {
         char c = t[*k];
-        int v = hexval(c);
+        int v = hex_digit_value(c);
         if (c == '_') {
-            if (!prev_digit || *k + 1 >= m || hexval(t[*k + 1]) < 0 || hexval(t[*k + 1]) >= base)
+            if (!prev_digit || *k + 1 >= m || hex_digit_value(t[*k + 1]) < 0 ||
+                hex_digit_value(t[*k + 1]) >= base)
                 return -1;
             prev_digit = false;
         } else if (v >= 0 && v < base) {
@@ -560,7 +551,7 @@ static toml_value *parse_number(struct parser *p, size_t at, const char *t, size
         }
         uint64_t u = 0;
         for (size_t j = 0; j < clean->len; j++) {
-            uint64_t d = (uint64_t)hexval(clean->buf[j]);
+            uint64_t d = (uint64_t)hex_digit_value(clean->buf[j]);
             if (u > (UINT64_MAX - d) / (uint64_t)base || u * (uint64_t)base + d > INT64_MAX) {
                 perr(p, at, "integer '%.*s%s' does not fit in 64 bits", SHOW(t, m));
                 return NULL;

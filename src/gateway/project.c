@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/fs.h"
+#include "base/hex.h"
 #include "base/sha256.h"
 #include "base/xalloc.h"
 #include "bundle/home.h"
@@ -30,17 +31,6 @@
 
 /* ---- discovery ------------------------------------------------------------------ */
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* file://[host]/path → /path, %XX decoded; NULL for anything else. */
 static char *file_uri_path(const char *uri)
 {
@@ -52,8 +42,8 @@ static char *file_uri_path(const char *uri)
         return NULL;
     strbuf out = SB_INIT;
     for (; *p && *p != '?' && *p != '#'; p++) {
-        if (*p == '%' && hexval(p[1]) >= 0 && hexval(p[2]) >= 0) {
-            char c = (char)(hexval(p[1]) * 16 + hexval(p[2]));
+        if (*p == '%' && hex_digit_value(p[1]) >= 0 && hex_digit_value(p[2]) >= 0) {
+            char c = (char)(hex_digit_value(p[1]) * 16 + hex_digit_value(p[2]));
             if (c == '\0') {
                 sb_release(&out);
                 return NULL;

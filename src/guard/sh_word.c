@@ -6,18 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hex.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
 #include "guard/sh_word.h"
 
 /* ---- $'…' ---------------------------------------------------------------- */
-
-static int hexval(char c)
-{
-    return isdigit((unsigned char)c)    ? c - '0'
-           : isxdigit((unsigned char)c) ? (tolower((unsigned char)c) - 'a' + 10)
-                                        : -1;
-}
 
 static void utf8_put(strbuf *out, uint32_t cp)
 {
@@ -84,8 +78,8 @@ void sh_ansic(const char *s, size_t n, strbuf *out)
             break;
         case 'x': {
             int acc = 0, k = 0;
-            while (k < 2 && i + 1 < n && hexval(s[i + 1]) >= 0)
-                acc = acc * 16 + hexval(s[++i]), k++;
+            while (k < 2 && i + 1 < n && hex_digit_value(s[i + 1]) >= 0)
+                acc = acc * 16 + hex_digit_value(s[++i]), k++;
             if (!k) {
                 sb_adds(out, "\\x");
                 continue;
@@ -97,8 +91,8 @@ void sh_ansic(const char *s, size_t n, strbuf *out)
         case 'U': {
             uint32_t acc = 0;
             int k = 0, max = d == 'u' ? 4 : 8;
-            while (k < max && i + 1 < n && hexval(s[i + 1]) >= 0)
-                acc = acc * 16 + (uint32_t)hexval(s[++i]), k++;
+            while (k < max && i + 1 < n && hex_digit_value(s[i + 1]) >= 0)
+                acc = acc * 16 + (uint32_t)hex_digit_value(s[++i]), k++;
             if (!k) {
                 sb_addc(out, '\\');
                 sb_addc(out, d);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "base/fs.h"
+#include "base/hex.h"
 #include "base/sha256.h"
 #include "base/xalloc.h"
 #include "bundle/discover.h"
@@ -53,14 +54,6 @@ void lib_server_stem(const char *name, strbuf *out)
     }
 }
 
-static int hexval(int c)
-{
-    return isdigit(c)               ? c - '0'
-           : (c >= 'A' && c <= 'F') ? c - 'A' + 10
-           : (c >= 'a' && c <= 'f') ? c - 'a' + 10
-                                    : -1;
-}
-
 char *lib_server_unstem(const char *stem)
 {
     strbuf out = SB_INIT;
@@ -69,8 +62,8 @@ char *lib_server_unstem(const char *stem)
             sb_addc(&out, *p);
             continue;
         }
-        int a = p[1] ? hexval((unsigned char)p[1]) : -1;
-        int b = a >= 0 && p[2] ? hexval((unsigned char)p[2]) : -1;
+        int a = p[1] ? hex_digit_value((unsigned char)p[1]) : -1;
+        int b = a >= 0 && p[2] ? hex_digit_value((unsigned char)p[2]) : -1;
         if (a < 0 || b < 0 || (a == 0 && b == 0)) {
             sb_release(&out);
             return NULL;

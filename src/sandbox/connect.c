@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hex.h"
 #include "base/sha256.h"
 #include "base/xalloc.h"
 
@@ -587,14 +588,6 @@ void sbx_body_init(struct sbx_body *b, const struct sbx_request *req)
         b->st = CH_DONE;
 }
 
-static int hexval(unsigned char c)
-{
-    return (c >= '0' && c <= '9')   ? c - '0'
-           : (c >= 'a' && c <= 'f') ? c - 'a' + 10
-           : (c >= 'A' && c <= 'F') ? c - 'A' + 10
-                                    : -1;
-}
-
 static int ctl(unsigned char c)
 {
     return (c < 0x20 && c != '\t') || c == 0x7f;
@@ -623,7 +616,7 @@ int sbx_body_feed(struct sbx_body *b, const char *buf, size_t len, size_t *take)
         unsigned char c = (unsigned char)buf[i];
         switch (b->st) {
         case CH_SIZE: {
-            int d = hexval(c);
+            int d = hex_digit_value(c);
             if (d >= 0) {
                 if (++b->digits > 15)
                     goto bad;
