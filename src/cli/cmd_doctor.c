@@ -34,6 +34,7 @@
 #include "base/json.h"
 #include "base/strbuf.h"
 #include "base/term.h"
+#include "base/url.h"
 #include "base/xalloc.h"
 #include "bundle/digest.h"
 #include "bundle/discover.h"
@@ -240,25 +241,12 @@ static void check_secrets(struct doc *d, const struct manifest *m, const struct 
     onb_locator_free(&l);
 }
 
-/* Host of an http(s) URL, or NULL. */
+/* Host of an http(s) URL (base/url.h), or NULL. */
 static char *url_host(const char *url)
 {
-    const char *p = strstr(url, "://");
-    if (!p)
-        return NULL;
-    p += 3;
-    size_t n = strcspn(p, "/?#");
-    const char *at = memchr(p, '@', n);
-    if (at) {
-        n -= (size_t)(at + 1 - p);
-        p = at + 1;
-    }
-    if (*p == '[') {
-        const char *e = memchr(p, ']', n);
-        return e ? xstrndup(p + 1, (size_t)(e - p - 1)) : NULL;
-    }
-    const char *colon = memchr(p, ':', n);
-    return xstrndup(p, colon ? (size_t)(colon - p) : n);
+    struct url_authority a;
+    const char *why;
+    return url_authority(url, &a, &why) == 0 ? xstrdup(a.host) : NULL;
 }
 
 /* ---- [policy] require / forbid / allowed_sources ------------------------- */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/url.h"
 #include "base/xalloc.h"
 #include "bundle/lockfile.h"
 #include "bundle/ref.h"
@@ -410,29 +411,14 @@ static json_t *rows_json(const struct ext_policy *p, const char *server)
     return a;
 }
 
-/* The host of an http URL (for the egress decision), or "" when none. */
+/* The host of an http URL (for the egress decision), or "" when it cannot
+ * be read one way only (base/url.h). */
 static void url_host(const char *url, strbuf *out)
 {
-    const char *p = url ? strstr(url, "://") : NULL;
-    if (!p)
-        return;
-    p += 3;
-    size_t n = strcspn(p, "/?#");
-    const char *at = memchr(p, '@', n);
-    if (at) {
-        n -= (size_t)(at + 1 - p);
-        p = at + 1;
-    }
-    if (*p == '[') {
-        const char *rb = memchr(p, ']', n);
-        if (rb)
-            n = (size_t)(rb - p + 1);
-    } else {
-        const char *colon = memchr(p, ':', n);
-        if (colon)
-            n = (size_t)(colon - p);
-    }
-    sb_add(out, p, n);
+    struct url_authority a;
+    const char *why;
+    if (url_authority(url, &a, &why) == 0)
+        sb_adds(out, a.host);
 }
 
 /* ---- pins ------------------------------------------------------------------------ */

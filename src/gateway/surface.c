@@ -17,6 +17,7 @@
 #include "base/fs.h"
 #include "base/sha256.h"
 #include "base/toml.h"
+#include "base/url.h"
 #include "base/xalloc.h"
 #include "bundle/codepin.h"
 #include "bundle/digest.h"
@@ -365,46 +366,6 @@ static int check_pins(struct gw *gw, const struct trust_pins *pins, const struct
     return rc;
 }
 
-/* Host and port of an http(s) URL (userinfo dropped). 0 when unparsable. */
-static int url_host(const char *url, char *host, size_t hsize, unsigned *port)
-{
-    const char *p = strstr(url, "://");
-    if (!p)
-        return 0;
-    bool https = (size_t)(p - url) == 5 && strncasecmp(url, "https", 5) == 0;
-    const char *a = p + 3;
-    size_t n = strcspn(a, "/?#");
-    const char *at = memchr(a, '@', n);
-    if (at) {
-        n -= (size_t)(at + 1 - a);
-        a = at + 1;
-    }
-    const char *hs = a, *he;
-    if (*a == '[') {
-        const char *rb = memchr(a, ']', n);
-        if (!rb)
-            return 0;
-        hs = a + 1;
-        he = rb;
-        a = rb + 1;
-        n -= (size_t)(a - (hs - 1));
-    } else {
-        const char *colon = memchr(a, ':', n);
-        he = colon ? colon : a + n;
-        n -= (size_t)(he - a);
-        a = he;
-    }
-    *port = https ? 443 : 80;
-    if (n && *a == ':')
-        *port = (unsigned)strtoul(a + 1, NULL, 10);
-    size_t hl = (size_t)(he - hs);
-    if (hl == 0 || hl >= hsize)
-        return 0;
-    memcpy(host, hs, hl);
-    host[hl] = '\0';
-    return 1;
-}
-
 static void resolve_refs(struct gw *gw, struct sec_chain *chain, const struct pol_ruleset *rs,
                          const struct mf_server *def, struct resolver *res, struct gw_up *up)
 {
@@ -470,12 +431,28 @@ static struct gw_up *up_build(struct gw *gw, struct gw_surface *sf, struct sec_c
     const char *root = sf->m->project_root;
     if (up->http) {
         up->url = expand(&res, def->url ? def->url : "");
-        char host[POL_HOST_MAX + 1], norm[POL_HOST_MAX + 1];
+        char norm[POL_HOST_MAX + 1];
         unsigned port = 0;
         const char *why = NULL;
         struct pol_decision d;
-        bool known = ref_url_host_known(up->url) && url_host(up->url, host, sizeof host, &port) &&
-                     pol_host_normalize(host, strlen(host), norm, &why) == 0;
+        /* A URL whose host two readers could read differently is never
+         * judged as either: it is not served (base/url.h). */
+        struct url_authority ua;
+        const char *url_why = NULL;
+        if (url_authority(up->url, &ua, &url_why) < 0) {
+            strbuf detail = SB_INIT;
+            sb_addf(&detail, "skipped: its URL is refused: %s", url_why);
+            gw_note("server '%s' %s", def->name, detail.buf);
+            add_skip(sf, def->name, "url", detail.buf);
+            gw_audit(gw, def->name, "egress", "", "denied", detail.buf, NULL, NULL, 0);
+            sb_release(&detail);
+            resolver_free(&res);
+            up_free(up);
+            return NULL;
+        }
+        port = ua.port;
+        bool known = ref_url_host_known(up->url) &&
+                     pol_host_normalize(ua.host, strlen(ua.host), norm, &why) == 0;
         int ok = known ? pol_egress(sf->rs, def->name, norm, port, &d)
                        : pol_egress(sf->rs, def->name, "unknown.invalid", 0, &d);
         /* An address for a host is judged as an address too: 0.0.0.0 and

@@ -25,6 +25,7 @@ static const struct dl_sym syms[] = {
     SYM(easy_strerror), SYM(slist_append), SYM(slist_free_all),
     SYM(multi_init), SYM(multi_cleanup), SYM(multi_setopt), SYM(multi_add_handle),
     SYM(multi_remove_handle), SYM(multi_socket_action), SYM(multi_info_read),
+    SYM(url), SYM(url_set), SYM(url_get), SYM(url_cleanup), SYM(free),
 };
 #undef SYM
 /* clang-format on */

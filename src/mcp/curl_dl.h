@@ -37,6 +37,12 @@ struct mcp_curl {
     __typeof__(curl_multi_remove_handle) *multi_remove_handle;
     __typeof__(curl_multi_socket_action) *multi_socket_action;
     __typeof__(curl_multi_info_read) *multi_info_read;
+    /* The URL API: h_open checks that libcurl reads a URL's host as we do. */
+    __typeof__(curl_url) *url;
+    __typeof__(curl_url_set) *url_set;
+    __typeof__(curl_url_get) *url_get;
+    __typeof__(curl_url_cleanup) *url_cleanup;
+    __typeof__(curl_free) *free;
 };
 
 /* The loaded entry points, or NULL + err ("libcurl is not installed: apt-get

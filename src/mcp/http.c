@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/url.h"
 #include "base/vec.h"
 #include "base/xalloc.h"
 #include "mcp/client_int.h"
@@ -447,33 +448,18 @@ static const char *env2(const char *lower, const char *upper)
     return v && *v ? v : NULL;
 }
 
-/* host of url (lowercased, brackets kept off), for NO_PROXY; "" when none. */
+/* host of url (lowercased, brackets kept off, a final dot dropped), for
+ * NO_PROXY; "" when it cannot be read one way only (base/url.h). */
 static void url_hostname(const char *url, char *out, size_t n)
 {
     out[0] = '\0';
-    const char *p = strstr(url, "://");
-    if (!p)
-        return;
-    p += 3;
-    size_t a = strcspn(p, "/?#");
-    const char *at = memchr(p, '@', a);
-    if (at) {
-        a -= (size_t)(at + 1 - p);
-        p = at + 1;
-    }
+    struct url_authority a;
+    const char *why;
     size_t h;
-    if (*p == '[') {
-        const char *rb = memchr(p, ']', a);
-        p++;
-        h = rb ? (size_t)(rb - p) : 0;
-    } else {
-        const char *colon = memchr(p, ':', a);
-        h = colon ? (size_t)(colon - p) : a;
-    }
-    if (h >= n)
+    if (url_authority(url, &a, &why) < 0 || (h = strlen(a.host)) >= n)
         return;
     for (size_t i = 0; i < h; i++)
-        out[i] = (char)((p[i] >= 'A' && p[i] <= 'Z') ? p[i] + 32 : p[i]);
+        out[i] = (char)((a.host[i] >= 'A' && a.host[i] <= 'Z') ? a.host[i] + 32 : a.host[i]);
     out[h] = '\0';
     if (h && out[h - 1] == '.')
         out[h - 1] = '\0';
@@ -662,6 +648,49 @@ static void abort_all(struct http_tr *tr)
 
 /* Loads libcurl on the first start. A failed load is retried at the next
  * start, so installing libcurl needs no restart of the gateway. */
+/* The host and port libcurl is about to dial are the ones every decision on
+ * this URL read (base/url.h: the egress check, the trust card, NO_PROXY).
+ * A URL the two read differently is never contacted. The URL is not
+ * quoted in the error: it may carry a token. */
+static int url_agrees_with_curl(const struct mcp_curl *cu, const char *url, struct as_err *err)
+{
+    struct url_authority a;
+    const char *why;
+    if (url_authority(url, &a, &why) < 0)
+        return as_err_set(err, "the server's URL is refused: %s", why);
+    CURLU *u = cu->url();
+    if (!u)
+        return as_err_set(err, "libcurl could not read the server's URL");
+    char *host = NULL, *port = NULL;
+    bool read = cu->url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+                cu->url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+                cu->url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK;
+    bool same = false;
+    if (read) {
+        const char *h = host;
+        size_t hn = strlen(h);
+        if (hn >= 2 && h[0] == '[' && h[hn - 1] == ']') {
+            h++;
+            hn -= 2;
+        }
+        char *end = NULL;
+        unsigned long p = strtoul(port, &end, 10);
+        same =
+            hn == strlen(a.host) && strncasecmp(h, a.host, hn) == 0 && end && !*end && p == a.port;
+    }
+    if (host)
+        cu->free(host);
+    if (port)
+        cu->free(port);
+    cu->url_cleanup(u);
+    if (!read)
+        return as_err_set(err, "libcurl refuses the server's URL");
+    if (!same)
+        return as_err_set(err, "the server's URL names a host or port that libcurl reads "
+                               "differently from the egress check; it is not contacted");
+    return 0;
+}
+
 static int h_open(struct mcp_client *c, struct as_err *err)
 {
     struct http_tr *tr = c->tr;
@@ -671,6 +700,8 @@ static int h_open(struct mcp_client *c, struct as_err *err)
         return 0;
     const struct mcp_curl *cu = mcp_curl_load(err);
     if (!cu)
+        return -1;
+    if (url_agrees_with_curl(cu, tr->url, err) < 0)
         return -1;
     CURLM *m = cu->multi_init();
     if (!m)

@@ -12,10 +12,12 @@
 
 #include "base/rand.h"
 #include "base/strbuf.h"
+#include "base/url.h"
 #include "base/xalloc.h"
 #include "bundle/discover.h"
 #include "bundle/home.h"
 #include "bundle/manifest.h"
+#include "bundle/ref.h"
 #include "policy/policy.h"
 #include "sandbox/record.h"
 #include "trust/trust.h"
@@ -60,35 +62,11 @@ void sbx_argv_display(const char *const *argv, strbuf *out)
 
 int sbx_i_url_host(const char *url, char out[POL_HOST_MAX + 1])
 {
-    const char *p;
-    if (strncasecmp(url, "https://", 8) == 0)
-        p = url + 8;
-    else if (strncasecmp(url, "http://", 7) == 0)
-        p = url + 7;
-    else
-        return -1;
-    size_t n = strcspn(p, "/?#");
-    char auth[512];
-    if (n == 0 || n >= sizeof auth)
-        return -1;
-    memcpy(auth, p, n);
-    auth[n] = '\0';
-    if (strstr(auth, "${") || strchr(auth, '%'))
-        return -1;
-    char *host = strrchr(auth, '@');
-    host = host ? host + 1 : auth;
-    size_t hl;
-    if (host[0] == '[') {
-        char *close = strchr(host, ']');
-        if (!close)
-            return -1;
-        hl = (size_t)(close - host) + 1;
-    } else {
-        char *colon = strrchr(host, ':');
-        hl = colon ? (size_t)(colon - host) : strlen(host);
-    }
+    struct url_authority a;
     const char *why;
-    return pol_host_normalize(host, hl, out, &why);
+    if (!ref_url_host_known(url) || url_authority(url, &a, &why) < 0)
+        return -1;
+    return pol_host_normalize(a.host, strlen(a.host), out, &why);
 }
 
 /* ---- build ---------------------------------------------------------------------------- */

@@ -5,6 +5,7 @@
 
 #include "base/json.h"
 #include "base/term.h"
+#include "base/url.h"
 #include "base/xalloc.h"
 #include "bundle/ref.h"
 #include "trust/trust.h"
@@ -27,20 +28,17 @@ static void name_list(strbuf *out, const strvec *names)
         sb_addf(out, ", and %zu more", names->n - shown);
 }
 
-/* host[:port] of a URL, or the URL itself when its authority holds a ${REF}. */
+/* host[:port] of a URL, or the URL itself when its authority holds a ${REF}
+ * or cannot be read one way only (base/url.h): the reviewer then sees all
+ * of it. */
 static char *url_host(const char *url)
 {
-    if (!ref_url_host_known(url))
+    struct url_authority a;
+    const char *why;
+    if (!ref_url_host_known(url) || url_authority(url, &a, &why) < 0)
         return xstrdup(url);
-    const char *p = strstr(url, "://");
-    p = p ? p + 3 : url;
-    size_t n = strcspn(p, "/?#");
-    const char *at = memchr(p, '@', n);
-    if (at) {
-        n -= (size_t)(at + 1 - p);
-        p = at + 1;
-    }
-    return xstrndup(p, n);
+    size_t from = a.host_off - (a.bracketed ? 1 : 0);
+    return xstrndup(url + from, a.authority_end - from);
 }
 
 static void push_unique(strvec *v, const char *s)

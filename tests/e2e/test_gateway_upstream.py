@@ -355,6 +355,40 @@ def by_address(port):
                       "names it" in t and "Echo" not in t,
                       f"http: {url} with no rule naming its address is refused", t)
                 g.close()
+    # A URL that URL readers take to different hosts (userinfo ending at the
+    # first '@' or the last, a backslash read as a slash, a %-encoded host):
+    # the egress rule allows only allowed.example, and the bytes reach for
+    # 127.0.0.1. Never contacted (a listener there accepts nothing), with
+    # the reason; the header's secret unsent.
+    import socket
+    lst = socket.socket()
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(8)
+    lst.setblocking(False)
+    lport = lst.getsockname()[1]
+    for url in (f"http://x@allowed.example@127.0.0.1:{lport}/mcp",
+                f"http://allowed.example\\\\@127.0.0.1:{lport}/mcp",
+                f"http://allowed.example%40@127.0.0.1:{lport}/mcp"):
+        for allow in ('"allowed.example"', '"*"'):
+            with Sandbox() as sb:
+                project(sb, server(url, allow))
+                with Gateway(sb, "--auto-project", env=sb.env(WEB_TOKEN="tok-551")) as g:
+                    g.initialize()
+                    c = g.call("web__echo", {"message": "x"})
+                    t = text(c)
+                    check(is_error(c) and "not served" in t and "Echo" not in t and
+                          "its URL is refused" in t,
+                          f"http: {url} (egress {allow}) is never contacted", t)
+                    g.close()
+                    check("tok-551" not in "\n".join(g.raw) + g.stderr(),
+                          f"http: {url}: the refusal never shows the secret")
+                try:
+                    lst.accept()[0].close()
+                    contacted = True
+                except BlockingIOError:
+                    contacted = False
+                check(not contacted, f"http: {url} (egress {allow}): no connection was made")
+    lst.close()
     # The rule that names it lets it through.
     with Sandbox() as sb:
         project(sb, server(f"http://localhost:{port}/mcp", '"localhost"'))

@@ -1,6 +1,7 @@
 /* The Streamable HTTP upstream client against tests/fixtures/mcp/http_server.py. */
 #include "testutil.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
@@ -15,6 +16,7 @@ struct done {
     json_t *error;
     long http;
     int order;
+    char msg[512];
 };
 
 static int g_rank;
@@ -26,6 +28,7 @@ static void on_done(void *ctx, const struct mcp_reply *r)
     d->st = r->status;
     d->http = r->http_status;
     d->order = ++g_rank;
+    snprintf(d->msg, sizeof d->msg, "%s", r->message ? r->message : "");
     if (d->result)
         json_decref(d->result);
     d->result = r->result ? json_deep_copy(r->result) : NULL;
@@ -440,6 +443,39 @@ static void test_restarted_server_reached_again(void **state)
     shutdown_wait(e);
 }
 
+/* A URL whose host two readers could take differently (the userinfo ends
+ * at the first '@' or the last; a backslash; a %-encoded '@') is refused by
+ * the transport itself, before libcurl dials: a listener at the host the
+ * bytes reach for accepts nothing. */
+static void test_ambiguous_url_never_dialled(void **state)
+{
+    struct env *e = *state;
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001)};
+    socklen_t sl = sizeof sa;
+    assert_int_equal(bind(s, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(s, 8), 0);
+    getsockname(s, (struct sockaddr *)&sa, &sl);
+    const char *forms[] = {
+        "http://tok@allowed.example@127.0.0.1:", "http://allowed.example\\@127.0.0.1:",
+        "http://allowed.example%40@127.0.0.1:"};
+    const char *why[] = {"two '@'", "backslash", "'%'"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(e->url, sizeof e->url, "%s%d/mcp", forms[i], ntohs(sa.sin_port));
+        make(e, NULL, NULL);
+        struct done d = {0};
+        assert_int_equal(start(e, &d), MCP_E_HTTP);
+        if (!strstr(d.msg, why[i]) || strstr(d.msg, "tok@"))
+            fail_msg("%s: %s", e->url, d.msg);
+        done_clear(&d);
+        mcp_client_free(e->c);
+        e->c = NULL;
+        assert_int_equal(accept(s, NULL, NULL), -1); /* nobody dialled */
+        assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
+    }
+    close(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -451,6 +487,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_too_large_and_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_forgotten_session_starts_anew, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restarted_server_reached_again, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ambiguous_url_never_dialled, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
