@@ -527,13 +527,13 @@ static json_t *outcome(struct gw_exec *x, int code, int sig, long long ms, struc
                             "the program's output passed maxOutputBytes (%lld) and it was killed",
                             x->rq.limits.max_output_bytes);
     }
-    if (sig == SIGXFSZ || sig == SIGXCPU || oom || (pcode && strcmp(pcode, "call-limit") == 0)) {
-        end->limit = sig == SIGXFSZ   ? "fileSize"
-                     : sig == SIGXCPU ? "cpuTime"
-                     : oom            ? "memory"
-                                      : "maxCalls";
+    /* Past RLIMIT_FSIZE the kernel sends SIGXFSZ; Node ignores it, so its
+     * write fails with EFBIG instead, and the program dies of that error. */
+    bool fsize = sig == SIGXFSZ || (code != 0 && pcode && strcmp(pcode, "EFBIG") == 0);
+    if (fsize || sig == SIGXCPU || oom || (pcode && strcmp(pcode, "call-limit") == 0)) {
+        end->limit = fsize ? "fileSize" : sig == SIGXCPU ? "cpuTime" : oom ? "memory" : "maxCalls";
         return error_result("resource-limit", "the program hit its %s limit and was stopped",
-                            sig == SIGXFSZ   ? "file-size"
+                            fsize            ? "file-size"
                             : sig == SIGXCPU ? "CPU-time"
                             : oom            ? "memory"
                                              : "maxCalls");

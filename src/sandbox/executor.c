@@ -58,16 +58,28 @@ static int start_jail(const char *node, const char *const *argv, const struct sb
     return rc;
 }
 
-int sbx_executor_start(const struct sbx_executor_request *rq, struct sbx_jail_proc *out,
-                       struct as_err *err)
+int sbx_executor_spawn(const struct sbx_executor_request *rq, const char *const *argv,
+                       struct sbx_jail_proc *out, struct as_err *err)
 {
-    if (!rq->node || rq->node[0] != '/' || !rq->app_dir || !rq->result_file)
+    if (!rq->node || rq->node[0] != '/' || !rq->app_dir || !rq->result_file || !argv || !argv[0])
         return as_err_set(err, "the executor needs the runtime, the staged app and its result "
                                "file");
     const struct sbx_jail_bind binds[] = {
         {rq->app_dir, SBX_EXEC_APP, 0},
         {rq->result_file, SBX_EXEC_RESULT, 1},
     };
+    int rc = start_jail(rq->node, argv, binds, 2, SBX_JAIL_NET_RELAY, &rq->limits, out, err);
+    if (rc == 0 && out->listen_fd < 0) {
+        sbx_executor_kill(out);
+        sbx_jail_proc_close(out);
+        return as_err_set(err, "the executor's relay listener was not handed over");
+    }
+    return rc;
+}
+
+int sbx_executor_start(const struct sbx_executor_request *rq, struct sbx_jail_proc *out,
+                       struct as_err *err)
+{
     /* Node's own permission model on top of the jail (docs/tools-execute.md). */
     const char *const argv[] = {rq->node,
                                 "--permission",
@@ -77,13 +89,7 @@ int sbx_executor_start(const struct sbx_executor_request *rq, struct sbx_jail_pr
                                 "--disable-warning=ExperimentalWarning",
                                 SBX_EXEC_APP "/bootstrap.mjs",
                                 NULL};
-    int rc = start_jail(rq->node, argv, binds, 2, SBX_JAIL_NET_RELAY, &rq->limits, out, err);
-    if (rc == 0 && out->listen_fd < 0) {
-        sbx_executor_kill(out);
-        sbx_jail_proc_close(out);
-        return as_err_set(err, "the executor's relay listener was not handed over");
-    }
-    return rc;
+    return sbx_executor_spawn(rq, argv, out, err);
 }
 
 void sbx_executor_kill(struct sbx_jail_proc *p)

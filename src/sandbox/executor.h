@@ -12,7 +12,8 @@
  *  - The view is the system's read-only directories, a synthesized /etc,
  *    the runtime's install prefix read-only, the staged app/ read-only at
  *    /app and one writable file at /agentstack-result.json; an empty home
- *    the program cannot write; 16 MiB tmpfs /tmp and /dev/shm. Never the
+ *    the program cannot write; 16 MiB tmpfs /tmp and /dev/shm, mounted
+ *    noexec (nothing written there runs). Never the
  *    workspace, the user's home, $AGENTSTACK_HOME or any credential; the
  *    environment holds only PATH, HOME and TMPDIR.
  *  - Network: a namespace of its own with loopback only, and one listener
@@ -59,6 +60,12 @@ struct sbx_executor_request {
  * relay listener in out->listen_fd. -1 + err: nothing runs. */
 int sbx_executor_start(const struct sbx_executor_request *rq, struct sbx_jail_proc *out,
                        struct as_err *err);
+/* The same confinement, view and limits running argv instead (argv[0] is
+ * rq->node): sbx_executor_start is this with Node's permission flags and
+ * the bootstrap. The confinement tests start a shell in it, so what they
+ * prove holds beneath Node's own permission model. */
+int sbx_executor_spawn(const struct sbx_executor_request *rq, const char *const *argv,
+                       struct sbx_jail_proc *out, struct as_err *err);
 
 /* Runs `<node> --version` in the same confinement (no app, no relay) and
  * parses it: 0 with the version in buf and *ok set when it is at least
