@@ -14,7 +14,7 @@
  *    and call); otherwise a call answers the fixed disabled text.
  *  - Order: enablement, trust (an untrusted or changed project refuses
  *    before anything is created), the request (exec_request.h), the
- *    machine's limits and the runtime (>= 22.6, probed confined), then
+ *    machine's limits and the runtime (>= 22.15, probed confined), then
  *    staging under $AGENTSTACK_HOME/runs/<x-id>/executor/ and the start.
  *    Any missing piece answers runtime-unavailable and runs nothing.
  *  - The relay (JSON lines <= 1 MiB, at most 8 connections) checks the
@@ -268,16 +268,16 @@ static int runtime_resolve(const struct exec_cfg *c, strbuf *node, strbuf *why)
         sb_adds(&found, c->runtime);
     } else if (find_on_path("node", &found) < 0) {
         sb_addf(why,
-                "no `node` on PATH (found none; needs Node.js >= %d.%d; or set "
-                "[experimental] tools_execute_runtime in the machine manifest)",
-                SBX_EXEC_NODE_MAJOR, SBX_EXEC_NODE_MINOR);
+                "no `node` on PATH (found none; needs Node.js >= " SBX_EXEC_NODE_NEEDED "; or set "
+                "[experimental] tools_execute_runtime in the machine manifest)");
         sb_release(&found);
         return -1;
     }
     struct as_err err = AS_ERR_INIT;
     if (fs_realpath(found.buf, node, &err) < 0) {
-        sb_addf(why, "the runtime %s cannot be used (%s; needs Node.js >= %d.%d)", found.buf,
-                err.msg, SBX_EXEC_NODE_MAJOR, SBX_EXEC_NODE_MINOR);
+        sb_addf(why,
+                "the runtime %s cannot be used (%s; needs Node.js >= " SBX_EXEC_NODE_NEEDED ")",
+                found.buf, err.msg);
         sb_release(&found);
         return -1;
     }
@@ -293,8 +293,10 @@ static int runtime_resolve(const struct exec_cfg *c, strbuf *node, strbuf *why)
         int ok = 0;
         char ver[64];
         if (sbx_executor_probe(node->buf, ver, sizeof ver, &ok, &err) < 0) {
-            sb_addf(why, "the runtime %s could not be run confined: %s (needs Node.js >= %d.%d)",
-                    node->buf, err.msg, SBX_EXEC_NODE_MAJOR, SBX_EXEC_NODE_MINOR);
+            sb_addf(why,
+                    "the runtime %s could not be run confined: %s (needs Node.js "
+                    ">= " SBX_EXEC_NODE_NEEDED ")",
+                    node->buf, err.msg);
             return -1;
         }
         probe_cache.dev = st.st_dev;
@@ -305,8 +307,8 @@ static int runtime_resolve(const struct exec_cfg *c, strbuf *node, strbuf *why)
         snprintf(probe_cache.version, sizeof probe_cache.version, "%s", ver);
     }
     if (!probe_cache.ok) {
-        sb_addf(why, "the runtime %s is Node.js %s; tools_execute needs >= %d.%d", node->buf,
-                probe_cache.version, SBX_EXEC_NODE_MAJOR, SBX_EXEC_NODE_MINOR);
+        sb_addf(why, "the runtime %s is Node.js %s; tools_execute needs >= " SBX_EXEC_NODE_NEEDED,
+                node->buf, probe_cache.version);
         return -1;
     }
     return 0;

@@ -109,6 +109,11 @@ static long long now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int sbx_executor_version_ok(int major, int minor)
+{
+    return major >= 24 || (major == 23 && minor >= 5) || (major == 22 && minor >= 15);
+}
+
 /* "v22.23.5\n" → 22, 23; -1 when it is not a version line. */
 static int parse_version(const char *s, int *major, int *minor)
 {
@@ -159,7 +164,6 @@ int sbx_executor_probe(const char *node, char *buf, size_t n, int *ok, struct as
         snprintf(buf, n, "no version");
         return as_err_set(err, "%s --version did not print a version", node);
     }
-    *ok = major > SBX_EXEC_NODE_MAJOR ||
-          (major == SBX_EXEC_NODE_MAJOR && minor >= SBX_EXEC_NODE_MINOR);
+    *ok = sbx_executor_version_ok(major, minor);
     return 0;
 }

@@ -232,7 +232,7 @@ def fail_closed():
 
 def main():
     if not NODE:
-        skip("no Node.js >= 22.6 (run tests/e2e/setup_node.sh, or set AS_TEST_NODE)")
+        skip("no Node.js >= 22.15 (run tests/e2e/setup_node.sh, or set AS_TEST_NODE)")
     with Sandbox() as s:
         machine(s)
         project(s)

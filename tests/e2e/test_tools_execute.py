@@ -10,7 +10,7 @@ the right `Error [<category>]`, and no program process and no staging is
 left behind. An untrusted project refuses before anything is staged, and a
 repository's own opt-in advertises nothing.
 
-The runtime is Node.js >= 22.6: AS_TEST_NODE (tests/e2e/setup_node.sh
+The runtime is Node.js >= 22.15: AS_TEST_NODE (tests/e2e/setup_node.sh
 installs a pinned one and prints its path), else the cache that script
 fills, else `node` on PATH. Without one the scenario skips — a failure
 under CI=true, where .ci/run installs it."""
@@ -50,7 +50,7 @@ def find_node():
         if not cand:
             continue
         v = node_version(cand)
-        if v and v >= (22, 6):
+        if v and (v >= (22, 15) and v[0] != 23 or v >= (23, 5)):
             return subprocess.run(["sh", "-c", f'command -v "{cand}"'], capture_output=True,
                                   text=True).stdout.strip() or cand
     return None
@@ -280,7 +280,7 @@ def attacks():
 
 def main():
     if not NODE:
-        skip("no Node.js >= 22.6 (run tests/e2e/setup_node.sh, or set AS_TEST_NODE)")
+        skip("no Node.js >= 22.15 (run tests/e2e/setup_node.sh, or set AS_TEST_NODE)")
     repository_opt_in_advertises_nothing()
     untrusted_refuses_before_staging()
     attacks()

@@ -85,17 +85,16 @@ static void test_root_is_read_only(void **st)
     if (!userns_ok())
         tu_skip("no unprivileged user namespaces here");
     char *dir = stage();
-    const char *script =
-        "for d in / /usr /usr/bin /bin /etc /app /root /var /proc/sys/kernel; do "
-        "  (echo x > $d/as-pwn) 2>/dev/null && echo \"WROTE $d\"; "
-        "done; "
-        "(echo x > /app/source.ts) 2>/dev/null && echo 'WROTE /app/source.ts'; "
-        "mkdir /as-dir 2>/dev/null && echo 'MKDIR /'; "
-        "mkdir /usr/as-dir 2>/dev/null && echo 'MKDIR /usr'; "
-        "rm -f /bin/sh 2>/dev/null; [ -e /bin/sh ] || echo 'REMOVED /bin/sh'; "
-        "touch /etc/passwd 2>/dev/null && echo 'TOUCHED /etc/passwd'; "
-        "echo '{\"ok\":1}' > /agentstack-result.json && echo RESULT-OK; "
-        "id -u";
+    const char *script = "for d in / /usr /usr/bin /bin /etc /app /root /var /proc/sys/kernel; do "
+                         "  (echo x > $d/as-pwn) 2>/dev/null && echo \"WROTE $d\"; "
+                         "done; "
+                         "(echo x > /app/source.ts) 2>/dev/null && echo 'WROTE /app/source.ts'; "
+                         "mkdir /as-dir 2>/dev/null && echo 'MKDIR /'; "
+                         "mkdir /usr/as-dir 2>/dev/null && echo 'MKDIR /usr'; "
+                         "rm -f /bin/sh 2>/dev/null; [ -e /bin/sh ] || echo 'REMOVED /bin/sh'; "
+                         "touch /etc/passwd 2>/dev/null && echo 'TOUCHED /etc/passwd'; "
+                         "echo '{\"ok\":1}' > /agentstack-result.json && echo RESULT-OK; "
+                         "id -u";
     strbuf out = SB_INIT;
     assert_int_equal(executor_sh(dir, script, &out), 0);
     assert_null(strstr(out.buf, "WROTE"));   /* the read-only root and binds */
@@ -181,6 +180,20 @@ static void test_file_size_limit(void **st)
     tu_rmtree(dir);
 }
 
+/* The runtime floor: the first releases with in-thread module hooks. */
+static void test_version_floor(void **st)
+{
+    (void)st;
+    assert_false(sbx_executor_version_ok(22, 6));
+    assert_false(sbx_executor_version_ok(22, 14));
+    assert_true(sbx_executor_version_ok(22, 15));
+    assert_true(sbx_executor_version_ok(22, 23));
+    assert_false(sbx_executor_version_ok(23, 4));
+    assert_true(sbx_executor_version_ok(23, 5));
+    assert_true(sbx_executor_version_ok(24, 0));
+    assert_false(sbx_executor_version_ok(21, 99));
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -188,6 +201,7 @@ int main(void)
         cmocka_unit_test(test_root_is_read_only),
         cmocka_unit_test(test_scratch_executes_nothing),
         cmocka_unit_test(test_file_size_limit),
+        cmocka_unit_test(test_version_floor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
