@@ -455,20 +455,27 @@ static void exec_stop(struct gw_exec *x)
     }
 }
 
+/* Removes the staging (once): as soon as nothing reads it any more. */
+static void exec_unstage(struct gw_exec *x)
+{
+    if (!x->stage_dir)
+        return;
+    struct as_err err = AS_ERR_INIT;
+    if (fs_rmtree(x->stage_dir, &err) < 0)
+        gw_note("tools_execute %s: could not remove its staging: %s", x->id, err.msg);
+    rmdir(x->run_dir); /* only when nothing else was kept there */
+    free(x->stage_dir);
+    x->stage_dir = NULL;
+}
+
 static void exec_free(struct gw_exec *x)
 {
     /* Calls still in flight free their own record when answered (exec_stop
      * detached them from x). */
     x->pending = NULL;
-    if (x->stage_dir) {
-        struct as_err err = AS_ERR_INIT;
-        if (fs_rmtree(x->stage_dir, &err) < 0)
-            gw_note("tools_execute %s: could not remove its staging: %s", x->id, err.msg);
-        rmdir(x->run_dir); /* only when nothing else was kept there */
-    }
+    exec_unstage(x);
     gw_exec_request_free(&x->rq);
     free(x->run_dir);
-    free(x->stage_dir);
     free(x->result_path);
     sb_release(&x->err_head);
     free(x);
@@ -632,6 +639,7 @@ static void exec_finish(struct gw_exec *x, int code, int sig)
     long long ms = now_ms() - x->t0_ms;
     struct exec_end end;
     json_t *r = outcome(x, code, sig, ms, &end);
+    exec_unstage(x); /* the result is read: nothing of the program stays */
     strbuf why = SB_INIT;
     if (exec_audit(x, &end, ms, &why) < 0)
         r = unaudited(r, why.buf);
@@ -1147,6 +1155,7 @@ void gw_execute_shutdown(struct gw *gw)
         struct gw_exec *x = gw->execs;
         gw->execs = x->next;
         exec_stop(x);
+        exec_unstage(x);
         struct exec_end end = {.category = "cancelled"}; /* the gateway is exiting */
         (void)exec_audit(x, &end, now_ms() - x->t0_ms, NULL);
         if (x->job) {

@@ -273,6 +273,12 @@ def attacks():
             check(running and not pids_with(GUEST_MARK) and time.time() - t0 < 5,
                   "cancelled: the program's tree is killed within seconds", time.time() - t0)
             no_leftovers(s, "cancelled")
+            own = [x for x in audit_rows(s)
+                   if x.get("server") == "agentstack" and x.get("tool") == "tools_execute"]
+            check(own and own[-1].get("outcome") == "error"
+                  and own[-1].get("detail") == "cancelled" and own[-1].get("calls") == 0,
+                  "cancelled: the execution's own audit row says it was cancelled",
+                  own[-1:] if own else None)
             r = execute(gw, "export default 'after'")
             check(not is_error(r) and json.loads(text(r)).get("result") == "after",
                   "cancelled: the gateway goes on serving", text(r))
