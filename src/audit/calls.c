@@ -29,6 +29,15 @@ int aud_is_family_tool(const char *tool)
     return 0;
 }
 
+int aud_is_execution_row(const json_t *row)
+{
+    const char *server = json_string_value(json_object_get(row, "server"));
+    const char *tool = json_string_value(json_object_get(row, "tool"));
+    return server && tool && strcmp(server, AUD_EXEC_SERVER) == 0 &&
+           strcmp(tool, AUD_EXEC_TOOL) == 0 && json_is_string(json_object_get(row, "execution")) &&
+           json_is_string(json_object_get(row, "code_sha256"));
+}
+
 void aud_utf8_cut(const char *s, size_t max, strbuf *out)
 {
     /* Valid runs are copied whole (one sb_add per run, not per character):
@@ -92,6 +101,14 @@ json_t *aud_call_record(const struct aud_call *c)
         set_str(o, "rule", c->rule, AUD_DETAIL_MAX);
     if (c->layer && *c->layer)
         set_str(o, "layer", c->layer, 32);
+    if (c->exec) {
+        json_object_set_new(o, "calls", json_integer(c->exec->calls));
+        json_object_set_new(o, "output_bytes", json_integer(c->exec->output_bytes));
+        json_object_set_new(o, "result_bytes", json_integer(c->exec->result_bytes));
+        set_str(o, "code_sha256", c->exec->code_sha256, 64);
+        if (c->exec->limit && *c->exec->limit)
+            set_str(o, "limit", c->exec->limit, 32);
+    }
     return o;
 }
 
@@ -160,6 +177,14 @@ void aud_call_encode(const struct aud_call *c, strbuf *out)
         enc_str(out, "rule", c->rule, AUD_DETAIL_MAX);
     if (c->layer && *c->layer)
         enc_str(out, "layer", c->layer, 32);
+    if (c->exec) {
+        enc_int(out, "calls", c->exec->calls);
+        enc_int(out, "output_bytes", c->exec->output_bytes);
+        enc_int(out, "result_bytes", c->exec->result_bytes);
+        enc_str(out, "code_sha256", c->exec->code_sha256, 64);
+        if (c->exec->limit && *c->exec->limit)
+            enc_str(out, "limit", c->exec->limit, 32);
+    }
     sb_addc(out, '}');
 }
 
@@ -252,7 +277,7 @@ static int summarize_file(const char *path, const char *project, struct aud_summ
         const char *tool = json_string_value(json_object_get(row, "tool"));
         const char *server = json_string_value(json_object_get(row, "server"));
         const char *proj = json_string_value(json_object_get(row, "project"));
-        if (!tool || !server || aud_is_family_tool(tool) ||
+        if (!tool || !server || aud_is_family_tool(tool) || aud_is_execution_row(row) ||
             (project && (!proj || strcmp(proj, project) != 0))) {
             json_decref(row);
             continue;

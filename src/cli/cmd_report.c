@@ -3,10 +3,11 @@
  * sandbox, every egress decision with its rule, tool calls, wall time and
  * exit. An unknown id exits 1.
  *
- * `report x-<id>` shows one tools_execute execution instead: the call-audit
- * rows that name it (docs/tools-execute.md, "Evidence") with their count,
- * outcomes and in-tool time. The execution writes no audit row of its own,
- * so its overall outcome is not shown; an id no row names exits 1.
+ * `report x-<id>` shows one tools_execute execution instead
+ * (docs/tools-execute.md, "Evidence"): its own audit row (outcome, limit,
+ * duration, inner calls, output size, code digest) beside the call-audit
+ * rows of its inner calls with their count, outcomes and in-tool time; an
+ * id no row names exits 1.
  *
  * `report` is also the front door the other spelling of the command line
  * uses for every "what happened" view: `report run <id>` (this command),
@@ -19,6 +20,7 @@
 #include <string.h>
 
 #include "base/strbuf.h"
+#include "audit/audit.h"
 #include "base/term.h"
 #include "bundle/home.h"
 #include "cli/cli.h"
@@ -55,9 +57,10 @@ const struct cli_spec cmd_report_spec = {
     .synopsis = CLI_LINES("report <run-id> [--json]", "report x-<id> [--json]",
                           "report run <run-id> [--json]"),
     .description = "An unknown run id exits 1. `report x-<id>` shows a tools_execute "
-                   "execution: its inner calls (server, tool, outcome, duration) from the call "
-                   "audit; an id no audit row names exits 1. `report run <id>` is the same "
-                   "command; `report runs` is `runs` and `report calls` is `audit --calls`.",
+                   "execution from the call audit: its outcome, duration, output size and code "
+                   "digest, and its inner calls (server, tool, outcome, duration); an id no "
+                   "audit row names exits 1. `report run <id>` is the same command; `report "
+                   "runs` is `runs` and `report calls` is `audit --calls`.",
     .options = report_options,
     .subs = (const struct cli_spec *const[]){&report_run_spec, &cmd_report_runs_spec,
                                              &cmd_report_calls_spec, NULL},
@@ -105,18 +108,41 @@ static struct exec_tally tally_calls(const json_t *calls)
     return t;
 }
 
-/* {"execution","run"?,"project"?,"count","outcomes":{ok,denied,error},"ms","calls":[…]}:
- * each call as {server, tool, outcome, ms, detail?, rule?, layer?, ts}. */
-static json_t *execution_json(const char *id, const json_t *calls)
+/* The execution's own row's summary: {outcome, category?, limit?, ms, calls,
+ * output_bytes, result_bytes, code_sha256, ts}. */
+static json_t *summary_json(const json_t *own)
+{
+    json_t *o = json_object();
+    const char *oc = row_str(own, "outcome");
+    json_object_set_new(o, "outcome", json_string(oc));
+    if (strcmp(oc, "ok") != 0 && row_str(own, "detail")[0])
+        json_object_set_new(o, "category", json_string(row_str(own, "detail")));
+    if (row_str(own, "limit")[0])
+        json_object_set_new(o, "limit", json_string(row_str(own, "limit")));
+    static const char *const nums[] = {"ms", "calls", "output_bytes", "result_bytes"};
+    for (size_t k = 0; k < sizeof nums / sizeof *nums; k++)
+        json_object_set_new(o, nums[k],
+                            json_integer(json_integer_value(json_object_get(own, nums[k]))));
+    json_object_set_new(o, "code_sha256", json_string(row_str(own, "code_sha256")));
+    json_object_set_new(o, "ts", json_integer(json_integer_value(json_object_get(own, "ts"))));
+    return o;
+}
+
+/* {"execution","run"?,"project"?,"summary"?,"count","outcomes":{ok,denied,error},"ms",
+ * "calls":[…]}: each call as {server, tool, outcome, ms, detail?, rule?, layer?, ts};
+ * own is the execution's own row (NULL when the log has none). */
+static json_t *execution_json(const char *id, const json_t *own, const json_t *calls)
 {
     struct exec_tally t = tally_calls(calls);
     json_t *o = json_object();
     json_object_set_new(o, "execution", json_string(id));
-    const json_t *first = json_array_get(calls, 0);
+    const json_t *first = own ? own : json_array_get(calls, 0);
     if (row_str(first, "run")[0])
         json_object_set_new(o, "run", json_string(row_str(first, "run")));
     if (row_str(first, "project")[0])
         json_object_set_new(o, "project", json_string(row_str(first, "project")));
+    if (own)
+        json_object_set_new(o, "summary", summary_json(own));
     json_object_set_new(o, "count", json_integer((json_int_t)json_array_size(calls)));
     json_object_set_new(o, "outcomes",
                         json_pack("{s:I,s:I,s:I}", "ok", (json_int_t)t.ok, "denied",
@@ -143,14 +169,40 @@ static json_t *execution_json(const char *id, const json_t *calls)
     return o;
 }
 
-static void execution_render(const char *id, const json_t *calls, strbuf *out)
+/* "  Outcome   error · resource-limit (memory) · 1.2s" and the sizes. */
+static void summary_render(const json_t *own, strbuf *out)
+{
+    const char *oc = row_str(own, "outcome");
+    sb_addf(out, "  %-9s ", "Outcome");
+    if (strcmp(oc, "ok") == 0 || !row_str(own, "detail")[0]) {
+        add_clean(out, oc);
+    } else {
+        add_clean(out, row_str(own, "detail"));
+    }
+    if (row_str(own, "limit")[0]) {
+        sb_adds(out, " (limit ");
+        add_clean(out, row_str(own, "limit"));
+        sb_addc(out, ')');
+    }
+    long long ms = (long long)json_integer_value(json_object_get(own, "ms"));
+    long long calls = (long long)json_integer_value(json_object_get(own, "calls"));
+    sb_addf(out, " · %lldms · %lld call%s\n", ms, calls, calls == 1 ? "" : "s");
+    sb_addf(out, "  %-9s %lld bytes of output · %lld bytes of result\n", "Sizes",
+            (long long)json_integer_value(json_object_get(own, "output_bytes")),
+            (long long)json_integer_value(json_object_get(own, "result_bytes")));
+    sb_addf(out, "  %-9s sha256:", "Code");
+    add_clean(out, row_str(own, "code_sha256"));
+    sb_addc(out, '\n');
+}
+
+static void execution_render(const char *id, const json_t *own, const json_t *calls, strbuf *out)
 {
     struct exec_tally t = tally_calls(calls);
     size_t n = json_array_size(calls);
     sb_adds(out, "Execution ");
     add_clean(out, id);
     sb_addc(out, '\n');
-    const json_t *first = json_array_get(calls, 0);
+    const json_t *first = own ? own : json_array_get(calls, 0);
     if (row_str(first, "run")[0]) {
         sb_addf(out, "  %-9s ", "Run");
         add_clean(out, row_str(first, "run"));
@@ -161,6 +213,8 @@ static void execution_render(const char *id, const json_t *calls, strbuf *out)
         add_clean(out, row_str(first, "project"));
         sb_addc(out, '\n');
     }
+    if (own)
+        summary_render(own, out);
     sb_addf(out, "  %-9s %zu · %zu ok · %zu denied · %zu error%s · %lldms in-tool\n", "Calls", n,
             t.ok, t.denied, t.errors, t.errors == 1 ? "" : "s", t.ms);
     sb_adds(out, "  Tool calls\n");
@@ -181,37 +235,51 @@ static void execution_render(const char *id, const json_t *calls, strbuf *out)
         }
         sb_addc(out, '\n');
     }
-    sb_adds(out, "  (the execution's own outcome is its tools_execute answer; it writes no audit "
-                 "row)\n");
+    if (!own)
+        sb_adds(out, "  (no row of the execution's own: it is still running, or the gateway "
+                     "stopped before writing it)\n");
 }
 
 static int show_execution(const char *home, const char *id, bool json)
 {
-    json_t *calls = sbx_run_id_valid(id) ? sbx_calls_tagged(home, "execution", id) : NULL;
-    if (!calls || json_array_size(calls) == 0) {
-        json_decref(calls);
+    json_t *rows = sbx_run_id_valid(id) ? sbx_calls_tagged(home, "execution", id) : NULL;
+    if (!rows || json_array_size(rows) == 0) {
+        json_decref(rows);
         strbuf clean = SB_INIT;
         term_sanitize(&clean, id, strlen(id));
         fprintf(stderr,
                 "No audit row names execution '%s' (ids are in the call audit's \"execution\" "
-                "field; an execution that made no tool call leaves none).\n",
+                "field).\n",
                 clean.buf);
         sb_release(&clean);
         return EXIT_FAIL;
     }
+    /* The execution's own row (the last, should a log hold two) apart from
+     * its inner calls. */
+    json_t *calls = json_array(), *own = NULL;
+    size_t i;
+    json_t *e;
+    json_array_foreach(rows, i, e)
+    {
+        if (aud_is_execution_row(e))
+            own = e;
+        else
+            json_array_append(calls, e);
+    }
     if (json) {
-        json_t *o = execution_json(id, calls);
+        json_t *o = execution_json(id, own, calls);
         char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         puts(s);
         free(s);
         json_decref(o);
     } else {
         strbuf out = SB_INIT;
-        execution_render(id, calls, &out);
+        execution_render(id, own, calls, &out);
         fputs(out.buf, stdout);
         sb_release(&out);
     }
     json_decref(calls);
+    json_decref(rows);
     return EXIT_OK;
 }
 

@@ -32,6 +32,26 @@
 #include "gateway/gw_int.h"
 #include "trust/trust.h"
 
+int gw_audit_row(struct gw *gw, struct aud_call *c, strbuf *why)
+{
+    c->run = gw->run_id;
+    c->pid = gw->pid;
+    c->project = gw->proj.root;
+    struct as_err err = AS_ERR_INIT;
+    if (aud_call_append(gw->home, c, &err) == 0)
+        return 0;
+    if (why)
+        sb_adds(why, err.msg);
+    if (!gw->audit_lost) {
+        /* A row is missing from the evidence: no further call is brokered. */
+        gw->audit_lost = xstrdup(err.msg);
+        gw_note("could not append to the call audit (%s); no further call is brokered by this "
+                "gateway (restart it once the audit can be written)",
+                err.msg);
+    }
+    return -1;
+}
+
 void gw_audit(struct gw *gw, const char *server, const char *tool, const char *digest,
               const char *outcome, const char *detail, const char *rule, const char *layer,
               long long ms)
@@ -39,10 +59,7 @@ void gw_audit(struct gw *gw, const char *server, const char *tool, const char *d
     if (!gw->proj.found && strcmp(tool, "trust") != 0)
         return; /* no project: nothing brokered */
     struct aud_call c = {0};
-    c.run = gw->run_id;
     c.execution = gw->audit_execution;
-    c.pid = gw->pid;
-    c.project = gw->proj.root;
     c.server = server;
     c.tool = tool;
     c.args_digest = digest ? digest : "";
@@ -51,21 +68,14 @@ void gw_audit(struct gw *gw, const char *server, const char *tool, const char *d
     c.rule = rule;
     c.layer = layer;
     c.ms = ms;
-    struct as_err err = AS_ERR_INIT;
-    if (aud_call_append(gw->home, &c, &err) < 0 && !gw->audit_lost) {
-        /* A row is missing from the evidence: no further call is brokered. */
-        gw->audit_lost = xstrdup(err.msg);
-        gw_note("could not append to the call audit (%s); no further call is brokered by this "
-                "gateway (restart it once the audit can be written)",
-                err.msg);
-    }
+    (void)gw_audit_row(gw, &c, NULL);
 }
 
 /* 0 when the call's audit row can be appended, else -1 with why: the row of
  * every brokered call is evidence, so a call whose row cannot be written is
  * refused before any upstream I/O (the stderr note is said once per
  * reason). */
-static int audit_ready(struct gw *gw, strbuf *why)
+int gw_audit_ready(struct gw *gw, strbuf *why)
 {
     struct as_err err = AS_ERR_INIT;
     if (gw->audit_lost)
@@ -427,7 +437,7 @@ static void dispatch_call(struct gw *gw, struct job *j)
 
     /* 5. upstream I/O, once its audit row is known to be writable */
     strbuf why = SB_INIT;
-    if (audit_ready(gw, &why) < 0) {
+    if (gw_audit_ready(gw, &why) < 0) {
         json_t *r = gw_error_result("blocked: %s tried to call %s — %s\nnothing ran · fix it "
                                     "(`agentstack audit --verify` names the file), then call "
                                     "again",

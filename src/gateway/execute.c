@@ -14,7 +14,7 @@
  *    and call); otherwise a call answers the fixed disabled text.
  *  - Order: enablement, trust (an untrusted or changed project refuses
  *    before anything is created), the request (exec_request.h), the
- *    machine's limits and the runtime (>= 22.6, probed confined), then
+ *    machine's limits and the runtime (>= 22.15, probed confined), then
  *    staging under $AGENTSTACK_HOME/runs/<x-id>/executor/ and the start.
  *    Any missing piece answers runtime-unavailable and runs nothing.
  *  - The relay (JSON lines <= 1 MiB, at most 8 connections) checks the
@@ -23,6 +23,11 @@
  *  - The program ends at its timeout, at its output cap (stdout + stderr),
  *    on cancellation or gateway exit — its whole PID namespace with it —
  *    and its staging is removed whatever the outcome.
+ *  - Every execution that got its id ends with one row of its own in the
+ *    call audit (outcome, limit, duration, inner calls, output and result
+ *    sizes, SHA-256 of the code; never a value), appended before the answer
+ *    leaves. No execution starts while that audit cannot be appended, and
+ *    an answer whose row could not be is withheld (docs/audit.md).
  *  - The answer is {result, calls, durationMs, stdoutBytes, stderrBytes}
  *    or one fixed `Error [<category>]: …` line; nothing the program
  *    printed is repeated but an error code limited to [A-Za-z0-9_-].
@@ -38,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "audit/audit.h"
 #include "base/fs.h"
 #include "base/rand.h"
 #include "base/sha256.h"
@@ -85,7 +91,9 @@ struct gw_exec {
     strbuf err_head;
     long long calls;
     const char *refusal; /* the first relay refusal's category */
-    bool timed_out, over_output, ended, out_eof, err_eof;
+    char code_sha256[SHA256_HEX_LEN + 1];
+    char args_digest[AUD_DIGEST_HEX + 1];
+    bool timed_out, over_output, cancelled, ended, out_eof, err_eof;
     struct relay_conn *conns;
     size_t nconns;
     struct relay_pending *pending;
@@ -260,16 +268,16 @@ static int runtime_resolve(const struct exec_cfg *c, strbuf *node, strbuf *why)
         sb_adds(&found, c->runtime);
     } else if (find_on_path("node", &found) < 0) {
         sb_addf(why,
-                "no `node` on PATH (found none; needs Node.js >= %d.%d; or set "
-                "[experimental] tools_execute_runtime in the machine manifest)",
-                SBX_EXEC_NODE_MAJOR, SBX_EXEC_NODE_MINOR);
+                "no `node` on PATH (found none; needs Node.js >= " SBX_EXEC_NODE_NEEDED "; or set "
+                "[experimental] tools_execute_runtime in the machine manifest)");
         sb_release(&found);
         return -1;
     }
     struct as_err err = AS_ERR_INIT;
     if (fs_realpath(found.buf, node, &err) < 0) {
-        sb_addf(why, "the runtime %s cannot be used (%s; needs Node.js >= %d.%d)", found.buf,
-                err.msg, SBX_EXEC_NODE_MAJOR, SBX_EXEC_NODE_MINOR);
+        sb_addf(why,
+                "the runtime %s cannot be used (%s; needs Node.js >= " SBX_EXEC_NODE_NEEDED ")",
+                found.buf, err.msg);
         sb_release(&found);
         return -1;
     }
@@ -285,8 +293,10 @@ static int runtime_resolve(const struct exec_cfg *c, strbuf *node, strbuf *why)
         int ok = 0;
         char ver[64];
         if (sbx_executor_probe(node->buf, ver, sizeof ver, &ok, &err) < 0) {
-            sb_addf(why, "the runtime %s could not be run confined: %s (needs Node.js >= %d.%d)",
-                    node->buf, err.msg, SBX_EXEC_NODE_MAJOR, SBX_EXEC_NODE_MINOR);
+            sb_addf(why,
+                    "the runtime %s could not be run confined: %s (needs Node.js "
+                    ">= " SBX_EXEC_NODE_NEEDED ")",
+                    node->buf, err.msg);
             return -1;
         }
         probe_cache.dev = st.st_dev;
@@ -297,8 +307,8 @@ static int runtime_resolve(const struct exec_cfg *c, strbuf *node, strbuf *why)
         snprintf(probe_cache.version, sizeof probe_cache.version, "%s", ver);
     }
     if (!probe_cache.ok) {
-        sb_addf(why, "the runtime %s is Node.js %s; tools_execute needs >= %d.%d", node->buf,
-                probe_cache.version, SBX_EXEC_NODE_MAJOR, SBX_EXEC_NODE_MINOR);
+        sb_addf(why, "the runtime %s is Node.js %s; tools_execute needs >= " SBX_EXEC_NODE_NEEDED,
+                node->buf, probe_cache.version);
         return -1;
     }
     return 0;
@@ -445,20 +455,27 @@ static void exec_stop(struct gw_exec *x)
     }
 }
 
+/* Removes the staging (once): as soon as nothing reads it any more. */
+static void exec_unstage(struct gw_exec *x)
+{
+    if (!x->stage_dir)
+        return;
+    struct as_err err = AS_ERR_INIT;
+    if (fs_rmtree(x->stage_dir, &err) < 0)
+        gw_note("tools_execute %s: could not remove its staging: %s", x->id, err.msg);
+    rmdir(x->run_dir); /* only when nothing else was kept there */
+    free(x->stage_dir);
+    x->stage_dir = NULL;
+}
+
 static void exec_free(struct gw_exec *x)
 {
     /* Calls still in flight free their own record when answered (exec_stop
      * detached them from x). */
     x->pending = NULL;
-    if (x->stage_dir) {
-        struct as_err err = AS_ERR_INIT;
-        if (fs_rmtree(x->stage_dir, &err) < 0)
-            gw_note("tools_execute %s: could not remove its staging: %s", x->id, err.msg);
-        rmdir(x->run_dir); /* only when nothing else was kept there */
-    }
+    exec_unstage(x);
     gw_exec_request_free(&x->rq);
     free(x->run_dir);
-    free(x->stage_dir);
     free(x->result_path);
     sb_release(&x->err_head);
     free(x);
@@ -486,33 +503,62 @@ static bool out_of_memory(const struct gw_exec *x)
            strstr(h, "ERR_MEMORY_ALLOCATION_FAILED") || strstr(h, "std::bad_alloc");
 }
 
-/* The answer for a program that ended with (code, sig). */
-static json_t *outcome(struct gw_exec *x, int code, int sig, long long ms)
+/* How an execution ended, for its audit row: category NULL = ok; limit
+ * names what stopped it (docs/tools-execute.md, "Evidence"). */
+struct exec_end {
+    const char *category;
+    const char *limit;
+    long long result_bytes;
+};
+
+/* The answer for a program that ended with (code, sig); *end says how. */
+static json_t *outcome(struct gw_exec *x, int code, int sig, long long ms, struct exec_end *end)
 {
     char cbuf[72];
     const char *pcode = program_code(x, cbuf, sizeof cbuf);
     bool oom = out_of_memory(x);
-    if (x->timed_out)
+    memset(end, 0, sizeof *end);
+    if (x->cancelled) {
+        end->category = "cancelled"; /* the client will not read the answer */
+        return error_result("execution-error", "the request was cancelled; the program was "
+                                               "killed");
+    }
+    if (x->timed_out) {
+        end->category = "timeout";
+        end->limit = "timeoutMs";
         return error_result("timeout", "the program ran past its %lld ms limit and was killed",
                             x->rq.limits.timeout_ms);
-    if (x->over_output)
+    }
+    end->category = "resource-limit";
+    if (x->over_output) {
+        end->limit = "maxOutputBytes";
         return error_result("resource-limit",
                             "the program's output passed maxOutputBytes (%lld) and it was killed",
                             x->rq.limits.max_output_bytes);
-    if (sig == SIGXFSZ || sig == SIGXCPU || oom || (pcode && strcmp(pcode, "call-limit") == 0))
+    }
+    /* Past RLIMIT_FSIZE the kernel sends SIGXFSZ; Node ignores it, so its
+     * write fails with EFBIG instead, and the program dies of that error. */
+    bool fsize = sig == SIGXFSZ || (code != 0 && pcode && strcmp(pcode, "EFBIG") == 0);
+    if (fsize || sig == SIGXCPU || oom || (pcode && strcmp(pcode, "call-limit") == 0)) {
+        end->limit = fsize ? "fileSize" : sig == SIGXCPU ? "cpuTime" : oom ? "memory" : "maxCalls";
         return error_result("resource-limit", "the program hit its %s limit and was stopped",
-                            sig == SIGXFSZ   ? "file-size"
+                            fsize            ? "file-size"
                             : sig == SIGXCPU ? "CPU-time"
                             : oom            ? "memory"
                                              : "maxCalls");
+    }
+    end->category = "invalid-result";
     if (code != 0 && pcode && strcmp(pcode, "invalid-result") == 0)
         return error_result("invalid-result", "the program's default export is not JSON");
     if (code != 0) {
         if (x->refusal && (strcmp(x->refusal, "tool-not-granted") == 0 ||
-                           strcmp(x->refusal, "policy-denied") == 0))
+                           strcmp(x->refusal, "policy-denied") == 0)) {
+            end->category = x->refusal;
             return error_result(x->refusal,
                                 "the program called a tool it may not call, and failed (exit %d)",
                                 code);
+        }
+        end->category = "execution-error";
         if (sig > 0)
             return error_result("execution-error", "the program was killed by signal %d", sig);
         return error_result("execution-error", "the program failed (exit %d%s%s)", code,
@@ -522,12 +568,17 @@ static json_t *outcome(struct gw_exec *x, int code, int sig, long long ms)
     struct as_err err = AS_ERR_INIT;
     json_error_t je;
     json_t *v = NULL;
-    if (fs_read_file(x->result_path, GW_EXEC_RESULT_MAX, 1, &res, &err) == 0)
+    size_t res_len = 0;
+    if (fs_read_file(x->result_path, GW_EXEC_RESULT_MAX, 1, &res, &err) == 0) {
         v = json_loadb(res.buf, res.len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+        res_len = res.len;
+    }
     sb_release(&res);
     if (!v)
         return error_result("invalid-result",
                             "the program's default export is not a JSON value of at most 1 MiB");
+    end->category = NULL;
+    end->result_bytes = (long long)res_len;
     json_t *o = json_object();
     json_object_set_new(o, "result", v);
     json_object_set_new(o, "calls", json_integer(x->calls));
@@ -541,13 +592,58 @@ static json_t *outcome(struct gw_exec *x, int code, int sig, long long ms)
     return r;
 }
 
-/* Ends the execution: the tree killed, the staging removed, then the answer. */
+/* The execution's own call-audit row (docs/tools-execute.md, "Evidence"):
+ * how it ended, its duration, its inner calls, its output size and the
+ * digest of its code — never the code, its input or its output. -1 + why
+ * when the row could not be appended. */
+static int exec_audit(struct gw_exec *x, const struct exec_end *end, long long ms, strbuf *why)
+{
+    struct aud_execution e = {
+        .calls = x->calls,
+        .output_bytes = (long long)(x->out_bytes + x->err_bytes),
+        .result_bytes = end->result_bytes,
+        .code_sha256 = x->code_sha256,
+        .limit = end->limit,
+    };
+    struct aud_call c = {
+        .execution = x->id,
+        .server = AUD_EXEC_SERVER,
+        .tool = AUD_EXEC_TOOL,
+        .args_digest = x->args_digest,
+        .outcome = end->category ? "error" : "ok",
+        .detail = end->category,
+        .ms = ms,
+        .exec = &e,
+    };
+    return gw_audit_row(x->gw, &c, why);
+}
+
+/* An answer whose execution's row is missing from the evidence is not
+ * given: the result (or the error) is replaced by this one. */
+static json_t *unaudited(json_t *r, const char *why)
+{
+    json_decref(r);
+    return error_result("runtime-unavailable",
+                        "the execution's audit row could not be written (%s), so its answer is "
+                        "withheld",
+                        why);
+}
+
+/* Ends the execution: the tree killed, the staging removed, its audit row
+ * written, then the answer. */
 static void exec_finish(struct gw_exec *x, int code, int sig)
 {
     struct gw *gw = x->gw;
     exec_stop(x);
     exec_unlink(x);
-    json_t *r = outcome(x, code, sig, now_ms() - x->t0_ms);
+    long long ms = now_ms() - x->t0_ms;
+    struct exec_end end;
+    json_t *r = outcome(x, code, sig, ms, &end);
+    exec_unstage(x); /* the result is read: nothing of the program stays */
+    strbuf why = SB_INIT;
+    if (exec_audit(x, &end, ms, &why) < 0)
+        r = unaudited(r, why.buf);
+    sb_release(&why);
     struct job *j = x->job;
     x->job = NULL;
     exec_free(x);
@@ -645,6 +741,7 @@ static void on_tick(struct mcp_loop *loop, void *ctx)
     struct gw_exec *x = ctx;
     x->tick = 0;
     if (x->job && x->job->cancelled) {
+        x->cancelled = true;
         exec_finish(x, -1, SIGKILL); /* the client will not read the answer */
         return;
     }
@@ -933,6 +1030,15 @@ static int exec_watch(struct gw_exec *x, struct as_err *err)
     return 0;
 }
 
+/* An execution that got its id but never ran: its row says so (the
+ * answer names the reason), then it is freed. */
+static void exec_free_unstarted(struct gw_exec *x, const char *category)
+{
+    struct exec_end end = {.category = category};
+    (void)exec_audit(x, &end, 0, NULL); /* a lost row stops every later call */
+    exec_free(x);
+}
+
 static void exec_start(struct gw *gw, struct job *j, struct gw_exec_request *rq, const char *node)
 {
     struct gw_exec *x = xcalloc(1, sizeof *x);
@@ -950,8 +1056,10 @@ static void exec_start(struct gw *gw, struct job *j, struct gw_exec_request *rq,
         return;
     }
     snprintf(x->id, sizeof x->id, "x-%s", hex);
+    sha256_hex(x->rq.code, x->rq.code_len, x->code_sha256);
+    aud_args_digest(gw->home, j->args, x->args_digest);
     if (stage(x, &err) < 0) {
-        exec_free(x);
+        exec_free_unstarted(x, "runtime-unavailable");
         answer_error(gw, j, "runtime-unavailable", "the executor could not be staged: %s", err.msg);
         return;
     }
@@ -965,7 +1073,7 @@ static void exec_start(struct gw *gw, struct job *j, struct gw_exec_request *rq,
     sb_release(&app);
     if (rc < 0 || exec_watch(x, &err) < 0) {
         exec_stop(x);
-        exec_free(x);
+        exec_free_unstarted(x, "runtime-unavailable");
         answer_error(gw, j, "runtime-unavailable",
                      "the program cannot be confined here, so nothing ran (no host fallback): %s",
                      err.msg);
@@ -991,6 +1099,10 @@ static void after_discovery(struct gw *gw, struct job *j)
     } else if ((cat = gw_exec_request_parse(j->args, &c.limits, surface_lookup, &lc, &rq, &msg))) {
         answer_text(gw, j, msg.buf, true);
     } else if (runtime_resolve(&c, &node, &msg) < 0) {
+        gw_exec_request_free(&rq);
+        answer_error(gw, j, "runtime-unavailable", "%s; nothing ran", msg.buf);
+    } else if (gw_audit_ready(gw, &msg) < 0) {
+        /* The execution's row is evidence: without it, nothing starts. */
         gw_exec_request_free(&rq);
         answer_error(gw, j, "runtime-unavailable", "%s; nothing ran", msg.buf);
     } else {
@@ -1043,6 +1155,9 @@ void gw_execute_shutdown(struct gw *gw)
         struct gw_exec *x = gw->execs;
         gw->execs = x->next;
         exec_stop(x);
+        exec_unstage(x);
+        struct exec_end end = {.category = "cancelled"}; /* the gateway is exiting */
+        (void)exec_audit(x, &end, now_ms() - x->t0_ms, NULL);
         if (x->job) {
             x->job->cancelled = true;
             gw_job_free(x->job);

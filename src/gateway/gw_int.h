@@ -457,6 +457,13 @@ void gw_dispatch(struct gw *gw, struct job *j);
 void gw_audit(struct gw *gw, const char *server, const char *tool, const char *digest,
               const char *outcome, const char *detail, const char *rule, const char *layer,
               long long ms);
+struct aud_call;
+/* Appends c with this gateway's run, pid and project filled in. -1 + why
+ * when it could not be: from then on the gateway brokers nothing more. */
+int gw_audit_row(struct gw *gw, struct aud_call *c, strbuf *why);
+/* 0 when a call-audit row can be appended now, else -1 + why (said once on
+ * stderr): what is evidence is refused before it starts. */
+int gw_audit_ready(struct gw *gw, strbuf *why);
 
 /* lease.c: "<tool> is refused: this connection serves the frozen grant of
  * run <id> …" — every tool that would change what a grant serves. */

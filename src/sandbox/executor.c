@@ -58,16 +58,28 @@ static int start_jail(const char *node, const char *const *argv, const struct sb
     return rc;
 }
 
-int sbx_executor_start(const struct sbx_executor_request *rq, struct sbx_jail_proc *out,
-                       struct as_err *err)
+int sbx_executor_spawn(const struct sbx_executor_request *rq, const char *const *argv,
+                       struct sbx_jail_proc *out, struct as_err *err)
 {
-    if (!rq->node || rq->node[0] != '/' || !rq->app_dir || !rq->result_file)
+    if (!rq->node || rq->node[0] != '/' || !rq->app_dir || !rq->result_file || !argv || !argv[0])
         return as_err_set(err, "the executor needs the runtime, the staged app and its result "
                                "file");
     const struct sbx_jail_bind binds[] = {
         {rq->app_dir, SBX_EXEC_APP, 0},
         {rq->result_file, SBX_EXEC_RESULT, 1},
     };
+    int rc = start_jail(rq->node, argv, binds, 2, SBX_JAIL_NET_RELAY, &rq->limits, out, err);
+    if (rc == 0 && out->listen_fd < 0) {
+        sbx_executor_kill(out);
+        sbx_jail_proc_close(out);
+        return as_err_set(err, "the executor's relay listener was not handed over");
+    }
+    return rc;
+}
+
+int sbx_executor_start(const struct sbx_executor_request *rq, struct sbx_jail_proc *out,
+                       struct as_err *err)
+{
     /* Node's own permission model on top of the jail (docs/tools-execute.md). */
     const char *const argv[] = {rq->node,
                                 "--permission",
@@ -77,13 +89,7 @@ int sbx_executor_start(const struct sbx_executor_request *rq, struct sbx_jail_pr
                                 "--disable-warning=ExperimentalWarning",
                                 SBX_EXEC_APP "/bootstrap.mjs",
                                 NULL};
-    int rc = start_jail(rq->node, argv, binds, 2, SBX_JAIL_NET_RELAY, &rq->limits, out, err);
-    if (rc == 0 && out->listen_fd < 0) {
-        sbx_executor_kill(out);
-        sbx_jail_proc_close(out);
-        return as_err_set(err, "the executor's relay listener was not handed over");
-    }
-    return rc;
+    return sbx_executor_spawn(rq, argv, out, err);
 }
 
 void sbx_executor_kill(struct sbx_jail_proc *p)
@@ -101,6 +107,11 @@ static long long now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int sbx_executor_version_ok(int major, int minor)
+{
+    return major >= 24 || (major == 23 && minor >= 5) || (major == 22 && minor >= 15);
 }
 
 /* "v22.23.5\n" → 22, 23; -1 when it is not a version line. */
@@ -153,7 +164,6 @@ int sbx_executor_probe(const char *node, char *buf, size_t n, int *ok, struct as
         snprintf(buf, n, "no version");
         return as_err_set(err, "%s --version did not print a version", node);
     }
-    *ok = major > SBX_EXEC_NODE_MAJOR ||
-          (major == SBX_EXEC_NODE_MAJOR && minor >= SBX_EXEC_NODE_MINOR);
+    *ok = sbx_executor_version_ok(major, minor);
     return 0;
 }

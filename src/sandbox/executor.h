@@ -12,7 +12,8 @@
  *  - The view is the system's read-only directories, a synthesized /etc,
  *    the runtime's install prefix read-only, the staged app/ read-only at
  *    /app and one writable file at /agentstack-result.json; an empty home
- *    the program cannot write; 16 MiB tmpfs /tmp and /dev/shm. Never the
+ *    the program cannot write; 16 MiB tmpfs /tmp and /dev/shm, mounted
+ *    noexec (nothing written there runs). Never the
  *    workspace, the user's home, $AGENTSTACK_HOME or any credential; the
  *    environment holds only PATH, HOME and TMPDIR.
  *  - Network: a namespace of its own with loopback only, and one listener
@@ -36,8 +37,13 @@
 
 #define SBX_EXEC_APP "/app"
 #define SBX_EXEC_RESULT "/agentstack-result.json"
-#define SBX_EXEC_NODE_MAJOR 22
-#define SBX_EXEC_NODE_MINOR 6
+/* The runtime's floor (docs/tools-execute.md): the first releases with
+ * module.registerHooks, in-thread module hooks — module.register, all that
+ * older ones have, runs its hooks in a worker, which Node's permission
+ * model refuses — and with the stable --permission flag. */
+#define SBX_EXEC_NODE_NEEDED "22.15 (23.5 in the 23 line)"
+/* 1 when Node.js major.minor is at or above that floor. */
+int sbx_executor_version_ok(int major, int minor);
 
 struct sbx_executor_limits {
     unsigned long long memory_bytes; /* RLIMIT_DATA */
@@ -59,10 +65,16 @@ struct sbx_executor_request {
  * relay listener in out->listen_fd. -1 + err: nothing runs. */
 int sbx_executor_start(const struct sbx_executor_request *rq, struct sbx_jail_proc *out,
                        struct as_err *err);
+/* The same confinement, view and limits running argv instead (argv[0] is
+ * rq->node): sbx_executor_start is this with Node's permission flags and
+ * the bootstrap. The confinement tests start a shell in it, so what they
+ * prove holds beneath Node's own permission model. */
+int sbx_executor_spawn(const struct sbx_executor_request *rq, const char *const *argv,
+                       struct sbx_jail_proc *out, struct as_err *err);
 
 /* Runs `<node> --version` in the same confinement (no app, no relay) and
- * parses it: 0 with the version in buf and *ok set when it is at least
- * 22.6; -1 + err when it cannot be run. Nothing of the runtime runs on the
+ * parses it: 0 with the version in buf and *ok set when it is at or above
+ * the floor; -1 + err when it cannot be run. Nothing of the runtime runs on the
  * host. */
 int sbx_executor_probe(const char *node, char *buf, size_t n, int *ok, struct as_err *err);
 

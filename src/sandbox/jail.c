@@ -168,9 +168,10 @@ int sbx_jail_build(const struct sbx_jail_request *rq, struct sbx_jail **out, str
     struct sbx_view v = {&j->mounts, ws, ws, j->inner_uid, j->inner_gid};
     sbx_i_system_view(&v, "/");
     if (rq->service_uid) {
-        /* Bounded scratch: tmpfs pages are no process's memory. */
-        sbx_i_mount(&v, SBX_MNT_TMPFS, NULL, "/tmp", "mode=1777,size=16m", 0);
-        sbx_i_mount(&v, SBX_MNT_TMPFS, NULL, "/dev/shm", "mode=1777,size=16m", 0);
+        /* Bounded scratch: tmpfs pages are no process's memory; nothing
+         * written there can be executed (docs/tools-execute.md). */
+        sbx_i_mount(&v, SBX_MNT_SCRATCH, NULL, "/tmp", "mode=1777,size=16m", 0);
+        sbx_i_mount(&v, SBX_MNT_SCRATCH, NULL, "/dev/shm", "mode=1777,size=16m", 0);
     }
     if (rq->home) {
         char *hc = sbx_i_canon(rq->home);

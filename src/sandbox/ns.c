@@ -502,10 +502,12 @@ static void apply_mount(const struct sbx_mount *m)
             child_fail("remounting %s: %s", what, strerror(errno));
         return;
     case SBX_MNT_TMPFS:
+    case SBX_MNT_SCRATCH:
         if (mkdir_p(target, 0755) < 0)
             child_fail("creating %s: %s", what, strerror(errno));
-        if (mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, m->data ? m->data : "mode=0755") <
-            0)
+        if (mount("tmpfs", target, "tmpfs",
+                  MS_NOSUID | MS_NODEV | (m->kind == SBX_MNT_SCRATCH ? MS_NOEXEC : 0),
+                  m->data ? m->data : "mode=0755") < 0)
             child_fail("mounting a tmpfs at %s: %s", what, strerror(errno));
         dirs_forget_below(target);
         return;

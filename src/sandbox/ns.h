@@ -43,6 +43,8 @@ enum sbx_mount_kind {
     SBX_MNT_RO_BIND = 1, /* host src bound read-only at dst */
     SBX_MNT_RW_BIND,     /* host src bound read-write (nosuid, nodev) at dst */
     SBX_MNT_TMPFS,       /* empty tmpfs at dst; data = mount options */
+    SBX_MNT_SCRATCH,     /* empty tmpfs at dst that executes nothing (noexec, nosuid,
+                          * nodev); data = mount options */
     SBX_MNT_PROC,        /* fresh procfs of the new PID namespace at dst */
     SBX_MNT_DEVPTS,      /* private devpts instance at dst */
     SBX_MNT_DEV,         /* host device node src bound at dst */

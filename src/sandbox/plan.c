@@ -528,6 +528,8 @@ static const char *kind_label(enum sbx_mount_kind k)
         return "rw";
     case SBX_MNT_TMPFS:
         return "tmpfs";
+    case SBX_MNT_SCRATCH:
+        return "scratch";
     case SBX_MNT_PROC:
         return "proc";
     case SBX_MNT_DEVPTS:

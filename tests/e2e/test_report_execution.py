@@ -72,6 +72,8 @@ with Sandbox() as sb:
     check(out.index("demo__hello") < out.index("demo__probe") < out.index("demo__slow"),
           "calls in the order they were written", out)
     check("Project   " + root in out, "the project the calls were made in", out)
+    check("(no row of the execution's own" in out and "Outcome" not in out,
+          "without the execution's own row, the report says it is missing", out)
 
     r = sb.run("report", XID, "--json")
     check(r.returncode == 0, "report x-<id> --json exits 0", r.stdout + r.stderr)
@@ -99,6 +101,38 @@ with Sandbox() as sb:
     r = sb.run("report", "x-00000000deadbeef", "--json")
     check(r.returncode == 1 and r.stdout == "", "an unknown x- id exits 1 under --json too",
           r.stdout + r.stderr)
+
+    # The execution's own row (docs/audit.md): its summary beside the inner calls,
+    # which it is not counted among.
+    own = {"ts": 1767225601, "execution": XID, "pid": 42, "project": root,
+           "server": "agentstack", "tool": "tools_execute", "args_digest": "5d1e0c2a9b7f",
+           "outcome": "error", "detail": "resource-limit", "ms": 1480, "calls": 2,
+           "output_bytes": 812, "result_bytes": 0, "code_sha256": "ab" * 32,
+           "limit": "memory"}
+    write_chain(calls, [row(root, "hello", "ok", 12, XID), row(root, "slow", "error", 30, XID,
+                                                               "timeout"), own])
+    r = sb.run("report", XID)
+    out = r.stdout
+    check(r.returncode == 0 and "Outcome   resource-limit (limit memory) · 1480ms · 2 calls\n"
+          in out and "Sizes     812 bytes of output · 0 bytes of result" in out
+          and "Code      sha256:" + "ab" * 32 in out
+          and "2 · 1 ok · 0 denied · 1 error · 42ms in-tool" in out
+          and "no row of the execution's own" not in out,
+          "the execution's own row: outcome, limit, duration, sizes, code digest", out)
+    r = sb.run("report", XID, "--json")
+    doc = json.loads(r.stdout) if r.returncode == 0 else {}
+    check(doc.get("summary") == {"outcome": "error", "category": "resource-limit",
+                                 "limit": "memory", "ms": 1480, "calls": 2,
+                                 "output_bytes": 812, "result_bytes": 0,
+                                 "code_sha256": "ab" * 32, "ts": 1767225601}
+          and doc.get("count") == 2 and [c["tool"] for c in doc.get("calls", [])]
+          == ["hello", "slow"],
+          "JSON: the summary apart from the inner calls", r.stdout)
+    write_chain(calls, [own])
+    r = sb.run("report", XID, "--json")
+    doc = json.loads(r.stdout) if r.returncode == 0 else {}
+    check(doc.get("count") == 0 and doc.get("summary", {}).get("calls") == 2,
+          "an execution whose only row is its own is reported", r.stdout + r.stderr)
 
     # Hostile ids: a path or terminal escape is refused as unknown, never echoed raw.
     r = sb.run("report", "x-../../etc")

@@ -10,7 +10,7 @@ the right `Error [<category>]`, and no program process and no staging is
 left behind. An untrusted project refuses before anything is staged, and a
 repository's own opt-in advertises nothing.
 
-The runtime is Node.js >= 22.6: AS_TEST_NODE (tests/e2e/setup_node.sh
+The runtime is Node.js >= 22.15: AS_TEST_NODE (tests/e2e/setup_node.sh
 installs a pinned one and prints its path), else the cache that script
 fills, else `node` on PATH. Without one the scenario skips — a failure
 under CI=true, where .ci/run installs it."""
@@ -50,7 +50,7 @@ def find_node():
         if not cand:
             continue
         v = node_version(cand)
-        if v and v >= (22, 6):
+        if v and (v >= (22, 15) and v[0] != 23 or v >= (23, 5)):
             return subprocess.run(["sh", "-c", f'command -v "{cand}"'], capture_output=True,
                                   text=True).stdout.strip() or cand
     return None
@@ -273,6 +273,12 @@ def attacks():
             check(running and not pids_with(GUEST_MARK) and time.time() - t0 < 5,
                   "cancelled: the program's tree is killed within seconds", time.time() - t0)
             no_leftovers(s, "cancelled")
+            own = [x for x in audit_rows(s)
+                   if x.get("server") == "agentstack" and x.get("tool") == "tools_execute"]
+            check(own and own[-1].get("outcome") == "error"
+                  and own[-1].get("detail") == "cancelled" and own[-1].get("calls") == 0,
+                  "cancelled: the execution's own audit row says it was cancelled",
+                  own[-1:] if own else None)
             r = execute(gw, "export default 'after'")
             check(not is_error(r) and json.loads(text(r)).get("result") == "after",
                   "cancelled: the gateway goes on serving", text(r))
@@ -280,7 +286,7 @@ def attacks():
 
 def main():
     if not NODE:
-        skip("no Node.js >= 22.6 (run tests/e2e/setup_node.sh, or set AS_TEST_NODE)")
+        skip("no Node.js >= 22.15 (run tests/e2e/setup_node.sh, or set AS_TEST_NODE)")
     repository_opt_in_advertises_nothing()
     untrusted_refuses_before_staging()
     attacks()

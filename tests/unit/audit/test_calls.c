@@ -174,6 +174,16 @@ static void test_summary_line(void **state)
     add(home, "/p", "demo", "trust", "denied", NULL); /* idem */
     add(home, "/q", "other", "get", "ok", NULL);      /* another project */
     add(home, "/q", "other", "get", "error", NULL);
+    /* a tools_execute execution's own row: its inner calls are the calls */
+    struct aud_execution xe = {.calls = 1, .output_bytes = 5, .code_sha256 = "ab"};
+    struct aud_call xc = {.execution = "x-0123456789abcdef",
+                          .project = "/p",
+                          .server = AUD_EXEC_SERVER,
+                          .tool = AUD_EXEC_TOOL,
+                          .args_digest = "",
+                          .outcome = "ok",
+                          .exec = &xe};
+    assert_int_equal(aud_call_append(home, &xc, &err), 0);
     assert_int_equal(aud_calls_summarize(home, "/p", &s, &err), 0);
     sb_reset(&line);
     aud_summary_line(&s, &line);
@@ -226,6 +236,13 @@ static void test_encode_matches_record(void **state)
     big[sizeof big - 1] = '\0';
     big[198] = '\xc3'; /* a 2-byte character straddling the 200-byte cut */
     big[199] = '\xa9';
+    const struct aud_execution exec_killed = {
+        .calls = 3,
+        .output_bytes = 1 << 20,
+        .result_bytes = 0,
+        .code_sha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .limit = "memory"};
+    const struct aud_execution exec_ok = {.calls = 0, .code_sha256 = big, .limit = ""};
     const struct aud_call cases[] = {
         {.ts = 1,
          .pid = 7,
@@ -264,6 +281,26 @@ static void test_encode_matches_record(void **state)
          .detail = "d",
          .layer = "exactly-32-bytes-long-0123456789",
          .ms = -9223372036854775807LL - 1},
+        {.ts = 6,
+         .execution = "x-0123456789abcdef",
+         .pid = 3,
+         .project = "/p",
+         .server = AUD_EXEC_SERVER,
+         .tool = AUD_EXEC_TOOL,
+         .args_digest = "0123456789ab",
+         .outcome = "error",
+         .detail = "resource-limit",
+         .ms = 1500,
+         .exec = &exec_killed},
+        {.ts = 7,
+         .execution = "x-\"q\"",
+         .pid = 3,
+         .server = AUD_EXEC_SERVER,
+         .tool = AUD_EXEC_TOOL,
+         .args_digest = "",
+         .outcome = "ok",
+         .ms = 0,
+         .exec = &exec_ok},
         {.ts = 4,
          .pid = 1,
          .server = NULL,
