@@ -1,7 +1,7 @@
 # Shared by the runnable demos in docs/*-demo.sh (sourced, not run).
 #
-# Why: each demo replays a claim from the product pages with the real binary,
-# and must be safe to run on any machine and honest when it fails.
+# Why: each demo replays a documented flow with the real binary, and must be
+# safe to run on any machine and honest when it fails.
 # Guarantees: everything happens under a fresh temporary HOME and
 # AGENTSTACK_HOME (removed on exit, whatever happens), never your real
 # configs; the demos talk to loopback only; every claim is checked and named
