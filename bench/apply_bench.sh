@@ -1,14 +1,14 @@
 #!/bin/sh
 # apply over a large machine manifest (200 stdio/http servers, a secret
 # reference in each) into every detected target: a temporary HOME holds the
-# config file of each of the 13 built-in CLIs, so all 13 are detected.
+# config file of each of the 16 built-in CLIs, so all 16 are detected.
 # Rows, each beside a baseline measured in the same run, interleaved:
-#   - `apply --write` rendering all 200 servers into 13 fresh files (a fresh
+#   - `apply --write` rendering all 200 servers into 16 fresh files (a fresh
 #     copy of the home per run: backup, ledger and undo history included)
 #     vs `agentstack --version` (the process floor);
 #   - `apply --write` on an in-sync machine (nothing to write) vs --version;
 #   - a no-op `apply` (preview) on an in-sync machine vs `cat` of the same
-#     files it reads (manifest, 13 configs, ledger) — goal: <= 20 ms.
+#     files it reads (manifest, 16 configs, ledger) — goal: <= 20 ms.
 # Usage: bench/apply_bench.sh <builddir>   (rows: median of APPLY_RUNS, 15)
 set -eu
 B=${1:-build}
@@ -45,7 +45,11 @@ CONFIGS = {
     "kiro": "~/.kiro/settings/mcp.json",
     "junie": "~/.junie/mcp/mcp.json",
     "antigravity": "~/.gemini/antigravity/mcp_config.json",
+    "cline": "{config}/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json",
+    "zed": "{config}/zed/settings.json",
+    "amp": "{config}/amp/settings.json",
 }
+T = len(CONFIGS)
 files = []
 for cli, p in CONFIGS.items():
     p = p.replace("~", home, 1).replace("{config}", cfg, 1)
@@ -101,7 +105,7 @@ def first_write():
 
 version = timed_run([binpath, "--version"], work, env)
 ours, base = interleaved([first_write, version], runs)
-row("apply --write 200 srv x 13 (fresh)", fmt_ms(ours), fmt_ms(base),
+row(f"apply --write 200 srv x {T} (fresh)", fmt_ms(ours), fmt_ms(base),
     "+" + fmt_ms(ours - base))
 
 # now in sync: --write writes nothing, the preview says so
@@ -111,13 +115,13 @@ if r.returncode != 0 or "nothing to write" not in r.stdout:
          + (r.stdout + r.stderr).strip().splitlines()[-1])
     sys.exit(0)
 ours, base = interleaved([timed_run([binpath, "apply", "--write"], work, env), version], runs)
-row("apply --write in sync (200 x 13)", fmt_ms(ours), fmt_ms(base), "+" + fmt_ms(ours - base))
+row(f"apply --write in sync (200 x {T})", fmt_ms(ours), fmt_ms(base), "+" + fmt_ms(ours - base))
 
 ledger = os.path.join(ah, "state.json")
 cat = ["cat", manifest, ledger] + files
 ours, base = interleaved([timed_run([binpath, "apply"], work, env),
                           timed_run(cat, work, env)], runs)
-row("apply no-op preview (200 x 13)", fmt_ms(ours), fmt_ms(base), "+" + fmt_ms(ours - base))
+row(f"apply no-op preview (200 x {T})", fmt_ms(ours), fmt_ms(base), "+" + fmt_ms(ours - base))
 print("  (no-op apply goal <= 20 ms: %s at %s; baseline = cat of the %d files it reads)"
       % ("met" if ours <= 0.020 else "NOT met", fmt_ms(ours), len(cat) - 1), file=sys.stderr,
       flush=True)

@@ -45,6 +45,7 @@ const char *adp_format_name(enum adp_format f);
 struct adp_mcp {
     char *location; /* section key: mcpServers, mcp_servers, mcp, servers */
     char *f_url, *f_headers, *f_command, *f_args, *f_cwd, *f_env;
+    char *f_tools; /* the per-server tool allowlist key: written ["*"] (every tool), or NULL */
     char *transport_key; /* NULL: no transport tag */
     char *transport_http;
     char *transport_stdio;

@@ -265,7 +265,8 @@ static int parse_mcp(struct yctx *c, const yaml_node_t *n, struct adp_desc *d)
                                        "name_charset",
                                        "instructions_channel",
                                        NULL};
-    static const char *const fkeys[] = {"url", "headers", "command", "args", "cwd", "env", NULL};
+    static const char *const fkeys[] = {"url", "headers", "command", "args",
+                                        "cwd", "env",     "tools",   NULL};
     static const char *const tkeys[] = {"key", "http_value", "stdio_value", NULL};
     struct adp_mcp *m = &d->mcp;
     if (check_map(c, n, "mcp", keys))
@@ -281,7 +282,8 @@ static int parse_mcp(struct yctx *c, const yaml_node_t *n, struct adp_desc *d)
             get_str(c, f, "command", "mcp.fields", &m->f_command) ||
             get_str(c, f, "args", "mcp.fields", &m->f_args) ||
             get_str(c, f, "cwd", "mcp.fields", &m->f_cwd) ||
-            get_str(c, f, "env", "mcp.fields", &m->f_env))
+            get_str(c, f, "env", "mcp.fields", &m->f_env) ||
+            get_str(c, f, "tools", "mcp.fields", &m->f_tools))
             return -1;
     }
     yaml_node_t *t = get(c, n, "transport");
@@ -591,6 +593,7 @@ void adp_desc_free(struct adp_desc *d)
                      &d->mcp.f_args,
                      &d->mcp.f_cwd,
                      &d->mcp.f_env,
+                     &d->mcp.f_tools,
                      &d->mcp.transport_key,
                      &d->mcp.transport_http,
                      &d->mcp.transport_stdio,

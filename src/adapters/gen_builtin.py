@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Embeds adapters/*.yaml into src/adapters/builtin_yaml.c.
 
-The 13 built-in descriptors ship inside the binary, so a user's machine
+The 16 built-in descriptors ship inside the binary, so a user's machine
 never needs the YAML files. Run this after editing any adapters/*.yaml:
 
     python3 src/adapters/gen_builtin.py          # rewrite builtin_yaml.c
@@ -20,7 +20,8 @@ OUT = os.path.join(HERE, "builtin_yaml.c")
 
 # The order of docs/adapters.md's table of built-in adapters; any other descriptor follows, sorted by name.
 ORDER = ["claude-code", "claude-desktop", "codex", "copilot-cli", "cursor", "gemini",
-         "opencode", "pi", "vscode", "windsurf", "kiro", "junie", "antigravity"]
+         "opencode", "pi", "vscode", "windsurf", "kiro", "junie", "antigravity",
+         "cline", "zed", "amp"]
 
 
 def c_literal(data: bytes) -> str:

@@ -470,6 +470,11 @@ enum adp_render_status adp_render_server(const struct adp_desc *d, enum adp_form
                 toml_table_set(e, s->env.v[i].key, tstr(&st, s->env.v[i].value));
             toml_table_set(t, m->f_env, e);
         }
+        if (m->f_tools) {
+            toml_value *a = toml_new(TOML_ARRAY);
+            toml_array_push(a, toml_new_string("*"));
+            toml_table_set(t, m->f_tools, a);
+        }
         for (size_t i = 0; extra && i < extra->u.tab.n; i++) {
             toml_value *x = toml_resolved(&st, extra->u.tab.kv[i].val, 0);
             if (!x) {
@@ -524,6 +529,8 @@ enum adp_render_status adp_render_server(const struct adp_desc *d, enum adp_form
                 json_object_set_new(e, s->env.v[i].key, jstr(&st, s->env.v[i].value));
             json_object_set_new(o, m->f_env, e);
         }
+        if (m->f_tools)
+            json_object_set_new(o, m->f_tools, json_pack("[s]", "*"));
         for (size_t i = 0; extra && i < extra->u.tab.n; i++) {
             json_t *x = toml_to_json(&st, extra->u.tab.kv[i].val, 0);
             if (!x) {

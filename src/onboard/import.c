@@ -293,6 +293,17 @@ static bool is_field(const struct adp_desc *d, const char *k)
     return false;
 }
 
+/* The tool allowlist agentstack renders by default (["*"], every tool) is not carried as an
+ * extra; any narrower list is, so importing never widens what a server may expose. */
+static bool is_default_tools(const struct adp_desc *d, const char *k, const json_t *v)
+{
+    if (!d->mcp.f_tools || strcmp(d->mcp.f_tools, k) != 0 || !json_is_array(v) ||
+        json_array_size(v) != 1)
+        return false;
+    const json_t *only = json_array_get(v, 0);
+    return json_is_string(only) && strcmp(json_string_value(only), "*") == 0;
+}
+
 /* Pulls a string map (headers, env) from a JSON object. */
 static int json_strmap(const json_t *o, strvec *keys, strvec *vals)
 {
@@ -442,7 +453,8 @@ static void read_json_entry(const struct adp_desc *d, const char *name, const js
     json_t *v;
     json_object_foreach((json_t *)e, k, v)
     {
-        if (is_field(d, k) || strcmp(k, hk) == 0 || strcmp(k, ek) == 0 || strcmp(k, cmd_key) == 0 ||
+        if (is_field(d, k) || is_default_tools(d, k, v) || strcmp(k, hk) == 0 ||
+            strcmp(k, ek) == 0 || strcmp(k, cmd_key) == 0 ||
             (!m->command_array && strcmp(k, args_key) == 0) || (url_key && strcmp(k, url_key) == 0))
             continue;
         toml_value *t = toml_from_json(v, 0);

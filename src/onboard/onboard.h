@@ -2,7 +2,7 @@
  * onboard — turning what a machine already has into a manifest (init,
  * adopt, bootstrap; docs/onboarding.md).
  *
- * Why: nobody starts from a blank page. The 13 CLIs already hold MCP
+ * Why: nobody starts from a blank page. The 16 CLIs already hold MCP
  * servers (often with tokens pasted inline) and skill folders; init reads
  * them through the adapter descriptors' inverse mapping, merges them into
  * one reviewed manifest and moves every inline secret to a store, so the

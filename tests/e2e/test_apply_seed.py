@@ -66,11 +66,13 @@ with Sandbox() as sb:
     check(oc["mcp"]["filesystem"]["command"] == ["npx", "-y",
                                                  "@modelcontextprotocol/server-filesystem", "."],
           "opencode: its own syntax", oc)
-    check("GitHub Copilot CLI — no project MCP server config, skipping servers here" in out,
-          "copilot has no project file: said so", out)
+    cpj = json.loads(H.read(os.path.join(sb.project, ".github", "mcp.json")))
+    check(cpj["mcpServers"]["filesystem"]["type"] == "local" and
+          cpj["mcpServers"]["filesystem"]["tools"] == ["*"],
+          "copilot: its project file .github/mcp.json, type local, tools ['*']", cpj)
     gi = H.read(os.path.join(sb.project, ".gitignore"))
     check(gi == "node_modules/\n\n# >>> agentstack — generated project artifacts (machine-local) "
-               ">>>\n/.codex/config.toml\n/.gemini/settings.json\n/opencode.json\n"
+               ">>>\n/.codex/config.toml\n/.gemini/settings.json\n/.github/mcp.json\n/opencode.json\n"
                "# <<< agentstack >>>\n",
           "managed .gitignore block lists only files we wrote (not the hand-made .mcp.json)",
           gi)

@@ -84,7 +84,7 @@ def seed_transcript():
               "untrusted: Next: agentstack trust .", b.stdout)
         H.trust(sb, e=e)
         b = H.run(sb, "bootstrap", e=e)
-        check("→ apply would change 3 targets" in b.stdout
+        check("→ apply would change 4 targets" in b.stdout
               and "Next: agentstack apply --write" in b.stdout,
               "trusted: what apply would change, Next: agentstack apply --write", b.stdout)
 

@@ -1,4 +1,4 @@
-/* Adapter descriptors: the 13 built-ins, the embed matches adapters/<id>.yaml,
+/* Adapter descriptors: the 16 built-ins, the embed matches adapters/<id>.yaml,
  * drop-ins, and every parser error carries file:line:col. */
 #include "testutil.h"
 
@@ -7,9 +7,10 @@
 #include "adapters/adapters.h"
 #include "base/strbuf.h"
 
-static const char *const ids[] = {
-    "claude-code", "claude-desktop", "codex",    "copilot-cli", "cursor", "gemini",     "opencode",
-    "pi",          "vscode",         "windsurf", "kiro",        "junie",  "antigravity"};
+static const char *const ids[] = {"claude-code", "claude-desktop", "codex",    "copilot-cli",
+                                  "cursor",      "gemini",         "opencode", "pi",
+                                  "vscode",      "windsurf",       "kiro",     "junie",
+                                  "antigravity", "cline",          "zed",      "amp"};
 
 static void test_builtins_load_in_table_order(void **state)
 {
@@ -17,8 +18,8 @@ static void test_builtins_load_in_table_order(void **state)
     struct adp_registry r;
     struct as_err e = AS_ERR_INIT;
     assert_int_equal(adp_registry_load(&r, false, &e), 0);
-    assert_int_equal(r.v.n, 13);
-    for (size_t i = 0; i < 13; i++) {
+    assert_int_equal(r.v.n, 16);
+    for (size_t i = 0; i < 16; i++) {
         assert_string_equal(r.v.v[i]->id, ids[i]);
         assert_string_equal(r.v.v[i]->source, "built-in");
         assert_true(r.v.v[i]->has_mcp);
@@ -64,6 +65,19 @@ static void test_builtin_facts(void **state)
     assert_string_equal(d->mcp.location, "servers");
     d = adp_registry_find(&r, "copilot-cli");
     assert_string_equal(d->mcp.transport_stdio, "local");
+    assert_string_equal(d->mcp.f_tools, "tools");
+    assert_string_equal(d->project_config, ".github/mcp.json");
+    d = adp_registry_find(&r, "cline");
+    assert_string_equal(d->mcp.transport_http, "streamableHttp");
+    assert_null(d->mcp.f_cwd);
+    assert_null(d->project_config);
+    d = adp_registry_find(&r, "zed");
+    assert_string_equal(d->mcp.location, "context_servers");
+    assert_null(d->mcp.transport_key);
+    assert_int_equal(d->config_format, ADP_FMT_JSONC);
+    d = adp_registry_find(&r, "amp");
+    assert_string_equal(d->mcp.location, "amp.mcpServers");
+    assert_string_equal(d->project_config, ".amp/settings.json");
     d = adp_registry_find(&r, "pi");
     assert_string_equal(d->config_path, "~/.pi/agent/mcp.json");
     assert_string_equal(d->skills_dir, "~/.pi/agent/skills");
@@ -176,7 +190,7 @@ static void test_minimal_dropin_and_override(void **state)
     struct adp_registry r;
     struct as_err e = AS_ERR_INIT;
     assert_int_equal(adp_registry_load(&r, true, &e), 0);
-    assert_int_equal(r.v.n, 14);
+    assert_int_equal(r.v.n, 17);
     const struct adp_desc *d = adp_registry_find(&r, "mycli");
     assert_non_null(d);
     assert_string_equal(d->display, "My CLI");
