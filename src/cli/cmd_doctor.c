@@ -141,11 +141,19 @@ static void summary(struct doc *d, int s, const char *fmt, ...)
  * choice). A file store that is not private is an error: the chain refuses
  * to read it. */
 static void check_secrets(struct doc *d, const struct manifest *m, const struct bundle_paths *p,
-                          const char *home, const struct pol_ruleset *rs, bool ci)
+                          const char *home, struct library *lib, const struct pol_ruleset *rs,
+                          bool ci)
 {
-    (void)home;
+    /* What apply would deliver: the library servers a toolset names count
+     * as much as [servers] (their ${REF}s block the write just the same). */
+    struct adp_effective eff;
+    adp_effective_servers(m, home, lib ? lib_pin_lookup : NULL, lib, &eff);
+    if (section_clean(d, S_MANIFEST))
+        for (size_t i = 0; i < eff.problems.n; i++)
+            add(d, S_SECRETS, L_WARN, NULL, "the secrets of a library server are not known: %s",
+                eff.problems.v[i]);
     strvec all = STRVEC_INIT;
-    ref_manifest_refs(m, &all);
+    adp_effective_refs(m, &eff, &all);
     struct onb_locator l;
     onb_locator_init(&l, p->env_file, !ci && all.n > 0);
     strvec_clear(&all);
@@ -193,8 +201,9 @@ static void check_secrets(struct doc *d, const struct manifest *m, const struct 
     sb_release(&why);
     size_t total = 0, missing = 0;
     strvec seen = STRVEC_INIT;
-    for (size_t i = 0; i < m->servers.n; i++) {
-        const struct mf_server *s = &m->servers.v[i];
+    for (size_t i = 0; i < eff.servers.n; i++) {
+        const struct mf_server *s = eff.servers.v[i];
+        const char *kind = eff.library_refs.v[i][0] ? "library server" : "server";
         strvec refs = STRVEC_INIT;
         ref_server_refs(s, &refs);
         for (size_t j = 0; j < refs.n; j++) {
@@ -222,7 +231,7 @@ static void check_secrets(struct doc *d, const struct manifest *m, const struct 
             missing++;
             char *fix = xasprintf("agentstack secret set %s", r);
             add(d, S_SECRETS, L_ERR, fix,
-                "${%s} not found (server '%s') — looked in the environment, %s%s and %s%s%s%s", r,
+                "${%s} not found (%s '%s') — looked in the environment, %s%s and %s%s%s%s", r, kind,
                 s->name, l.kc_ok ? "the OS keychain, " : "", store, p->env_file,
                 ci        ? " (a keychain is never read in --ci)"
                 : l.kc_ok ? ""
@@ -238,6 +247,7 @@ static void check_secrets(struct doc *d, const struct manifest *m, const struct 
                 total, total == 1 ? "" : "s");
     strvec_clear(&seen);
     onb_locator_free(&l);
+    adp_effective_free(&eff);
 }
 
 /* Host of an http(s) URL, or NULL. */
@@ -1013,7 +1023,7 @@ int cmd_doctor(int argc, char **argv, struct cli_ctx *ctx)
 
         struct pol_ruleset *rs = NULL;
         check_policy(&d, m, machine, mst, mbuf, mhint, &rs);
-        check_secrets(&d, m, &p, home.buf, rs, ci);
+        check_secrets(&d, m, &p, home.buf, lib, rs, ci);
         check_literals(&d, m, &snap, ci, deep);
         check_lock(&d, m, &p, &snap, home.buf, lib, &locked);
         check_scan(&d, m, home.buf, lib, deep);
