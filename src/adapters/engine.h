@@ -362,6 +362,12 @@ int adp_connect(const struct adp_registry *r, const struct adp_connect_opts *o, 
 /* The path connect registers: a $PATH entry resolving to this binary when
  * there is one, else the binary's real path. */
 int adp_self_path(strbuf *out, struct as_err *err);
+/* The binary connect registers (docs/adapters.md): the first `agentstack` on
+ * PATH, else the one `self link` placed ($AGENTSTACK_PREFIX, /usr/local/bin,
+ * ~/.local/bin), else the running binary's real path — then warning (when
+ * not NULL) says so and how to fix it. Also a note when the installed binary
+ * is not the one running. */
+int adp_gateway_binary(strbuf *out, strbuf *warning, struct as_err *err);
 
 /* ---- uninstall / unrender: take back what the ledger lists -------------- */
 

@@ -720,6 +720,36 @@ static void check_scan(struct doc *d, const struct manifest *m, const char *home
     scan_report_free(&r);
 }
 
+/* A CLI that connect registered the gateway in runs the binary it was
+ * given: gone (a rebuild elsewhere, a `make clean`), that CLI has no
+ * servers at all. An error, with the fix. */
+static void check_gateway_binaries(struct doc *d, const struct adp_registry *reg)
+{
+    json_t *ledger = NULL;
+    struct as_err err = AS_ERR_INIT;
+    if (adp_ledger_load(&ledger, &err) != 0)
+        return;
+    const char *key;
+    json_t *e;
+    json_object_foreach(json_object_get(ledger, "targets"), key, e)
+    {
+        const char *cmd = json_string_value(json_object_get(e, "gateway_command"));
+        if (!cmd || !json_object_get(e, "gateway") || strstr(key, "@project:"))
+            continue;
+        struct stat st;
+        if (stat(cmd, &st) == 0 && S_ISREG(st.st_mode) && access(cmd, X_OK) == 0)
+            continue;
+        const struct adp_desc *a = adp_registry_find(reg, key);
+        add(d, S_DRIFT, L_ERR,
+            "agentstack self link (from the build you use), then: agentstack connect --all "
+            "--write",
+            "%s runs the gateway as %s, which is gone or not executable — that CLI gets no "
+            "servers",
+            a ? a->display : key, cmd);
+    }
+    json_decref(ledger);
+}
+
 /* Native-config drift comes from the adapters' own report (the same one
  * `diff` uses), which also covers the gateway entries `connect` wrote into
  * the CLIs' user files. Always a warning, never an error: the
@@ -748,6 +778,7 @@ static void check_drift(struct doc *d, const struct manifest *m)
                     checked, checked == 1 ? "" : "s");
     }
     adp_drift_list_free(&drift);
+    check_gateway_binaries(d, &reg);
     adp_registry_free(&reg);
 }
 
