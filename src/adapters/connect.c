@@ -52,6 +52,73 @@ int adp_self_path(strbuf *out, struct as_err *err)
     return 0;
 }
 
+/* Whether path is an executable regular file (symlinks followed). */
+static bool runnable(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+int adp_gateway_binary(strbuf *out, strbuf *warning, struct as_err *err)
+{
+    strbuf self = SB_INIT;
+    if (fs_realpath("/proc/self/exe", &self, err) != 0) {
+        sb_release(&self);
+        return -1;
+    }
+    /* 1. What a shell runs as `agentstack`: the first one on PATH. Kept as
+     *    the PATH entry (a link `self link` re-points stays valid). */
+    strbuf cand = SB_INIT;
+    bool found = false;
+    const char *path = getenv("PATH");
+    for (const char *p = path; p && *p && !found;) {
+        const char *c = strchr(p, ':');
+        size_t n = c ? (size_t)(c - p) : strlen(p);
+        if (n && p[0] == '/') {
+            sb_setlen(&cand, 0);
+            sb_add(&cand, p, n);
+            sb_adds(&cand, "/agentstack");
+            found = runnable(cand.buf);
+        }
+        p += n + (c ? 1 : 0);
+    }
+    /* 2. Where `self link` puts it, when that directory is not on PATH. */
+    const char *prefix = getenv("AGENTSTACK_PREFIX");
+    const char *home = getenv("HOME");
+    const char *dirs[] = {prefix && prefix[0] == '/' ? prefix : NULL, "/usr/local/bin",
+                          home && home[0] == '/' ? home : NULL};
+    for (size_t i = 0; !found && i < sizeof dirs / sizeof *dirs; i++) {
+        if (!dirs[i])
+            continue;
+        sb_setlen(&cand, 0);
+        sb_addf(&cand, i == 2 ? "%s/.local/bin/agentstack" : "%s/agentstack", dirs[i]);
+        found = runnable(cand.buf);
+    }
+    if (found) {
+        strbuf real = SB_INIT;
+        struct as_err e = AS_ERR_INIT;
+        if (warning && fs_realpath(cand.buf, &real, &e) == 0 && strcmp(real.buf, self.buf) != 0)
+            sb_addf(warning,
+                    "· registering %s (the installed agentstack), not the binary running now "
+                    "(%s)",
+                    cand.buf, self.buf);
+        sb_release(&real);
+        sb_add(out, cand.buf, cand.len);
+    } else {
+        if (warning)
+            sb_addf(warning,
+                    "⚠ no agentstack on PATH or where `agentstack self link` puts it: "
+                    "registering the running binary %s — a rebuild or clean of that tree "
+                    "breaks every CLI ↳ agentstack self link, then: agentstack connect --all "
+                    "--write",
+                    self.buf);
+        sb_add(out, self.buf, self.len);
+    }
+    sb_release(&cand);
+    sb_release(&self);
+    return 0;
+}
+
 struct ctarget {
     const struct adp_desc *d;
     char *path;
@@ -219,7 +286,7 @@ int adp_connect(const struct adp_registry *r, const struct adp_connect_opts *o, 
                          "agentstack connect <cli> --write");
         return 1;
     }
-    strbuf cmd = SB_INIT;
+    strbuf cmd = SB_INIT, which = SB_INIT;
     if (o->command) {
         if (o->command[0] != '/') {
             vec_free(&descs);
@@ -227,11 +294,15 @@ int adp_connect(const struct adp_registry *r, const struct adp_connect_opts *o, 
             return 2;
         }
         sb_adds(&cmd, o->command);
-    } else if (adp_self_path(&cmd, err) != 0) {
+    } else if (adp_gateway_binary(&cmd, o->disconnect ? NULL : &which, err) != 0) {
         vec_free(&descs);
         sb_release(&cmd);
+        sb_release(&which);
         return 1;
     }
+    if (which.len)
+        term_fprintf(out, "%s\n", which.buf);
+    sb_release(&which);
     struct mf_server bridge = {0};
     bridge.name = (char *)ADP_BRIDGE_NAME;
     bridge.type = MF_SERVER_STDIO;
@@ -294,6 +365,11 @@ int adp_connect(const struct adp_registry *r, const struct adp_connect_opts *o, 
                         json_object_del(e, "gateway");
                     else
                         json_object_set_new(e, "gateway", json_string(ADP_BRIDGE_NAME));
+                    /* The binary registered, for doctor's check that it is still there. */
+                    if (o->disconnect)
+                        json_object_del(e, "gateway_command");
+                    else
+                        json_object_set_new(e, "gateway_command", json_string(cmd.buf));
                 }
             }
         }

@@ -220,6 +220,32 @@ int adp_render_env_init(struct adp_render_env *e, struct manifest *m, const stru
 void adp_render_env_apply(const struct adp_render_env *e, struct adp_apply_opts *o);
 void adp_render_env_release(struct adp_render_env *e);
 
+/* ---- the effective servers ----------------------------------------------- */
+
+/* What apply delivers for a manifest without --toolset: its [servers], then
+ * every library server a toolset names that [servers] does not declare, read
+ * from the library as apply reads them (docs/library.md). For the surfaces
+ * that report before a write (bootstrap, doctor, status, secret list), so a
+ * ${REF} a library definition needs is seen before apply refuses it. Pins are
+ * not checked here: that is lock's and trust's report. */
+struct adp_i_libset;
+struct adp_effective {
+    VEC(const struct mf_server *) servers;
+    strvec library_refs; /* parallel to servers: the toolset reference of a
+                          * library server, "" for a declared one */
+    strvec problems;     /* one line per library reference that could not be
+                          * read or decoded (its fix included) */
+    struct adp_i_libset *lib;
+};
+/* home: $AGENTSTACK_HOME (NULL: none); library/library_ctx as in
+ * adp_apply_opts. Never fails: what cannot be read is a problem line. */
+void adp_effective_servers(const struct manifest *m, const char *home, pin_library_fn library,
+                           void *library_ctx, struct adp_effective *out);
+/* Every ${REF} the effective servers and the manifest's hooks name, sorted,
+ * each once (ref_manifest_refs plus the library servers'). */
+void adp_effective_refs(const struct manifest *m, const struct adp_effective *e, strvec *out);
+void adp_effective_free(struct adp_effective *e);
+
 /* ---- apply --------------------------------------------------------------- */
 
 struct adp_apply_opts {
@@ -336,6 +362,12 @@ int adp_connect(const struct adp_registry *r, const struct adp_connect_opts *o, 
 /* The path connect registers: a $PATH entry resolving to this binary when
  * there is one, else the binary's real path. */
 int adp_self_path(strbuf *out, struct as_err *err);
+/* The binary connect registers (docs/adapters.md): the first `agentstack` on
+ * PATH, else the one `self link` placed ($AGENTSTACK_PREFIX, /usr/local/bin,
+ * ~/.local/bin), else the running binary's real path — then warning (when
+ * not NULL) says so and how to fix it. Also a note when the installed binary
+ * is not the one running. */
+int adp_gateway_binary(strbuf *out, strbuf *warning, struct as_err *err);
 
 /* ---- uninstall / unrender: take back what the ledger lists -------------- */
 

@@ -20,6 +20,7 @@
 #include "base/xalloc.h"
 #include "bundle/home.h"
 #include "bundle/lockfile.h"
+#include "bundle/ref.h"
 
 /* The lock row of a library server: lock keys rows by the reference as the
  * toolset wrote it; a row under the bare name is accepted for a qualified
@@ -190,6 +191,60 @@ void adp_i_libset_free(struct adp_i_libset *set)
         manifest_free(set->defs.v[i]);
     vec_free(&set->defs);
     strvec_clear(&set->refs);
+}
+
+void adp_effective_servers(const struct manifest *m, const char *home, pin_library_fn library,
+                           void *library_ctx, struct adp_effective *out)
+{
+    memset(out, 0, sizeof *out);
+    out->lib = xcalloc(1, sizeof *out->lib);
+    for (size_t i = 0; i < m->servers.n; i++) {
+        vec_push(&out->servers, &m->servers.v[i]);
+        strvec_push(&out->library_refs, "");
+    }
+    struct adp_apply_opts o = {
+        .m = m, .home = home, .library = library, .library_ctx = library_ctx};
+    strvec failed = STRVEC_INIT; /* each unreadable reference reported once */
+    for (size_t i = 0; i < m->toolsets.n; i++)
+        for (size_t j = 0; j < m->toolsets.v[i].servers.n; j++) {
+            const char *ref = m->toolsets.v[i].servers.v[j];
+            if (manifest_server(m, ref) || strvec_find(&out->lib->refs, ref) >= 0 ||
+                strvec_find(&failed, ref) >= 0)
+                continue;
+            struct as_err err = AS_ERR_INIT;
+            const struct mf_server *s = adp_i_libset_get(out->lib, &o, ref, false, &err);
+            if (!s) {
+                char buf[2048];
+                strvec_pushf(&out->problems, "toolset '%s': %s", m->toolsets.v[i].name,
+                             as_err_str(&err, buf, sizeof buf));
+                strvec_push(&failed, ref);
+                continue;
+            }
+            vec_push(&out->servers, s);
+            strvec_push(&out->library_refs, ref);
+        }
+    strvec_clear(&failed);
+}
+
+void adp_effective_refs(const struct manifest *m, const struct adp_effective *e, strvec *out)
+{
+    ref_manifest_refs(m, out);
+    for (size_t i = 0; i < e->servers.n; i++)
+        if (e->library_refs.v[i][0])
+            ref_server_refs(e->servers.v[i], out);
+    strvec_sort(out);
+}
+
+void adp_effective_free(struct adp_effective *e)
+{
+    if (e->lib) {
+        adp_i_libset_free(e->lib);
+        free(e->lib);
+    }
+    vec_free(&e->servers);
+    strvec_clear(&e->library_refs);
+    strvec_clear(&e->problems);
+    memset(e, 0, sizeof *e);
 }
 
 bool adp_i_check_library_pins(const struct adp_apply_opts *o)

@@ -502,6 +502,13 @@ int adp_undo(const struct adp_undo_opts *o, struct as_err *err)
             for (size_t d = 0; d < f->created_dirs.n; d++)
                 strvec_push(&batch->files.v[j].created_dirs, f->created_dirs.v[d]);
         }
+        /* Skill links too, oldest write first: the revert walks the log
+         * backwards, so the newest change is put back first. */
+        if (json_array_size(e->skills)) {
+            if (!batch->skills)
+                batch->skills = json_array();
+            json_array_extend(batch->skills, e->skills);
+        }
     }
     if (!reverting) {
         term_fprintf(oo.out, "nothing to undo — no recorded write that isn't already undone\n");

@@ -41,6 +41,11 @@ struct library;
  * command goes on, validation saying which names are unknown. */
 struct library *cli_open_library(void);
 
+/* Every ${REF} what apply delivers for m needs: its [servers], its hooks and
+ * the library servers its toolsets name (docs/library.md), sorted, once
+ * each. lib NULL: the implicit local library source only. */
+void cli_needed_refs(const struct manifest *m, struct library *lib, strvec *out);
+
 /* What apply, use and session start render from: the project's manifest (or
  * the machine manifest when there is no project), the adapter registry, the
  * central library, the trust gate's verdict and the render environment.

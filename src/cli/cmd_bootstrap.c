@@ -215,9 +215,10 @@ static int build(struct cli_ctx *ctx, struct report *r, struct as_err *err)
         }
     }
 
-    /* Secrets, by presence */
+    /* Secrets, by presence: every ${REF} apply would need, the library
+     * servers' included. */
     strvec refs = STRVEC_INIT;
-    ref_manifest_refs(m, &refs);
+    cli_needed_refs(m, lib, &refs);
     struct onb_locator l;
     onb_locator_init(&l, p.env_file, refs.n > 0);
     for (size_t i = 0; i < refs.n; i++) {

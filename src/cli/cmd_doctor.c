@@ -142,11 +142,19 @@ static void summary(struct doc *d, int s, const char *fmt, ...)
  * choice). A file store that is not private is an error: the chain refuses
  * to read it. */
 static void check_secrets(struct doc *d, const struct manifest *m, const struct bundle_paths *p,
-                          const char *home, const struct pol_ruleset *rs, bool ci)
+                          const char *home, struct library *lib, const struct pol_ruleset *rs,
+                          bool ci)
 {
-    (void)home;
+    /* What apply would deliver: the library servers a toolset names count
+     * as much as [servers] (their ${REF}s block the write just the same). */
+    struct adp_effective eff;
+    adp_effective_servers(m, home, lib ? lib_pin_lookup : NULL, lib, &eff);
+    if (section_clean(d, S_MANIFEST))
+        for (size_t i = 0; i < eff.problems.n; i++)
+            add(d, S_SECRETS, L_WARN, NULL, "the secrets of a library server are not known: %s",
+                eff.problems.v[i]);
     strvec all = STRVEC_INIT;
-    ref_manifest_refs(m, &all);
+    adp_effective_refs(m, &eff, &all);
     struct onb_locator l;
     onb_locator_init(&l, p->env_file, !ci && all.n > 0);
     strvec_clear(&all);
@@ -194,8 +202,9 @@ static void check_secrets(struct doc *d, const struct manifest *m, const struct 
     sb_release(&why);
     size_t total = 0, missing = 0;
     strvec seen = STRVEC_INIT;
-    for (size_t i = 0; i < m->servers.n; i++) {
-        const struct mf_server *s = &m->servers.v[i];
+    for (size_t i = 0; i < eff.servers.n; i++) {
+        const struct mf_server *s = eff.servers.v[i];
+        const char *kind = eff.library_refs.v[i][0] ? "library server" : "server";
         strvec refs = STRVEC_INIT;
         ref_server_refs(s, &refs);
         for (size_t j = 0; j < refs.n; j++) {
@@ -223,7 +232,7 @@ static void check_secrets(struct doc *d, const struct manifest *m, const struct 
             missing++;
             char *fix = xasprintf("agentstack secret set %s", r);
             add(d, S_SECRETS, L_ERR, fix,
-                "${%s} not found (server '%s') — looked in the environment, %s%s and %s%s%s%s", r,
+                "${%s} not found (%s '%s') — looked in the environment, %s%s and %s%s%s%s", r, kind,
                 s->name, l.kc_ok ? "the OS keychain, " : "", store, p->env_file,
                 ci        ? " (a keychain is never read in --ci)"
                 : l.kc_ok ? ""
@@ -239,6 +248,7 @@ static void check_secrets(struct doc *d, const struct manifest *m, const struct 
                 total, total == 1 ? "" : "s");
     strvec_clear(&seen);
     onb_locator_free(&l);
+    adp_effective_free(&eff);
 }
 
 /* Host of an http(s) URL (base/url.h), or NULL. */
@@ -698,6 +708,36 @@ static void check_scan(struct doc *d, const struct manifest *m, const char *home
     scan_report_free(&r);
 }
 
+/* A CLI that connect registered the gateway in runs the binary it was
+ * given: gone (a rebuild elsewhere, a `make clean`), that CLI has no
+ * servers at all. An error, with the fix. */
+static void check_gateway_binaries(struct doc *d, const struct adp_registry *reg)
+{
+    json_t *ledger = NULL;
+    struct as_err err = AS_ERR_INIT;
+    if (adp_ledger_load(&ledger, &err) != 0)
+        return;
+    const char *key;
+    json_t *e;
+    json_object_foreach(json_object_get(ledger, "targets"), key, e)
+    {
+        const char *cmd = json_string_value(json_object_get(e, "gateway_command"));
+        if (!cmd || !json_object_get(e, "gateway") || strstr(key, "@project:"))
+            continue;
+        struct stat st;
+        if (stat(cmd, &st) == 0 && S_ISREG(st.st_mode) && access(cmd, X_OK) == 0)
+            continue;
+        const struct adp_desc *a = adp_registry_find(reg, key);
+        add(d, S_DRIFT, L_ERR,
+            "agentstack self link (from the build you use), then: agentstack connect --all "
+            "--write",
+            "%s runs the gateway as %s, which is gone or not executable — that CLI gets no "
+            "servers",
+            a ? a->display : key, cmd);
+    }
+    json_decref(ledger);
+}
+
 /* Native-config drift comes from the adapters' own report (the same one
  * `diff` uses), which also covers the gateway entries `connect` wrote into
  * the CLIs' user files. Always a warning, never an error: the
@@ -726,6 +766,7 @@ static void check_drift(struct doc *d, const struct manifest *m)
                     checked, checked == 1 ? "" : "s");
     }
     adp_drift_list_free(&drift);
+    check_gateway_binaries(d, &reg);
     adp_registry_free(&reg);
 }
 
@@ -1001,7 +1042,7 @@ int cmd_doctor(int argc, char **argv, struct cli_ctx *ctx)
 
         struct pol_ruleset *rs = NULL;
         check_policy(&d, m, machine, mst, mbuf, mhint, &rs);
-        check_secrets(&d, m, &p, home.buf, rs, ci);
+        check_secrets(&d, m, &p, home.buf, lib, rs, ci);
         check_literals(&d, m, &snap, ci, deep);
         check_lock(&d, m, &p, &snap, home.buf, lib, &locked);
         check_scan(&d, m, home.buf, lib, deep);

@@ -23,6 +23,7 @@
 #include "bundle/manifest.h"
 #include "bundle/ref.h"
 #include "cli/cli.h"
+#include "library/library.h"
 #include "onboard/onboard.h"
 #include "secrets/backends.h"
 
@@ -383,7 +384,10 @@ static int do_list(const struct secret_args *a, struct cli_ctx *ctx)
     if (project) {
         struct manifest *m = manifest_load(&p, &err);
         if (m) {
-            ref_manifest_refs(m, &wanted);
+            struct as_err le = AS_ERR_INIT;
+            struct library *lib = lib_open(NULL, &le);
+            cli_needed_refs(m, lib, &wanted);
+            lib_free(lib);
             manifest_free(m);
         } else {
             char buf[4096];

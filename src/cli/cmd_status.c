@@ -178,7 +178,7 @@ static void gather(struct cli_ctx *ctx, struct st *s)
         mf_diags_free(&d);
         free(ids);
         strvec refs = STRVEC_INIT;
-        ref_manifest_refs(m, &refs);
+        cli_needed_refs(m, lib, &refs);
         struct onb_locator l;
         onb_locator_init(&l, s->project ? p.env_file : NULL, refs.n > 0);
         for (size_t i = 0; i < refs.n; i++)
@@ -205,7 +205,7 @@ static void gather(struct cli_ctx *ctx, struct st *s)
         next(s, "agentstack doctor", "the manifest does not validate");
     else if (s->sec_missing.n) {
         char *c = xasprintf("agentstack secret set %s", s->sec_missing.v[0]);
-        next(s, c, "a secret the manifest names is not set on this machine");
+        next(s, c, "a secret this project needs is not set on this machine");
         free(c);
     } else if (s->project && !s->locked && (s->servers || s->skills || s->toolsets.n))
         next(s, "agentstack lock --write", "nothing is pinned yet");

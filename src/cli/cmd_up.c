@@ -164,48 +164,6 @@ static size_t print_clis(void)
     return n;
 }
 
-/* ${REF}s in every string value of a TOML tree (comments are not values). */
-static void toml_refs(const toml_value *v, strvec *out)
-{
-    if (v->type == TOML_STRING) {
-        strvec found = STRVEC_INIT;
-        ref_scan(v->u.str.s, v->u.str.len, &found);
-        for (size_t k = 0; k < found.n; k++)
-            if (strvec_find(out, found.v[k]) < 0)
-                strvec_push(out, found.v[k]);
-        strvec_clear(&found);
-    } else if (v->type == TOML_TABLE) {
-        for (size_t i = 0; i < toml_len(v); i++)
-            toml_refs(toml_entry(v, i)->val, out);
-    } else if (v->type == TOML_ARRAY) {
-        for (size_t i = 0; i < toml_len(v); i++)
-            toml_refs(toml_at(v, i), out);
-    }
-}
-
-/* Every ${REF} the project needs: its own servers and hooks, plus the
- * library servers its toolsets name (one resolved set). */
-static void project_refs(const struct manifest *m, struct library *lib, strvec *out)
-{
-    ref_manifest_refs(m, out);
-    for (size_t i = 0; i < m->toolsets.n; i++) {
-        const struct mf_toolset *t = &m->toolsets.v[i];
-        for (size_t j = 0; j < t->servers.n; j++) {
-            if (manifest_server(m, t->servers.v[j]))
-                continue;
-            const struct lib_item *it = NULL;
-            struct as_err err = AS_ERR_INIT;
-            if (lib_resolve(lib, LIB_SERVER, t->servers.v[j], &it, &err) != 1)
-                continue;
-            toml_value *def = toml_parse_file(it->body, LIB_MAX_FILE_BYTES, &err);
-            if (def)
-                toml_refs(def, out);
-            toml_free(def);
-        }
-    }
-    strvec_sort(out);
-}
-
 static int library_step(const struct up_args *a, struct up_state *st, struct as_err *err)
 {
     struct as_lock l;
@@ -330,7 +288,7 @@ static void project_step(const struct up_args *a, struct bundle_paths *p, struct
     struct library *lib = m ? lib_open(NULL, &err) : NULL;
     strvec refs = STRVEC_INIT;
     if (m && lib) {
-        project_refs(m, lib, &refs);
+        cli_needed_refs(m, lib, &refs);
         struct sec_chain *chain = sec_chain_default(p->env_file);
         for (size_t i = 0; i < refs.n; i++) {
             struct sec_result r;

@@ -76,6 +76,18 @@ struct library *cli_open_library(void)
     return lib;
 }
 
+void cli_needed_refs(const struct manifest *m, struct library *lib, strvec *out)
+{
+    strbuf home = SB_INIT;
+    struct as_err err = AS_ERR_INIT;
+    struct adp_effective eff;
+    adp_effective_servers(m, home_dir(&home, &err) == 0 ? home.buf : NULL,
+                          lib ? lib_pin_lookup : NULL, lib, &eff);
+    adp_effective_refs(m, &eff, out);
+    adp_effective_free(&eff);
+    sb_release(&home);
+}
+
 struct library *cli_lib_open(struct cli_lib *cl, bool lock)
 {
     struct as_err err = AS_ERR_INIT;

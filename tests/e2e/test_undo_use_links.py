@@ -1,7 +1,9 @@
 """The user's steps: a committed repo, `use backend --write` (renders the
 server, links the skill, adds the managed .gitignore block), then
-`restore --last --write`: the skill link the write created is gone, the
-.gitignore is back as it was, and `git status` is clean."""
+`restore --last --write` — or `undo --to N --write`, N the use's number on
+the timeline: the skill link the write created is gone, the .gitignore is
+back as it was, and `git status` is clean."""
+import json
 import os
 import sys
 
@@ -25,7 +27,7 @@ servers = ["a"]
 skills = ["sql-review"]
 """
 
-for undo in (["restore", "--last", "--write"],):
+for undo in (["restore", "--last", "--write"], ["undo", "--to", "N", "--write"]):
     with Sandbox() as sb:
         H.fake_bin(sb, "claude")
         sb.write(".agentstack/skills/sql-review/SKILL.md", "---\ndescription: sql\n---\n")
@@ -40,6 +42,12 @@ for undo in (["restore", "--last", "--write"],):
         check(p.returncode == 0, "use backend --write", p.stdout + p.stderr)
         link = os.path.join(sb.project, ".claude", "skills", "sql-review")
         check(os.path.islink(link), "the skill is linked")
+        if "N" in undo:
+            p = H.run(sb, "undo", "--json")
+            check(p.returncode == 0, "undo --json (the timeline)", p.stdout + p.stderr)
+            rows = [r for r in json.loads(p.stdout) if r["operation"].startswith("use")]
+            check(len(rows) == 1, "the use write is on the timeline", p.stdout)
+            undo = [str(rows[0]["n"]) if a == "N" else a for a in undo]
         p = H.run(sb, *undo)
         label = " ".join(undo)
         check(p.returncode == 0, label, p.stdout + p.stderr)
