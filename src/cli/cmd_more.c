@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/json_out.h"
 
 int cmd_more(int argc, char **argv, struct cli_ctx *ctx);
 
@@ -72,5 +73,13 @@ int cmd_more(int argc, char **argv, struct cli_ctx *ctx)
     const struct cli_spec *c = cli_find(argv[i]);
     if (!c || c == &cmd_more_spec || c == &cmd_x_spec)
         return cli_usage_error(self->name, "unknown command '%s'", argv[i]);
+    /* as main does for the command's own spelling: its --json failures are
+     * JSON documents too (main's cli_json_finish prints them) */
+    if (c->flags & CLI_JSON_ERRORS)
+        for (int k = i + 1; k < argc && strcmp(argv[k], "--") != 0; k++)
+            if (strcmp(argv[k], "--json") == 0) {
+                cli_json_enable(c->name);
+                break;
+            }
     return c->fn(argc - i, argv + i, ctx);
 }

@@ -126,12 +126,18 @@ bool sh_is_self(struct sh_j *j, const struct sh_cmd *c, const char *word)
 
 /* ---- agentstack by meaning ----------------------------------------------- */
 
+/* Verbs that read, or write only what `apply --write` and the manifest
+ * edits write (the CLIs' own files, the project's manifest and lock): an
+ * agent may run them, and every manifest edit re-gates trust
+ * (docs/guard.md, "agentstack itself"). */
 static const char *const as_safe[] = {
-    "help",        "version",      "lock",    "diff",    "status",  "bootstrap", "doctor",
-    "search",      "report",       "runs",    "audit",   "install", "apply",     "use",
-    "session",     "instructions", "restore", "undo",    "connect", "gateway",   "mcp",
-    "demo-server", "lib",          "add",     "upgrade", "remove",  "up",        "adopt",
-    "init",        "verify",       "self",    "kill",    "run",     NULL};
+    "help",        "version",      "lock",     "diff",     "status",   "bootstrap",   "doctor",
+    "search",      "report",       "runs",     "audit",    "install",  "apply",       "use",
+    "session",     "instructions", "restore",  "undo",     "connect",  "gateway",     "mcp",
+    "demo-server", "lib",          "add",      "upgrade",  "remove",   "up",          "adopt",
+    "init",        "verify",       "self",     "kill",     "run",      "explain",     "why",
+    "toolset",     "lease",        "adapters", "settings", "delivery", "completions", "unrender",
+    NULL};
 
 void sh_rule_agentstack(struct sh_j *j, struct sh_cmd *c, size_t p)
 {
@@ -148,6 +154,9 @@ void sh_rule_agentstack(struct sh_j *j, struct sh_cmd *c, size_t p)
             continue;
         }
         if (sh_is_flag(w->text))
+            continue;
+        /* `more` and `x` are a namespace: the verb is the word after */
+        if (!strcmp(w->text, "more") || !strcmp(w->text, "x"))
             continue;
         verb = i;
         found = true;
@@ -187,6 +196,12 @@ void sh_rule_agentstack(struct sh_j *j, struct sh_cmd *c, size_t p)
         deny = !strcmp(sh_T(c, verb + 1), "sync") && sh_has_word(c, verb + 2, "--allow-secrets");
         if (deny)
             sb_adds(&what, " sync --allow-secrets");
+    } else if (!strcmp(v, "uninstall")) {
+        /* reverting the CLIs' files is apply's write; deleting the machine
+         * home erases the trust store, the evidence chains and the keys */
+        deny = sh_has_word(c, verb + 1, "--write") && !sh_has_word(c, verb + 1, "--keep-home");
+        if (deny)
+            sb_adds(&what, " --write (without --keep-home)");
     } else if (!strcmp(v, "init") || !strcmp(v, "apply") || !strcmp(v, "upgrade") ||
                !strcmp(v, "lock")) {
         deny = yes;

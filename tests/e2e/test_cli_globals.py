@@ -2,8 +2,8 @@
 command — generated from the command tables (`agentstack help --all --json`),
 so a command added later is covered without editing this file.
 
-1. Every global option (--manifest-dir DIR, --manifest-dir=DIR, -h/--help)
-   is accepted before the command, between a command and its subcommand,
+1. Every global option (--manifest-dir DIR, --manifest-dir=DIR, -q/--quiet,
+   -h/--help) is accepted before the command, between a command and its subcommand,
    and after the (sub)command. The help that ends each line must be exactly
    the (sub)command's own help. DIR starts with '-' on purpose: a parser
    that did not know the option, or did not take its value, would fail
@@ -99,7 +99,12 @@ with Sandbox() as sb:
         if len(path) == 2:
             everywhere += ["--manifest-dir=" + odd_dir] + path[1:]
         everywhere += ["--manifest-dir", odd_dir, "-h"]
-        lines = [everywhere, ["--help"] + path]
+        # -q/--quiet in the same positions: help is the data asked for
+        quiet = ["-q"] + path[:1]
+        if len(path) == 2:
+            quiet += ["--quiet"] + path[1:]
+        quiet += ["--quiet", "--help"]
+        lines = [everywhere, quiet, ["--help"] + path]
         if len(path) == 2:
             lines.append(path[:1] + ["-h"] + path[1:])
         bad = []

@@ -3,7 +3,8 @@
 1. `more <command>` and `x <command>` are `<command>`: the same exit code,
    stdout and stderr, for commands with and without subcommands; only the
    word in the command's position is the prefix (`apply more` stays an
-   argument of apply).
+   argument of apply). A --json failure behind the prefix is the same JSON
+   document.
 2. Each pair: `report run <id>` / `report <id>`, `report runs` / `runs`,
    `report calls` / `audit --calls`, `gateway connect` / `connect`,
    `lock --upgrade P` / `upgrade P`, `toolset list` / `use --list` answer
@@ -41,6 +42,16 @@ with Sandbox() as sb:
             r = sb.run(prefix, *cmd)
             check(same(r, plain), f"{prefix} {' '.join(cmd)} is {' '.join(cmd)}",
                   show(r) + "\n---\n" + show(plain))
+    # a failure under --json is the same JSON document behind the prefix
+    empty = os.path.join(sb.root, "no-project")
+    os.makedirs(empty)
+    for cmd in (["lock", "--json"], ["apply", "--json"], ["install", "--json"]):
+        plain = sb.run(*cmd, cwd=empty)
+        for prefix in ("more", "x"):
+            r = sb.run(prefix, *cmd, cwd=empty)
+            check(same(r, plain) and plain.returncode == 1 and
+                  '"ok": false' in r.stdout, f"{prefix} {' '.join(cmd)} fails as "
+                  f"{' '.join(cmd)} does, as a JSON document", show(r) + "\n---\n" + show(plain))
     r = sb.run("more")
     check(r.returncode == 0 and "agentstack more <command>" in r.stdout and
           "\n  gateway " in r.stdout and "\n  explain " in r.stdout,

@@ -131,6 +131,61 @@ def self_consent():
               r.stdout.decode())
 
 
+# Verbs that change consent, secrets, policy, keys or the guard: refused
+# whatever follows them (the cases below pass no subcommand or flag).
+CONSENT_VERBS = {"trust", "yes", "sign"}
+
+
+def every_command_classified():
+    """Every (sub)command the binary lists (help --all --json) has a class:
+    run plain by an agent it is judged by meaning, never refused as a verb
+    the guard does not know. Only the consent verbs (and guard install /
+    uninstall, secret set / rm) are refused outright;
+    uninstall and unrender write what apply --write writes, except that
+    deleting the machine home (uninstall --write without --keep-home) is
+    refused: it would erase the trust store and the evidence chains."""
+    with Sandbox() as sb:
+        os.makedirs(os.path.join(sb.project, ".git"))
+        sb.write("agentstack.toml", MACHINE_ON, base=sb.ah)
+        inv = json.loads(subprocess.run([BIN, "help", "--all", "--json"], env=sb.env(),
+                                        capture_output=True, timeout=60).stdout)
+        lines = []
+        for c in inv["commands"]:
+            subs = [s["name"] for s in c["subcommands"]] or [c["name"]]
+            lines += subs
+        check(len(lines) > 50, f"{len(lines)} (sub)commands judged")
+        unknown, wrong = [], []
+        for line in lines:
+            # the prefix is judged as a namespace: each (sub)command plain, and
+            # the consent verbs and a reader behind both spellings of it too
+            prefixes = [""]
+            if line.split(" ")[0] in CONSENT_VERBS or line in ("status", "uninstall"):
+                prefixes += ["more ", "x --manifest-dir . "]
+            for prefix in prefixes:
+                r = hook(sb, bash(sb, f"agentstack {prefix}{line}"), "claude")
+                out = r.stdout.decode()
+                if "does not know" in out:
+                    unknown.append(prefix + line)
+                want_deny = (line.split(" ")[0] in CONSENT_VERBS or
+                             line in ("guard install", "guard uninstall", "secret set",
+                                      "secret rm"))
+                if denied(r) != want_deny:
+                    wrong.append((prefix + line, out[:160]))
+        check(not unknown, "no listed command is a verb the guard does not know", unknown)
+        check(not wrong, "each listed command: refused exactly when it is a consent verb",
+              wrong)
+        for cmd, deny in (("agentstack uninstall --write --keep-home", False),
+                          ("agentstack uninstall --scope project --write --keep-home", False),
+                          ("agentstack uninstall", False),
+                          ("agentstack unrender --write", False),
+                          ("agentstack uninstall --write", True),
+                          ("agentstack more uninstall --scope all --write", True),
+                          ("sh -c 'agentstack x uninstall --write'", True)):
+            r = hook(sb, bash(sb, cmd), "claude")
+            check(denied(r) == deny, f"{cmd}: {'denied' if deny else 'allowed'}",
+                  r.stdout.decode())
+
+
 def system_refusals():
     with Sandbox() as sb:
         os.makedirs(os.path.join(sb.project, ".git"))
@@ -259,4 +314,5 @@ system_refusals()
 free_text()
 disabled_allows()
 install_uninstall()
+every_command_classified()
 done()

@@ -174,6 +174,18 @@ static void test_shell_refusals(void **state)
     expect("/usr/local/bin/agentstack --manifest-dir . trust", 1, "consent");
     expect("npx agentstack trust .", 1, "consent");
     expect("echo ok; agentstack trust", 1, "trust --preview");
+    /* more/x are a namespace: the verb after them is judged */
+    expect("agentstack more --manifest-dir . trust", 1, "consent");
+    expect("agentstack x status", 0, NULL);
+    expect("agentstack more explain files", 0, NULL);
+    /* uninstall/unrender write what apply writes; deleting the home is not */
+    expect("agentstack unrender --write", 0, NULL);
+    expect("agentstack uninstall --write --keep-home", 0, NULL);
+    expect("agentstack uninstall --scope project", 0, NULL);
+    expect("agentstack uninstall --write", 1, "uninstall --write (without --keep-home)");
+    expect("agentstack x uninstall --scope all --write", 1, "consent");
+    expect("agentstack toolset create t --server a --write", 0, NULL);
+    expect("agentstack settings set claude-code model x --write", 0, NULL);
 }
 
 /* [guard] allow: what the guard cannot read is let through for the
