@@ -28,14 +28,14 @@
 #define URL_HOST_MAX 255
 
 struct url_authority {
-    bool https;                    /* the scheme: https (else http) */
-    bool bracketed;                /* the host was an [IPv6] literal */
-    bool has_userinfo;             /* a user[:password]@ came before the host */
-    bool port_given;               /* the URL named a port */
-    unsigned port;                 /* the port named, or the scheme's (80, 443) */
-    char host[URL_HOST_MAX + 1];   /* as written, without the brackets */
-    size_t host_off;               /* where the host starts in the URL (after '[') */
-    size_t authority_end;          /* offset of the first byte after the authority */
+    bool https;                  /* the scheme: https (else http) */
+    bool bracketed;              /* the host was an [IPv6] literal */
+    bool has_userinfo;           /* a user[:password]@ came before the host */
+    bool port_given;             /* the URL named a port */
+    unsigned port;               /* the port named, or the scheme's (80, 443) */
+    char host[URL_HOST_MAX + 1]; /* as written, without the brackets */
+    size_t host_off;             /* where the host starts in the URL (after '[') */
+    size_t authority_end;        /* offset of the first byte after the authority */
 };
 
 /* Reads url's authority into *out: 0, or -1 with *why (a static phrase

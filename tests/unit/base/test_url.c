@@ -39,7 +39,11 @@ static void test_plain_forms(void **state)
     accepts("https://[::ffff:127.0.0.1]/", "::ffff:127.0.0.1", 443, true);
     accepts("http://user:pa:ss@host.example:81/", "host.example", 81, false);
     accepts("http://host.example?q=a@b", "host.example", 80, false); /* '@' after the authority */
-    accepts("http://b\xc3\xbc" "cher.example/", "b\xc3\xbc" "cher.example", 80, false);
+    accepts("http://b\xc3\xbc"
+            "cher.example/",
+            "b\xc3\xbc"
+            "cher.example",
+            80, false);
 }
 
 static void test_where_the_host_sits(void **state)
