@@ -210,8 +210,11 @@ static bool lists_all(const struct mf_toolset *t)
     return false;
 }
 
-static int declare(toml_edit *ed, const struct manifest *m, const drops *dv, struct as_err *err)
+static int declare(toml_edit *ed, const struct manifest *m, const void *arg, strbuf *summary,
+                   struct as_err *err)
 {
+    const drops *dv = arg;
+    (void)summary;
     for (size_t i = 0; i < dv->n; i++) {
         const struct drop *d = &dv->v[i];
         strbuf rel = SB_INIT;
@@ -337,60 +340,17 @@ static int run_step(int (*fn)(int, char **, struct cli_ctx *), struct cli_ctx *c
     return rc;
 }
 
-/* Declares the drops in the manifest under the writer lock. 0 written (or
- * nothing to declare), -1 after printing why. */
+/* Declares the drops in the manifest (cli_manifest_edit_now: under the
+ * writer lock, checked to load, atomic). 0 written, -1 after printing why. */
 static int write_declarations(const struct bundle_paths *p, const drops *dv)
 {
     struct as_err err = AS_ERR_INIT;
-    struct as_lock lk = {-1};
-    struct manifest_snapshot snap;
-    manifest_snapshot_init(&snap);
-    struct manifest *m = NULL, *after = NULL;
-    toml_edit *ed = NULL;
-    int rc = -1;
-    if (trust_lock(&lk, &err) < 0) {
+    if (cli_manifest_edit_now(p, declare, dv, &err) < 0) {
         cli_error(&err);
-        manifest_snapshot_release(&snap);
         return -1;
     }
-    if (manifest_snapshot_read(p, &snap, &err) < 0 || !(m = manifest_load_snapshot(p, &snap, &err)))
-        goto out;
-    ed = toml_edit_open(p->manifest, snap.manifest.buf, snap.manifest.len, &err);
-    if (!ed || declare(ed, m, dv, &err) < 0)
-        goto out;
-    size_t len;
-    const char *text = toml_edit_text(ed, &len);
-    struct manifest_source src = {.kind = MANIFEST_PROJECT,
-                                  .path = p->manifest,
-                                  .data = text,
-                                  .len = len,
-                                  .overlay_path = snap.has_overlay ? p->overlay : NULL,
-                                  .overlay_data = snap.has_overlay ? snap.overlay.buf : NULL,
-                                  .overlay_len = snap.has_overlay ? snap.overlay.len : 0,
-                                  .manifest_dir = p->manifest_dir,
-                                  .project_root = p->project_root};
-    after = manifest_load_bytes(&src, &err);
-    if (!after) {
-        as_err_hint(&err, "nothing was written");
-        goto out;
-    }
-    struct fs_write_opts wo = {0644, FS_SYMLINK_FOLLOW, p->project_root, NULL};
-    if (fs_write_atomic(p->manifest, text, len, &wo, &err) < 0)
-        goto out;
     term_printf("✓ declared in %s\n", p->manifest);
-    rc = 0;
-out:
-    if (rc < 0)
-        cli_error(&err);
-    if (after)
-        manifest_free(after);
-    if (m)
-        manifest_free(m);
-    if (ed)
-        toml_edit_free(ed);
-    lock_release(&lk);
-    manifest_snapshot_release(&snap);
-    return rc;
+    return 0;
 }
 
 static bool trusted_now(const struct bundle_paths *p)

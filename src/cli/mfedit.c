@@ -146,6 +146,85 @@ static void carry_trust(const struct bundle_paths *p, const struct trust_status 
     manifest_snapshot_release(&snap);
 }
 
+/* One edit of the manifest, from the bytes read (under the caller's lock):
+ * fn's change on the format-preserving editor, then the edited text loaded
+ * as a manifest, so nothing that fails to load is ever written. */
+struct mfedit_run {
+    struct manifest_snapshot snap;
+    struct manifest *m, *after;
+    toml_edit *ed;
+    const char *text;
+    size_t len;
+    bool unchanged;
+};
+
+static int edit_checked(const struct bundle_paths *p, cli_mfedit_fn fn, const void *arg,
+                        strbuf *summary, struct mfedit_run *r, struct as_err *err)
+{
+    if (manifest_snapshot_read(p, &r->snap, err) < 0 ||
+        !(r->m = manifest_load_snapshot(p, &r->snap, err)))
+        return -1;
+    r->ed = toml_edit_open(p->manifest, r->snap.manifest.buf, r->snap.manifest.len, err);
+    if (!r->ed || fn(r->ed, r->m, arg, summary, err) < 0)
+        return -1;
+    r->text = toml_edit_text(r->ed, &r->len);
+    r->unchanged =
+        r->len == r->snap.manifest.len && memcmp(r->text, r->snap.manifest.buf, r->len) == 0;
+    if (r->unchanged)
+        return 0;
+    struct manifest_source src = {.kind = MANIFEST_PROJECT,
+                                  .path = p->manifest,
+                                  .data = r->text,
+                                  .len = r->len,
+                                  .overlay_path = r->snap.has_overlay ? p->overlay : NULL,
+                                  .overlay_data = r->snap.has_overlay ? r->snap.overlay.buf : NULL,
+                                  .overlay_len = r->snap.has_overlay ? r->snap.overlay.len : 0,
+                                  .manifest_dir = p->manifest_dir,
+                                  .project_root = p->project_root};
+    r->after = manifest_load_bytes(&src, err);
+    if (!r->after) {
+        as_err_hint(err, "nothing was written");
+        return -1;
+    }
+    return 0;
+}
+
+static int write_edited(const struct bundle_paths *p, const struct mfedit_run *r,
+                        struct as_err *err)
+{
+    struct fs_write_opts wo = {0644, FS_SYMLINK_FOLLOW, p->project_root, NULL};
+    return fs_write_atomic(p->manifest, r->text, r->len, &wo, err);
+}
+
+static void run_release(struct mfedit_run *r)
+{
+    if (r->after)
+        manifest_free(r->after);
+    if (r->m)
+        manifest_free(r->m);
+    if (r->ed)
+        toml_edit_free(r->ed);
+    manifest_snapshot_release(&r->snap);
+}
+
+int cli_manifest_edit_now(const struct bundle_paths *p, cli_mfedit_fn fn, const void *arg,
+                          struct as_err *err)
+{
+    struct as_lock lk = {-1};
+    if (trust_lock(&lk, err) < 0)
+        return -1;
+    struct mfedit_run r = {0};
+    manifest_snapshot_init(&r.snap);
+    strbuf summary = SB_INIT;
+    int rc = edit_checked(p, fn, arg, &summary, &r, err);
+    if (rc == 0 && !r.unchanged)
+        rc = write_edited(p, &r, err) < 0 ? -1 : 1;
+    run_release(&r);
+    lock_release(&lk);
+    sb_release(&summary);
+    return rc;
+}
+
 int cli_manifest_edit(const struct cli_ctx *ctx, bool write, cli_mfedit_fn fn, const void *arg,
                       const char *carry)
 {
@@ -155,10 +234,8 @@ int cli_manifest_edit(const struct cli_ctx *ctx, bool write, cli_mfedit_fn fn, c
     struct as_err err = AS_ERR_INIT;
     struct as_lock lk = {-1};
     bool locked = false;
-    struct manifest_snapshot snap;
-    manifest_snapshot_init(&snap);
-    struct manifest *m = NULL, *after = NULL;
-    toml_edit *ed = NULL;
+    struct mfedit_run r = {0};
+    manifest_snapshot_init(&r.snap);
     strbuf summary = SB_INIT;
     int rc = EXIT_FAIL;
     if (write) {
@@ -166,35 +243,15 @@ int cli_manifest_edit(const struct cli_ctx *ctx, bool write, cli_mfedit_fn fn, c
             goto out;
         locked = true;
     }
-    if (manifest_snapshot_read(&p, &snap, &err) < 0 ||
-        !(m = manifest_load_snapshot(&p, &snap, &err)))
+    if (edit_checked(&p, fn, arg, &summary, &r, &err) < 0)
         goto out;
-    ed = toml_edit_open(p.manifest, snap.manifest.buf, snap.manifest.len, &err);
-    if (!ed || fn(ed, m, arg, &summary, &err) < 0)
-        goto out;
-    size_t len;
-    const char *text = toml_edit_text(ed, &len);
-    if (len == snap.manifest.len && memcmp(text, snap.manifest.buf, len) == 0) {
+    if (r.unchanged) {
         printf("%s — nothing to change in %s\n", summary.buf, p.manifest);
         rc = EXIT_OK;
         goto out;
     }
-    struct manifest_source src = {.kind = MANIFEST_PROJECT,
-                                  .path = p.manifest,
-                                  .data = text,
-                                  .len = len,
-                                  .overlay_path = snap.has_overlay ? p.overlay : NULL,
-                                  .overlay_data = snap.has_overlay ? snap.overlay.buf : NULL,
-                                  .overlay_len = snap.has_overlay ? snap.overlay.len : 0,
-                                  .manifest_dir = p.manifest_dir,
-                                  .project_root = p.project_root};
-    after = manifest_load_bytes(&src, &err);
-    if (!after) {
-        as_err_hint(&err, "nothing was written");
-        goto out;
-    }
     printf("%s (%s):\n", summary.buf, p.manifest);
-    print_change(snap.manifest.buf, snap.manifest.len, text, len);
+    print_change(r.snap.manifest.buf, r.snap.manifest.len, r.text, r.len);
     if (!write) {
         printf("Dry run. Nothing written — re-run with --write.\n");
         rc = EXIT_OK;
@@ -204,12 +261,11 @@ int cli_manifest_edit(const struct cli_ctx *ctx, bool write, cli_mfedit_fn fn, c
     memset(&ts, 0, sizeof ts);
     struct as_err terr = AS_ERR_INIT;
     bool was_trusted =
-        trust_check_snapshot(&p, &snap, &ts, &terr) == 0 && ts.state == TRUST_TRUSTED;
+        trust_check_snapshot(&p, &r.snap, &ts, &terr) == 0 && ts.state == TRUST_TRUSTED;
     bool carried =
         was_trusted && carry &&
-        only_differs_in(p.manifest, snap.manifest.buf, snap.manifest.len, text, len, carry);
-    struct fs_write_opts wo = {0644, FS_SYMLINK_FOLLOW, p.project_root, NULL};
-    if (fs_write_atomic(p.manifest, text, len, &wo, &err) < 0) {
+        only_differs_in(p.manifest, r.snap.manifest.buf, r.snap.manifest.len, r.text, r.len, carry);
+    if (write_edited(&p, &r, &err) < 0) {
         trust_status_release(&ts);
         goto out;
     }
@@ -228,15 +284,9 @@ int cli_manifest_edit(const struct cli_ctx *ctx, bool write, cli_mfedit_fn fn, c
 out:
     if (rc != EXIT_OK)
         cli_error(&err);
-    if (after)
-        manifest_free(after);
-    if (m)
-        manifest_free(m);
-    if (ed)
-        toml_edit_free(ed);
+    run_release(&r);
     if (locked)
         lock_release(&lk);
-    manifest_snapshot_release(&snap);
     sb_release(&summary);
     bundle_paths_free(&p);
     return rc;

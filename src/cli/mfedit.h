@@ -40,6 +40,12 @@ typedef int (*cli_mfedit_fn)(toml_edit *ed, const struct manifest *m, const void
 int cli_manifest_edit(const struct cli_ctx *ctx, bool write, cli_mfedit_fn fn, const void *arg,
                       const char *carry);
 
+/* The same locked, checked, atomic edit for a command that runs lock and
+ * trust itself (`yes`): nothing printed, no preview. 1 written, 0 nothing
+ * to change, -1 + err refused (nothing written). */
+int cli_manifest_edit_now(const struct bundle_paths *p, cli_mfedit_fn fn, const void *arg,
+                          struct as_err *err);
+
 /* The path of a table in the manifest: {"toolsets", name} (or "profiles"
  * in a manifest that spells it so). */
 const char *cli_toolsets_key(const struct manifest *m);
