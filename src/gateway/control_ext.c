@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/url.h"
 #include "base/xalloc.h"
@@ -41,23 +42,36 @@ static json_t *clean_str(const char *s, size_t max)
     return r;
 }
 
-/* A URL without userinfo, query or fragment: a token can hide in any of them. */
+/* A URL without userinfo, query or fragment: a token can hide in any of
+ * them. An http(s) URL is read by base/url.h, and one it cannot read one
+ * way only shows no more than its scheme (its userinfo cannot be told from
+ * its host); another scheme (a git source's ssh://) loses everything up to
+ * the last '@' of its authority. */
 static json_t *clean_url(const char *url)
 {
     if (!url)
         return json_null();
+    bool https = strncasecmp(url, "https://", 8) == 0;
+    bool web = https || strncasecmp(url, "http://", 7) == 0;
+    struct url_authority a;
+    const char *why;
+    if (web && url_authority(url, &a, &why) < 0)
+        return json_string(https ? "https://…" : "http://…");
     strbuf u = SB_INIT;
     const char *p = strstr(url, "://");
     const char *rest = p ? p + 3 : url;
     if (p)
         sb_add(&u, url, (size_t)(rest - url));
     size_t host_end = strcspn(rest, "/?#");
-    const char *at = memchr(rest, '@', host_end);
-    const char *host = at ? at + 1 : rest;
+    const char *host = rest;
+    for (size_t i = 0; i < host_end; i++)
+        if (rest[i] == '@')
+            host = rest + i + 1;
     sb_add(&u, host, (size_t)(rest + host_end - host));
     const char *path = rest + host_end;
-    sb_add(&u, path, strcspn(path, "?#"));
-    if (path[strcspn(path, "?#")])
+    size_t pn = strcspn(path, "?#");
+    sb_add(&u, path, pn);
+    if (path[pn])
         sb_adds(&u, "?…");
     json_t *r = clean_str(u.buf, 400);
     sb_release(&u);

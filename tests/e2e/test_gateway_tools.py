@@ -381,8 +381,27 @@ def stale_endpoints():
               "a symlinked gateway/ dir is not swept through")
 
 
+def ambiguous_url():
+    """A URL whose userinfo cannot be told from its host (two '@'): the
+    listing shows its scheme only, never a part of the userinfo."""
+    with Sandbox() as sb:
+        sb.write("agentstack.toml", 'version = 1\n\n[servers.web]\ntype = "http"\n'
+                 f'url = "https://bob:{URL_PW}@{URL_KEY}@api.example.com/mcp"\n')
+        grant(sb)
+        with Gateway(sb, "--auto-project") as g:
+            g.initialize()
+            lst = payload(g.call("agentstack_list", {}))
+            web = next(s for s in lst["servers"] if s["name"] == "web")
+            check(web["url"] == "https://…", "ambiguous URL: scheme only", web)
+            raw = text(g.call("agentstack_list", {}))
+            check(URL_PW not in raw and URL_KEY not in raw,
+                  "ambiguous URL: no part of the userinfo shown", raw)
+            g.close()
+
+
 trusted()
 untrusted()
+ambiguous_url()
 grant_mode()
 stale_endpoints()
 done()
