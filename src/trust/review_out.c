@@ -28,15 +28,17 @@ static void name_list(strbuf *out, const strvec *names)
         sb_addf(out, ", and %zu more", names->n - shown);
 }
 
-/* host[:port] of a URL, or the URL itself when its authority holds a ${REF}
- * or cannot be read one way only (base/url.h): the reviewer then sees all
- * of it. */
+/* host[:port] of a URL; the URL itself when its authority holds a ${REF};
+ * and, when it cannot be read one way only (base/url.h), the URL with the
+ * reason the gateway will not serve it, so the reviewer sees both. */
 static char *url_host(const char *url)
 {
     struct url_authority a;
     const char *why;
-    if (!ref_url_host_known(url) || url_authority(url, &a, &why) < 0)
+    if (!ref_url_host_known(url))
         return xstrdup(url);
+    if (url_authority(url, &a, &why) < 0)
+        return xasprintf("%s (not served: %s)", url, why);
     size_t from = a.host_off - (a.bracketed ? 1 : 0);
     return xstrndup(url + from, a.authority_end - from);
 }

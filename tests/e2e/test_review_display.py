@@ -92,4 +92,17 @@ with Sandbox() as sb:
     r = sb.run("trust", ".", "--yes", "--consented", json.loads(p.stdout)["surface_digest"])
     check(r.returncode == 0, "the clean manifest is trusted", r.stdout + r.stderr)
 
+
+# A URL read two ways (the userinfo ends at the first '@' or the last): the
+# card shows the URL itself and that the gateway will not serve it.
+with Sandbox() as sb:
+    sb.write("agentstack.toml", 'version = 1\n[servers.web]\ntype = "http"\n'
+             'url = "https://x@allowed.example@127.0.0.1:9/mcp"\n')
+    sb.run("lock", "--write")
+    r = sb.run("trust")
+    out = r.stdout + r.stderr
+    check("https://x@allowed.example@127.0.0.1:9/mcp (not served: two '@' in the URL's "
+          "authority)" in out, "the card names an ambiguous URL whole, and why it is not served",
+          out)
+
 done()
