@@ -38,8 +38,8 @@ const struct cli_spec cmd_export_spec = {
                    "sha256. Never agentstack.local.toml, .env or a secret value: a literal secret "
                    "in the manifest or a path skill refuses the export.",
     .options = export_options,
-    .examples = CLI_LINES("agentstack export --output setup.json",
-                          "agentstack import setup.json --write"),
+    .examples =
+        CLI_LINES("agentstack export --output setup.json", "agentstack import setup.json --write"),
     .see_also = "import lock trust",
 };
 

@@ -120,8 +120,9 @@ static int check_layout(struct import_run *r, struct as_err *err)
     const char *other = strchr(r->doc.manifest, '/') ? BUNDLE_MANIFEST_NAME
                                                      : BUNDLE_DIR_NAME "/" BUNDLE_MANIFEST_NAME;
     char *p = xasprintf("%s/%s", r->root.buf, other);
-    int rc = fs_exists(p) ? as_err_set(err, "%s already holds a manifest at %s; the document's is "
-                                            "%s, and a project has one",
+    int rc = fs_exists(p) ? as_err_set(err,
+                                       "%s already holds a manifest at %s; the document's is "
+                                       "%s, and a project has one",
                                        r->root.buf, other, r->doc.manifest)
                           : 0;
     free(p);
@@ -150,10 +151,10 @@ static int plan_one(struct import_run *r, const struct export_file *f, struct pl
     if (fs_read_file(pl->target, EXPORT_DOC_MAX_BYTES, 1, &pl->before, err) < 0)
         return -1;
     pl->before_mode = st.st_mode & 07777;
-    pl->kind = pl->before.len == f->bytes.len &&
-                       memcmp(pl->before.buf, f->bytes.buf, f->bytes.len) == 0
-                   ? PLAN_SAME
-                   : PLAN_DIFFERS;
+    pl->kind =
+        pl->before.len == f->bytes.len && memcmp(pl->before.buf, f->bytes.buf, f->bytes.len) == 0
+            ? PLAN_SAME
+            : PLAN_DIFFERS;
     return 0;
 }
 
@@ -245,8 +246,8 @@ static int write_all(struct import_run *r, struct as_err *err)
     } else if (h->files.n) {
         h->scope = xstrdup("project");
         h->operation = xstrdup("import");
-        h->summary = xasprintf("imported %zu file%s into %s", written, written == 1 ? "" : "s",
-                               r->root.buf);
+        h->summary =
+            xasprintf("imported %zu file%s into %s", written, written == 1 ? "" : "s", r->root.buf);
         struct as_err herr = AS_ERR_INIT;
         if (adp_history_record(h, &herr) != 0) {
             char buf[2048];
@@ -309,7 +310,8 @@ static int run_import(struct import_run *r, const char *file)
         cli_error(&err);
         return EXIT_FAIL;
     }
-    printf("✓ wrote %zu file%s (undo: agentstack restore --last --write)\n", n_write, n_write == 1 ? "" : "s");
+    printf("✓ wrote %zu file%s (undo: agentstack restore --last --write)\n", n_write,
+           n_write == 1 ? "" : "s");
     printf("Next: review it before anything runs from it: agentstack trust %s\n", r->root.buf);
     return EXIT_OK;
 }

@@ -158,9 +158,9 @@ static json_t *usage_collect(const struct manifest *m, const json_t *by_tool, co
     for (size_t i = 0; i < m->servers.n; i++) {
         size_t calls, denied;
         usage_server_calls(by_tool, m->servers.v[i].name, &calls, &denied);
-        json_array_append_new(servers, json_pack("{s:s,s:I,s:I}", "name", m->servers.v[i].name,
-                                                 "calls", (json_int_t)calls, "denied",
-                                                 (json_int_t)denied));
+        json_array_append_new(servers,
+                              json_pack("{s:s,s:I,s:I}", "name", m->servers.v[i].name, "calls",
+                                        (json_int_t)calls, "denied", (json_int_t)denied));
         if (!calls)
             json_array_append_new(unused, json_sprintf("server %s", m->servers.v[i].name));
     }
@@ -171,7 +171,8 @@ static json_t *usage_collect(const struct manifest *m, const json_t *by_tool, co
         json_t *o = json_pack("{s:s,s:I}", "name", sk->name, "loads", n);
         if (bytes >= 0) {
             json_object_set_new(o, "context_bytes", json_integer(bytes));
-            json_object_set_new(o, "context_tokens", json_integer((json_int_t)usage_tokens((size_t)bytes)));
+            json_object_set_new(o, "context_tokens",
+                                json_integer((json_int_t)usage_tokens((size_t)bytes)));
             context += (size_t)bytes;
         }
         json_array_append_new(skills, o);
@@ -184,14 +185,15 @@ static json_t *usage_collect(const struct manifest *m, const json_t *by_tool, co
         json_t *o = json_pack("{s:s}", "name", in->name);
         if (bytes >= 0) {
             json_object_set_new(o, "context_bytes", json_integer(bytes));
-            json_object_set_new(o, "context_tokens", json_integer((json_int_t)usage_tokens((size_t)bytes)));
+            json_object_set_new(o, "context_tokens",
+                                json_integer((json_int_t)usage_tokens((size_t)bytes)));
             context += (size_t)bytes;
         }
         json_array_append_new(instr, o);
     }
     return json_pack("{s:o,s:o,s:o,s:I,s:I,s:o}", "servers", servers, "skills", skills,
-                     "instructions", instr, "context_bytes", (json_int_t)context,
-                     "context_tokens", (json_int_t)usage_tokens(context), "unused", unused);
+                     "instructions", instr, "context_bytes", (json_int_t)context, "context_tokens",
+                     (json_int_t)usage_tokens(context), "unused", unused);
 }
 
 static void usage_cost(strbuf *out, const json_t *o)
@@ -241,8 +243,9 @@ static void usage_render(const json_t *u, strbuf *out)
         usage_cost(out, o);
         sb_addc(out, '\n');
     }
-    sb_addf(out, "\nUp front: ≈%lld tokens (%lld bytes / 4) of skill descriptions and "
-                 "instructions; server tool listings are not counted.\n",
+    sb_addf(out,
+            "\nUp front: ≈%lld tokens (%lld bytes / 4) of skill descriptions and "
+            "instructions; server tool listings are not counted.\n",
             (long long)json_integer_value(json_object_get(u, "context_tokens")),
             (long long)json_integer_value(json_object_get(u, "context_bytes")));
     const json_t *unused = json_object_get(u, "unused");

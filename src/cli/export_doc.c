@@ -160,8 +160,8 @@ static int collect_file(struct export_doc *d, const char *root_real, const char 
     return rc;
 }
 
-static int collect_tree(struct export_doc *d, const char *root_real, const char *abs,
-                        size_t *total, struct as_err *err)
+static int collect_tree(struct export_doc *d, const char *root_real, const char *abs, size_t *total,
+                        struct as_err *err)
 {
     strbuf rel = SB_INIT, real = SB_INIT;
     int rc = rel_to_root(root_real, abs, &rel, err);
@@ -324,7 +324,8 @@ static int only_keys(const char *name, const json_t *o, const char *const *keys,
 {
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)o, k, v) {
+    json_object_foreach((json_t *)o, k, v)
+    {
         size_t i = 0;
         while (keys[i] && strcmp(keys[i], k))
             i++;
