@@ -70,7 +70,8 @@ static void count_by_tool(struct aud_summary *s, const char *server, const char 
         json_object_set_new(e, "denied", json_integer(0));
         json_object_set_new(s->by_tool, name, e);
     }
-    json_object_set_new(e, "calls", json_integer(json_integer_value(json_object_get(e, "calls")) + 1));
+    json_object_set_new(e, "calls",
+                        json_integer(json_integer_value(json_object_get(e, "calls")) + 1));
     if (policy)
         json_object_set_new(e, "denied",
                             json_integer(json_integer_value(json_object_get(e, "denied")) + 1));

@@ -42,10 +42,10 @@ struct aud_table_filter {
 struct aud_tool_row {
     char *server, *tool;
     size_t calls;
-    size_t denied;        /* outcome "denied" (a policy or secrets refusal of this call) */
-    size_t policy_denied; /* those carrying a "layer": the summary's "denied by policy" */
-    size_t errors;        /* outcome "error" */
-    size_t timed;         /* calls with a latency (outcome ok or error) */
+    size_t denied;            /* outcome "denied" (a policy or secrets refusal of this call) */
+    size_t policy_denied;     /* those carrying a "layer": the summary's "denied by policy" */
+    size_t errors;            /* outcome "error" */
+    size_t timed;             /* calls with a latency (outcome ok or error) */
     long long p50_ms, p99_ms; /* -1 when timed is 0 */
     long long *ms;            /* internal: the timed calls' ms */
     size_t ms_cap;

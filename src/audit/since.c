@@ -50,12 +50,23 @@ static int duration(const char *s, long long now, long long *out)
         v = v * 10 + (s[i] - '0');
     long long unit;
     switch (s[n]) {
-    case 's': unit = 1; break;
-    case 'm': unit = 60; break;
-    case 'h': unit = 3600; break;
-    case 'd': unit = 86400; break;
-    case 'w': unit = 7 * 86400; break;
-    default: return -1;
+    case 's':
+        unit = 1;
+        break;
+    case 'm':
+        unit = 60;
+        break;
+    case 'h':
+        unit = 3600;
+        break;
+    case 'd':
+        unit = 86400;
+        break;
+    case 'w':
+        unit = 7 * 86400;
+        break;
+    default:
+        return -1;
     }
     *out = now - v * unit;
     return 0;

@@ -42,7 +42,7 @@ void audit_table_print(FILE *f, const struct aud_table *t)
                                        "ERRORS", "P50 MS", "P99 MS"};
     enum { NCOL = 7 };
     size_t n = t->n + 1;
-    char (*cell)[NCOL][32] = xcalloc(n, sizeof *cell);
+    char(*cell)[NCOL][32] = xcalloc(n, sizeof *cell);
     strbuf *names = xcalloc(2 * n, sizeof *names);
     for (size_t i = 0; i < 2 * n; i++)
         names[i] = (strbuf)SB_INIT;
