@@ -52,8 +52,8 @@ with Sandbox() as sb:
 
     r = sb.run("audit", "--calls")
     check(r.returncode == 0 and
-          r.stdout == "2 calls · 2 tools · 1 denied by policy — digests, never values\n"
-                      "2 commands refused by the host guard\n",
+          r.stdout.startswith("2 calls · 2 tools · 1 denied by policy — digests, never values\n"
+                              "2 commands refused by the host guard\n\nSERVER "),
           "seed summary line for the current project; host-guard refusals apart, "
           "never counted as brokered calls", r.stdout + r.stderr)
     r = sb.run("audit", "--calls", cwd=os.path.join(sb.project, ".agentstack"))
