@@ -104,35 +104,6 @@ fail:
     return -1;
 }
 
-/* True when a project file holds nothing but an empty server section. */
-static bool only_empty_section(const struct tplan *t, const strbuf *text)
-{
-    struct as_err e = AS_ERR_INIT;
-    if (t->fmt == ADP_FMT_TOML) {
-        toml_value *root = toml_parse(t->path, text->buf, text->len, &e);
-        bool empty = root && (toml_len(root) == 0 ||
-                              (toml_len(root) == 1 && toml_get(root, t->d->mcp.location) &&
-                               toml_len(toml_get(root, t->d->mcp.location)) == 0));
-        toml_free(root);
-        if (!empty)
-            return false;
-        /* Comments are someone's words: keep such a file. */
-        for (size_t i = 0; i < text->len; i++)
-            if (text->buf[i] == '#')
-                return false;
-        return true;
-    }
-    json_t *root = NULL;
-    bool empty = false;
-    if (adp_json_read(t->path, text->buf, text->len, false, NULL, &root, &e) == 0 && root) {
-        json_t *sec = json_object_get(root, t->d->mcp.location);
-        empty = json_object_size(root) == 0 ||
-                (json_object_size(root) == 1 && json_is_object(sec) && json_object_size(sec) == 0);
-    }
-    json_decref(root);
-    return empty;
-}
-
 /* ---- planning ------------------------------------------------------------- */
 
 static void run_release(struct run *R)
@@ -195,17 +166,16 @@ static void plan_target(struct run *R, struct tplan *t)
         return;
     }
     t->path = sb_detach(&p, NULL);
+    json_t *entry = adp_ledger_entry(R->ledger, t->key, false);
+    const char *src = entry ? json_string_value(json_object_get(entry, "source_manifest")) : NULL;
+    bool other_manifest = src && o->manifest_path && strcmp(src, o->manifest_path) != 0;
     if (!manifest_render_locally(o->m, d->id) && adp_i_bridge_registered(d)) {
-        t->note = xstrdup("· MCP servers are served live, not written — nothing for `apply` to "
-                          "render here");
+        adp_ap_plan_live(R, t, entry, other_manifest);
         return;
     }
-    json_t *entry = adp_ledger_entry(R->ledger, t->key, false);
     strvec managed = STRVEC_INIT, foreign_before = STRVEC_INIT;
     adp_ledger_names(entry, "managed_servers", &managed);
     adp_ledger_names(entry, "kept_foreign", &foreign_before);
-    const char *src = entry ? json_string_value(json_object_get(entry, "source_manifest")) : NULL;
-    bool other_manifest = src && o->manifest_path && strcmp(src, o->manifest_path) != 0;
 
     struct adp_render_ctx rc = {o->resolve, o->resolve_ctx, &t->secrets,
                                 o->project_scope ? o->project_root : o->m->project_root};
@@ -329,7 +299,22 @@ static int target_contained(const struct adp_apply_opts *o, const char *path, st
 
 /* Reads the file (once, bounded, regular files only) and computes the
  * proposed bytes: servers, then every lane edit of the same file. */
+static void read_and_merge_file(struct run *R, struct tplan *t);
+
 static void read_and_merge(struct run *R, struct tplan *t)
+{
+    read_and_merge_file(R, t);
+    /* A CLI served live whose file cannot be read keeps its plain note:
+     * apply writes no server config there, as before. */
+    if (t->live && t->failed) {
+        t->failed = false;
+        as_err_clear(&t->err);
+        free(t->note);
+        t->note = xstrdup(ADP_LIVE_NOTE);
+    }
+}
+
+static void read_and_merge_file(struct run *R, struct tplan *t)
 {
     const struct adp_apply_opts *o = R->o;
     if (target_contained(o, t->path, &t->err) != 0) {
@@ -362,7 +347,17 @@ static void read_and_merge(struct run *R, struct tplan *t)
         t->failed = true;
         return;
     }
+    if (t->live && !adp_ap_live_present(t)) {
+        /* Nothing direct to take out: as before, just the note. */
+        t->note = xstrdup(ADP_LIVE_NOTE);
+        return;
+    }
     if (merge_into(t, t->before.buf, t->before.len, true, &t->after, &t->err) != 0) {
+        if (t->live) {
+            as_err_clear(&t->err);
+            t->note = xstrdup(ADP_LIVE_NOTE);
+            return;
+        }
         t->failed = true;
         return;
     }
@@ -478,10 +473,9 @@ static int write_target(struct run *R, struct tplan *t)
     }
     /* A project file left holding only the empty section, or an instruction
      * file left empty once our region is gone, is removed. */
-    bool drop =
-        t->existed &&
-        ((!t->lane_only && o->project_scope && t->removed.n && only_empty_section(t, &t->after)) ||
-         (t->lane_only && t->after.len == 0));
+    bool drop = t->existed && ((!t->lane_only && o->project_scope && t->removed.n &&
+                                adp_i_only_empty_section(t->d, t->fmt, t->path, &t->after)) ||
+                               (t->lane_only && t->after.len == 0));
     if (drop) {
         struct fs_write_opts bo = {0600, FS_SYMLINK_REFUSE, NULL, NULL};
         if (fs_write_exact(backup.buf, t->before.buf, t->before.len, &bo, &t->err) != 0 ||
@@ -516,7 +510,7 @@ static void record_ledger(struct run *R, struct tplan *t)
     strvec managed = STRVEC_INIT;
     strvec before = STRVEC_INIT;
     adp_ledger_names(e, "managed_servers", &before);
-    if (t->trust_blocked) {
+    if (t->trust_blocked || t->live) {
         /* Only the prune was written: what we own shrank, nothing was added. */
         for (size_t i = 0; i < before.n; i++)
             if (!listed(&t->removed, before.v[i]))
@@ -565,6 +559,8 @@ static void print_target(struct run *R, struct tplan *t)
         sb_release(&dp);
         return;
     }
+    if (t->live)
+        term_fprintf(out, "  %s\n", ADP_LIVE_NOTE);
     for (size_t i = 0; i < t->skip_lines.n; i++)
         term_fprintf(out, "  %s\n", t->skip_lines.v[i]);
     for (size_t i = 0; i < t->left_out_lines.n; i++)
@@ -592,7 +588,10 @@ static void print_target(struct run *R, struct tplan *t)
     if (t->trust_blocked)
         term_fprintf(out, "  ✗ refusing to render MCP servers: %s\n", o->trust_refusal);
     strbuf why = SB_INIT;
-    for (size_t i = 0; i < t->removed.n; i++) {
+    for (size_t i = 0; t->live && i < t->removed.n; i++)
+        term_fprintf(out, "  − %s '%s' from %s (the gateway serves it — one delivery per server)\n",
+                     o->write ? "removing" : "would REMOVE", t->removed.v[i], dp.buf);
+    for (size_t i = 0; !t->live && i < t->removed.n; i++) {
         if (o->write && !t->blocked)
             term_fprintf(out, "  − pruning '%s' (%s)\n", t->removed.v[i],
                          adp_ap_removal_reason(R, t->removed.v[i], &why));
@@ -1082,6 +1081,11 @@ out:
 
 static void hist_add(struct adp_hist_entry *h, struct tplan *t)
 {
+    /* Two plans may write one file (a live CLI's prune, then a lane of the
+     * same file): the first one's bytes are the ones undo puts back. */
+    for (size_t i = 0; i < h->files.n; i++)
+        if (strcmp(h->files.v[i].path, t->path) == 0)
+            return;
     struct adp_hist_file f = {0};
     f.path = xstrdup(t->path);
     f.existed = t->existed;
@@ -1194,7 +1198,8 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
             continue;
         struct tplan *t = NULL;
         for (size_t k = 0; k < nT && !t; k++)
-            if (T[k].path && !T[k].note && !T[k].failed && strcmp(T[k].path, l->path) == 0)
+            if (T[k].path && !T[k].note && !T[k].live && !T[k].failed &&
+                strcmp(T[k].path, l->path) == 0)
                 t = &T[k];
         if (!t) {
             t = &T[nT++];

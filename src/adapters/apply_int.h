@@ -35,6 +35,9 @@ struct tplan {
     bool blocked_unresolved; /* only unresolved secrets: `secret set` is the fix */
     char *block_msg;
     bool trust_blocked;
+    /* the CLI holds the gateway: no server is written, the direct entries
+     * it serves (in removed) are pruned (oneway.c) */
+    bool live;
     bool failed;
     struct as_err err;
     bool changed;
@@ -73,6 +76,16 @@ struct run {
  * in manifest", or, for a server the manifest still declares that the
  * selected toolset leaves out, "declared, but not in toolset 'T'". */
 const char *adp_ap_removal_reason(const struct run *R, const char *name, strbuf *out);
+/* oneway.c: the live plan of a CLI holding the gateway: removed = the names
+ * the ledger entry lists (unless another manifest wrote them) and the
+ * selected servers' names. */
+void adp_ap_plan_live(struct run *R, struct tplan *t, const json_t *entry, bool other_manifest);
+/* Keeps in t->removed only the names t->before holds; true when any is
+ * left (false too when the file does not parse: nothing is removed). */
+bool adp_ap_live_present(struct tplan *t);
+#define ADP_LIVE_NOTE                                                                              \
+    "· MCP servers are served live, not written — nothing for `apply` to render here"
+
 /* the first plan past the adapters' own targets (lane-only files follow) */
 size_t adp_ap_descs_end(const struct tplan *T, size_t nT);
 /* "instructions + settings" for the lanes a file holds; "" when none */
