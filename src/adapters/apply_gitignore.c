@@ -196,4 +196,3 @@ out:
     sb_release(&text);
     sb_release(&next);
 }
-

@@ -88,7 +88,8 @@ void adp_ap_plan_live(struct run *R, struct tplan *t, const json_t *entry, bool 
             strvec_push(&t->removed, managed.v[i]);
     for (size_t i = 0; i < R->servers.n; i++) {
         const struct mf_server *s = R->servers.v[i];
-        if (manifest_targets_include(&s->targets, t->d->id) && strvec_find(&t->removed, s->name) < 0)
+        if (manifest_targets_include(&s->targets, t->d->id) &&
+            strvec_find(&t->removed, s->name) < 0)
             strvec_push(&t->removed, s->name);
     }
     strvec_clear(&managed);
@@ -98,8 +99,8 @@ bool adp_ap_live_present(struct tplan *t)
 {
     strvec have = STRVEC_INIT;
     struct as_err e = AS_ERR_INIT;
-    bool ok = adp_i_section_names(t->d, t->fmt, t->path, t->before.buf, t->before.len, &have,
-                                  &e) == 0;
+    bool ok =
+        adp_i_section_names(t->d, t->fmt, t->path, t->before.buf, t->before.len, &have, &e) == 0;
     strvec keep = STRVEC_INIT;
     for (size_t i = 0; ok && i < t->removed.n; i++)
         if (strvec_find(&have, t->removed.v[i]) >= 0)
