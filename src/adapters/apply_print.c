@@ -75,6 +75,21 @@ void adp_ap_print_target(struct run *R, struct tplan *t)
                          adp_ap_removal_reason(R, t->removed.v[i], &why));
     }
     sb_release(&why);
+    if (t->changed && !t->blocked && !t->trust_blocked && t->secrets.n) {
+        /* Which files hold resolved values (named by reference, never the value). */
+        strbuf names = SB_INIT;
+        strvec seen = STRVEC_INIT;
+        for (size_t i = 0; i < t->secrets.n; i++) {
+            if (strvec_find(&seen, t->secrets.v[i].name) >= 0)
+                continue;
+            strvec_push(&seen, t->secrets.v[i].name);
+            sb_addf(&names, "%s${%s}", seen.n > 1 ? ", " : "", t->secrets.v[i].name);
+        }
+        term_fprintf(out, "  · %s the resolved value of %s (a new file is created 0600)\n",
+                     o->write ? "holds" : "will hold", names.buf);
+        strvec_clear(&seen);
+        sb_release(&names);
+    }
     if (t->changed) {
         strbuf diff = SB_INIT;
         size_t a, r;
@@ -285,8 +300,8 @@ int adp_ap_print_closing(struct run *R, struct tplan *T, size_t nT, const struct
             term_fprintf(out, "✗ instructions not written to %zu file%s — see the ✗ lines above\n",
                          c->blocked, c->blocked == 1 ? "" : "s");
             if (o->write) {
-                as_err_set(err, "%zu instruction file%s blocked — see the ✗ lines above", c->blocked,
-                           c->blocked == 1 ? "" : "s");
+                as_err_set(err, "%zu instruction file%s blocked — see the ✗ lines above",
+                           c->blocked, c->blocked == 1 ? "" : "s");
                 rc = 1;
             }
         } else if (!o->write && n_files) {
@@ -315,8 +330,8 @@ int adp_ap_print_closing(struct run *R, struct tplan *T, size_t nT, const struct
             term_fprintf(out,
                          "%zu target%s would change — but --write would refuse on %zu target%s: "
                          "fix: %s\n",
-                         c->changed, c->changed == 1 ? "" : "s", c->blocked, c->blocked == 1 ? "" : "s",
-                         fix);
+                         c->changed, c->changed == 1 ? "" : "s", c->blocked,
+                         c->blocked == 1 ? "" : "s", fix);
             as_err_clear(err);
         } else {
             rc = 1;
