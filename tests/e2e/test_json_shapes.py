@@ -212,10 +212,13 @@ with Sandbox() as sb:
     # ---- connect
     p = run("connect", "--json")
     d = doc(p, "connect", "connect --json (preview)")
+    # The project's rendered entries leave with the connect (one delivery per
+    # server): their files get rows of their own.
     check(p.returncode == 0 and d.get("write") is False and
-          {c["state"] for c in d.get("clis", [])} == {"would_connect"}, "preview", d)
+          {c["state"] for c in d.get("clis", [])} == {"would_connect", "would_prune"} and
+          all(c["pruned"] for c in d["clis"] if c["state"] == "would_prune"), "preview", d)
     d = doc(run("connect", "--all", "--write", "--json"), "connect", "connect --write --json")
-    check({c["state"] for c in d.get("clis", [])} == {"connected"}, "connected", d)
+    check({c["state"] for c in d.get("clis", [])} == {"connected", "pruned"}, "connected", d)
     d = doc(run("connect", "--json"), "connect", "connect --json again")
     check({c["state"] for c in d.get("clis", [])} == {"already"}, "already connected", d)
     plain = run("connect", "nosuchcli")

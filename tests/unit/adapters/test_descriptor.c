@@ -166,6 +166,13 @@ static void test_parser_errors_have_positions(void **state)
     expect_err("id: a\ndisplay: A\nconfig:\n  path: ~/a.json\nmcp:\n  location: s\n"
                "  fields:\n    uri: u\n",
                "unknown key 'uri' in mcp.fields (did you mean 'url'?)", 8, 5);
+    /* passthrough would render nothing different: refused, never accepted silently */
+    expect_err("id: a\ndisplay: A\nconfig:\n  path: ~/a.json\nmcp:\n  location: s\n  secret_mode: "
+               "passthrough\n",
+               "passthrough is not supported", 7, 16);
+    expect_err(
+        "id: a\ndisplay: A\nconfig:\n  path: ~/a.json\nmcp:\n  location: s\n  secret_mode: env\n",
+        "must be literal", 7, 16);
     expect_err("id: a\ndisplay: A\nid: b\n", "duplicate key 'id'", 3, 1);
     expect_err("id: a\ndisplay: A\n---\nid: b\n", "more than one YAML document", 0, 0);
     expect_err("", "empty descriptor", 1, 1);
