@@ -11,7 +11,9 @@
  *  - Only entries in the CLI's MCP section are read; the bridge itself is
  *    never a duplicate.
  *  - apply's live plan removes only names the ledger says we rendered there
- *    or names the selected manifest servers carry (the gateway serves those);
+ *    or names the selected manifest servers carry (the gateway serves those),
+ *    and only in project files: the gateway serves a project's servers, so
+ *    the machine manifest's entries in a CLI's user file stay;
  *    an entry it cannot parse stays and the target keeps its plain note.
  *  - Read-only here: every removal goes through apply's or connect's writer,
  *    backup, history and ledger. */
@@ -79,6 +81,10 @@ bool adp_i_only_empty_section(const struct adp_desc *d, enum adp_format fmt, con
 void adp_ap_plan_live(struct run *R, struct tplan *t, const json_t *entry, bool other_manifest)
 {
     t->live = true;
+    /* The gateway serves a project's servers, not the machine manifest's:
+     * what apply rendered into a CLI's user file stays its only way there. */
+    if (!R->o->project_scope)
+        return;
     strvec managed = STRVEC_INIT;
     adp_ledger_names(entry, "managed_servers", &managed);
     /* What another manifest rendered into a shared global file is its own
@@ -140,7 +146,9 @@ static void file_dups(const struct adp_desc *d, const struct manifest *m, const 
                      &managed);
     free(key);
     for (size_t i = 0; i < have.n; i++) {
-        bool dup = strvec_find(&managed, have.v[i]) >= 0;
+        /* In a user file, what the ledger lists came from the machine
+         * manifest, which the gateway does not serve: not a duplicate. */
+        bool dup = root && strvec_find(&managed, have.v[i]) >= 0;
         for (size_t k = 0; !dup && m && k < m->servers.n; k++)
             dup = strcmp(m->servers.v[k].name, have.v[i]) == 0 &&
                   manifest_targets_include(&m->servers.v[k].targets, d->id);

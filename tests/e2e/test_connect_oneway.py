@@ -114,4 +114,27 @@ with Sandbox() as sb:
           "render_locally: connect leaves the rendered entries", c.stdout + c.stderr)
     check(H.run(sb, "doctor").returncode == 0, "render_locally: no duplicate error")
 
+# The machine manifest's servers in the CLI's user file are not the
+# gateway's (it serves a project's): connect must not take them away.
+with Sandbox() as sb:
+    H.fake_bin(sb, "claude")
+    sb.write("agentstack.toml", 'version = 1\n\n[servers.everywhere]\ntype = "stdio"\n'
+             'command = "everywhere-mcp"\n', base=sb.ah)
+    claude = os.path.join(sb.home, ".claude.json")
+    empty = os.path.join(sb.root, "nowhere")
+    os.makedirs(empty)
+    g = H.run(sb, "apply", "--scope", "global", "--write", cwd=empty)
+    check(g.returncode == 0 and "everywhere" in json.loads(H.read(claude))["mcpServers"],
+          "apply --scope global renders the machine manifest's server", g.stdout + g.stderr)
+    c = H.run(sb, "connect", "--all", "--write", cwd=empty)
+    names = sorted(json.loads(H.read(claude))["mcpServers"])
+    check(c.returncode == 0 and names == ["agentstack", "everywhere"],
+          "connect keeps the machine manifest's server beside the gateway", c.stdout + names.__repr__())
+    again = H.run(sb, "apply", "--scope", "global", "--write", cwd=empty)
+    check(sorted(json.loads(H.read(claude))["mcpServers"]) == ["agentstack", "everywhere"],
+          "apply --scope global does not prune it either", again.stdout + again.stderr)
+    d = H.run(sb, "doctor", cwd=empty)
+    check("directly beside the gateway" not in d.stdout, "doctor does not call it a duplicate",
+          d.stdout)
+
 done()
