@@ -269,7 +269,35 @@ def main():
             check(len(rows) == 1 and rows[0]["tool"] == "resource",
                   "the cancelled read is audited", rows)
             check(g.close() == 0, "EOF exits 0", g.stderr()[-800:])
+    untrusted()
     done()
+
+
+def untrusted():
+    """The trust gate: a project never trusted serves no resource or prompt,
+    and nothing is spawned to find out."""
+    with Sandbox() as sb:
+        log = os.path.join(sb.root, "res.log")
+        os.makedirs(sb.ah, exist_ok=True)
+        with open(os.path.join(sb.ah, "agentstack.toml"), "w") as f:
+            f.write(MACHINE)
+        sb.write("res.py", RES_FAKE)
+        sb.write("agentstack.toml", PROJECT.replace("LOG", log))
+        with Gateway(sb, "--auto-project") as g:
+            init = g.initialize()
+            caps = init["result"]["capabilities"]
+            check("resources" not in caps and "prompts" not in caps,
+                  "untrusted: nothing advertised", caps)
+            r = g.request("resources/list", {})
+            check(r and r.get("result") == {"resources": []}, "untrusted: no resources", r)
+            r = g.request("prompts/list", {})
+            check(r and r.get("result") == {"prompts": []}, "untrusted: no prompts", r)
+            r = g.request("resources/read", {"uri": gw_uri("res", "file:///docs/a.txt")})
+            check(err_of(r).get("code") == -32602, "untrusted: a read is refused", r)
+            r = g.request("prompts/get", {"name": "res__review"})
+            check(err_of(r).get("code") == -32602, "untrusted: a prompt is refused", r)
+            check(g.close() == 0, "untrusted: EOF exits 0")
+        check(not os.path.exists(log), "untrusted: the upstream never started")
 
 
 if __name__ == "__main__":
