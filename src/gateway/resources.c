@@ -38,8 +38,8 @@
 
 static bool unreserved(unsigned char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '.' || c == '_' || c == '~';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~';
 }
 
 static void pct_encode(const char *s, size_t n, strbuf *out)
@@ -417,8 +417,8 @@ void gw_res_list(struct gw *gw, struct job *j)
             const char *amp = strchr(p, '&'), *end = amp ? amp : p + strlen(p);
             const char *eq = memchr(p, '=', (size_t)(end - p));
             strbuf sv = SB_INIT;
-            bad = !eq || pct_decode(p, (size_t)(eq - p), &sv) < 0 ||
-                  ls->sf->gate != GW_GATE_OPEN || !gw_surface_up(ls->sf, sv.buf);
+            bad = !eq || pct_decode(p, (size_t)(eq - p), &sv) < 0 || ls->sf->gate != GW_GATE_OPEN ||
+                  !gw_surface_up(ls->sf, sv.buf);
             sb_release(&sv);
             p = amp ? amp + 1 : end;
         }
@@ -533,16 +533,15 @@ int gw_res_target(struct gw *gw, struct job *j)
         } else if (type && strcmp(type, "ref/resource") == 0) {
             const char *uri = json_string_value(json_object_get(ref, "uri"));
             if (!uri || gw_uri_unmap(uri, &S, &T, &why) < 0)
-                rc = target_error(gw, j, "refusing the resource URI",
-                                  why ? why : "it is missing");
+                rc = target_error(gw, j, "refusing the resource URI", why ? why : "it is missing");
             else {
                 json_object_set_new(nref, "type", json_string(type));
                 json_object_set_new(nref, "uri", json_string(T.buf));
                 j->tool = xasprintf("resource:%s", T.buf);
             }
         } else {
-            rc = target_error(gw, j, "completion/complete needs a ref/prompt or ref/resource",
-                              NULL);
+            rc =
+                target_error(gw, j, "completion/complete needs a ref/prompt or ref/resource", NULL);
         }
         if (!rc) {
             free(j->name);
@@ -627,7 +626,9 @@ void gw_res_forward(struct gw *gw, struct job *j, const json_t *result, long lon
         {"description", "messages", "_meta", NULL},
         {"completion", "_meta", NULL, NULL},
     };
-    const char *const *k = keep[j->kind == GW_KIND_RESOURCE ? 0 : j->kind == GW_KIND_PROMPT ? 1 : 2];
+    const char *const *k = keep[j->kind == GW_KIND_RESOURCE ? 0
+                                : j->kind == GW_KIND_PROMPT ? 1
+                                                            : 2];
     json_t *r = json_object();
     for (size_t i = 0; k[i]; i++) {
         json_t *v = json_object_get(result, k[i]);
@@ -647,8 +648,9 @@ void gw_res_forward(struct gw *gw, struct job *j, const json_t *result, long lon
     gw_audit_result(gw, j, big ? "error" : "ok", big ? "result-too-large" : NULL, rd, ms);
     if (big) {
         char msg[160];
-        snprintf(msg, sizeof msg, "the answer of %s (%zu bytes) exceeds the gateway's %lld-byte cap",
-                 j->server, len, gw->max_result);
+        snprintf(msg, sizeof msg,
+                 "the answer of %s (%zu bytes) exceeds the gateway's %lld-byte cap", j->server, len,
+                 gw->max_result);
         gw_reply_error(gw, j, MCP_INTERNAL_ERROR, msg, NULL);
         json_decref(r);
         return;

@@ -322,10 +322,13 @@ static void run_job(struct gw *gw, struct job *j)
     } else if (strcmp(j->method, "tools/call") == 0) {
         gw_tools_call(gw, j);
     } else if (is_listing(j->method)) {
+        gw_refresh(gw, j->modern, false); /* trust and machine changes, as tools/list */
         gw_res_list(gw, j);
     } else if (strcmp(j->method, "logging/setLevel") == 0) {
+        gw_refresh(gw, j->modern, false);
         gw_set_level(gw, j);
     } else {
+        gw_refresh(gw, j->modern, false); /* as tools/call: a re-gate is seen first */
         j->kind = kind_of(j->method);
         if (gw_res_target(gw, j) == 0)
             gw_dispatch(gw, j);

@@ -270,7 +270,40 @@ def main():
                   "the cancelled read is audited", rows)
             check(g.close() == 0, "EOF exits 0", g.stderr()[-800:])
     untrusted()
+    regated()
     done()
+
+
+def regated():
+    """Trust revoked on an open connection: the next read is refused with a
+    trust row, like a tool call."""
+    with Sandbox() as sb:
+        log = os.path.join(sb.root, "res.log")
+        os.makedirs(sb.ah, exist_ok=True)
+        with open(os.path.join(sb.ah, "agentstack.toml"), "w") as f:
+            f.write(MACHINE)
+        sb.write("res.py", RES_FAKE)
+        sb.write("agentstack.toml", PROJECT.replace("LOG", log))
+        grant(sb)
+        a = gw_uri("res", "file:///docs/a.txt")
+        with Gateway(sb, "--auto-project") as g:
+            g.initialize()
+            r = g.request("resources/read", {"uri": a})
+            check(r and "result" in r, "trusted auto mode: the read is served", r)
+            before = len(audit_rows(sb))
+            rv = sb.run("trust", ".", "--revoke")
+            check(rv.returncode == 0, "revoke out of band", rv.stderr)
+            reads = len([x for x in log_lines(log) if x.startswith("read ")])
+            r = g.request("resources/read", {"uri": a})
+            msg = err_of(r).get("message", "")
+            check(err_of(r).get("code") == -32602 and "already-open connection" in msg,
+                  "revoked: the next read is blocked on the open connection", r)
+            rows = audit_rows(sb)[before:]
+            check(len(rows) == 1 and rows[0]["tool"] == "trust" and
+                  rows[0].get("detail") == "revoked", "revoked: one trust row", rows)
+            check(len([x for x in log_lines(log) if x.startswith("read ")]) == reads,
+                  "revoked: the read never reached the upstream")
+            check(g.close() == 0, "revoked: EOF exits 0")
 
 
 def untrusted():
