@@ -492,6 +492,9 @@ int gw_uri_unmap(const char *guri, strbuf *server, strbuf *uri, const char **why
 bool gw_caps_offered(struct gw *gw, const char *cap);
 /* resources/list, resources/templates/list, prompts/list: replies, frees. */
 void gw_res_list(struct gw *gw, struct job *j);
+/* Cancels the upstream pages a listing job waits for (shutdown): it then
+ * finishes at once. */
+void gw_res_list_cancel(struct job *j);
 /* Fills j->server, j->tool (the policy subject) and j->args (the upstream
  * params); -1 when j was answered and freed. */
 int gw_res_target(struct gw *gw, struct job *j);

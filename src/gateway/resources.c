@@ -168,7 +168,8 @@ struct lister;
 struct lslot {
     struct lister *ls;
     struct gw_up *up;
-    char *cursor; /* the upstream's, or NULL for its first page */
+    char *cursor;    /* the upstream's, or NULL for its first page */
+    uint64_t handle; /* the request in flight, 0 once answered */
     json_t *items;
     char *next;
 };
@@ -320,6 +321,7 @@ static void lister_finish(struct lister *ls)
     if (next.len)
         json_object_set_new(r, "nextCursor", json_string(next.buf));
     sb_release(&next);
+    ls->j->result_ctx = NULL;
     gw_reply(gw, ls->j, r);
     gw_job_free(ls->j);
     for (size_t i = 0; i < ls->slots.n; i++) {
@@ -338,6 +340,7 @@ static void on_page(void *ctx, const struct mcp_reply *rep)
 {
     struct lslot *s = ctx;
     struct lister *ls = s->ls;
+    s->handle = 0;
     if (rep->status == MCP_OK && up_declares(s->up, ls->cap) == 1) {
         json_t *items = json_object_get(rep->result, ls->key);
         if (json_is_array(items))
@@ -456,8 +459,24 @@ void gw_res_list(struct gw *gw, struct job *j)
         json_t *p = json_object();
         if (s->cursor)
             json_object_set_new(p, "cursor", json_string(s->cursor));
-        mcp_client_request(s->up->client, j->method, p,
-                           s->up->http ? GW_HTTP_TIMEOUT_MS : gw->call_ms, on_page, s);
+        s->handle = mcp_client_request(s->up->client, j->method, p,
+                                       s->up->http ? GW_HTTP_TIMEOUT_MS : gw->call_ms, on_page, s);
+    }
+    j->result_ctx = ls; /* for gw_res_list_cancel */
+    if (--ls->left == 0)
+        lister_finish(ls);
+}
+
+void gw_res_list_cancel(struct job *j)
+{
+    struct lister *ls = j->on_result ? NULL : j->result_ctx;
+    if (!ls || ls->j != j)
+        return;
+    ls->left++; /* held: a cancelled page may be the last one */
+    for (size_t i = 0; i < ls->slots.n; i++) {
+        struct lslot *s = ls->slots.v[i];
+        if (s->handle && s->up->client)
+            mcp_client_cancel(s->up->client, s->handle, "gateway shutting down");
     }
     if (--ls->left == 0)
         lister_finish(ls);

@@ -588,9 +588,12 @@ static void finish(struct gw *gw)
         j->cancelled = true;
         v[n++] = j;
     }
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         if (v[i]->up && v[i]->up->client && v[i]->handle)
             mcp_client_cancel(v[i]->up->client, v[i]->handle, "gateway shutting down");
+        else if (is_listing(v[i]->method))
+            gw_res_list_cancel(v[i]); /* may free v[i] */
+    }
     free(v);
     gw_lease_release(gw);
     gw_cm_sync(gw); /* shutting down: the endpoint closes, endpoint.json goes */

@@ -55,6 +55,9 @@ for line in sys.stdin:
     elif meth == "tools/list":
         ok({"tools": []})
     elif meth == "resources/list":
+        note("list")
+        if "--hang-list" in a:
+            continue
         items, nxt = PAGES.get(p.get("cursor"), ([], None))
         r = {"resources": items}
         if nxt:
@@ -271,7 +274,28 @@ def main():
             check(g.close() == 0, "EOF exits 0", g.stderr()[-800:])
     untrusted()
     regated()
+    hung_listing()
     done()
+
+
+def hung_listing():
+    """EOF while a listing waits for an upstream that never answers: the
+    gateway cancels it, frees it and exits 0."""
+    with Sandbox() as sb:
+        log = os.path.join(sb.root, "res.log")
+        os.makedirs(sb.ah, exist_ok=True)
+        with open(os.path.join(sb.ah, "agentstack.toml"), "w") as f:
+            f.write(MACHINE)
+        sb.write("res.py", RES_FAKE)
+        sb.write("agentstack.toml", PROJECT.replace("LOG", log).replace(
+            '"--log"', '"--hang-list", "--log"'))
+        grant(sb)
+        with Gateway(sb, "--manifest-dir", sb.project) as g:
+            g.initialize()
+            g.start("resources/list", {}, rid="hl")
+            check(wait_log(log, lambda x: x == "list"), "hung: the listing reached the upstream")
+            rc = g.close(timeout=60)
+            check(rc == 0, "hung: EOF with a listing in flight exits 0", g.stderr()[-1500:])
 
 
 def regated():

@@ -41,17 +41,17 @@ static void test_known(void **state)
     assert_string_equal(s.buf, "docs");
     assert_string_equal(u.buf, "file:///docs/a b.txt");
     static const char *const bad[] = {
-        "agentstack://docs/file%3a",    /* lowercase hex */
-        "agentstack://docs/%41",        /* an unreserved byte encoded */
-        "agentstack://docs/a%00b",      /* NUL */
-        "agentstack://docs/a%2",        /* cut escape */
-        "agentstack://docs/a%zz",       /* not hex */
-        "agentstack://docs/file:///x",  /* a byte that is always encoded */
-        "agentstack://docs/",           /* no resource */
-        "agentstack://docs",            /* no slash */
-        "agentstack:///x",              /* no server */
-        "agentstack://d$cs/x",          /* not a server name */
-        "Agentstack://docs/x",          /* not our scheme */
+        "agentstack://docs/file%3a",   /* lowercase hex */
+        "agentstack://docs/%41",       /* an unreserved byte encoded */
+        "agentstack://docs/a%00b",     /* NUL */
+        "agentstack://docs/a%2",       /* cut escape */
+        "agentstack://docs/a%zz",      /* not hex */
+        "agentstack://docs/file:///x", /* a byte that is always encoded */
+        "agentstack://docs/",          /* no resource */
+        "agentstack://docs",           /* no slash */
+        "agentstack:///x",             /* no server */
+        "agentstack://d$cs/x",         /* not a server name */
+        "Agentstack://docs/x",         /* not our scheme */
         "file:///etc/passwd",
         "",
     };
