@@ -1,6 +1,9 @@
 /*
  * THE dispatch point (docs/gateway.md): every brokered "S__T" call passes here, in this
- * order, and nothing else in agentstack reaches an upstream client:
+ * order, and so does every resources/read, prompts/get and completion/complete
+ * (resources.c names their server and policy subject first; their refusals
+ * are JSON-RPC errors with the same text). Nothing else in agentstack reaches an
+ * upstream client with a request (listings are resources.c's and surface.c's):
  *   1. ownership / fence  — is S served by this surface? (else fence, re-gate
  *                            or unknown-tool answers; control-plane names
  *                            never get here: they contain no "__")
@@ -347,6 +350,72 @@ void gw_dispatch(struct gw *gw, struct job *j)
     free(execution);
 }
 
+/* Step 1's answer for a server this surface does not serve: a re-gate, a
+ * skipped server, a fence, a broken surface, or unknown. Replies and frees. */
+static void refuse_unserved(struct gw *gw, struct job *j, struct gw_surface *sf)
+{
+    if (sf->gate == GW_GATE_REGATED && strvec_find(&sf->prior, j->server) >= 0) {
+        regate_refusal(gw, j, sf->regate_why ? sf->regate_why : "changed");
+        return;
+    }
+    for (size_t i = 0; sf->gate == GW_GATE_OPEN && i < sf->skipped.n; i++) {
+        const struct gw_skip *k = &sf->skipped.v[i];
+        if (strcmp(k->name, j->server) != 0)
+            continue;
+        json_t *r = gw_error_result("blocked: %s tried to call %s — the server is not "
+                                    "served: %s\nnothing ran",
+                                    j->server, j->tool, k->why);
+        gw_audit(gw, j->server, k->family, "", "denied", k->why, NULL, NULL, 0);
+        finish_refusal(gw, j, r);
+        return;
+    }
+    /* Declared: inline, or taken from the library by some toolset. */
+    bool declared = sf->gate == GW_GATE_OPEN &&
+                    (manifest_server(sf->m, j->server) || toolset_with(sf->m, j->server));
+    if (declared && gw->grant) {
+        json_t *r = gw_error_result("blocked: %s tried to call %s — the frozen grant of run "
+                                    "%s does not admit this server\nnothing ran · a new "
+                                    "run with a toolset that selects it would",
+                                    j->server, j->tool, gw->grant->run_id);
+        strbuf d = SB_INIT;
+        sb_addf(&d, "fenced: run %s's grant does not admit %s", gw->grant->run_id, j->server);
+        gw_audit(gw, j->server, "fence", "", "denied", d.buf, NULL, NULL, 0);
+        sb_release(&d);
+        finish_refusal(gw, j, r);
+        return;
+    }
+    if (declared && (sf->fenced || sf->toolset)) {
+        const char *ts = toolset_with(sf->m, j->server);
+        strbuf fix = SB_INIT;
+        if (ts)
+            sb_addf(&fix,
+                    "open a lease for the toolset that selects it: "
+                    "`agentstack_lease_open` profile=%s",
+                    ts);
+        else
+            sb_adds(&fix, "no toolset selects it yet; a person adds it to one in the "
+                          "manifest");
+        json_t *r = gw_error_result(
+            "blocked: %s tried to call %s — this project fences its servers behind "
+            "toolsets, and no open lease selects one that exposes it\nnothing ran · %s",
+            j->server, j->tool, fix.buf);
+        strbuf d = SB_INIT;
+        sb_addf(&d, "fenced: no open lease selects %s", j->server);
+        gw_audit(gw, j->server, "fence", "", "denied", d.buf, NULL, NULL, 0);
+        sb_release(&d);
+        sb_release(&fix);
+        finish_refusal(gw, j, r);
+        return;
+    }
+    if (sf->gate == GW_GATE_BROKEN && gw->proj.found) {
+        finish_refusal(gw, j,
+                       gw_error_result("blocked: %s tried to call %s — %s\nnothing ran", j->server,
+                                       j->tool, sf->note ? sf->note : ""));
+        return;
+    }
+    unknown(gw, j); /* untrusted or undeclared: no audit row */
+}
+
 static void dispatch_call(struct gw *gw, struct job *j)
 {
     /* A resource, prompt or completion request arrives with server and
@@ -367,66 +436,7 @@ static void dispatch_call(struct gw *gw, struct job *j)
     /* 1. ownership / fence */
     struct gw_up *up = sf->gate == GW_GATE_OPEN ? gw_surface_up(sf, j->server) : NULL;
     if (!up) {
-        if (sf->gate == GW_GATE_REGATED && strvec_find(&sf->prior, j->server) >= 0) {
-            regate_refusal(gw, j, sf->regate_why ? sf->regate_why : "changed");
-            return;
-        }
-        for (size_t i = 0; sf->gate == GW_GATE_OPEN && i < sf->skipped.n; i++) {
-            const struct gw_skip *k = &sf->skipped.v[i];
-            if (strcmp(k->name, j->server) != 0)
-                continue;
-            json_t *r = gw_error_result("blocked: %s tried to call %s — the server is not "
-                                        "served: %s\nnothing ran",
-                                        j->server, j->tool, k->why);
-            gw_audit(gw, j->server, k->family, "", "denied", k->why, NULL, NULL, 0);
-            finish_refusal(gw, j, r);
-            return;
-        }
-        /* Declared: inline, or taken from the library by some toolset. */
-        bool declared = sf->gate == GW_GATE_OPEN &&
-                        (manifest_server(sf->m, j->server) || toolset_with(sf->m, j->server));
-        if (declared && gw->grant) {
-            json_t *r = gw_error_result("blocked: %s tried to call %s — the frozen grant of run "
-                                        "%s does not admit this server\nnothing ran · a new "
-                                        "run with a toolset that selects it would",
-                                        j->server, j->tool, gw->grant->run_id);
-            strbuf d = SB_INIT;
-            sb_addf(&d, "fenced: run %s's grant does not admit %s", gw->grant->run_id, j->server);
-            gw_audit(gw, j->server, "fence", "", "denied", d.buf, NULL, NULL, 0);
-            sb_release(&d);
-            finish_refusal(gw, j, r);
-            return;
-        }
-        if (declared && (sf->fenced || sf->toolset)) {
-            const char *ts = toolset_with(sf->m, j->server);
-            strbuf fix = SB_INIT;
-            if (ts)
-                sb_addf(&fix,
-                        "open a lease for the toolset that selects it: "
-                        "`agentstack_lease_open` profile=%s",
-                        ts);
-            else
-                sb_adds(&fix, "no toolset selects it yet; a person adds it to one in the "
-                              "manifest");
-            json_t *r = gw_error_result(
-                "blocked: %s tried to call %s — this project fences its servers behind "
-                "toolsets, and no open lease selects one that exposes it\nnothing ran · %s",
-                j->server, j->tool, fix.buf);
-            strbuf d = SB_INIT;
-            sb_addf(&d, "fenced: no open lease selects %s", j->server);
-            gw_audit(gw, j->server, "fence", "", "denied", d.buf, NULL, NULL, 0);
-            sb_release(&d);
-            sb_release(&fix);
-            finish_refusal(gw, j, r);
-            return;
-        }
-        if (sf->gate == GW_GATE_BROKEN && gw->proj.found) {
-            finish_refusal(gw, j,
-                           gw_error_result("blocked: %s tried to call %s — %s\nnothing ran",
-                                           j->server, j->tool, sf->note ? sf->note : ""));
-            return;
-        }
-        unknown(gw, j); /* untrusted or undeclared: no audit row */
+        refuse_unserved(gw, j, sf);
         return;
     }
 

@@ -13,7 +13,7 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
 from aslib import Sandbox, check, done  # noqa: E402
-from mcpclient import Gateway, audit_rows, grant  # noqa: E402
+from mcpclient import Gateway, audit_rows, grant, modern_meta  # noqa: E402
 
 # An upstream that offers resources, prompts, completions and logging, and
 # writes what it received to --log.
@@ -189,6 +189,14 @@ def main():
             check(err_of(nf).get("code") == -32002 and "Resource not found" not in
                   err_of(nf).get("message", ""),
                   "an upstream's not-found keeps its code, not its text", nf)
+
+            # The stateless era reaches the same requests.
+            mr = g.request("resources/read", {"uri": a, "_meta": modern_meta()})
+            check(mr and mr.get("result", {}).get("resultType") == "complete" and
+                  mr["result"]["contents"][0]["uri"] == a, "a stateless read is served", mr)
+            ml = g.request("prompts/list", {"_meta": modern_meta()})
+            check(ml and [p["name"] for p in ml["result"]["prompts"]] == ["res__review"],
+                  "a stateless prompts/list is served", ml)
 
             # A machine-denied resource: refused with the reason, audited.
             before = len(log_lines(log))
