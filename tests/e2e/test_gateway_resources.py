@@ -283,7 +283,41 @@ def main():
     untrusted()
     regated()
     hung_listing()
+    fenced()
     done()
+
+
+def fenced():
+    """The toolset fence: before a lease selects the server, its resources
+    and prompts are neither listed nor served (a fence row), after it they are."""
+    with Sandbox() as sb:
+        log = os.path.join(sb.root, "res.log")
+        os.makedirs(sb.ah, exist_ok=True)
+        with open(os.path.join(sb.ah, "agentstack.toml"), "w") as f:
+            f.write(MACHINE)
+        sb.write("res.py", RES_FAKE)
+        sb.write("agentstack.toml", PROJECT.replace("LOG", log) +
+                 '\n[toolsets.docs]\nservers = ["res"]\n\n[toolsets.none]\nservers = []\n')
+        grant(sb)
+        a = gw_uri("res", "file:///docs/a.txt")
+        with Gateway(sb, "--manifest-dir", sb.project) as g:
+            g.initialize()
+            r = g.request("resources/list", {})
+            check(r and r.get("result") == {"resources": []}, "fenced: nothing listed", r)
+            r = g.request("resources/read", {"uri": a})
+            check(err_of(r).get("code") == -32602 and
+                  "fences its servers behind toolsets" in err_of(r).get("message", ""),
+                  "fenced: a read is refused by the fence", r)
+            r = g.request("prompts/get", {"name": "res__review"})
+            check(err_of(r).get("code") == -32602, "fenced: a prompt is refused", r)
+            rows = [x for x in audit_rows(sb) if x.get("tool") == "fence"]
+            check(len(rows) == 2 and all(x["outcome"] == "denied" for x in rows),
+                  "fenced: each refusal wrote a fence row", rows)
+            check(not os.path.exists(log), "fenced: the upstream never started")
+            g.call("agentstack_lease_open", {"profile": "docs"})
+            r = g.request("resources/read", {"uri": a})
+            check(r and "result" in r, "fenced: after lease_open docs the read is served", r)
+            check(g.close() == 0, "fenced: EOF exits 0")
 
 
 def hung_listing():
