@@ -271,6 +271,11 @@ static void do_initialize(struct gw *gw, struct job *j)
     gw->negotiated = xstrdup(v);
     json_t *caps = json_object_get(j->params, "capabilities");
     gw->client_roots = json_object_get(caps, "roots") != NULL;
+    /* A client without roots binds the project from env or cwd, as its first
+     * request would: binding it now lets the answer say what the upstreams
+     * may offer. A client with roots waits for them (nothing is advertised). */
+    if (!gw->client_roots)
+        gw_project_resolve(gw);
     json_t *r = json_object();
     json_object_set_new(r, "protocolVersion", json_string(v));
     json_object_set_new(r, "capabilities", capabilities(gw));

@@ -353,7 +353,9 @@ def regated():
         grant(sb)
         a = gw_uri("res", "file:///docs/a.txt")
         with Gateway(sb, "--auto-project") as g:
-            g.initialize()
+            init = g.initialize()
+            check("resources" in init["result"]["capabilities"],
+                  "trusted auto mode, no roots: resources are advertised", init)
             r = g.request("resources/read", {"uri": a})
             check(r and "result" in r, "trusted auto mode: the read is served", r)
             before = len(audit_rows(sb))
