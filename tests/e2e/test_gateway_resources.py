@@ -237,6 +237,21 @@ def main():
             check(cc["result"]["completion"]["values"] == ["a.txt", "b.txt"],
                   "completion/complete reaches the upstream", cc)
 
+            cd = g.request("completion/complete", {"ref": {"type": "ref/prompt",
+                                                           "name": "res__admin_reset"},
+                                                   "argument": {"name": "x", "value": ""}})
+            check(err_of(cd).get("code") == -32602 and
+                  "denied by [policy.tools] rule" in err_of(cd).get("message", ""),
+                  "completing a machine-denied prompt is refused", cd)
+            row = audit_rows(sb)[-1]
+            check(row["tool"] == "completion" and row["outcome"] == "denied",
+                  "…and audited as a completion", row)
+            ct = g.request("completion/complete", {
+                "ref": {"type": "ref/resource", "uri": "agentstack://res/file%3a"},
+                "argument": {"name": "x", "value": ""}})
+            check(err_of(ct).get("code") == -32602, "completing a hostile template URI: -32602",
+                  ct)
+
             # Hostile URIs: refused before any upstream I/O.
             before = len(log_lines(log))
             for h in ("agentstack://other/file%3A%2F%2F%2Fx", "agentstack://other/..",
