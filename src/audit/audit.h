@@ -132,23 +132,24 @@ struct aud_execution {
 int aud_is_execution_row(const json_t *row);
 
 struct aud_call {
-    long long ts;              /* unix seconds; 0 = now */
-    const char *run;           /* omitted when NULL/"" */
-    const char *execution;     /* a tools_execute inner call: its x-… id; omitted when NULL/"" */
-    long pid;                  /* 0 = getpid() */
-    const char *project;       /* canonical project root; omitted when NULL/"" */
-    const char *server;        /* refusal rows: the subject */
-    const char *tool;          /* bare tool name, or a family (trust|fence|pin|egress|secret) */
-    const char *args_digest;   /* "" on family rows */
-    const char *result_digest; /* keyed digest of the answer forwarded (resources/read,
-                                * prompts/get, completion/complete); omitted when NULL/"" */
-    const char *outcome;       /* ok | error | denied */
-    const char *detail;        /* denied: the rule text; error: its class; egress rows: the
-                                * destination (also on an allow); cut to 200 bytes */
-    const char *rule;          /* denials by policy: the pattern */
-    const char *layer;         /* denials by policy: machine | project */
+    long long ts;            /* unix seconds; 0 = now */
+    const char *run;         /* omitted when NULL/"" */
+    const char *execution;   /* a tools_execute inner call: its x-… id; omitted when NULL/"" */
+    long pid;                /* 0 = getpid() */
+    const char *project;     /* canonical project root; omitted when NULL/"" */
+    const char *server;      /* refusal rows: the subject */
+    const char *tool;        /* bare tool name, or a family (trust|fence|pin|egress|secret) */
+    const char *args_digest; /* "" on family rows */
+    const char *outcome;     /* ok | error | denied */
+    const char *detail;      /* denied: the rule text; error: its class; egress rows: the
+                              * destination (also on an allow); cut to 200 bytes */
+    const char *rule;        /* denials by policy: the pattern */
+    const char *layer;       /* denials by policy: machine | project */
     long long ms;
     const struct aud_execution *exec; /* an execution's own row; NULL on every other */
+    /* The keyed digest of the answer forwarded (resources/read, prompts/get,
+     * completion/complete), written after args_digest; omitted when NULL/"". */
+    const char *result_digest;
 };
 
 /* The row as a JSON object: ts, run?, execution?, pid, project?, server, tool,
