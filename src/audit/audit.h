@@ -147,10 +147,13 @@ struct aud_call {
     const char *layer;       /* denials by policy: machine | project */
     long long ms;
     const struct aud_execution *exec; /* an execution's own row; NULL on every other */
+    /* The keyed digest of the answer forwarded (resources/read, prompts/get,
+     * completion/complete), written after args_digest; omitted when NULL/"". */
+    const char *result_digest;
 };
 
 /* The row as a JSON object: ts, run?, execution?, pid, project?, server, tool,
- * args_digest, outcome, detail?, ms, rule?, layer?, then for an execution's
+ * args_digest, result_digest?, outcome, detail?, ms, rule?, layer?, then for an execution's
  * own row calls, output_bytes, result_bytes, code_sha256, limit? (prev is
  * added by the appender). detail is omitted on ok rows but egress ones. */
 json_t *aud_call_record(const struct aud_call *c);

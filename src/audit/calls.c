@@ -93,6 +93,8 @@ json_t *aud_call_record(const struct aud_call *c)
     set_str(o, "server", c->server, 256);
     set_str(o, "tool", c->tool, 256);
     set_str(o, "args_digest", c->args_digest, AUD_DIGEST_HEX);
+    if (c->result_digest && *c->result_digest)
+        set_str(o, "result_digest", c->result_digest, AUD_DIGEST_HEX);
     set_str(o, "outcome", c->outcome ? c->outcome : "ok", 16);
     if (keep_detail(c))
         set_str(o, "detail", c->detail, AUD_DETAIL_MAX);
@@ -169,6 +171,8 @@ void aud_call_encode(const struct aud_call *c, strbuf *out)
     enc_str(out, "server", c->server, 256);
     enc_str(out, "tool", c->tool, 256);
     enc_str(out, "args_digest", c->args_digest, AUD_DIGEST_HEX);
+    if (c->result_digest && *c->result_digest)
+        enc_str(out, "result_digest", c->result_digest, AUD_DIGEST_HEX);
     enc_str(out, "outcome", c->outcome ? c->outcome : "ok", 16);
     if (keep_detail(c))
         enc_str(out, "detail", c->detail, AUD_DETAIL_MAX);

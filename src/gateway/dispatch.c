@@ -1,6 +1,9 @@
 /*
  * THE dispatch point (docs/gateway.md): every brokered "S__T" call passes here, in this
- * order, and nothing else in agentstack reaches an upstream client:
+ * order, and so does every resources/read, prompts/get and completion/complete
+ * (resources.c names their server and policy subject first; their refusals
+ * are JSON-RPC errors with the same text). Nothing else in agentstack reaches an
+ * upstream client with a request (listings are resources.c's and surface.c's):
  *   1. ownership / fence  — is S served by this surface? (else fence, re-gate
  *                            or unknown-tool answers; control-plane names
  *                            never get here: they contain no "__")
@@ -99,14 +102,50 @@ static uint64_t now_us(void)
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/* The audit row's "tool": a tool or "prompt:<name>" as called; a resource
+ * read or a completion by its kind only, since a URI can carry values
+ * (the args digest covers it). */
+static const char *row_tool(const struct job *j)
+{
+    return j->kind == GW_KIND_RESOURCE   ? "resource"
+           : j->kind == GW_KIND_COMPLETE ? "completion"
+                                         : j->tool;
+}
+
+/* A refusal: a tool call's is an isError result; a resource, prompt or
+ * completion request's is a JSON-RPC error with the same text. */
+static void refused(struct gw *gw, struct job *j, json_t *result)
+{
+    if (j->kind == GW_KIND_TOOL) {
+        gw_reply(gw, j, result);
+        return;
+    }
+    const char *t = json_string_value(
+        json_object_get(json_array_get(json_object_get(result, "content"), 0), "text"));
+    if (t && strncmp(t, "Error: ", 7) == 0)
+        t += 7;
+    gw_reply_error(gw, j, MCP_INVALID_PARAMS, t ? t : "refused", NULL);
+    json_decref(result);
+}
+
 static void finish_refusal(struct gw *gw, struct job *j, json_t *result)
 {
-    gw_reply(gw, j, result);
+    refused(gw, j, result);
     gw_job_free(j);
 }
 
 static void unknown(struct gw *gw, struct job *j)
 {
+    if (j->kind != GW_KIND_TOOL) {
+        strbuf n = SB_INIT, m = SB_INIT;
+        gw_one_line(j->server ? j->server : "", 200, &n);
+        sb_addf(&m, "Invalid params: no server '%s' is served on this connection", n.buf);
+        gw_reply_error(gw, j, MCP_INVALID_PARAMS, m.buf, NULL);
+        sb_release(&n);
+        sb_release(&m);
+        gw_job_free(j);
+        return;
+    }
     j->unknown = true;
     strbuf n = SB_INIT;
     gw_one_line(j->name, 200, &n);
@@ -220,7 +259,9 @@ static void on_called(void *ctx, const struct mcp_reply *rep)
     j->handle = 0;
     /* The row is written before the reply leaves: a client that has the
      * result can rely on its evidence being on disk (docs/audit.md). */
-    if (rep->status == MCP_OK) {
+    if (rep->status == MCP_OK && j->kind != GW_KIND_TOOL) {
+        gw_res_forward(gw, j, rep->result, ms);
+    } else if (rep->status == MCP_OK) {
         gw_audit(gw, j->server, j->tool, j->digest, "ok", NULL, NULL, NULL, ms);
         if (rep->raw && !forward_raw(gw, j, rep->raw, rep->raw_len)) {
             json_t *r = mcp_raw_tree(rep->raw, rep->raw_len); /* NULL only without memory */
@@ -236,9 +277,9 @@ static void on_called(void *ctx, const struct mcp_reply *rep)
         gw_audit(gw, j->server, "egress", "", "denied", rep->message,
                  up && up->refused_rule[0] ? up->refused_rule : NULL,
                  up && up->refused_layer && up->refused_layer[0] ? up->refused_layer : NULL, 0);
-        gw_reply(gw, j,
-                 gw_error_result("blocked: %s tried to call %s — not connecting: %s\nnothing ran",
-                                 j->server, j->tool, rep->message));
+        refused(gw, j,
+                gw_error_result("blocked: %s tried to call %s — not connecting: %s\nnothing ran",
+                                j->server, j->tool, rep->message));
     } else {
         const char *cls;
         switch (rep->status) {
@@ -251,6 +292,9 @@ static void on_called(void *ctx, const struct mcp_reply *rep)
         case MCP_E_HTTP:
             cls = "http-error";
             break;
+        case MCP_E_CANCELLED:
+            cls = "cancelled";
+            break;
         default:
             cls = "upstream-error";
             /* The agent sees the class only; the cause, never
@@ -259,14 +303,41 @@ static void on_called(void *ctx, const struct mcp_reply *rep)
                     mcp_status_name(rep->status), rep->message);
             break;
         }
-        gw_audit(gw, j->server, j->tool, j->digest, "error", cls, NULL, NULL, ms);
-        gw_reply(gw, j, gw_error_result("contacting %s failed (%s)", j->server, cls));
+        gw_audit(gw, j->server, row_tool(j), j->digest, "error", cls, NULL, NULL, ms);
+        if (j->kind == GW_KIND_TOOL) {
+            gw_reply(gw, j, gw_error_result("contacting %s failed (%s)", j->server, cls));
+        } else {
+            /* The upstream's error code (a JSON-RPC server error such as
+             * "resource not found") is kept; its text is not (mcp.h). */
+            json_t *code = json_object_get(rep->error, "code");
+            long long c = json_is_integer(code) ? json_integer_value(code) : 0;
+            strbuf m = SB_INIT;
+            sb_addf(&m, "contacting %s failed (%s)", j->server, cls);
+            gw_reply_error(gw, j, c >= -32099 && c <= -32000 ? (int)c : MCP_INTERNAL_ERROR, m.buf,
+                           NULL);
+            sb_release(&m);
+        }
     }
     gw->audit_execution = NULL;
     gw_job_free(j);
 }
 
 static void dispatch_call(struct gw *gw, struct job *j);
+
+void gw_audit_result(struct gw *gw, struct job *j, const char *outcome, const char *detail,
+                     const char *result_digest, long long ms)
+{
+    struct aud_call c = {0};
+    c.execution = gw->audit_execution;
+    c.server = j->server;
+    c.tool = row_tool(j);
+    c.args_digest = j->digest;
+    c.result_digest = result_digest;
+    c.outcome = outcome;
+    c.detail = detail;
+    c.ms = ms;
+    (void)gw_audit_row(gw, &c, NULL);
+}
 
 void gw_dispatch(struct gw *gw, struct job *j)
 {
@@ -279,82 +350,93 @@ void gw_dispatch(struct gw *gw, struct job *j)
     free(execution);
 }
 
-static void dispatch_call(struct gw *gw, struct job *j)
+/* Step 1's answer for a server this surface does not serve: a re-gate, a
+ * skipped server, a fence, a broken surface, or unknown. Replies and frees. */
+static void refuse_unserved(struct gw *gw, struct job *j, struct gw_surface *sf)
 {
-    strbuf S = SB_INIT, T = SB_INIT;
-    if (!gw_split(j->name, &S, &T) || !gw_tool_name_ok(T.buf)) {
-        sb_release(&S);
-        sb_release(&T);
-        unknown(gw, j);
+    if (sf->gate == GW_GATE_REGATED && strvec_find(&sf->prior, j->server) >= 0) {
+        regate_refusal(gw, j, sf->regate_why ? sf->regate_why : "changed");
         return;
     }
-    j->server = sb_detach(&S, NULL);
-    j->tool = sb_detach(&T, NULL);
+    for (size_t i = 0; sf->gate == GW_GATE_OPEN && i < sf->skipped.n; i++) {
+        const struct gw_skip *k = &sf->skipped.v[i];
+        if (strcmp(k->name, j->server) != 0)
+            continue;
+        json_t *r = gw_error_result("blocked: %s tried to call %s — the server is not "
+                                    "served: %s\nnothing ran",
+                                    j->server, j->tool, k->why);
+        gw_audit(gw, j->server, k->family, "", "denied", k->why, NULL, NULL, 0);
+        finish_refusal(gw, j, r);
+        return;
+    }
+    /* Declared: inline, or taken from the library by some toolset. */
+    bool declared = sf->gate == GW_GATE_OPEN &&
+                    (manifest_server(sf->m, j->server) || toolset_with(sf->m, j->server));
+    if (declared && gw->grant) {
+        json_t *r = gw_error_result("blocked: %s tried to call %s — the frozen grant of run "
+                                    "%s does not admit this server\nnothing ran · a new "
+                                    "run with a toolset that selects it would",
+                                    j->server, j->tool, gw->grant->run_id);
+        strbuf d = SB_INIT;
+        sb_addf(&d, "fenced: run %s's grant does not admit %s", gw->grant->run_id, j->server);
+        gw_audit(gw, j->server, "fence", "", "denied", d.buf, NULL, NULL, 0);
+        sb_release(&d);
+        finish_refusal(gw, j, r);
+        return;
+    }
+    if (declared && (sf->fenced || sf->toolset)) {
+        const char *ts = toolset_with(sf->m, j->server);
+        strbuf fix = SB_INIT;
+        if (ts)
+            sb_addf(&fix,
+                    "open a lease for the toolset that selects it: "
+                    "`agentstack_lease_open` profile=%s",
+                    ts);
+        else
+            sb_adds(&fix, "no toolset selects it yet; a person adds it to one in the "
+                          "manifest");
+        json_t *r = gw_error_result(
+            "blocked: %s tried to call %s — this project fences its servers behind "
+            "toolsets, and no open lease selects one that exposes it\nnothing ran · %s",
+            j->server, j->tool, fix.buf);
+        strbuf d = SB_INIT;
+        sb_addf(&d, "fenced: no open lease selects %s", j->server);
+        gw_audit(gw, j->server, "fence", "", "denied", d.buf, NULL, NULL, 0);
+        sb_release(&d);
+        sb_release(&fix);
+        finish_refusal(gw, j, r);
+        return;
+    }
+    if (sf->gate == GW_GATE_BROKEN && gw->proj.found) {
+        finish_refusal(gw, j,
+                       gw_error_result("blocked: %s tried to call %s — %s\nnothing ran", j->server,
+                                       j->tool, sf->note ? sf->note : ""));
+        return;
+    }
+    unknown(gw, j); /* untrusted or undeclared: no audit row */
+}
+
+static void dispatch_call(struct gw *gw, struct job *j)
+{
+    /* A resource, prompt or completion request arrives with server and
+     * subject already taken from its params (gw_res_target). */
+    if (j->kind == GW_KIND_TOOL) {
+        strbuf S = SB_INIT, T = SB_INIT;
+        if (!gw_split(j->name, &S, &T) || !gw_tool_name_ok(T.buf)) {
+            sb_release(&S);
+            sb_release(&T);
+            unknown(gw, j);
+            return;
+        }
+        j->server = sb_detach(&S, NULL);
+        j->tool = sb_detach(&T, NULL);
+    }
     struct gw_surface *sf = gw_surface_for(gw, j->modern);
 
     /* 1. ownership / fence */
     struct gw_up *up = sf->gate == GW_GATE_OPEN ? gw_surface_up(sf, j->server) : NULL;
     if (!up) {
-        if (sf->gate == GW_GATE_REGATED && strvec_find(&sf->prior, j->server) >= 0) {
-            regate_refusal(gw, j, sf->regate_why ? sf->regate_why : "changed");
-            return;
-        }
-        for (size_t i = 0; sf->gate == GW_GATE_OPEN && i < sf->skipped.n; i++) {
-            const struct gw_skip *k = &sf->skipped.v[i];
-            if (strcmp(k->name, j->server) != 0)
-                continue;
-            json_t *r = gw_error_result("blocked: %s tried to call %s — the server is not "
-                                        "served: %s\nnothing ran",
-                                        j->server, j->tool, k->why);
-            gw_audit(gw, j->server, k->family, "", "denied", k->why, NULL, NULL, 0);
-            finish_refusal(gw, j, r);
-            return;
-        }
-        /* Declared: inline, or taken from the library by some toolset. */
-        bool declared = sf->gate == GW_GATE_OPEN &&
-                        (manifest_server(sf->m, j->server) || toolset_with(sf->m, j->server));
-        if (declared && gw->grant) {
-            json_t *r = gw_error_result("blocked: %s tried to call %s — the frozen grant of run "
-                                        "%s does not admit this server\nnothing ran · a new "
-                                        "run with a toolset that selects it would",
-                                        j->server, j->tool, gw->grant->run_id);
-            strbuf d = SB_INIT;
-            sb_addf(&d, "fenced: run %s's grant does not admit %s", gw->grant->run_id, j->server);
-            gw_audit(gw, j->server, "fence", "", "denied", d.buf, NULL, NULL, 0);
-            sb_release(&d);
-            finish_refusal(gw, j, r);
-            return;
-        }
-        if (declared && (sf->fenced || sf->toolset)) {
-            const char *ts = toolset_with(sf->m, j->server);
-            strbuf fix = SB_INIT;
-            if (ts)
-                sb_addf(&fix,
-                        "open a lease for the toolset that selects it: "
-                        "`agentstack_lease_open` profile=%s",
-                        ts);
-            else
-                sb_adds(&fix, "no toolset selects it yet; a person adds it to one in the "
-                              "manifest");
-            json_t *r = gw_error_result(
-                "blocked: %s tried to call %s — this project fences its servers behind "
-                "toolsets, and no open lease selects one that exposes it\nnothing ran · %s",
-                j->server, j->tool, fix.buf);
-            strbuf d = SB_INIT;
-            sb_addf(&d, "fenced: no open lease selects %s", j->server);
-            gw_audit(gw, j->server, "fence", "", "denied", d.buf, NULL, NULL, 0);
-            sb_release(&d);
-            sb_release(&fix);
-            finish_refusal(gw, j, r);
-            return;
-        }
-        if (sf->gate == GW_GATE_BROKEN && gw->proj.found) {
-            finish_refusal(gw, j,
-                           gw_error_result("blocked: %s tried to call %s — %s\nnothing ran",
-                                           j->server, j->tool, sf->note ? sf->note : ""));
-            return;
-        }
-        unknown(gw, j); /* untrusted or undeclared: no audit row */
+        refuse_unserved(gw, j, sf);
         return;
     }
 
@@ -390,9 +472,9 @@ static void dispatch_call(struct gw *gw, struct job *j)
                                     "allow it in [policy.tools] if you meant to, or ask the "
                                     "agent for a different tool",
                                     j->server, j->tool, why.buf);
-        gw_audit(gw, j->server, j->tool, j->digest, "denied", why.buf, rule.len ? rule.buf : NULL,
-                 pol_by_name(d.by), 0);
-        gw_reply(gw, j, r);
+        gw_audit(gw, j->server, row_tool(j), j->digest, "denied", why.buf,
+                 rule.len ? rule.buf : NULL, pol_by_name(d.by), 0);
+        refused(gw, j, r);
         sb_release(&why);
         sb_release(&rule);
         gw_job_free(j);
@@ -410,9 +492,9 @@ static void dispatch_call(struct gw *gw, struct job *j)
             sb_addf(&rule, "%s%s", sd.why == POL_DENY_RULE ? "!" : "", sd.pattern);
         json_t *r = gw_error_result("blocked: server '%s' may not read ${%s} — %s\nnothing ran",
                                     j->server, up->denied.v[0], why.buf);
-        gw_audit(gw, j->server, j->tool, j->digest, "denied", why.buf, rule.len ? rule.buf : NULL,
-                 pol_by_name(sd.by), 0);
-        gw_reply(gw, j, r);
+        gw_audit(gw, j->server, row_tool(j), j->digest, "denied", why.buf,
+                 rule.len ? rule.buf : NULL, pol_by_name(sd.by), 0);
+        refused(gw, j, r);
         sb_release(&why);
         sb_release(&rule);
         gw_job_free(j);
@@ -428,8 +510,9 @@ static void dispatch_call(struct gw *gw, struct job *j)
                             "this machine: %s.%s",
                             j->server, j->tool, up->unresolved.n, refs.buf,
                             up->unresolved_hint ? " Set it with `agentstack secret set`." : "");
-        gw_audit(gw, j->server, j->tool, j->digest, "error", "unresolved-secret", NULL, NULL, 0);
-        gw_reply(gw, j, r);
+        gw_audit(gw, j->server, row_tool(j), j->digest, "error", "unresolved-secret", NULL, NULL,
+                 0);
+        refused(gw, j, r);
         sb_release(&refs);
         gw_job_free(j);
         return;
@@ -442,7 +525,7 @@ static void dispatch_call(struct gw *gw, struct job *j)
                                     "(`agentstack audit --verify` names the file), then call "
                                     "again",
                                     j->server, j->tool, why.buf);
-        gw_reply(gw, j, r);
+        refused(gw, j, r);
         sb_release(&why);
         gw_job_free(j);
         return;
@@ -457,9 +540,9 @@ static void dispatch_call(struct gw *gw, struct job *j)
                             j->server, j->tool, j->server, gw_isolation_name(up->iso), why.buf);
         strbuf detail = SB_INIT;
         sb_addf(&detail, "spawn-failed: cannot be confined: %s", why.buf);
-        gw_audit(gw, j->server, j->tool, "", "error", detail.buf, NULL, NULL, 0);
+        gw_audit(gw, j->server, row_tool(j), "", "error", detail.buf, NULL, NULL, 0);
         sb_release(&detail);
-        gw_reply(gw, j, r);
+        refused(gw, j, r);
         sb_release(&why);
         gw_job_free(j);
         return;
@@ -470,7 +553,7 @@ static void dispatch_call(struct gw *gw, struct job *j)
                                     "%s`",
                                     j->server, j->tool, why.buf, gw->proj.dir);
         gw_audit(gw, j->server, "pin", "", "denied", why.buf, NULL, NULL, 0);
-        gw_reply(gw, j, r);
+        refused(gw, j, r);
         sb_release(&why);
         gw_job_free(j);
         return;
@@ -480,8 +563,15 @@ static void dispatch_call(struct gw *gw, struct job *j)
     gw_surface_ref(sf);
     j->up = up;
     j->t0 = now_us();
-    j->handle = mcp_client_call_tool_raw(up->client, j->tool, j->args,
-                                         up->http ? GW_HTTP_TIMEOUT_MS : gw->call_ms, on_called, j);
+    int budget = up->http ? GW_HTTP_TIMEOUT_MS : gw->call_ms;
+    if (j->kind == GW_KIND_TOOL)
+        j->handle = mcp_client_call_tool_raw(up->client, j->tool, j->args, budget, on_called, j);
+    else {
+        aud_args_digest(gw->home, j->args, j->digest); /* j may be gone on return */
+        j->handle = mcp_client_request(up->client, gw_res_method(j), gw_res_params(gw, j), budget,
+                                       on_called, j);
+        return;
+    }
     /* The keyed digest is only for the audit row: computed once the request
      * is on its way (the answer cannot arrive before we return). */
     aud_args_digest(gw->home, j->args, j->digest);

@@ -291,8 +291,19 @@ struct gw_project {
     char *root_sha12;
 };
 
+/* What a brokered request asks for (resources.c). */
+enum gw_kind {
+    GW_KIND_TOOL = 0, /* tools/call */
+    GW_KIND_RESOURCE, /* resources/read */
+    GW_KIND_PROMPT,   /* prompts/get */
+    GW_KIND_COMPLETE, /* completion/complete */
+};
+
 struct job {
     struct gw *gw;
+    enum gw_kind kind;
+    json_t *client_ptoken; /* the client's progressToken, or NULL */
+    char ptoken[48];       /* ours, sent upstream in its place */
     json_t *id;
     char *method;
     json_t *params;
@@ -464,6 +475,38 @@ int gw_audit_row(struct gw *gw, struct aud_call *c, strbuf *why);
 /* 0 when a call-audit row can be appended now, else -1 + why (said once on
  * stderr): what is evidence is refused before it starts. */
 int gw_audit_ready(struct gw *gw, strbuf *why);
+
+/* Appends the row of a brokered request that was answered: args digest,
+ * and the keyed digest of the answer forwarded (result_digest). */
+void gw_audit_result(struct gw *gw, struct job *j, const char *outcome, const char *detail,
+                     const char *result_digest, long long ms);
+
+/* resources.c: upstream resources, prompts, completions (docs/gateway.md) */
+/* agentstack://<server>/<uri percent-encoded: all but [A-Za-z0-9-._~]> */
+void gw_uri_map(const char *server, const char *uri, strbuf *out);
+/* The inverse: -1 + why unless guri is exactly what gw_uri_map writes for
+ * some server name and a non-empty uri without NUL. */
+int gw_uri_unmap(const char *guri, strbuf *server, strbuf *uri, const char **why);
+/* Whether initialize advertises cap: some served upstream declared it or
+ * has not started yet (none known). */
+bool gw_caps_offered(struct gw *gw, const char *cap);
+/* resources/list, resources/templates/list, prompts/list: replies, frees. */
+void gw_res_list(struct gw *gw, struct job *j);
+/* Cancels the upstream pages a listing job waits for (shutdown): it then
+ * finishes at once. */
+void gw_res_list_cancel(struct job *j);
+/* Fills j->server, j->tool (the policy subject) and j->args (the upstream
+ * params); -1 when j was answered and freed. */
+int gw_res_target(struct gw *gw, struct job *j);
+const char *gw_res_method(const struct job *j);
+/* The params sent upstream: j->args with our progress token. */
+json_t *gw_res_params(struct gw *gw, struct job *j);
+/* Audits (with the answer's digest) and replies with an upstream answer. */
+void gw_res_forward(struct gw *gw, struct job *j, const json_t *result, long long ms);
+/* mcp_notify_fn of every upstream client (ctx = its gw_up). */
+void gw_up_notified(void *ctx, const char *method, json_t *params);
+/* logging/setLevel: to every served upstream that declared logging. */
+void gw_set_level(struct gw *gw, struct job *j);
 
 /* lease.c: "<tool> is refused: this connection serves the frozen grant of
  * run <id> …" — every tool that would change what a grant serves. */

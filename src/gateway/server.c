@@ -206,6 +206,7 @@ void gw_job_free(struct job *j)
     json_decref(j->id);
     json_decref(j->params);
     json_decref(j->args);
+    json_decref(j->client_ptoken);
     free(j->method);
     free(j->execution);
     free(j->name);
@@ -240,12 +241,22 @@ static json_t *server_info(struct gw *gw)
     return si;
 }
 
-static json_t *capabilities(void)
+static json_t *capabilities(struct gw *gw)
 {
     json_t *tools = json_object();
     json_object_set_new(tools, "listChanged", json_true());
     json_t *caps = json_object();
     json_object_set_new(caps, "tools", tools);
+    /* Upstream features (docs/gateway.md, "Resources, prompts and
+     * completions"): only when some served upstream may offer them. */
+    if (gw_caps_offered(gw, "resources"))
+        json_object_set_new(caps, "resources", json_object());
+    if (gw_caps_offered(gw, "prompts"))
+        json_object_set_new(caps, "prompts", json_object());
+    if (gw_caps_offered(gw, "completions"))
+        json_object_set_new(caps, "completions", json_object());
+    if (gw_caps_offered(gw, "logging"))
+        json_object_set_new(caps, "logging", json_object());
     return caps;
 }
 
@@ -260,9 +271,14 @@ static void do_initialize(struct gw *gw, struct job *j)
     gw->negotiated = xstrdup(v);
     json_t *caps = json_object_get(j->params, "capabilities");
     gw->client_roots = json_object_get(caps, "roots") != NULL;
+    /* A client without roots binds the project from env or cwd, as its first
+     * request would: binding it now lets the answer say what the upstreams
+     * may offer. A client with roots waits for them (nothing is advertised). */
+    if (!gw->client_roots)
+        gw_project_resolve(gw);
     json_t *r = json_object();
     json_object_set_new(r, "protocolVersion", json_string(v));
-    json_object_set_new(r, "capabilities", capabilities());
+    json_object_set_new(r, "capabilities", capabilities(gw));
     json_object_set_new(r, "serverInfo", server_info(gw));
     json_object_set_new(r, "instructions", json_string(gw_instructions()));
     gw_reply(gw, j, r);
@@ -273,7 +289,7 @@ static void do_discover(struct gw *gw, struct job *j)
     json_t *r = json_object();
     json_object_set_new(r, "resultType", json_string("complete"));
     json_object_set_new(r, "supportedVersions", version_array());
-    json_object_set_new(r, "capabilities", capabilities());
+    json_object_set_new(r, "capabilities", capabilities(gw));
     json_object_set_new(r, "instructions", json_string(gw_instructions()));
     json_object_set_new(r, "ttlMs", json_integer(0));
     json_object_set_new(r, "cacheScope", json_string("private"));
@@ -283,12 +299,45 @@ static void do_discover(struct gw *gw, struct job *j)
     gw_reply(gw, j, r);
 }
 
+static bool is_listing(const char *m)
+{
+    return strcmp(m, "resources/list") == 0 || strcmp(m, "resources/templates/list") == 0 ||
+           strcmp(m, "prompts/list") == 0;
+}
+
+static enum gw_kind kind_of(const char *m)
+{
+    return strcmp(m, "resources/read") == 0        ? GW_KIND_RESOURCE
+           : strcmp(m, "prompts/get") == 0         ? GW_KIND_PROMPT
+           : strcmp(m, "completion/complete") == 0 ? GW_KIND_COMPLETE
+                                                   : GW_KIND_TOOL;
+}
+
+/* Methods served once the project is bound (they wait for roots). */
+static bool is_brokered(const char *m)
+{
+    return strcmp(m, "tools/list") == 0 || strcmp(m, "tools/call") == 0 || is_listing(m) ||
+           kind_of(m) != GW_KIND_TOOL || strcmp(m, "logging/setLevel") == 0;
+}
+
 static void run_job(struct gw *gw, struct job *j)
 {
-    if (strcmp(j->method, "tools/list") == 0)
+    if (strcmp(j->method, "tools/list") == 0) {
         gw_tools_list(gw, j);
-    else
+    } else if (strcmp(j->method, "tools/call") == 0) {
         gw_tools_call(gw, j);
+    } else if (is_listing(j->method)) {
+        gw_refresh(gw, j->modern, false); /* trust and machine changes, as tools/list */
+        gw_res_list(gw, j);
+    } else if (strcmp(j->method, "logging/setLevel") == 0) {
+        gw_refresh(gw, j->modern, false);
+        gw_set_level(gw, j);
+    } else {
+        gw_refresh(gw, j->modern, false); /* as tools/call: a re-gate is seen first */
+        j->kind = kind_of(j->method);
+        if (gw_res_target(gw, j) == 0)
+            gw_dispatch(gw, j);
+    }
 }
 
 /* ---- roots (auto mode) --------------------------------------------------------- */
@@ -408,7 +457,7 @@ static void on_request(struct gw *gw, const struct mcp_msg *m)
             gw_reply(gw, j, json_object());
     } else if (strcmp(meth, "server/discover") == 0) {
         do_discover(gw, j);
-    } else if (strcmp(meth, "tools/list") == 0 || strcmp(meth, "tools/call") == 0) {
+    } else if (is_brokered(meth)) {
         if (gw->roots_pending) {
             vec_push(&gw->parked, j);
             return;
@@ -433,9 +482,16 @@ static void on_notification(struct gw *gw, const struct mcp_msg *m)
         ask_roots(gw);
     } else if (strcmp(m->method, "notifications/cancelled") == 0) {
         json_t *rid = json_object_get(m->params, "requestId");
-        for (struct job *j = gw->jobs; j && rid; j = j->next)
-            if (json_equal(j->id, rid))
-                j->cancelled = true; /* the work finishes and is audited; no reply */
+        for (struct job *j = gw->jobs; j && rid; j = j->next) {
+            if (!j->id || !json_equal(j->id, rid))
+                continue;
+            j->cancelled = true; /* no reply; a tools/call finishes and is audited */
+            /* A resource, prompt or completion request is cancelled upstream
+             * too (docs/gateway.md); its completion audits and frees j. */
+            if (j->kind != GW_KIND_TOOL && j->up && j->up->client && j->handle)
+                mcp_client_cancel(j->up->client, j->handle, "cancelled by the client");
+            break;
+        }
     }
 }
 
@@ -537,9 +593,12 @@ static void finish(struct gw *gw)
         j->cancelled = true;
         v[n++] = j;
     }
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         if (v[i]->up && v[i]->up->client && v[i]->handle)
             mcp_client_cancel(v[i]->up->client, v[i]->handle, "gateway shutting down");
+        else if (is_listing(v[i]->method))
+            gw_res_list_cancel(v[i]); /* may free v[i] */
+    }
     free(v);
     gw_lease_release(gw);
     gw_cm_sync(gw); /* shutting down: the endpoint closes, endpoint.json goes */
@@ -653,6 +712,7 @@ static void gw_free(struct gw *gw)
         json_decref(j->id);
         json_decref(j->params);
         json_decref(j->args);
+        json_decref(j->client_ptoken);
         free(j->method);
         free(j->execution);
         free(j->name);

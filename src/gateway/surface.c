@@ -891,6 +891,8 @@ static struct mcp_client *make_client(struct gw *gw, struct gw_up *up)
     o.handshake = MCP_HS_DISCOVER;
     o.start_timeout_ms = up->http ? GW_HTTP_TIMEOUT_MS : gw->start_ms;
     o.kill_grace_ms = GW_KILL_GRACE_MS;
+    o.on_notification = gw_up_notified;
+    o.notify_ctx = up;
     if (up->http) {
         struct mcp_http_opts ho = {up->url, (const char *const *)up->headers, GW_HTTP_TIMEOUT_MS,
                                    gw_egress_dial_check, up};

@@ -398,7 +398,7 @@ int pol_decide(const struct pol_ruleset *rs, enum pol_dim dim, const char *serve
     const char *s = subject;
     char host[POL_HOST_MAX + 1];
     if (dim == POL_TOOLS) {
-        if (!pol_tool_name_ok(s, n)) {
+        if (!pol_tool_subject_ok(s, n)) {
             fill(d, dim, POL_BY_SYSTEM, POL_BAD_SUBJECT, subject);
             return 0;
         }

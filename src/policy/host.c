@@ -487,6 +487,36 @@ int pol_tool_name_ok(const char *s, size_t n)
     return 1;
 }
 
+/* The prefixes of the [policy.tools] entries that govern an upstream's
+ * prompts and resources (docs/policy.md, "Prompts and resources"). */
+#define PROMPT_PFX "prompt:"
+#define RESOURCE_PFX "resource:"
+
+static int has_pfx(const char *s, size_t n, const char *pfx)
+{
+    size_t k = strlen(pfx);
+    return n >= k && memcmp(s, pfx, k) == 0;
+}
+
+/* Printable ASCII without space: every byte a URI may hold. */
+static int uri_bytes_ok(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f)
+            return 0;
+    return 1;
+}
+
+int pol_tool_subject_ok(const char *s, size_t n)
+{
+    if (has_pfx(s, n, PROMPT_PFX))
+        return pol_tool_name_ok(s + strlen(PROMPT_PFX), n - strlen(PROMPT_PFX));
+    if (has_pfx(s, n, RESOURCE_PFX))
+        return n > strlen(RESOURCE_PFX) && n <= POL_MAX_PATTERN &&
+               uri_bytes_ok(s + strlen(RESOURCE_PFX), n - strlen(RESOURCE_PFX));
+    return pol_tool_name_ok(s, n);
+}
+
 int pol_ref_name_ok(const char *s, size_t n)
 {
     if (n == 0 || n > 256 || (s[0] >= '0' && s[0] <= '9'))
@@ -522,7 +552,22 @@ int pol_entry_parse(enum pol_dim dim, const char *entry, char *canon, char *pat,
         *why = "too many '*' in one pattern";
         return -1;
     }
-    for (size_t i = 0; i < n; i++) {
+    size_t from = 0;
+    if (dim == POL_TOOLS && has_pfx(entry, n, RESOURCE_PFX)) {
+        if (n == strlen(RESOURCE_PFX) || !uri_bytes_ok(entry, n)) {
+            *why = "resource patterns are \"resource:\" and a URI glob of printable ASCII "
+                   "without spaces (no resource URI contains anything else)";
+            return -1;
+        }
+        from = n;
+    } else if (dim == POL_TOOLS && has_pfx(entry, n, PROMPT_PFX)) {
+        if (n == strlen(PROMPT_PFX)) {
+            *why = "a prompt pattern names a prompt after \"prompt:\"";
+            return -1;
+        }
+        from = strlen(PROMPT_PFX);
+    }
+    for (size_t i = from; i < n; i++) {
         unsigned char c = (unsigned char)entry[i];
         int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                  c == '_' || c == '*';
@@ -531,7 +576,8 @@ int pol_entry_parse(enum pol_dim dim, const char *entry, char *canon, char *pat,
         if (!ok) {
             *why = dim == POL_TOOLS
                        ? "tool patterns may contain only letters, digits, '_', '.', '-' and '*' "
-                         "(no tool name contains anything else, so it could never match)"
+                         "(no tool name contains anything else, so it could never match), "
+                         "after an optional \"prompt:\" or \"resource:\""
                        : "secret patterns may contain only letters, digits, '_' and '*' "
                          "(no ${REF} name contains anything else, so it could never match)";
             return -1;

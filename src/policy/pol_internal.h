@@ -127,6 +127,9 @@ int pol_fs_glob_check(const char *glob, size_t len, const char **why);
 /* Valid subject for tools ([A-Za-z0-9_.-]{1,128}) / secrets ([A-Za-z_][A-Za-z0-9_]*). */
 int pol_tool_name_ok(const char *s, size_t n);
 int pol_ref_name_ok(const char *s, size_t n);
+/* A [policy.tools] subject: a tool name, "prompt:" + a tool-shaped name, or
+ * "resource:" + a URI of printable ASCII without spaces (docs/policy.md). */
+int pol_tool_subject_ok(const char *s, size_t n);
 
 /* "unknown key '<k>' in <table> — did you mean '<x>'?" at the key's position. */
 int pol_unknown_key(struct as_err *err, const char *path, const toml_kv *kv, const char *table,

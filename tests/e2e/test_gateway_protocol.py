@@ -119,11 +119,18 @@ def framing(sb):
               '{"foo":1} → -32600 with "id": null', inv)
         r = g.request("ping")
         check(r and r["result"] == {}, "ping → {}")
+        # Upstream features are served (docs/gateway.md "Resources, prompts and
+        # completions"); with no upstream they list nothing.
         r = g.request("prompts/list")
-        check(r and r["error"]["code"] == -32601, "prompts/list → -32601", r)
-        for m in ("resources/list", "completion/complete", "logging/setLevel", "bogus/x"):
-            r = g.request(m, {})
-            check(r and r["error"]["code"] == -32601, m + " → -32601")
+        check(r and r.get("result") == {"prompts": []}, "prompts/list → no prompts", r)
+        r = g.request("resources/list", {})
+        check(r and r.get("result") == {"resources": []}, "resources/list → no resources", r)
+        r = g.request("completion/complete", {})
+        check(r and r["error"]["code"] == -32602, "completion/complete without a ref → -32602", r)
+        r = g.request("logging/setLevel", {"level": "info"})
+        check(r and r.get("result") == {}, "logging/setLevel → {}", r)
+        r = g.request("bogus/x", {})
+        check(r and r["error"]["code"] == -32601, "bogus/x → -32601")
         names = g.tools()
         check(names == BUILT, "compact list = the built control-plane tools, in order", names)
         check([n for n in DOC_ORDER if n in names] == names, "…in the documented order")

@@ -301,6 +301,14 @@ static void test_encode_matches_record(void **state)
          .outcome = "ok",
          .ms = 0,
          .exec = &exec_ok},
+        {.ts = 8,
+         .pid = 4,
+         .server = "res",
+         .tool = "resource",
+         .args_digest = "0123456789ab",
+         .result_digest = "ba9876543210ffff",
+         .outcome = "ok",
+         .ms = 2},
         {.ts = 4,
          .pid = 1,
          .server = NULL,
@@ -322,14 +330,35 @@ static void test_encode_matches_record(void **state)
     }
 }
 
+/* An answered resource/prompt row carries result_digest right after
+ * args_digest, cut as args_digest is; other rows do not carry it. */
+static void test_result_digest(void **state)
+{
+    (void)state;
+    struct aud_call c = {.ts = 1,
+                         .pid = 2,
+                         .server = "res",
+                         .tool = "prompt:review",
+                         .args_digest = "0123456789ab",
+                         .result_digest = "ba9876543210ffff",
+                         .outcome = "ok"};
+    strbuf got = SB_INIT;
+    aud_call_encode(&c, &got);
+    assert_non_null(
+        strstr(got.buf, "\"args_digest\":\"0123456789ab\",\"result_digest\":\"ba9876543210\","));
+    sb_reset(&got);
+    c.result_digest = NULL;
+    aud_call_encode(&c, &got);
+    assert_null(strstr(got.buf, "result_digest"));
+    sb_release(&got);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_field_order),
-        cmocka_unit_test(test_encode_matches_record),
-        cmocka_unit_test(test_detail_cut_on_utf8_boundary),
-        cmocka_unit_test(test_rows_are_chained),
-        cmocka_unit_test(test_summary_line),
+        cmocka_unit_test(test_field_order),      cmocka_unit_test(test_encode_matches_record),
+        cmocka_unit_test(test_result_digest),    cmocka_unit_test(test_detail_cut_on_utf8_boundary),
+        cmocka_unit_test(test_rows_are_chained), cmocka_unit_test(test_summary_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

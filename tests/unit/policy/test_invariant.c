@@ -10,6 +10,9 @@
  *    at least 100 000 per property family per run. The seed is printed; set
  *    AS_POLICY_SEED to replay one, AS_POLICY_CASES to run more.
  *
+ * The same families run over [policy.tools]' "prompt:" and "resource:"
+ * entries (docs/policy.md, "Prompts and resources").
+ *
  * Properties: M alone denies ⇒ compiled(M, B) denies, by the machine layer;
  * compiled ≡ reference (verdict and deciding layer, servers outside the
  * compiled set included); compile(M, B) denials ⊇ compile(M, ∅) denials;
@@ -546,6 +549,95 @@ static void test_random_tools_and_secrets(void **st)
            n_decisions - before);
 }
 
+/* ---- prompts and resources ([policy.tools] "prompt:" / "resource:") ---- */
+
+static const char *const pr_prefix[] = {"", "prompt:", "resource:"};
+/* Bodies: tool-shaped names (with 'p' and 'r', so a bare "p*" reaches
+ * across a prefix), and URI bytes for resources. */
+static const char *const pr_alpha[] = {"apr_", "apr_", "a:/%"};
+
+static void rand_pr_layer(struct rlayer *l, const char (*pool)[16], size_t npool)
+{
+    l->n = 0;
+    unsigned nk = rn(5);
+    for (unsigned k = 0; k < nk; k++) {
+        char key[16];
+        if (npool && rn(2))
+            strcpy(key, pool[rn((unsigned)npool)]);
+        else
+            rand_key(key);
+        unsigned ne = rn(5);
+        for (unsigned e = 0; e < ne && l->n < 24; e++) {
+            struct rent *r = &l->e[l->n++];
+            strcpy(r->key, key);
+            unsigned kind = rn(3);
+            char alpha[8], body[8];
+            snprintf(alpha, sizeof alpha, "%s*", pr_alpha[kind]);
+            rand_str(body, 5, alpha, 1);
+            snprintf(r->text, sizeof r->text, "%s%s%s", rn(2) ? "!" : "", pr_prefix[kind], body);
+        }
+    }
+}
+
+/* A valid subject: random, or an entry with its stars filled in. */
+static void pr_subject(const struct rlayer *a, const struct rlayer *b, char *out)
+{
+    const struct rlayer *l = rn(2) ? a : b;
+    unsigned kind = rn(3);
+    if (!l->n || rn(4) == 0) {
+        char body[8];
+        rand_str(body, 6, kind == 2 ? "a:/%A" : "apr_A", 1);
+        snprintf(out, 24, "%s%s", pr_prefix[kind], body);
+        return;
+    }
+    const char *t = l->e[rn((unsigned)l->n)].text;
+    if (*t == '!')
+        t++;
+    for (kind = 2; kind > 0 && strncmp(t, pr_prefix[kind], strlen(pr_prefix[kind])) != 0; kind--)
+        ;
+    size_t o = 0;
+    for (; *t && o < 20; t++) {
+        if (*t != '*') {
+            out[o++] = *t;
+            continue;
+        }
+        char fill[4];
+        rand_str(fill, 2, kind == 2 ? "a:/%A" : "apr_A", 0);
+        for (char *f = fill; *f && o < 20; f++)
+            out[o++] = *f;
+    }
+    if (o == strlen(pr_prefix[kind]))
+        out[o++] = 'a'; /* "prompt:" alone names nothing */
+    out[o] = '\0';
+}
+
+/* The same floor for what [policy.tools] says about prompts and resources:
+ * no project entry widens the machine's, whatever prefix it uses. */
+static void test_random_prompts_resources(void **st)
+{
+    (void)st;
+    unsigned long long cases = case_budget(), before = n_decisions;
+    for (unsigned long long c = 0; c < cases; c++) {
+        struct rlayer m, b;
+        char pool[4][16];
+        for (int i = 0; i < 4; i++)
+            rand_key(pool[i]);
+        rand_pr_layer(&m, (const char(*)[16])pool, 4);
+        rand_pr_layer(&b, (const char(*)[16])pool, 4);
+        const char *servers[4] = {pool[rn(4)], pool[rn(4)], "*", "unlisted"};
+        char subj[6][24];
+        const char *subjects[6];
+        for (int i = 0; i < 6; i++) {
+            pr_subject(&m, &b, subj[i]);
+            subjects[i] = subj[i];
+        }
+        static const unsigned port0[] = {0};
+        check_case(&m, &b, POL_TOOLS, servers, 4, subjects, 6, port0, 1, c % 2 == 0);
+    }
+    printf("policy invariant: random prompts/resources: %llu cases, %llu decisions\n", cases,
+           n_decisions - before);
+}
+
 static void rand_host_glob(char *out)
 {
     static const char *const labels[] = {"a", "b", "ab", "*", "a*", "*b", "x"};
@@ -836,9 +928,13 @@ int main(void)
     printf("policy invariant: seed %llu (replay with AS_POLICY_SEED=%llu)\n",
            (unsigned long long)seed, (unsigned long long)seed);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_glob_matcher_vs_dp), cmocka_unit_test(test_exhaustive_tools),
-        cmocka_unit_test(test_exhaustive_egress),  cmocka_unit_test(test_random_tools_and_secrets),
-        cmocka_unit_test(test_random_egress),      cmocka_unit_test(test_random_order_independence),
+        cmocka_unit_test(test_glob_matcher_vs_dp),
+        cmocka_unit_test(test_exhaustive_tools),
+        cmocka_unit_test(test_exhaustive_egress),
+        cmocka_unit_test(test_random_tools_and_secrets),
+        cmocka_unit_test(test_random_prompts_resources),
+        cmocka_unit_test(test_random_egress),
+        cmocka_unit_test(test_random_order_independence),
         cmocka_unit_test(test_random_filesystem),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
