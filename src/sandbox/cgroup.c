@@ -389,6 +389,6 @@ int sbx_cgroup_oom_killed(const struct sbx_cgroup *cg)
 {
     if (!cg || !cg->dir[0])
         return 0;
-    return oom_kills(cg->dir[0], cg->kind == SBX_CGROUP_V2 ? "memory.events" : "memory.oom_control") >
-           0;
+    return oom_kills(cg->dir[0],
+                     cg->kind == SBX_CGROUP_V2 ? "memory.events" : "memory.oom_control") > 0;
 }

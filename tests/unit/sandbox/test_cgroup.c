@@ -164,8 +164,7 @@ static struct sbx_cgroup *real_cgroup(const char *name, const struct sbx_cgroup_
     fclose(f);
     struct sbx_cgroup probe;
     char why[256];
-    if (sbx_cgroup_detect(SBX_CGROUP_ROOT, self_text, &probe, why, sizeof why) ==
-        SBX_CGROUP_NONE)
+    if (sbx_cgroup_detect(SBX_CGROUP_ROOT, self_text, &probe, why, sizeof why) == SBX_CGROUP_NONE)
         tu_skip("no writable cgroup here");
     sbx_cgroup_clear(&probe);
     struct sbx_cgroup *cg = NULL;
