@@ -9,9 +9,9 @@
  *
  * On this machine's real cgroups (root only; CI runs as root): a child
  * moved in before it runs is OOM-killed allocating 200 MiB under a 64 MiB
- * limit (no rlimit is set on it), a fork loop stops at pids.max, and after
- * each test no directory of ours is left in any hierarchy. Each check
- * fails if its limit is not written or the process is not moved in. */
+ * limit (no rlimit is set on it; every limit reads back as written), a fork loop stops at pids.max,
+ * and after each test no directory of ours is left in any hierarchy. Each check fails if its limit
+ * is not written or the process is not moved in. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -228,6 +228,19 @@ static void allocate_200_mib(void)
     _exit(0);
 }
 
+/* The first line of dir/file, or "" when it cannot be read. */
+static void first_line(const char *dir, const char *file, char *buf, size_t n)
+{
+    char *p = path_of(dir, file);
+    int fd = open(p, O_RDONLY); /* a control file: its size reads as 0 */
+    free(p);
+    ssize_t got = fd >= 0 ? read(fd, buf, n - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    buf[got > 0 ? got : 0] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+}
+
 static void test_memory_bomb_is_killed(void **st)
 {
     (void)st;
@@ -235,6 +248,25 @@ static void test_memory_bomb_is_killed(void **st)
     char name[64];
     snprintf(name, sizeof name, "agentstack-unit-mem-%d", (int)getpid());
     struct sbx_cgroup *cg = real_cgroup(name, &l);
+    /* Every limit is in place, as the kernel reads it back. */
+    char v[128];
+    if (cg->kind == SBX_CGROUP_V1) {
+        first_line(cg->dir[0], "memory.limit_in_bytes", v, sizeof v);
+        assert_string_equal(v, "67108864");
+        first_line(cg->dir[1], "pids.max", v, sizeof v);
+        assert_string_equal(v, "64");
+        if (cg->dir[2]) { /* 1 CPU: one period's worth of quota */
+            first_line(cg->dir[2], "cpu.cfs_quota_us", v, sizeof v);
+            assert_string_equal(v, "100000");
+            first_line(cg->dir[2], "cpu.cfs_period_us", v, sizeof v);
+            assert_string_equal(v, "100000");
+        }
+    } else {
+        first_line(cg->dir[0], "memory.max", v, sizeof v);
+        assert_string_equal(v, "67108864");
+        first_line(cg->dir[0], "pids.max", v, sizeof v);
+        assert_string_equal(v, "64");
+    }
     pid_t pid = child_in(cg, allocate_200_mib);
     int status = 0;
     assert_int_equal(waitpid(pid, &status, 0), pid);
