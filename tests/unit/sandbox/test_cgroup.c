@@ -151,6 +151,19 @@ static void test_unwritable_limit_refuses(void **st)
 /* ---- this machine's cgroups ----------------------------------------------------- */
 
 static char self_text[4096];
+/* The test's cgroup while it runs: removed by the teardown even when an
+ * assertion ends the test early, so no directory of ours stays behind. */
+static struct sbx_cgroup *current;
+
+static int teardown_cgroup(void **st)
+{
+    (void)st;
+    if (current) {
+        (void)sbx_cgroup_destroy(current, NULL);
+        current = NULL;
+    }
+    return 0;
+}
 
 /* A real cgroup here, or a loud skip (a failure under CI=true). */
 static struct sbx_cgroup *real_cgroup(const char *name, const struct sbx_cgroup_limits *l)
@@ -172,6 +185,7 @@ static struct sbx_cgroup *real_cgroup(const char *name, const struct sbx_cgroup_
     if (sbx_cgroup_create_here(name, l, &cg, &err) < 0)
         fail_msg("create: %s", err.msg);
     assert_non_null(cg);
+    current = cg;
     return cg;
 }
 
@@ -182,6 +196,7 @@ static void gone(struct sbx_cgroup *cg)
     for (int i = 0; i < SBX_CGROUP_DIRS; i++)
         dirs[i] = cg->dir[i] ? strdup(cg->dir[i]) : NULL;
     struct as_err err = AS_ERR_INIT;
+    current = NULL;
     assert_int_equal(sbx_cgroup_destroy(cg, &err), 0);
     for (int i = 0; i < SBX_CGROUP_DIRS; i++) {
         if (dirs[i])
@@ -331,8 +346,8 @@ int main(void)
         cmocka_unit_test(test_detect_v1),
         cmocka_unit_test(test_detect_v2),
         cmocka_unit_test(test_unwritable_limit_refuses),
-        cmocka_unit_test(test_memory_bomb_is_killed),
-        cmocka_unit_test(test_fork_bomb_stops_at_pids_max),
+        cmocka_unit_test_teardown(test_memory_bomb_is_killed, teardown_cgroup),
+        cmocka_unit_test_teardown(test_fork_bomb_stops_at_pids_max, teardown_cgroup),
         cmocka_unit_test(test_memory_bomb_runs_without_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
