@@ -118,8 +118,11 @@ def expected_bounds():
 
 
 def no_leftovers(s, what):
+    # The gateway kills the tree, reaps init, removes the cgroup and the
+    # staging, then writes the row: the processes can be gone from /proc a
+    # moment before the rest is (a cancellation has no answer to wait for).
     deadline = time.time() + 3
-    while pids_with(GUEST_MARK) and time.time() < deadline:
+    while (pids_with(GUEST_MARK) or staged(s) or cgroups_left(s)) and time.time() < deadline:
         time.sleep(0.05)
     check(not pids_with(GUEST_MARK), f"{what}: no program process is left", pids_with(GUEST_MARK))
     check(not staged(s), f"{what}: its staging is removed", staged(s))
@@ -308,8 +311,15 @@ def attacks():
             check(running and not pids_with(GUEST_MARK) and time.time() - t0 < 5,
                   "cancelled: the program's tree is killed within seconds", time.time() - t0)
             no_leftovers(s, "cancelled")
-            own = [x for x in audit_rows(s)
-                   if x.get("server") == "agentstack" and x.get("tool") == "tools_execute"]
+
+            def own_rows():
+                return [x for x in audit_rows(s)
+                        if x.get("server") == "agentstack" and x.get("tool") == "tools_execute"]
+            deadline = time.time() + 3
+            while own_rows()[-1:] and own_rows()[-1].get("detail") != "cancelled" \
+                    and time.time() < deadline:
+                time.sleep(0.05)  # written once the staging is removed, right after
+            own = own_rows()
             check(own and own[-1].get("outcome") == "error"
                   and own[-1].get("detail") == "cancelled" and own[-1].get("calls") == 0,
                   "cancelled: the execution's own audit row says it was cancelled",
