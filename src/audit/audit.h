@@ -123,6 +123,8 @@ struct aud_execution {
     const char *code_sha256; /* SHA-256 hex of the program's source */
     const char *limit;       /* the limit that stopped it (timeoutMs, memory, …); omitted
                               * when NULL/"" */
+    const char *limits;      /* what bounded its resources: "cgroup-v2", "cgroup-v1" or
+                              * "rlimit"; omitted when NULL (it never started) */
 };
 
 /* The server and tool an execution's own row names. */
@@ -154,7 +156,7 @@ struct aud_call {
 
 /* The row as a JSON object: ts, run?, execution?, pid, project?, server, tool,
  * args_digest, result_digest?, outcome, detail?, ms, rule?, layer?, then for an execution's
- * own row calls, output_bytes, result_bytes, code_sha256, limit? (prev is
+ * own row calls, output_bytes, result_bytes, code_sha256, limit?, limits? (prev is
  * added by the appender). detail is omitted on ok rows but egress ones. */
 json_t *aud_call_record(const struct aud_call *c);
 /* The same row written straight as compact JSON: byte for byte what

@@ -110,6 +110,8 @@ json_t *aud_call_record(const struct aud_call *c)
         set_str(o, "code_sha256", c->exec->code_sha256, 64);
         if (c->exec->limit && *c->exec->limit)
             set_str(o, "limit", c->exec->limit, 32);
+        if (c->exec->limits && *c->exec->limits)
+            set_str(o, "limits", c->exec->limits, 16);
     }
     return o;
 }
@@ -188,6 +190,8 @@ void aud_call_encode(const struct aud_call *c, strbuf *out)
         enc_str(out, "code_sha256", c->exec->code_sha256, 64);
         if (c->exec->limit && *c->exec->limit)
             enc_str(out, "limit", c->exec->limit, 32);
+        if (c->exec->limits && *c->exec->limits)
+            enc_str(out, "limits", c->exec->limits, 16);
     }
     sb_addc(out, '}');
 }

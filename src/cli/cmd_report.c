@@ -110,8 +110,8 @@ static struct exec_tally tally_calls(const json_t *calls)
     return t;
 }
 
-/* The execution's own row's summary: {outcome, category?, limit?, ms, calls,
- * output_bytes, result_bytes, code_sha256, ts}. */
+/* The execution's own row's summary: {outcome, category?, limit?, limits?, ms,
+ * calls, output_bytes, result_bytes, code_sha256, ts}. */
 static json_t *summary_json(const json_t *own)
 {
     json_t *o = json_object();
@@ -121,6 +121,8 @@ static json_t *summary_json(const json_t *own)
         json_object_set_new(o, "category", json_string(row_str(own, "detail")));
     if (row_str(own, "limit")[0])
         json_object_set_new(o, "limit", json_string(row_str(own, "limit")));
+    if (row_str(own, "limits")[0])
+        json_object_set_new(o, "limits", json_string(row_str(own, "limits")));
     static const char *const nums[] = {"ms", "calls", "output_bytes", "result_bytes"};
     for (size_t k = 0; k < sizeof nums / sizeof *nums; k++)
         json_object_set_new(o, nums[k],
@@ -192,6 +194,11 @@ static void summary_render(const json_t *own, strbuf *out)
     sb_addf(out, "  %-9s %lld bytes of output · %lld bytes of result\n", "Sizes",
             (long long)json_integer_value(json_object_get(own, "output_bytes")),
             (long long)json_integer_value(json_object_get(own, "result_bytes")));
+    if (row_str(own, "limits")[0]) {
+        sb_addf(out, "  %-9s ", "Bounds");
+        add_clean(out, row_str(own, "limits"));
+        sb_addc(out, '\n');
+    }
     sb_addf(out, "  %-9s sha256:", "Code");
     add_clean(out, row_str(own, "code_sha256"));
     sb_addc(out, '\n');

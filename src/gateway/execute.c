@@ -85,6 +85,9 @@ struct gw_exec {
     struct gw_exec_request rq;
     char *run_dir, *stage_dir, *result_path;
     struct sbx_jail_proc p;
+    struct sbx_cgroup *cg; /* the tree's cgroup until the program has ended; NULL: none */
+    const char *bounds;    /* what bounded its resources: "cgroup-v1", "cgroup-v2", "rlimit" */
+    bool cg_oom;           /* the cgroup's memory limit killed a process of it */
     uint64_t timer, tick, reap_timer;
     long long t0_ms;
     size_t out_bytes, err_bytes;
@@ -426,6 +429,19 @@ static void exec_unlink(struct gw_exec *x)
         }
 }
 
+/* Once init is reaped: whatever is left in the cgroup is killed, the OOM
+ * verdict read, and the cgroup removed. */
+static void exec_uncgroup(struct gw_exec *x)
+{
+    if (!x->cg)
+        return;
+    x->cg_oom = x->cg_oom || sbx_cgroup_oom_killed(x->cg);
+    struct as_err err = AS_ERR_INIT;
+    if (sbx_cgroup_destroy(x->cg, &err) < 0)
+        gw_note("tools_execute %s: %s", x->id, err.msg);
+    x->cg = NULL;
+}
+
 /* Stops everything the execution holds; the program's tree dies with init. */
 static void exec_stop(struct gw_exec *x)
 {
@@ -443,6 +459,7 @@ static void exec_stop(struct gw_exec *x)
             mcp_loop_del(loop, fds[i]);
     sbx_executor_kill(&x->p);
     sbx_jail_proc_close(&x->p);
+    exec_uncgroup(x);
     while (x->conns) {
         struct relay_conn *c = x->conns;
         x->conns = c->next;
@@ -473,6 +490,7 @@ static void exec_free(struct gw_exec *x)
     /* Calls still in flight free their own record when answered (exec_stop
      * detached them from x). */
     x->pending = NULL;
+    exec_uncgroup(x);
     exec_unstage(x);
     gw_exec_request_free(&x->rq);
     free(x->run_dir);
@@ -516,7 +534,7 @@ static json_t *outcome(struct gw_exec *x, int code, int sig, long long ms, struc
 {
     char cbuf[72];
     const char *pcode = program_code(x, cbuf, sizeof cbuf);
-    bool oom = out_of_memory(x);
+    bool oom = out_of_memory(x) || x->cg_oom;
     memset(end, 0, sizeof *end);
     if (x->cancelled) {
         end->category = "cancelled"; /* the client will not read the answer */
@@ -604,6 +622,7 @@ static int exec_audit(struct gw_exec *x, const struct exec_end *end, long long m
         .result_bytes = end->result_bytes,
         .code_sha256 = x->code_sha256,
         .limit = end->limit,
+        .limits = x->bounds,
     };
     struct aud_call c = {
         .execution = x->id,
@@ -1068,6 +1087,17 @@ static void exec_start(struct gw *gw, struct job *j, struct gw_exec_request *rq,
     sb_addf(&app, "%s/app", x->stage_dir);
     er.app_dir = app.buf;
     sbx_executor_default_limits(x->rq.limits.timeout_ms, &er.limits);
+    char cg_name[40];
+    snprintf(cg_name, sizeof cg_name, "agentstack-%s", x->id);
+    if (sbx_executor_cgroup(cg_name, &er.limits, &x->cg, &err) < 0) {
+        sb_release(&app);
+        exec_free_unstarted(x, "runtime-unavailable");
+        answer_error(gw, j, "runtime-unavailable",
+                     "the execution's cgroup could not be set up, so nothing ran: %s", err.msg);
+        return;
+    }
+    er.cgroup = x->cg;
+    x->bounds = sbx_cgroup_mechanism(x->cg);
     x->t0_ms = now_ms();
     int rc = sbx_executor_start(&er, &x->p, &err);
     sb_release(&app);

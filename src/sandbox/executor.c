@@ -27,13 +27,25 @@ void sbx_executor_default_limits(long long timeout_ms, struct sbx_executor_limit
     out->file_bytes = 4ull << 20;
     /* CPU time is a backstop behind the wall-clock timeout (the caller's). */
     out->cpu_seconds = (unsigned long long)(timeout_ms / 1000) + 2;
+    out->cpus = 1;
+}
+
+int sbx_executor_cgroup(const char *name, const struct sbx_executor_limits *l,
+                        struct sbx_cgroup **out, struct as_err *err)
+{
+    /* The same numbers as the rlimits, for the whole tree: the memory is
+     * what the kernel charges to it (page cache and tmpfs too), and the
+     * process count includes threads and the jail's init. */
+    const struct sbx_cgroup_limits cl = {
+        .memory_bytes = l->memory_bytes, .pids = l->processes, .cpus = l->cpus};
+    return sbx_cgroup_create_here(name, &cl, out, err);
 }
 
 static const char *const exec_env[] = {"PATH=/usr/bin:/bin", NULL};
 
 static int start_jail(const char *node, const char *const *argv, const struct sbx_jail_bind *binds,
                       size_t nbinds, enum sbx_jail_net net, const struct sbx_executor_limits *l,
-                      struct sbx_jail_proc *out, struct as_err *err)
+                      const struct sbx_cgroup *cg, struct sbx_jail_proc *out, struct as_err *err)
 {
     const struct sbx_rlimit rl[] = {
         {RLIMIT_DATA, l->memory_bytes}, {RLIMIT_NPROC, l->processes}, {RLIMIT_FSIZE, l->file_bytes},
@@ -49,6 +61,7 @@ static int start_jail(const char *node, const char *const *argv, const struct sb
         .rlimits = rl,
         .nrlimits = sizeof rl / sizeof rl[0],
         .service_uid = 1,
+        .cgroup = cg,
     };
     struct sbx_jail *j = NULL;
     if (sbx_jail_build(&rq, &j, err) < 0)
@@ -68,7 +81,8 @@ int sbx_executor_spawn(const struct sbx_executor_request *rq, const char *const 
         {rq->app_dir, SBX_EXEC_APP, 0},
         {rq->result_file, SBX_EXEC_RESULT, 1},
     };
-    int rc = start_jail(rq->node, argv, binds, 2, SBX_JAIL_NET_RELAY, &rq->limits, out, err);
+    int rc =
+        start_jail(rq->node, argv, binds, 2, SBX_JAIL_NET_RELAY, &rq->limits, rq->cgroup, out, err);
     if (rc == 0 && out->listen_fd < 0) {
         sbx_executor_kill(out);
         sbx_jail_proc_close(out);
@@ -139,7 +153,7 @@ int sbx_executor_probe(const char *node, char *buf, size_t n, int *ok, struct as
     sbx_executor_default_limits(5000, &l);
     const char *const argv[] = {node, "--version", NULL};
     struct sbx_jail_proc p;
-    if (start_jail(node, argv, NULL, 0, SBX_JAIL_NET_NONE, &l, &p, err) < 0)
+    if (start_jail(node, argv, NULL, 0, SBX_JAIL_NET_NONE, &l, NULL, &p, err) < 0)
         return -1;
     close(p.in_fd);
     p.in_fd = -1;

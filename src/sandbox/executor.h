@@ -22,8 +22,11 @@
  *    outside, so the kernel counts its processes against RLIMIT_NPROC.
  *  - Limits on the process before its exec: RLIMIT_DATA (memory), RLIMIT_NPROC
  *    (processes), RLIMIT_FSIZE (file size), RLIMIT_CPU, RLIMIT_NOFILE,
- *    RLIMIT_CORE 0. No cgroup is used: these are per-process limits (a
- *    process's memory, not a tree's), documented as such.
+ *    RLIMIT_CORE 0 — per-process limits, always on. Where the machine has
+ *    a usable cgroup (cgroup.h), sbx_executor_cgroup makes one that bounds
+ *    the whole tree too (memory incl. page cache and tmpfs, processes,
+ *    1 CPU), and the jail's init is moved into it before the program
+ *    starts.
  *  - Node runs with its permission model: reads only beneath /app, writes
  *    only the result file, no child processes, workers or native addons.
  */
@@ -33,6 +36,7 @@
 #include <stddef.h>
 
 #include "base/err.h"
+#include "sandbox/cgroup.h"
 #include "sandbox/jail.h"
 
 #define SBX_EXEC_APP "/app"
@@ -50,8 +54,9 @@ struct sbx_executor_limits {
     unsigned long long processes;    /* RLIMIT_NPROC */
     unsigned long long file_bytes;   /* RLIMIT_FSIZE */
     unsigned long long cpu_seconds;  /* RLIMIT_CPU */
+    unsigned cpus;                   /* the cgroup's CPU bandwidth, whole CPUs */
 };
-/* 128 MiB, 32 processes, 4 MiB, cpu_seconds from the timeout. */
+/* 128 MiB, 32 processes, 4 MiB, cpu_seconds from the timeout, 1 CPU. */
 void sbx_executor_default_limits(long long timeout_ms, struct sbx_executor_limits *out);
 
 struct sbx_executor_request {
@@ -59,7 +64,16 @@ struct sbx_executor_request {
     const char *app_dir;     /* staged app/: bound read-only at /app */
     const char *result_file; /* bound read-write at /agentstack-result.json */
     struct sbx_executor_limits limits;
+    /* From sbx_executor_cgroup, or NULL (rlimits alone). The caller owns
+     * it and destroys it once the program has ended. */
+    const struct sbx_cgroup *cgroup;
 };
+
+/* The execution's cgroup `name` under this machine's cgroup tree with l's
+ * memory, processes and CPUs: 0 with *out NULL when none is usable here,
+ * 0 with *out, or -1 + err (usable but not applied: run nothing). */
+int sbx_executor_cgroup(const char *name, const struct sbx_executor_limits *l,
+                        struct sbx_cgroup **out, struct as_err *err);
 
 /* Starts the program (/app/bootstrap.mjs) with pipes on its stdio and the
  * relay listener in out->listen_fd. -1 + err: nothing runs. */

@@ -12,6 +12,7 @@
 #include "base/vec.h"
 #include "base/xalloc.h"
 #include "bundle/home.h"
+#include "sandbox/cgroup.h"
 #include "sandbox/ns.h"
 #include "sandbox/plan_int.h"
 
@@ -26,6 +27,7 @@ struct sbx_jail {
     uid_t inner_uid, outer_uid, run_uid, run_outer_uid;
     gid_t inner_gid, outer_gid, run_gid, run_outer_gid;
     VEC(struct sbx_rlimit) rlimits;
+    const struct sbx_cgroup *cgroup; /* the caller's; NULL: none */
 };
 
 void sbx_jail_free(struct sbx_jail *j)
@@ -161,6 +163,7 @@ int sbx_jail_build(const struct sbx_jail_request *rq, struct sbx_jail **out, str
     }
     for (size_t i = 0; i < rq->nrlimits; i++)
         vec_push(&j->rlimits, rq->rlimits[i]);
+    j->cgroup = rq->cgroup;
 
     /* The view, in mount order: the system, the home, the program's
      * prefix (before the workspace, which may lie below it), the
@@ -347,6 +350,12 @@ int sbx_jail_start(const struct sbx_jail *j, struct sbx_jail_proc *out, struct a
     struct sbx_ns_child c;
     if (sbx_ns_spawn(&spec, &c, err) < 0 || sbx_ns_ready(&spec, &c, err) < 0)
         goto fail;
+    /* init starts the harness only at "go": moved into the cgroup now, it
+     * and everything it starts run inside from their first instruction. */
+    if (j->cgroup && sbx_cgroup_attach(j->cgroup, c.pid, err) < 0) {
+        sbx_ns_release(&c);
+        goto fail;
+    }
     if (sbx_ns_go(&c, err) < 0) {
         sbx_ns_release(&c);
         goto fail;

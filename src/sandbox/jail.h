@@ -83,6 +83,9 @@ struct sbx_jail_request {
     size_t nbinds;
     const struct sbx_rlimit *rlimits; /* set on the process before its exec */
     size_t nrlimits;
+    /* Optional: sandbox-init is moved into it before the harness starts,
+     * so the whole tree runs inside (cgroup.h). The caller owns it. */
+    const struct sbx_cgroup *cgroup;
     int service_uid; /* run as SBX_JAIL_SERVICE_UID/GID inside (and, on a root host,
                         outside too), not as the invoking user's id */
 };
@@ -90,6 +93,7 @@ struct sbx_jail_request {
 #define SBX_JAIL_SERVICE_UID 65532
 
 struct sbx_jail;
+struct sbx_cgroup;
 
 /* Builds the plan (creates nothing, starts nothing). -1 + err with the
  * reason a process cannot be confined so. */

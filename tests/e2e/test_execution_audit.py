@@ -22,8 +22,8 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 from aslib import Sandbox, check, done, pids_with, skip  # noqa: E402
 from mcpclient import Gateway, audit_rows, is_error, text  # noqa: E402
-from test_tools_execute import (GUEST_MARK, NODE, category, execute, machine,  # noqa: E402
-                                no_leftovers, project, staged)
+from test_tools_execute import (GUEST_MARK, NODE, category, execute,  # noqa: E402
+                                expected_bounds, machine, no_leftovers, project, staged)
 
 CODE_MARK = "CODEMARKERq7"
 INPUT_MARK = "INPUTMARKERz3"
@@ -78,6 +78,9 @@ def ok_run(s, gw):
     check(row.get("ms") == body.get("durationMs") and isinstance(row.get("ms"), int),
           "ok run: its duration is the answer's durationMs", (row.get("ms"), body))
     check(row.get("calls") == 1, "ok run: the number of inner calls", row)
+    check(row.get("limits") in expected_bounds(),
+          "ok run: the row names what bounded it (cgroup-v1 on a root host with cgroup v1)",
+          (row.get("limits"), expected_bounds()))
     check(row.get("output_bytes") == body.get("stdoutBytes", -1) + body.get("stderrBytes", -1)
           and row.get("output_bytes", 0) > len(OUT_MARK),
           "ok run: output_bytes = stdout + stderr bytes", (row, body))
@@ -112,7 +115,7 @@ def ok_run(s, gw):
           and "✓ demo__hello  ok" in out,
           "ok run: report x-<id> shows the summary beside the inner call", out + r.stderr)
     sm = doc.get("summary", {})
-    check(sm == {"outcome": "ok", "ms": row.get("ms"), "calls": 1,
+    check(sm == {"outcome": "ok", "limits": row.get("limits"), "ms": row.get("ms"), "calls": 1,
                  "output_bytes": row.get("output_bytes"),
                  "result_bytes": row.get("result_bytes"),
                  "code_sha256": row.get("code_sha256"), "ts": row.get("ts")}
@@ -161,7 +164,7 @@ def limit_runs(s, gw):
     no_leftovers(s, "memory bomb")
     row = last_own(s)
     check(row.get("outcome") == "error" and row.get("detail") == "resource-limit"
-          and row.get("limit") == "memory",
+          and row.get("limit") == "memory" and row.get("limits") in expected_bounds(),
           "memory bomb: the row says resource-limit, stopped by memory", row)
     rep, doc = report(s, row.get("execution", "x-none"))
     check("Outcome   resource-limit (limit memory)" in rep.stdout

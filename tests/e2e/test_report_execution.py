@@ -108,21 +108,23 @@ with Sandbox() as sb:
            "server": "agentstack", "tool": "tools_execute", "args_digest": "5d1e0c2a9b7f",
            "outcome": "error", "detail": "resource-limit", "ms": 1480, "calls": 2,
            "output_bytes": 812, "result_bytes": 0, "code_sha256": "ab" * 32,
-           "limit": "memory"}
+           "limit": "memory", "limits": "cgroup-v1"}
     write_chain(calls, [row(root, "hello", "ok", 12, XID), row(root, "slow", "error", 30, XID,
                                                                "timeout"), own])
     r = sb.run("report", XID)
     out = r.stdout
     check(r.returncode == 0 and "Outcome   resource-limit (limit memory) · 1480ms · 2 calls\n"
           in out and "Sizes     812 bytes of output · 0 bytes of result" in out
+          and "Bounds    cgroup-v1\n" in out
           and "Code      sha256:" + "ab" * 32 in out
           and "2 · 1 ok · 0 denied · 1 error · 42ms in-tool" in out
           and "no row of the execution's own" not in out,
-          "the execution's own row: outcome, limit, duration, sizes, code digest", out)
+          "the execution's own row: outcome, limit, duration, sizes, bounds, code digest", out)
     r = sb.run("report", XID, "--json")
     doc = json.loads(r.stdout) if r.returncode == 0 else {}
     check(doc.get("summary") == {"outcome": "error", "category": "resource-limit",
-                                 "limit": "memory", "ms": 1480, "calls": 2,
+                                 "limit": "memory", "limits": "cgroup-v1", "ms": 1480,
+                                 "calls": 2,
                                  "output_bytes": 812, "result_bytes": 0,
                                  "code_sha256": "ab" * 32, "ts": 1767225601}
           and doc.get("count") == 2 and [c["tool"] for c in doc.get("calls", [])]

@@ -83,12 +83,50 @@ def staged(s):
     return out
 
 
+CGROUP_ROOT = "/sys/fs/cgroup"
+
+
+def cgroups_left(s):
+    """The per-execution cgroup directories (agentstack-<x-id>) of this
+    sandbox's executions still present in any hierarchy."""
+    try:
+        ids = {r.get("execution") for r in audit_rows(s) if r.get("execution")}
+        mine = {f"agentstack-{x}" for x in ids}.__contains__
+    except OSError:  # an attack made the audit unreadable: any execution's
+        mine = lambda d: d.startswith("agentstack-x-")  # noqa: E731
+    left = []
+    if not os.path.isdir(CGROUP_ROOT):
+        return left
+    for root, dirs, _ in os.walk(CGROUP_ROOT):
+        left += [os.path.join(root, d) for d in dirs if mine(d)]
+        if root.count("/") > 6:
+            dirs[:] = []
+    return left
+
+
+def expected_bounds():
+    """What the execution row's "limits" must say here: a root host with
+    cgroup v1's memory and pids mounted (this machine's and CI's kind) is
+    bounded by cgroup-v1 unless cgroup v2 is the whole tree; any other host
+    by one of the three."""
+    v1 = all(os.path.exists(os.path.join(CGROUP_ROOT, c, "cgroup.procs"))
+             for c in ("memory", "pids"))
+    pure_v2 = os.path.exists(os.path.join(CGROUP_ROOT, "cgroup.controllers"))
+    if os.geteuid() == 0 and v1 and not pure_v2:
+        return {"cgroup-v1"}
+    return {"cgroup-v1", "cgroup-v2", "rlimit"}
+
+
 def no_leftovers(s, what):
+    # The gateway kills the tree, reaps init, removes the cgroup and the
+    # staging, then writes the row: the processes can be gone from /proc a
+    # moment before the rest is (a cancellation has no answer to wait for).
     deadline = time.time() + 3
-    while pids_with(GUEST_MARK) and time.time() < deadline:
+    while (pids_with(GUEST_MARK) or staged(s) or cgroups_left(s)) and time.time() < deadline:
         time.sleep(0.05)
     check(not pids_with(GUEST_MARK), f"{what}: no program process is left", pids_with(GUEST_MARK))
     check(not staged(s), f"{what}: its staging is removed", staged(s))
+    check(not cgroups_left(s), f"{what}: no cgroup of its execution is left", cgroups_left(s))
 
 
 def execute(gw, code, allow=("demo__hello",), **more):
@@ -273,8 +311,15 @@ def attacks():
             check(running and not pids_with(GUEST_MARK) and time.time() - t0 < 5,
                   "cancelled: the program's tree is killed within seconds", time.time() - t0)
             no_leftovers(s, "cancelled")
-            own = [x for x in audit_rows(s)
-                   if x.get("server") == "agentstack" and x.get("tool") == "tools_execute"]
+
+            def own_rows():
+                return [x for x in audit_rows(s)
+                        if x.get("server") == "agentstack" and x.get("tool") == "tools_execute"]
+            deadline = time.time() + 3
+            while own_rows()[-1:] and own_rows()[-1].get("detail") != "cancelled" \
+                    and time.time() < deadline:
+                time.sleep(0.05)  # written once the staging is removed, right after
+            own = own_rows()
             check(own and own[-1].get("outcome") == "error"
                   and own[-1].get("detail") == "cancelled" and own[-1].get("calls") == 0,
                   "cancelled: the execution's own audit row says it was cancelled",

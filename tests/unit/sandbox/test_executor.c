@@ -6,7 +6,8 @@
  * /tmp past its 16 MiB, and to write past the 4 MiB file-size limit. The
  * one file it may write is the result file. Each check fails if its layer
  * (the read-only root and binds, the noexec scratch, the tmpfs size,
- * RLIMIT_FSIZE) is removed. */
+ * RLIMIT_FSIZE) is removed. Where the machine has a writable cgroup, the
+ * executor's cgroup bounds what RLIMIT_DATA does not see (tmpfs pages). */
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -33,15 +34,20 @@ static void drain(int fd, strbuf *out)
         sb_add(out, buf, (size_t)n);
 }
 
-/* Runs sh -c script as the executor would run Node; its exit status, its
- * stdout in out. dir holds the staged app/ and result.json. */
-static int executor_sh(const char *dir, const char *script, strbuf *out)
+/* Runs sh -c script as the executor would run Node, with limits l (NULL:
+ * the defaults) in cgroup cg (NULL: none); its exit status, its stdout in
+ * out. dir holds the staged app/ and result.json. */
+static int executor_sh_in(const char *dir, const char *script, const struct sbx_executor_limits *l,
+                          const struct sbx_cgroup *cg, strbuf *out)
 {
     char app[2048], result[2048];
     snprintf(app, sizeof app, "%s/app", dir);
     snprintf(result, sizeof result, "%s/result.json", dir);
-    struct sbx_executor_request rq = {.node = "/bin/sh", .app_dir = app, .result_file = result};
+    struct sbx_executor_request rq = {
+        .node = "/bin/sh", .app_dir = app, .result_file = result, .cgroup = cg};
     sbx_executor_default_limits(15000, &rq.limits);
+    if (l)
+        rq.limits = *l;
     const char *const argv[] = {"/bin/sh", "-c", script, NULL};
     struct sbx_jail_proc p;
     struct as_err err = AS_ERR_INIT;
@@ -57,6 +63,11 @@ static int executor_sh(const char *dir, const char *script, strbuf *out)
     assert_int_equal(waitpid(p.pid, &st, 0), p.pid);
     sbx_jail_proc_close(&p);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int executor_sh(const char *dir, const char *script, strbuf *out)
+{
+    return executor_sh_in(dir, script, NULL, NULL, out);
 }
 
 /* A staged app/ (readable by the service uid) and a result file it owns. */
@@ -180,6 +191,65 @@ static void test_file_size_limit(void **st)
     tu_rmtree(dir);
 }
 
+/* How many lines of out are exactly "W". */
+static int wrote(const strbuf *out)
+{
+    int n = 0;
+    for (const char *s = out->buf; (s = strstr(s, "W\n")); s += 2)
+        if (s == out->buf || s[-1] == '\n')
+            n++;
+    return n;
+}
+
+/* tmpfs pages are no process's data segment: RLIMIT_DATA does not see
+ * them, the cgroup does. Ten 3 MiB files (five in /tmp, five in
+ * /dev/shm) all land under a 24 MiB RLIMIT_DATA alone; in the executor's
+ * cgroup at 24 MiB they do not, its OOM killer reports the kill, and the
+ * cgroup is gone afterwards. Needs root and a writable cgroup (CI has
+ * both). */
+static void test_cgroup_bounds_tmpfs(void **st)
+{
+    (void)st;
+    if (!userns_ok())
+        tu_skip("no unprivileged user namespaces here");
+    if (geteuid() != 0)
+        tu_skip("the cgroup attack needs root (CI runs it as root)");
+    struct sbx_executor_limits l;
+    sbx_executor_default_limits(15000, &l);
+    l.memory_bytes = 24ull << 20;
+    const char *script = "for d in /tmp /dev/shm; do for k in 1 2 3 4 5; do "
+                         "  head -c 3145728 /dev/zero > $d/f$k 2>/dev/null && echo W; "
+                         "done; done; echo END";
+    char *dir = stage();
+    strbuf out = SB_INIT;
+    executor_sh_in(dir, script, &l, NULL, &out);
+    assert_int_equal(wrote(&out), 10); /* rlimits alone: all 30 MiB land */
+    sb_reset(&out);
+
+    char name[64];
+    snprintf(name, sizeof name, "agentstack-unit-tmpfs-%d", (int)getpid());
+    struct sbx_cgroup *cg = NULL;
+    struct as_err err = AS_ERR_INIT;
+    if (sbx_executor_cgroup(name, &l, &cg, &err) < 0)
+        fail_msg("cgroup: %s", err.msg);
+    if (!cg)
+        tu_skip("no writable cgroup here");
+    char *dirs[SBX_CGROUP_DIRS];
+    for (int i = 0; i < SBX_CGROUP_DIRS; i++)
+        dirs[i] = cg->dir[i] ? strdup(cg->dir[i]) : NULL;
+    executor_sh_in(dir, script, &l, cg, &out);
+    assert_true(wrote(&out) < 8); /* 24 MiB: at most seven 3 MiB files */
+    assert_int_equal(sbx_cgroup_oom_killed(cg), 1);
+    assert_int_equal(sbx_cgroup_destroy(cg, &err), 0);
+    for (int i = 0; i < SBX_CGROUP_DIRS; i++) {
+        if (dirs[i])
+            assert_int_not_equal(access(dirs[i], F_OK), 0); /* nothing left behind */
+        free(dirs[i]);
+    }
+    sb_release(&out);
+    tu_rmtree(dir);
+}
+
 /* The runtime floor: the first releases with in-thread module hooks. */
 static void test_version_floor(void **st)
 {
@@ -198,9 +268,8 @@ int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_root_is_read_only),
-        cmocka_unit_test(test_scratch_executes_nothing),
-        cmocka_unit_test(test_file_size_limit),
+        cmocka_unit_test(test_root_is_read_only), cmocka_unit_test(test_scratch_executes_nothing),
+        cmocka_unit_test(test_file_size_limit),   cmocka_unit_test(test_cgroup_bounds_tmpfs),
         cmocka_unit_test(test_version_floor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
