@@ -61,19 +61,25 @@ static int read_small(const char *path, char *buf, size_t n)
     return 0;
 }
 
+/* dir/file into p (4096 bytes): -1 when it does not fit, so a path is
+ * never used cut short (a write would reach another file). */
+static int cg_path(char p[4096], const char *dir, const char *file)
+{
+    int n = snprintf(p, 4096, "%s/%s", dir, file);
+    return n > 0 && n < 4096 ? 0 : -1;
+}
+
 static int exists_in(const char *dir, const char *file)
 {
     char p[4096];
-    snprintf(p, sizeof p, "%s/%s", dir, file);
-    return access(p, F_OK) == 0;
+    return cg_path(p, dir, file) == 0 && access(p, F_OK) == 0;
 }
 
 /* 1 when the space-separated list in dir/file names word. */
 static int lists(const char *dir, const char *file, const char *word)
 {
     char p[4096], buf[1024];
-    snprintf(p, sizeof p, "%s/%s", dir, file);
-    if (read_small(p, buf, sizeof buf) < 0)
+    if (cg_path(p, dir, file) < 0 || read_small(p, buf, sizeof buf) < 0)
         return 0;
     size_t wl = strlen(word);
     for (char *s = strtok(buf, " \t\n"); s; s = strtok(NULL, " \t\n"))
@@ -201,7 +207,8 @@ enum sbx_cgroup_kind sbx_cgroup_detect(const char *root, const char *self_text,
 static int put(const char *dir, const char *file, const char *text, struct as_err *err)
 {
     char p[4096];
-    snprintf(p, sizeof p, "%s/%s", dir, file);
+    if (cg_path(p, dir, file) < 0)
+        return as_err_set(err, "cgroup path too long: %s/%s", dir, file);
     int fd = open(p, O_WRONLY | O_CLOEXEC);
     if (fd < 0)
         return as_err_errno(err, "cannot open %s", p);
@@ -273,8 +280,7 @@ static void pause_ms(long ms)
 static int kill_listed(const char *dir)
 {
     char p[4096], buf[8192];
-    snprintf(p, sizeof p, "%s/cgroup.procs", dir);
-    if (read_small(p, buf, sizeof buf) < 0)
+    if (cg_path(p, dir, "cgroup.procs") < 0 || read_small(p, buf, sizeof buf) < 0)
         return 0;
     int any = 0;
     for (char *s = strtok(buf, "\n"); s; s = strtok(NULL, "\n")) {
@@ -378,8 +384,7 @@ int sbx_cgroup_attach(const struct sbx_cgroup *cg, pid_t pid, struct as_err *err
 static long long oom_kills(const char *dir, const char *file)
 {
     char p[4096], buf[1024];
-    snprintf(p, sizeof p, "%s/%s", dir, file);
-    if (read_small(p, buf, sizeof buf) < 0)
+    if (cg_path(p, dir, file) < 0 || read_small(p, buf, sizeof buf) < 0)
         return 0;
     const char *k = strstr(buf, "oom_kill ");
     return k ? strtoll(k + strlen("oom_kill "), NULL, 10) : 0;
