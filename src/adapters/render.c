@@ -5,6 +5,7 @@
 
 #include "adapters/render.h"
 #include "base/xalloc.h"
+#include "secrets/secrets.h"
 
 int adp_resolve_env(void *ctx, const char *name, const char *server, strbuf *out,
                     struct as_err *err)
@@ -33,23 +34,11 @@ void adp_secrets_free(adp_secrets *s)
 
 void adp_secrets_mask(const adp_secrets *s, const char *text, size_t len, strbuf *out)
 {
-    size_t i = 0;
-    while (i < len) {
-        size_t best = 0, bi = 0;
-        for (size_t k = 0; k < s->n; k++) {
-            size_t vl = strlen(s->v[k].value);
-            if (vl > best && vl <= len - i && memcmp(text + i, s->v[k].value, vl) == 0) {
-                best = vl;
-                bi = k;
-            }
-        }
-        if (best) {
-            sb_addf(out, "${%s}", s->v[bi].name);
-            i += best;
-        } else {
-            sb_addc(out, text[i++]);
-        }
-    }
+    struct sec_masked *v = xcalloc(s->n + 1, sizeof *v);
+    for (size_t k = 0; k < s->n; k++)
+        v[k] = (struct sec_masked){s->v[k].name, s->v[k].value};
+    sec_mask(v, s->n, text, len, out);
+    free(v);
 }
 
 void adp_rendered_release(struct adp_rendered *r)

@@ -47,7 +47,7 @@ struct adp_secret {
 typedef VEC(struct adp_secret) adp_secrets;
 /* Frees and zeroes the values. */
 void adp_secrets_free(adp_secrets *s);
-/* Replaces every resolved value in text by ${NAME}, longest value first. */
+/* Replaces every resolved value in text by ${NAME} (sec_mask, secrets.h). */
 void adp_secrets_mask(const adp_secrets *s, const char *text, size_t len, strbuf *out);
 
 struct adp_render_ctx {
