@@ -66,18 +66,6 @@ bool adp_name_ok(const struct adp_desc *d, const char *name)
     return true;
 }
 
-void adp_sh_quote(const char *w, strbuf *out)
-{
-    sb_addc(out, '\'');
-    for (const char *p = w; *p; p++) {
-        if (*p == '\'')
-            sb_adds(out, "'\\''");
-        else
-            sb_addc(out, *p);
-    }
-    sb_addc(out, '\'');
-}
-
 /* ---- ${NAME} ------------------------------------------------------------- */
 
 static bool name_start(char c)
@@ -345,16 +333,16 @@ static void command_line(struct rstate *st, const struct adp_desc *d, const stru
         strvec_push(args, "-c");
         strbuf script = SB_INIT;
         sb_adds(&script, "cd ");
-        adp_sh_quote(cwd.buf, &script);
+        sb_add_shquoted(&script, cwd.buf);
         sb_adds(&script, " && exec ");
         strbuf w = SB_INIT;
         resolve(st, s->command, &w);
-        adp_sh_quote(w.buf, &script);
+        sb_add_shquoted(&script, w.buf);
         for (size_t i = 0; i < s->args.n; i++) {
             sb_reset(&w);
             resolve(st, s->args.v[i], &w);
             sb_addc(&script, ' ');
-            adp_sh_quote(w.buf, &script);
+            sb_add_shquoted(&script, w.buf);
         }
         sb_release_secure(&w);
         strvec_push(args, script.buf);

@@ -92,7 +92,4 @@ bool adp_name_ok(const struct adp_desc *d, const char *name);
  * values, extra strings), first seen order, deduplicated. */
 void adp_server_refs(const struct mf_server *s, strvec *out);
 
-/* Shell-quotes one word as '...' with ' written '\'' (the cwd wrap). */
-void adp_sh_quote(const char *w, strbuf *out);
-
 #endif

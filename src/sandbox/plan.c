@@ -35,26 +35,9 @@ char *sbx_i_canon(const char *path)
 void sbx_argv_display(const char *const *argv, strbuf *out)
 {
     for (size_t i = 0; argv && argv[i]; i++) {
-        const char *a = argv[i];
         if (i)
             sb_addc(out, ' ');
-        int plain = a[0] != '\0';
-        for (const char *c = a; *c; c++)
-            if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-                  (*c >= '0' && *c <= '9') || strchr("_./:=@%+,-", *c)))
-                plain = 0;
-        if (plain) {
-            sb_adds(out, a);
-            continue;
-        }
-        sb_addc(out, '\'');
-        for (const char *c = a; *c; c++) {
-            if (*c == '\'')
-                sb_adds(out, "'\\''");
-            else
-                sb_addc(out, *c);
-        }
-        sb_addc(out, '\'');
+        sb_add_shword(out, argv[i]);
     }
 }
 
