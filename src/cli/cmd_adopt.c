@@ -496,14 +496,7 @@ int cmd_adopt(int argc, char **argv, struct cli_ctx *ctx)
 
     size_t n_adopt = 0, to_store = 0;
     print_plan(&im, &ch, &conflicts, &lifts, seeded, a.dest, &n_adopt, &to_store);
-    {
-        char cwd[4096];
-        size_t cl = getcwd(cwd, sizeof cwd) ? strlen(cwd) : 0;
-        if (cl && strncmp(mpath.buf, cwd, cl) == 0 && mpath.buf[cl] == '/')
-            sb_adds(&disp, mpath.buf + cl + 1);
-        else
-            onb_display_path(mpath.buf, &disp);
-    }
+    onb_display_rel(mpath.buf, &disp);
     if (!n_adopt) {
         printf("✓ nothing to adopt — %zu native entr%s match%s the manifest\n", in_sync,
                in_sync == 1 ? "y" : "ies", in_sync == 1 ? "es" : "");

@@ -209,19 +209,6 @@ static int ask(const char *q, const char *def, char *buf, size_t n)
     return 0;
 }
 
-static void rel_display(const char *path, strbuf *out)
-{
-    char cwd[4096];
-    if (getcwd(cwd, sizeof cwd)) {
-        size_t n = strlen(cwd);
-        if (strncmp(path, cwd, n) == 0 && path[n] == '/') {
-            sb_adds(out, path + n + 1);
-            return;
-        }
-    }
-    onb_display_path(path, out);
-}
-
 /* The project .env is called gitignored only when git says it is (or will
  * be, with the rule init appends and verifies). */
 static const char *dest_label(enum onb_dest d, const struct onb_dotenv_plan *dp)
@@ -460,7 +447,7 @@ static int ask_before_write(struct init_args *a, size_t to_store, const struct b
         }
     }
     strbuf disp = SB_INIT;
-    rel_display(target, &disp);
+    onb_display_rel(target, &disp);
     char q[4200];
     snprintf(q, sizeof q, "Write %s? [Y/n] ", disp.buf);
     sb_release(&disp);
@@ -483,7 +470,7 @@ static void print_dry_run(const struct init_args *a, const char *env_refusal, si
                     err->msg);
     as_err_clear(err);
     strbuf disp = SB_INIT;
-    rel_display(target, &disp);
+    onb_display_rel(target, &disp);
     term_printf("Dry run. Nothing written — would write %s%s%s.\n", disp.buf,
                 starter ? " (a starter manifest)" : "",
                 a->connect ? ", then run agentstack connect --all --write" : "");
@@ -668,7 +655,7 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
     }
 
     print_written(&im, &lifts, a.dest, &dp, to_store, starter);
-    rel_display(target.buf, &disp);
+    onb_display_rel(target.buf, &disp);
     term_printf("✅ Wrote %s\n", disp.buf);
     rc = EXIT_OK;
     if (a.connect) {

@@ -18,6 +18,7 @@
 #include "base/lock.h"
 #include "base/xalloc.h"
 #include "bundle/home.h"
+#include "bundle/manifest.h"
 #include "gateway/gw_int.h"
 #include "gateway/sessions.h"
 #include "trust/trust.h"
@@ -342,18 +343,6 @@ json_t *gw_lease_close(struct gw *gw, bool modern)
     return pretty_result(o, false);
 }
 
-static bool name_ok(const char *s)
-{
-    size_t n = 0;
-    for (; s[n]; n++) {
-        char c = s[n];
-        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '-' || c == '.'))
-            return false;
-    }
-    return n >= 1 && n <= 64;
-}
-
 static toml_value *str_array(const strvec *v)
 {
     toml_value *a = toml_new(TOML_ARRAY);
@@ -384,7 +373,7 @@ json_t *gw_lease_freeze(struct gw *gw, const json_t *args, bool modern)
     strvec servers = STRVEC_INIT, skills = STRVEC_INIT;
     struct as_lock lk = {-1};
     bool locked = false;
-    if (!name_ok(name)) {
+    if (!manifest_toolset_name_ok(name)) {
         strbuf n = SB_INIT;
         gw_one_line(name, 80, &n);
         res = gw_error_result("'%s' is not a usable toolset name ([A-Za-z0-9_.-], 1–64 chars)",
