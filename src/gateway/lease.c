@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/fs.h"
+#include "base/proc.h"
 #include "base/lock.h"
 #include "base/xalloc.h"
 #include "bundle/home.h"
@@ -43,22 +44,11 @@ static json_t *legacy_only(const char *tool)
 }
 
 /* Field 22 of /proc/self/stat: this process's start time, in clock ticks. */
+/* This process's start time (0 when unreadable), recorded with its pid. */
 static long long start_token(void)
 {
-    strbuf b = SB_INIT;
-    struct as_err err = AS_ERR_INIT;
-    long long v = 0;
-    if (fs_read_file("/proc/self/stat", 4096, 0, &b, &err) == 0) {
-        const char *p = strrchr(b.buf, ')');
-        int field = 2;
-        for (; p && *p && field < 22; p++)
-            if (*p == ' ')
-                field++;
-        if (p && field == 22)
-            v = strtoll(p, NULL, 10);
-    }
-    sb_release(&b);
-    return v;
+    long long v = proc_start_ticks(0);
+    return v < 0 ? 0 : v;
 }
 
 static void registry_delete(struct gw_lease *l)
