@@ -91,7 +91,7 @@ RID=$(printf '%s\n' "$OUT" | sed -n 's/.*(run \(r-[0-9a-f]*\)).*/\1/p' | head -n
 proves "the denied host is refused" has "REFUSED"
 step report "$RID"
 proves "report records it: ✗ shtest → blocked.invalid, denied by the machine rule" \
-    has '✗ shtest → blocked.invalid  denied by rule "!blocked.invalid" (machine policy)'
+    has '✗ shtest → blocked.invalid  1 denied  denied by rule "!blocked.invalid" (machine policy)'
 
 # 3. The proxy is the route: an allowed request goes through it and is recorded.
 #    (AGENTSTACK_ALLOW_LOCAL_TARGETS lets the proxy reach this loopback witness;

@@ -106,7 +106,8 @@ void adp_desc_free(struct adp_desc *d);
 
 /* ---- the registry --------------------------------------------------------- */
 
-/* Embedded built-ins (generated from adapters/<id>.yaml, builtin_yaml.c). */
+/* Embedded built-ins: generated at build time from adapters/<id>.yaml by
+ * tools/gen_builtin_yaml.py (docs/adapters.md, "Adding a CLI"). */
 struct adp_builtin_src {
     const char *file; /* "claude-code.yaml" */
     const char *text;

@@ -104,35 +104,6 @@ fail:
     return -1;
 }
 
-/* True when a project file holds nothing but an empty server section. */
-static bool only_empty_section(const struct tplan *t, const strbuf *text)
-{
-    struct as_err e = AS_ERR_INIT;
-    if (t->fmt == ADP_FMT_TOML) {
-        toml_value *root = toml_parse(t->path, text->buf, text->len, &e);
-        bool empty = root && (toml_len(root) == 0 ||
-                              (toml_len(root) == 1 && toml_get(root, t->d->mcp.location) &&
-                               toml_len(toml_get(root, t->d->mcp.location)) == 0));
-        toml_free(root);
-        if (!empty)
-            return false;
-        /* Comments are someone's words: keep such a file. */
-        for (size_t i = 0; i < text->len; i++)
-            if (text->buf[i] == '#')
-                return false;
-        return true;
-    }
-    json_t *root = NULL;
-    bool empty = false;
-    if (adp_json_read(t->path, text->buf, text->len, false, NULL, &root, &e) == 0 && root) {
-        json_t *sec = json_object_get(root, t->d->mcp.location);
-        empty = json_object_size(root) == 0 ||
-                (json_object_size(root) == 1 && json_is_object(sec) && json_object_size(sec) == 0);
-    }
-    json_decref(root);
-    return empty;
-}
-
 /* ---- planning ------------------------------------------------------------- */
 
 static void run_release(struct run *R)
@@ -195,17 +166,16 @@ static void plan_target(struct run *R, struct tplan *t)
         return;
     }
     t->path = sb_detach(&p, NULL);
+    json_t *entry = adp_ledger_entry(R->ledger, t->key, false);
+    const char *src = entry ? json_string_value(json_object_get(entry, "source_manifest")) : NULL;
+    bool other_manifest = src && o->manifest_path && strcmp(src, o->manifest_path) != 0;
     if (!manifest_render_locally(o->m, d->id) && adp_i_bridge_registered(d)) {
-        t->note = xstrdup("· MCP servers are served live, not written — nothing for `apply` to "
-                          "render here");
+        adp_ap_plan_live(R, t, entry, other_manifest);
         return;
     }
-    json_t *entry = adp_ledger_entry(R->ledger, t->key, false);
     strvec managed = STRVEC_INIT, foreign_before = STRVEC_INIT;
     adp_ledger_names(entry, "managed_servers", &managed);
     adp_ledger_names(entry, "kept_foreign", &foreign_before);
-    const char *src = entry ? json_string_value(json_object_get(entry, "source_manifest")) : NULL;
-    bool other_manifest = src && o->manifest_path && strcmp(src, o->manifest_path) != 0;
 
     struct adp_render_ctx rc = {o->resolve, o->resolve_ctx, &t->secrets,
                                 o->project_scope ? o->project_root : o->m->project_root};
@@ -329,7 +299,22 @@ static int target_contained(const struct adp_apply_opts *o, const char *path, st
 
 /* Reads the file (once, bounded, regular files only) and computes the
  * proposed bytes: servers, then every lane edit of the same file. */
+static void read_and_merge_file(struct run *R, struct tplan *t);
+
 static void read_and_merge(struct run *R, struct tplan *t)
+{
+    read_and_merge_file(R, t);
+    /* A CLI served live whose file cannot be read keeps its plain note:
+     * apply writes no server config there, as before. */
+    if (t->live && t->failed) {
+        t->failed = false;
+        as_err_clear(&t->err);
+        free(t->note);
+        t->note = xstrdup(ADP_LIVE_NOTE);
+    }
+}
+
+static void read_and_merge_file(struct run *R, struct tplan *t)
 {
     const struct adp_apply_opts *o = R->o;
     if (target_contained(o, t->path, &t->err) != 0) {
@@ -362,7 +347,17 @@ static void read_and_merge(struct run *R, struct tplan *t)
         t->failed = true;
         return;
     }
+    if (t->live && !adp_ap_live_present(t)) {
+        /* Nothing direct to take out: as before, just the note. */
+        t->note = xstrdup(ADP_LIVE_NOTE);
+        return;
+    }
     if (merge_into(t, t->before.buf, t->before.len, true, &t->after, &t->err) != 0) {
+        if (t->live) {
+            as_err_clear(&t->err);
+            t->note = xstrdup(ADP_LIVE_NOTE);
+            return;
+        }
         t->failed = true;
         return;
     }
@@ -478,10 +473,9 @@ static int write_target(struct run *R, struct tplan *t)
     }
     /* A project file left holding only the empty section, or an instruction
      * file left empty once our region is gone, is removed. */
-    bool drop =
-        t->existed &&
-        ((!t->lane_only && o->project_scope && t->removed.n && only_empty_section(t, &t->after)) ||
-         (t->lane_only && t->after.len == 0));
+    bool drop = t->existed && ((!t->lane_only && o->project_scope && t->removed.n &&
+                                adp_i_only_empty_section(t->d, t->fmt, t->path, &t->after)) ||
+                               (t->lane_only && t->after.len == 0));
     if (drop) {
         struct fs_write_opts bo = {0600, FS_SYMLINK_REFUSE, NULL, NULL};
         if (fs_write_exact(backup.buf, t->before.buf, t->before.len, &bo, &t->err) != 0 ||
@@ -516,7 +510,7 @@ static void record_ledger(struct run *R, struct tplan *t)
     strvec managed = STRVEC_INIT;
     strvec before = STRVEC_INIT;
     adp_ledger_names(e, "managed_servers", &before);
-    if (t->trust_blocked) {
+    if (t->trust_blocked || t->live) {
         /* Only the prune was written: what we own shrank, nothing was added. */
         for (size_t i = 0; i < before.n; i++)
             if (!listed(&t->removed, before.v[i]))
@@ -540,237 +534,6 @@ static void record_ledger(struct run *R, struct tplan *t)
                         R->o->toolset ? json_string(R->o->toolset) : json_null());
     strvec_clear(&managed);
     strvec_clear(&before);
-}
-
-/* ---- output --------------------------------------------------------------- */
-
-static void print_target(struct run *R, struct tplan *t)
-{
-    const struct adp_apply_opts *o = R->o;
-    FILE *out = o->out;
-    strbuf dp = SB_INIT;
-    if (t->path)
-        adp_i_display_path(t->path, &dp);
-    if (t->note && strncmp(t->note, "·", strlen("·")) != 0) {
-        term_fprintf(out, "%s\n", t->note);
-        sb_release(&dp);
-        return;
-    }
-    if (dp.len)
-        term_fprintf(out, "%s (%s)\n", t->d->display, dp.buf);
-    else
-        term_fprintf(out, "%s\n", t->d->display);
-    if (t->note) {
-        term_fprintf(out, "  %s\n", t->note);
-        sb_release(&dp);
-        return;
-    }
-    for (size_t i = 0; i < t->skip_lines.n; i++)
-        term_fprintf(out, "  %s\n", t->skip_lines.v[i]);
-    for (size_t i = 0; i < t->left_out_lines.n; i++)
-        term_fprintf(out, "  %s\n", t->left_out_lines.v[i]);
-    for (size_t i = 0; i < t->unresolved_lines.n; i++)
-        term_fprintf(out, "  %s\n", t->unresolved_lines.v[i]);
-    if (t->kept_foreign.n) {
-        strbuf n = SB_INIT;
-        for (size_t i = 0; i < t->kept_foreign.n; i++)
-            sb_addf(&n, "%s%s", i ? ", " : "", t->kept_foreign.v[i]);
-        term_fprintf(out,
-                     "  ⚠ keeping %s — applied by another manifest ↳ keep: agentstack adopt · "
-                     "prune: agentstack apply --prune-foreign\n",
-                     n.buf);
-        sb_release(&n);
-    }
-    if (t->failed) {
-        char buf[4096];
-        term_fprintf(out, "  ✗ %s\n", as_err_str(&t->err, buf, sizeof buf));
-        if (t->err.hint[0])
-            term_fprintf(out, "    ↳ %s\n", t->err.hint);
-        sb_release(&dp);
-        return;
-    }
-    if (t->trust_blocked)
-        term_fprintf(out, "  ✗ refusing to render MCP servers: %s\n", o->trust_refusal);
-    strbuf why = SB_INIT;
-    for (size_t i = 0; i < t->removed.n; i++) {
-        if (o->write && !t->blocked)
-            term_fprintf(out, "  − pruning '%s' (%s)\n", t->removed.v[i],
-                         adp_ap_removal_reason(R, t->removed.v[i], &why));
-        else
-            term_fprintf(out, "  − would REMOVE '%s' from %s (%s)\n", t->removed.v[i], dp.buf,
-                         adp_ap_removal_reason(R, t->removed.v[i], &why));
-    }
-    sb_release(&why);
-    if (t->changed) {
-        strbuf diff = SB_INIT;
-        size_t a, r;
-        adp_diff(t->before.buf, t->before.len, t->after.buf, t->after.len, &R->mask, o->color,
-                 o->verbose ? 0 : PREVIEW_LINES, &diff, &a, &r);
-        fputs(diff.buf, out);
-        if (!o->verbose)
-            term_fprintf(out, "  ~ +%zu / -%zu lines%s\n", a, r,
-                         (r == 0 && a > 0) ? " (new content)" : "");
-        sb_release_secure(&diff);
-    }
-    if (t->blocked) {
-        term_fprintf(out, "  ✗ %s\n", t->block_msg);
-    } else if (!t->changed) {
-        term_fprintf(out, "  ✓ %sup to date\n", o->use ? "servers " : "");
-    } else if (o->write && t->deleted) {
-        term_fprintf(out, "  − removed empty %s\n", dp.buf);
-    } else if (o->write && t->written) {
-        size_t n = t->trust_blocked ? 0 : t->rendered.n;
-        if (n)
-            term_fprintf(out, "  ✓ wrote %zu server%s\n", n, n == 1 ? "" : "s");
-        else
-            term_fprintf(out, "  ✓ wrote %s\n", dp.buf);
-    } else if (o->write && !t->written && !t->trust_blocked) {
-        char buf[4096];
-        term_fprintf(out, "  ✗ %s\n", as_err_str(&t->err, buf, sizeof buf));
-        if (t->err.hint[0])
-            term_fprintf(out, "    ↳ %s\n", t->err.hint);
-    } else if (!o->write) {
-        size_t n = t->rendered.n;
-        strbuf sum = SB_INIT;
-        if (n)
-            term_fprintf(out, "  → %zu server%s to apply\n", n, n == 1 ? "" : "s");
-        else if (t->lanes.n && adp_ap_lane_summary(t, &sum)[0])
-            term_fprintf(out, "  → would update %s\n", sum.buf);
-        else
-            term_fprintf(out, "  → changes to apply\n");
-        sb_release(&sum);
-    }
-    sb_release(&dp);
-}
-
-/* Lane-only files come after the server targets in T. */
-size_t adp_ap_descs_end(const struct tplan *T, size_t nT)
-{
-    size_t k = 0;
-    while (k < nT && !T[k].lane_only)
-        k++;
-    return k;
-}
-
-const char *adp_ap_lane_summary(const struct tplan *t, strbuf *out)
-{
-    for (size_t i = 0; i < t->lanes.n; i++) {
-        const struct adp_lane *l = t->lanes.v[i];
-        if (l->blocked || (l->trust_blocked && l->kind == ADP_LANE_INSTRUCTIONS))
-            continue;
-        if (out->len)
-            sb_adds(out, " · ");
-        if (l->kind == ADP_LANE_INSTRUCTIONS)
-            sb_adds(out, l->content[0] ? "managed region" : "removal of the managed region");
-        else if (l->trust_blocked || !l->names.n)
-            sb_addf(out, "removal of %zu %s", l->removes.n,
-                    l->kind == ADP_LANE_SETTINGS ? "setting(s)" : "hooks key");
-        else
-            sb_addf(out, "%zu %s%s", l->names.n, l->kind == ADP_LANE_SETTINGS ? "setting" : "hook",
-                    l->names.n == 1 ? "" : "s");
-    }
-    return out->buf;
-}
-
-static void print_lane_head(FILE *out, const struct adp_lane *l, const struct adp_desc *d)
-{
-    strbuf dp = SB_INIT;
-    adp_i_display_path(l->path, &dp);
-    if (l->first != d)
-        term_fprintf(out, "  · %s → %s (shared with %s)\n", adp_lane_name(l->kind), dp.buf,
-                     l->first->display);
-    else
-        term_fprintf(out, "  · %s → %s\n", adp_lane_name(l->kind), dp.buf);
-    sb_release(&dp);
-    for (size_t k = 0; l->first == d && k < l->lines.n; k++)
-        term_fprintf(out, "    %s\n", l->lines.v[k]);
-}
-
-static bool lane_owned_by(const struct adp_lane *l, const struct adp_desc *d)
-{
-    for (size_t k = 0; k < l->owners.n; k++)
-        if (l->owners.v[k] == d)
-            return true;
-    return false;
-}
-
-/* Lanes print under each CLI that names them: notes; lanes sharing the
- * server file (their bytes are in the server diff above); then each file of
- * their own with its lanes, the diff and the outcome. A file shared with a
- * CLI printed earlier is only named. */
-static void print_lanes(struct run *R, struct tplan *T, size_t nT, const adp_lane_list *lanes,
-                        const struct tplan *st)
-{
-    const struct adp_apply_opts *o = R->o;
-    FILE *out = o->out;
-    for (size_t i = 0; i < lanes->n; i++)
-        if (lanes->v[i]->kind == ADP_LANE_NOTE && lanes->v[i]->first == st->d)
-            term_fprintf(out, "  %s\n", lanes->v[i]->note);
-    for (size_t i = 0; i < st->lanes.n && !st->note; i++)
-        print_lane_head(out, st->lanes.v[i], st->d);
-    for (size_t k = adp_ap_descs_end(T, nT); k < nT; k++) {
-        struct tplan *t = &T[k];
-        bool mine = false;
-        for (size_t i = 0; i < t->lanes.n; i++)
-            mine |= lane_owned_by(t->lanes.v[i], st->d);
-        if (!mine)
-            continue;
-        for (size_t i = 0; i < t->lanes.n; i++)
-            if (lane_owned_by(t->lanes.v[i], st->d))
-                print_lane_head(out, t->lanes.v[i], st->d);
-        if (t->d != st->d)
-            continue;
-        if (t->failed) {
-            char buf[4096];
-            term_fprintf(out, "    ✗ %s\n", as_err_str(&t->err, buf, sizeof buf));
-            if (t->err.hint[0])
-                term_fprintf(out, "      ↳ %s\n", t->err.hint);
-            continue;
-        }
-        strbuf sum = SB_INIT;
-        adp_ap_lane_summary(t, &sum);
-        if (!t->changed) {
-            if (sum.len)
-                term_fprintf(out, "    ✓ up to date\n");
-        } else {
-            strbuf diff = SB_INIT;
-            size_t a, r;
-            adp_diff(t->before.buf, t->before.len, t->after.buf, t->after.len, &R->mask, o->color,
-                     o->verbose ? 0 : PREVIEW_LINES, &diff, &a, &r);
-            /* one more level of indent: the file sits under its CLI */
-            for (const char *p = diff.buf; *p;) {
-                const char *nl = strchr(p, '\n');
-                size_t n = nl ? (size_t)(nl - p) : strlen(p);
-                fprintf(out, "  %.*s\n", (int)n, p);
-                p += n + (nl ? 1 : 0);
-            }
-            sb_release_secure(&diff);
-            if (!o->verbose)
-                term_fprintf(out, "    ~ +%zu / -%zu lines%s\n", a, r,
-                             (r == 0 && a > 0) ? " (new content)" : "");
-            if (o->write && t->deleted)
-                term_fprintf(out, "    − removed empty %s\n", t->path);
-            else if (o->write && t->written)
-                term_fprintf(out, "    ✓ wrote %s\n", sum.buf);
-            else if (!o->write)
-                term_fprintf(out, "    → would update %s\n", sum.buf);
-        }
-        sb_release(&sum);
-    }
-}
-
-static void print_skills(struct run *R, const struct tplan *t)
-{
-    FILE *out = R->o->out;
-    if (t->skills_note)
-        term_fprintf(out, "  %s\n", t->skills_note);
-    if (t->skills_failed) {
-        char buf[2048];
-        term_fprintf(out, "  ✗ skills: %s\n", as_err_str(&t->serr, buf, sizeof buf));
-        return;
-    }
-    for (size_t i = 0; t->skills_on && i < t->splan.lines.n; i++)
-        term_fprintf(out, "  %s\n", t->splan.lines.v[i]);
 }
 
 /* ---- target and server selection ---------------------------------------- */
@@ -895,193 +658,15 @@ static int select_servers(struct run *R, struct as_err *err)
     return 0;
 }
 
-/* ---- the managed .gitignore block ----------------------------------------- */
-
-/* Whether the ledger lists this target's file once this run is written.
- * record_ledger runs only for a target that changes, so a preview predicts
- * the same: an unchanged file keeps what the ledger says now. (A hand-made
- * .mcp.json that already matches stays unowned: out of the block in the
- * write and in every later preview alike, "nothing to write".) */
-static bool target_owns(const struct run *R, const struct tplan *t)
-{
-    if (R->o->write || !t->changed || t->failed || t->blocked) {
-        json_t *e = adp_ledger_entry(R->ledger, t->key, false);
-        strvec a = STRVEC_INIT;
-        adp_ledger_names(e, "managed_servers", &a);
-        adp_ledger_names(e, "kept_foreign", &a);
-        bool own = a.n > 0;
-        strvec_clear(&a);
-        return own;
-    }
-    return t->names.n || t->kept_foreign.n || t->left_out_names.n;
-}
-
-static int cmp_strp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Lists every project file the ledger says we own; updates the block. Runs
- * after the targets were written, so the ledger already holds this run. */
-static void gitignore_step(struct run *R, const struct adp_registry *r, struct tplan *T, size_t nt,
-                           struct adp_hist_entry *h, strbuf *report, size_t *n_written,
-                           size_t *n_failed)
-{
-    const struct adp_apply_opts *o = R->o;
-    strbuf gi = SB_INIT, git = SB_INIT, text = SB_INIT, next = SB_INIT;
-    sb_addf(&git, "%s/.git", o->project_root);
-    sb_addf(&gi, "%s/.gitignore", o->project_root);
-    struct as_err e = AS_ERR_INIT;
-    if (!fs_exists(git.buf))
-        goto out;
-    if (fs_exists(gi.buf) && (adp_i_contained(gi.buf, o->project_root, &e) != 0 ||
-                              fs_read_file(gi.buf, (size_t)16 << 20, 0, &text, &e) != 0)) {
-        char buf[2048];
-        term_sbprintf(report, "✗ .gitignore: %s\n", as_err_str(&e, buf, sizeof buf));
-        goto out;
-    }
-    if (o->no_gitignore || !o->m->meta_gitignore) {
-        if (adp_gitignore_has_block(text.buf, text.len))
-            term_sbprintf(report,
-                          "· .gitignore: keeping the agentstack block (opted out of updates; "
-                          "`agentstack uninstall` removes it)\n");
-        goto out;
-    }
-    strvec entries = STRVEC_INIT;
-    for (size_t i = 0; i < r->v.n; i++) {
-        const struct adp_desc *d = r->v.v[i];
-        if (!d->has_mcp || !d->project_config)
-            continue;
-        const struct tplan *t = NULL;
-        for (size_t k = 0; k < nt; k++)
-            if (T[k].d == d && T[k].key && !T[k].lane_only)
-                t = &T[k];
-        bool own;
-        if (t) {
-            own = target_owns(R, t);
-        } else {
-            char *key = adp_ledger_key(d->id, o->project_root);
-            json_t *le = adp_ledger_entry(R->ledger, key, false);
-            strvec a = STRVEC_INIT;
-            adp_ledger_names(le, "managed_servers", &a);
-            adp_ledger_names(le, "kept_foreign", &a);
-            own = a.n > 0;
-            strvec_clear(&a);
-            free(key);
-        }
-        char *ent = xasprintf("/%s", d->project_config);
-        if (own && strvec_find(&entries, ent) < 0)
-            strvec_push_take(&entries, ent);
-        else
-            free(ent);
-    }
-    /* Skills: one entry per link we placed, never the whole directory (a
-     * hand-made skill beside ours must stay visible to git). */
-    for (size_t i = 0; i < r->v.n; i++) {
-        const struct adp_desc *d = r->v.v[i];
-        if (!d->skills_project_dir)
-            continue;
-        strvec placed = STRVEC_INIT;
-        const struct tplan *t = NULL;
-        for (size_t k = 0; k < nt; k++)
-            if (T[k].d == d && T[k].skills_on && !T[k].lane_only)
-                t = &T[k];
-        if (t && !o->write) {
-            for (size_t k = 0; k < t->splan.placed.n; k++)
-                strvec_push(&placed, t->splan.placed.v[k]);
-        } else {
-            char *key = adp_ledger_key(d->id, o->project_root);
-            adp_ledger_names(adp_ledger_entry(R->ledger, key, false), "managed_skills", &placed);
-            free(key);
-        }
-        for (size_t k = 0; k < placed.n; k++) {
-            char *ent = xasprintf("/%s/%s", d->skills_project_dir, placed.v[k]);
-            if (strvec_find(&entries, ent) < 0)
-                strvec_push_take(&entries, ent);
-            else
-                free(ent);
-        }
-        strvec_clear(&placed);
-    }
-    /* Instruction files: written this run or already carrying our region. */
-    for (size_t k = 0; k < nt; k++) {
-        const struct tplan *t = &T[k];
-        bool instr = false;
-        for (size_t j = 0; j < t->lanes.n; j++)
-            instr |= t->lanes.v[j]->kind == ADP_LANE_INSTRUCTIONS;
-        if (!instr || !t->path || !fs_path_within(o->project_root, t->path))
-            continue;
-        const strbuf *now = &t->after;
-        bool marked = memmem(now->buf, now->len, ADP_MD_START, strlen(ADP_MD_START)) != NULL;
-        if (!marked || t->deleted)
-            continue;
-        const char *rel = t->path + strlen(o->project_root);
-        char *ent = xasprintf("%s%s", rel[0] == '/' ? "" : "/", rel);
-        if (strvec_find(&entries, ent) < 0)
-            strvec_push_take(&entries, ent);
-        else
-            free(ent);
-    }
-    if (entries.n)
-        qsort(entries.v, entries.n, sizeof(char *), cmp_strp);
-    if (!entries.n && !adp_gitignore_has_block(text.buf, text.len)) {
-        strvec_clear(&entries);
-        goto out;
-    }
-    if (adp_gitignore_block(text.buf, text.len, &entries, &next, &e) != 0) {
-        char buf[2048];
-        term_sbprintf(report, "✗ %s\n", as_err_str(&e, buf, sizeof buf));
-        if (e.hint[0])
-            term_sbprintf(report, "  ↳ %s\n", e.hint);
-        (*n_failed)++;
-        strvec_clear(&entries);
-        goto out;
-    }
-    if (next.len == text.len && memcmp(next.buf, text.buf, text.len) == 0) {
-        strvec_clear(&entries);
-        goto out;
-    }
-    if (!o->write) {
-        term_sbprintf(report, "→ .gitignore: would %s a managed block (%zu entr%s)\n",
-                      adp_gitignore_has_block(text.buf, text.len) ? "update" : "add", entries.n,
-                      entries.n == 1 ? "y" : "ies");
-        for (size_t i = 0; i < entries.n; i++)
-            term_sbprintf(report, "  + %s\n", entries.v[i]);
-        strvec_clear(&entries);
-        goto out;
-    }
-    bool existed = fs_exists(gi.buf);
-    unsigned gi_mode = existed ? adp_i_file_mode(gi.buf) : 0;
-    struct fs_write_opts wo = {0644, FS_SYMLINK_FOLLOW, o->project_root, NULL};
-    if (fs_write_atomic(gi.buf, next.buf, next.len, &wo, &e) != 0) {
-        char buf[2048];
-        term_sbprintf(report, "✗ .gitignore: %s\n", as_err_str(&e, buf, sizeof buf));
-        (*n_failed)++;
-    } else {
-        term_sbprintf(report, "✓ .gitignore: managed block updated (%zu entr%s)\n", entries.n,
-                      entries.n == 1 ? "y" : "ies");
-        struct adp_hist_file f = {0};
-        f.path = xstrdup(gi.buf);
-        f.existed = existed;
-        f.mode = gi_mode;
-        sb_init(&f.before, 0);
-        sb_add(&f.before, text.buf, text.len);
-        f.label = xstrdup(".gitignore · managed block");
-        vec_push(&h->files, f);
-        (void)n_written;
-    }
-    strvec_clear(&entries);
-out:
-    sb_release(&gi);
-    sb_release(&git);
-    sb_release(&text);
-    sb_release(&next);
-}
-
 /* ---- the run -------------------------------------------------------------- */
 
 static void hist_add(struct adp_hist_entry *h, struct tplan *t)
 {
+    /* Two plans may write one file (a live CLI's prune, then a lane of the
+     * same file): the first one's bytes are the ones undo puts back. */
+    for (size_t i = 0; i < h->files.n; i++)
+        if (strcmp(h->files.v[i].path, t->path) == 0)
+            return;
     struct adp_hist_file f = {0};
     f.path = xstrdup(t->path);
     f.existed = t->existed;
@@ -1103,24 +688,248 @@ static void hist_add(struct adp_hist_entry *h, struct tplan *t)
     strvec_push(&h->targets, t->d->id);
 }
 
-/* The closing line's fix for blocked targets. `secret set` fixes only a missing value: a ref
- * [policy.secrets] refuses stays refused whatever the store holds or --allow-unresolved says,
- * so those point at the manifest (or the policy that refused it). */
-static const char *blocked_fix(size_t n_blocked, size_t n_other, size_t n_lane)
+/* Step 1: targets, servers, skills, the writer lock and the ledger. 0, or
+ * the exit code with err (nothing held). */
+static int ap_open(const struct adp_registry *r, struct run *R, desc_list *descs,
+                   struct as_lock *lk, bool *locked, struct as_err *err)
 {
-    /* A blocked lane (an instruction fragment missing, drifted from the lock
-     * or carrying a region marker line) has its own fix on its ✗ line. */
-    if (n_lane)
-        return "see the ✗ line for each";
-    if (!n_other)
-        return "agentstack secret set NAME (or pass --allow-unresolved)";
-    if (n_other == n_blocked)
-        return "see the ✗ line for each — remove a ${REF} that [policy.secrets] refuses from "
-               "agentstack.toml, or change the policy that refuses it (--allow-unresolved never "
-               "skips a policy refusal)";
-    return "agentstack secret set NAME for an unresolved secret; a ${REF} that "
-           "[policy.secrets] refuses must come out of agentstack.toml (or the policy must "
-           "change) — see the ✗ line for each";
+    const struct adp_apply_opts *oo = R->o;
+    if (select_targets(r, oo, descs, err) != 0)
+        return 2;
+    if (select_servers(R, err) != 0 || (oo->use && resolve_skills(R, err) != 0))
+        return 1;
+    if (oo->write && !oo->caller_holds_lock) {
+        strbuf ah = SB_INIT;
+        if (home_ensure(HOME_ROOT_DIR, &ah, err) != 0 ||
+            lock_acquire(lk, ah.buf, ADP_LOCK_WAIT_MS, err) != 0) {
+            as_err_prefix(err, "another agentstack write is in progress");
+            sb_release(&ah);
+            return 1;
+        }
+        *locked = true;
+        sb_release(&ah);
+    }
+    if (adp_ledger_load(&R->ledger, err) != 0) {
+        if (*locked)
+            lock_release(lk);
+        *locked = false;
+        return 1;
+    }
+    return 0;
+}
+
+/* Step 2: every target planned read-only, the lanes attached to the file
+ * each edits, every file read and merged. Returns the plans (*nT of them). */
+static struct tplan *ap_plan(struct run *R, const desc_list *descs, adp_lane_list *lanes,
+                             size_t *nT_out)
+{
+    const struct adp_apply_opts *oo = R->o;
+    adp_lanes_plan(oo, R->ledger, descs->v, descs->n, lanes);
+    struct tplan *T = xcalloc(descs->n + lanes->n + 1, sizeof *T);
+    size_t nT = descs->n;
+    for (size_t i = 0; i < descs->n; i++) {
+        T[i].d = descs->v[i];
+        if (!oo->instructions) /* instructions: only the lanes below */
+            plan_target(R, &T[i]);
+        if (oo->use)
+            plan_skills(R, &T[i]);
+    }
+    /* Each lane edits the file it names: the server file when it is the same
+     * (codex config.toml), else a file of its own shared by every lane and
+     * CLI that names it (settings + hooks, a shared AGENTS.md). */
+    for (size_t i = 0; i < lanes->n; i++) {
+        struct adp_lane *l = lanes->v[i];
+        if (!l->path)
+            continue;
+        struct tplan *t = NULL;
+        for (size_t k = 0; k < nT && !t; k++)
+            if (T[k].path && !T[k].note && !T[k].live && !T[k].failed &&
+                strcmp(T[k].path, l->path) == 0)
+                t = &T[k];
+        if (!t) {
+            t = &T[nT++];
+            t->d = l->first;
+            t->lane_only = true;
+            t->path = xstrdup(l->path);
+            t->fmt = l->fmt;
+            sb_init(&t->before, 0);
+            sb_init(&t->after, 0);
+            t->key = adp_ledger_key(l->first->id, oo->project_scope ? oo->project_root : NULL);
+        }
+        vec_push(&t->lanes, l);
+    }
+    for (size_t i = 0; i < nT; i++)
+        if (T[i].path && !T[i].note && !T[i].failed)
+            read_and_merge(R, &T[i]);
+    *nT_out = nT;
+    return T;
+}
+
+static void count_failure(struct ap_counts *c, const struct tplan *t, const struct as_err *e)
+{
+    c->failed++;
+    sb_addf(&c->failed_names, "%s%s", c->failed_names.len ? ", " : "", t->d->id);
+    if (!c->first_fail)
+        c->first_fail = as_err_str(e, c->failbuf, sizeof c->failbuf);
+}
+
+/* Step 3: the counts, and (with --write) each changed file written with its
+ * undo record and ledger entry. */
+static void ap_write(struct run *R, struct tplan *T, size_t nT, const adp_lane_list *lanes,
+                     const desc_list *descs, struct adp_hist_entry *h, struct ap_counts *c)
+{
+    const struct adp_apply_opts *oo = R->o;
+    const char *root = oo->project_scope ? oo->project_root : NULL;
+    for (size_t i = 0; i < lanes->n; i++) {
+        c->blocked += lanes->v[i]->blocked;
+        c->blocked_lane += lanes->v[i]->blocked;
+        if (lanes->v[i]->trust_blocked) {
+            c->trust++;
+            if (!c->trust_what)
+                c->trust_what = adp_lane_name(lanes->v[i]->kind);
+        }
+    }
+    for (size_t i = 0; i < nT; i++) {
+        struct tplan *t = &T[i];
+        if (t->note)
+            continue;
+        if (!t->lane_only)
+            c->targets++;
+        if (t->failed) {
+            count_failure(c, t, &t->err);
+            continue;
+        }
+        if (t->blocked) {
+            c->blocked++;
+            c->blocked_other += !t->blocked_unresolved;
+            continue;
+        }
+        if (t->trust_blocked) {
+            c->trust++;
+            c->trust_what = "MCP servers";
+        }
+        if (!t->changed) {
+            for (size_t k = 0; oo->write && k < t->lanes.n; k++)
+                adp_lane_record(t->lanes.v[k], R->ledger, root);
+            continue;
+        }
+        c->changed++;
+        c->removing += t->removed.n;
+        if (!oo->write)
+            continue;
+        if (write_target(R, t) != 0) {
+            count_failure(c, t, &t->err);
+            continue;
+        }
+        if (t->written) {
+            c->written++;
+            hist_add(h, t);
+            if (!t->lane_only)
+                record_ledger(R, t);
+            for (size_t k = 0; k < t->lanes.n; k++)
+                adp_lane_record(t->lanes.v[k], R->ledger, root);
+        }
+    }
+    /* A CLI counts once, however many of its files change. */
+    c->changed = 0;
+    for (size_t i = 0; i < descs->n; i++) {
+        bool ch = false;
+        for (size_t k = 0; k < nT && !ch; k++)
+            ch = T[k].d == descs->v[i] && T[k].changed && !T[k].note && !T[k].failed &&
+                 !T[k].blocked;
+        c->changed += ch;
+    }
+}
+
+/* Step 4 (use): each CLI's skill links placed, logged for undo. */
+static void ap_write_skills(struct run *R, struct tplan *T, const desc_list *descs,
+                            struct ap_counts *c)
+{
+    const struct adp_apply_opts *oo = R->o;
+    for (size_t i = 0; oo->use && i < descs->n; i++) {
+        struct tplan *t = &T[i];
+        if (t->skills_failed) {
+            count_failure(c, t, &t->serr);
+            continue;
+        }
+        if (!t->skills_on)
+            continue;
+        if (adp_skills_changes(&t->splan))
+            c->skill_changes++;
+        if (!oo->write)
+            continue;
+        strvec made = STRVEC_INIT;
+        if (t->splan.link_names.n) {
+            strbuf probe = SB_INIT;
+            sb_addf(&probe, "%s/x", t->skills_dir);
+            adp_i_collect_missing_dirs(probe.buf, &made);
+            sb_release(&probe);
+        }
+        if (oo->skills_log && made.n) {
+            json_t *dl = json_array();
+            for (size_t k = 0; k < made.n; k++)
+                json_array_append_new(dl, json_string(made.v[k]));
+            json_array_append_new(oo->skills_log, json_pack("{s:o}", "mkdir", dl));
+        }
+        strvec_clear(&made);
+        if (adp_skills_changes(&t->splan) && adp_skills_write(&t->sreq, &t->splan, &t->serr)) {
+            t->skills_failed = true;
+            count_failure(c, t, &t->serr);
+            continue;
+        }
+        if (oo->skills_log) {
+            for (size_t k = 0; k < t->splan.link_names.n; k++)
+                json_array_append_new(oo->skills_log,
+                                      json_pack("{s:s,s:s,s:s,s:s}", "dir", t->skills_dir, "name",
+                                                t->splan.link_names.v[k], "src",
+                                                t->splan.link_srcs.v[k], "prev",
+                                                t->splan.link_prev.v[k]));
+            for (size_t k = 0; k < t->splan.unlink_names.n; k++)
+                json_array_append_new(oo->skills_log,
+                                      json_pack("{s:s,s:s,s:s,s:s}", "dir", t->skills_dir, "name",
+                                                t->splan.unlink_names.v[k], "src", "", "prev",
+                                                t->splan.unlink_prev.v[k]));
+        }
+        record_skills(R, t);
+    }
+}
+
+/* Step 6: the undo record and the ledger. 1 when the ledger was not saved. */
+static int ap_record(struct run *R, struct adp_hist_entry *h, const struct ap_counts *c,
+                     const char *ledger_before)
+{
+    const struct adp_apply_opts *oo = R->o;
+    int rc = 0;
+    if (!oo->write)
+        return 0;
+    if (h->files.n) {
+        free(h->scope);
+        h->scope = xstrdup(oo->project_scope ? "project" : "global");
+        h->operation = xstrdup(oo->operation ? oo->operation : "apply");
+        h->summary = xasprintf("wrote %zu target%s", c->written, c->written == 1 ? "" : "s");
+        if (json_array_size(oo->skills_log))
+            h->skills = json_deep_copy(oo->skills_log);
+        struct as_err herr = AS_ERR_INIT;
+        if (adp_history_record(h, &herr) != 0) {
+            char buf[2048];
+            term_fprintf(stderr, "warning: the undo history was not recorded: %s\n",
+                         as_err_str(&herr, buf, sizeof buf));
+        } else if (oo->history_id) {
+            *oo->history_id = xstrdup(h->id);
+        }
+    }
+    char *ledger_after = json_dumps(R->ledger, JSON_SORT_KEYS | JSON_COMPACT);
+    if (strcmp(ledger_before, ledger_after) != 0) {
+        struct as_err lerr = AS_ERR_INIT;
+        if (adp_ledger_save(R->ledger, &lerr) != 0) {
+            char buf[2048];
+            term_fprintf(stderr, "warning: the ownership ledger was not saved: %s\n",
+                         as_err_str(&lerr, buf, sizeof buf));
+            rc = 1;
+        }
+    }
+    free(ledger_after);
+    return rc;
 }
 
 int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, struct as_err *err)
@@ -1137,212 +946,25 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
         oo.write = false;
     struct run R = {.o = &oo};
     desc_list descs = VEC_INIT;
-    if (select_targets(r, &oo, &descs, err) != 0) {
-        vec_free(&descs);
-        json_decref(own_skills_log);
-        return 2;
-    }
-    if (select_servers(&R, err) != 0 || (oo.use && resolve_skills(&R, err) != 0)) {
-        vec_free(&descs);
-        run_release(&R);
-        json_decref(own_skills_log);
-        return 1;
-    }
     struct as_lock lk = {-1};
     bool locked = false;
-    if (oo.write && !oo.caller_holds_lock) {
-        strbuf ah = SB_INIT;
-        if (home_ensure(HOME_ROOT_DIR, &ah, err) != 0 ||
-            lock_acquire(&lk, ah.buf, ADP_LOCK_WAIT_MS, err) != 0) {
-            as_err_prefix(err, "another agentstack write is in progress");
-            sb_release(&ah);
-            vec_free(&descs);
-            run_release(&R);
-            json_decref(own_skills_log);
-            return 1;
-        }
-        locked = true;
-        sb_release(&ah);
-    }
-    if (adp_ledger_load(&R.ledger, err) != 0) {
-        if (locked)
-            lock_release(&lk);
+    int rc = ap_open(r, &R, &descs, &lk, &locked, err);
+    if (rc != 0) {
         vec_free(&descs);
         run_release(&R);
         json_decref(own_skills_log);
-        return 1;
+        return rc;
     }
     char *ledger_before = json_dumps(R.ledger, JSON_SORT_KEYS | JSON_COMPACT);
 
     adp_lane_list lanes = VEC_INIT;
-    adp_lanes_plan(&oo, R.ledger, descs.v, descs.n, &lanes);
-    struct tplan *T = xcalloc(descs.n + lanes.n + 1, sizeof *T);
-    size_t nT = descs.n;
-    for (size_t i = 0; i < descs.n; i++) {
-        T[i].d = descs.v[i];
-        if (!oo.instructions) /* instructions: only the lanes below */
-            plan_target(&R, &T[i]);
-        if (oo.use)
-            plan_skills(&R, &T[i]);
-    }
-    /* Each lane edits the file it names: the server file when it is the same
-     * (codex config.toml), else a file of its own shared by every lane and
-     * CLI that names it (settings + hooks, a shared AGENTS.md). */
-    for (size_t i = 0; i < lanes.n; i++) {
-        struct adp_lane *l = lanes.v[i];
-        if (!l->path)
-            continue;
-        struct tplan *t = NULL;
-        for (size_t k = 0; k < nT && !t; k++)
-            if (T[k].path && !T[k].note && !T[k].failed && strcmp(T[k].path, l->path) == 0)
-                t = &T[k];
-        if (!t) {
-            t = &T[nT++];
-            t->d = l->first;
-            t->lane_only = true;
-            t->path = xstrdup(l->path);
-            t->fmt = l->fmt;
-            sb_init(&t->before, 0);
-            sb_init(&t->after, 0);
-            t->key = adp_ledger_key(l->first->id, oo.project_scope ? oo.project_root : NULL);
-        }
-        vec_push(&t->lanes, l);
-    }
-    for (size_t i = 0; i < nT; i++)
-        if (T[i].path && !T[i].note && !T[i].failed)
-            read_and_merge(&R, &T[i]);
-
-    size_t n_written = 0, n_failed = 0, n_blocked = 0, n_changed = 0, n_removing = 0;
-    size_t n_targets = 0, n_trust = 0;
-    /* blocked by something `secret set` cannot fix: a [policy.secrets] refusal (never
-     * overridden, not even by --allow-unresolved) or a store failure */
-    size_t n_blocked_other = 0, n_blocked_lane = 0;
-    strbuf failed_names = SB_INIT;
-    const char *first_fail = NULL;
-    char failbuf[2048] = "";
+    size_t nT = 0;
+    struct tplan *T = ap_plan(&R, &descs, &lanes, &nT);
+    struct ap_counts c = {.failed_names = SB_INIT};
     struct adp_hist_entry *h = xcalloc(1, sizeof *h);
-    const char *trust_what = NULL;
-    for (size_t i = 0; i < lanes.n; i++) {
-        n_blocked += lanes.v[i]->blocked;
-        n_blocked_lane += lanes.v[i]->blocked;
-        if (lanes.v[i]->trust_blocked) {
-            n_trust++;
-            if (!trust_what)
-                trust_what = adp_lane_name(lanes.v[i]->kind);
-        }
-    }
-    for (size_t i = 0; i < nT; i++) {
-        struct tplan *t = &T[i];
-        if (t->note)
-            continue;
-        if (!t->lane_only)
-            n_targets++;
-        if (t->failed) {
-            n_failed++;
-            sb_addf(&failed_names, "%s%s", failed_names.len ? ", " : "", t->d->id);
-            if (!first_fail)
-                first_fail = as_err_str(&t->err, failbuf, sizeof failbuf);
-            continue;
-        }
-        if (t->blocked) {
-            n_blocked++;
-            n_blocked_other += !t->blocked_unresolved;
-            continue;
-        }
-        if (t->trust_blocked) {
-            n_trust++;
-            trust_what = "MCP servers";
-        }
-        if (!t->changed) {
-            for (size_t k = 0; oo.write && k < t->lanes.n; k++)
-                adp_lane_record(t->lanes.v[k], R.ledger, oo.project_scope ? oo.project_root : NULL);
-            continue;
-        }
-        n_changed++;
-        n_removing += t->removed.n;
-        if (!oo.write)
-            continue;
-        if (write_target(&R, t) != 0) {
-            n_failed++;
-            sb_addf(&failed_names, "%s%s", failed_names.len ? ", " : "", t->d->id);
-            if (!first_fail)
-                first_fail = as_err_str(&t->err, failbuf, sizeof failbuf);
-            continue;
-        }
-        if (t->written) {
-            n_written++;
-            hist_add(h, t);
-            if (!t->lane_only)
-                record_ledger(&R, t);
-            for (size_t k = 0; k < t->lanes.n; k++)
-                adp_lane_record(t->lanes.v[k], R.ledger, oo.project_scope ? oo.project_root : NULL);
-        }
-    }
+    ap_write(&R, T, nT, &lanes, &descs, h, &c);
+    ap_write_skills(&R, T, &descs, &c);
 
-    /* A CLI counts once, however many of its files change. */
-    n_changed = 0;
-    for (size_t i = 0; i < descs.n; i++) {
-        bool c = false;
-        for (size_t k = 0; k < nT && !c; k++)
-            c = T[k].d == descs.v[i] && T[k].changed && !T[k].note && !T[k].failed && !T[k].blocked;
-        n_changed += c;
-    }
-
-    size_t n_skill_changes = 0;
-    for (size_t i = 0; oo.use && i < descs.n; i++) {
-        struct tplan *t = &T[i];
-        if (t->skills_failed) {
-            n_failed++;
-            sb_addf(&failed_names, "%s%s", failed_names.len ? ", " : "", t->d->id);
-            if (!first_fail)
-                first_fail = as_err_str(&t->serr, failbuf, sizeof failbuf);
-            continue;
-        }
-        if (!t->skills_on)
-            continue;
-        if (adp_skills_changes(&t->splan))
-            n_skill_changes++;
-        if (!oo.write)
-            continue;
-        strvec made = STRVEC_INIT;
-        if (t->splan.link_names.n) {
-            strbuf probe = SB_INIT;
-            sb_addf(&probe, "%s/x", t->skills_dir);
-            adp_i_collect_missing_dirs(probe.buf, &made);
-            sb_release(&probe);
-        }
-        if (oo.skills_log && made.n) {
-            json_t *dl = json_array();
-            for (size_t k = 0; k < made.n; k++)
-                json_array_append_new(dl, json_string(made.v[k]));
-            json_array_append_new(oo.skills_log, json_pack("{s:o}", "mkdir", dl));
-        }
-        strvec_clear(&made);
-        if (adp_skills_changes(&t->splan) && adp_skills_write(&t->sreq, &t->splan, &t->serr)) {
-            t->skills_failed = true;
-            n_failed++;
-            sb_addf(&failed_names, "%s%s", failed_names.len ? ", " : "", t->d->id);
-            if (!first_fail)
-                first_fail = as_err_str(&t->serr, failbuf, sizeof failbuf);
-            continue;
-        }
-        if (oo.skills_log) {
-            for (size_t k = 0; k < t->splan.link_names.n; k++)
-                json_array_append_new(oo.skills_log,
-                                      json_pack("{s:s,s:s,s:s,s:s}", "dir", t->skills_dir, "name",
-                                                t->splan.link_names.v[k], "src",
-                                                t->splan.link_srcs.v[k], "prev",
-                                                t->splan.link_prev.v[k]));
-            for (size_t k = 0; k < t->splan.unlink_names.n; k++)
-                json_array_append_new(oo.skills_log,
-                                      json_pack("{s:s,s:s,s:s,s:s}", "dir", t->skills_dir, "name",
-                                                t->splan.unlink_names.v[k], "src", "", "prev",
-                                                t->splan.unlink_prev.v[k]));
-        }
-        record_skills(&R, t);
-    }
-
-    int rc = 0;
     if (oo.diff) {
         if (oo.json)
             adp_ap_print_diff_json(&R, T, nT, &descs);
@@ -1351,151 +973,37 @@ int adp_apply(const struct adp_registry *r, const struct adp_apply_opts *o, stru
         goto cleanup;
     }
 
+    /* Step 5: the .gitignore block and what each target did. */
     strbuf gi_report = SB_INIT;
-    if (oo.project_scope && !n_blocked && !n_trust)
-        gitignore_step(&R, r, T, nT, h, &gi_report, &n_written, &n_failed);
-
+    if (oo.project_scope && !c.blocked && !c.trust)
+        adp_ap_gitignore_step(&R, r, T, nT, h, &gi_report, &c.written, &c.failed);
     term_fprintf(out, "Scope: %s\n", oo.project_scope ? "project" : "global");
     if (oo.instructions) {
         adp_ap_print_instructions(&R, T, nT, &lanes);
-        fputs(gi_report.buf, out);
-        sb_release(&gi_report);
-        goto record;
-    }
-    for (size_t i = 0; i < R.skill_notes.n; i++)
-        term_fprintf(out, "%s\n", R.skill_notes.v[i]);
-    for (size_t i = 0; i < descs.n; i++) {
-        print_target(&R, &T[i]);
-        print_lanes(&R, T, nT, &lanes, &T[i]);
-        print_skills(&R, &T[i]);
+    } else {
+        for (size_t i = 0; i < R.skill_notes.n; i++)
+            term_fprintf(out, "%s\n", R.skill_notes.v[i]);
+        for (size_t i = 0; i < descs.n; i++) {
+            adp_ap_print_target(&R, &T[i]);
+            adp_ap_print_lanes(&R, T, nT, &lanes, &T[i]);
+            adp_ap_print_skills(&R, &T[i]);
+        }
     }
     fputs(gi_report.buf, out);
     sb_release(&gi_report);
-    bool toolset_skills = false;
-    for (size_t i = 0; i < oo.m->toolsets.n; i++)
-        toolset_skills |= oo.m->toolsets.v[i].skills.n > 0;
-    if ((oo.m->skills.n || toolset_skills) && !oo.use)
-        term_fprintf(out, "· skills are not rendered by apply — place them with: agentstack use "
-                          "<toolset> --write\n");
-
-record:
-    if (oo.write) {
-        if (h->files.n) {
-            free(h->scope);
-            h->scope = xstrdup(oo.project_scope ? "project" : "global");
-            h->operation = xstrdup(oo.operation ? oo.operation : "apply");
-            h->summary = xasprintf("wrote %zu target%s", n_written, n_written == 1 ? "" : "s");
-            if (json_array_size(oo.skills_log))
-                h->skills = json_deep_copy(oo.skills_log);
-            struct as_err herr = AS_ERR_INIT;
-            if (adp_history_record(h, &herr) != 0) {
-                char buf[2048];
-                term_fprintf(stderr, "warning: the undo history was not recorded: %s\n",
-                             as_err_str(&herr, buf, sizeof buf));
-            } else if (oo.history_id) {
-                *oo.history_id = xstrdup(h->id);
-            }
-        }
-        char *ledger_after = json_dumps(R.ledger, JSON_SORT_KEYS | JSON_COMPACT);
-        if (strcmp(ledger_before, ledger_after) != 0) {
-            struct as_err lerr = AS_ERR_INIT;
-            if (adp_ledger_save(R.ledger, &lerr) != 0) {
-                char buf[2048];
-                term_fprintf(stderr, "warning: the ownership ledger was not saved: %s\n",
-                             as_err_str(&lerr, buf, sizeof buf));
-                rc = 1;
-            }
-        }
-        free(ledger_after);
+    if (!oo.instructions) {
+        bool toolset_skills = false;
+        for (size_t i = 0; i < oo.m->toolsets.n; i++)
+            toolset_skills |= oo.m->toolsets.v[i].skills.n > 0;
+        if ((oo.m->skills.n || toolset_skills) && !oo.use)
+            term_fprintf(out, "· skills are not rendered by apply — place them with: agentstack "
+                              "use <toolset> --write\n");
     }
 
-    if (oo.instructions) {
-        size_t n_files = 0, n_lane_written = 0;
-        for (size_t k = adp_ap_descs_end(T, nT); k < nT; k++) {
-            n_files += T[k].changed && !T[k].failed;
-            n_lane_written += T[k].written;
-        }
-        if (n_blocked) {
-            term_fprintf(out, "✗ instructions not written to %zu file%s — see the ✗ lines above\n",
-                         n_blocked, n_blocked == 1 ? "" : "s");
-            if (oo.write) {
-                as_err_set(err, "%zu instruction file%s blocked — see the ✗ lines above", n_blocked,
-                           n_blocked == 1 ? "" : "s");
-                rc = 1;
-            }
-        } else if (!oo.write && n_files) {
-            term_fprintf(out,
-                         "%zu instruction file%s would change. Re-run with --write to write.\n",
-                         n_files, n_files == 1 ? "" : "s");
-        } else if (oo.write && n_lane_written) {
-            term_fprintf(out,
-                         "✓ wrote %zu instruction file%s.\nundo: agentstack restore --last "
-                         "--write\n",
-                         n_lane_written, n_lane_written == 1 ? "" : "s");
-        } else if (n_trust && !oo.write) {
-            term_fprintf(out, "✗ --write would refuse — see the ✗ lines above\n");
-        } else if (!n_failed && !n_trust) {
-            term_fprintf(out, "✓ nothing to write — every instruction file up to date\n");
-        }
-    } else if (n_blocked) {
-        term_fprintf(out,
-                     "Wrote %zu of %zu targets; %zu blocked — see the ✗ line for each; see ✗ "
-                     "above.\n",
-                     n_written, n_targets, n_blocked);
-        const char *fix = blocked_fix(n_blocked, n_blocked_other, n_blocked_lane);
-        as_err_set(err, "%zu blocked write%s on %zu target%s — fix: %s", n_blocked,
-                   n_blocked == 1 ? "" : "s", n_blocked, n_blocked == 1 ? "" : "s", fix);
-        if (!oo.write) {
-            term_fprintf(out,
-                         "%zu target%s would change — but --write would refuse on %zu target%s: "
-                         "fix: %s\n",
-                         n_changed, n_changed == 1 ? "" : "s", n_blocked, n_blocked == 1 ? "" : "s",
-                         fix);
-            as_err_clear(err);
-        } else {
-            rc = 1;
-        }
-    } else if (!oo.write && oo.use) {
-        if (n_changed || n_skill_changes)
-            term_fprintf(out, "Dry run. Re-run with --write to apply.\n");
-        else if (!n_failed)
-            term_fprintf(out, "✓ nothing to write — every target in sync\n");
-    } else if (!oo.write) {
-        if (n_changed) {
-            term_fprintf(out, "%zu target%s would change", n_changed, n_changed == 1 ? "" : "s");
-            if (n_removing)
-                term_fprintf(out, ", REMOVING %zu server entr%s", n_removing,
-                             n_removing == 1 ? "y" : "ies");
-            term_fprintf(out, ". Re-run with --write to write.\n");
-        } else if (!n_failed) {
-            term_fprintf(out, "✓ nothing to write — every target in sync\n");
-        }
-    } else {
-        size_t in_sync = n_targets - n_failed;
-        if (n_written == 0 && n_skill_changes == 0 && !n_failed && !n_trust)
-            term_fprintf(out, "%zu target%s already in sync — nothing to change.\n", n_targets,
-                         n_targets == 1 ? "" : "s");
-        else if (n_written)
-            term_fprintf(out, "%zu target%s in sync — wrote %zu.\n", in_sync,
-                         in_sync == 1 ? "" : "s", n_written);
-        if (n_written || n_skill_changes) {
-            term_fprintf(out, "Restart the affected CLIs (or start a new session) to load the "
-                              "change.\n");
-            if (!oo.caller_holds_lock) /* a session is undone by `session end` */
-                term_fprintf(out, "undo: agentstack restore --last --write\n");
-        }
-    }
-    if (n_trust && !n_blocked && oo.write) {
-        as_err_set(err, "refusing to render %s: %s", trust_what ? trust_what : "MCP servers",
-                   oo.trust_refusal);
+    rc = ap_record(&R, h, &c, ledger_before);
+    /* Step 7: the closing line and the exit status. */
+    if (adp_ap_print_closing(&R, T, nT, &c, err) != 0)
         rc = 1;
-    }
-    if (n_failed && !n_blocked) {
-        as_err_set(err, "write failed on %zu target(s): %s — %s", n_failed, failed_names.buf,
-                   first_fail ? first_fail : "see above");
-        rc = 1;
-    }
-
     if (oo.report)
         adp_ap_report_rows(&R, T, nT, oo.report);
 
@@ -1511,7 +1019,7 @@ cleanup:
     adp_secrets_free(&R.mask);
     run_release(&R);
     vec_free(&descs);
-    sb_release(&failed_names);
+    sb_release(&c.failed_names);
     if (locked)
         lock_release(&lk);
     return rc;

@@ -35,6 +35,9 @@ struct tplan {
     bool blocked_unresolved; /* only unresolved secrets: `secret set` is the fix */
     char *block_msg;
     bool trust_blocked;
+    /* the CLI holds the gateway: no server is written, the direct entries
+     * it serves (in removed) are pruned (oneway.c) */
+    bool live;
     bool failed;
     struct as_err err;
     bool changed;
@@ -73,10 +76,46 @@ struct run {
  * in manifest", or, for a server the manifest still declares that the
  * selected toolset leaves out, "declared, but not in toolset 'T'". */
 const char *adp_ap_removal_reason(const struct run *R, const char *name, strbuf *out);
+/* oneway.c: the live plan of a CLI holding the gateway: removed = the names
+ * the ledger entry lists (unless another manifest wrote them) and the
+ * selected servers' names. */
+void adp_ap_plan_live(struct run *R, struct tplan *t, const json_t *entry, bool other_manifest);
+/* Keeps in t->removed only the names t->before holds; true when any is
+ * left (false too when the file does not parse: nothing is removed). */
+bool adp_ap_live_present(struct tplan *t);
+#define ADP_LIVE_NOTE                                                                              \
+    "· MCP servers are served live, not written — nothing for `apply` to render here"
+
 /* the first plan past the adapters' own targets (lane-only files follow) */
 size_t adp_ap_descs_end(const struct tplan *T, size_t nT);
 /* "instructions + settings" for the lanes a file holds; "" when none */
 const char *adp_ap_lane_summary(const struct tplan *t, strbuf *out);
+
+/* What one run did, counted for the closing line (apply.c). */
+struct ap_counts {
+    size_t written, failed, blocked, changed, removing, targets, trust, skill_changes;
+    /* blocked by something `secret set` cannot fix: a [policy.secrets] refusal (never
+     * overridden, not even by --allow-unresolved) or a store failure */
+    size_t blocked_other, blocked_lane;
+    strbuf failed_names;
+    const char *first_fail; /* points into failbuf */
+    char failbuf[2048];
+    const char *trust_what;
+};
+
+/* apply_print.c: a target's plan or outcome, its lanes and skills, and the
+ * closing line (1 with err when the run failed, else 0). */
+void adp_ap_print_target(struct run *R, struct tplan *t);
+void adp_ap_print_lanes(struct run *R, struct tplan *T, size_t nT, const adp_lane_list *lanes,
+                        const struct tplan *st);
+void adp_ap_print_skills(struct run *R, const struct tplan *t);
+int adp_ap_print_closing(struct run *R, struct tplan *T, size_t nT, const struct ap_counts *c,
+                         struct as_err *err);
+/* apply_gitignore.c: lists every project file the ledger says we own in the
+ * managed block (after the targets were written), into h and report. */
+void adp_ap_gitignore_step(struct run *R, const struct adp_registry *r, struct tplan *T, size_t nt,
+                           struct adp_hist_entry *h, strbuf *report, size_t *n_written,
+                           size_t *n_failed);
 
 /* apply_report.c: `diff` (human and --json) and `instructions` output */
 void adp_ap_print_diff(struct run *R, struct tplan *T, size_t nT, const desc_list *descs);

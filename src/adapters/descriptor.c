@@ -304,10 +304,17 @@ static int parse_mcp(struct yctx *c, const yaml_node_t *n, struct adp_desc *d)
         return -1;
     if (!m->secret_mode)
         m->secret_mode = xstrdup("literal");
-    if (strcmp(m->secret_mode, "literal") != 0 && strcmp(m->secret_mode, "passthrough") != 0)
+    /* literal is the only mode (docs/adapters.md): a `${VAR}` left for the
+     * CLI to expand would need each CLI's own syntax and support in every
+     * field, and the value in that CLI's environment; a descriptor asking
+     * for it is refused rather than silently rendering literals. */
+    if (strcmp(m->secret_mode, "passthrough") == 0)
         return node_err(c, get(c, n, "secret_mode"),
-                        "mcp.secret_mode must be literal or "
-                        "passthrough");
+                        "mcp.secret_mode: passthrough is not supported — every adapter writes "
+                        "resolved values (literal) into 0600 files the managed .gitignore block "
+                        "lists; remove the key or set it to literal");
+    if (strcmp(m->secret_mode, "literal") != 0)
+        return node_err(c, get(c, n, "secret_mode"), "mcp.secret_mode must be literal");
     if (m->name_charset && strcmp(m->name_charset, "ascii-word-dash") != 0)
         return node_err(c, get(c, n, "name_charset"),
                         "mcp.name_charset must be ascii-word-dash (or absent)");

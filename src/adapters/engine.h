@@ -369,6 +369,24 @@ int adp_self_path(strbuf *out, struct as_err *err);
  * is not the one running. */
 int adp_gateway_binary(strbuf *out, strbuf *warning, struct as_err *err);
 
+/* ---- one delivery per server (oneway.c) --------------------------------- */
+
+struct adp_live_dup {
+    char *display; /* "Claude Code" */
+    char *path;    /* the file holding the direct entry */
+    char *name;    /* the server */
+    bool global;   /* the CLI's user file (else the project's) */
+};
+typedef VEC(struct adp_live_dup) adp_live_dups;
+void adp_live_dups_free(adp_live_dups *l);
+/* For every CLI that holds the gateway and does not render locally under
+ * m: the direct entries, in its user file and (project_root set) its
+ * project file, that duplicate a server the gateway serves (a server m
+ * declares for that CLI, or one the ledger says we rendered there).
+ * Read-only; -1 + err only when the ledger is unreadable. */
+int adp_live_duplicates(const struct adp_registry *r, const struct manifest *m,
+                        const char *project_root, adp_live_dups *out, struct as_err *err);
+
 /* ---- uninstall / unrender: take back what the ledger lists -------------- */
 
 struct adp_uninstall_opts {

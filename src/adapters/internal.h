@@ -75,6 +75,16 @@ int adp_i_take_lock(struct as_lock *lk, struct as_err *err);
 /* True for the bridge: an entry named "agentstack", or a command named
  * agentstack whose first argument is "mcp". */
 bool adp_i_json_is_bridge(const char *name, const json_t *body, const struct adp_desc *d);
+/* The same test for one table of a TOML MCP section. */
+bool adp_i_toml_is_bridge(const char *name, const toml_value *body, const struct adp_desc *d);
+/* The server names in the MCP section of text (the file at path, in fmt),
+ * the bridge left out, into out. 0, or -1 + err when it does not parse. */
+int adp_i_section_names(const struct adp_desc *d, enum adp_format fmt, const char *path,
+                        const char *text, size_t len, strvec *out, struct as_err *err);
+/* True when a file holds nothing but an empty server section (and, for
+ * TOML, no comment): apply and connect remove such a project file. */
+bool adp_i_only_empty_section(const struct adp_desc *d, enum adp_format fmt, const char *path,
+                              const strbuf *text);
 /* True when `connect` registered the gateway in this CLI's user config. */
 bool adp_i_bridge_registered(const struct adp_desc *d);
 

@@ -172,6 +172,17 @@ bool adp_i_json_is_bridge(const char *name, const json_t *body, const struct adp
     return cmd && a1 && stem_is_agentstack(cmd) && strcmp(a1, "mcp") == 0;
 }
 
+bool adp_i_toml_is_bridge(const char *name, const toml_value *body, const struct adp_desc *d)
+{
+    if (strcmp(name, ADP_BRIDGE_NAME) == 0)
+        return true;
+    const toml_value *cmd = toml_get(body, d->mcp.f_command ? d->mcp.f_command : "command");
+    const toml_value *args = toml_get(body, d->mcp.f_args ? d->mcp.f_args : "args");
+    const toml_value *a0 = args ? toml_at(args, 0) : NULL;
+    return cmd && cmd->type == TOML_STRING && stem_is_agentstack(cmd->u.str.s) && a0 &&
+           a0->type == TOML_STRING && strcmp(a0->u.str.s, "mcp") == 0;
+}
+
 /* True when text may hold the bridge: its name or command spelled out, or
  * an escape sequence (JSON "\u…", TOML "\u…"/"\U…") that could spell it.
  * A file with neither cannot hold it. */
@@ -240,16 +251,9 @@ bool adp_i_bridge_registered(const struct adp_desc *d)
         if (d->config_format == ADP_FMT_TOML) {
             toml_value *root = toml_parse(path.buf, text.buf, text.len, &e);
             const toml_value *sec = toml_get(root, d->mcp.location);
-            for (size_t i = 0; sec && sec->type == TOML_TABLE && i < sec->u.tab.n; i++) {
-                const toml_kv *kv = &sec->u.tab.kv[i];
-                const toml_value *cmd = toml_get(kv->val, d->mcp.f_command);
-                const toml_value *args = toml_get(kv->val, d->mcp.f_args ? d->mcp.f_args : "");
-                const toml_value *a0 = args ? toml_at(args, 0) : NULL;
-                if (strcmp(kv->key, ADP_BRIDGE_NAME) == 0 ||
-                    (cmd && cmd->type == TOML_STRING && stem_is_agentstack(cmd->u.str.s) && a0 &&
-                     a0->type == TOML_STRING && strcmp(a0->u.str.s, "mcp") == 0))
+            for (size_t i = 0; sec && sec->type == TOML_TABLE && i < sec->u.tab.n; i++)
+                if (adp_i_toml_is_bridge(sec->u.tab.kv[i].key, sec->u.tab.kv[i].val, d))
                     found = true;
-            }
             toml_free(root);
         } else {
             json_t *sec = NULL;

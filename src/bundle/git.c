@@ -16,6 +16,7 @@
 #include "base/rand.h"
 #include "base/vec.h"
 #include "base/xalloc.h"
+#include "bundle/git_run.h"
 
 #define GIT_MARKER "agentstack-source"
 #define GIT_REV_MAX 255
@@ -158,11 +159,13 @@ static void last_words(const strbuf *e, strbuf *out)
 }
 
 /* Runs git with the hardening, optional --git-dir/--work-tree, then args,
- * stdin from in (in_len bytes; NULL = /dev/null). Returns git's exit
- * status (0 = success) or -1 + err when it could not run. */
+ * stdin from in (in_len bytes; NULL = /dev/null), under the git deadline
+ * (bundle/git_run.h); progress: git's stderr shown as it comes. Returns
+ * git's exit status (0 = success) or -1 + err when it could not run or
+ * was stopped. */
 static int run_git_in(const char *git_dir, const char *work_tree, const char *index_file,
-                      const char *const *args, const char *in, size_t in_len, strbuf *out,
-                      strbuf *errout, struct as_err *err)
+                      const char *const *args, const char *in, size_t in_len, bool progress,
+                      strbuf *out, strbuf *errout, struct as_err *err)
 {
     strvec argv = STRVEC_INIT, env = STRVEC_INIT;
     strvec_push(&argv, "git");
@@ -181,15 +184,23 @@ static int run_git_in(const char *git_dir, const char *work_tree, const char *in
         av[i] = argv.v[i];
     for (size_t i = 0; i < env.n; i++)
         ev[i] = env.v[i];
-    int rc = proc_run_capture((const char *const *)av, (const char *const *)ev, NULL, in, in_len,
-                              out, errout, err);
+    struct git_run r = {
+        .argv = (const char *const *)av,
+        .envp = (const char *const *)ev,
+        .in = in,
+        .in_len = in_len,
+        .out = out,
+        .errout = errout,
+        .progress = progress,
+    };
+    int rc = git_run_bounded(&r, err);
     free(av);
     free(ev);
     strvec_clear(&argv);
     strvec_clear(&env);
     if (rc < 0 && !as_err_isset(err))
         as_err_set(err, "git could not be run");
-    if (rc < 0)
+    if (rc < 0 && strstr(err->msg, "command not found"))
         as_err_hint(err, "install git to use git sources");
     return rc;
 }
@@ -197,7 +208,7 @@ static int run_git_in(const char *git_dir, const char *work_tree, const char *in
 static int run_git(const char *git_dir, const char *work_tree, const char *index_file,
                    const char *const *args, strbuf *out, strbuf *errout, struct as_err *err)
 {
-    return run_git_in(git_dir, work_tree, index_file, args, NULL, 0, out, errout, err);
+    return run_git_in(git_dir, work_tree, index_file, args, NULL, 0, false, out, errout, err);
 }
 
 static int git_failed(struct as_err *err, const char *what, const char *url, const strbuf *e)
@@ -224,8 +235,11 @@ static int read_marker(const char *bare, strbuf *url)
 
 static int fetch(const char *bare, const char *url, struct as_err *err)
 {
+    /* On a terminal (and without -q) git shows how far the fetch is;
+     * anywhere else it stays quiet (bundle/git_run.h). */
+    bool progress = git_progress_wanted();
     const char *args[] = {"fetch",
-                          "--quiet",
+                          progress ? "--progress" : "--quiet",
                           "--prune",
                           "--no-recurse-submodules",
                           "--",
@@ -235,7 +249,7 @@ static int fetch(const char *bare, const char *url, struct as_err *err)
                           "+HEAD:refs/agentstack/upstream-head",
                           NULL};
     strbuf e = SB_INIT;
-    int rc = run_git(bare, NULL, NULL, args, NULL, &e, err);
+    int rc = run_git_in(bare, NULL, NULL, args, NULL, 0, progress, NULL, &e, err);
     if (rc > 0)
         rc = git_failed(err, "fetch", url, &e);
     sb_release(&e);
@@ -539,7 +553,7 @@ int git_ignore_check(const char *dir, const char *rel, const char *what_if, stru
      * path is never ignored, whatever the rules say. */
     const char *ask[] = {"-C", dir,  "-c", opt.buf,   "check-ignore",
                          "-v", "-n", "-z", "--stdin", NULL};
-    g = run_git_in(NULL, NULL, NULL, ask, rel, strlen(rel) + 1, &o, &e, err);
+    g = run_git_in(NULL, NULL, NULL, ask, rel, strlen(rel) + 1, false, &o, &e, err);
     if (rulefile.len)
         unlink(rulefile.buf);
     if (g < 0)

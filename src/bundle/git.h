@@ -21,6 +21,10 @@
  *    .tmp-<random> name and renamed into place without replacing anything.
  *  - A bare clone records the URL it was made from; a different URL whose slug
  *    collides is refused, never mixed into the same clone.
+ *  - Every git call runs under the git deadline (AGENTSTACK_GIT_TIMEOUT_MS,
+ *    bundle/git_run.h): one that hangs is stopped with its process group
+ *    and the call fails "git <verb> timed out after <N> ms". A fetch shows
+ *    git's progress when stderr is a terminal and -q is off, else none.
  *  - Offline lookups (fetch = false) run no process and write nothing.
  */
 #ifndef AS_BUNDLE_GIT_H

@@ -738,6 +738,26 @@ static void check_gateway_binaries(struct doc *d, const struct adp_registry *reg
     json_decref(ledger);
 }
 
+/* One delivery per server (docs/adapters.md, "Where servers go"): a CLI
+ * that holds the gateway and also a direct entry for a server the gateway
+ * serves runs that server outside policy and audit. An error, with the
+ * fix (apply prunes such entries from a CLI served live). */
+static void check_live_duplicates(struct doc *d, const struct adp_registry *reg,
+                                  const struct manifest *m)
+{
+    adp_live_dups dups = VEC_INIT;
+    struct as_err err = AS_ERR_INIT;
+    if (adp_live_duplicates(reg, m, m->project_root, &dups, &err) == 0)
+        for (size_t i = 0; i < dups.n; i++)
+            add(d, S_DRIFT, L_ERR,
+                dups.v[i].global ? "agentstack apply --scope global --write"
+                                 : "agentstack apply --write",
+                "%s holds '%s' directly beside the gateway (%s) — the CLI runs it outside "
+                "policy and audit",
+                dups.v[i].display, dups.v[i].name, dups.v[i].path);
+    adp_live_dups_free(&dups);
+}
+
 /* Native-config drift comes from the adapters' own report (the same one
  * `diff` uses), which also covers the gateway entries `connect` wrote into
  * the CLIs' user files. Always a warning, never an error: the
@@ -767,6 +787,7 @@ static void check_drift(struct doc *d, const struct manifest *m)
     }
     adp_drift_list_free(&drift);
     check_gateway_binaries(d, &reg);
+    check_live_duplicates(d, &reg, m);
     adp_registry_free(&reg);
 }
 

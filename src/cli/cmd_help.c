@@ -3,12 +3,18 @@
  * commands that work, one command's help, or the whole inventory. All of it
  * comes from the command tables (commands.c, each cmd_*.c), so what help
  * lists is what runs; docs/commands.md is checked against --all --json.
+ *
+ * `help <topic>` explains a concept (cli/help_topics.h); `help topics`
+ * lists them. A topic that is also a command (trust, policy) follows that
+ * command's usage, so `help <command>` still opens with its usage line.
+ * An unknown word is a usage error naming the closest command or topic.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/help_topics.h"
 #include "cli/manpage.h"
 
 struct help_args {
@@ -31,11 +37,13 @@ const struct cli_spec cmd_help_spec = {
     .name = "help",
     .fn = cmd_help,
     .summary = "show commands, or one command's usage",
-    .synopsis =
-        CLI_LINES("help [<command> [<subcommand>]]", "help --all [--json]", "help --man DIR"),
+    .synopsis = CLI_LINES("help [<command> [<subcommand>]]", "help <topic>", "help topics",
+                          "help --all [--json]", "help --man DIR"),
+    .description = "Topics explain a concept: trust, policy, lanes (`help topics` lists "
+                   "them); for trust and policy the text follows the command's usage.",
     .options = help_options,
     .examples = CLI_LINES("agentstack help lock", "agentstack help lib sync",
-                          "agentstack help --all --json"),
+                          "agentstack help lanes", "agentstack help --all --json"),
 };
 
 /* The options accepted only before the command. */
@@ -71,7 +79,8 @@ static void print_overview(void)
     printf("  -h, --help                show help (of the command it follows)\n");
     printf("  -V, --version             print the version (before any command)\n");
     printf("\nrun 'agentstack <command> --help' for a command's usage,\n"
-           "'agentstack help --all' for every command and subcommand.\n");
+           "'agentstack help --all' for every command and subcommand,\n"
+           "'agentstack help topics' for the concepts (trust, policy, lanes).\n");
 }
 
 static void print_all(const struct cli_spec *spec, int depth)
@@ -94,6 +103,31 @@ static json_t *inventory(void)
         json_array_append_new(cmds, cli_spec_json(*c));
     json_object_set_new(root, "commands", cmds);
     return root;
+}
+
+static void print_topics(void)
+{
+    printf("topics (agentstack help <topic>):\n");
+    for (const struct help_topic *t = help_topics; t->name; t++)
+        printf("  %-8s  %s\n", t->name, t->summary);
+}
+
+/* "unknown command or topic 'x'", with the closest command or topic. */
+static int unknown_word(const char *word)
+{
+    const char *names[160];
+    size_t n = 0;
+    for (const struct cli_spec *const *c = cli_commands; *c && n < 150; c++)
+        if (!((*c)->flags & CLI_HIDDEN))
+            names[n++] = (*c)->name;
+    for (const struct help_topic *t = help_topics; t->name && n < 159; t++)
+        names[n++] = t->name;
+    names[n++] = "topics";
+    const char *best = cli_did_you_mean(word, names, n);
+    if (best)
+        return cli_usage_error("help", "unknown command or topic '%s'; did you mean '%s'?", word,
+                               best);
+    return cli_usage_error("help", "unknown command or topic '%s' (agentstack help topics)", word);
 }
 
 static void print_json(json_t *j)
@@ -136,17 +170,33 @@ int cmd_help(int argc, char **argv, struct cli_ctx *ctx)
     if (argc > 3)
         return cli_usage_error("help", "unexpected argument '%s'", argv[3]);
     const struct cli_spec *c = cli_find(argv[1]);
+    const struct help_topic *topic = argc == 2 ? help_topic_find(argv[1]) : NULL;
+    if (!c && argc == 2 && strcmp(argv[1], "topics") == 0) {
+        if (a.json || a.all)
+            return cli_usage_error("help", "--all and --json list commands, not topics");
+        print_topics();
+        return EXIT_OK;
+    }
+    if (!c && topic) {
+        if (a.json || a.all)
+            return cli_usage_error("help", "--all and --json list commands, not topics");
+        fputs(topic->text, stdout);
+        return EXIT_OK;
+    }
     if (!c)
-        return cli_usage_error(NULL, "unknown command '%s'", argv[1]);
+        return unknown_word(argv[1]);
     if (argc > 2) {
         const struct cli_spec *sub = c->subs ? cli_find_sub(c, argv[2]) : NULL;
         if (!sub)
             return cli_usage_error("help", "'%s' has no subcommand '%s'", c->name, argv[2]);
         c = sub;
     }
-    if (a.json)
+    if (a.json) {
         print_json(cli_spec_json(c));
-    else
+    } else {
         cli_print_help(c, stdout);
+        if (topic) /* the concept after the command's usage */
+            printf("\n%s", topic->text);
+    }
     return EXIT_OK;
 }

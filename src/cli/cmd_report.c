@@ -28,7 +28,7 @@
 
 int cmd_report(int argc, char **argv, struct cli_ctx *ctx);
 static int report_run(int argc, char **argv, struct cli_ctx *ctx);
-extern const struct cli_spec cmd_report_runs_spec, cmd_report_calls_spec;
+extern const struct cli_spec cmd_report_runs_spec, cmd_report_calls_spec, cmd_report_usage_spec;
 
 struct report_args {
     bool json;
@@ -60,10 +60,12 @@ const struct cli_spec cmd_report_spec = {
                    "execution from the call audit: its outcome, duration, output size and code "
                    "digest, and its inner calls (server, tool, outcome, duration); an id no "
                    "audit row names exits 1. `report run <id>` is the same command; `report "
-                   "runs` is `runs` and `report calls` is `audit --calls`.",
+                   "runs` is `runs` and `report calls` is `audit --calls`; `report usage` sets "
+                   "each server's and "
+                   "skill's recorded use beside its up-front context cost.",
     .options = report_options,
     .subs = (const struct cli_spec *const[]){&report_run_spec, &cmd_report_runs_spec,
-                                             &cmd_report_calls_spec, NULL},
+                                             &cmd_report_calls_spec, &cmd_report_usage_spec, NULL},
     .examples = CLI_LINES("agentstack runs", "agentstack report <run-id> --json"),
     .see_also = "runs run kill",
     .aliases = CLI_LINES("report run <run-id>"),

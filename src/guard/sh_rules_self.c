@@ -137,7 +137,7 @@ static const char *const as_safe[] = {
     "demo-server", "lib",          "add",      "upgrade",  "remove",   "up",          "adopt",
     "init",        "verify",       "self",     "kill",     "run",      "explain",     "why",
     "toolset",     "lease",        "adapters", "settings", "delivery", "completions", "unrender",
-    NULL};
+    "export",      "import",       NULL};
 
 void sh_rule_agentstack(struct sh_j *j, struct sh_cmd *c, size_t p)
 {

@@ -13,6 +13,7 @@
 #include "base/proc.h"
 #include "base/xalloc.h"
 #include "bundle/git.h"
+#include "bundle/git_run.h"
 
 extern char **environ;
 
@@ -24,25 +25,6 @@ static const char *const pass_env[] = {
     "http_proxy",    "https_proxy",   "no_proxy",
     "ALL_PROXY",     "all_proxy",     "GIT_ALLOW_PROTOCOL",
 };
-
-static long timeout_ms(void)
-{
-    const char *s = getenv("AGENTSTACK_GIT_TIMEOUT_MS");
-    if (s && *s) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (!*end && v > 0)
-            return v;
-    }
-    return LIB_GIT_DEFAULT_TIMEOUT_MS;
-}
-
-static long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void build_env(strvec *env, bool global_config, const char *name, const char *email)
 {
@@ -78,28 +60,8 @@ static void build_env(strvec *env, bool global_config, const char *name, const c
     }
 }
 
-/* Reads one pipe chunk into sb; -1 on overflow. */
-static int drain(int *fd, strbuf *sb, size_t *total)
-{
-    char buf[16384];
-    ssize_t r = read(*fd, buf, sizeof buf);
-    if (r < 0 && (errno == EINTR || errno == EAGAIN))
-        return 0;
-    if (r <= 0) {
-        close(*fd);
-        *fd = -1;
-        return 0;
-    }
-    *total += (size_t)r;
-    if (*total > LIB_GIT_MAX_STREAM)
-        return -1;
-    if (sb)
-        sb_add(sb, buf, (size_t)r);
-    return 0;
-}
-
 static int run(const char *cwd, const char *const *args, strbuf *out, strbuf *errout,
-               bool global_config, struct as_err *err);
+               bool global_config, bool progress, struct as_err *err);
 
 /* The user's identity for library commits, read once from their own
  * global config (a read-only `git config --get`); "agentstack" otherwise. */
@@ -112,14 +74,14 @@ static void identity(char **name, char **email)
         strbuf o = SB_INIT;
         struct as_err err = AS_ERR_INIT;
         const char *a1[] = {"config", "--global", "--get", "user.name", NULL};
-        if (run(NULL, a1, &o, NULL, true, &err) == 0) {
+        if (run(NULL, a1, &o, NULL, true, false, &err) == 0) {
             sb_rtrim(&o);
             if (o.len)
                 n = xstrdup(o.buf);
         }
         sb_reset(&o);
         const char *a2[] = {"config", "--global", "--get", "user.email", NULL};
-        if (run(NULL, a2, &o, NULL, true, &err) == 0) {
+        if (run(NULL, a2, &o, NULL, true, false, &err) == 0) {
             sb_rtrim(&o);
             if (o.len)
                 e = xstrdup(o.buf);
@@ -135,7 +97,7 @@ static void identity(char **name, char **email)
 }
 
 static int run(const char *cwd, const char *const *args, strbuf *out, strbuf *errout,
-               bool global_config, struct as_err *err)
+               bool global_config, bool progress, struct as_err *err)
 {
     strvec argv = STRVEC_INIT, env = STRVEC_INIT;
     strvec_push(&argv, "git");
@@ -147,91 +109,20 @@ static int run(const char *cwd, const char *const *args, strbuf *out, strbuf *er
         identity(&name, &email);
     build_env(&env, global_config, name, email);
 
-    struct proc p;
-    proc_init(&p, (const char *const *)argv.v);
-    p.envp = (const char *const *)env.v;
-    p.cwd = cwd;
-    p.in = PROC_NULL;
-    p.out = PROC_PIPE;
-    p.err = PROC_PIPE;
-    p.new_pgroup = 1;
-    int rc = -1;
-    if (proc_start(&p, err) < 0) {
-        if (strstr(err->msg, "command not found"))
-            as_err_hint(err, "install git (apt-get install git) — the library and packs use it");
-        goto out;
-    }
-    long deadline = now_ms() + timeout_ms();
-    size_t tout = 0, terr = 0;
-    bool overflow = false, timed_out = false;
-    while (p.from_child >= 0 || p.err_from_child >= 0) {
-        struct pollfd pf[2];
-        int n = 0;
-        if (p.from_child >= 0)
-            pf[n++] = (struct pollfd){.fd = p.from_child, .events = POLLIN};
-        if (p.err_from_child >= 0)
-            pf[n++] = (struct pollfd){.fd = p.err_from_child, .events = POLLIN};
-        long left = deadline - now_ms();
-        if (left <= 0) {
-            timed_out = true;
-            break;
-        }
-        int pr = poll(pf, (nfds_t)n, (int)(left > 1000 ? 1000 : left));
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr < 0)
-            break;
-        for (int i = 0; i < n; i++) {
-            if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
-                continue;
-            if (pf[i].fd == p.from_child) {
-                if (drain(&p.from_child, out, &tout) < 0)
-                    overflow = true;
-            } else if (drain(&p.err_from_child, errout, &terr) < 0) {
-                overflow = true;
-            }
-        }
-        if (overflow)
-            break;
-    }
-    if (timed_out || overflow) {
-        proc_close_pipes(&p);
-        proc_terminate(&p, 500);
-        if (timed_out) {
-            as_err_set(err, "git %s timed out after %ld ms and was stopped", args[0], timeout_ms());
-            as_err_hint(err, "check the network and the URL, or raise AGENTSTACK_GIT_TIMEOUT_MS");
-        } else {
-            as_err_set(err, "git %s produced more than %zu bytes of output and was stopped",
-                       args[0], LIB_GIT_MAX_STREAM);
-        }
-        goto out;
-    }
-    proc_close_pipes(&p);
-    /* The streams closed; the process may still be exiting. Wait under the
-     * same deadline, so one that closed its streams but hangs is stopped. */
-    for (;;) {
-        int st;
-        pid_t w = waitpid(p.pid, &st, WNOHANG);
-        if (w == p.pid) {
-            rc = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
-            break;
-        }
-        if (w < 0 && errno != EINTR) {
-            as_err_set(err, "git %s: could not collect its exit status", args[0]);
-            break;
-        }
-        if (now_ms() >= deadline) {
-            proc_terminate(&p, 500);
-            as_err_set(err, "git %s timed out after %ld ms and was stopped", args[0], timeout_ms());
-            rc = -1;
-            break;
-        }
-        struct timespec step = {0, 5 * 1000000L};
-        nanosleep(&step, NULL);
-    }
-    if (rc >= 0)
-        kill(-p.pid, SIGKILL); /* nothing of the group outlives the call */
-out:
+    /* The deadline, the group and the stream caps: bundle/git_run.h. */
+    struct git_run r = {
+        .argv = (const char *const *)argv.v,
+        .envp = (const char *const *)env.v,
+        .cwd = cwd,
+        .out = out,
+        .errout = errout,
+        .max_stream = LIB_GIT_MAX_STREAM,
+        .progress = progress,
+        .verb = args[0],
+    };
+    int rc = git_run_bounded(&r, err);
+    if (rc < 0 && strstr(err->msg, "command not found"))
+        as_err_hint(err, "install git (apt-get install git) — the library and packs use it");
     strvec_clear(&argv);
     strvec_clear(&env);
     return rc;
@@ -240,7 +131,24 @@ out:
 int lib_git(const char *cwd, const char *const *args, strbuf *out, strbuf *errout,
             struct as_err *err)
 {
-    return run(cwd, args, out, errout, false, err);
+    return run(cwd, args, out, errout, false, false, err);
+}
+
+int lib_git_net(const char *cwd, const char *const *args, strbuf *out, strbuf *errout,
+                struct as_err *err)
+{
+    if (!git_progress_wanted())
+        return run(cwd, args, out, errout, false, false, err);
+    /* the same call with its -q turned into --progress, shown as it comes */
+    size_t n = 0;
+    while (args[n])
+        n++;
+    const char **v = xcalloc(n + 1, sizeof *v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = !strcmp(args[i], "-q") || !strcmp(args[i], "--quiet") ? "--progress" : args[i];
+    int rc = run(cwd, v, out, errout, false, true, err);
+    free(v);
+    return rc;
 }
 
 void lib_git_last_line(const char *text, strbuf *out)

@@ -24,8 +24,11 @@
  *  - `ext::` and `fd::` URLs, and URLs starting with '-', are refused before
  *    anything is spawned; `http://` is refused for ingestion.
  *  - A deadline (AGENTSTACK_GIT_TIMEOUT_MS, default 300000 ms): past it the
- *    whole group is killed and the call fails "timed out". Each output
- *    stream is capped at 8 MiB (the group is killed past it).
+ *    whole group is killed and the call fails "timed out" (bundle/git_run.h,
+ *    shared with the skill fetches). Each output stream is capped at 8 MiB
+ *    (the group is killed past it).
+ *  - Clones and fetches go through lib_git_net: progress on a terminal
+ *    without -q, nothing otherwise.
  */
 #ifndef AS_LIBRARY_GIT_H
 #define AS_LIBRARY_GIT_H
@@ -37,7 +40,6 @@
 #include "base/strbuf.h"
 #include "base/vec.h"
 
-#define LIB_GIT_DEFAULT_TIMEOUT_MS 300000
 #define LIB_GIT_MAX_STREAM ((size_t)8 << 20)
 #define LIB_GIT_UPLOAD_PACK "--upload-pack=git-upload-pack"
 #define LIB_GIT_RECEIVE_PACK "--receive-pack=git-receive-pack"
@@ -48,6 +50,12 @@
  * status is not an error here: callers classify it. */
 int lib_git(const char *cwd, const char *const *args, strbuf *out, strbuf *errout,
             struct as_err *err);
+
+/* lib_git for a clone or fetch that passes "-q": when stderr is a terminal
+ * and -q/--quiet is off (git_progress_wanted), the -q becomes --progress
+ * and git's progress is shown, sanitized, as it comes (bundle/git_run.h). */
+int lib_git_net(const char *cwd, const char *const *args, strbuf *out, strbuf *errout,
+                struct as_err *err);
 
 /* Checks a URL or path before any git call. ingest = pack/skill fetches
  * (http:// refused there). */

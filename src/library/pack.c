@@ -621,7 +621,7 @@ int lib_pack_fetch(const char *home, const struct lib_pack_ref *ref, const char 
         tmp = xasprintf("%s.tmp-%s", dir.buf, rnd);
         const char *args[] = {"clone", "-q", "--no-checkout", LIB_GIT_UPLOAD_PACK, "--", ref->url,
                               tmp,     NULL};
-        int st = lib_git(NULL, args, NULL, &e, err);
+        int st = lib_git_net(NULL, args, NULL, &e, err);
         if (st != 0) {
             struct as_err e2 = AS_ERR_INIT;
             fs_rmtree(tmp, &e2);
@@ -640,7 +640,7 @@ int lib_pack_fetch(const char *home, const struct lib_pack_ref *ref, const char 
             goto out;
         const char *fetch[] = {"fetch",  "-q", LIB_GIT_UPLOAD_PACK, "--tags", "--force", "--prune",
                                "origin", NULL};
-        int st = lib_git(dir.buf, fetch, NULL, &e, err);
+        int st = lib_git_net(dir.buf, fetch, NULL, &e, err);
         if (st != 0) {
             git_fail(st, "fetch", ref->url, &e, err);
             goto out;

@@ -712,7 +712,7 @@ int lib_sync_init_folder(const char *path, const char *remote, bool allow_secret
             return -1;
         strbuf e = SB_INIT;
         const char *args[] = {"clone", "-q", LIB_GIT_UPLOAD_PACK, "--", remote, path, NULL};
-        int st = lib_git(NULL, args, NULL, &e, err);
+        int st = lib_git_net(NULL, args, NULL, &e, err);
         if (st != 0) {
             if (st > 0) {
                 strbuf last = SB_INIT;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base64.h"
 #include "base/hex.h"
 #include "base/sha256.h"
 #include "base/xalloc.h"
@@ -304,30 +305,13 @@ int sbx_head_auth_ok(const char *head, size_t len, const char *expected)
     return ok;
 }
 
-/* Standard base64 with padding (RFC 4648 section 4), as the Basic scheme wants. */
-static void base64_add(const unsigned char *p, size_t n, strbuf *out)
-{
-    static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned)p[i] << 16;
-        if (i + 1 < n)
-            v |= (unsigned)p[i + 1] << 8;
-        if (i + 2 < n)
-            v |= p[i + 2];
-        sb_addc(out, a[v >> 18 & 63]);
-        sb_addc(out, a[v >> 12 & 63]);
-        sb_addc(out, i + 1 < n ? a[v >> 6 & 63] : '=');
-        sb_addc(out, i + 2 < n ? a[v & 63] : '=');
-    }
-}
-
 void sbx_basic_auth_value(const char *token, strbuf *out)
 {
     strbuf raw = SB_INIT;
     sb_addf(&raw, "agentstack:%s", token);
     sb_reset(out);
     sb_adds(out, "Basic ");
-    base64_add((const unsigned char *)raw.buf, raw.len, out);
+    base64_encode(raw.buf, raw.len, out);
     sb_release_secure(&raw);
 }
 

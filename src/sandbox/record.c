@@ -15,6 +15,7 @@
 #include "base/fs.h"
 #include "base/term.h"
 #include "base/xalloc.h"
+#include "sandbox/report_egress.h"
 
 #define EVENTS_MAX ((size_t)64 << 20) /* a report reads at most this much of a log */
 
@@ -375,58 +376,16 @@ void sbx_report_render(const char *run_id, const char *posture, const json_t *ev
             sb_adds(out, " (read-write)");
         sb_addc(out, '\n');
     }
-    /* Egress, one line per distinct decision (allowed or not, server, host,
-     * port, rule) in the order first seen, with "×N" when it repeated: 40
+    /* Egress by host, with the timeline (sandbox/report_egress.h): 40
      * blocked requests to one host are one line, not 40. */
-    size_t i, n_egress = 0;
+    json_t *egress = sbx_egress_summary(events);
+    if (egress)
+        sbx_egress_render(egress, out);
+    else if (!hstart)
+        sb_addf(out, "  %-9s (no egress recorded)\n", "Egress");
+    json_decref(egress);
+    size_t i;
     const json_t *e;
-    strvec lines = STRVEC_INIT;
-    VEC(size_t) counts = VEC_INIT;
-    json_t *seen = json_object();
-    json_array_foreach(events, i, e)
-    {
-        if (strcmp(jstr(e, "event"), "egress") != 0)
-            continue;
-        n_egress++;
-        int allowed = json_is_true(json_object_get(e, "allowed"));
-        long long port = json_integer_value(json_object_get(e, "port"));
-        int dflt = (port == 443 && strcmp(jstr(e, "via"), "http") != 0) ||
-                   (port == 80 && strcmp(jstr(e, "via"), "http") == 0);
-        strbuf line = SB_INIT;
-        sb_addf(&line, "    %s ", allowed ? "✓" : "✗");
-        add_clean(&line, jstr(e, "server"));
-        sb_adds(&line, " → ");
-        add_clean(&line, jstr(e, "host"));
-        if (port > 0 && !dflt)
-            sb_addf(&line, ":%lld", port);
-        if (!allowed) {
-            sb_adds(&line, "  ");
-            const char *s = jstr(e, "short");
-            add_clean(&line, s[0] ? s : jstr(e, "rule"));
-        }
-        json_t *at = json_object_get(seen, line.buf); /* hashed: linear in the log */
-        size_t k = at ? (size_t)json_integer_value(at) : lines.n;
-        if (!at) {
-            json_object_set_new(seen, line.buf, json_integer((json_int_t)k));
-            strvec_push(&lines, line.buf);
-            vec_push(&counts, (size_t)0);
-        }
-        counts.v[k]++;
-        sb_release(&line);
-    }
-    if (n_egress)
-        sb_adds(out, "  Egress\n");
-    for (size_t k = 0; k < lines.n; k++) {
-        sb_adds(out, lines.v[k]);
-        if (counts.v[k] > 1)
-            sb_addf(out, "  ×%zu", counts.v[k]);
-        sb_addc(out, '\n');
-    }
-    strvec_clear(&lines);
-    vec_free(&counts);
-    json_decref(seen);
-    if (!n_egress && !hstart)
-        sb_adds(out, "  Egress\n    (no egress recorded)\n");
     size_t ncalls = 0;
     long long call_ms = 0;
     json_array_foreach(calls, i, e)
@@ -516,6 +475,8 @@ json_t *sbx_report_json(const char *run_id, const char *posture, json_t *events,
             json_array_append(rest, c);
     }
     json_object_set_new(o, "calls", rest);
+    json_t *egress = sbx_egress_summary(events);
+    json_object_set_new(o, "egress", egress ? egress : json_null());
     return o;
 }
 

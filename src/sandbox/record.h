@@ -61,7 +61,8 @@ json_t *sbx_calls_tagged(const char *home, const char *key, const char *value);
  * "Host run <cli> · HOST". */
 void sbx_report_render(const char *run_id, const char *posture, const json_t *events,
                        const json_t *calls, strbuf *out);
-/* {"run", "posture", "events", "calls"} (calls minus those already in events). */
+/* {"run", "posture", "events", "calls", "egress"} (calls minus those already
+ * in events; egress: sbx_egress_summary, null without egress). */
 json_t *sbx_report_json(const char *run_id, const char *posture, json_t *events, json_t *calls);
 
 /* Every run under runs/ (sandboxed and host runs), newest first: [{id,

@@ -5,6 +5,7 @@ AGENTSTACK_HOME, never the user's, and only loopback addresses.
 """
 import hashlib
 import hmac
+import json
 import os
 import shutil
 import subprocess
@@ -70,6 +71,28 @@ def _rows(path):
         return 0, "", ""
     return (len(lines), hashlib.sha256(lines[0]).hexdigest(),
             hashlib.sha256(lines[-1]).hexdigest())
+
+
+def append_chain(path, rows):
+    """Appends rows to a chained audit log the way docs/audit.md specifies
+    (each row's "prev" is the sha256 of the line before it, the first one
+    64 zeros), then seals the anchor: an independent writer, so the binary's
+    readers are checked against the documentation, not against themselves."""
+    prev = "0" * 64
+    if os.path.exists(path):
+        with open(path, "rb") as f:
+            lines = [l for l in f.read().split(b"\n") if l]
+        if lines:
+            prev = hashlib.sha256(lines[-1]).hexdigest()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "ab") as f:
+        for r in rows:
+            r = dict(r)
+            r["prev"] = prev
+            line = json.dumps(r, separators=(",", ":"), ensure_ascii=False).encode()
+            f.write(line + b"\n")
+            prev = hashlib.sha256(line).hexdigest()
+    write_anchor(os.path.dirname(os.path.dirname(path)), path)
 
 
 def write_anchor(home, log, since=0):

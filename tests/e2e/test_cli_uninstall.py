@@ -17,8 +17,12 @@ import apply_helpers as H  # noqa: E402
 
 # One server, skill and instruction rendered by the project, one server by the
 # machine manifest (apply_helpers.py).
-MANIFEST = H.ONE_OF_EACH_MANIFEST
-MACHINE = H.ONE_SERVER_MACHINE
+# Both render locally, so the CLIs hold the rendered servers and the gateway
+# at once (without it, connect takes the rendered entries out: one delivery
+# per server, test_connect_oneway.py) and uninstall has both to take back.
+LOCAL = "\n[delivery]\nrender_locally = true\n"
+MANIFEST = H.ONE_OF_EACH_MANIFEST + LOCAL
+MACHINE = H.ONE_SERVER_MACHINE + LOCAL
 
 
 def snapshot(*roots):

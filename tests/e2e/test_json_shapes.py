@@ -1,4 +1,5 @@
-"""`--json` on apply, lock, install, init, connect and `trust --list`: each
+"""`--json` on apply, lock, install, init, connect, `trust --list` and
+`audit --calls`: each
 command's real output validated against the JSON Schema docs/json.md gives
 for it (a small validator for the subset the page uses: type, required,
 properties, items, enum). Also: one document on stdout and nothing else,
@@ -61,7 +62,7 @@ def validate(value, schema, path="$"):
 
 
 S = schemas()
-check(set(S) >= {"error", "apply", "lock", "install", "init", "connect", "trust"},
+check(set(S) >= {"error", "apply", "lock", "install", "init", "connect", "trust", "audit"},
       "docs/json.md has a schema for every command", sorted(S))
 
 # the validator itself catches what it claims to (a test that cannot fail
@@ -211,14 +212,35 @@ with Sandbox() as sb:
     # ---- connect
     p = run("connect", "--json")
     d = doc(p, "connect", "connect --json (preview)")
+    # The project's rendered entries leave with the connect (one delivery per
+    # server): their files get rows of their own.
     check(p.returncode == 0 and d.get("write") is False and
-          {c["state"] for c in d.get("clis", [])} == {"would_connect"}, "preview", d)
+          {c["state"] for c in d.get("clis", [])} == {"would_connect", "would_prune"} and
+          all(c["pruned"] for c in d["clis"] if c["state"] == "would_prune"), "preview", d)
     d = doc(run("connect", "--all", "--write", "--json"), "connect", "connect --write --json")
-    check({c["state"] for c in d.get("clis", [])} == {"connected"}, "connected", d)
+    check({c["state"] for c in d.get("clis", [])} == {"connected", "pruned"}, "connected", d)
     d = doc(run("connect", "--json"), "connect", "connect --json again")
     check({c["state"] for c in d.get("clis", [])} == {"already"}, "already connected", d)
     plain = run("connect", "nosuchcli")
     fail_doc(run("connect", "nosuchcli", "--json"), plain.returncode, "connect unknown --json")
     check(plain.returncode == 2, "an unknown CLI is a usage error", plain.stderr)
+
+    # ---- audit --calls: one documented call row, then the table
+    calls = os.path.join(sb.ah, "audit", "calls.jsonl")
+    os.makedirs(os.path.dirname(calls), exist_ok=True)
+    with open(calls, "a") as f:
+        f.write(json.dumps({"ts": 1767225600, "pid": 1, "project": os.path.realpath(sb.project),
+                            "server": "gh", "tool": "search", "args_digest": "a41c09e7b2d3",
+                            "outcome": "ok", "ms": 12}, separators=(",", ":")) + "\n")
+    d = doc(run("audit", "--calls", "--json"), "audit", "audit --calls --json")
+    check([(t["server"], t["tool"], t["calls"], t["p50_ms"]) for t in d.get("table", [])] ==
+          [("gh", "search", 1, 12)], "audit --calls --json: the row in the table", d)
+    d = doc(run("audit", "--calls", "--json", "--tool", "none"), "audit",
+            "audit --calls --json --tool none")
+    check(d.get("table") == [] and d.get("calls") == 0, "a filter that keeps nothing", d)
+    plain = run("audit", "--calls", "--since", "later")
+    fail_doc(run("audit", "--calls", "--since", "later", "--json"), plain.returncode,
+             "audit --calls --since later --json")
+    check(plain.returncode == 2, "a bad --since is a usage error", plain.stderr)
 
 done()

@@ -156,7 +156,7 @@ def main():
         rep = s.run("report", rid)
         check(rep.returncode == 0 and re.search(r"✗ .*blocked\.invalid", rep.stdout),
               "report matches ✗ .*blocked.invalid", rep.stdout)
-        check('✗ shtest → blocked.invalid  denied by rule "!blocked.invalid" (machine policy)'
+        check('✗ shtest → blocked.invalid  1 denied  denied by rule "!blocked.invalid" (machine policy)'
               in rep.stdout, "report prints the documented line", rep.stdout)
         check(f"Posture   {LABEL}" in rep.stdout, "report prints the posture line")
         js = json.loads(s.run("report", rid, "--json").stdout)

@@ -122,13 +122,11 @@ static void test_embed_matches_yaml_files(void **state)
                 found = 1;
                 if (len != adp_builtin_yaml[i].len ||
                     memcmp(text, adp_builtin_yaml[i].text, len) != 0)
-                    fail_msg("%s differs from builtin_yaml.c: run "
-                             "python3 src/adapters/gen_builtin.py",
-                             de->d_name);
+                    fail_msg("%s differs from the embedded copy: rebuild", de->d_name);
             }
         }
         if (!found)
-            fail_msg("%s is not embedded: run python3 src/adapters/gen_builtin.py", de->d_name);
+            fail_msg("%s is not embedded: rebuild", de->d_name);
         free(text);
     }
     closedir(dh);
@@ -168,6 +166,13 @@ static void test_parser_errors_have_positions(void **state)
     expect_err("id: a\ndisplay: A\nconfig:\n  path: ~/a.json\nmcp:\n  location: s\n"
                "  fields:\n    uri: u\n",
                "unknown key 'uri' in mcp.fields (did you mean 'url'?)", 8, 5);
+    /* passthrough would render nothing different: refused, never accepted silently */
+    expect_err("id: a\ndisplay: A\nconfig:\n  path: ~/a.json\nmcp:\n  location: s\n  secret_mode: "
+               "passthrough\n",
+               "passthrough is not supported", 7, 16);
+    expect_err(
+        "id: a\ndisplay: A\nconfig:\n  path: ~/a.json\nmcp:\n  location: s\n  secret_mode: env\n",
+        "must be literal", 7, 16);
     expect_err("id: a\ndisplay: A\nid: b\n", "duplicate key 'id'", 3, 1);
     expect_err("id: a\ndisplay: A\n---\nid: b\n", "more than one YAML document", 0, 0);
     expect_err("", "empty descriptor", 1, 1);

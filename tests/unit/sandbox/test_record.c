@@ -7,6 +7,7 @@
 
 #include "base/strbuf.h"
 #include "sandbox/record.h"
+#include "sandbox/report_egress.h"
 
 static void deny(struct sbx_rec *r, const char *host, int port)
 {
@@ -66,10 +67,11 @@ static void test_record_and_report(void **st)
     assert_non_null(strstr(out.buf, "Run r-0859dcee73\n"
                                     "  Posture   LOCKDOWN / ENFORCED · NO DIRECT ROUTE\n"
                                     "  Sandbox   host   workspace /home/u/proj\n"
-                                    "  Egress\n"
-                                    "    ✗ shtest → blocked.invalid  denied by rule "
+                                    "  Egress    2 requests to 2 hosts · 1 allowed · 1 denied\n"
+                                    "    ✗ shtest → blocked.invalid       1 denied  denied by rule "
                                     "\"!blocked.invalid\" (machine policy)\n"
-                                    "    ✓ shtest → api.example.com:8443\n"
+                                    "    ✓ shtest → api.example.com:8443  1 allowed\n"
+                                    "  Timeline  |█|  1s per mark over 1s · peak 2 requests\n"
                                     "  Wall time 4.2s sandbox\n"
                                     "  Exit      0\n"));
     json_t *js = sbx_report_json("r-0859dcee73", posture, events, calls);
@@ -92,9 +94,9 @@ static void test_record_and_report(void **st)
     tu_rmtree(dir);
 }
 
-/* report groups egress: 40 blocked requests to one host are one line with
- * their count, in the order each decision was first seen; a different port
- * or an allowed request to the same host is a line of its own. */
+/* report groups egress by host: 40 blocked requests to one host are one
+ * line with their count, in the order each host was first seen; another
+ * port of the same host is on its line too. */
 static void test_egress_grouped(void **st)
 {
     (void)st;
@@ -117,15 +119,14 @@ static void test_egress_grouped(void **st)
     assert_int_equal(sbx_report_load(home, "r-00000000aa", &events, &posture, &calls, &err), 0);
     strbuf out = SB_INIT;
     sbx_report_render("r-00000000aa", posture, events, calls, &out);
-    assert_non_null(strstr(out.buf, "  Egress\n"
-                                    "    ✗ shtest → blocked.invalid  denied by rule "
-                                    "\"!blocked.invalid\" (machine policy)  ×40\n"
-                                    "    ✓ shtest → api.example.com  ×4\n"
-                                    "    ✗ shtest → blocked.invalid:8443  denied by rule "
-                                    "\"!blocked.invalid\" (machine policy)\n"));
-    /* one line each, not one per request */
+    assert_non_null(strstr(out.buf, "  Egress    45 requests to 2 hosts · 4 allowed · 41 denied\n"
+                                    "    ✗ shtest → blocked.invalid:443,8443  41 denied  denied by "
+                                    "rule \"!blocked.invalid\" (machine policy)\n"
+                                    "    ✓ shtest → api.example.com           4 allowed\n"
+                                    "  Timeline  |"));
+    /* one line for the host, not one per request */
     size_t n = 0;
-    for (const char *p = out.buf; (p = strstr(p, "blocked.invalid  ")); p++)
+    for (const char *p = out.buf; (p = strstr(p, "→ blocked.invalid")); p++)
         n++;
     assert_int_equal(n, 1);
     sb_release(&out);
@@ -134,6 +135,77 @@ static void test_egress_grouped(void **st)
     free(posture);
     sbx_rec_close(&r);
     tu_rmtree(dir);
+}
+
+static json_t *egress_at(long long ts, const char *server, const char *host, int port, int allowed,
+                         const char *why)
+{
+    json_t *e = json_pack("{s:s,s:I,s:s,s:s,s:i,s:b}", "event", "egress", "ts", (json_int_t)ts,
+                          "server", server, "host", host, "port", port, "allowed", allowed);
+    if (why)
+        json_object_set_new(e, "short", json_string(why));
+    return e;
+}
+
+/* The timeline: requests per bucket from the run's start, one line; hosts
+ * asked by two servers name both; distinct rules are counted. */
+static void test_timeline(void **st)
+{
+    (void)st;
+    const long long t0 = 1767225600;
+    json_t *ev = json_array();
+    json_array_append_new(ev,
+                          json_pack("{s:s,s:I}", "event", "sandbox_started", "ts", (json_int_t)t0));
+    /* minute 0: 1 allowed; minute 1: 8 denied; minute 3: 4 denied (other rule) */
+    json_array_append_new(ev, egress_at(t0 + 5, "claude", "api.example.com", 443, 1, NULL));
+    for (int i = 0; i < 8; i++)
+        json_array_append_new(ev, egress_at(t0 + 70 + i, "claude", "evil.test", 443, 0, "rule A"));
+    for (int i = 0; i < 4; i++)
+        json_array_append_new(ev, egress_at(t0 + 200, "codex", "evil.test", 443, 0, "rule B"));
+    json_array_append_new(ev, json_pack("{s:s,s:I,s:i,s:i}", "event", "sandbox_exited", "ts",
+                                        (json_int_t)(t0 + 600), "code", 0, "duration_ms", 600000));
+    json_t *s = sbx_egress_summary(ev);
+    assert_non_null(s);
+    strbuf out = SB_INIT;
+    sbx_egress_render(s, &out);
+    /* 200 s of traffic: 10 s marks (the smallest with at most 40 of them) */
+    assert_string_equal(out.buf, "  Egress    13 requests to 2 hosts · 1 allowed · 12 denied\n"
+                                 "    ✓ claude → api.example.com   1 allowed\n"
+                                 "    ✗ claude, codex → evil.test  12 denied  rule A "
+                                 "(+1 other rule)\n"
+                                 "  Timeline  |▁      █            ▄|  10s per mark over 3m30s · "
+                                 "peak 8 requests\n");
+    json_t *t = json_object_get(s, "timeline");
+    assert_int_equal(json_integer_value(json_object_get(t, "start")), t0);
+    assert_int_equal(json_integer_value(json_object_get(t, "bucket_s")), 10);
+    assert_int_equal(json_array_size(json_object_get(t, "requests")), 21);
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(t, "denied"), 20)), 4);
+    json_t *h = json_array_get(json_object_get(s, "hosts"), 1);
+    assert_int_equal(json_array_size(json_object_get(h, "rules")), 2);
+    json_decref(s);
+    sb_release(&out);
+
+    /* a long run: marks of whole hours, never more than SBX_TIMELINE_MARKS */
+    json_array_append_new(ev, egress_at(t0 + 3 * 86400, "claude", "late.test", 443, 1, NULL));
+    s = sbx_egress_summary(ev);
+    t = json_object_get(s, "timeline");
+    assert_int_equal(json_integer_value(json_object_get(t, "bucket_s")), 7200);
+    assert_true(json_array_size(json_object_get(t, "requests")) <= SBX_TIMELINE_MARKS);
+    json_decref(s);
+    /* hostile times (negative, huge) neither crash nor overflow the buckets */
+    json_array_append_new(ev, egress_at(-5, "claude", "x.test", 443, 0, NULL));
+    json_array_append_new(ev, egress_at(9000000000000000000LL, "claude", "x.test", 443, 0, NULL));
+    s = sbx_egress_summary(ev);
+    t = json_object_get(s, "timeline");
+    assert_true(json_array_size(json_object_get(t, "requests")) <= SBX_TIMELINE_MARKS + 1);
+    sbx_egress_render(s, &out);
+    sb_release(&out);
+    json_decref(s);
+    /* no egress: no summary */
+    json_t *none = json_array();
+    assert_null(sbx_egress_summary(none));
+    json_decref(none);
+    json_decref(ev);
 }
 
 static void test_hostile_log(void **st)
@@ -186,6 +258,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_record_and_report),
         cmocka_unit_test(test_egress_grouped),
+        cmocka_unit_test(test_timeline),
         cmocka_unit_test(test_hostile_log),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
