@@ -5,6 +5,7 @@
 
 #include "adapters/render.h"
 #include "base/xalloc.h"
+#include "secrets/secrets.h"
 
 int adp_resolve_env(void *ctx, const char *name, const char *server, strbuf *out,
                     struct as_err *err)
@@ -33,23 +34,11 @@ void adp_secrets_free(adp_secrets *s)
 
 void adp_secrets_mask(const adp_secrets *s, const char *text, size_t len, strbuf *out)
 {
-    size_t i = 0;
-    while (i < len) {
-        size_t best = 0, bi = 0;
-        for (size_t k = 0; k < s->n; k++) {
-            size_t vl = strlen(s->v[k].value);
-            if (vl > best && vl <= len - i && memcmp(text + i, s->v[k].value, vl) == 0) {
-                best = vl;
-                bi = k;
-            }
-        }
-        if (best) {
-            sb_addf(out, "${%s}", s->v[bi].name);
-            i += best;
-        } else {
-            sb_addc(out, text[i++]);
-        }
-    }
+    struct sec_masked *v = xcalloc(s->n + 1, sizeof *v);
+    for (size_t k = 0; k < s->n; k++)
+        v[k] = (struct sec_masked){s->v[k].name, s->v[k].value};
+    sec_mask(v, s->n, text, len, out);
+    free(v);
 }
 
 void adp_rendered_release(struct adp_rendered *r)
@@ -75,18 +64,6 @@ bool adp_name_ok(const struct adp_desc *d, const char *name)
             return false;
     }
     return true;
-}
-
-void adp_sh_quote(const char *w, strbuf *out)
-{
-    sb_addc(out, '\'');
-    for (const char *p = w; *p; p++) {
-        if (*p == '\'')
-            sb_adds(out, "'\\''");
-        else
-            sb_addc(out, *p);
-    }
-    sb_addc(out, '\'');
 }
 
 /* ---- ${NAME} ------------------------------------------------------------- */
@@ -356,16 +333,16 @@ static void command_line(struct rstate *st, const struct adp_desc *d, const stru
         strvec_push(args, "-c");
         strbuf script = SB_INIT;
         sb_adds(&script, "cd ");
-        adp_sh_quote(cwd.buf, &script);
+        sb_add_shquoted(&script, cwd.buf);
         sb_adds(&script, " && exec ");
         strbuf w = SB_INIT;
         resolve(st, s->command, &w);
-        adp_sh_quote(w.buf, &script);
+        sb_add_shquoted(&script, w.buf);
         for (size_t i = 0; i < s->args.n; i++) {
             sb_reset(&w);
             resolve(st, s->args.v[i], &w);
             sb_addc(&script, ' ');
-            adp_sh_quote(w.buf, &script);
+            sb_add_shquoted(&script, w.buf);
         }
         sb_release_secure(&w);
         strvec_push(args, script.buf);

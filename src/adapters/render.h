@@ -47,7 +47,7 @@ struct adp_secret {
 typedef VEC(struct adp_secret) adp_secrets;
 /* Frees and zeroes the values. */
 void adp_secrets_free(adp_secrets *s);
-/* Replaces every resolved value in text by ${NAME}, longest value first. */
+/* Replaces every resolved value in text by ${NAME} (sec_mask, secrets.h). */
 void adp_secrets_mask(const adp_secrets *s, const char *text, size_t len, strbuf *out);
 
 struct adp_render_ctx {
@@ -91,8 +91,5 @@ bool adp_name_ok(const struct adp_desc *d, const char *name);
 /* The ${NAME} references in s (url, command, args, cwd, header and env
  * values, extra strings), first seen order, deduplicated. */
 void adp_server_refs(const struct mf_server *s, strvec *out);
-
-/* Shell-quotes one word as '...' with ' written '\'' (the cwd wrap). */
-void adp_sh_quote(const char *w, strbuf *out);
 
 #endif

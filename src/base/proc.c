@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -21,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fs.h"
+#include "base/strbuf.h"
 #include "base/xalloc.h"
 
 extern char **environ;
@@ -468,4 +471,29 @@ int proc_run_capture(const char *const *argv, const char *const *envp, const cha
     if (status < 0)
         return as_err_errno(err, "%s: wait", argv[0]);
     return status;
+}
+
+long long proc_start_ticks(long long pid)
+{
+    char path[64];
+    if (pid)
+        snprintf(path, sizeof path, "/proc/%lld/stat", pid);
+    else
+        snprintf(path, sizeof path, "/proc/self/stat");
+    strbuf b = SB_INIT;
+    struct as_err err = AS_ERR_INIT;
+    long long v = -1;
+    if (fs_read_file(path, 4096, 1, &b, &err) == 0) {
+        /* after the command name's closing parenthesis, which may itself
+         * hold spaces and parentheses */
+        const char *p = strrchr(b.buf, ')');
+        int field = 2;
+        for (; p && *p && field < 22; p++)
+            if (*p == ' ')
+                field++;
+        if (p && field == 22)
+            v = strtoll(p, NULL, 10);
+    }
+    sb_release(&b);
+    return v;
 }

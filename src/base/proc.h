@@ -67,4 +67,9 @@ int proc_which(const char *name, const char *path_env, strbuf *out);
  * Async-signal-safe: callable after fork/vfork/CLONE_VM. */
 void proc_default_signals(void);
 
+/* The start time of process pid (0: this process) in clock ticks since
+ * boot, field 22 of /proc/<pid>/stat: with the pid, it names one process
+ * even after the pid is reused. -1 when it cannot be read. */
+long long proc_start_ticks(long long pid);
+
 #endif

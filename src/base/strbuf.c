@@ -1,6 +1,7 @@
 /* strbuf — see strbuf.h. */
 #include "base/strbuf.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,4 +146,28 @@ void sb_rtrim(strbuf *sb)
         sb->len--;
     if (sb->alloc)
         sb->buf[sb->len] = '\0';
+}
+
+void sb_add_shquoted(strbuf *sb, const char *s)
+{
+    sb_addc(sb, '\'');
+    for (; *s; s++) {
+        if (*s == '\'')
+            sb_adds(sb, "'\\''");
+        else
+            sb_addc(sb, *s);
+    }
+    sb_addc(sb, '\'');
+}
+
+void sb_add_shword(strbuf *sb, const char *s)
+{
+    bool plain = s[0] != '\0';
+    for (const char *p = s; *p && plain; p++)
+        plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                strchr("-_./=:,+@%", *p);
+    if (plain)
+        sb_adds(sb, s);
+    else
+        sb_add_shquoted(sb, s);
 }

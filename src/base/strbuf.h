@@ -45,4 +45,11 @@ char *sb_detach(strbuf *sb, size_t *len);
 /* Removes trailing ASCII whitespace. */
 void sb_rtrim(strbuf *sb);
 
+/* Appends s as one POSIX shell word in single quotes, each ' written '\''. */
+void sb_add_shquoted(strbuf *sb, const char *s);
+/* Appends s as one shell word: as it is when it is not empty and holds only
+ * ASCII letters, digits and -_./=:,+@%, else as sb_add_shquoted. The one
+ * rule for every command line shown to a user or written into a file. */
+void sb_add_shword(strbuf *sb, const char *s);
+
 #endif

@@ -113,16 +113,27 @@ static void build_env(strvec *env, const char *index_file)
         strvec_pushf(env, "GIT_INDEX_FILE=%s", index_file);
 }
 
-/* The hardening every invocation carries, ahead of the subcommand. */
+/* The hardening every git invocation carries, this module's and the
+ * library's (library/git.c), ahead of the subcommand: the union of what
+ * each once carried, the strictest of both. */
 static const char *const git_config[] = {
     "-c", "core.hooksPath=/dev/null",   "-c", "core.fsmonitor=false",
     "-c", "core.autocrlf=false",        "-c", "protocol.allow=never",
     "-c", "protocol.file.allow=always", "-c", "protocol.https.allow=always",
-    "-c", "protocol.ssh.allow=always",  "-c", "submodule.recurse=false",
-    "-c", "transfer.fsckObjects=true",  "-c", "init.defaultBranch=main",
+    "-c", "protocol.ssh.allow=always",  "-c", "protocol.ext.allow=never",
+    "-c", "protocol.fd.allow=never",    "-c", "submodule.recurse=false",
+    "-c", "transfer.fsckObjects=true",  "-c", "filter.lfs.smudge=",
+    "-c", "filter.lfs.process=",        "-c", "filter.lfs.required=false",
+    "-c", "credential.helper=",         "-c", "init.defaultBranch=main",
     "-c", "advice.detachedHead=false",  "-c", "http.lowSpeedLimit=1000",
     "-c", "http.lowSpeedTime=60",
 };
+
+void git_harden_argv(strvec *argv)
+{
+    for (size_t i = 0; i < sizeof git_config / sizeof *git_config; i++)
+        strvec_push(argv, git_config[i]);
+}
 
 /* One printable line of git's stderr for a message. */
 static void last_words(const strbuf *e, strbuf *out)
@@ -158,8 +169,7 @@ static int run_git_in(const char *git_dir, const char *work_tree, const char *in
 {
     strvec argv = STRVEC_INIT, env = STRVEC_INIT;
     strvec_push(&argv, "git");
-    for (size_t i = 0; i < sizeof git_config / sizeof *git_config; i++)
-        strvec_push(&argv, git_config[i]);
+    git_harden_argv(&argv);
     if (git_dir)
         strvec_pushf(&argv, "--git-dir=%s", git_dir);
     if (work_tree)

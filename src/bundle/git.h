@@ -34,6 +34,15 @@
 
 #include "base/err.h"
 #include "base/strbuf.h"
+#include "base/vec.h"
+
+/* Appends the -c options every git invocation carries ahead of its
+ * subcommand, here and in library/git.c: hooks, fsmonitor, filters and
+ * credential helpers off; only the file, https and ssh transports;
+ * fetched objects fsck'd; no recursion into submodules; a stalled
+ * transfer (under 1000 B/s for 60 s) aborted. One list, so both runners
+ * refuse the same things. */
+void git_harden_argv(strvec *argv);
 
 /* The slug of a git URL: every byte outside [A-Za-z0-9] becomes '-'. */
 void git_slug(const char *url, strbuf *out);

@@ -414,6 +414,10 @@ size_t manifest_validate(const struct manifest *m, const struct manifest_env *en
 bool manifest_header_name_ok(const char *name);
 const char *manifest_header_value_bad(const char *value);
 
+/* A toolset name as `toolset create`, `session` and the gateway's lease
+ * accept it: 1 to 64 of [A-Za-z0-9_.-]. */
+bool manifest_toolset_name_ok(const char *s);
+
 /* Where a declared skill, instruction or variant path leads: joined to the
  * manifest dir and, for a repository's manifest (MANIFEST_PROJECT), held
  * inside the project root after symlinks by the one containment check

@@ -31,6 +31,18 @@ int manifest_item_path(const struct manifest *m, const char *declared, const cha
     return fs_contain(m->project_root, m->manifest_dir, declared, 0, out, err);
 }
 
+bool manifest_toolset_name_ok(const char *s)
+{
+    size_t n = 0;
+    for (; s[n]; n++) {
+        char c = s[n];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || c == '.'))
+            return false;
+    }
+    return n >= 1 && n <= 64;
+}
+
 bool manifest_header_name_ok(const char *name)
 {
     if (!name || !*name)

@@ -264,6 +264,157 @@ struct change {
     struct onb_server cur_shape; /* cur, resolved and anchored (for diffs) */
     strvec origins;
 };
+typedef VEC(struct change) changes;
+
+/* Values the manifest already names (resolved through the chain) keep
+ * their names: seeded first, marked reused. */
+static void seed_known(const struct manifest *m, struct sec_chain *chain, onb_lifts *lifts)
+{
+    strvec refs = STRVEC_INIT;
+    ref_manifest_refs(m, &refs);
+    for (size_t i = 0; i < refs.n; i++) {
+        strbuf v = SB_INIT;
+        if (sec_resolve(chain, refs.v[i], &v, NULL) == SEC_FOUND && v.len) {
+            struct onb_lift l = {0};
+            l.name = xstrdup(refs.v[i]);
+            l.value = xstrdup(v.buf);
+            l.reused = true;
+            vec_push(lifts, l);
+        }
+        sb_release_secure(&v);
+    }
+    strvec_clear(&refs);
+}
+
+/* Compare each native entry with the manifest: in sync (counted), the
+ * same change seen from another CLI (merged), or a change; a name changed
+ * differently in two CLIs is a conflict. */
+static size_t classify(const struct manifest *m, struct onb_import *im, changes *ch,
+                       strvec *conflicts)
+{
+    size_t in_sync = 0;
+    for (size_t i = 0; i < im->servers.n; i++) {
+        struct onb_server *s = &im->servers.v[i];
+        const struct mf_server *cur = manifest_server(m, s->name);
+        struct onb_server shape = {0};
+        if (cur) {
+            onb_server_from_manifest(cur, &shape);
+            if (shape.cwd && shape.cwd[0] != '/' && strncmp(shape.cwd, "${", 2) != 0 &&
+                m->project_root) {
+                char *abs = xasprintf("%s/%s", m->project_root, shape.cwd);
+                free(shape.cwd);
+                shape.cwd = abs;
+            }
+            if (onb_server_same(&shape, s)) {
+                in_sync++;
+                onb_server_free(&shape);
+                continue;
+            }
+        }
+        struct change *same = NULL, *other = NULL;
+        for (size_t k = 0; k < ch->n; k++)
+            if (strcmp(ch->v[k].s->name, s->name) == 0) {
+                if (onb_server_same(ch->v[k].s, s))
+                    same = &ch->v[k];
+                else
+                    other = &ch->v[k];
+            }
+        if (same) {
+            strvec_push(&same->origins, s->origins.v[0]);
+            onb_server_free(&shape);
+            continue;
+        }
+        if (other) {
+            if (strvec_find(conflicts, s->name) < 0)
+                strvec_push(conflicts, s->name);
+        }
+        struct change c = {s, cur, shape, STRVEC_INIT};
+        strvec_push(&c.origins, s->origins.v[0]);
+        vec_push(ch, c);
+    }
+    return in_sync;
+}
+
+/* The plan: problems and notes of the import, each server to add or
+ * update, each conflict, and each secret value lifted out. */
+static void print_plan(const struct onb_import *im, const changes *ch, const strvec *conflicts,
+                       const onb_lifts *lifts, size_t seeded, enum onb_dest dest, size_t *n_adopt,
+                       size_t *to_store)
+{
+    for (size_t i = 0; i < im->problems.n; i++)
+        printf("✗ %s\n", im->problems.v[i]);
+    for (size_t i = 0; i < im->notes.n; i++)
+        printf("↳ %s\n", im->notes.v[i]);
+    for (size_t k = 0; k < ch->n; k++) {
+        const struct change *c = &ch->v[k];
+        if (strvec_find(conflicts, c->s->name) >= 0)
+            continue;
+        (*n_adopt)++;
+        printf("%s '%s'  ← ", c->cur ? "~ update" : "+ add", c->s->name);
+        for (size_t i = 0; i < c->origins.n; i++)
+            printf("%s%s", i ? " · " : "", c->origins.v[i]);
+        if (c->cur) {
+            strbuf f = SB_INIT;
+            changed_fields(&c->cur_shape, c->s, &f);
+            printf(" — hand-edited: %s", f.buf);
+            sb_release(&f);
+        }
+        printf("\n");
+        if (!c->cur) {
+            strbuf blk = SB_INIT;
+            struct onb_server tmp = *c->s;
+            strvec none = STRVEC_INIT;
+            tmp.origins = none;
+            onb_server_toml(&tmp, &blk);
+            for (char *line = strtok(blk.buf, "\n"); line; line = strtok(NULL, "\n"))
+                printf("    %s\n", line);
+            sb_release(&blk);
+        }
+    }
+    for (size_t i = 0; i < conflicts->n; i++) {
+        printf("! conflict: '%s' was edited differently in ", conflicts->v[i]);
+        bool first = true;
+        for (size_t k = 0; k < ch->n; k++)
+            if (strcmp(ch->v[k].s->name, conflicts->v[i]) == 0) {
+                printf("%s%s", first ? "" : " and ", ch->v[k].origins.v[0]);
+                first = false;
+            }
+        printf(" — pick one with --target <cli>; nothing adopted for it\n");
+    }
+    for (size_t i = seeded; i < lifts->n; i++) {
+        const struct onb_lift *l = &lifts->v[i];
+        *to_store += !l->reused;
+        printf("🔑 ${%s} ← ", l->name);
+        for (size_t k = 0; k < l->where.n; k++)
+            printf("%s%s", k ? ", " : "", l->where.v[k]);
+        printf(" → %s\n", l->reused ? "already stored with this value" : onb_dest_name(dest));
+    }
+}
+
+/* Each change, edited into the manifest key by key. */
+static int edit_changes(toml_edit *ed, const changes *ch, const strvec *conflicts,
+                        struct as_err *err)
+{
+    for (size_t k = 0; k < ch->n; k++) {
+        const struct change *c = &ch->v[k];
+        if (strvec_find(conflicts, c->s->name) >= 0)
+            continue;
+        int e;
+        if (c->cur) {
+            e = edit_update(ed, &c->cur_shape, c->s, err);
+        } else {
+            const char *path[] = {"servers", c->s->name};
+            toml_value *t = server_table(c->s);
+            e = toml_edit_set_table(ed, path, 2, t, err);
+            toml_free(t);
+        }
+        if (e < 0) {
+            as_err_prefix(err, "cannot edit [servers.%s]", c->s->name);
+            return -1;
+        }
+    }
+    return 0;
+}
 
 int cmd_adopt(int argc, char **argv, struct cli_ctx *ctx)
 {
@@ -280,7 +431,7 @@ int cmd_adopt(int argc, char **argv, struct cli_ctx *ctx)
     onb_lifts lifts = VEC_INIT;
     struct onb_stored stored = {0};
     struct sec_chain *chain = NULL;
-    VEC(struct change) ch = VEC_INIT;
+    changes ch = VEC_INIT;
     strbuf mpath = SB_INIT, text = SB_INIT, disp = SB_INIT;
     strvec conflicts = STRVEC_INIT;
     toml_edit *ed = NULL;
@@ -334,125 +485,18 @@ int cmd_adopt(int argc, char **argv, struct cli_ctx *ctx)
     /* Known values keep their known names. */
     struct sec_chain_opts co = {.project_dotenv = global ? NULL : p.env_file};
     chain = sec_chain_full(&co);
-    strvec refs = STRVEC_INIT;
-    ref_manifest_refs(m, &refs);
-    for (size_t i = 0; i < refs.n; i++) {
-        strbuf v = SB_INIT;
-        if (sec_resolve(chain, refs.v[i], &v, NULL) == SEC_FOUND && v.len) {
-            struct onb_lift l = {0};
-            l.name = xstrdup(refs.v[i]);
-            l.value = xstrdup(v.buf);
-            l.reused = true;
-            vec_push(&lifts, l);
-        }
-        sb_release_secure(&v);
-    }
-    strvec_clear(&refs);
+    seed_known(m, chain, &lifts);
     size_t seeded = lifts.n;
     for (size_t i = 0; i < im.servers.n; i++)
         unresolve(&im.servers.v[i], &lifts);
     onb_lift_secrets(&im, taken_cb, chain, &lifts);
 
     /* Compare each native entry with the manifest. */
-    size_t in_sync = 0;
-    for (size_t i = 0; i < im.servers.n; i++) {
-        struct onb_server *s = &im.servers.v[i];
-        const struct mf_server *cur = manifest_server(m, s->name);
-        struct onb_server shape = {0};
-        if (cur) {
-            onb_server_from_manifest(cur, &shape);
-            if (shape.cwd && shape.cwd[0] != '/' && strncmp(shape.cwd, "${", 2) != 0 &&
-                m->project_root) {
-                char *abs = xasprintf("%s/%s", m->project_root, shape.cwd);
-                free(shape.cwd);
-                shape.cwd = abs;
-            }
-            if (onb_server_same(&shape, s)) {
-                in_sync++;
-                onb_server_free(&shape);
-                continue;
-            }
-        }
-        struct change *same = NULL, *other = NULL;
-        for (size_t k = 0; k < ch.n; k++)
-            if (strcmp(ch.v[k].s->name, s->name) == 0) {
-                if (onb_server_same(ch.v[k].s, s))
-                    same = &ch.v[k];
-                else
-                    other = &ch.v[k];
-            }
-        if (same) {
-            strvec_push(&same->origins, s->origins.v[0]);
-            onb_server_free(&shape);
-            continue;
-        }
-        if (other) {
-            if (strvec_find(&conflicts, s->name) < 0)
-                strvec_push(&conflicts, s->name);
-        }
-        struct change c = {s, cur, shape, STRVEC_INIT};
-        strvec_push(&c.origins, s->origins.v[0]);
-        vec_push(&ch, c);
-    }
+    size_t in_sync = classify(m, &im, &ch, &conflicts);
 
-    for (size_t i = 0; i < im.problems.n; i++)
-        printf("✗ %s\n", im.problems.v[i]);
-    for (size_t i = 0; i < im.notes.n; i++)
-        printf("↳ %s\n", im.notes.v[i]);
-    size_t n_adopt = 0;
-    for (size_t k = 0; k < ch.n; k++) {
-        struct change *c = &ch.v[k];
-        if (strvec_find(&conflicts, c->s->name) >= 0)
-            continue;
-        n_adopt++;
-        printf("%s '%s'  ← ", c->cur ? "~ update" : "+ add", c->s->name);
-        for (size_t i = 0; i < c->origins.n; i++)
-            printf("%s%s", i ? " · " : "", c->origins.v[i]);
-        if (c->cur) {
-            strbuf f = SB_INIT;
-            changed_fields(&c->cur_shape, c->s, &f);
-            printf(" — hand-edited: %s", f.buf);
-            sb_release(&f);
-        }
-        printf("\n");
-        if (!c->cur) {
-            strbuf blk = SB_INIT;
-            struct onb_server tmp = *c->s;
-            strvec none = STRVEC_INIT;
-            tmp.origins = none;
-            onb_server_toml(&tmp, &blk);
-            for (char *line = strtok(blk.buf, "\n"); line; line = strtok(NULL, "\n"))
-                printf("    %s\n", line);
-            sb_release(&blk);
-        }
-    }
-    for (size_t i = 0; i < conflicts.n; i++) {
-        printf("! conflict: '%s' was edited differently in ", conflicts.v[i]);
-        bool first = true;
-        for (size_t k = 0; k < ch.n; k++)
-            if (strcmp(ch.v[k].s->name, conflicts.v[i]) == 0) {
-                printf("%s%s", first ? "" : " and ", ch.v[k].origins.v[0]);
-                first = false;
-            }
-        printf(" — pick one with --target <cli>; nothing adopted for it\n");
-    }
-    size_t to_store = 0;
-    for (size_t i = seeded; i < lifts.n; i++) {
-        const struct onb_lift *l = &lifts.v[i];
-        to_store += !l->reused;
-        printf("🔑 ${%s} ← ", l->name);
-        for (size_t k = 0; k < l->where.n; k++)
-            printf("%s%s", k ? ", " : "", l->where.v[k]);
-        printf(" → %s\n", l->reused ? "already stored with this value" : onb_dest_name(a.dest));
-    }
-    {
-        char cwd[4096];
-        size_t cl = getcwd(cwd, sizeof cwd) ? strlen(cwd) : 0;
-        if (cl && strncmp(mpath.buf, cwd, cl) == 0 && mpath.buf[cl] == '/')
-            sb_adds(&disp, mpath.buf + cl + 1);
-        else
-            onb_display_path(mpath.buf, &disp);
-    }
+    size_t n_adopt = 0, to_store = 0;
+    print_plan(&im, &ch, &conflicts, &lifts, seeded, a.dest, &n_adopt, &to_store);
+    onb_display_rel(mpath.buf, &disp);
     if (!n_adopt) {
         printf("✓ nothing to adopt — %zu native entr%s match%s the manifest\n", in_sync,
                in_sync == 1 ? "y" : "ies", in_sync == 1 ? "es" : "");
@@ -478,24 +522,8 @@ int cmd_adopt(int argc, char **argv, struct cli_ctx *ctx)
         goto fail;
     if (!(ed = toml_edit_open(mpath.buf, text.buf, text.len, &err)))
         goto fail;
-    for (size_t k = 0; k < ch.n; k++) {
-        struct change *c = &ch.v[k];
-        if (strvec_find(&conflicts, c->s->name) >= 0)
-            continue;
-        int e;
-        if (c->cur) {
-            e = edit_update(ed, &c->cur_shape, c->s, &err);
-        } else {
-            const char *path[] = {"servers", c->s->name};
-            toml_value *t = server_table(c->s);
-            e = toml_edit_set_table(ed, path, 2, t, &err);
-            toml_free(t);
-        }
-        if (e < 0) {
-            as_err_prefix(&err, "cannot edit [servers.%s]", c->s->name);
-            goto fail;
-        }
-    }
+    if (edit_changes(ed, &ch, &conflicts, &err) < 0)
+        goto fail;
     size_t nlen = 0;
     const char *ntext = toml_edit_text(ed, &nlen);
     struct manifest_source src = {.kind = global ? MANIFEST_MACHINE : MANIFEST_PROJECT,

@@ -209,19 +209,6 @@ static int ask(const char *q, const char *def, char *buf, size_t n)
     return 0;
 }
 
-static void rel_display(const char *path, strbuf *out)
-{
-    char cwd[4096];
-    if (getcwd(cwd, sizeof cwd)) {
-        size_t n = strlen(cwd);
-        if (strncmp(path, cwd, n) == 0 && path[n] == '/') {
-            sb_adds(out, path + n + 1);
-            return;
-        }
-    }
-    onb_display_path(path, out);
-}
-
 /* The project .env is called gitignored only when git says it is (or will
  * be, with the rule init appends and verifies). */
 static const char *dest_label(enum onb_dest d, const struct onb_dotenv_plan *dp)
@@ -333,6 +320,192 @@ static void print_json(const struct init_args *a, const struct onb_import *im,
     cli_json_print_result(doc, rc);
 }
 
+/* Where the manifest goes: the machine manifest for --global, else the
+ * project's, refused when it exists (without --force), sits in a home
+ * directory, or has a destination that is a symlink out of the project. */
+static int locate_target(const struct init_args *a, struct cli_ctx *ctx, struct bundle_paths *p,
+                         strbuf *target, strbuf *home, struct as_err *err)
+{
+    if (a->global) {
+        if (home_path(HOME_MACHINE_MANIFEST, target, err) < 0 || home_dir(home, err) < 0)
+            return -1;
+        if (fs_exists(target->buf) && !a->force) {
+            as_err_set(err, "%s already exists", target->buf);
+            as_err_hint(err, "agentstack adopt --scope global --write imports hand edits into "
+                             "it; init --global --force replaces it");
+            return -1;
+        }
+    } else {
+        char cwd[4096];
+        const char *base = ctx->manifest_dir;
+        if (!base) {
+            if (!getcwd(cwd, sizeof cwd)) {
+                as_err_errno(err, "cannot read the current directory");
+                return -1;
+            }
+            base = cwd;
+        }
+        if (discover_at(base, p, err) < 0)
+            return -1;
+        if (discover_is_machine_home(p->base) || discover_is_machine_home(p->manifest_dir) ||
+            discover_is_home_or_ancestor(p->base)) {
+            as_err_set(err,
+                       "%s is your home directory (or holds the machine home); a project "
+                       "manifest does not belong here",
+                       p->base);
+            as_err_hint(err, "run init inside a project directory, or use agentstack init "
+                             "--global for the machine layer");
+            return -1;
+        }
+        if (p->found && !a->force) {
+            as_err_set(err, "%s already exists", p->manifest);
+            as_err_hint(err, "agentstack adopt imports hand edits into it; init --force "
+                             "replaces it");
+            return -1;
+        }
+        /* Every project destination is checked before anything is written:
+         * a .agentstack, manifest, overlay or lock that is a symlink leading
+         * out of the project refuses here, as lock refuses it. */
+        if (discover_check_layout(p, err) < 0 || outside_symlink(p, err) < 0) {
+            as_err_prefix(err, "refusing to init (nothing was written)");
+            return -1;
+        }
+        sb_adds(target, p->manifest);
+    }
+    return 0;
+}
+
+static void print_detected(const struct onb_import *im)
+{
+    if (im->detected_ids.n) {
+        term_printf("🔍 Detected %zu CLI%s: ", im->detected_ids.n,
+                    im->detected_ids.n == 1 ? "" : "s");
+        for (size_t i = 0; i < im->detected_names.n; i++)
+            term_printf("%s%s", i ? " · " : "", im->detected_names.v[i]);
+        term_printf("\n");
+    } else {
+        term_printf("🔍 No supported CLIs detected on this machine\n");
+    }
+}
+
+/* What the write did: the import (or the starter), and where each lifted
+ * secret value went. */
+static void print_written(const struct onb_import *im, const onb_lifts *lifts, enum onb_dest dest,
+                          const struct onb_dotenv_plan *dp, size_t to_store, bool starter)
+{
+    if (starter) {
+        term_printf("No supported CLIs detected to import — wrote a starter manifest instead.\n");
+    } else {
+        term_printf("📥 Imported %zu MCP server%s", im->servers.n, im->servers.n == 1 ? "" : "s");
+        if (im->skills.n)
+            term_printf(" and %zu skill%s", im->skills.n, im->skills.n == 1 ? "" : "s");
+        term_printf(" from existing configs\n");
+    }
+    if (to_store && dest != ONB_DEST_SKIP) {
+        term_printf("🔑 Stored %zu secret%s in %s:", to_store, to_store == 1 ? "" : "s",
+                    dest_label(dest, dp));
+        for (size_t i = 0; i < lifts->n; i++)
+            if (!lifts->v[i].reused)
+                term_printf(" %s", lifts->v[i].name);
+        term_printf("\n");
+    } else if (to_store) {
+        term_printf("· %zu secret value%s not stored (--secrets skip) — set each before apply:\n",
+                    to_store, to_store == 1 ? " was" : "s were");
+        for (size_t i = 0; i < lifts->n; i++)
+            if (!lifts->v[i].reused)
+                term_printf("    agentstack secret set %s\n", lifts->v[i].name);
+    }
+}
+
+enum { ASK_UNANSWERED = 1, ASK_DECLINED = 2 };
+
+/* The questions a terminal gets before anything is written: where the
+ * secret values go (unless --secrets named it) and whether to write.
+ * 0 to go on, ASK_UNANSWERED or ASK_DECLINED to stop, -1 on an error. */
+static int ask_before_write(struct init_args *a, size_t to_store, const struct bundle_paths *p,
+                            struct onb_dotenv_plan *dp, bool *dp_checked, const char *target,
+                            struct as_err *err)
+{
+    char buf[64];
+    if (to_store && !a->secrets_set) {
+        if (ask("Where should the secret values go? [k]eychain (default), [e]nv "
+                "(.agentstack/.env), [f]ile store, [s]kip: ",
+                "k", buf, sizeof buf) < 0) {
+            term_printf("\nNot written.\n");
+            return ASK_UNANSWERED;
+        }
+        a->dest = buf[0] == 'e'   ? ONB_DEST_ENV
+                  : buf[0] == 'f' ? ONB_DEST_FILE
+                  : buf[0] == 's' ? ONB_DEST_SKIP
+                                  : ONB_DEST_KEYCHAIN;
+        if (a->global && a->dest == ONB_DEST_ENV)
+            a->dest = ONB_DEST_FILE;
+        if (a->dest == ONB_DEST_ENV && !*dp_checked) {
+            *dp_checked = true;
+            if (onb_dotenv_check(p, dp, err) < 0)
+                return -1;
+        }
+    }
+    strbuf disp = SB_INIT;
+    onb_display_rel(target, &disp);
+    char q[4200];
+    snprintf(q, sizeof q, "Write %s? [Y/n] ", disp.buf);
+    sb_release(&disp);
+    if (ask(q, "y", buf, sizeof buf) < 0 || (buf[0] != 'y' && buf[0] != 'Y')) {
+        term_printf("Not written. Re-run with --yes to write.\n");
+        return ASK_DECLINED;
+    }
+    return 0;
+}
+
+/* --dry-run: what --yes would refuse, and what it would write. */
+static void print_dry_run(const struct init_args *a, const char *env_refusal, size_t to_store,
+                          const char *target, bool starter, struct as_err *err)
+{
+    if (env_refusal[0])
+        term_printf("  ✗ %s: --yes would refuse\n", env_refusal);
+    if (to_store && a->dest == ONB_DEST_KEYCHAIN && sec_keychain_probe(err) < 0)
+        term_printf("  ✗ the OS keychain is unreachable (%s): --yes would refuse; pick "
+                    "--secrets env|file|skip\n",
+                    err->msg);
+    as_err_clear(err);
+    strbuf disp = SB_INIT;
+    onb_display_rel(target, &disp);
+    term_printf("Dry run. Nothing written — would write %s%s%s.\n", disp.buf,
+                starter ? " (a starter manifest)" : "",
+                a->connect ? ", then run agentstack connect --all --write" : "");
+    sb_release(&disp);
+}
+
+/* The refusal when the secret values would have nowhere to go. */
+static void refuse_no_keychain(size_t to_store, struct as_err *err)
+{
+    char why[2048];
+    snprintf(why, sizeof why, "%s", err->msg);
+    as_err_set(err,
+               "the OS keychain is unreachable (%s) — %zu secret value%s would have "
+               "nowhere to go; nothing was written",
+               why, to_store, to_store == 1 ? "" : "s");
+    as_err_hint(err, "choose where they go: agentstack init --secrets env (.agentstack/.env, "
+                     "gitignored) | --secrets file ($AGENTSTACK_HOME/secrets.env, 0600) | "
+                     "--secrets skip (set them later with agentstack secret set NAME)");
+}
+
+/* --connect: register the live gateway once the manifest is written. */
+static int connect_gateway(struct cli_ctx *ctx)
+{
+    term_printf("🔌 agentstack connect --all --write\n");
+    fflush(stdout);
+    char *cargv[] = {"connect", "--all", "--write", NULL};
+    if (cmd_connect(3, cargv, ctx) != 0) {
+        fflush(stdout);
+        cli_errorf("the manifest was written, but connecting the gateway failed (see above)"
+                   "; retry with: agentstack connect --all --write");
+        return -1;
+    }
+    return 0;
+}
+
 int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
 {
     struct init_args a = {0};
@@ -366,52 +539,9 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
     }
     cli_quiet_report(ctx, a.json);
 
-    /* Where the manifest goes. */
-    if (a.global) {
-        if (home_path(HOME_MACHINE_MANIFEST, &target, &err) < 0 || home_dir(&home, &err) < 0)
-            goto fail;
-        if (fs_exists(target.buf) && !a.force) {
-            as_err_set(&err, "%s already exists", target.buf);
-            as_err_hint(&err, "agentstack adopt --scope global --write imports hand edits into "
-                              "it; init --global --force replaces it");
-            goto fail;
-        }
-    } else {
-        char cwd[4096];
-        const char *base = ctx->manifest_dir;
-        if (!base) {
-            if (!getcwd(cwd, sizeof cwd)) {
-                as_err_errno(&err, "cannot read the current directory");
-                goto fail;
-            }
-            base = cwd;
-        }
-        if (discover_at(base, &p, &err) < 0)
-            goto fail;
-        if (discover_is_machine_home(p.base) || discover_is_machine_home(p.manifest_dir) ||
-            discover_is_home_or_ancestor(p.base)) {
-            as_err_set(&err,
-                       "%s is your home directory (or holds the machine home); a project "
-                       "manifest does not belong here",
-                       p.base);
-            as_err_hint(&err, "run init inside a project directory, or use agentstack init "
-                              "--global for the machine layer");
-            goto fail;
-        }
-        if (p.found && !a.force) {
-            as_err_set(&err, "%s already exists", p.manifest);
-            as_err_hint(&err, "agentstack adopt imports hand edits into it; init --force "
-                              "replaces it");
-            goto fail;
-        }
-        /* Every project destination is checked before anything is written:
-         * a .agentstack, manifest, overlay or lock that is a symlink leading
-         * out of the project refuses here, as lock refuses it. */
-        if (discover_check_layout(&p, &err) < 0 || outside_symlink(&p, &err) < 0) {
-            as_err_prefix(&err, "refusing to init (nothing was written)");
-            goto fail;
-        }
-        sb_adds(&target, p.manifest);
+    if (locate_target(&a, ctx, &p, &target, &home, &err) < 0)
+        goto fail;
+    if (!a.global) {
         project_root = p.project_root;
         dotenv = p.env_file;
     }
@@ -428,14 +558,7 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
     if (onb_import(&reg, &io, &im, &err) < 0)
         goto fail;
 
-    if (im.detected_ids.n) {
-        term_printf("🔍 Detected %zu CLI%s: ", im.detected_ids.n, im.detected_ids.n == 1 ? "" : "s");
-        for (size_t i = 0; i < im.detected_names.n; i++)
-            term_printf("%s%s", i ? " · " : "", im.detected_names.v[i]);
-        term_printf("\n");
-    } else {
-        term_printf("🔍 No supported CLIs detected on this machine\n");
-    }
+    print_detected(&im);
 
     /* Lift secrets; names already holding other values in a store are skipped. */
     struct sec_chain_opts co = {.project_dotenv = dotenv,
@@ -472,64 +595,23 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
     print_plan(&im, &lifts, a.dest, &dp, a.verbose);
 
     if (interactive && !starter) {
-        char buf[64];
-        if (to_store && !a.secrets_set) {
-            if (ask("Where should the secret values go? [k]eychain (default), [e]nv "
-                    "(.agentstack/.env), [f]ile store, [s]kip: ",
-                    "k", buf, sizeof buf) < 0) {
-                term_printf("\nNot written.\n");
-                rc = EXIT_FAIL;
-                goto out;
-            }
-            a.dest = buf[0] == 'e'   ? ONB_DEST_ENV
-                     : buf[0] == 'f' ? ONB_DEST_FILE
-                     : buf[0] == 's' ? ONB_DEST_SKIP
-                                     : ONB_DEST_KEYCHAIN;
-            if (a.global && a.dest == ONB_DEST_ENV)
-                a.dest = ONB_DEST_FILE;
-            if (a.dest == ONB_DEST_ENV && !dp_checked) {
-                dp_checked = true;
-                if (onb_dotenv_check(&p, &dp, &err) < 0)
-                    goto fail;
-            }
-        }
-        rel_display(target.buf, &disp);
-        char q[4200];
-        snprintf(q, sizeof q, "Write %s? [Y/n] ", disp.buf);
-        sb_reset(&disp);
-        if (ask(q, "y", buf, sizeof buf) < 0 || (buf[0] != 'y' && buf[0] != 'Y')) {
-            term_printf("Not written. Re-run with --yes to write.\n");
-            rc = EXIT_OK;
+        int asked = ask_before_write(&a, to_store, &p, &dp, &dp_checked, target.buf, &err);
+        if (asked < 0)
+            goto fail;
+        if (asked > 0) {
+            rc = asked == ASK_DECLINED ? EXIT_OK : EXIT_FAIL;
             goto out;
         }
     }
 
     /* No keychain and nowhere else named: refuse before anything is written. */
     if (to_store && a.dest == ONB_DEST_KEYCHAIN && sec_keychain_probe(&err) < 0 && !a.dry_run) {
-        char why[2048];
-        snprintf(why, sizeof why, "%s", err.msg);
-        as_err_set(&err,
-                   "the OS keychain is unreachable (%s) — %zu secret value%s would have "
-                   "nowhere to go; nothing was written",
-                   why, to_store, to_store == 1 ? "" : "s");
-        as_err_hint(&err, "choose where they go: agentstack init --secrets env (.agentstack/.env, "
-                          "gitignored) | --secrets file ($AGENTSTACK_HOME/secrets.env, 0600) | "
-                          "--secrets skip (set them later with agentstack secret set NAME)");
+        refuse_no_keychain(to_store, &err);
         goto fail;
     }
 
     if (a.dry_run) {
-        if (env_refusal[0])
-            term_printf("  ✗ %s: --yes would refuse\n", env_refusal);
-        if (to_store && a.dest == ONB_DEST_KEYCHAIN && sec_keychain_probe(&err) < 0)
-            term_printf("  ✗ the OS keychain is unreachable (%s): --yes would refuse; pick "
-                        "--secrets env|file|skip\n",
-                        err.msg);
-        as_err_clear(&err);
-        rel_display(target.buf, &disp);
-        term_printf("Dry run. Nothing written — would write %s%s%s.\n", disp.buf,
-                    starter ? " (a starter manifest)" : "",
-                    a.connect ? ", then run agentstack connect --all --write" : "");
+        print_dry_run(&a, env_refusal, to_store, target.buf, starter, &err);
         rc = EXIT_OK;
         goto out;
     }
@@ -572,40 +654,13 @@ int cmd_init(int argc, char **argv, struct cli_ctx *ctx)
             term_fprintf(stderr, "warning: %s\n", gerr.msg);
     }
 
-    if (starter) {
-        term_printf("No supported CLIs detected to import — wrote a starter manifest instead.\n");
-    } else {
-        term_printf("📥 Imported %zu MCP server%s", im.servers.n, im.servers.n == 1 ? "" : "s");
-        if (im.skills.n)
-            term_printf(" and %zu skill%s", im.skills.n, im.skills.n == 1 ? "" : "s");
-        term_printf(" from existing configs\n");
-    }
-    if (to_store && a.dest != ONB_DEST_SKIP) {
-        term_printf("🔑 Stored %zu secret%s in %s:", to_store, to_store == 1 ? "" : "s",
-                    dest_label(a.dest, &dp));
-        for (size_t i = 0; i < lifts.n; i++)
-            if (!lifts.v[i].reused)
-                term_printf(" %s", lifts.v[i].name);
-        term_printf("\n");
-    } else if (to_store) {
-        term_printf("· %zu secret value%s not stored (--secrets skip) — set each before apply:\n",
-                    to_store, to_store == 1 ? " was" : "s were");
-        for (size_t i = 0; i < lifts.n; i++)
-            if (!lifts.v[i].reused)
-                term_printf("    agentstack secret set %s\n", lifts.v[i].name);
-    }
-    rel_display(target.buf, &disp);
+    print_written(&im, &lifts, a.dest, &dp, to_store, starter);
+    onb_display_rel(target.buf, &disp);
     term_printf("✅ Wrote %s\n", disp.buf);
     rc = EXIT_OK;
     if (a.connect) {
         /* --connect (never implied by --yes): register the live gateway too. */
-        term_printf("🔌 agentstack connect --all --write\n");
-        fflush(stdout);
-        char *cargv[] = {"connect", "--all", "--write", NULL};
-        if (cmd_connect(3, cargv, ctx) != 0) {
-            fflush(stdout);
-            cli_errorf("the manifest was written, but connecting the gateway failed (see above)"
-                       "; retry with: agentstack connect --all --write");
+        if (connect_gateway(ctx) < 0) {
             rc = EXIT_FAIL;
             goto out;
         }

@@ -137,6 +137,110 @@ const struct cli_spec cmd_install_spec = {
     .flags = CLI_JSON_ERRORS,
 };
 
+/* Each git skill, named before its (possibly slow) fetch. */
+static void announce_git(const struct manifest *m)
+{
+    for (size_t i = 0; i < m->skills.n; i++)
+        if (m->skills.v[i].source == MF_SOURCE_GIT) {
+            strbuf line = SB_INIT;
+            sb_addf(&line, "→ resolving git skill '%s' from %s", m->skills.v[i].name,
+                    m->skills.v[i].git);
+            strbuf clean = SB_INIT;
+            term_sanitize(&clean, line.buf, line.len);
+            term_fprintf(stderr, "%s\n", clean.buf);
+            sb_release(&line);
+            sb_release(&clean);
+        }
+}
+
+/* Each skill pin against its lock row (failed, new, updated or cached),
+ * and each row no skill wants any more; counts what differs (*problems)
+ * and what a write changes (*changed). */
+static void compare_rows(const pin_items *items, const struct lockfile *lock, bool locked_only,
+                         size_t *problems, size_t *changed)
+{
+    for (size_t i = 0; i < items->n; i++) {
+        const struct pin_item *it = &items->v[i];
+        if (it->kind != PIN_SKILL)
+            continue;
+        const struct lock_skill *row = lockfile_skill(lock, it->name);
+        if (it->state != PIN_OK) {
+            (*problems)++;
+            say("✗", "failed", it->name, NULL, it->error);
+            fprintf(stderr, "  %s\n", it->error);
+        } else if (!row) {
+            say("+", locked_only ? "missing" : "locked", it->name,
+                locked_only ? ": missing from lockfile" : " locked", NULL);
+            (*problems)++;
+            (*changed)++;
+        } else if (!row_matches(row, it)) {
+            say("↑", locked_only ? "out_of_date" : "updated", it->name,
+                locked_only ? ": lockfile out of date" : " updated", NULL);
+            (*problems)++;
+            (*changed)++;
+        } else {
+            say("✓", "cached", it->name, " cached", NULL);
+        }
+    }
+    /* Skill rows neither declared nor toolset-referenced are pruned. */
+    for (size_t i = 0; i < lock->skills.n; i++) {
+        bool wanted = false;
+        for (size_t j = 0; j < items->n && !wanted; j++)
+            wanted = items->v[j].kind == PIN_SKILL &&
+                     strcmp(items->v[j].name, lock->skills.v[i].name) == 0;
+        if (!wanted) {
+            say("-", locked_only ? "prunable" : "pruned", lock->skills.v[i].name,
+                locked_only ? ": pinned but no longer declared (prunable)" : " pruned", NULL);
+            (*problems)++;
+            (*changed)++;
+        }
+    }
+}
+
+/* The new lock: fresh skill rows (attribution kept, only wanted skills),
+ * every other kind moved over from lock unchanged (ownership transferred). */
+static struct lockfile *rebuild_lock(const pin_items *items, struct lockfile *lock)
+{
+    struct lockfile *nl = lockfile_new();
+    nl->version = LOCKFILE_VERSION;
+    pin_items skills = VEC_INIT;
+    for (size_t i = 0; i < items->n; i++)
+        if (items->v[i].kind == PIN_SKILL)
+            vec_push(&skills, items->v[i]);
+    struct lockfile *tmp = pin_build_lock(&skills, lock, NULL);
+    vec_free(&skills); /* items own the strings */
+    /* Keep only wanted skills (pin_build_lock keeps stale rows), take the rest from lock. */
+    for (size_t i = 0; i < tmp->skills.n; i++) {
+        struct lock_skill *s = &tmp->skills.v[i];
+        bool wanted = false;
+        for (size_t j = 0; j < items->n && !wanted; j++)
+            wanted = items->v[j].kind == PIN_SKILL && strcmp(items->v[j].name, s->name) == 0;
+        if (wanted) {
+            vec_push(&nl->skills, *s);
+        } else {
+            lock_skill_free(s);
+        }
+    }
+    vec_free(&tmp->skills);
+    lockfile_free(tmp);
+    /* The other kinds move over unchanged (ownership transferred). */
+    nl->servers = lock->servers;
+    nl->instructions = lock->instructions;
+    nl->executables = lock->executables;
+    nl->settings = lock->settings;
+    nl->extensions = lock->extensions;
+    nl->workflows = lock->workflows;
+    nl->ext_package = lock->ext_package;
+    memset(&lock->servers, 0, sizeof lock->servers);
+    memset(&lock->instructions, 0, sizeof lock->instructions);
+    memset(&lock->executables, 0, sizeof lock->executables);
+    memset(&lock->settings, 0, sizeof lock->settings);
+    memset(&lock->extensions, 0, sizeof lock->extensions);
+    memset(&lock->workflows, 0, sizeof lock->workflows);
+    lock->ext_package = NULL;
+    return nl;
+}
+
 int cmd_install(int argc, char **argv, struct cli_ctx *ctx)
 {
     struct install_args a = {0};
@@ -200,17 +304,7 @@ int cmd_install(int argc, char **argv, struct cli_ctx *ctx)
         lock = lockfile_new();
     }
     /* The store is a machine cache: --locked may fetch git sources into it. */
-    for (size_t i = 0; i < m->skills.n; i++)
-        if (m->skills.v[i].source == MF_SOURCE_GIT) {
-            strbuf line = SB_INIT;
-            sb_addf(&line, "→ resolving git skill '%s' from %s", m->skills.v[i].name,
-                    m->skills.v[i].git);
-            strbuf clean = SB_INIT;
-            term_sanitize(&clean, line.buf, line.len);
-            term_fprintf(stderr, "%s\n", clean.buf);
-            sb_release(&line);
-            sb_release(&clean);
-        }
+    announce_git(m);
     struct pin_opts po = {.home = home.buf,
                           .library = lib_pin_lookup,
                           .library_ctx = lib,
@@ -230,42 +324,7 @@ int cmd_install(int argc, char **argv, struct cli_ctx *ctx)
     }
 
     size_t problems = 0, changed = 0;
-    for (size_t i = 0; i < items.n; i++) {
-        const struct pin_item *it = &items.v[i];
-        if (it->kind != PIN_SKILL)
-            continue;
-        const struct lock_skill *row = lockfile_skill(lock, it->name);
-        if (it->state != PIN_OK) {
-            problems++;
-            say("✗", "failed", it->name, NULL, it->error);
-            fprintf(stderr, "  %s\n", it->error);
-        } else if (!row) {
-            say("+", locked_only ? "missing" : "locked", it->name,
-                locked_only ? ": missing from lockfile" : " locked", NULL);
-            problems++;
-            changed++;
-        } else if (!row_matches(row, it)) {
-            say("↑", locked_only ? "out_of_date" : "updated", it->name,
-                locked_only ? ": lockfile out of date" : " updated", NULL);
-            problems++;
-            changed++;
-        } else {
-            say("✓", "cached", it->name, " cached", NULL);
-        }
-    }
-    /* Skill rows neither declared nor toolset-referenced are pruned. */
-    for (size_t i = 0; i < lock->skills.n; i++) {
-        bool wanted = false;
-        for (size_t j = 0; j < items.n && !wanted; j++)
-            wanted = items.v[j].kind == PIN_SKILL &&
-                     strcmp(items.v[j].name, lock->skills.v[i].name) == 0;
-        if (!wanted) {
-            say("-", locked_only ? "prunable" : "pruned", lock->skills.v[i].name,
-                locked_only ? ": pinned but no longer declared (prunable)" : " pruned", NULL);
-            problems++;
-            changed++;
-        }
-    }
+    compare_rows(&items, lock, locked_only, &problems, &changed);
     if (locked_only) {
         if (problems) {
             cli_errorf("lockfile is out of date: %zu skill pin(s) differ from this project",
@@ -279,43 +338,7 @@ int cmd_install(int argc, char **argv, struct cli_ctx *ctx)
         goto out;
     }
     /* Rebuild: fresh skill rows (attribution kept), other kinds as they were. */
-    struct lockfile *nl = lockfile_new();
-    nl->version = LOCKFILE_VERSION;
-    pin_items skills = VEC_INIT;
-    for (size_t i = 0; i < items.n; i++)
-        if (items.v[i].kind == PIN_SKILL)
-            vec_push(&skills, items.v[i]);
-    struct lockfile *tmp = pin_build_lock(&skills, lock, NULL);
-    vec_free(&skills); /* items own the strings */
-    /* Keep only wanted skills (pin_build_lock keeps stale rows), take the rest from lock. */
-    for (size_t i = 0; i < tmp->skills.n; i++) {
-        struct lock_skill *s = &tmp->skills.v[i];
-        bool wanted = false;
-        for (size_t j = 0; j < items.n && !wanted; j++)
-            wanted = items.v[j].kind == PIN_SKILL && strcmp(items.v[j].name, s->name) == 0;
-        if (wanted) {
-            vec_push(&nl->skills, *s);
-        } else {
-            lock_skill_free(s);
-        }
-    }
-    vec_free(&tmp->skills);
-    lockfile_free(tmp);
-    /* The other kinds move over unchanged (ownership transferred). */
-    nl->servers = lock->servers;
-    nl->instructions = lock->instructions;
-    nl->executables = lock->executables;
-    nl->settings = lock->settings;
-    nl->extensions = lock->extensions;
-    nl->workflows = lock->workflows;
-    nl->ext_package = lock->ext_package;
-    memset(&lock->servers, 0, sizeof lock->servers);
-    memset(&lock->instructions, 0, sizeof lock->instructions);
-    memset(&lock->executables, 0, sizeof lock->executables);
-    memset(&lock->settings, 0, sizeof lock->settings);
-    memset(&lock->extensions, 0, sizeof lock->extensions);
-    memset(&lock->workflows, 0, sizeof lock->workflows);
-    lock->ext_package = NULL;
+    struct lockfile *nl = rebuild_lock(&items, lock);
     /* A partial write drops the manifest stamp. */
     if (!changed) {
         if (!a.json)

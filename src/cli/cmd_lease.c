@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "base/fs.h"
+#include "base/proc.h"
 #include "base/term.h"
 #include "bundle/home.h"
 #include "cli/cli.h"
@@ -57,27 +58,6 @@ const struct cli_spec cmd_lease_spec = {
     .see_also = "session mcp",
 };
 
-/* Field 22 of /proc/<pid>/stat (start time in clock ticks), or -1. */
-static long long start_of(long long pid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%lld/stat", pid);
-    strbuf b = SB_INIT;
-    struct as_err err = AS_ERR_INIT;
-    long long v = -1;
-    if (fs_read_file(path, 4096, 1, &b, &err) == 0) {
-        const char *p = strrchr(b.buf, ')');
-        int field = 2;
-        for (; p && *p && field < 22; p++)
-            if (*p == ' ')
-                field++;
-        if (p && field == 22)
-            v = strtoll(p, NULL, 10);
-    }
-    sb_release(&b);
-    return v;
-}
-
 static bool live(json_t *rec)
 {
     json_t *pid = json_object_get(rec, "pid"), *tok = json_object_get(rec, "start_token");
@@ -86,7 +66,7 @@ static bool live(json_t *rec)
     long long p = (long long)json_integer_value(pid);
     if (kill((pid_t)p, 0) < 0 && errno != EPERM)
         return false;
-    return start_of(p) == (long long)json_integer_value(tok);
+    return proc_start_ticks(p) == (long long)json_integer_value(tok);
 }
 
 static int by_name(const void *a, const void *b)

@@ -523,6 +523,78 @@ static void print_refusal(const char *what)
     cli_errorf("refusing to lock: %s", what);
 }
 
+static void print_refusal_err(const struct as_err *err)
+{
+    char buf[4096];
+    print_refusal(as_err_str(err, buf, sizeof buf));
+    if (err->hint[0])
+        term_fprintf(stderr, "  %s\n", err->hint);
+}
+
+/* The manifest checked as lock needs it (paths, adapter ids, library
+ * names): each diagnostic shown, the number of errors returned. */
+static size_t validate(struct manifest *m, struct library *lib)
+{
+    mf_diags diags = VEC_INIT;
+    /* Adapter ids too (an unknown one blocks lock), the registry
+     * loaded only if the manifest names one. */
+    struct lock_ids li = {0};
+    struct manifest_env env = {.load_adapter_ids = lock_load_ids,
+                               .adapter_ctx = &li,
+                               .library_has = lib_manifest_has,
+                               .library_ctx = lib,
+                               .check_paths = true};
+    size_t nerr = manifest_validate(m, &env, &diags);
+    free(li.ids);
+    if (li.loaded)
+        adp_registry_free(&li.reg);
+    for (size_t i = 0; i < diags.n; i++) {
+        /* message and fix on lines of their own: each is sanitized whole */
+        strbuf d = SB_INIT;
+        mf_diag_message(&diags.v[i], &d);
+        if (diags.v[i].sev == MF_ERROR)
+            print_refusal(d.buf);
+        else
+            term_fprintf(stderr, "warning: %s\n", d.buf);
+        if (diags.v[i].fix)
+            term_fprintf(stderr, "  %s\n", diags.v[i].fix);
+        sb_release(&d);
+    }
+    mf_diags_free(&diags);
+    return nerr;
+}
+
+/* Each pin that failed (a refusal) or was skipped (a warning); returns how
+ * many failed. */
+static size_t report_pins(const pin_items *items)
+{
+    size_t failed = 0;
+    for (size_t i = 0; i < items->n; i++) {
+        if (items->v[i].state == PIN_FAILED) {
+            print_refusal(items->v[i].error);
+            failed++;
+        } else if (items->v[i].state != PIN_OK) {
+            term_fprintf(stderr, "warning: %s\n", items->v[i].error);
+        }
+    }
+    return failed;
+}
+
+/* lock without --write: what would be pinned, and the pin changes. */
+static void print_preview(const char *sum, const char *src, const char *lock_path, bool nothing,
+                          size_t changes, const char *diff)
+{
+    term_printf("→ lock preview: %s from %s in %s\n", sum, src, lock_path);
+    if (nothing)
+        term_printf("nothing to pin — this project declares no skills, servers, instructions, "
+                    "executables or settings.\n");
+    else if (!changes)
+        term_printf("no pin changes — agentstack.lock already matches this project.\n");
+    else
+        fputs(diff, stdout);
+    term_printf("Dry run: nothing was pinned.\n");
+}
+
 int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
 {
     struct lock_args a = {0};
@@ -572,10 +644,7 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
     /* Read under the writer lock, so the sources pinned are the sources read. */
     lib = open_library(home.buf, &err);
     if (!lib) {
-        char buf[4096];
-        print_refusal(as_err_str(&err, buf, sizeof buf));
-        if (err.hint[0])
-            term_fprintf(stderr, "  %s\n", err.hint);
+        print_refusal_err(&err);
         goto out;
     }
     if (manifest_snapshot_read(&p, &snap, &err) < 0) {
@@ -584,38 +653,10 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
     }
     m = manifest_load_snapshot(&p, &snap, &err);
     if (!m) {
-        char buf[4096];
-        print_refusal(as_err_str(&err, buf, sizeof buf));
-        if (err.hint[0])
-            term_fprintf(stderr, "  %s\n", err.hint);
+        print_refusal_err(&err);
         goto out;
     }
-    mf_diags diags = VEC_INIT;
-    /* Adapter ids too (an unknown one blocks lock), the registry
-     * loaded only if the manifest names one. */
-    struct lock_ids li = {0};
-    struct manifest_env env = {.load_adapter_ids = lock_load_ids,
-                               .adapter_ctx = &li,
-                               .library_has = lib_manifest_has,
-                               .library_ctx = lib,
-                               .check_paths = true};
-    size_t nerr = manifest_validate(m, &env, &diags);
-    free(li.ids);
-    if (li.loaded)
-        adp_registry_free(&li.reg);
-    for (size_t i = 0; i < diags.n; i++) {
-        /* message and fix on lines of their own: each is sanitized whole */
-        strbuf d = SB_INIT;
-        mf_diag_message(&diags.v[i], &d);
-        if (diags.v[i].sev == MF_ERROR)
-            print_refusal(d.buf);
-        else
-            term_fprintf(stderr, "warning: %s\n", d.buf);
-        if (diags.v[i].fix)
-            term_fprintf(stderr, "  %s\n", diags.v[i].fix);
-        sb_release(&d);
-    }
-    mf_diags_free(&diags);
+    size_t nerr = validate(m, lib);
     if (nerr)
         goto out;
     if (snap.has_lock) {
@@ -640,17 +681,7 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
         print_refusal(err.msg);
         goto out;
     }
-    size_t failed = 0, ok = 0;
-    for (size_t i = 0; i < items.n; i++) {
-        if (items.v[i].state == PIN_FAILED) {
-            print_refusal(items.v[i].error);
-            failed++;
-        } else if (items.v[i].state != PIN_OK) {
-            term_fprintf(stderr, "warning: %s\n", items.v[i].error);
-        } else {
-            ok++;
-        }
-    }
+    size_t failed = report_pins(&items);
     if (failed)
         goto out;
 
@@ -678,15 +709,7 @@ int cmd_lock(int argc, char **argv, struct cli_ctx *ctx)
         goto out;
     }
     if (!a.write) {
-        term_printf("→ lock preview: %s from %s in %s\n", sum.buf, src, p.lock);
-        if (nothing)
-            term_printf("nothing to pin — this project declares no skills, servers, instructions, "
-                        "executables or settings.\n");
-        else if (!changes)
-            term_printf("no pin changes — agentstack.lock already matches this project.\n");
-        else
-            fputs(diff.buf, stdout);
-        term_printf("Dry run: nothing was pinned.\n");
+        print_preview(sum.buf, src, p.lock, nothing, changes, diff.buf);
         rc = EXIT_OK;
         sb_release(&sum);
         sb_release(&diff);

@@ -303,19 +303,6 @@ static int edit_freeze(toml_edit *ed, const struct manifest *m, const void *arg,
     return rc;
 }
 
-/* toolset names as `toolset create` and the gateway accept them */
-static bool toolset_name_ok(const char *s)
-{
-    size_t n = 0;
-    for (; s[n]; n++) {
-        char c = s[n];
-        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '-' || c == '.'))
-            return false;
-    }
-    return n >= 1 && n <= 64;
-}
-
 static int session_freeze(int argc, char **argv, struct cli_ctx *ctx)
 {
     struct session_args a = {0};
@@ -324,7 +311,7 @@ static int session_freeze(int argc, char **argv, struct cli_ctx *ctx)
         rc = cli_no_arguments(&session_freeze_spec, argc, argv);
     if (rc != CLI_CONTINUE)
         return rc;
-    if (a.name && !toolset_name_ok(a.name))
+    if (a.name && !manifest_toolset_name_ok(a.name))
         return cli_usage_error("session freeze",
                                "'%s' is not a usable toolset name ([A-Za-z0-9_.-], 1-64 chars)",
                                a.name);
@@ -350,7 +337,7 @@ static int session_freeze(int argc, char **argv, struct cli_ctx *ctx)
         goto out;
     }
     name = a.name ? xstrdup(a.name) : xasprintf("%s-frozen", ts.buf);
-    if (!toolset_name_ok(name)) {
+    if (!manifest_toolset_name_ok(name)) {
         cli_errorf("'%s' is not a usable toolset name — pass --name NAME", name);
         goto out;
     }

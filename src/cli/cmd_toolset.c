@@ -19,6 +19,7 @@
 #include "base/term.h"
 #include "base/xalloc.h"
 #include "bundle/discover.h"
+#include "bundle/manifest.h"
 #include "cli/cli.h"
 #include "cli/mfedit.h"
 
@@ -118,19 +119,6 @@ const struct cli_spec cmd_toolset_spec = {
     .see_also = "use session",
 };
 
-/* toolset names as the gateway's lease_freeze accepts them */
-static bool name_ok(const char *s)
-{
-    size_t n = 0;
-    for (; s[n]; n++) {
-        char c = s[n];
-        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '-' || c == '.'))
-            return false;
-    }
-    return n >= 1 && n <= 64;
-}
-
 /* The toolset name: the argument or --name, one of them. */
 static int take_name(const struct cli_spec *spec, int argc, char **argv, struct toolset_args *a)
 {
@@ -143,7 +131,7 @@ static int take_name(const struct cli_spec *spec, int argc, char **argv, struct 
         a->name = argv[1];
     if (!a->name)
         return cli_usage_error(spec->name, "%s needs a toolset name", spec->name);
-    if (!name_ok(a->name))
+    if (!manifest_toolset_name_ok(a->name))
         return cli_usage_error(
             spec->name, "'%s' is not a usable toolset name ([A-Za-z0-9_.-], 1-64 chars)", a->name);
     return CLI_CONTINUE;
@@ -313,7 +301,7 @@ static int run_edit(const struct cli_spec *spec, int argc, char **argv, struct c
     int rc = cli_parse(spec, &argc, argv, ctx, &a);
     if (rc == CLI_CONTINUE)
         rc = take_name(spec, argc, argv, &a);
-    if (rc == CLI_CONTINUE && spec == &rename_spec && (!a.to || !name_ok(a.to)))
+    if (rc == CLI_CONTINUE && spec == &rename_spec && (!a.to || !manifest_toolset_name_ok(a.to)))
         rc = cli_usage_error(spec->name, a.to ? "'%s' is not a usable toolset name" : "%s",
                              a.to ? a.to : "rename needs --to NAME");
     if (rc == CLI_CONTINUE)

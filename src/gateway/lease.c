@@ -15,9 +15,11 @@
 #include <unistd.h>
 
 #include "base/fs.h"
+#include "base/proc.h"
 #include "base/lock.h"
 #include "base/xalloc.h"
 #include "bundle/home.h"
+#include "bundle/manifest.h"
 #include "gateway/gw_int.h"
 #include "gateway/sessions.h"
 #include "trust/trust.h"
@@ -42,22 +44,11 @@ static json_t *legacy_only(const char *tool)
 }
 
 /* Field 22 of /proc/self/stat: this process's start time, in clock ticks. */
+/* This process's start time (0 when unreadable), recorded with its pid. */
 static long long start_token(void)
 {
-    strbuf b = SB_INIT;
-    struct as_err err = AS_ERR_INIT;
-    long long v = 0;
-    if (fs_read_file("/proc/self/stat", 4096, 0, &b, &err) == 0) {
-        const char *p = strrchr(b.buf, ')');
-        int field = 2;
-        for (; p && *p && field < 22; p++)
-            if (*p == ' ')
-                field++;
-        if (p && field == 22)
-            v = strtoll(p, NULL, 10);
-    }
-    sb_release(&b);
-    return v;
+    long long v = proc_start_ticks(0);
+    return v < 0 ? 0 : v;
 }
 
 static void registry_delete(struct gw_lease *l)
@@ -342,18 +333,6 @@ json_t *gw_lease_close(struct gw *gw, bool modern)
     return pretty_result(o, false);
 }
 
-static bool name_ok(const char *s)
-{
-    size_t n = 0;
-    for (; s[n]; n++) {
-        char c = s[n];
-        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '-' || c == '.'))
-            return false;
-    }
-    return n >= 1 && n <= 64;
-}
-
 static toml_value *str_array(const strvec *v)
 {
     toml_value *a = toml_new(TOML_ARRAY);
@@ -384,7 +363,7 @@ json_t *gw_lease_freeze(struct gw *gw, const json_t *args, bool modern)
     strvec servers = STRVEC_INIT, skills = STRVEC_INIT;
     struct as_lock lk = {-1};
     bool locked = false;
-    if (!name_ok(name)) {
+    if (!manifest_toolset_name_ok(name)) {
         strbuf n = SB_INIT;
         gw_one_line(name, 80, &n);
         res = gw_error_result("'%s' is not a usable toolset name ([A-Za-z0-9_.-], 1–64 chars)",

@@ -567,36 +567,16 @@ static struct gw_up *up_build(struct gw *gw, struct gw_surface *sf, struct sec_c
 }
 
 /* msg with every secret value resolved for up replaced by its ${NAME}
- * (longest first, so a value inside another is not left half-masked). */
+ * (sec_mask: no byte of a value is left, even where two overlap). */
 static char *up_mask(const struct gw_up *up, const char *msg)
 {
+    struct sec_masked *v = xcalloc(up->secret_vals.n + 1, sizeof *v);
+    for (size_t i = 0; i < up->secret_vals.n; i++)
+        v[i] = (struct sec_masked){up->secret_names.v[i], up->secret_vals.v[i]};
     strbuf out = SB_INIT;
-    sb_adds(&out, msg ? msg : "");
-    bool *done = xcalloc(up->secret_vals.n + 1, sizeof *done);
-    for (;;) {
-        size_t best = up->secret_vals.n, blen = 0;
-        for (size_t i = 0; i < up->secret_vals.n; i++) {
-            size_t n = strlen(up->secret_vals.v[i]);
-            if (!done[i] && n > blen) {
-                best = i;
-                blen = n;
-            }
-        }
-        if (best == up->secret_vals.n)
-            break;
-        done[best] = true;
-        strbuf next = SB_INIT;
-        const char *p = out.buf, *hit;
-        while ((hit = strstr(p, up->secret_vals.v[best])) != NULL) {
-            sb_add(&next, p, (size_t)(hit - p));
-            sb_addf(&next, "${%s}", up->secret_names.v[best]);
-            p = hit + blen;
-        }
-        sb_adds(&next, p);
-        sb_release_secure(&out);
-        out = next;
-    }
-    free(done);
+    const char *m = msg ? msg : "";
+    sec_mask(v, up->secret_vals.n, m, strlen(m), &out);
+    free(v);
     return sb_detach(&out, NULL);
 }
 

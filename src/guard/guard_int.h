@@ -9,9 +9,6 @@ bool gi_under(const char *path, const char *dir);
 /* Appends s cut to max bytes with control bytes as spaces (for reasons). */
 void gi_clean(strbuf *out, const char *s, size_t max);
 
-/* Appends s as one shell word ('…' quoted unless plain). */
-void gi_shell_quote(const char *s, strbuf *out);
-
 /* Sets a deny (first one wins). by_rule: counts as a rule denial. */
 void gi_deny(struct guard_verdict *v, bool by_rule, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -32,25 +32,6 @@ void gi_clean(strbuf *out, const char *s, size_t max)
         sb_adds(out, "…");
 }
 
-void gi_shell_quote(const char *s, strbuf *out)
-{
-    bool plain = s[0] != '\0';
-    for (const char *p = s; *p && plain; p++)
-        plain = isalnum((unsigned char)*p) || strchr("-_./=:,+@%", *p);
-    if (plain) {
-        sb_adds(out, s);
-        return;
-    }
-    sb_addc(out, '\'');
-    for (const char *p = s; *p; p++) {
-        if (*p == '\'')
-            sb_adds(out, "'\\''");
-        else
-            sb_addc(out, *p);
-    }
-    sb_addc(out, '\'');
-}
-
 void guard_verdict_init(struct guard_verdict *v)
 {
     memset(v, 0, sizeof *v);

@@ -206,21 +206,7 @@ static void argv_line(const json_t *arr, strbuf *out)
             continue;
         if (out->len)
             sb_addc(out, ' ');
-        bool plain = s[0] != '\0';
-        for (const char *p = s; *p && plain; p++)
-            plain = isalnum((unsigned char)*p) || strchr("-_./=:,+@%", *p);
-        if (plain) {
-            sb_adds(out, s);
-            continue;
-        }
-        sb_addc(out, '\'');
-        for (const char *p = s; *p; p++) {
-            if (*p == '\'')
-                sb_adds(out, "'\\''");
-            else
-                sb_addc(out, *p);
-        }
-        sb_addc(out, '\'');
+        sb_add_shword(out, s);
     }
 }
 

@@ -945,6 +945,71 @@ static struct res eval_for(struct sh_j *j, const struct sh_node *n, const struct
     return r;
 }
 
+/* [[ ... ]]: its substitutions, an arithmetic comparison only of values
+ * the guard can evaluate, and its words named as paths like any
+ * command's, for each state. */
+static void eval_cond(struct sh_j *j, const struct sh_node *n, const struct sh_states *in)
+{
+    for (size_t k = 0; k < in->n && !j->v->deny; k++) {
+        struct sh_node fake = *n;
+        fake.kind = SN_SIMPLE;
+        fake.words = n->cwords;
+        fake.nwords = n->ncwords;
+        fake.nassign = 0;
+        fake.nredirs = 0;
+        struct sh_st st = in->v[k];
+        walk_node_subs(j, &st, &fake);
+        /* [[ a -eq b ]] evaluates a and b as arithmetic */
+        for (size_t w = 0; w + 1 < n->ncwords && !j->v->deny; w++) {
+            const struct sh_word *op = &n->cwords[w];
+            const char *t = op->nparts == 1 && op->parts[0].kind == SP_LIT ? op->parts[0].text : "";
+            static const char *const arith_ops[] = {"-eq", "-ne", "-lt", "-le", "-gt", "-ge", NULL};
+            if (!in_list(t, arith_ops))
+                continue;
+            const struct sh_word *sides[2] = {w ? &n->cwords[w - 1] : NULL, &n->cwords[w + 1]};
+            for (int s = 0; s < 2; s++) {
+                const struct sh_word *x = sides[s];
+                bool ok = x != NULL;
+                for (size_t q = 0; x && q < x->nparts && ok; q++) {
+                    const struct sh_part *pp = &x->parts[q];
+                    if (pp->kind == SP_LIT)
+                        for (size_t m = 0; m < pp->len && ok; m++)
+                            ok = isdigit((unsigned char)pp->text[m]) || pp->text[m] == '-';
+                    else
+                        ok = pp->kind == SP_PARAM && pp->op == PO_PLAIN &&
+                             (!strcmp(pp->text, "?") || !strcmp(pp->text, "#"));
+                }
+                if (!ok) {
+                    struct sh_cmd cc = {.text = cmd_text(j, n), .st = &st};
+                    sh_unreadable(j, &cc,
+                                  "an arithmetic comparison of a value the guard "
+                                  "cannot evaluate");
+                    break;
+                }
+            }
+        }
+        /* the words name paths like any command's */
+        struct sh_cmd cc = {0};
+        struct pctx pc;
+        struct sh_xctx xc;
+        xctx_of(j, &st, &pc, &xc);
+        sh_xwords ws = VEC_INIT;
+        const struct sh_node *saved = j->cur;
+        j->cur = n;
+        cc.st = &st;
+        cc.text = cmd_text(j, n);
+        for (size_t w = 0; w < n->ncwords && !j->v->deny; w++) {
+            const char *why;
+            (void)sh_expand(j->a, &n->cwords[w], &xc, false, &ws, &why);
+        }
+        cc.w = ws.v;
+        cc.n = ws.n;
+        naming(j, &cc);
+        j->cur = saved;
+        vec_free(&ws);
+    }
+}
+
 static struct res eval(struct sh_j *j, const struct sh_node *n, const struct sh_states *in,
                        bool cond, enum sh_stdin stdin_kind)
 {
@@ -1067,66 +1132,7 @@ static struct res eval(struct sh_j *j, const struct sh_node *n, const struct sh_
         r.fail = *in;
         break;
     case SN_COND:
-        for (size_t k = 0; k < in->n && !j->v->deny; k++) {
-            struct sh_node fake = *n;
-            fake.kind = SN_SIMPLE;
-            fake.words = n->cwords;
-            fake.nwords = n->ncwords;
-            fake.nassign = 0;
-            fake.nredirs = 0;
-            struct sh_st st = in->v[k];
-            walk_node_subs(j, &st, &fake);
-            /* [[ a -eq b ]] evaluates a and b as arithmetic */
-            for (size_t w = 0; w + 1 < n->ncwords && !j->v->deny; w++) {
-                const struct sh_word *op = &n->cwords[w];
-                const char *t =
-                    op->nparts == 1 && op->parts[0].kind == SP_LIT ? op->parts[0].text : "";
-                static const char *const arith_ops[] = {"-eq", "-ne", "-lt", "-le",
-                                                        "-gt", "-ge", NULL};
-                if (!in_list(t, arith_ops))
-                    continue;
-                const struct sh_word *sides[2] = {w ? &n->cwords[w - 1] : NULL, &n->cwords[w + 1]};
-                for (int s = 0; s < 2; s++) {
-                    const struct sh_word *x = sides[s];
-                    bool ok = x != NULL;
-                    for (size_t q = 0; x && q < x->nparts && ok; q++) {
-                        const struct sh_part *pp = &x->parts[q];
-                        if (pp->kind == SP_LIT)
-                            for (size_t m = 0; m < pp->len && ok; m++)
-                                ok = isdigit((unsigned char)pp->text[m]) || pp->text[m] == '-';
-                        else
-                            ok = pp->kind == SP_PARAM && pp->op == PO_PLAIN &&
-                                 (!strcmp(pp->text, "?") || !strcmp(pp->text, "#"));
-                    }
-                    if (!ok) {
-                        struct sh_cmd cc = {.text = cmd_text(j, n), .st = &st};
-                        sh_unreadable(j, &cc,
-                                      "an arithmetic comparison of a value the guard "
-                                      "cannot evaluate");
-                        break;
-                    }
-                }
-            }
-            /* the words name paths like any command's */
-            struct sh_cmd cc = {0};
-            struct pctx pc;
-            struct sh_xctx xc;
-            xctx_of(j, &st, &pc, &xc);
-            sh_xwords ws = VEC_INIT;
-            const struct sh_node *saved = j->cur;
-            j->cur = n;
-            cc.st = &st;
-            cc.text = cmd_text(j, n);
-            for (size_t w = 0; w < n->ncwords && !j->v->deny; w++) {
-                const char *why;
-                (void)sh_expand(j->a, &n->cwords[w], &xc, false, &ws, &why);
-            }
-            cc.w = ws.v;
-            cc.n = ws.n;
-            naming(j, &cc);
-            j->cur = saved;
-            vec_free(&ws);
-        }
+        eval_cond(j, n, in);
         r.ok = *in;
         r.fail = *in;
         break;

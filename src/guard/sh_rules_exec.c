@@ -799,7 +799,7 @@ static size_t rule_parallel(struct sh_j *j, struct sh_cmd *c, size_t i, bool *st
         if (e - k == 1)
             sb_adds(&cmd, c->w[q].text); /* a single word is a command line */
         else
-            gi_shell_quote(c->w[q].text, &cmd);
+            sb_add_shword(&cmd, c->w[q].text);
     }
     const char *brace = strchr(cmd.buf, '{');
     if (brace && strncmp(brace, "{}", 2) != 0) {
@@ -807,7 +807,7 @@ static size_t rule_parallel(struct sh_j *j, struct sh_cmd *c, size_t i, bool *st
     } else {
         for (size_t q = e + 1; q < c->n && !j->v->deny; q++) {
             strbuf run = SB_INIT, arg = SB_INIT;
-            gi_shell_quote(c->w[q].text, &arg);
+            sb_add_shword(&arg, c->w[q].text);
             const char *p0 = cmd.buf, *hit;
             bool used = false;
             while ((hit = strstr(p0, "{}"))) {

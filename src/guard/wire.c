@@ -78,23 +78,11 @@ const size_t guard_nwires = sizeof guard_wires / sizeof *guard_wires;
 
 const char *const guard_unprotected[] = {"claude-desktop", "junie", "kiro", NULL};
 
-static void shq(const char *s, strbuf *out)
-{
-    sb_addc(out, '\'');
-    for (; *s; s++) {
-        if (*s == '\'')
-            sb_adds(out, "'\\''");
-        else
-            sb_addc(out, *s);
-    }
-    sb_addc(out, '\'');
-}
-
 void guard_hook_command(const char *ash, enum guard_proto p, strbuf *out)
 {
     strbuf w = SB_INIT;
     sb_addf(&w, "%s/guard/%s", ash, GUARD_MARKER);
-    shq(w.buf, out);
+    sb_add_shquoted(out, w.buf);
     sb_addf(out, " check --protocol %s", guard_proto_name(p));
     sb_release(&w);
 }
@@ -105,7 +93,7 @@ void guard_wrapper_script(const char *exe, strbuf *out)
                  "# agentstack-guard: written by `agentstack guard install`, removed by\n"
                  "# `agentstack guard uninstall`. The coding CLIs' pre-tool hooks call this.\n"
                  "exec ");
-    shq(exe, out);
+    sb_add_shquoted(out, exe);
     sb_adds(out, " guard \"$@\"\n");
 }
 

@@ -279,6 +279,115 @@ static int list_skills(const char *root, FILE *f, struct as_err *err)
 
 /* ---- the install ------------------------------------------------------------------------- */
 
+/* Flags and the source's own spelling must agree, never silently pick one. */
+static int agree_flags(struct lib_skill_src *src, const struct lib_skill_opts *o,
+                       struct as_err *err)
+{
+    const struct {
+        const char *flag, *given;
+        char **have;
+    } agree[] = {{"--skill", o->skill, &src->skill},
+                 {"--rev", o->rev, &src->rev},
+                 {"--subpath", o->subpath, &src->subpath}};
+    for (size_t i = 0; i < 3; i++) {
+        if (!agree[i].given)
+            continue;
+        if (*agree[i].have && strcmp(*agree[i].have, agree[i].given) != 0) {
+            as_err_set(err, "%s '%s' disagrees with the source's '%s'", agree[i].flag,
+                       agree[i].given, *agree[i].have);
+            as_err_hint(err, "give it once, either in the source or as %s", agree[i].flag);
+            return -1;
+        }
+        free(*agree[i].have);
+        *agree[i].have = xstrdup(agree[i].given);
+    }
+    return 0;
+}
+
+/* The default skill name: the last segment of where it came from, without
+ * trailing slashes or a .git suffix. */
+static char *name_from(const char *from)
+{
+    size_t n = strlen(from);
+    while (n > 1 && from[n - 1] == '/')
+        n--;
+    const char *b = from + n;
+    while (b > from && b[-1] != '/' && b[-1] != ':')
+        b--;
+    char *name = xstrndup(b, (size_t)(from + n - b));
+    size_t nl = strlen(name);
+    if (nl > 4 && strcmp(name + nl - 4, ".git") == 0)
+        name[nl - 4] = '\0';
+    return name;
+}
+
+/* The content scan: each finding shown, and a high one refuses the skill
+ * unless --allow-flagged. */
+static int scan_skill(const char *dir, const char *name, const struct lib_skill_opts *o,
+                      struct scan_report *sr, struct as_err *err)
+{
+    char *item = xasprintf("skill '%s'", name);
+    int sc = scan_tree(item, dir, name, sr, err);
+    free(item);
+    if (sc < 0)
+        return -1;
+    for (size_t i = 0; i < sr->v.n; i++) {
+        strbuf line = SB_INIT;
+        scan_finding_format(&sr->v.v[i], &line);
+        lib_say(o->diag, sr->v.v[i].sev == SCAN_HIGH ? "✗ " : "⚠ ", line.buf, "\n");
+        sb_release(&line);
+    }
+    if (scan_report_blocking(sr) && !o->allow_flagged) {
+        as_err_set(err,
+                   "skill '%s' failed the content scan (%zu high finding%s) — "
+                   "nothing added",
+                   name, sr->high, sr->high == 1 ? "" : "s");
+        as_err_hint(err, "review the findings above; to add it anyway: --allow-flagged");
+        return -1;
+    }
+    return 0;
+}
+
+/* The [skills.<name>] entry (NULL + err on a refusal). *copy_to is set
+ * when the folder is copied under skills/. */
+static toml_value *skill_entry(const struct bundle_paths *p, const struct lib_skill_src *src,
+                               const char *commit, const char *rel, const char *dir,
+                               const char *name, char **copy_to, struct as_err *err)
+{
+    toml_value *entry = toml_new(TOML_TABLE);
+    size_t mdl = strlen(p->manifest_dir);
+    if (src->url) {
+        toml_table_set(entry, "git", toml_new_string(src->url));
+        toml_table_set(entry, "rev", toml_new_string(commit));
+        if (rel)
+            toml_table_set(entry, "subpath", toml_new_string(rel));
+    } else if (strncmp(dir, p->manifest_dir, mdl) == 0 && dir[mdl] == '/') {
+        char *r = xasprintf("./%s", dir + mdl + 1);
+        toml_table_set(entry, "path", toml_new_string(r));
+        free(r);
+    } else {
+        *copy_to = xasprintf("%s/skills/%s", p->manifest_dir, name);
+        char *r = xasprintf("./skills/%s", name);
+        toml_table_set(entry, "path", toml_new_string(r));
+        free(r);
+        if (fs_exists(*copy_to)) {
+            toml_free(entry);
+            as_err_set(err, "%s already exists — nothing added", *copy_to);
+            as_err_hint(err, "pass --name <other> or move it aside");
+            return NULL;
+        }
+        strbuf safe = SB_INIT;
+        int ok = fs_contain(p->manifest_dir, NULL, *copy_to + mdl + 1,
+                            FS_CONTAIN_NOFOLLOW | FS_CONTAIN_NO_DOTDOT, &safe, err);
+        sb_release(&safe);
+        if (ok < 0) {
+            toml_free(entry);
+            return NULL;
+        }
+    }
+    return entry;
+}
+
 int lib_add_skill(struct library *lib, const struct bundle_paths *p, const char *spec,
                   const struct lib_skill_opts *o, struct as_err *err)
 {
@@ -296,25 +405,8 @@ int lib_add_skill(struct library *lib, const struct bundle_paths *p, const char 
     int rc = -1;
     FILE *f = o->out;
 
-    /* Flags and the source's own spelling must agree, never silently pick one. */
-    const struct {
-        const char *flag, *given;
-        char **have;
-    } agree[] = {{"--skill", o->skill, &s.skill},
-                 {"--rev", o->rev, &s.rev},
-                 {"--subpath", o->subpath, &s.subpath}};
-    for (size_t i = 0; i < 3; i++) {
-        if (!agree[i].given)
-            continue;
-        if (*agree[i].have && strcmp(*agree[i].have, agree[i].given) != 0) {
-            as_err_set(err, "%s '%s' disagrees with the source's '%s'", agree[i].flag,
-                       agree[i].given, *agree[i].have);
-            as_err_hint(err, "give it once, either in the source or as %s", agree[i].flag);
-            goto out;
-        }
-        free(*agree[i].have);
-        *agree[i].have = xstrdup(agree[i].given);
-    }
+    if (agree_flags(&s, o, err) < 0)
+        goto out;
     m = manifest_load(p, err);
     if (!m)
         goto out;
@@ -360,17 +452,7 @@ int lib_add_skill(struct library *lib, const struct bundle_paths *p, const char 
     } else if (s.skill) {
         name = xstrdup(s.skill);
     } else {
-        const char *from = rel ? rel : s.path ? abs.buf : s.url;
-        size_t n = strlen(from);
-        while (n > 1 && from[n - 1] == '/')
-            n--;
-        const char *b = from + n;
-        while (b > from && b[-1] != '/' && b[-1] != ':')
-            b--;
-        name = xstrndup(b, (size_t)(from + n - b));
-        size_t nl = strlen(name);
-        if (nl > 4 && strcmp(name + nl - 4, ".git") == 0)
-            name[nl - 4] = '\0';
+        name = name_from(rel ? rel : s.path ? abs.buf : s.url);
     }
     if (!skill_name_valid(name)) {
         as_err_set(err, "skill name '%s' is not valid: names are ^[a-z0-9][a-z0-9._-]{0,63}$",
@@ -389,62 +471,15 @@ int lib_add_skill(struct library *lib, const struct bundle_paths *p, const char 
     char hex[SHA256_HEX_LEN + 1];
     if (digest_skill_tree(dir, hex, err) < 0)
         goto out;
-    {
-        char *item = xasprintf("skill '%s'", name);
-        int sc = scan_tree(item, dir, name, &sr, err);
-        free(item);
-        if (sc < 0)
-            goto out;
-    }
-    for (size_t i = 0; i < sr.v.n; i++) {
-        strbuf line = SB_INIT;
-        scan_finding_format(&sr.v.v[i], &line);
-        lib_say(o->diag, sr.v.v[i].sev == SCAN_HIGH ? "✗ " : "⚠ ", line.buf, "\n");
-        sb_release(&line);
-    }
-    if (scan_report_blocking(&sr) && !o->allow_flagged) {
-        as_err_set(err,
-                   "skill '%s' failed the content scan (%zu high finding%s) — "
-                   "nothing added",
-                   name, sr.high, sr.high == 1 ? "" : "s");
-        as_err_hint(err, "review the findings above; to add it anyway: --allow-flagged");
+    if (scan_skill(dir, name, o, &sr, err) < 0)
         goto out;
-    }
 
     /* The [skills.<n>] entry: git sources pinned at the resolved commit;
      * a folder inside the manifest dir is named in place, one outside is
      * copied under skills/ so the project carries it. */
-    toml_value *entry = toml_new(TOML_TABLE);
-    size_t mdl = strlen(p->manifest_dir);
-    if (s.url) {
-        toml_table_set(entry, "git", toml_new_string(s.url));
-        toml_table_set(entry, "rev", toml_new_string(commit.buf));
-        if (rel)
-            toml_table_set(entry, "subpath", toml_new_string(rel));
-    } else if (strncmp(dir, p->manifest_dir, mdl) == 0 && dir[mdl] == '/') {
-        char *r = xasprintf("./%s", dir + mdl + 1);
-        toml_table_set(entry, "path", toml_new_string(r));
-        free(r);
-    } else {
-        copy_to = xasprintf("%s/skills/%s", p->manifest_dir, name);
-        char *r = xasprintf("./skills/%s", name);
-        toml_table_set(entry, "path", toml_new_string(r));
-        free(r);
-        if (fs_exists(copy_to)) {
-            toml_free(entry);
-            as_err_set(err, "%s already exists — nothing added", copy_to);
-            as_err_hint(err, "pass --name <other> or move it aside");
-            goto out;
-        }
-        strbuf safe = SB_INIT;
-        int ok = fs_contain(p->manifest_dir, NULL, copy_to + mdl + 1,
-                            FS_CONTAIN_NOFOLLOW | FS_CONTAIN_NO_DOTDOT, &safe, err);
-        sb_release(&safe);
-        if (ok < 0) {
-            toml_free(entry);
-            goto out;
-        }
-    }
+    toml_value *entry = skill_entry(p, &s, commit.buf, rel, dir, name, &copy_to, err);
+    if (!entry)
+        goto out;
     ed = lib_manifest_edit(p, err);
     const char *kpath[] = {"skills", name};
     int er = ed ? toml_edit_set_table(ed, kpath, 2, entry, err) : -1;

@@ -12,6 +12,7 @@
 
 #include "base/proc.h"
 #include "base/xalloc.h"
+#include "bundle/git.h"
 #include "bundle/git_run.h"
 
 extern char **environ;
@@ -23,14 +24,6 @@ static const char *const pass_env[] = {
     "HTTP_PROXY",    "HTTPS_PROXY",   "NO_PROXY",
     "http_proxy",    "https_proxy",   "no_proxy",
     "ALL_PROXY",     "all_proxy",     "GIT_ALLOW_PROTOCOL",
-};
-
-static const char *const fixed_config[] = {
-    "-c", "core.hooksPath=/dev/null",  "-c", "filter.lfs.smudge=",
-    "-c", "filter.lfs.process=",       "-c", "filter.lfs.required=false",
-    "-c", "protocol.ext.allow=never",  "-c", "protocol.fd.allow=never",
-    "-c", "core.fsmonitor=false",      "-c", "credential.helper=",
-    "-c", "advice.detachedHead=false", "-c", "init.defaultBranch=main",
 };
 
 static void build_env(strvec *env, bool global_config, const char *name, const char *email)
@@ -108,8 +101,7 @@ static int run(const char *cwd, const char *const *args, strbuf *out, strbuf *er
 {
     strvec argv = STRVEC_INIT, env = STRVEC_INIT;
     strvec_push(&argv, "git");
-    for (size_t i = 0; i < sizeof fixed_config / sizeof *fixed_config; i++)
-        strvec_push(&argv, fixed_config[i]);
+    git_harden_argv(&argv); /* the one option list (bundle/git.h) */
     for (size_t i = 0; args[i]; i++)
         strvec_push(&argv, args[i]);
     char *name = NULL, *email = NULL;

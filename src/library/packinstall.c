@@ -507,6 +507,175 @@ static bool has_vendor_marker(const char *path)
     return ok;
 }
 
+/* The skills an upgrade changes: each of the new version's (added, or
+ * modified when its tree pin differs), and each the ledger names that the
+ * new version drops. Every change is kept in *out, even a refused one, so
+ * the caller frees them all. */
+static int plan_skills(const struct bundle_paths *p, const struct manifest *m,
+                       const struct lib_pack *pk, const strvec *old_skills, member_changes *skills,
+                       struct as_err *err)
+{
+    for (size_t i = 0; i < pk->skills.n; i++) {
+        const struct lib_pack_member *mb = &pk->skills.v[i];
+        struct member_change c = {.name = xstrdup(mb->name),
+                                  .src = xasprintf("%s/%s", pk->root, mb->path)};
+        tree_pin(c.src, &c.new_pin);
+        if (strvec_find(old_skills, mb->name) >= 0 && manifest_skill(m, mb->name)) {
+            if (managed_skill_dir(p, m, mb->name, &c.installed, err) < 0) {
+                vec_push(skills, c);
+                return -1;
+            }
+            tree_pin(c.installed, &c.old_pin);
+            c.ch = c.old_pin && c.new_pin && strcmp(c.old_pin, c.new_pin) == 0 ? CH_SAME : CH_MOD;
+        } else {
+            c.installed = anchored(p->manifest_dir, mb->path);
+            c.ch = CH_ADD;
+            if (dest_ok(p->manifest_dir, c.installed, err) < 0) {
+                vec_push(skills, c);
+                return -1;
+            }
+            if (manifest_skill(m, mb->name) || fs_exists(c.installed)) {
+                as_err_set(err,
+                           "the new version adds skill '%s', which already exists in the "
+                           "project — nothing changed",
+                           mb->name);
+                vec_push(skills, c);
+                return -1;
+            }
+        }
+        vec_push(skills, c);
+    }
+    for (size_t i = 0; i < old_skills->n; i++) {
+        if (has_member(&pk->skills, old_skills->v[i]) || !manifest_skill(m, old_skills->v[i]))
+            continue;
+        struct member_change c = {.name = xstrdup(old_skills->v[i]), .ch = CH_DEL};
+        if (managed_skill_dir(p, m, c.name, &c.installed, err) < 0) {
+            vec_push(skills, c);
+            return -1;
+        }
+        tree_pin(c.installed, &c.old_pin);
+        vec_push(skills, c);
+    }
+    return 0;
+}
+
+/* The house rules an upgrade changes (when it carries them): each of the
+ * new version's, refused when an installed one lost its vendor marker, and
+ * each the new version drops (its file kept when edited by hand). */
+static int plan_instructions(const struct bundle_paths *p, const struct lib_pack *pk,
+                             const strvec *old_instr, bool with_instr, member_changes *instr,
+                             struct as_err *err)
+{
+    for (size_t i = 0; with_instr && i < pk->instructions.n; i++) {
+        const struct lib_pack_member *mb = &pk->instructions.v[i];
+        struct member_change c = {.name = xstrdup(mb->name)};
+        c.installed = xasprintf("%s/instructions/%s.md", p->manifest_dir, mb->name);
+        if (dest_ok(p->manifest_dir, c.installed, err) < 0) {
+            vec_push(instr, c);
+            return -1;
+        }
+        strbuf body = SB_INIT;
+        if (vendor_instruction(pk, mb, &body, err) < 0) {
+            sb_release(&body);
+            vec_push(instr, c);
+            return -1;
+        }
+        c.src = sb_detach(&body, NULL);
+        strbuf want = SB_INIT;
+        sb_adds(&want, c.src);
+        if (!fs_exists(c.installed))
+            c.ch = CH_ADD;
+        else
+            c.ch = file_equals(c.installed, &want) ? CH_SAME : CH_MOD;
+        sb_release(&want);
+        if (c.ch != CH_SAME && fs_exists(c.installed) && !has_vendor_marker(c.installed)) {
+            as_err_set(err,
+                       "instructions/%s.md has no vendor marker (edited by hand?) — "
+                       "nothing changed",
+                       mb->name);
+            as_err_hint(err, "move it aside to accept the vendor's version");
+            vec_push(instr, c);
+            return -1;
+        }
+        vec_push(instr, c);
+    }
+    for (size_t i = 0; i < old_instr->n; i++) {
+        if (has_member(&pk->instructions, old_instr->v[i]))
+            continue;
+        struct member_change c = {.name = xstrdup(old_instr->v[i]), .ch = CH_DEL};
+        c.installed = xasprintf("%s/instructions/%s.md", p->manifest_dir, c.name);
+        if (dest_ok(p->manifest_dir, c.installed, err) < 0) {
+            vec_push(instr, c);
+            return -1;
+        }
+        if (!has_vendor_marker(c.installed)) {
+            free(c.installed);
+            c.installed = NULL; /* keep a hand-edited file; drop only the entry */
+        }
+        vec_push(instr, c);
+    }
+    return 0;
+}
+
+/* The manifest entries of the changed skills and house rules. */
+static int edit_members(toml_edit *ed, const struct bundle_paths *p, const member_changes *skills,
+                        const member_changes *instr, struct as_err *err)
+{
+    for (size_t i = 0; i < skills->n; i++) {
+        const struct member_change *c = &skills->v[i];
+        const char *path[] = {"skills", c->name};
+        if (c->ch == CH_ADD) {
+            char *rel = xasprintf("./%s", c->installed + strlen(p->manifest_dir) + 1);
+            int r = set_path_entry(ed, "skills", c->name, rel, err);
+            free(rel);
+            if (r < 0)
+                return -1;
+        } else if (c->ch == CH_DEL && toml_edit_remove(ed, path, 2, err) < 0) {
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < instr->n; i++) {
+        const struct member_change *c = &instr->v[i];
+        const char *path[] = {"instructions", c->name};
+        if (c->ch == CH_ADD) {
+            char *rel = xasprintf("instructions/%s.md", c->name);
+            int r = set_path_entry(ed, "instructions", c->name, rel, err);
+            free(rel);
+            if (r < 0)
+                return -1;
+        } else if (c->ch == CH_DEL && toml_edit_remove(ed, path, 2, err) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The files of the changed skills and house rules, in the transaction:
+ * the old ones set aside, the new ones copied or written. */
+static int write_members(struct lib_txn *t, const struct bundle_paths *p,
+                         const member_changes *skills, const member_changes *instr,
+                         struct as_err *err)
+{
+    for (size_t i = 0; i < skills->n; i++) {
+        const struct member_change *c = &skills->v[i];
+        if ((c->ch == CH_MOD || c->ch == CH_DEL) && fs_exists(c->installed) &&
+            lib_txn_aside(t, c->installed, err) < 0)
+            return -1;
+        if ((c->ch == CH_MOD || c->ch == CH_ADD) && copy_skill(t, p, c->src, c->installed, err) < 0)
+            return -1;
+    }
+    for (size_t i = 0; i < instr->n; i++) {
+        const struct member_change *c = &instr->v[i];
+        if ((c->ch == CH_MOD || c->ch == CH_DEL) && c->installed && fs_exists(c->installed) &&
+            lib_txn_aside(t, c->installed, err) < 0)
+            return -1;
+        if ((c->ch == CH_MOD || c->ch == CH_ADD) &&
+            write_instruction(t, p, c->installed, c->src, strlen(c->src), err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 int lib_pack_upgrade(struct library *lib, const struct bundle_paths *p, const char *name,
                      const struct lib_pack_opts *o, struct as_err *err)
 {
@@ -589,95 +758,10 @@ int lib_pack_upgrade(struct library *lib, const struct bundle_paths *p, const ch
         as_err_set(err, "[servers.%s] exists but is not the pack's — nothing changed", name);
         goto out;
     }
-    for (size_t i = 0; i < pk.skills.n; i++) {
-        const struct lib_pack_member *mb = &pk.skills.v[i];
-        struct member_change c = {.name = xstrdup(mb->name),
-                                  .src = xasprintf("%s/%s", pk.root, mb->path)};
-        tree_pin(c.src, &c.new_pin);
-        if (strvec_find(&old_skills, mb->name) >= 0 && manifest_skill(m, mb->name)) {
-            if (managed_skill_dir(p, m, mb->name, &c.installed, err) < 0) {
-                vec_push(&skills, c);
-                goto out;
-            }
-            tree_pin(c.installed, &c.old_pin);
-            c.ch = c.old_pin && c.new_pin && strcmp(c.old_pin, c.new_pin) == 0 ? CH_SAME : CH_MOD;
-        } else {
-            c.installed = anchored(p->manifest_dir, mb->path);
-            c.ch = CH_ADD;
-            if (dest_ok(p->manifest_dir, c.installed, err) < 0) {
-                vec_push(&skills, c);
-                goto out;
-            }
-            if (manifest_skill(m, mb->name) || fs_exists(c.installed)) {
-                as_err_set(err,
-                           "the new version adds skill '%s', which already exists in the "
-                           "project — nothing changed",
-                           mb->name);
-                vec_push(&skills, c);
-                goto out;
-            }
-        }
-        vec_push(&skills, c);
-    }
-    for (size_t i = 0; i < old_skills.n; i++) {
-        if (has_member(&pk.skills, old_skills.v[i]) || !manifest_skill(m, old_skills.v[i]))
-            continue;
-        struct member_change c = {.name = xstrdup(old_skills.v[i]), .ch = CH_DEL};
-        if (managed_skill_dir(p, m, c.name, &c.installed, err) < 0) {
-            vec_push(&skills, c);
-            goto out;
-        }
-        tree_pin(c.installed, &c.old_pin);
-        vec_push(&skills, c);
-    }
-    for (size_t i = 0; with_instr && i < pk.instructions.n; i++) {
-        const struct lib_pack_member *mb = &pk.instructions.v[i];
-        struct member_change c = {.name = xstrdup(mb->name)};
-        c.installed = xasprintf("%s/instructions/%s.md", p->manifest_dir, mb->name);
-        if (dest_ok(p->manifest_dir, c.installed, err) < 0) {
-            vec_push(&instr, c);
-            goto out;
-        }
-        strbuf body = SB_INIT;
-        if (vendor_instruction(&pk, mb, &body, err) < 0) {
-            sb_release(&body);
-            vec_push(&instr, c);
-            goto out;
-        }
-        c.src = sb_detach(&body, NULL);
-        strbuf want = SB_INIT;
-        sb_adds(&want, c.src);
-        if (!fs_exists(c.installed))
-            c.ch = CH_ADD;
-        else
-            c.ch = file_equals(c.installed, &want) ? CH_SAME : CH_MOD;
-        sb_release(&want);
-        if (c.ch != CH_SAME && fs_exists(c.installed) && !has_vendor_marker(c.installed)) {
-            as_err_set(err,
-                       "instructions/%s.md has no vendor marker (edited by hand?) — "
-                       "nothing changed",
-                       mb->name);
-            as_err_hint(err, "move it aside to accept the vendor's version");
-            vec_push(&instr, c);
-            goto out;
-        }
-        vec_push(&instr, c);
-    }
-    for (size_t i = 0; i < old_instr.n; i++) {
-        if (has_member(&pk.instructions, old_instr.v[i]))
-            continue;
-        struct member_change c = {.name = xstrdup(old_instr.v[i]), .ch = CH_DEL};
-        c.installed = xasprintf("%s/instructions/%s.md", p->manifest_dir, c.name);
-        if (dest_ok(p->manifest_dir, c.installed, err) < 0) {
-            vec_push(&instr, c);
-            goto out;
-        }
-        if (!has_vendor_marker(c.installed)) {
-            free(c.installed);
-            c.installed = NULL; /* keep a hand-edited file; drop only the entry */
-        }
-        vec_push(&instr, c);
-    }
+    if (plan_skills(p, m, &pk, &old_skills, &skills, err) < 0)
+        goto out;
+    if (plan_instructions(p, &pk, &old_instr, with_instr, &instr, err) < 0)
+        goto out;
 
     size_t changes = srv_change != CH_SAME;
     bool instr_changed = false;
@@ -741,54 +825,14 @@ int lib_pack_upgrade(struct library *lib, const struct bundle_paths *p, const ch
         if (toml_edit_remove(ed, path, 2, err) < 0)
             goto out;
     }
-    for (size_t i = 0; i < skills.n; i++) {
-        const struct member_change *c = &skills.v[i];
-        const char *path[] = {"skills", c->name};
-        if (c->ch == CH_ADD) {
-            char *rel = xasprintf("./%s", c->installed + strlen(p->manifest_dir) + 1);
-            int r = set_path_entry(ed, "skills", c->name, rel, err);
-            free(rel);
-            if (r < 0)
-                goto out;
-        } else if (c->ch == CH_DEL && toml_edit_remove(ed, path, 2, err) < 0) {
-            goto out;
-        }
-    }
-    for (size_t i = 0; i < instr.n; i++) {
-        const struct member_change *c = &instr.v[i];
-        const char *path[] = {"instructions", c->name};
-        if (c->ch == CH_ADD) {
-            char *rel = xasprintf("instructions/%s.md", c->name);
-            int r = set_path_entry(ed, "instructions", c->name, rel, err);
-            free(rel);
-            if (r < 0)
-                goto out;
-        } else if (c->ch == CH_DEL && toml_edit_remove(ed, path, 2, err) < 0) {
-            goto out;
-        }
-    }
+    if (edit_members(ed, p, &skills, &instr, err) < 0)
+        goto out;
     if (set_ledger(ed, &pk, &ref, with_instr, err) < 0)
         goto out;
     if (lib_txn_begin(&t, p, err) < 0)
         goto out;
-    for (size_t i = 0; i < skills.n; i++) {
-        const struct member_change *c = &skills.v[i];
-        if ((c->ch == CH_MOD || c->ch == CH_DEL) && fs_exists(c->installed) &&
-            lib_txn_aside(&t, c->installed, err) < 0)
-            goto out;
-        if ((c->ch == CH_MOD || c->ch == CH_ADD) &&
-            copy_skill(&t, p, c->src, c->installed, err) < 0)
-            goto out;
-    }
-    for (size_t i = 0; i < instr.n; i++) {
-        const struct member_change *c = &instr.v[i];
-        if ((c->ch == CH_MOD || c->ch == CH_DEL) && c->installed && fs_exists(c->installed) &&
-            lib_txn_aside(&t, c->installed, err) < 0)
-            goto out;
-        if ((c->ch == CH_MOD || c->ch == CH_ADD) &&
-            write_instruction(&t, p, c->installed, c->src, strlen(c->src), err) < 0)
-            goto out;
-    }
+    if (write_members(&t, p, &skills, &instr, err) < 0)
+        goto out;
     if (lib_txn_commit(&t, lib, ed, NULL, NULL, "re-pinning failed, so the upgrade was rolled back",
                        err) < 0)
         goto out;

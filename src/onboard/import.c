@@ -71,6 +71,19 @@ void onb_display_path(const char *path, strbuf *out)
         sb_adds(out, path);
 }
 
+void onb_display_rel(const char *path, strbuf *out)
+{
+    char cwd[4096];
+    if (getcwd(cwd, sizeof cwd)) {
+        size_t n = strlen(cwd);
+        if (strncmp(path, cwd, n) == 0 && path[n] == '/') {
+            sb_adds(out, path + n + 1);
+            return;
+        }
+    }
+    onb_display_path(path, out);
+}
+
 bool onb_is_bridge(const char *name, const char *command, const strvec *args)
 {
     if (name && strcmp(name, "agentstack") == 0)

@@ -131,6 +131,9 @@ void onb_server_from_manifest(const struct mf_server *m, struct onb_server *out)
 bool onb_server_same(const struct onb_server *a, const struct onb_server *b);
 /* "~/.claude.json" for a path under $HOME, else the path. */
 void onb_display_path(const char *path, strbuf *out);
+/* path relative to the current directory when it lies below it, else as
+ * onb_display_path shows it (what init and adopt name as written). */
+void onb_display_rel(const char *path, strbuf *out);
 
 /* ---- lifting -------------------------------------------------------------- */
 

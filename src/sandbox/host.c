@@ -164,6 +164,95 @@ static int pty_pump(int mfd, struct capture *cap)
     return 0;
 }
 
+/* Relays between the caller's terminal and the harness until it exits and
+ * its output is drained: keyboard input to the pty, its output (hashed into
+ * cap when headless) to stdout, relayed signals to its process group; a
+ * SIGTERM or SIGHUP arms a 2-second timer after which the group is killed.
+ * Returns the harness's wait status. */
+static int relay(const struct child *c, int sfd, int tfd, struct capture *capp)
+{
+    int status = 0, exited = 0, armed = 0, in_open = c->tty == TTY_PTY, m_open = c->mfd >= 0;
+    /* Keyboard input not yet taken by the pty: while some is pending, stdin
+     * is not read, and the master never blocks us (a harness that neither
+     * reads nor stops writing cannot wedge the relay). */
+    char pend[4096];
+    size_t plen = 0, poff = 0;
+    if (c->mfd >= 0)
+        fcntl(c->mfd, F_SETFL, O_NONBLOCK);
+    while (!exited || m_open) {
+        struct pollfd pf[4] = {{sfd, POLLIN, 0},
+                               {tfd, POLLIN, 0},
+                               {in_open && !plen ? STDIN_FILENO : -1, POLLIN, 0},
+                               {m_open ? c->mfd : -1, (short)(POLLIN | (plen ? POLLOUT : 0)), 0}};
+        if (exited) {
+            /* The harness is gone: copy out what the pty still holds. */
+            fcntl(c->mfd, F_SETFL, O_NONBLOCK);
+            while (pty_pump(c->mfd, capp) > 0)
+                ;
+            break;
+        }
+        if (poll(pf, 4, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            kill(-c->pid, SIGKILL);
+            waitpid(c->pid, &status, 0);
+            exited = 1;
+            continue;
+        }
+        if ((pf[3].revents & (POLLIN | POLLHUP | POLLERR)) && pty_pump(c->mfd, capp) == 0)
+            m_open = 0;
+        if (pf[2].revents & (POLLIN | POLLHUP | POLLERR)) {
+            ssize_t r = read(STDIN_FILENO, pend, sizeof pend);
+            if (r > 0) {
+                plen = (size_t)r;
+                poff = 0;
+            } else if (r == 0 || errno != EINTR) {
+                in_open = 0;
+            }
+        }
+        if (plen && m_open) {
+            ssize_t w = write(c->mfd, pend + poff, plen - poff);
+            if (w > 0)
+                poff += (size_t)w;
+            else if (w < 0 && errno != EAGAIN && errno != EINTR)
+                poff = plen; /* the pty is gone: drop it */
+            if (poff >= plen)
+                plen = poff = 0;
+        }
+        if (pf[1].revents & POLLIN) {
+            uint64_t x;
+            if (read(tfd, &x, sizeof x) > 0)
+                kill(-c->pid, SIGKILL);
+        }
+        if (pf[0].revents & POLLIN) {
+            struct signalfd_siginfo si;
+            while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                int sig = (int)si.ssi_signo;
+                if (sig == SIGCHLD) {
+                    if (waitpid(c->pid, &status, WNOHANG) == c->pid)
+                        exited = 1;
+                    continue;
+                }
+                if (sig == SIGTTOU || sig == SIGPIPE)
+                    continue;
+                if (sig == SIGWINCH && c->tty == TTY_PTY) {
+                    pty_winsize(c->mfd); /* the kernel tells the harness */
+                    continue;
+                }
+                kill(-c->pid, sig);
+                if ((sig == SIGTERM || sig == SIGHUP) && !armed) {
+                    struct itimerspec its = {.it_value = {.tv_sec = 2}};
+                    timerfd_settime(tfd, 0, &its, NULL);
+                    armed = 1;
+                }
+            }
+        }
+        if (!exited && waitpid(c->pid, &status, WNOHANG) == c->pid)
+            exited = 1;
+    }
+    return status;
+}
+
 /* Starts the harness and relays until it exits. -1 + err when it could not
  * be started (res->launched = 0). */
 static int spawn_wait(const struct sbx_plan *p, struct sbx_host_result *res, struct as_err *err)
@@ -267,85 +356,7 @@ static int spawn_wait(const struct sbx_plan *p, struct sbx_host_result *res, str
     }
     sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-    int status = 0, exited = 0, armed = 0, in_open = c.tty == TTY_PTY, m_open = c.mfd >= 0;
-    /* Keyboard input not yet taken by the pty: while some is pending, stdin
-     * is not read, and the master never blocks us (a harness that neither
-     * reads nor stops writing cannot wedge the relay). */
-    char pend[4096];
-    size_t plen = 0, poff = 0;
-    if (c.mfd >= 0)
-        fcntl(c.mfd, F_SETFL, O_NONBLOCK);
-    while (!exited || m_open) {
-        struct pollfd pf[4] = {{sfd, POLLIN, 0},
-                               {tfd, POLLIN, 0},
-                               {in_open && !plen ? STDIN_FILENO : -1, POLLIN, 0},
-                               {m_open ? c.mfd : -1, (short)(POLLIN | (plen ? POLLOUT : 0)), 0}};
-        if (exited) {
-            /* The harness is gone: copy out what the pty still holds. */
-            fcntl(c.mfd, F_SETFL, O_NONBLOCK);
-            while (pty_pump(c.mfd, capp) > 0)
-                ;
-            break;
-        }
-        if (poll(pf, 4, -1) < 0) {
-            if (errno == EINTR)
-                continue;
-            kill(-c.pid, SIGKILL);
-            waitpid(c.pid, &status, 0);
-            exited = 1;
-            continue;
-        }
-        if ((pf[3].revents & (POLLIN | POLLHUP | POLLERR)) && pty_pump(c.mfd, capp) == 0)
-            m_open = 0;
-        if (pf[2].revents & (POLLIN | POLLHUP | POLLERR)) {
-            ssize_t r = read(STDIN_FILENO, pend, sizeof pend);
-            if (r > 0) {
-                plen = (size_t)r;
-                poff = 0;
-            } else if (r == 0 || errno != EINTR) {
-                in_open = 0;
-            }
-        }
-        if (plen && m_open) {
-            ssize_t w = write(c.mfd, pend + poff, plen - poff);
-            if (w > 0)
-                poff += (size_t)w;
-            else if (w < 0 && errno != EAGAIN && errno != EINTR)
-                poff = plen; /* the pty is gone: drop it */
-            if (poff >= plen)
-                plen = poff = 0;
-        }
-        if (pf[1].revents & POLLIN) {
-            uint64_t x;
-            if (read(tfd, &x, sizeof x) > 0)
-                kill(-c.pid, SIGKILL);
-        }
-        if (pf[0].revents & POLLIN) {
-            struct signalfd_siginfo si;
-            while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-                int sig = (int)si.ssi_signo;
-                if (sig == SIGCHLD) {
-                    if (waitpid(c.pid, &status, WNOHANG) == c.pid)
-                        exited = 1;
-                    continue;
-                }
-                if (sig == SIGTTOU || sig == SIGPIPE)
-                    continue;
-                if (sig == SIGWINCH && c.tty == TTY_PTY) {
-                    pty_winsize(c.mfd); /* the kernel tells the harness */
-                    continue;
-                }
-                kill(-c.pid, sig);
-                if ((sig == SIGTERM || sig == SIGHUP) && !armed) {
-                    struct itimerspec its = {.it_value = {.tv_sec = 2}};
-                    timerfd_settime(tfd, 0, &its, NULL);
-                    armed = 1;
-                }
-            }
-        }
-        if (!exited && waitpid(c.pid, &status, WNOHANG) == c.pid)
-            exited = 1;
-    }
+    int status = relay(&c, sfd, tfd, capp);
     res->duration_ms = now_ms() - t0;
     if (WIFEXITED(status))
         res->code = WEXITSTATUS(status);

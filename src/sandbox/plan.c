@@ -35,26 +35,9 @@ char *sbx_i_canon(const char *path)
 void sbx_argv_display(const char *const *argv, strbuf *out)
 {
     for (size_t i = 0; argv && argv[i]; i++) {
-        const char *a = argv[i];
         if (i)
             sb_addc(out, ' ');
-        int plain = a[0] != '\0';
-        for (const char *c = a; *c; c++)
-            if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-                  (*c >= '0' && *c <= '9') || strchr("_./:=@%+,-", *c)))
-                plain = 0;
-        if (plain) {
-            sb_adds(out, a);
-            continue;
-        }
-        sb_addc(out, '\'');
-        for (const char *c = a; *c; c++) {
-            if (*c == '\'')
-                sb_adds(out, "'\\''");
-            else
-                sb_addc(out, *c);
-        }
-        sb_addc(out, '\'');
+        sb_add_shword(out, argv[i]);
     }
 }
 
@@ -137,6 +120,134 @@ static void shadow_project_mcp(struct sbx_plan *p, const char *rel, const char *
     sb_release(&full);
 }
 
+static const char *posture_slug(enum sbx_mode mode)
+{
+    switch (mode) {
+    case SBX_MODE_LOCKDOWN:
+        return "lockdown";
+    case SBX_MODE_HOST:
+        return "host-protected";
+    case SBX_MODE_HOST_ADVISORY:
+        return "host";
+    default:
+        return "sandbox";
+    }
+}
+
+/* The project's trust state, and what it means for the run: only a
+ * trusted bundle is delivered, and its consent digest anchors the gateway. */
+static void read_trust(struct sbx_plan *p, const struct bundle_paths *bp)
+{
+    struct trust_status ts = {0};
+    struct as_err terr = AS_ERR_INIT;
+    if (trust_check(bp, &ts, &terr) < 0) {
+        p->trust = SBX_TRUST_UNTRUSTED;
+        char b[2300];
+        p->trust_detail = xasprintf("UNTRUSTED — the bundle could not be read (%s); "
+                                    "nothing from it is delivered",
+                                    as_err_str(&terr, b, sizeof b));
+    } else if (ts.state == TRUST_TRUSTED) {
+        p->trust = SBX_TRUST_TRUSTED;
+        p->trust_detail = xstrdup("bundle trusted");
+        p->consent_digest = xstrdup(ts.digest); /* the gateway's trust anchor */
+    } else if (ts.state == TRUST_CHANGED) {
+        p->trust = SBX_TRUST_CHANGED;
+        p->trust_detail = xstrdup("CHANGED — reviewed bytes changed since trust; nothing "
+                                  "from the bundle is delivered");
+    } else {
+        p->trust = SBX_TRUST_UNTRUSTED;
+        p->trust_detail = xstrdup("UNTRUSTED — not reviewed on this machine; nothing from "
+                                  "the bundle is delivered");
+    }
+    trust_status_release(&ts);
+}
+
+/* Whether the policy lets the run write the workspace, and why. */
+static void set_workspace_access(struct sbx_plan *p)
+{
+    struct pol_decision d;
+    p->workspace_writable = pol_fs_workspace_writable(p->ruleset, &d);
+    if (p->workspace_writable) {
+        p->workspace_reason = xstrdup("[policy.filesystem] write covers it");
+    } else if (d.why == POL_DEFAULT_DENY) {
+        p->workspace_reason = xstrdup(WS_DENY_BY_DEFAULT);
+    } else {
+        strbuf t = SB_INIT;
+        pol_decision_text(&d, &t);
+        p->workspace_reason = sb_detach(&t, NULL);
+    }
+}
+
+/* The bundle's servers the run names (a toolset narrows them), and under
+ * lockdown the hosts of their urls, which only the gateway may reach; a
+ * url whose host cannot be classified refuses a lockdown run. */
+static int plan_fence(const struct sbx_plan_request *rq, struct sbx_plan *p,
+                      const struct manifest *mf, struct as_err *err)
+{
+    if (mf && rq->toolset) {
+        /* A toolset narrows what the run names as the bundle's servers; it
+         * never widens what the proxy allows. */
+        const struct mf_toolset *ts = manifest_toolset(mf, rq->toolset);
+        if (!ts) {
+            as_err_set(err, "no toolset '%s' in %s", rq->toolset, mf->path);
+            sbx_i_toolset_hint(mf, err);
+            return -1;
+        }
+        p->toolset = xstrdup(ts->name);
+        for (size_t i = 0; i < ts->servers.n; i++)
+            strvec_push(&p->fence_servers, ts->servers.v[i]);
+        p->servers_declared = (int)ts->servers.n;
+    } else if (rq->toolset) {
+        strvec_pushf(&p->notes,
+                     "note: --toolset %s is not applied: nothing from %s bundle is "
+                     "delivered",
+                     rq->toolset, p->trust == SBX_TRUST_NO_PROJECT ? "a missing" : "an unreviewed");
+    }
+    if (mf) {
+        if (!rq->toolset)
+            p->servers_declared = (int)mf->servers.n;
+        for (size_t i = 0; i < mf->servers.n; i++) {
+            const struct mf_server *s = &mf->servers.v[i];
+            if (!s->url)
+                continue;
+            char host[POL_HOST_MAX + 1];
+            if (sbx_i_url_host(s->url, host) < 0) {
+                if (p->mode == SBX_MODE_LOCKDOWN) {
+                    as_err_set(err,
+                               "server '%s': the host of its url cannot be classified; "
+                               "refusing to start a lockdown run",
+                               s->name);
+                    return -1;
+                }
+                continue;
+            }
+            if (p->mode == SBX_MODE_LOCKDOWN && strvec_find(&p->gateway_only_hosts, host) < 0)
+                strvec_push(&p->gateway_only_hosts, host);
+        }
+    }
+    return 0;
+}
+
+/* The run's environment (nothing of the caller's but TERM) and where its
+ * proxy listens. */
+static void plan_env(struct sbx_plan *p, const char *extra_path)
+{
+    strvec_pushf(&p->env, "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin%s%s",
+                 extra_path[0] ? ":" : "", extra_path);
+    strvec_push(&p->env, "HOME=" SBX_INSIDE_HOME);
+    const char *term = getenv("TERM");
+    if (term && term[0])
+        strvec_pushf(&p->env, "TERM=%s", term);
+    strvec_pushf(&p->env, "AGENTSTACK_RUN_ID=%s", p->run_id);
+    if (p->mode == SBX_MODE_LOCKDOWN) {
+        p->proxy_host = SBX_LOCKDOWN_PROXY_HOST;
+        p->proxy_port = SBX_LOCKDOWN_PROXY_PORT;
+    } else {
+        p->proxy_host = "127.0.0.1";
+        p->proxy_port = 0;
+    }
+}
+
 int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, struct as_err *err)
 {
     *out = NULL;
@@ -147,20 +258,7 @@ int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, str
     strbuf sb = SB_INIT, exec_path = SB_INIT, extra_path = SB_INIT;
 
     p->mode = rq->mode;
-    switch (rq->mode) {
-    case SBX_MODE_LOCKDOWN:
-        p->posture_slug = "lockdown";
-        break;
-    case SBX_MODE_HOST:
-        p->posture_slug = "host-protected";
-        break;
-    case SBX_MODE_HOST_ADVISORY:
-        p->posture_slug = "host";
-        break;
-    default:
-        p->posture_slug = "sandbox";
-        break;
-    }
+    p->posture_slug = posture_slug(rq->mode);
     p->posture_label = sbx_posture_label(p->posture_slug);
     p->harness_id = xstrdup(rq->harness_id);
     if (rand_hex(p->run_id + 2, 5, err) < 0 || rand_hex(p->token, 32, err) < 0)
@@ -212,28 +310,7 @@ int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, str
             goto fail;
         }
         p->workspace = xstrdup(p->project_root);
-        struct trust_status ts = {0};
-        struct as_err terr = AS_ERR_INIT;
-        if (trust_check(&bp, &ts, &terr) < 0) {
-            p->trust = SBX_TRUST_UNTRUSTED;
-            char b[2300];
-            p->trust_detail = xasprintf("UNTRUSTED — the bundle could not be read (%s); "
-                                        "nothing from it is delivered",
-                                        as_err_str(&terr, b, sizeof b));
-        } else if (ts.state == TRUST_TRUSTED) {
-            p->trust = SBX_TRUST_TRUSTED;
-            p->trust_detail = xstrdup("bundle trusted");
-            p->consent_digest = xstrdup(ts.digest); /* the gateway's trust anchor */
-        } else if (ts.state == TRUST_CHANGED) {
-            p->trust = SBX_TRUST_CHANGED;
-            p->trust_detail = xstrdup("CHANGED — reviewed bytes changed since trust; nothing "
-                                      "from the bundle is delivered");
-        } else {
-            p->trust = SBX_TRUST_UNTRUSTED;
-            p->trust_detail = xstrdup("UNTRUSTED — not reviewed on this machine; nothing from "
-                                      "the bundle is delivered");
-        }
-        trust_status_release(&ts);
+        read_trust(p, &bp);
     } else {
         p->trust = SBX_TRUST_NO_PROJECT;
         p->trust_detail = xstrdup("no project — nothing to deliver");
@@ -245,58 +322,9 @@ int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, str
     /* Policy: the machine floor, and the project layer only when trusted. */
     if (load_policy(p, &bp, &mf, err) < 0)
         goto fail;
-    struct pol_decision d;
-    p->workspace_writable = pol_fs_workspace_writable(p->ruleset, &d);
-    if (p->workspace_writable) {
-        p->workspace_reason = xstrdup("[policy.filesystem] write covers it");
-    } else if (d.why == POL_DEFAULT_DENY) {
-        p->workspace_reason = xstrdup(WS_DENY_BY_DEFAULT);
-    } else {
-        strbuf t = SB_INIT;
-        pol_decision_text(&d, &t);
-        p->workspace_reason = sb_detach(&t, NULL);
-    }
-    if (mf && rq->toolset) {
-        /* A toolset narrows what the run names as the bundle's servers; it
-         * never widens what the proxy allows. */
-        const struct mf_toolset *ts = manifest_toolset(mf, rq->toolset);
-        if (!ts) {
-            as_err_set(err, "no toolset '%s' in %s", rq->toolset, mf->path);
-            sbx_i_toolset_hint(mf, err);
-            goto fail;
-        }
-        p->toolset = xstrdup(ts->name);
-        for (size_t i = 0; i < ts->servers.n; i++)
-            strvec_push(&p->fence_servers, ts->servers.v[i]);
-        p->servers_declared = (int)ts->servers.n;
-    } else if (rq->toolset) {
-        strvec_pushf(&p->notes,
-                     "note: --toolset %s is not applied: nothing from %s bundle is "
-                     "delivered",
-                     rq->toolset, p->trust == SBX_TRUST_NO_PROJECT ? "a missing" : "an unreviewed");
-    }
-    if (mf) {
-        if (!rq->toolset)
-            p->servers_declared = (int)mf->servers.n;
-        for (size_t i = 0; i < mf->servers.n; i++) {
-            const struct mf_server *s = &mf->servers.v[i];
-            if (!s->url)
-                continue;
-            char host[POL_HOST_MAX + 1];
-            if (sbx_i_url_host(s->url, host) < 0) {
-                if (p->mode == SBX_MODE_LOCKDOWN) {
-                    as_err_set(err,
-                               "server '%s': the host of its url cannot be classified; "
-                               "refusing to start a lockdown run",
-                               s->name);
-                    goto fail;
-                }
-                continue;
-            }
-            if (p->mode == SBX_MODE_LOCKDOWN && strvec_find(&p->gateway_only_hosts, host) < 0)
-                strvec_push(&p->gateway_only_hosts, host);
-        }
-    }
+    set_workspace_access(p);
+    if (plan_fence(rq, p, mf, err) < 0)
+        goto fail;
 
     /* Identity: the invoking uid outside, never 0 inside. */
     p->outer_uid = geteuid();
@@ -344,20 +372,7 @@ int sbx_plan_build(const struct sbx_plan_request *rq, struct sbx_plan **out, str
     else
         p->cwd = xstrdup(SBX_INSIDE_WORKSPACE);
 
-    strvec_pushf(&p->env, "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin%s%s",
-                 extra_path.len ? ":" : "", extra_path.buf);
-    strvec_push(&p->env, "HOME=" SBX_INSIDE_HOME);
-    const char *term = getenv("TERM");
-    if (term && term[0])
-        strvec_pushf(&p->env, "TERM=%s", term);
-    strvec_pushf(&p->env, "AGENTSTACK_RUN_ID=%s", p->run_id);
-    if (p->mode == SBX_MODE_LOCKDOWN) {
-        p->proxy_host = SBX_LOCKDOWN_PROXY_HOST;
-        p->proxy_port = SBX_LOCKDOWN_PROXY_PORT;
-    } else {
-        p->proxy_host = "127.0.0.1";
-        p->proxy_port = 0;
-    }
+    plan_env(p, extra_path.buf);
     if (sbx_i_plan_gateway(rq, p, mf, p->consent_digest, err) < 0)
         goto fail;
     if ((p->gateway_routed || p->mode == SBX_MODE_LOCKDOWN) && rq->project_mcp_rel &&

@@ -296,6 +296,135 @@ void sbx_i_build_grant(struct sbx_plan *p, const struct manifest *m, const struc
     p->grant = g;
 }
 
+/* The trust gate: only a reviewed, unchanged bundle passes. */
+static void gate_trust(struct sbx_plan *p, int have_ts, const char *cwd)
+{
+    if (p->trust == SBX_TRUST_TRUSTED)
+        gate(p, "trust", 1, NULL, "%s", p->trust_detail);
+    else if (p->trust == SBX_TRUST_NO_PROJECT)
+        gate(p, "trust", 0,
+             "run it from a project, or without the gates: agentstack run <cli> "
+             "--unprotected",
+             "no agentstack project at or above %s — a protected run gates a reviewed bundle", cwd);
+    else if (p->trust == SBX_TRUST_CHANGED)
+        gate(p, "trust", 0, "review it: agentstack trust .",
+             "project at %s changed since it was trusted. If you changed pinned inputs, run "
+             "`agentstack lock --write` first — new pins re-gate trust.",
+             p->project_root);
+    else
+        gate(p, "trust", 0, "review it, then: agentstack trust .",
+             "project at %s is not "
+             "trusted — %s",
+             p->project_root ? p->project_root : cwd,
+             have_ts ? "not reviewed on this machine" : p->trust_detail);
+}
+
+/* The gates on the bundle itself: its lock, its extensions, its policy
+ * and the toolset's model and effort; each fails when nothing loads. */
+static void gate_bundle(struct sbx_plan *p, const struct sbx_plan_request *rq,
+                        const struct manifest *m, const struct bundle_paths *bp,
+                        const struct manifest_snapshot *snap, const struct mf_toolset *tsel)
+{
+    if (m) {
+        gate_locked(p, m, bp, snap);
+        size_t ext = 0;
+        for (size_t i = 0; i < m->extensions.n; i++)
+            ext += strcmp(m->extensions.v[i].target, p->harness_id) == 0;
+        if (ext)
+            gate(p, "rendered-verify", 1, NULL,
+                 "%zu extension%s for %s: pinned (locked-verify); "
+                 "this build delivers no extension copies",
+                 ext, ext == 1 ? "" : "s", p->harness_id);
+        else
+            gate(p, "rendered-verify", 1, NULL, "no extension copies to verify");
+        gate_policy(p, m);
+        if (tsel && tsel->harness && rq->harness_for && strcmp(tsel->harness, rq->harness_for))
+            gate(p, "model-effort", 0, "run it with that harness, or pick another toolset",
+                 "toolset '%s' is for harness '%s', not '%s'", tsel->name, tsel->harness,
+                 rq->harness_for);
+        else if (tsel && (tsel->model || tsel->effort))
+            gate(p, "model-effort", 1, NULL,
+                 "toolset '%s': model %s, effort %s (recorded in the "
+                 "grant; the harness's own settings are not changed)",
+                 tsel->name, tsel->model ? tsel->model : "unset",
+                 tsel->effort ? tsel->effort : "unset");
+        else
+            gate(p, "model-effort", 1, NULL, "no model or effort is set by the %s",
+                 tsel ? "toolset" : "bundle");
+    } else {
+        static const char *const skipped[] = {"locked-verify", "rendered-verify",
+                                              "policy-admission", "model-effort"};
+        for (size_t i = 0; i < 4; i++)
+            gate(p, skipped[i], 0, NULL, "not checked: there is no loadable bundle");
+    }
+}
+
+/* The mcp-injection gate: where (if anywhere) the harness's MCP config
+ * gets the gateway's entry for the run. */
+static void gate_injection(struct sbx_plan *p, const struct sbx_plan_request *rq)
+{
+    strbuf ipath = SB_INIT, iscope = SB_INIT, inote = SB_INIT;
+    if (!rq->inject_resolve) {
+        p->inject_note = xasprintf("%s has no MCP mapping — no servers to route", p->harness_id);
+        gate(p, "mcp-injection", 1, NULL, "%s", p->inject_note);
+    } else {
+        struct as_err e = AS_ERR_INIT;
+        if (rq->inject_resolve(rq->inject_ctx, p->project_root, &ipath, &iscope, &inote, &e) < 0) {
+            char b[2300];
+            gate(p, "mcp-injection", 0, e.hint[0] ? e.hint : NULL, "%s",
+                 as_err_str(&e, b, sizeof b));
+        } else if (ipath.len) {
+            p->inject_path = xstrdup(ipath.buf);
+            p->inject_scope = xstrdup(iscope.len ? iscope.buf : "project");
+            gate(p, "mcp-injection", 1, NULL,
+                 "%s (%s scope) gets the entry '%s' for the run; "
+                 "servers agentstack rendered there are taken out until it ends",
+                 p->inject_path, p->inject_scope, SBX_GATEWAY_ENTRY);
+        } else {
+            p->inject_note = xstrdup(inote.len ? inote.buf : "nothing to inject");
+            gate(p, "mcp-injection", 1, NULL, "%s", p->inject_note);
+        }
+    }
+    sb_release(&ipath);
+    sb_release(&iscope);
+    sb_release(&inote);
+}
+
+/* The last gates: the grant handed to the gateway entry (when there is
+ * one), and a program and directory the run can start with. */
+static void gate_launch(struct sbx_plan *p, const struct sbx_plan_request *rq)
+{
+    if (p->inject_path) {
+        if (!rq->self_bin || access(rq->self_bin, X_OK) < 0) {
+            gate(p, "grant-handoff", 0, NULL, "cannot name this binary for the gateway entry (%s)",
+                 rq->self_bin ? strerror(errno) : "unknown path");
+        } else {
+            strvec_push(&p->inject_argv, rq->self_bin);
+            strvec_push(&p->inject_argv, "mcp");
+            strvec_push(&p->inject_argv, "--grant");
+            strvec_push(&p->inject_argv, p->grant_path);
+            strbuf c = SB_INIT;
+            sbx_argv_display((const char *const *)p->inject_argv.v, &c);
+            gate(p, "grant-handoff", 1, NULL, "the harness reaches the bundle only through: %s",
+                 c.buf);
+            sb_release(&c);
+        }
+    } else {
+        gate(p, "grant-handoff", 1, NULL,
+             "no MCP entry to hand the grant to; it is recorded "
+             "with the run");
+    }
+
+    struct stat st;
+    if (access(rq->harness_bin, X_OK) < 0)
+        gate(p, "launch-scope", 0, NULL, "%s: %s", rq->harness_bin, strerror(errno));
+    else if (stat(p->host_cwd, &st) < 0 || !S_ISDIR(st.st_mode))
+        gate(p, "launch-scope", 0, NULL, "%s is not a directory", p->host_cwd);
+    else
+        gate(p, "launch-scope", 1, NULL, "%s at %s, own process group, AGENTSTACK_RUN_ID=%s",
+             p->harness_host_bin, p->host_cwd, p->run_id);
+}
+
 int sbx_i_plan_host(const struct sbx_plan_request *rq, struct sbx_plan *p, struct as_err *err)
 {
     struct bundle_paths bp = {0};
@@ -413,84 +542,12 @@ int sbx_i_plan_host(const struct sbx_plan_request *rq, struct sbx_plan *p, struc
     }
 
     /* ---- the gates, in docs/sandbox.md's order ----------- */
-    if (p->trust == SBX_TRUST_TRUSTED)
-        gate(p, "trust", 1, NULL, "%s", p->trust_detail);
-    else if (p->trust == SBX_TRUST_NO_PROJECT)
-        gate(p, "trust", 0,
-             "run it from a project, or without the gates: agentstack run <cli> "
-             "--unprotected",
-             "no agentstack project at or above %s — a protected run gates a reviewed bundle", cwd);
-    else if (p->trust == SBX_TRUST_CHANGED)
-        gate(p, "trust", 0, "review it: agentstack trust .",
-             "project at %s changed since it was trusted. If you changed pinned inputs, run "
-             "`agentstack lock --write` first — new pins re-gate trust.",
-             p->project_root);
-    else
-        gate(p, "trust", 0, "review it, then: agentstack trust .",
-             "project at %s is not "
-             "trusted — %s",
-             p->project_root ? p->project_root : cwd,
-             have_ts ? "not reviewed on this machine" : p->trust_detail);
+    gate_trust(p, have_ts, cwd);
 
-    if (m) {
-        gate_locked(p, m, &bp, &snap);
-        size_t ext = 0;
-        for (size_t i = 0; i < m->extensions.n; i++)
-            ext += strcmp(m->extensions.v[i].target, p->harness_id) == 0;
-        if (ext)
-            gate(p, "rendered-verify", 1, NULL,
-                 "%zu extension%s for %s: pinned (locked-verify); "
-                 "this build delivers no extension copies",
-                 ext, ext == 1 ? "" : "s", p->harness_id);
-        else
-            gate(p, "rendered-verify", 1, NULL, "no extension copies to verify");
-        gate_policy(p, m);
-        if (tsel && tsel->harness && rq->harness_for && strcmp(tsel->harness, rq->harness_for))
-            gate(p, "model-effort", 0, "run it with that harness, or pick another toolset",
-                 "toolset '%s' is for harness '%s', not '%s'", tsel->name, tsel->harness,
-                 rq->harness_for);
-        else if (tsel && (tsel->model || tsel->effort))
-            gate(p, "model-effort", 1, NULL,
-                 "toolset '%s': model %s, effort %s (recorded in the "
-                 "grant; the harness's own settings are not changed)",
-                 tsel->name, tsel->model ? tsel->model : "unset",
-                 tsel->effort ? tsel->effort : "unset");
-        else
-            gate(p, "model-effort", 1, NULL, "no model or effort is set by the %s",
-                 tsel ? "toolset" : "bundle");
-    } else {
-        static const char *const skipped[] = {"locked-verify", "rendered-verify",
-                                              "policy-admission", "model-effort"};
-        for (size_t i = 0; i < 4; i++)
-            gate(p, skipped[i], 0, NULL, "not checked: there is no loadable bundle");
-    }
+    gate_bundle(p, rq, m, &bp, &snap, tsel);
 
     p->grant_path = xasprintf("%s/runs/%s/grant.json", p->home, p->run_id);
-    strbuf ipath = SB_INIT, iscope = SB_INIT, inote = SB_INIT;
-    if (!rq->inject_resolve) {
-        p->inject_note = xasprintf("%s has no MCP mapping — no servers to route", p->harness_id);
-        gate(p, "mcp-injection", 1, NULL, "%s", p->inject_note);
-    } else {
-        struct as_err e = AS_ERR_INIT;
-        if (rq->inject_resolve(rq->inject_ctx, p->project_root, &ipath, &iscope, &inote, &e) < 0) {
-            char b[2300];
-            gate(p, "mcp-injection", 0, e.hint[0] ? e.hint : NULL, "%s",
-                 as_err_str(&e, b, sizeof b));
-        } else if (ipath.len) {
-            p->inject_path = xstrdup(ipath.buf);
-            p->inject_scope = xstrdup(iscope.len ? iscope.buf : "project");
-            gate(p, "mcp-injection", 1, NULL,
-                 "%s (%s scope) gets the entry '%s' for the run; "
-                 "servers agentstack rendered there are taken out until it ends",
-                 p->inject_path, p->inject_scope, SBX_GATEWAY_ENTRY);
-        } else {
-            p->inject_note = xstrdup(inote.len ? inote.buf : "nothing to inject");
-            gate(p, "mcp-injection", 1, NULL, "%s", p->inject_note);
-        }
-    }
-    sb_release(&ipath);
-    sb_release(&iscope);
-    sb_release(&inote);
+    gate_injection(p, rq);
 
     if (m && p->ruleset) {
         sbx_i_build_grant(p, m, tsel);
@@ -502,35 +559,7 @@ int sbx_i_plan_host(const struct sbx_plan_request *rq, struct sbx_plan *p, struc
         gate(p, "grant-freeze", 0, NULL, "no grant: there is no loadable bundle");
     }
 
-    if (p->inject_path) {
-        if (!rq->self_bin || access(rq->self_bin, X_OK) < 0) {
-            gate(p, "grant-handoff", 0, NULL, "cannot name this binary for the gateway entry (%s)",
-                 rq->self_bin ? strerror(errno) : "unknown path");
-        } else {
-            strvec_push(&p->inject_argv, rq->self_bin);
-            strvec_push(&p->inject_argv, "mcp");
-            strvec_push(&p->inject_argv, "--grant");
-            strvec_push(&p->inject_argv, p->grant_path);
-            strbuf c = SB_INIT;
-            sbx_argv_display((const char *const *)p->inject_argv.v, &c);
-            gate(p, "grant-handoff", 1, NULL, "the harness reaches the bundle only through: %s",
-                 c.buf);
-            sb_release(&c);
-        }
-    } else {
-        gate(p, "grant-handoff", 1, NULL,
-             "no MCP entry to hand the grant to; it is recorded "
-             "with the run");
-    }
-
-    struct stat st;
-    if (access(rq->harness_bin, X_OK) < 0)
-        gate(p, "launch-scope", 0, NULL, "%s: %s", rq->harness_bin, strerror(errno));
-    else if (stat(p->host_cwd, &st) < 0 || !S_ISDIR(st.st_mode))
-        gate(p, "launch-scope", 0, NULL, "%s is not a directory", p->host_cwd);
-    else
-        gate(p, "launch-scope", 1, NULL, "%s at %s, own process group, AGENTSTACK_RUN_ID=%s",
-             p->harness_host_bin, p->host_cwd, p->run_id);
+    gate_launch(p, rq);
     rc = 0;
 out:
     if (have_ts)

@@ -90,6 +90,75 @@ static int record_start(const struct sbx_plan *p, struct sbx_rec *rec, const str
 
 static const int relayed[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGUSR1, SIGUSR2};
 
+/* The run's egress proxy: every connection decided by the plan and
+ * recorded in the run record. */
+static struct sbx_proxy *new_proxy(const struct sbx_plan *p, struct sbx_rec *rec,
+                                   struct as_err *err)
+{
+    struct sbx_proxy_opts po = {
+        .identity = p->harness_id,
+        .token = p->token,
+        .lockdown = p->mode == SBX_MODE_LOCKDOWN,
+        .allow_local = p->allow_local,
+        .gateway_only_hosts = (const char *const *)p->gateway_only_hosts.v,
+        .decide = sbx_plan_decide,
+        .decide_addr = sbx_plan_decide_addr,
+        .decide_ctx = (void *)p,
+        .record = sbx_rec_egress,
+        .record_ctx = rec,
+    };
+    return sbx_proxy_new(&po, err);
+}
+
+/* Serves the proxy until the sandbox ends: relayed signals go to init,
+ * and a SIGINT, SIGTERM or SIGHUP arms a 2-second timer after which init
+ * is killed. fds: init's pidfd, the signalfd, the timerfd, init's control
+ * socket. */
+static void relay_until_end(struct sbx_proxy *proxy, struct sbx_ns_child *child, int fds[4],
+                            struct as_err *err)
+{
+    int sfd = fds[1], tfd = fds[2];
+    int armed = 0;
+    for (;;) {
+        int w = sbx_proxy_run(proxy, fds, 4, err);
+        if (w == 0 || (w == 3 && sbx_ns_poll_end(child)))
+            break;
+        if (w < 0) {
+            sbx_ns_signal(child, SIGKILL);
+            break;
+        }
+        if (w == 1) {
+            struct signalfd_siginfo si;
+            while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                int sig = (int)si.ssi_signo;
+                sbx_ns_signal(child, sig);
+                if ((sig == SIGINT || sig == SIGTERM || sig == SIGHUP) && !armed) {
+                    struct itimerspec its = {.it_value = {.tv_sec = 2}};
+                    timerfd_settime(tfd, 0, &its, NULL);
+                    armed = 1;
+                }
+            }
+        } else if (w == 2) {
+            uint64_t n;
+            if (read(tfd, &n, sizeof n) > 0)
+                sbx_ns_signal(child, SIGKILL);
+        }
+    }
+}
+
+/* sandbox_exited: the exit code or the signal, and the duration. */
+static void record_exit(struct sbx_rec *rec, const struct sbx_run_result *res, struct as_err *err)
+{
+    json_t *f = json_object();
+    if (res->code >= 0)
+        json_object_set_new(f, "code", json_integer(res->code));
+    else if (res->sig > 0)
+        json_object_set_new(f, "signal", json_integer(res->sig));
+    json_object_set_new(f, "duration_ms", json_integer(res->duration_ms));
+    if (sbx_rec_append(rec, "sandbox_exited", f, err) < 0)
+        fprintf(stderr, "warning: could not record the run's end\n");
+}
+
 int sbx_run_execute(const struct sbx_plan *p, FILE *banner, struct sbx_run_result *res,
                     struct as_err *err)
 {
@@ -127,19 +196,7 @@ int sbx_run_execute(const struct sbx_plan *p, FILE *banner, struct sbx_run_resul
         goto refused;
     }
 
-    struct sbx_proxy_opts po = {
-        .identity = p->harness_id,
-        .token = p->token,
-        .lockdown = p->mode == SBX_MODE_LOCKDOWN,
-        .allow_local = p->allow_local,
-        .gateway_only_hosts = (const char *const *)p->gateway_only_hosts.v,
-        .decide = sbx_plan_decide,
-        .decide_addr = sbx_plan_decide_addr,
-        .decide_ctx = (void *)p,
-        .record = sbx_rec_egress,
-        .record_ctx = &rec,
-    };
-    proxy = sbx_proxy_new(&po, err);
+    proxy = new_proxy(p, &rec, err);
     if (!proxy)
         goto refused;
     if (p->mode == SBX_MODE_SANDBOX && sbx_proxy_listen(proxy, p->proxy_host, 0, &port, err) < 0)
@@ -239,44 +296,12 @@ int sbx_run_execute(const struct sbx_plan *p, FILE *banner, struct sbx_run_resul
      * down the namespaces: the end is recorded meanwhile and init reaped
      * afterwards (issue 8). The pidfd still ends the loop if init dies. */
     int fds[4] = {child.pidfd, sfd, tfd, child.ctl};
-    int armed = 0;
-    for (;;) {
-        int w = sbx_proxy_run(proxy, fds, 4, err);
-        if (w == 0 || (w == 3 && sbx_ns_poll_end(&child)))
-            break;
-        if (w < 0) {
-            sbx_ns_signal(&child, SIGKILL);
-            break;
-        }
-        if (w == 1) {
-            struct signalfd_siginfo si;
-            while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-                int sig = (int)si.ssi_signo;
-                sbx_ns_signal(&child, sig);
-                if ((sig == SIGINT || sig == SIGTERM || sig == SIGHUP) && !armed) {
-                    struct itimerspec its = {.it_value = {.tv_sec = 2}};
-                    timerfd_settime(tfd, 0, &its, NULL);
-                    armed = 1;
-                }
-            }
-        } else if (w == 2) {
-            uint64_t n;
-            if (read(tfd, &n, sizeof n) > 0)
-                sbx_ns_signal(&child, SIGKILL);
-        }
-    }
+    relay_until_end(proxy, &child, fds, err);
     sbx_ns_reap(&child, &res->code, &res->sig);
     if (registered)
         sbx_reg_remove(p->home, p->run_id);
     res->duration_ms = now_ms() - t0;
-    f = json_object();
-    if (res->code >= 0)
-        json_object_set_new(f, "code", json_integer(res->code));
-    else if (res->sig > 0)
-        json_object_set_new(f, "signal", json_integer(res->sig));
-    json_object_set_new(f, "duration_ms", json_integer(res->duration_ms));
-    if (sbx_rec_append(&rec, "sandbox_exited", f, err) < 0)
-        fprintf(stderr, "warning: could not record the run's end\n");
+    record_exit(&rec, res, err);
     rc = 0;
     goto out_mask;
 

@@ -104,4 +104,21 @@ typedef int (*sec_dotenv_fn)(void *ctx, const char *key, size_t klen, const char
  * or with an empty key are skipped. */
 void sec_dotenv_parse(const char *text, size_t len, sec_dotenv_fn fn, void *ctx);
 
+/* ---- masking (mask.c) -------------------------------------------------- */
+
+/* A resolved value and the name it is shown as. */
+struct sec_masked {
+    const char *name;
+    const char *value;
+};
+
+/* Copies text to out with every occurrence of a value replaced by
+ * ${NAME}: scanning from the left, the longest value starting at a
+ * position is masked, and so, whole, is any occurrence that overlaps what
+ * was masked and runs past it, so no byte of a value is shown, even where
+ * two values overlap. Markers are never rescanned; empty values are
+ * skipped. Every place that shows text which may hold resolved values (a
+ * rendered config's diff, an upstream's errors) masks through it. */
+void sec_mask(const struct sec_masked *v, size_t n, const char *text, size_t len, strbuf *out);
+
 #endif

@@ -306,10 +306,22 @@ static void test_which(void **st)
     tu_rmtree(dir);
 }
 
+/* A process's start time names it: this process's own reads the same by
+ * pid and as self; a pid that does not exist reads -1. */
+static void test_start_ticks(void **state)
+{
+    (void)state;
+    long long self = proc_start_ticks(0);
+    assert_true(self > 0);
+    assert_true(proc_start_ticks((long long)getpid()) == self);
+    assert_true(proc_start_ticks(99999999LL) == -1);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_DFL); /* prove run_capture survives EPIPE on its own */
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_start_ticks),
         cmocka_unit_test(test_capture_basic),
         cmocka_unit_test(test_capture_large_both_streams),
         cmocka_unit_test(test_env_and_cwd),

@@ -172,12 +172,36 @@ static void test_overflow_aborts(void **st)
     assert_int_equal(WTERMSIG(status), SIGABRT);
 }
 
+/* One shell-quoting rule: plain words as they are, anything else (empty,
+ * a space, $, a quote, a byte over 0x7f) single-quoted with ' as '\''. */
+static void test_shell_words(void **state)
+{
+    (void)state;
+    strbuf sb = SB_INIT;
+    sb_add_shword(&sb, "a-b_c./=:,+@%9");
+    assert_string_equal(sb.buf, "a-b_c./=:,+@%9");
+    sb_reset(&sb);
+    sb_add_shword(&sb, "");
+    assert_string_equal(sb.buf, "''");
+    sb_reset(&sb);
+    sb_add_shword(&sb, "it's $HOME");
+    assert_string_equal(sb.buf, "'it'\\''s $HOME'");
+    sb_reset(&sb);
+    sb_add_shword(&sb, "caf\xc3\xa9");
+    assert_string_equal(sb.buf, "'caf\xc3\xa9'");
+    sb_reset(&sb);
+    sb_add_shquoted(&sb, "plain");
+    assert_string_equal(sb.buf, "'plain'");
+    sb_release(&sb);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_init_and_empty), cmocka_unit_test(test_add_family),
-        cmocka_unit_test(test_self_append),    cmocka_unit_test(test_detach_trim_secure),
-        cmocka_unit_test(test_xalloc),         cmocka_unit_test(test_overflow_aborts),
+        cmocka_unit_test(test_init_and_empty),  cmocka_unit_test(test_add_family),
+        cmocka_unit_test(test_self_append),     cmocka_unit_test(test_detach_trim_secure),
+        cmocka_unit_test(test_shell_words),     cmocka_unit_test(test_xalloc),
+        cmocka_unit_test(test_overflow_aborts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -71,12 +71,36 @@ static void test_offline(void **state)
     tu_rmtree(dir);
 }
 
+/* Both git runners (this module's and the library's) take their options
+ * from git_harden_argv: each hardening either of them ever carried is in
+ * the one list, as "-c" pairs. */
+static void test_one_hardening_list(void **state)
+{
+    (void)state;
+    strvec av = STRVEC_INIT;
+    git_harden_argv(&av);
+    assert_true(av.n > 0 && av.n % 2 == 0);
+    for (size_t i = 0; i < av.n; i += 2)
+        assert_string_equal(av.v[i], "-c");
+    static const char *const want[] = {
+        "core.hooksPath=/dev/null",   "core.fsmonitor=false",        "protocol.allow=never",
+        "protocol.file.allow=always", "protocol.https.allow=always", "protocol.ssh.allow=always",
+        "protocol.ext.allow=never",   "protocol.fd.allow=never",     "submodule.recurse=false",
+        "transfer.fsckObjects=true",  "filter.lfs.smudge=",          "filter.lfs.process=",
+        "filter.lfs.required=false",  "credential.helper=",          "core.autocrlf=false",
+    };
+    for (size_t k = 0; k < sizeof want / sizeof *want; k++)
+        assert_true(strvec_find(&av, want[k]) >= 0);
+    strvec_clear(&av);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_urls),
         cmocka_unit_test(test_commit_and_slug),
         cmocka_unit_test(test_offline),
+        cmocka_unit_test(test_one_hardening_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

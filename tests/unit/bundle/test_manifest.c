@@ -1004,10 +1004,31 @@ static void test_many_servers_validate(void **state)
     sb_release(&sb);
 }
 
+/* The one toolset-name rule `toolset`, `session` and the gateway's lease
+ * share: 1 to 64 of [A-Za-z0-9_.-]. */
+static void test_toolset_name_rule(void **state)
+{
+    (void)state;
+    assert_true(manifest_toolset_name_ok("review.v2_x-1"));
+    char max[65];
+    memset(max, 'a', 64);
+    max[64] = '\0';
+    assert_true(manifest_toolset_name_ok(max));
+    assert_false(manifest_toolset_name_ok(""));
+    assert_false(manifest_toolset_name_ok("a/b"));
+    assert_false(manifest_toolset_name_ok("a b"));
+    assert_false(manifest_toolset_name_ok("caf\xc3\xa9"));
+    char over[66];
+    memset(over, 'a', 65);
+    over[65] = '\0';
+    assert_false(manifest_toolset_name_ok(over));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full_decode),
+        cmocka_unit_test(test_toolset_name_rule),
         cmocka_unit_test(test_defaults_and_effective_toolset),
         cmocka_unit_test(test_versions),
         cmocka_unit_test(test_strictness),
