@@ -247,6 +247,24 @@ def skip_part(why, even_in_ci=False):
     print(f"SKIP (part): {why}")
 
 
+def shard(items):
+    """The part of items this process runs. A scenario whose file has the
+    line `CTEST_SHARDS = N` is registered by CMakeLists.txt as N ctest
+    entries, <dir>/<name>/1 ... /N, the i-th run with the argument "i/N":
+    it takes items i-1, i-1+N, ..., so `ctest -j` runs the parts side by side
+    and together they cover every item once (docs/building.md, "How long
+    make check takes"). Run by hand without the argument: every item."""
+    items = list(items)
+    if len(sys.argv) < 2:
+        return items
+    i, _, n = sys.argv[1].partition("/")
+    i, n = int(i), int(n)
+    if not 1 <= i <= n:
+        raise SystemExit(f"bad shard {sys.argv[1]!r}: want i/N with 1 <= i <= N")
+    print(f"shard {i} of {n}: {len(items[i - 1::n])} of {len(items)} items")
+    return items[i - 1::n]
+
+
 def check(cond, what, detail=""):
     """Records one assertion; prints a line either way."""
     global _failures, _passes

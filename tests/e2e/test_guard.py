@@ -1,11 +1,19 @@
 """Host guard end to end (docs/guard.md): the real
 binary as each CLI's hook, payloads in each CLI's format, one host-guard row
-per deny, install/uninstall wiring that keeps the user's own entries."""
+per deny, install/uninstall wiring that keeps the user's own entries.
+
+ctest runs it as CTEST_SHARDS entries (e2e/test_guard/1 ... /N,
+aslib.shard), side by side under `ctest -j`: the scenarios below are dealt
+round the shards, the every-command classification (one hook process per
+listed (sub)command, the bulk of the time) in one part per shard; run by
+hand it runs everything."""
 import json
 import os
 import subprocess
 
-from aslib import BIN, Sandbox, check, done
+from aslib import BIN, Sandbox, check, done, shard
+
+CTEST_SHARDS = 3
 
 MACHINE_ON = """version = 1
 [guard]
@@ -136,7 +144,7 @@ def self_consent():
 CONSENT_VERBS = {"trust", "yes", "sign"}
 
 
-def every_command_classified():
+def every_command_classified(part=0, parts=1):
     """Every (sub)command the binary lists (help --all --json) has a class:
     run plain by an agent it is judged by meaning, never refused as a verb
     the guard does not know. Only the consent verbs (and guard install /
@@ -153,9 +161,10 @@ def every_command_classified():
         for c in inv["commands"]:
             subs = [s["name"] for s in c["subcommands"]] or [c["name"]]
             lines += subs
-        check(len(lines) > 50, f"{len(lines)} (sub)commands judged")
+        check(len(lines) > 50, f"{len(lines)} (sub)commands listed")
+        mine = lines[part::parts]
         unknown, wrong = [], []
-        for line in lines:
+        for line in mine:
             # the prefix is judged as a namespace: each (sub)command plain, and
             # the consent verbs and a reader behind both spellings of it too
             prefixes = [""]
@@ -171,9 +180,12 @@ def every_command_classified():
                                       "secret rm"))
                 if denied(r) != want_deny:
                     wrong.append((prefix + line, out[:160]))
-        check(not unknown, "no listed command is a verb the guard does not know", unknown)
+        check(not unknown, f"no listed command is a verb the guard does not know "
+                           f"(part {part + 1} of {parts}: {len(mine)} judged)", unknown)
         check(not wrong, "each listed command: refused exactly when it is a consent verb",
               wrong)
+        if part:
+            return
         for cmd, deny in (("agentstack uninstall --write --keep-home", False),
                           ("agentstack uninstall --scope project --write --keep-home", False),
                           ("agentstack uninstall", False),
@@ -306,13 +318,10 @@ def install_uninstall():
             check("enabled = false" in f.read(), "uninstall sets enabled = false")
 
 
-restricted_folders("nested")
-restricted_folders("legacy")
-guard_demo()
-self_consent()
-system_refusals()
-free_text()
-disabled_allows()
-install_uninstall()
-every_command_classified()
+SCENARIOS = [lambda part=part: every_command_classified(part, CTEST_SHARDS)
+             for part in range(CTEST_SHARDS)] + [
+    lambda: restricted_folders("nested"), lambda: restricted_folders("legacy"), guard_demo,
+    self_consent, system_refusals, free_text, disabled_allows, install_uninstall]
+for scenario in shard(SCENARIOS):
+    scenario()
 done()

@@ -42,11 +42,27 @@ class Fixture:
         self.ash = os.path.join(self.home, ".agentstack")
         self.ws = os.path.join(self.home, "proj")
         self.tmp = os.path.join(self.root, "tmp")
+        self.pristine = None
         self.reset()
 
     def reset(self):
+        """The fixture as new. Built once (files, links, `git init`), then
+        copied back from a pristine copy kept outside root: root is what a
+        confined command may write, the copy is not, and a copy costs no
+        git process per command (test_allowed_touch_nothing resets before
+        each of its hundreds of commands)."""
         for d in (self.home, self.tmp):
             shutil.rmtree(d, ignore_errors=True)
+        if self.pristine:
+            shutil.copytree(os.path.join(self.pristine, "home"), self.home, symlinks=True)
+            os.makedirs(self.tmp)
+            return
+        self._build()
+        self.pristine = os.path.realpath(tempfile.mkdtemp(prefix="as-guard-pristine-",
+                                                          dir="/var/tmp"))
+        shutil.copytree(self.home, os.path.join(self.pristine, "home"), symlinks=True)
+
+    def _build(self):
         files = {
             os.path.join(self.ash, "agentstack.toml"): MACHINE,
             os.path.join(self.ash, "trust.json"): '{"trusted": {}}\n',
@@ -99,6 +115,8 @@ class Fixture:
 
     def close(self):
         shutil.rmtree(self.root, ignore_errors=True)
+        if self.pristine:
+            shutil.rmtree(self.pristine, ignore_errors=True)
 
 
 def unescape(s):

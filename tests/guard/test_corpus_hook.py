@@ -5,14 +5,18 @@ entry in every dialect in-process; this test runs the review's attacks
 (the corpus's first section) through the claude and codex hooks (the two
 the review used) and every 40th entry through all seven, so the process,
 stdin and reply paths are exercised on the same corpus. A wrong verdict
-prints the line and the reason."""
+prints the line and the reason. ctest runs it as CTEST_SHARDS entries
+(guard/test_corpus_hook/1 ... /N, aslib.shard), each judging every N-th
+selected entry, side by side under `ctest -j`; run by hand it judges all."""
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 from guardlib import (PROTOCOLS, Fixture, corpus, denied, hook, reason,  # noqa: E402
                       shell_payload, tool_payload)
-from aslib import check, done  # noqa: E402
+from aslib import check, done, shard  # noqa: E402
+
+CTEST_SHARDS = 2
 
 fx = Fixture()
 wrong = []
@@ -22,9 +26,8 @@ try:
     check(len(rows) >= 240, f"corpus has {len(rows)} entries (the review's ~40 and 200 more)")
     with open(os.path.join(os.path.dirname(__file__), "corpus.txt")) as f:
         first = next(i for i, line in enumerate(f, 1) if line.startswith("# ---- working"))
-    for k, (n, verdict, kind, text) in enumerate(rows):
-        if n > first and k % 40:
-            continue
+    picked = [(k, row) for k, row in enumerate(rows) if row[0] <= first or k % 40 == 0]
+    for k, (n, verdict, kind, text) in shard(picked):
         text = fx.subst(text)
         for proto in (PROTOCOLS if k % 40 == 0 else ("claude", "codex")):
             if kind == "shell":

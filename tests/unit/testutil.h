@@ -69,6 +69,24 @@ static inline int tu_exit_status(int failed)
     tu_exit_status(_cmocka_run_group_tests(#group, group, sizeof(group) / sizeof((group)[0]),      \
                                            setup, teardown))
 
+/* One cmocka test of the program, named by argv[1], or all of them without
+ * an argument: a long program that calls this from main() is registered as
+ * one ctest entry per test (CMakeLists.txt), which `ctest -j` runs side by
+ * side. A name that matches no test fails rather than passing empty. */
+static inline void tu_split(int argc, char **argv, const struct CMUnitTest *tests, size_t n)
+{
+    if (argc < 2)
+        return;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(tests[i].name, argv[1]) == 0) {
+            cmocka_set_test_filter(argv[1]);
+            return;
+        }
+    fprintf(stderr, "%s: no test named %s\n", argv[0], argv[1]);
+    exit(1);
+}
+#define tu_split(argc, argv) tu_split((argc), (argv), tests, sizeof tests / sizeof tests[0])
+
 static inline char *tu_tmpdir(void)
 {
     char tmpl[] = "/tmp/as-unit-XXXXXX";

@@ -282,9 +282,9 @@ static const char *deny_reason(const char *proto, const struct guard_hook_out *o
     return buf;
 }
 
-static void test_corpus(void **state)
+/* Every entry of the corpus in one dialect (only). */
+static void corpus_in(const char *only)
 {
-    (void)state;
     const char *src = getenv("AS_SRC");
     char *path = xasprintf("%s/tests/guard/corpus.txt", src ? src : ".");
     size_t len;
@@ -319,6 +319,8 @@ static void test_corpus(void **state)
             subst(rest, &cmd);
             entries++;
             for (size_t p = 0; protos[p]; p++) {
+                if (strcmp(protos[p], only) != 0)
+                    continue;
                 json_t *pl = !strcmp(kind, "shell") ? shell_payload(protos[p], cmd.buf)
                                                     : tool_payload(protos[p], kind, cmd.buf);
                 if (!pl)
@@ -349,17 +351,37 @@ static void test_corpus(void **state)
         }
         line = nl ? nl + 1 : NULL;
     }
-    printf("corpus: %zu entries, %zu judgments in 7 dialects, %zu wrong\n", entries, judged, wrong);
+    printf("corpus: %zu entries, %zu judgments in %s, %zu wrong\n", entries, judged, only, wrong);
     free(text);
     free(path);
     assert_true(entries >= 240);
+    assert_true(judged > 0);
     assert_int_equal(wrong, 0);
 }
 
-int main(void)
+/* One test per dialect, so ctest runs them side by side (tu_split). */
+#define CORPUS_TEST(proto)                                                                         \
+    static void test_corpus_##proto(void **state)                                                  \
+    {                                                                                              \
+        (void)state;                                                                               \
+        corpus_in(#proto);                                                                         \
+    }
+CORPUS_TEST(claude)
+CORPUS_TEST(codex)
+CORPUS_TEST(gemini)
+CORPUS_TEST(cursor)
+CORPUS_TEST(copilot)
+CORPUS_TEST(antigravity)
+CORPUS_TEST(windsurf)
+
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_corpus),
+        cmocka_unit_test(test_corpus_claude),   cmocka_unit_test(test_corpus_codex),
+        cmocka_unit_test(test_corpus_gemini),   cmocka_unit_test(test_corpus_cursor),
+        cmocka_unit_test(test_corpus_copilot),  cmocka_unit_test(test_corpus_antigravity),
+        cmocka_unit_test(test_corpus_windsurf),
     };
+    tu_split(argc, argv);
     return cmocka_run_group_tests(tests, setup, teardown);
 }

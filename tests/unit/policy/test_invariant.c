@@ -8,7 +8,9 @@
  *  - with seeded random cases (distributions: 0-4 keys, "*" or
  *    [a-z_]{1,8}; 0-4 entries, '!'? + [a-z_*]{1,6}; servers sometimes "*"),
  *    at least 100 000 per property family per run. The seed is printed; set
- *    AS_POLICY_SEED to replay one, AS_POLICY_CASES to run more.
+ *    AS_POLICY_SEED to replay one, AS_POLICY_CASES to run more. ctest runs
+ *    each test below as its own entry (policy/test_invariant/<test>, with
+ *    its own seed), so replay one with the test's name as the argument.
  *
  * The same families run over [policy.tools]' "prompt:" and "resource:"
  * entries (docs/policy.md, "Prompts and resources").
@@ -35,6 +37,7 @@
 #include <cmocka.h>
 
 #include "policy/policy.h"
+#include "testutil.h"
 
 /* ---- PRNG --------------------------------------------------------------- */
 
@@ -920,13 +923,13 @@ static void test_glob_matcher_vs_dp(void **st)
     printf("policy invariant: glob matcher vs DP: %llu comparisons\n", n);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const char *e = getenv("AS_POLICY_SEED");
     uint64_t seed = e ? strtoull(e, NULL, 0) : ((uint64_t)time(NULL) ^ ((uint64_t)clock() << 32));
     rng_state = seed;
-    printf("policy invariant: seed %llu (replay with AS_POLICY_SEED=%llu)\n",
-           (unsigned long long)seed, (unsigned long long)seed);
+    printf("policy invariant: seed %llu (replay with AS_POLICY_SEED=%llu %s %s)\n",
+           (unsigned long long)seed, (unsigned long long)seed, argv[0], argc > 1 ? argv[1] : "");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_glob_matcher_vs_dp),
         cmocka_unit_test(test_exhaustive_tools),
@@ -937,6 +940,7 @@ int main(void)
         cmocka_unit_test(test_random_order_independence),
         cmocka_unit_test(test_random_filesystem),
     };
+    tu_split(argc, argv);
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     printf("policy invariant: %llu decisions checked in total (seed %llu)\n", n_decisions,
            (unsigned long long)seed);
