@@ -31,7 +31,21 @@
 #include "sandbox/connect.h"
 
 #define MAX_ADDRS 8
-#define FDS_PER_TUNNEL 6 /* client, upstream, two pipes */
+#define FDS_PER_TUNNEL 2 /* client, upstream */
+
+/* One direction of a tunnel: bytes read from one socket and not yet
+ * written to the other, b[off, off + len). Allocated at the first byte,
+ * 64 KiB, grown (up to 1 MiB) each time a read fills it: a bulk transfer
+ * then moves more per system call, while an idle or interactive tunnel
+ * holds 64 KiB a direction at most. Freed when the tunnel closes.
+ * (Copying through a buffer measured faster than splice(2) through a pipe
+ * on the machines we bench; docs/performance.md, "Proxy throughput".) */
+#define RELAY_BUF_START (64u << 10)
+#define RELAY_BUF_MAX (1u << 20)
+struct relay_buf {
+    uint8_t *b;
+    size_t cap, off, len;
+};
 
 enum cstate { C_FREE = 0, C_HEAD, C_RESOLVE, C_DIAL, C_REPLY, C_FLIGHT, C_RELAY };
 enum tag { T_CLIENT = 0, T_UPSTREAM = 1, T_LISTENER = 2, T_MISC = 3 };
@@ -51,8 +65,7 @@ struct conn {
     char host[SBX_HOST_MAX];
     int64_t deadline; /* ms, monotonic; 0 = none */
     int64_t last_active;
-    int pc[2], pu[2]; /* pipes client->upstream, upstream->client */
-    size_t pc_fill, pu_fill, pc_cap, pu_cap;
+    struct relay_buf cu, uc; /* tunnel bytes client->upstream, upstream->client */
     int c_eof, u_eof, c_shut, u_shut;
     int recorded;
     struct sbx_verdict allow; /* the policy's allow, named in the final event */
@@ -174,10 +187,8 @@ static void conn_close(struct sbx_proxy *p, struct conn *c)
         return;
     close_fd(&c->cfd);
     close_fd(&c->ufd);
-    close_fd(&c->pc[0]);
-    close_fd(&c->pc[1]);
-    close_fd(&c->pu[0]);
-    close_fd(&c->pu[1]);
+    free(c->cu.b);
+    free(c->uc.b);
     sb_release(&c->in);
     sb_release(&c->cout);
     sb_release(&c->uout);
@@ -185,7 +196,6 @@ static void conn_close(struct sbx_proxy *p, struct conn *c)
     memset(c, 0, sizeof *c);
     c->gen = gen;
     c->cfd = c->ufd = -1;
-    c->pc[0] = c->pc[1] = c->pu[0] = c->pu[1] = -1;
     c->st = C_FREE;
     p->active--;
     pause_listeners(p, 0);
@@ -195,7 +205,6 @@ static void conn_init_slot(struct conn *c)
 {
     memset(c, 0, sizeof *c);
     c->cfd = c->ufd = -1;
-    c->pc[0] = c->pc[1] = c->pu[0] = c->pu[1] = -1;
 }
 
 /* ---- evidence ------------------------------------------------------------ */
@@ -623,32 +632,55 @@ allow:
 
 /* ---- relay ------------------------------------------------------------------ */
 
-static int make_pipe(int fds[2], size_t *cap)
+/* Room for a read: never 0 for a buffer that is not full. */
+static size_t relay_room(const struct relay_buf *r)
 {
-    if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0)
-        return -1;
-    int sz = fcntl(fds[0], F_GETPIPE_SZ);
-    *cap = sz > 0 ? (size_t)sz : 4096;
-    return 0;
+    return r->b ? r->cap - r->len : RELAY_BUF_START;
 }
 
-/* A pipe that keeps filling carries a bulk transfer: grow it (up to 1 MiB)
- * so each wakeup moves more. Idle and interactive tunnels keep the default
- * 64 KiB, which bounds the memory of a thousand mostly-idle tunnels. */
-#define PIPE_GROW_MAX (1 << 20)
-static void maybe_grow(int wfd, size_t *cap)
+/* recv into r: >0 bytes, 0 at EOF, -1 with errno (EAGAIN: nothing now).
+ * The caller checks relay_room first. */
+static ssize_t relay_read(int fd, struct relay_buf *r)
 {
-    if (*cap >= PIPE_GROW_MAX)
-        return;
-    int want = (int)(*cap * 4 > PIPE_GROW_MAX ? PIPE_GROW_MAX : *cap * 4);
-    int got = fcntl(wfd, F_SETPIPE_SZ, want);
-    if (got > 0)
-        *cap = (size_t)got;
-    else
-        *cap = PIPE_GROW_MAX; /* refused (per-user pipe limits): stop trying */
+    if (!r->b) {
+        r->b = xmalloc(RELAY_BUF_START);
+        r->cap = RELAY_BUF_START;
+    }
+    if (r->off && r->off + r->len == r->cap) {
+        memmove(r->b, r->b + r->off, r->len);
+        r->off = 0;
+    }
+    size_t room = r->cap - r->off - r->len;
+    ssize_t n = recv(fd, r->b + r->off + r->len, room, 0);
+    if (n > 0) {
+        r->len += (size_t)n;
+        if ((size_t)n == room && r->cap < RELAY_BUF_MAX) {
+            size_t cap = r->cap * 4 > RELAY_BUF_MAX ? RELAY_BUF_MAX : r->cap * 4;
+            uint8_t *nb = xmalloc(cap);
+            memcpy(nb, r->b + r->off, r->len);
+            free(r->b);
+            r->b = nb;
+            r->cap = cap;
+            r->off = 0;
+        }
+    }
+    return n;
 }
 
-/* Plain HTTP, client -> upstream: read by hand, not spliced, so that the
+/* send from r: >0 bytes, -1 with errno. */
+static ssize_t relay_write(int fd, struct relay_buf *r)
+{
+    ssize_t n = send(fd, r->b + r->off, r->len, MSG_NOSIGNAL);
+    if (n > 0) {
+        r->off += (size_t)n;
+        r->len -= (size_t)n;
+        if (!r->len)
+            r->off = 0;
+    }
+    return n;
+}
+
+/* Plain HTTP, client -> upstream: read here, not into the tunnel buffer, so that the
  * bytes can be measured against the request's framing. Past the end of the
  * one request, client bytes are read and dropped (never left unread, which
  * would make the close a reset that can cost the client its response).
@@ -682,13 +714,13 @@ static void relay_update(struct sbx_proxy *p, struct conn *c)
     if (c->req.kind == SBX_REQ_HTTP) {
         if (!c->c_eof && (c->body_done || !uout_pending))
             ce |= EPOLLIN;
-    } else if (!c->c_eof && c->pc_fill < c->pc_cap)
+    } else if (!c->c_eof && relay_room(&c->cu))
         ce |= EPOLLIN;
-    if (cout_pending || c->pu_fill)
+    if (cout_pending || c->uc.len)
         ce |= EPOLLOUT;
-    if (!c->u_eof && c->pu_fill < c->pu_cap)
+    if (!c->u_eof && relay_room(&c->uc))
         ue |= EPOLLIN;
-    if (uout_pending || c->pc_fill)
+    if (uout_pending || c->cu.len)
         ue |= EPOLLOUT;
     reg(p, c, 0, ce);
     reg(p, c, 1, ue);
@@ -717,15 +749,12 @@ static int relay_pump(struct conn *c)
             } else if (w < 0 && errno != EAGAIN && errno != EINTR) {
                 return -1;
             }
-        } else if (c->pc_fill) {
-            ssize_t n =
-                splice(c->pc[0], NULL, c->ufd, NULL, c->pc_fill, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
-            if (n > 0) {
-                c->pc_fill -= (size_t)n;
+        } else if (c->cu.len) {
+            ssize_t n = relay_write(c->ufd, &c->cu);
+            if (n > 0)
                 progress = 1;
-            } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+            else if (n < 0 && errno != EAGAIN && errno != EINTR)
                 return -1;
-            }
         }
         if (c->req.kind == SBX_REQ_HTTP) {
             if (!c->c_eof && (c->body_done || c->uout.len == c->uout_off)) {
@@ -734,14 +763,10 @@ static int relay_pump(struct conn *c)
                     return -1;
                 progress |= r;
             }
-        } else if (!c->c_eof && c->pc_fill < c->pc_cap) {
-            ssize_t n = splice(c->cfd, NULL, c->pc[1], NULL, c->pc_cap - c->pc_fill,
-                               SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+        } else if (!c->c_eof && relay_room(&c->cu)) {
+            ssize_t n = relay_read(c->cfd, &c->cu);
             if (n > 0) {
-                c->pc_fill += (size_t)n;
                 progress = 1;
-                if (c->pc_fill == c->pc_cap)
-                    maybe_grow(c->pc[1], &c->pc_cap);
             } else if (n == 0) {
                 c->c_eof = 1;
                 progress = 1;
@@ -759,24 +784,17 @@ static int relay_pump(struct conn *c)
             } else if (w < 0 && errno != EAGAIN && errno != EINTR) {
                 return -1;
             }
-        } else if (c->pu_fill) {
-            ssize_t n =
-                splice(c->pu[0], NULL, c->cfd, NULL, c->pu_fill, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
-            if (n > 0) {
-                c->pu_fill -= (size_t)n;
+        } else if (c->uc.len) {
+            ssize_t n = relay_write(c->cfd, &c->uc);
+            if (n > 0)
                 progress = 1;
-            } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+            else if (n < 0 && errno != EAGAIN && errno != EINTR)
                 return -1;
-            }
         }
-        if (!c->u_eof && c->pu_fill < c->pu_cap) {
-            ssize_t n = splice(c->ufd, NULL, c->pu[1], NULL, c->pu_cap - c->pu_fill,
-                               SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+        if (!c->u_eof && relay_room(&c->uc)) {
+            ssize_t n = relay_read(c->ufd, &c->uc);
             if (n > 0) {
-                c->pu_fill += (size_t)n;
                 progress = 1;
-                if (c->pu_fill == c->pu_cap)
-                    maybe_grow(c->pu[1], &c->pu_cap);
             } else if (n == 0) {
                 c->u_eof = 1;
                 progress = 1;
@@ -789,11 +807,11 @@ static int relay_pump(struct conn *c)
     /* Half-close each direction once it has drained. A plain-HTTP request
      * that ended keeps the upstream's write side open (a half-close can read
      * as an abort); the answer's end closes the connection. */
-    if (c->c_eof && !c->pc_fill && c->uout.len == c->uout_off && !c->u_shut && !c->body_done) {
+    if (c->c_eof && !c->cu.len && c->uout.len == c->uout_off && !c->u_shut && !c->body_done) {
         shutdown(c->ufd, SHUT_WR);
         c->u_shut = 1;
     }
-    if (c->u_eof && !c->pu_fill && c->cout.len == c->cout_off && !c->c_shut) {
+    if (c->u_eof && !c->uc.len && c->cout.len == c->cout_off && !c->c_shut) {
         shutdown(c->cfd, SHUT_WR);
         c->c_shut = 1;
     }
@@ -816,10 +834,6 @@ static void relay_run(struct sbx_proxy *p, struct conn *c, uint32_t ev)
 
 static void enter_relay(struct sbx_proxy *p, struct conn *c)
 {
-    if (make_pipe(c->pc, &c->pc_cap) < 0 || make_pipe(c->pu, &c->pu_cap) < 0) {
-        conn_close(p, c);
-        return;
-    }
     c->st = C_RELAY;
     c->deadline = 0;
     c->last_active = now_ms();

@@ -1,7 +1,7 @@
 /*
  * proxy — the per-run egress proxy: one epoll loop, HTTP CONNECT tunnels
- * relayed with splice(2), and plain-HTTP absolute-form forwarding
- * (docs/sandbox.md).
+ * relayed through a growing buffer per direction, and plain-HTTP
+ * absolute-form forwarding (docs/sandbox.md).
  *
  * Why: under --lockdown this proxy is the sandbox's only route out, and
  * under --sandbox it is the route every proxy-honouring tool takes. Every
