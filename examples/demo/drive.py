@@ -153,8 +153,11 @@ def main():
 
         say("agentstack audit --calls")
         r = run("audit", "--calls")
-        summary = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stderr.strip()
-        show(summary)
+        # the summary line first, then the per-tool table
+        lines = r.stdout.strip().splitlines() if r.stdout.strip() else [r.stderr.strip()]
+        summary = lines[0]
+        for line in lines:
+            show(line) if line else print()
         expect(r.returncode == 0 and "3 calls · 3 tools · 2 denied by policy" in summary,
                "audit --calls should count 3 calls, 2 denied")
 
