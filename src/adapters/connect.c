@@ -243,7 +243,8 @@ static int remove_entries(struct ctarget *t, enum adp_format fmt, strbuf *out)
     return rc;
 }
 
-static int plan_one(struct ctarget *t, const struct mf_server *bridge, bool disconnect)
+static int plan_one(struct ctarget *t, const struct mf_server *bridge, bool disconnect,
+                    const json_t *ledger)
 {
     const struct adp_desc *d = t->d;
     strbuf p = SB_INIT;
@@ -290,10 +291,20 @@ static int plan_one(struct ctarget *t, const struct mf_server *bridge, bool disc
         if (rc2 == 0)
             t->bridge_changed = t->after.len != t->before.len ||
                                 memcmp(t->after.buf, t->before.buf, t->after.len) != 0;
-        /* The user file's direct entries stay: they came from the machine
-         * manifest, whose servers the gateway does not serve; only project
-         * files are pruned (plan_project_prune). */
+        /* Connecting: the direct entries we rendered here go in the same
+         * write — unless they came from the machine manifest, whose servers
+         * the gateway does not serve. */
+        const json_t *entry = json_object_get(json_object_get(ledger, "targets"), d->id);
         t->key = xstrdup(d->id);
+        if (rc2 == 0 && !disconnect && entry && !adp_i_from_machine_manifest(entry) &&
+            !keeps_direct(d->id, entry, d->id))
+            present_managed(d, fmt, t->path, &t->after, entry, &t->pruned);
+        if (rc2 == 0 && t->pruned.n) {
+            strbuf next = SB_INIT;
+            rc2 = remove_entries(t, fmt, &next);
+            sb_release_secure(&t->after);
+            t->after = next;
+        }
         if (rc2 == 0)
             t->changed = t->after.len != t->before.len ||
                          memcmp(t->after.buf, t->before.buf, t->after.len) != 0;
@@ -578,7 +589,7 @@ int adp_connect(const struct adp_registry *r, const struct adp_connect_opts *o, 
         t->d = descs.v[i];
         sb_init(&t->before, 0);
         sb_init(&t->after, 0);
-        if (plan_one(t, &bridge, o->disconnect) != 0)
+        if (plan_one(t, &bridge, o->disconnect, ledger) != 0)
             t->failed = true;
         /* The project files of a CLI now connected: the direct entries we
          * rendered there go too (oneway.c). */

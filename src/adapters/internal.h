@@ -79,6 +79,10 @@ bool adp_i_json_is_bridge(const char *name, const json_t *body, const struct adp
 bool adp_i_toml_is_bridge(const char *name, const toml_value *body, const struct adp_desc *d);
 /* The server names in the MCP section of text (the file at path, in fmt),
  * the bridge left out, into out. 0, or -1 + err when it does not parse. */
+/* The ledger entry records a render of the machine manifest (its
+ * source_manifest is $AGENTSTACK_HOME/agentstack.toml): those servers are
+ * not the gateway's, so no delivery rule takes them out (oneway.c). */
+bool adp_i_from_machine_manifest(const json_t *entry);
 int adp_i_section_names(const struct adp_desc *d, enum adp_format fmt, const char *path,
                         const char *text, size_t len, strvec *out, struct as_err *err);
 /* True when a file holds nothing but an empty server section (and, for

@@ -23,6 +23,22 @@
 #include "adapters/apply_int.h"
 #include "base/fs.h"
 #include "base/xalloc.h"
+#include "bundle/home.h"
+
+bool adp_i_from_machine_manifest(const json_t *entry)
+{
+    const char *src = json_string_value(json_object_get(entry, "source_manifest"));
+    strbuf mm = SB_INIT, a = SB_INIT, b = SB_INIT;
+    struct as_err e = AS_ERR_INIT;
+    bool same = false;
+    if (src && home_path(HOME_MACHINE_MANIFEST, &mm, &e) == 0)
+        same = !strcmp(src, mm.buf) || (fs_realpath(src, &a, &e) == 0 &&
+                                        fs_realpath(mm.buf, &b, &e) == 0 && !strcmp(a.buf, b.buf));
+    sb_release(&mm);
+    sb_release(&a);
+    sb_release(&b);
+    return same;
+}
 
 int adp_i_section_names(const struct adp_desc *d, enum adp_format fmt, const char *path,
                         const char *text, size_t len, strvec *out, struct as_err *err)
@@ -82,8 +98,8 @@ void adp_ap_plan_live(struct run *R, struct tplan *t, const json_t *entry, bool 
 {
     t->live = true;
     /* The gateway serves a project's servers, not the machine manifest's:
-     * what apply rendered into a CLI's user file stays its only way there. */
-    if (!R->o->project_scope)
+     * what apply renders from the machine manifest stays the only way there. */
+    if (R->o->m->kind == MANIFEST_MACHINE)
         return;
     strvec managed = STRVEC_INIT;
     adp_ledger_names(entry, "managed_servers", &managed);
@@ -142,13 +158,14 @@ static void file_dups(const struct adp_desc *d, const struct manifest *m, const 
         adp_i_section_names(d, fmt, path.buf, text.buf, text.len, &have, &e) != 0)
         goto out;
     char *key = adp_ledger_key(d->id, root);
-    adp_ledger_names(json_object_get(json_object_get(ledger, "targets"), key), "managed_servers",
-                     &managed);
+    const json_t *entry = json_object_get(json_object_get(ledger, "targets"), key);
+    adp_ledger_names(entry, "managed_servers", &managed);
+    bool machine = adp_i_from_machine_manifest(entry);
     free(key);
     for (size_t i = 0; i < have.n; i++) {
-        /* In a user file, what the ledger lists came from the machine
-         * manifest, which the gateway does not serve: not a duplicate. */
-        bool dup = root && strvec_find(&managed, have.v[i]) >= 0;
+        /* What the ledger lists as rendered from the machine manifest is
+         * not the gateway's to serve: not a duplicate. */
+        bool dup = !machine && strvec_find(&managed, have.v[i]) >= 0;
         for (size_t k = 0; !dup && m && k < m->servers.n; k++)
             dup = strcmp(m->servers.v[k].name, have.v[i]) == 0 &&
                   manifest_targets_include(&m->servers.v[k].targets, d->id);

@@ -321,6 +321,10 @@ static void lister_finish(struct lister *ls)
     if (next.len)
         json_object_set_new(r, "nextCursor", json_string(next.buf));
     sb_release(&next);
+    if (ls->j->modern) { /* a listing's cache hints, as tools/list gives them */
+        json_object_set_new(r, "ttlMs", json_integer(0));
+        json_object_set_new(r, "cacheScope", json_string("private"));
+    }
     ls->j->result_ctx = NULL;
     gw_reply(gw, ls->j, r);
     gw_job_free(ls->j);
