@@ -6,7 +6,7 @@ our own docs/*.md or say its reason in place, never a document that is not
 in the checkout. This check fails on any tracked text file (third-party data
 under tests/data/ excepted) that names one:
 
-  a path beside the checkout      ../shared
+  a path beside the checkout      a parent-relative sibling folder
   section and errata labels       the section sign, "errata"
   chapter labels of a spec        "spec 05", "chapter 06", "01-<name>.md"
   a reference version             "0.19"
