@@ -376,6 +376,7 @@ struct adp_live_dup {
     char *path;    /* the file holding the direct entry */
     char *name;    /* the server */
     bool global;   /* the CLI's user file (else the project's) */
+    bool ours;     /* the ledger says we rendered it there */
 };
 typedef VEC(struct adp_live_dup) adp_live_dups;
 void adp_live_dups_free(adp_live_dups *l);

@@ -11,9 +11,9 @@
  *  - Only entries in the CLI's MCP section are read; the bridge itself is
  *    never a duplicate.
  *  - apply's live plan removes only names the ledger says we rendered there
- *    or names the selected manifest servers carry (the gateway serves those),
- *    and only in project files: the gateway serves a project's servers, so
- *    the machine manifest's entries in a CLI's user file stay;
+ *    from a project's manifest, and in project files also names the selected
+ *    manifest servers carry (the gateway serves those); what the machine
+ *    manifest rendered stays, and so does a hand-added entry in a user file;
  *    an entry it cannot parse stays and the target keeps its plain note.
  *  - Read-only here: every removal goes through apply's or connect's writer,
  *    backup, history and ledger. */
@@ -108,7 +108,10 @@ void adp_ap_plan_live(struct run *R, struct tplan *t, const json_t *entry, bool 
     for (size_t i = 0; (!other_manifest || R->o->prune_foreign) && i < managed.n; i++)
         if (strvec_find(&t->removed, managed.v[i]) < 0)
             strvec_push(&t->removed, managed.v[i]);
-    for (size_t i = 0; i < R->servers.n; i++) {
+    /* A project file's entries for the manifest's servers are the
+     * gateway's to serve; in a CLI's user file, only what we rendered goes —
+     * a hand-added entry there is the user's, and doctor reports it. */
+    for (size_t i = 0; R->o->project_scope && i < R->servers.n; i++) {
         const struct mf_server *s = R->servers.v[i];
         if (manifest_targets_include(&s->targets, t->d->id) &&
             strvec_find(&t->removed, s->name) < 0)
@@ -165,14 +168,15 @@ static void file_dups(const struct adp_desc *d, const struct manifest *m, const 
     for (size_t i = 0; i < have.n; i++) {
         /* What the ledger lists as rendered from the machine manifest is
          * not the gateway's to serve: not a duplicate. */
-        bool dup = !machine && strvec_find(&managed, have.v[i]) >= 0;
+        bool ours = !machine && strvec_find(&managed, have.v[i]) >= 0;
+        bool dup = ours;
         for (size_t k = 0; !dup && m && k < m->servers.n; k++)
             dup = strcmp(m->servers.v[k].name, have.v[i]) == 0 &&
                   manifest_targets_include(&m->servers.v[k].targets, d->id);
         if (!dup)
             continue;
         struct adp_live_dup x = {xstrdup(d->display), xstrdup(path.buf), xstrdup(have.v[i]),
-                                 root == NULL};
+                                 root == NULL, ours};
         vec_push(out, x);
     }
 out:

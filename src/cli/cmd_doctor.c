@@ -748,13 +748,24 @@ static void check_live_duplicates(struct doc *d, const struct adp_registry *reg,
     adp_live_dups dups = VEC_INIT;
     struct as_err err = AS_ERR_INIT;
     if (adp_live_duplicates(reg, m, m->project_root, &dups, &err) == 0)
-        for (size_t i = 0; i < dups.n; i++)
-            add(d, S_DRIFT, L_ERR,
-                dups.v[i].global ? "agentstack apply --scope global --write"
-                                 : "agentstack apply --write",
+        for (size_t i = 0; i < dups.n; i++) {
+            /* apply prunes what it rendered, and in a project file any entry
+             * for a served server; a hand-added entry in a user file is the
+             * user's to take out. */
+            strbuf fix = SB_INIT;
+            if (!dups.v[i].global)
+                sb_adds(&fix, "agentstack apply --write");
+            else if (dups.v[i].ours)
+                sb_adds(&fix, "agentstack apply --scope global --write");
+            else
+                sb_addf(&fix, "remove '%s' from %s (agentstack did not write it and leaves it)",
+                        dups.v[i].name, dups.v[i].path);
+            add(d, S_DRIFT, L_ERR, fix.buf,
                 "%s holds '%s' directly beside the gateway (%s) — the CLI runs it outside "
                 "policy and audit",
                 dups.v[i].display, dups.v[i].name, dups.v[i].path);
+            sb_release(&fix);
+        }
     adp_live_dups_free(&dups);
 }
 

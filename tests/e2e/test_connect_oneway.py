@@ -137,4 +137,30 @@ with Sandbox() as sb:
     check("directly beside the gateway" not in d.stdout, "doctor does not call it a duplicate",
           d.stdout)
 
+# A hand-added entry in the CLI's user file is the user's: apply --scope
+# global leaves it (it did not write it), doctor names it as a duplicate and
+# says to take it out by hand.
+with Sandbox() as sb:
+    H.fake_bin(sb, "claude")
+    H.write_manifest(sb, MANIFEST)
+    H.run(sb, "lock", "--write")
+    H.trust(sb)
+    claude = os.path.join(sb.home, ".claude.json")
+    check(H.run(sb, "connect", "--all", "--write").returncode == 0, "connect (hand case)")
+    cj = json.loads(H.read(claude))
+    cj["mcpServers"]["filesystem"] = {"command": "npx"}
+    sb.write(".claude.json", json.dumps(cj, indent=2) + "\n", base=sb.home)
+    seeded = H.read(claude)
+    g = H.run(sb, "apply", "--scope", "global", "--write")
+    check(g.returncode == 0 and H.read(claude) == seeded,
+          "apply --scope global leaves a hand-added user-file entry byte for byte",
+          g.stdout + g.stderr)
+    d = H.run(sb, "doctor")
+    check(d.returncode != 0 and "'filesystem'" in d.stdout and
+          "directly beside the gateway" in d.stdout and
+          "remove 'filesystem' from " + claude in d.stdout and
+          "apply --scope global --write" not in d.stdout,
+          "doctor: the user-file duplicate is an error whose fix is to remove it by hand",
+          d.stdout)
+
 done()
