@@ -20,6 +20,7 @@
 #include "bundle/manifest.h"
 #include "cli/cli.h"
 #include "cli/complete.h"
+#include "cli/help_topics.h"
 
 /* What a value or an argument is. */
 enum value_kind {
@@ -316,6 +317,14 @@ static void offer_values(const struct offer *of, const struct walk *w, enum valu
         break;
     case V_COMMANDS:
         offer_commands(of);
+        /* `help` takes a command or a concept (help_topics.h); a concept
+         * named like a command is already offered (help shows both). */
+        if (w->spec && strcmp(w->spec->name, "help") == 0) {
+            for (const struct help_topic *t = help_topics; t->name; t++)
+                if (!cli_find(t->name))
+                    emit(of, t->name, t->summary);
+            emit(of, "topics", "list the concepts help explains");
+        }
         break;
     case V_SUBCOMMANDS:
         offer_subcommands(of, w->prev_arg ? cli_find(w->prev_arg) : NULL);

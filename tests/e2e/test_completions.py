@@ -165,6 +165,12 @@ with Sandbox() as sb:
         check(sorted(got) == ["bash", "fish", "zsh"], "bash: the shells from the usage line", got)
         got, _ = bash_complete(sb, ["agentstack", "help", "li"], sb.project)
         check(got == ["lib"], "bash: help's command argument", got)
+        got, _ = bash_complete(sb, ["agentstack", "help", "la"], sb.project)
+        check(got == ["lanes"], "bash: help's concepts (help lanes)", got)
+        got, _ = bash_complete(sb, ["agentstack", "help", "top"], sb.project)
+        check(got == ["topics"], "bash: help topics", got)
+        got, _ = bash_complete(sb, ["agentstack", "help", "tr"], sb.project)
+        check(got == ["trust"], "bash: a concept named like a command is offered once", got)
         got, _ = bash_complete(sb, ["agentstack", "nosuch", ""], sb.project)
         check(got == [], "bash: an unknown command: nothing", got)
 
