@@ -75,7 +75,8 @@ struct hs_conn {
     bool close_after; /* close once out is written */
     bool dead;
     bool keep_alive;
-    bool processing; /* inside conn_process */
+    bool processing;   /* inside conn_process */
+    bool want_process; /* a pipelined request to route from the loop (reap) */
     uint64_t timer;
     uint64_t seq; /* accept order (eviction) */
 };
@@ -131,6 +132,9 @@ static void conn_process(struct hs_conn *c);
 
 /* ---- connections ------------------------------------------------------------ */
 
+/* Posted work, from the loop: pipelined requests that waited, then
+ * connections and sessions that are done (never freed from inside a
+ * gateway call or a connection's own handler). */
 static void reap(struct mcp_loop *loop, void *ctx);
 
 static void post_reap(struct hs *hs)
@@ -388,8 +392,12 @@ static void answer(struct hs_session *s, size_t i, const char *frame, size_t len
         char *extra = xasprintf("Mcp-Session-Id: %s\r\n", s->id);
         conn_respond(p.c, 200, extra, "application/json", frame, len);
         free(extra);
-        if (!p.c->dead && p.c->in.len)
-            conn_process(p.c); /* a pipelined request waited */
+        if (!p.c->dead && p.c->in.len) {
+            /* A pipelined request waited. Not from here: this runs inside
+             * the gateway's reply, which must not take new input. */
+            p.c->want_process = true;
+            post_reap(s->hs);
+        }
     }
     pending_drop(s, i);
 }
@@ -547,6 +555,11 @@ static void reap(struct mcp_loop *loop, void *ctx)
     (void)loop;
     struct hs *hs = ctx;
     hs->reap_posted = false;
+    for (struct hs_conn *c = hs->conns; c; c = c->next)
+        if (c->want_process && !c->dead) {
+            c->want_process = false;
+            conn_process(c); /* never closes c itself: dead ones are closed below */
+        }
     for (struct hs_conn *c = hs->conns, *n; c; c = n) {
         n = c->next;
         if (c->dead)

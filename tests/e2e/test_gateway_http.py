@@ -139,6 +139,7 @@ def attacks():
             check(s == 400 and "batches" in json.dumps(body), "a batch → 400", body)
             smuggling(g, sid)
             flood(g, sid)
+            pipelined(g, sid)
 
 
 def smuggling(g, sid):
@@ -197,6 +198,37 @@ def flood(g, sid):
             s.close()
 
 
+def pipelined(g, sid, msgs=None, what="three pipelined requests on one connection are "
+              "answered in order"):
+    msgs = msgs or [rpc(12, "ping"), rpc(13, "ping"), rpc(14, "ping")]
+    one = b""
+    for m in msgs:
+        body = json.dumps(m).encode()
+        one += ("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
+                "Content-Type: application/json\r\nAccept: application/json\r\n"
+                "Mcp-Session-Id: %s\r\nContent-Length: %d\r\n\r\n"
+                % (g.token, sid, len(body))).encode() + body
+    want = [(200, m["id"]) for m in msgs]
+    s = g.connect()
+    try:
+        s.sendall(one)
+        data, got = b"", []
+        while len(got) < len(msgs):
+            head, sep, rest = data.partition(b"\r\n\r\n")
+            n = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0]) if sep else -1
+            if sep and len(rest) >= n:
+                got.append((int(head.split(b" ")[1]), json.loads(rest[:n])["id"]))
+                data = rest[n:]
+                continue
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        s.close()
+    check(got == want, what, got)
+
+
 def happy():
     with Sandbox() as sb:
         project(sb)
@@ -212,11 +244,14 @@ def happy():
                   "tools/list answered as application/json", names)
             s, _, body = g.post(call(5, "agentstack_lease_open", {"profile": "wide"}), sid=sid)
             check(s == 200 and not body["result"].get("isError"), "lease_open over HTTP", body)
+            pipelined(g, sid, [call(6, "ops__get_status"), rpc(7, "ping"),
+                               call(8, "ops__get_status")],
+                      "pipelined calls that wait on an upstream are answered in order")
             s, _, body = g.post(call(3, "ops__get_status"), sid=sid)
             check(s == 200 and text_of(body) == "get_status: ok",
                   "tools/call through HTTP reaches the upstream", body)
             rows = [r for r in audit_rows(sb) if r.get("tool") == "get_status"]
-            check(len(rows) == 1 and rows[0]["server"] == "ops" and
+            check(len(rows) == 3 and rows[0]["server"] == "ops" and
                   rows[0]["outcome"] == "ok", "the call has its audit row (gw_dispatch)", rows)
             # SSE answer mode
             rd, st, hd = g.open_stream("POST", call(4, "ops__get_status"), sid=sid,
