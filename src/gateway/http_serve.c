@@ -78,7 +78,8 @@ struct hs_conn {
     bool processing;   /* inside conn_process */
     bool want_process; /* a pipelined request to route from the loop (reap) */
     uint64_t timer;
-    uint64_t seq; /* accept order (eviction) */
+    uint64_t req_by; /* when the request being read must be whole (0: none begun) */
+    uint64_t seq;    /* accept order (eviction) */
 };
 
 struct hs_event {
@@ -125,6 +126,7 @@ struct hs {
     bool reap_posted;
     bool stopping;
     uint64_t stop_timer;
+    uint64_t req_ms; /* HS_REQ_MS, or AGENTSTACK_HTTP_REQUEST_MS when shorter (tests) */
 };
 
 static void conn_close(struct hs_conn *c);
@@ -209,9 +211,11 @@ static void on_deadline(struct mcp_loop *loop, void *ctx)
     conn_kill(c);
 }
 
-/* Reading a request: HS_REQ_MS once it has begun (or before the token was
- * ever shown), HS_IDLE_MS between requests of a kept-alive connection.
- * Answering one: no deadline of its own (the upstreams' budgets apply). */
+/* Reading a request: it must be whole HS_REQ_MS after its first byte (or,
+ * before the token was ever shown, after the accept), however the bytes
+ * trickle in; HS_IDLE_MS of silence between requests of a kept-alive
+ * connection. Answering one: no deadline of its own (the upstreams'
+ * budgets apply). */
 static void conn_arm(struct hs_conn *c)
 {
     if (c->timer)
@@ -219,7 +223,12 @@ static void conn_arm(struct hs_conn *c)
     c->timer = 0;
     if (c->dead || c->busy)
         return;
-    uint64_t ms = c->in.len || !c->authed ? HS_REQ_MS : HS_IDLE_MS;
+    uint64_t now = mcp_now_ms(), ms = HS_IDLE_MS;
+    if (c->in.len || !c->authed) {
+        if (!c->req_by)
+            c->req_by = now + c->hs->req_ms;
+        ms = c->req_by > now ? c->req_by - now : 0;
+    }
     c->timer = mcp_loop_timer(c->hs->loop, ms, on_deadline, c);
 }
 
@@ -884,6 +893,7 @@ static void conn_process(struct hs_conn *c)
         sb_add(&c->in, cur.buf + need, cur.len - need);
         c->keep_alive = r.keep_alive;
         c->busy = true;
+        c->req_by = 0; /* the next request's clock starts at its first byte */
         route(c, &r, cur.buf + r.head_len, need - r.head_len);
         sb_release(&cur);
     }
@@ -1083,7 +1093,10 @@ static void hs_free(struct hs *hs)
 
 int gw_serve_http(const struct gw_opts *o, struct as_err *err)
 {
-    struct hs hs = {.o = *o, .lfd = -1};
+    struct hs hs = {.o = *o, .lfd = -1, .req_ms = HS_REQ_MS};
+    const char *rq = getenv("AGENTSTACK_HTTP_REQUEST_MS");
+    if (rq && atoi(rq) > 0 && (uint64_t)atoi(rq) < HS_REQ_MS)
+        hs.req_ms = (uint64_t)atoi(rq);
     if (!o->token_file || !*o->token_file) {
         as_err_set(err, "--listen needs --token-file FILE (the bearer token)");
         return 1;

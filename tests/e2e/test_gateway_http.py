@@ -14,6 +14,7 @@ while the other is served; DELETE ends a session (404 after). No assertion
 depends on timing."""
 import json
 import os
+import socket
 import sys
 import threading
 
@@ -140,6 +141,7 @@ def attacks():
             smuggling(g, sid)
             flood(g, sid)
             pipelined(g, sid)
+        slowloris(sb)
 
 
 def smuggling(g, sid):
@@ -196,6 +198,36 @@ def flood(g, sid):
     finally:
         for s in held:
             s.close()
+
+
+def slowloris(sb):
+    """A head dripped one byte at a time never finishes: the connection is
+    closed at its request deadline (shortened here) however often bytes
+    come, and a valid request on another connection is answered meanwhile."""
+    with HttpGateway(sb, "--manifest-dir", sb.project,
+                     env=sb.env(AGENTSTACK_HTTP_REQUEST_MS="300")) as g:
+        s = g.connect()
+        s.settimeout(0.05)
+        head = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 100000
+        closed, sent = False, 0
+        try:
+            for i in range(len(head)):  # up to ~5000 s of dripping: ends at the deadline
+                s.send(head[i:i + 1])
+                sent += 1
+                try:
+                    if s.recv(1) == b"":
+                        closed = True
+                        break
+                except socket.timeout:
+                    pass
+        except OSError:
+            closed = True
+        finally:
+            s.close()
+        check(closed and sent < 16384, "a head dripped byte by byte is cut at its deadline, "
+              "not kept alive by every byte", sent)
+        st, _, _ = g.initialize()
+        check(st == 200, "the server still serves", st)
 
 
 def pipelined(g, sid, msgs=None, what="three pipelined requests on one connection are "
