@@ -34,6 +34,7 @@
  *    (drain ≤ 5 s, every upstream group stopped) and exit 0.
  */
 #include <arpa/inet.h>
+#include <netinet/tcp.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -954,6 +955,8 @@ static void on_accept(struct mcp_loop *loop, int fd, unsigned ev, void *ctx)
         }
         if (hs->npreauth >= HS_MAX_PREAUTH)
             evict_preauth(hs);
+        int one = 1; /* an answer is one write: never held back for the next */
+        setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         struct hs_conn *c = xcalloc(1, sizeof *c);
         c->hs = hs;
         c->fd = s;
