@@ -14,7 +14,8 @@
  *    see or change another's state. A session's frames go in through
  *    gw_input and come out through its writer's sink, exactly as stdio's.
  *  - Every request shows `Authorization: Bearer <token>` (constant-time
- *    compare) before anything else happens: 401 otherwise. A request whose
+ *    compare) before anything else happens: 401 otherwise, judged on its
+ *    head before any of its body is read or waited for. A request whose
  *    Origin is not a loopback origin, or (on a loopback listener) whose Host
  *    is not a loopback name, is 403 (DNS rebinding). Only then are the path
  *    (404), the method (405), the session (400 missing, 404 unknown or
@@ -803,13 +804,16 @@ static void route_get(struct hs_conn *c, const struct http_req *r, struct hs_ses
     s->get_sent = s->seq;
 }
 
-static void route(struct hs_conn *c, const struct http_req *r, const char *body, size_t blen)
+/* Who is asking, judged on the head alone, before any of the body is read:
+ * false when c was answered (and will close). */
+static bool gate(struct hs_conn *c, const struct http_req *r)
 {
     struct hs *hs = c->hs;
+    c->keep_alive = false; /* a refusal here closes the connection */
     if (!http_bearer_ok(r->authorization, hs->token)) {
         conn_refuse(c, 401, "WWW-Authenticate: Bearer realm=\"agentstack\"\r\n",
                     "Unauthorized: send Authorization: Bearer <the token of --token-file>");
-        return;
+        return false;
     }
     if (!c->authed) {
         c->authed = true;
@@ -817,12 +821,19 @@ static void route(struct hs_conn *c, const struct http_req *r, const char *body,
     }
     if (r->origin.p && !http_origin_loopback(r->origin)) {
         conn_refuse(c, 403, NULL, "Forbidden: the Origin is not a loopback origin");
-        return;
+        return false;
     }
     if (hs->loopback && r->host.p && !http_host_loopback(r->host)) {
         conn_refuse(c, 403, NULL, "Forbidden: the Host is not a loopback name");
-        return;
+        return false;
     }
+    c->keep_alive = r->keep_alive;
+    return true;
+}
+
+static void route(struct hs_conn *c, const struct http_req *r, const char *body, size_t blen)
+{
+    struct hs *hs = c->hs;
     struct http_span path = r->target;
     const char *q = memchr(path.p, '?', path.n);
     if (q)
@@ -884,6 +895,8 @@ static void conn_process(struct hs_conn *c)
             conn_refuse(c, st, NULL, why);
             break;
         }
+        if (!gate(c, &r))
+            break;
         size_t need = r.head_len + (size_t)(r.content_length > 0 ? r.content_length : 0);
         if (c->in.len < need)
             break;
@@ -892,7 +905,6 @@ static void conn_process(struct hs_conn *c)
         strbuf cur = c->in;
         sb_init(&c->in, 0);
         sb_add(&c->in, cur.buf + need, cur.len - need);
-        c->keep_alive = r.keep_alive;
         c->busy = true;
         c->req_by = 0; /* the next request's clock starts at its first byte */
         route(c, &r, cur.buf + r.head_len, need - r.head_len);

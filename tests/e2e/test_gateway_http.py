@@ -108,6 +108,11 @@ def attacks():
             check(s == 401, "a token cut short → 401", s)
             s, hd, _ = g.post(init, auth=False, extra={"Authorization": "Basic " + g.token})
             check(s == 401, "not a Bearer scheme → 401", s)
+            st_, _, _ = g.raw(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                              b"Content-Type: application/json\r\n"
+                              b"Content-Length: 4000000\r\n\r\n")
+            check(st_ == 401, "no token → 401 from the head alone: a body is never waited "
+                  "for (nor read) before the token is shown", st_)
             s, hd, _ = g.post(init, extra={"Origin": "http://evil.example"})
             check(s == 403 and "mcp-session-id" not in hd, "a foreign Origin → 403", s)
             s, _, _ = g.post(init, extra={"Origin": "null"})
