@@ -147,11 +147,15 @@ static const struct cli_option mcp_options[] = {
 const struct cli_spec cmd_mcp_spec = {
     .name = "mcp",
     .fn = cmd_mcp,
-    .summary = "serve the live MCP gateway on stdio (brokered, policy-checked, audited)",
+    .summary = "serve the live MCP gateway on stdio or Streamable HTTP (brokered, policy-checked, "
+               "audited)",
     .synopsis = CLI_LINES("mcp [--auto-project] [--transparent] [--manifest-dir DIR]",
                           "mcp [...] --listen HOST:PORT --token-file FILE [--listen-any]"),
-    .description = "stdout carries JSON-RPC frames only. --manifest-dir pins the project (naming "
-                   "it is consent: no trust gate); --auto-project discovers it and gates it.",
+    .description = "On stdio, stdout carries JSON-RPC frames only. --manifest-dir pins the project "
+                   "(naming it is consent: no trust gate); --auto-project discovers it and gates "
+                   "it. --listen serves the same gateway over Streamable HTTP at /mcp, one "
+                   "session per client; every request needs Authorization: Bearer <the token in "
+                   "--token-file>.",
     .options = mcp_options,
     .examples = CLI_LINES("agentstack mcp --auto-project", "agentstack mcp --manifest-dir .",
                           "agentstack mcp --manifest-dir . --listen 127.0.0.1:8765 --token-file "

@@ -304,6 +304,7 @@ def happy():
                   text_of(json.loads(ans[1])) == "get_status: ok" and
                   int(ans[0]) > int(prime[0]) and end is None,
                   "…then the response as one event, then the stream ends", (ans, end))
+            resume(g, sid)
             streams(g, sid)
             two_sessions(g, sb, sid)
             s, _, _ = g.request("DELETE", sid=sid)
@@ -314,6 +315,26 @@ def happy():
             check(s == 404, "deleting it again → 404", s)
             rc = g.stop()
             check(rc == 0, "SIGTERM stops the server, exit 0", g.stderr())
+
+
+def resume(g, sid):
+    """An SSE answer whose connection drops before the response is resumed
+    by a GET with the priming event's id: the response comes there."""
+    rd, st, _ = g.open_stream("POST", call(50, "ops__sleep", {"ms": 1500}), sid=sid,
+                              accept="text/event-stream")
+    prime = rd.next()
+    rd.close()  # gone before the answer
+    check(st == 200 and prime and prime[1] == "", "an SSE answer is primed", prime)
+    rd, st, _ = g.open_stream("GET", sid=sid, accept="text/event-stream",
+                              extra={"Last-Event-ID": prime[0]})
+    ev = rd.next()
+    end = rd.next()
+    rd.close()
+    got = json.loads(ev[1]) if ev and ev[1] else {}
+    check(st == 200 and got.get("id") == 50 and "result" in got and end is None,
+          "GET with its Last-Event-ID gets the dropped stream's response, then it ends", ev)
+    rows = [r for r in audit_rows(g.sb) if r.get("tool") == "sleep"]
+    check(len(rows) == 1 and rows[0]["outcome"] == "ok", "the resumed call's audit row", rows)
 
 
 def streams(g, sid):
