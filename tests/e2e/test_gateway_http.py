@@ -147,6 +147,7 @@ def attacks():
             flood(g, sid)
             pipelined(g, sid)
         slowloris(sb)
+        capped(sb)
 
 
 def smuggling(g, sid):
@@ -233,6 +234,25 @@ def slowloris(sb):
               "not kept alive by every byte", sent)
         st, _, _ = g.initialize()
         check(st == 200, "the server still serves", st)
+
+
+def capped(sb):
+    """32 sessions at most: a 33rd initialize ends the least recently used
+    idle one (its id is 404 after), and the others keep working."""
+    with HttpGateway(sb, "--manifest-dir", sb.project) as g:
+        sids = []
+        for _ in range(32):
+            st, sid, _ = g.initialize()
+            sids.append(sid if st == 200 else None)
+        for sid in sids[1:]:
+            g.post(rpc(5, "ping"), sid=sid)  # the first is now the least recently used
+        st, extra, _ = g.initialize()
+        codes = [g.post(rpc(6, "ping"), sid=x)[0] for x in sids]
+        check(all(sids) and st == 200 and extra not in sids,
+              "32 sessions, then a 33rd initialize still opens one", st)
+        check(codes[0] == 404 and set(codes[1:]) == {200},
+              "…by ending the least recently used idle session (404), no other", codes)
+        check(g.stop() == 0, "SIGTERM with 32 sessions open: exit 0", g.stderr()[-800:])
 
 
 def pipelined(g, sid, msgs=None, what="three pipelined requests on one connection are "
