@@ -645,21 +645,6 @@ static void cancelled(struct hs_session *s, const json_t *msg)
     }
 }
 
-enum msg_kind { MSG_BAD, MSG_REQUEST, MSG_NOTIFICATION, MSG_RESPONSE };
-
-static enum msg_kind msg_kind(const json_t *m)
-{
-    if (!json_is_object(m))
-        return MSG_BAD;
-    const json_t *meth = json_object_get(m, "method"), *id = json_object_get(m, "id");
-    bool id_ok = json_is_string(id) || json_is_integer(id);
-    if (json_is_string(meth))
-        return id ? (id_ok ? MSG_REQUEST : MSG_BAD) : MSG_NOTIFICATION;
-    if (!meth && id && (json_object_get(m, "result") || json_object_get(m, "error")))
-        return MSG_RESPONSE;
-    return MSG_BAD;
-}
-
 static bool post_checks(struct hs_conn *c, const struct http_req *r, bool *sse)
 {
     struct http_span ct = r->content_type;
@@ -681,13 +666,12 @@ static bool post_checks(struct hs_conn *c, const struct http_req *r, bool *sse)
     return true;
 }
 
-static struct hs_session *post_session(struct hs_conn *c, struct hs_session *s, enum msg_kind k,
-                                       const json_t *m)
+static struct hs_session *post_session(struct hs_conn *c, struct hs_session *s,
+                                       const struct mcp_msg *m)
 {
     if (s)
         return s;
-    if (k != MSG_REQUEST ||
-        strcmp(json_string_value(json_object_get(m, "method")), "initialize") != 0) {
+    if (m->kind != MCP_REQUEST || strcmp(m->method, "initialize") != 0) {
         conn_refuse(c, 400, NULL,
                     "Bad Request: Mcp-Session-Id is required (a session starts with initialize)");
         return NULL;
@@ -703,56 +687,78 @@ static struct hs_session *post_session(struct hs_conn *c, struct hs_session *s, 
     return s;
 }
 
+/* A body the stdio path would answer with an error (or not at all) is
+ * answered here, 400, with the error the gateway would send: no POST is
+ * left waiting for an answer that names no id. */
+static bool post_parse(struct hs_conn *c, const char *body, size_t blen, struct mcp_msg *m)
+{
+    json_t *reply = NULL;
+    enum mcp_parse_status st = mcp_parse(body, blen, m, &reply);
+    if (st == MCP_PARSED)
+        return true;
+    if (st == MCP_UNREADABLE && !reply) {
+        struct mcp_unreadable u;
+        if (mcp_unreadable_read(body, blen, &u) == 0) {
+            reply = mcp_error_new(u.id, MCP_PARSE_ERROR, "Parse error", NULL);
+            mcp_unreadable_clear(&u);
+        }
+    }
+    size_t k = 0;
+    while (k < blen && (body[k] == ' ' || body[k] == '\t' || body[k] == '\r' || body[k] == '\n'))
+        k++;
+    if (k < blen && body[k] == '[') {
+        json_decref(reply);
+        reply = mcp_error_new(NULL, MCP_INVALID_REQUEST,
+                              "Invalid request: batches are not accepted", NULL);
+    }
+    if (!reply)
+        reply = mcp_error_new(NULL, MCP_PARSE_ERROR,
+                              "Parse error: the body is not one JSON-RPC "
+                              "message",
+                              NULL);
+    strbuf b = SB_INIT;
+    mcp_dump(reply, &b);
+    json_decref(reply);
+    conn_respond(c, 400, NULL, "application/json", b.buf, b.len);
+    sb_release(&b);
+    return false;
+}
+
 static void route_post(struct hs_conn *c, const struct http_req *r, struct hs_session *s,
                        const char *body, size_t blen)
 {
     bool sse = false;
-    if (!post_checks(c, r, &sse))
+    struct mcp_msg m;
+    if (!post_checks(c, r, &sse) || !post_parse(c, body, blen, &m))
         return;
-    json_error_t je;
-    json_t *m = json_loadb(body, blen, 0, &je);
-    if (!m) {
-        conn_refuse(c, 400, NULL, "Parse error: the body is not one JSON value");
-        return;
-    }
-    enum msg_kind k = msg_kind(m);
-    if (k == MSG_BAD) {
-        conn_refuse(c, 400, NULL,
-                    json_is_array(m) ? "Invalid request: batches are not accepted"
-                                     : "Invalid request: not a JSON-RPC message");
-        json_decref(m);
-        return;
-    }
-    s = post_session(c, s, k, m);
+    s = post_session(c, s, &m);
     if (!s) {
-        json_decref(m);
+        mcp_msg_clear(&m);
         return;
     }
     s->used = mcp_now_ms();
-    if (k != MSG_REQUEST) {
+    if (m.kind != MCP_REQUEST) {
         gw_input(&s->gw, body, blen);
-        if (k == MSG_NOTIFICATION &&
-            strcmp(json_string_value(json_object_get(m, "method")), "notifications/cancelled") == 0)
-            cancelled(s, m);
+        if (m.kind == MCP_NOTIFICATION && strcmp(m.method, "notifications/cancelled") == 0)
+            cancelled(s, m.root);
         respond_session(c, s, 202);
-        json_decref(m);
+        mcp_msg_clear(&m);
         return;
     }
-    json_t *id = json_object_get(m, "id");
     for (size_t i = 0; i < s->pend.n; i++)
-        if (json_equal(s->pend.v[i].id, id)) {
+        if (json_equal(s->pend.v[i].id, m.id)) {
             conn_refuse(c, 400, NULL,
                         "Bad Request: a request with this id is still being answered");
-            json_decref(m);
+            mcp_msg_clear(&m);
             return;
         }
-    struct hs_pending p = {json_incref(id), sse ? ++s->next_stream : 0, c};
+    struct hs_pending p = {json_incref(m.id), sse ? ++s->next_stream : 0, c};
     vec_push(&s->pend, p);
     if (sse) {
         sse_begin(c, s);
         sse_write(c, log_add(s, p.stream, "", 0)); /* primes Last-Event-ID */
     }
-    json_decref(m);
+    mcp_msg_clear(&m);
     gw_input(&s->gw, body, blen); /* may answer (and free c's wait) at once */
 }
 

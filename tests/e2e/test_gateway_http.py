@@ -143,6 +143,17 @@ def attacks():
             check(s == 406, "an Accept without JSON or SSE → 406", s)
             s, _, body = g.post([rpc(3, "ping")], sid=sid)
             check(s == 400 and "batches" in json.dumps(body), "a batch → 400", body)
+            for raw, code, what in [
+                (b'{"jsonrpc":"1.0","id":5,"method":"ping"}', -32600, "not JSON-RPC 2.0"),
+                (b'{"jsonrpc":"2.0","id":5,"id":6,"method":"ping"}', -32600, "a duplicate key"),
+                (b'{"jsonrpc":"2.0","id":5,"method":"ping","params":{"a":"\\u0000"}}', -32700,
+                 "a NUL escape"),
+                (b'{"jsonrpc":"2.0","id":5,', -32700, "cut-off JSON"),
+            ]:
+                s, _, body = g.post(raw, sid=sid)
+                check(s == 400 and isinstance(body, dict) and body["error"]["code"] == code,
+                      f"a body the gateway cannot use ({what}) → 400 with its JSON-RPC error, "
+                      "never a POST left waiting", (s, body))
             smuggling(g, sid)
             flood(g, sid)
             pipelined(g, sid)
@@ -184,7 +195,7 @@ def smuggling(g, sid):
     # a smuggled second request inside a body is only a body
     inner = ("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}").encode()
     st, _, b = g.raw(base + b"Content-Length: %d\r\n\r\n" % len(inner) + inner)
-    check(st == 400 and "JSON" in b, "a request inside a body is a malformed body, not a "
+    check(st == 400 and "Parse error" in b, "a request inside a body is a malformed body, not a "
           "request", (st, b))
     s, _, body = g.post(rpc(10, "ping"), sid=sid)
     check(s == 200 and body["id"] == 10, "the next valid request is answered", body)
