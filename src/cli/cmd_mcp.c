@@ -102,12 +102,41 @@ static int session_list(strbuf *out, struct as_err *err)
     return rc == 0 ? 0 : -1;
 }
 
+static void hooks(struct gw_opts *o)
+{
+    o->version = AS_VERSION;
+    o->harness_count = harness_count;
+    o->library_server = library_server;
+    o->library_search = library_search;
+    o->session_list = session_list;
+    cli_mcp_session_hooks(o);
+}
+
+/* --listen: stdout stays the terminal's (nothing is framed on it). */
+static int serve_http(struct gw_opts *o)
+{
+    signal(SIGPIPE, SIG_IGN);
+    o->in_fd = o->out_fd = -1;
+    hooks(o);
+    struct as_err err = AS_ERR_INIT;
+    int rc = gw_serve_http(o, &err);
+    if (rc != 0 && as_err_isset(&err))
+        cli_error(&err);
+    return rc;
+}
+
 #define CLI_ARGS struct gw_opts
 static const struct cli_option mcp_options[] = {
     {OPT_BOOL("auto-project", 0, auto_project,
               "find the project from the client's working directory, trust-gated")},
     {OPT_BOOL("transparent", 0, transparent,
               "list the upstreams' own tools (policy-filtered) beside the control tools")},
+    {OPT_STRING("listen", 0, listen, "HOST:PORT",
+                "serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (loopback only)")},
+    {OPT_BOOL("listen-any", 0, listen_any,
+              "let --listen take a non-loopback address (every request still needs the token)")},
+    {OPT_STRING("token-file", 0, token_file, "FILE",
+                "the bearer token --listen requires (created 0600 when missing)")},
     /* the entry a protected run hands its CLI: serve that run's frozen grant */
     {OPT_STRING("grant", 0, grant_path, "PATH", "serve a run's frozen grant.json and nothing else"),
      .flags = CLI_OPT_HIDDEN},
@@ -118,12 +147,19 @@ static const struct cli_option mcp_options[] = {
 const struct cli_spec cmd_mcp_spec = {
     .name = "mcp",
     .fn = cmd_mcp,
-    .summary = "serve the live MCP gateway on stdio (brokered, policy-checked, audited)",
-    .synopsis = CLI_LINES("mcp [--auto-project] [--transparent] [--manifest-dir DIR]"),
-    .description = "stdout carries JSON-RPC frames only. --manifest-dir pins the project (naming "
-                   "it is consent: no trust gate); --auto-project discovers it and gates it.",
+    .summary = "serve the live MCP gateway on stdio or Streamable HTTP (brokered, policy-checked, "
+               "audited)",
+    .synopsis = CLI_LINES("mcp [--auto-project] [--transparent] [--manifest-dir DIR]",
+                          "mcp [...] --listen HOST:PORT --token-file FILE [--listen-any]"),
+    .description = "On stdio, stdout carries JSON-RPC frames only. --manifest-dir pins the project "
+                   "(naming it is consent: no trust gate); --auto-project discovers it and gates "
+                   "it. --listen serves the same gateway over Streamable HTTP at /mcp, one "
+                   "session per client; every request needs Authorization: Bearer <the token in "
+                   "--token-file>.",
     .options = mcp_options,
-    .examples = CLI_LINES("agentstack mcp --auto-project", "agentstack mcp --manifest-dir ."),
+    .examples = CLI_LINES("agentstack mcp --auto-project", "agentstack mcp --manifest-dir .",
+                          "agentstack mcp --manifest-dir . --listen 127.0.0.1:8765 --token-file "
+                          "~/.agentstack/http.token"),
     .see_also = "connect run policy",
 };
 
@@ -143,6 +179,17 @@ int cmd_mcp(int argc, char **argv, struct cli_ctx *ctx)
                                o.auto_project ? "--auto-project" : "--manifest-dir");
     if (o.grant_path && !*o.grant_path)
         return cli_usage_error("mcp", "--grant needs the path of a run's grant.json");
+    if (o.listen && o.grant_path)
+        return cli_usage_error("mcp", "--grant is served on stdio only; it cannot be combined "
+                                      "with --listen");
+    if ((o.listen_any || o.token_file) && !o.listen)
+        return cli_usage_error("mcp", "%s only applies with --listen HOST:PORT",
+                               o.listen_any ? "--listen-any" : "--token-file");
+    if (o.listen && (!o.token_file || !*o.token_file))
+        return cli_usage_error("mcp", "--listen needs --token-file FILE: every request must "
+                                      "carry that file's token as Authorization: Bearer");
+    if (o.listen)
+        return serve_http(&o);
     fflush(stdout);
     int out = dup(1);
     if (out < 0 || dup2(2, 1) < 0) {
@@ -152,12 +199,7 @@ int cmd_mcp(int argc, char **argv, struct cli_ctx *ctx)
     signal(SIGPIPE, SIG_IGN);
     o.in_fd = 0;
     o.out_fd = out;
-    o.version = AS_VERSION;
-    o.harness_count = harness_count;
-    o.library_server = library_server;
-    o.library_search = library_search;
-    o.session_list = session_list;
-    cli_mcp_session_hooks(&o);
+    hooks(&o);
     struct as_err err = AS_ERR_INIT;
     int rc = gw_serve(&o, &err);
     if (rc != 0 && as_err_isset(&err))

@@ -657,7 +657,9 @@ void gw_cm_sync(struct gw *gw)
     if (gw->shutting_down && gw->face)
         face_close(gw->face);
     struct gw_surface *sf = gw->shutting_down ? NULL : gw->cur;
-    bool want = sf && sf->gate == GW_GATE_OPEN && sf->ups.n > 0;
+    /* One endpoint.json per process: an HTTP session (docs/gateway.md,
+     * "Serving over HTTP") opens none. */
+    bool want = !gw->on_stop && sf && sf->gate == GW_GATE_OPEN && sf->ups.n > 0;
     struct gw_cm *cm = gw->cm;
     if (!cm) {
         if (!want)

@@ -76,11 +76,21 @@ struct gw_opts {
     int (*session_start)(const char *manifest_dir, const char *toolset, const char *scope,
                          strbuf *out, struct as_err *err);
     int (*session_end)(const char *manifest_dir, strbuf *out, struct as_err *err);
+    /* --listen ADDR:PORT: Streamable HTTP at /mcp instead of stdio
+     * (gw_serve_http); --listen-any admits a non-loopback address;
+     * --token-file holds the bearer token (read, or created 0600). */
+    const char *listen;
+    bool listen_any;
+    const char *token_file;
 };
 
 /* Serves until stdin EOF; returns the process exit status (0 after a clean
  * EOF; 1 when the first frame is refused or the loop cannot run, with err
  * set). */
 int gw_serve(const struct gw_opts *o, struct as_err *err);
+/* Serves o->listen until SIGTERM/SIGINT/SIGHUP (docs/gateway.md, "Serving
+ * over HTTP"): 0 after a clean stop; 1 + err when the address, the token
+ * file or the socket is refused. */
+int gw_serve_http(const struct gw_opts *o, struct as_err *err);
 
 #endif

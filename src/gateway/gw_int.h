@@ -400,9 +400,28 @@ struct gw {
     size_t code_watches;
     struct gw_exec *execs;       /* running tools_execute programs (execute.c) */
     const char *audit_execution; /* the x-… id gw_audit writes, while a call of one is audited */
+    uint64_t hard_timer;         /* shutdown's last-resort stop */
+    /* An HTTP session (http_serve.c): told where stdio would stop the loop
+     * (the loop goes on serving other sessions); NULL on stdio. */
+    void (*on_stop)(struct gw *gw);
+    void *owner;
 };
 
 /* server.c */
+/* One connection's instance on a loop it does not own: stdio's gw_serve,
+ * or one HTTP session each (http_serve.c). gw_setup fills the fields (the
+ * caller zeroed *gw; it sets up gw->w after); gw_start then opens the grant
+ * and binds an eager project. */
+int gw_setup(struct gw *gw, const struct gw_opts *o, struct mcp_loop *loop, struct as_err *err);
+void gw_start(struct gw *gw);
+/* One whole JSON-RPC frame from the client, routed exactly as a stdin line. */
+void gw_input(struct gw *gw, const char *frame, size_t len);
+/* The client is gone (stdin EOF, or an HTTP session ended): drain, then stop. */
+void gw_input_end(struct gw *gw);
+/* Stops at once (no drain): cancels what runs and stops every upstream. */
+void gw_shutdown(struct gw *gw);
+/* Frees what the instance holds (not gw itself, not the loop). */
+void gw_teardown(struct gw *gw);
 void gw_reply(struct gw *gw, struct job *j, json_t *result /* stolen */);
 void gw_reply_error(struct gw *gw, struct job *j, int code, const char *msg, json_t *data);
 /* gw_reply for a result already encoded: members holds the result object's

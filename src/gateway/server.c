@@ -59,6 +59,16 @@ static json_t *version_array(void)
     return a;
 }
 
+/* Where stdio stops the loop; an HTTP session (http_serve.c) is told
+ * instead, and the loop goes on serving the others. */
+static void gw_stop(struct gw *gw)
+{
+    if (gw->on_stop)
+        gw->on_stop(gw);
+    else
+        mcp_loop_stop(gw->loop);
+}
+
 /* ---- output ---------------------------------------------------------------- */
 
 static void send_json(struct gw *gw, json_t *msg /* stolen */)
@@ -408,7 +418,7 @@ static void fatal_first(struct gw *gw, const char *what)
             what);
     gw->exit_code = 1;
     gw->stdin_open = false;
-    mcp_loop_stop(gw->loop);
+    gw_stop(gw);
 }
 
 static void on_request(struct gw *gw, const struct mcp_msg *m)
@@ -570,8 +580,10 @@ static void on_line(void *ctx, enum mcp_line_kind kind, const char *data, size_t
 
 static void hard_stop(struct mcp_loop *loop, void *ctx)
 {
-    (void)ctx;
-    mcp_loop_stop(loop);
+    (void)loop;
+    struct gw *gw = ctx;
+    gw->hard_timer = 0;
+    gw_stop(gw);
 }
 
 static void finish(struct gw *gw)
@@ -608,9 +620,9 @@ static void finish(struct gw *gw)
     if (gw->modern)
         gw_surface_unref(gw->modern);
     gw->modern = NULL;
-    mcp_loop_timer(gw->loop, GW_KILL_GRACE_MS + 1500, hard_stop, gw);
+    gw->hard_timer = mcp_loop_timer(gw->loop, GW_KILL_GRACE_MS + 1500, hard_stop, gw);
     if (gw->closing == 0 && !gw->jobs)
-        mcp_loop_stop(gw->loop);
+        gw_stop(gw);
 }
 
 static void drain_expired(struct mcp_loop *loop, void *ctx)
@@ -626,11 +638,16 @@ void gw_maybe_finish(struct gw *gw)
 {
     if (gw->shutting_down) {
         if (gw->closing == 0 && !gw->jobs)
-            mcp_loop_stop(gw->loop);
+            gw_stop(gw);
         return;
     }
     if (!gw->stdin_open && !gw->jobs && !gw->exit_code)
         finish(gw);
+}
+
+void gw_input(struct gw *gw, const char *frame, size_t len)
+{
+    on_line(gw, MCP_LINE, frame, len, NULL);
 }
 
 static void stdin_closed(struct gw *gw)
@@ -680,6 +697,16 @@ static void on_write_error(void *ctx, int errnum)
     }
 }
 
+void gw_input_end(struct gw *gw)
+{
+    stdin_closed(gw);
+}
+
+void gw_shutdown(struct gw *gw)
+{
+    finish(gw);
+}
+
 /* SIGTERM/SIGINT/SIGHUP end the session like stdin EOF (drain, stop every
  * upstream group, exit 0); a second one stops without draining. */
 static void on_signal(struct mcp_loop *loop, int fd, unsigned ev, void *ctx)
@@ -701,8 +728,17 @@ static void on_signal(struct mcp_loop *loop, int fd, unsigned ev, void *ctx)
 
 /* ---- serve ----------------------------------------------------------------------- */
 
-static void gw_free(struct gw *gw)
+void gw_teardown(struct gw *gw)
 {
+    if (gw->hard_timer)
+        mcp_loop_timer_cancel(gw->loop, gw->hard_timer);
+    gw->hard_timer = 0;
+    if (gw->drain_timer)
+        mcp_loop_timer_cancel(gw->loop, gw->drain_timer);
+    gw->drain_timer = 0;
+    if (gw->roots_timer)
+        mcp_loop_timer_cancel(gw->loop, gw->roots_timer);
+    gw->roots_timer = 0;
     gw_cm_free(gw); /* before the jobs: connections point at them */
     gw_execute_shutdown(gw);
     for (struct job *j = gw->jobs; j;) {
@@ -748,39 +784,75 @@ static void gw_free(struct gw *gw)
     mcp_reader_release(&gw->rd);
 }
 
-int gw_serve(const struct gw_opts *o, struct as_err *err)
+int gw_setup(struct gw *gw, const struct gw_opts *o, struct mcp_loop *loop, struct as_err *err)
 {
-    struct gw gw = {0};
-    gw.o = *o;
-    gw.pid = (long)getpid();
-    gw.ino_fd = -1;
-    gw.code_fd = -1;
-    gw.last_state = -2;
-    gw.max_result = GW_RESULT_MAX_DEFAULT;
+    gw->o = *o;
+    gw->loop = loop;
+    gw->pid = (long)getpid();
+    gw->ino_fd = -1;
+    gw->code_fd = -1;
+    gw->last_state = -2;
+    gw->max_result = GW_RESULT_MAX_DEFAULT;
     const char *sm = getenv("AGENTSTACK_STDIO_START_MS");
-    gw.start_ms = sm && *sm ? atoi(sm) : GW_START_MS_DEFAULT;
-    if (gw.start_ms <= 0)
-        gw.start_ms = GW_START_MS_DEFAULT;
+    gw->start_ms = sm && *sm ? atoi(sm) : GW_START_MS_DEFAULT;
+    if (gw->start_ms <= 0)
+        gw->start_ms = GW_START_MS_DEFAULT;
     const char *cm = getenv("AGENTSTACK_CALL_TIMEOUT_MS");
-    gw.call_ms = cm && *cm ? atoi(cm) : GW_CALL_TIMEOUT_MS;
-    if (gw.call_ms <= 0)
-        gw.call_ms = GW_CALL_TIMEOUT_MS;
+    gw->call_ms = cm && *cm ? atoi(cm) : GW_CALL_TIMEOUT_MS;
+    if (gw->call_ms <= 0)
+        gw->call_ms = GW_CALL_TIMEOUT_MS;
     const char *rid = getenv("AGENTSTACK_RUN_ID");
-    gw.run_id = rid && *rid ? xstrdup(rid) : NULL;
+    gw->run_id = rid && *rid ? xstrdup(rid) : NULL;
     strbuf home = SB_INIT;
     if (home_dir(&home, err) < 0) {
         sb_release(&home);
-        return 1;
+        free(gw->run_id);
+        gw->run_id = NULL;
+        return -1;
     }
-    gw.home = sb_detach(&home, NULL);
-    gw_cm_sweep(gw.home); /* endpoint dirs of SIGKILLed gateways */
+    gw->home = sb_detach(&home, NULL);
+    gw->stdin_open = true;
+    return 0;
+}
 
-    gw.loop = mcp_loop_new(err);
-    if (!gw.loop) {
-        free(gw.home);
-        free(gw.run_id);
+void gw_start(struct gw *gw)
+{
+    const struct gw_opts *o = &gw->o;
+    if (o->grant_path) {
+        struct gw_grant *g = xcalloc(1, sizeof *g);
+        struct as_err gerr = AS_ERR_INIT;
+        if (gw_grant_open(gw->home, o->grant_path, g, &gerr) == 0) {
+            gw->grant = g;
+            if (!gw->run_id)
+                gw->run_id = xstrdup(g->run_id);
+        } else {
+            free(g);
+            gw->grant_refused = true;
+            char *note = xasprintf("--grant refused: %s. Nothing is proxied on this connection "
+                                   "(control plane only); start the run again with `agentstack "
+                                   "run <cli> --locked`.",
+                                   gerr.msg);
+            gw_note("%s", note);
+            gw->cur = gw_surface_gated(gw, GW_GATE_BROKEN, note);
+            free(note);
+        }
+    }
+    if (!o->auto_project || o->manifest_dir)
+        gw_project_resolve(gw); /* eager: the set is built at startup, children lazy */
+    gw_face_open(gw);           /* run --sandbox/--lockdown: the HTTP face, grant only */
+}
+
+int gw_serve(const struct gw_opts *o, struct as_err *err)
+{
+    struct gw gw = {0};
+    struct mcp_loop *loop = mcp_loop_new(err);
+    if (!loop)
+        return 1;
+    if (gw_setup(&gw, o, loop, err) < 0) {
+        mcp_loop_free(loop);
         return 1;
     }
+    gw_cm_sweep(gw.home); /* endpoint dirs of SIGKILLed gateways */
     mcp_loop_set_spin(gw.loop, GW_SPIN_US);
     int in_fl = fcntl(o->in_fd, F_GETFL);
     int out_fl = fcntl(o->out_fd, F_GETFL);
@@ -790,7 +862,6 @@ int gw_serve(const struct gw_opts *o, struct as_err *err)
         fcntl(o->out_fd, F_SETFL, out_fl | O_NONBLOCK);
     mcp_reader_init(&gw.rd, MCP_STDIN_LINE_MAX);
     mcp_writer_init(&gw.w, gw.loop, o->out_fd, on_write_error, &gw);
-    gw.stdin_open = true;
     struct as_err aerr = AS_ERR_INIT;
     if (mcp_loop_add(gw.loop, o->in_fd, MCP_EV_IN, on_stdin, &gw, &aerr) < 0)
         mcp_loop_timer(gw.loop, 0, on_stdin_timer, &gw);
@@ -805,28 +876,7 @@ int gw_serve(const struct gw_opts *o, struct as_err *err)
         close(sfd);
         sfd = -1;
     }
-    if (o->grant_path) {
-        struct gw_grant *g = xcalloc(1, sizeof *g);
-        struct as_err gerr = AS_ERR_INIT;
-        if (gw_grant_open(gw.home, o->grant_path, g, &gerr) == 0) {
-            gw.grant = g;
-            if (!gw.run_id)
-                gw.run_id = xstrdup(g->run_id);
-        } else {
-            free(g);
-            gw.grant_refused = true;
-            char *note = xasprintf("--grant refused: %s. Nothing is proxied on this connection "
-                                   "(control plane only); start the run again with `agentstack "
-                                   "run <cli> --locked`.",
-                                   gerr.msg);
-            gw_note("%s", note);
-            gw.cur = gw_surface_gated(&gw, GW_GATE_BROKEN, note);
-            free(note);
-        }
-    }
-    if (!o->auto_project || o->manifest_dir)
-        gw_project_resolve(&gw); /* eager: the set is built at startup, children lazy */
-    gw_face_open(&gw);           /* run --sandbox/--lockdown: the HTTP face, grant only */
+    gw_start(&gw);
 
     int rc = mcp_loop_run(gw.loop, err) < 0 ? 1 : 0;
     /* Whatever the reason the loop ended, upstream groups must not outlive us. */
@@ -838,7 +888,7 @@ int gw_serve(const struct gw_opts *o, struct as_err *err)
         if (mcp_loop_run_once(gw.loop, 50, &e2) < 0)
             break;
     }
-    gw_free(&gw);
+    gw_teardown(&gw);
     if (sfd >= 0) {
         mcp_loop_del(gw.loop, sfd);
         close(sfd);

@@ -275,10 +275,17 @@ struct mcp_writer {
     uint64_t err_timer;
     void (*on_error)(void *ctx, int errnum);
     void *ctx;
+    /* A sink writer (mcp_writer_init_sink) hands each frame to sink instead
+     * of an fd: an in-process transport (the gateway's HTTP sessions). */
+    void (*sink)(void *ctx, const char *frame, size_t len);
 };
 
 void mcp_writer_init(struct mcp_writer *w, struct mcp_loop *loop, int fd,
                      void (*on_error)(void *ctx, int errnum), void *ctx);
+/* A writer with no fd: every frame (without '\n') goes to sink at once,
+ * in order; nothing is queued and nothing ever fails. */
+void mcp_writer_init_sink(struct mcp_writer *w,
+                          void (*sink)(void *ctx, const char *frame, size_t len), void *ctx);
 /* Unregisters and frees the queue; does not close fd. */
 void mcp_writer_release(struct mcp_writer *w);
 /* Queues frame + '\n' and writes what it can now. -1 when the frame holds a

@@ -6,7 +6,9 @@
 //
 //   AS_INTEROP_NM=<cache>/node_modules node sdk_session.mjs '<spec json>'
 //
-// spec: {"command", "args", "cwd"?  |  "url" (Streamable HTTP instead of stdio),
+// spec: {"command", "args", "cwd"?  |  "url" (Streamable HTTP instead of stdio) with
+//        "headers"? (sent on every request) and "terminate"? (DELETE the session at the end;
+//        the report then carries "sessionId"),
 //        "version"?, "steps": [{"op": "list"} | {"op": "call", "name", "arguments"?}
 //          | {"op": "ping"} | {"op": "callMany", "name", "arguments": [{…}, …]}]}
 // callMany sends its calls at once and waits for all of them (concurrency).
@@ -29,7 +31,9 @@ const { StdioClientTransport } = await sdk("client/stdio.js");
 const { StreamableHTTPClientTransport } = await sdk("client/streamableHttp.js");
 
 const spec = JSON.parse(process.argv[2]);
-const transport = spec.url ? new StreamableHTTPClientTransport(new URL(spec.url))
+const transport = spec.url
+    ? new StreamableHTTPClientTransport(new URL(spec.url),
+                                        { requestInit: { headers: spec.headers ?? {} } })
     : new StdioClientTransport({
         command: spec.command,
         args: spec.args,
@@ -99,6 +103,11 @@ try {
             rec.error = { message: String(e.message ?? e), code: e.code ?? null };
         }
         out.steps.push(rec);
+    }
+    if (spec.url && spec.terminate) {
+        out.sessionId = transport.sessionId ?? null;
+        await transport.terminateSession();
+        out.terminated = transport.sessionId === undefined;
     }
 } catch (e) {
     out.connectError = String(e.message ?? e);

@@ -2,12 +2,14 @@
  * on sockets, a plain write when SIGPIPE is already ignored, the guarded
  * write otherwise. Each way, a closed peer is reported as EPIPE through
  * on_error and no SIGPIPE reaches the process (its default would kill this
- * test). */
+ * test). A sink writer (the gateway's HTTP sessions) hands each frame to
+ * its sink at once, in order, and refuses a frame holding a newline. */
 #include "testutil.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -80,12 +82,44 @@ static void test_socket_uses_nosignal(void **state)
     epipe_case(s[0], s[1], 2);
 }
 
+struct sunk {
+    char buf[64];
+    size_t len;
+    int frames;
+};
+
+static void sink(void *ctx, const char *frame, size_t len)
+{
+    struct sunk *k = ctx;
+    assert_true(k->len + len + 1 < sizeof k->buf);
+    memcpy(k->buf + k->len, frame, len);
+    k->len += len;
+    k->buf[k->len++] = '|';
+    k->frames++;
+}
+
+static void test_sink_gets_whole_frames_in_order(void **state)
+{
+    (void)state;
+    struct sunk k = {{0}, 0, 0};
+    struct mcp_writer w;
+    mcp_writer_init_sink(&w, sink, &k);
+    assert_int_equal(mcp_writer_send(&w, "{\"a\":1}", 7), 0);
+    assert_int_equal(mcp_writer_send(&w, "two", 3), 0);
+    assert_int_equal(mcp_writer_send(&w, "x\ny", 3), -1); /* never half a frame */
+    assert_int_equal(k.frames, 2);
+    assert_memory_equal(k.buf, "{\"a\":1}|two|", k.len);
+    assert_int_equal(mcp_writer_pending(&w), 0);
+    mcp_writer_release(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pipe_with_sigpipe_default_is_guarded),
         cmocka_unit_test(test_pipe_with_sigpipe_ignored_is_plain),
         cmocka_unit_test(test_socket_uses_nosignal),
+        cmocka_unit_test(test_sink_gets_whole_frames_in_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
