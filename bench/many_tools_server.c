@@ -34,10 +34,9 @@ static json_t *tool_list(int n)
         char name[32], desc[64];
         snprintf(name, sizeof name, "t%d", i);
         snprintf(desc, sizeof desc, "Tool number %d of this server.", i);
-        json_array_append_new(
-            tools, json_pack("{s:s,s:s,s:{s:s,s:{s:{s:s}}}}", "name", name, "description", desc,
-                             "inputSchema", "type", "object", "properties", "message", "type",
-                             "string"));
+        json_array_append_new(tools, json_pack("{s:s,s:s,s:{s:s,s:{s:{s:s}}}}", "name", name,
+                                               "description", desc, "inputSchema", "type", "object",
+                                               "properties", "message", "type", "string"));
     }
     return json_pack("{s:o}", "tools", tools);
 }
