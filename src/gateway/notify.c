@@ -67,6 +67,7 @@ struct view {
 };
 
 struct gw_up_nt {
+    bool said_dead;   /* the note on dropping a stale upstream's notifications */
     long long tokens; /* thousandths of a message */
     uint64_t last_ms;
     bool dropping;
@@ -132,18 +133,28 @@ static void send_note(struct gw *gw, const char *method, json_t *params /* stole
     json_decref(n);
 }
 
-/* Whether up belongs to a surface this connection serves now. */
-static bool up_live(struct gw *gw, const struct gw_up *up)
+/* NULL when up belongs to a surface this connection serves now, else why
+ * not. Trust is re-checked at every request (project.c); in between, a
+ * change to the manifest, its lock or the machine manifest that inotify has
+ * seen holds notifications back until the next request has re-checked. */
+static const char *up_dead(struct gw *gw, const struct gw_up *up)
 {
     const struct gw_surface *sf = up->sf;
-    if (!sf || sf->gate != GW_GATE_OPEN || gw->shutting_down)
-        return false;
-    if (sf != gw->cur && sf != gw->modern)
-        return false;
-    if (sf->has_anchor &&
-        (gw->last_state != TRUST_TRUSTED || strcmp(gw->last_digest, sf->anchor) != 0))
-        return false;
-    return true;
+    if (!sf || sf->gate != GW_GATE_OPEN || gw->shutting_down || (sf != gw->cur && sf != gw->modern))
+        return "it is no longer served on this connection";
+    if (!sf->has_anchor)
+        return NULL;
+    gw_watch_drain(gw);
+    if ((gw->ino_fd >= 0 && gw->ino_dirty) || gw->machine_dirty)
+        return "the project changed; trust is re-checked at the next request";
+    if (gw->last_state != TRUST_TRUSTED || strcmp(gw->last_digest, sf->anchor) != 0)
+        return "the project is no longer trusted";
+    return NULL;
+}
+
+static bool up_live(struct gw *gw, const struct gw_up *up)
+{
+    return up_dead(gw, up) == NULL;
 }
 
 json_t *gw_nt_caps(struct gw *gw, const char *cap)
@@ -516,8 +527,13 @@ void gw_up_notified(void *ctx, const char *method, json_t *params)
         on_progress(gw, up, params);
         return;
     }
-    if (!up_live(gw, up))
+    const char *dead = up_dead(gw, up);
+    if (dead) {
+        if (!up_nt(up)->said_dead)
+            gw_note("upstream '%s': its notifications are dropped: %s", up->name, dead);
+        up->nt->said_dead = true;
         return;
+    }
     if (strcmp(method, "notifications/resources/updated") == 0)
         on_updated(gw, up, params);
     else if (strcmp(method, "notifications/message") == 0)

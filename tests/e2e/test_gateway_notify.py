@@ -24,7 +24,7 @@ from test_gateway_resources import (MACHINE, RES_FAKE, err_of, gw_uri,  # noqa: 
 
 SECRET = "SUPERSECRETVALUE123"
 PROJECT = ('version = 1\n\n[policy.tools]\n'
-           'res = ["resource:*", "prompt:*", "emit", "mutate", "work", "echo"]\n\n'
+           'res = ["resource:*", "prompt:*", "emit", "mutate", "work", "echo", "on_cancel"]\n\n'
            '[servers.res]\ntype = "stdio"\ncommand = "python3"\n'
            'args = ["./res.py", "--log", "LOG", "--token=${SECRETKEY}"EXTRA]\n')
 BURST, RATE = 50, 10  # notify.c's GW_LOG_BURST and GW_LOG_RATE
@@ -298,7 +298,49 @@ def main():
             check("faster than" in err and SECRET not in err,
                   "the dropped flood is noted on stderr, without the secret", err[-1500:])
     no_subscribe()
+    swapped()
     done()
+
+
+def swapped():
+    """The attack: an upstream of a surface the connection no longer serves
+    (its lease closed while a read still holds it) keeps talking. Nothing it
+    sends reaches the client."""
+    with Sandbox() as sb:
+        log = setup(sb)
+        with open(os.path.join(sb.project, "agentstack.toml"), "a") as f:
+            f.write('\n[toolsets.docs]\nservers = ["res"]\n')
+        grant(sb)
+        a = gw_uri("res", "file:///docs/a.txt")
+        with Gateway(sb, "--manifest-dir", sb.project, env=sb.env(SECRETKEY=SECRET)) as g:
+            g.initialize()
+            g.call("agentstack_lease_open", {"profile": "docs"})
+            r = g.request("resources/subscribe", {"uri": a})
+            check(r and r.get("result") == {}, "swapped: subscribed under the lease", r)
+            r = g.call("res__on_cancel", {"frames": [
+                note("notifications/message", {"level": "error", "data": "stale"}),
+                note("notifications/resources/updated", {"uri": "file:///docs/a.txt"}),
+                note("notifications/resources/list_changed")]})
+            check(text(r) == "on_cancel: ok", "swapped: the upstream holds frames", r)
+            # Two reads that hang hold the old surface (and its upstream) alive.
+            g.start("resources/read", {"uri": gw_uri("res", "hang://x")}, rid="h1")
+            g.start("resources/read", {"uri": gw_uri("res", "hang://x")}, rid="h2")
+            check(wait_log(log, lambda x: x.startswith("read ") and "h2" not in x and
+                           len([y for y in log_lines(log) if y.endswith(" hang://x")]) >= 2),
+                  "swapped: both reads reached the upstream")
+            g.call("agentstack_lease_close", {})
+            g.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                    "params": {"requestId": "h2"}})
+            check(wait_log(log, lambda x: x.startswith("cancelled ")),
+                  "swapped: the cancel reached the old upstream, which sent its frames")
+            check(g.wait_for(lambda: "its notifications are dropped" in g.stderr()),
+                  "swapped: the gateway saw them and says it dropped them", g.stderr()[-800:])
+            check(g.close() == 0, "swapped: EOF exits 0")
+            got = [n for n in g.notes if n.get("method") in (
+                "notifications/message", "notifications/resources/updated",
+                "notifications/resources/list_changed")]
+            check(got == [], "swapped: nothing the swapped-out upstream sent reached the "
+                  "client", got)
 
 
 def no_subscribe():

@@ -20,7 +20,8 @@ from mcpclient import Gateway, audit_rows, grant, modern_meta  # noqa: E402
 # its notifications through its tools: emit (sends the given frames, then
 # answers), mutate (replaces its resources, prompts or tools), work (sends
 # progress for its own token, a finished call's and a forged one, answers,
-# then sends late progress), echo. --no-subscribe declares no subscriptions.
+# then sends late progress), on_cancel (the given frames are sent when a
+# notifications/cancelled arrives), echo. --no-subscribe declares no subscriptions.
 RES_FAKE = r'''#!/usr/bin/env python3
 import json, sys, threading
 a = sys.argv[1:]
@@ -39,6 +40,7 @@ PROMPTS = [{"name": "review", "description": "Review a file",
             "arguments": [{"name": "file", "required": True}]},
            {"name": "admin_reset", "description": "dangerous"}]
 LAST = []
+AT_CANCEL = []
 PAGES = {None: ([{"uri": "file:///docs/a.txt", "name": "a", "mimeType": "text/plain"},
                  {"uri": "secret://key", "name": "key"}], "p2"),
          "p2": ([{"uri": "file:///docs/b%20c.txt", "name": "b\x1b[31m", "description": "x\u202ey"}],
@@ -51,6 +53,8 @@ for line in sys.stdin:
     rid, meth, p = m.get("id"), m.get("method"), m.get("params") or {}
     if meth == "notifications/cancelled":
         note("cancelled %s" % json.dumps(p.get("requestId")))
+        for fr in AT_CANCEL:
+            send(dict({"jsonrpc": "2.0"}, **fr))
         continue
     if rid is None:
         continue
@@ -80,6 +84,8 @@ for line in sys.stdin:
         if name == "emit":
             for fr in args.get("frames", []):
                 send(dict({"jsonrpc": "2.0"}, **fr))
+        elif name == "on_cancel":
+            AT_CANCEL[:] = args.get("frames", [])
         elif name == "mutate":
             if "resources" in args:
                 PAGES[None] = (args["resources"], None)
