@@ -107,9 +107,11 @@ static uint64_t now_us(void)
  * (the args digest covers it). */
 static const char *row_tool(const struct job *j)
 {
-    return j->kind == GW_KIND_RESOURCE   ? "resource"
-           : j->kind == GW_KIND_COMPLETE ? "completion"
-                                         : j->tool;
+    return j->kind == GW_KIND_RESOURCE      ? "resource"
+           : j->kind == GW_KIND_COMPLETE    ? "completion"
+           : j->kind == GW_KIND_SUBSCRIBE   ? "resource:subscribe"
+           : j->kind == GW_KIND_UNSUBSCRIBE ? "resource:unsubscribe"
+                                            : j->tool;
 }
 
 /* A refusal: a tool call's is an isError result; a resource, prompt or
@@ -564,7 +566,16 @@ static void dispatch_call(struct gw *gw, struct job *j)
     j->up = up;
     j->t0 = now_us();
     int budget = up->http ? GW_HTTP_TIMEOUT_MS : gw->call_ms;
-    if (j->kind == GW_KIND_TOOL)
+    json_t *meta = j->kind == GW_KIND_TOOL ? gw_progress_meta(gw, j) : NULL;
+    if (meta) {
+        /* The client's progress token, swapped for ours (notify.c). */
+        json_t *p = json_object();
+        json_object_set_new(p, "name", json_string(j->tool));
+        json_object_set_new(p, "arguments",
+                            json_is_object(j->args) ? json_deep_copy(j->args) : json_object());
+        json_object_set_new(p, "_meta", meta);
+        j->handle = mcp_client_request(up->client, "tools/call", p, budget, on_called, j);
+    } else if (j->kind == GW_KIND_TOOL)
         j->handle = mcp_client_call_tool_raw(up->client, j->tool, j->args, budget, on_called, j);
     else {
         aud_args_digest(gw->home, j->args, j->digest); /* j may be gone on return */

@@ -161,6 +161,7 @@ struct gw_up {
     /* the live re-gate (codewatch.c) */
     uint64_t code_seen;  /* gw->code_gen when its pins were last verified */
     bool code_unwatched; /* no watch could be added: verify before every call */
+    struct gw_up_nt *nt; /* notification state (notify.c), or NULL */
 };
 
 /* A declared server the build left out, and why (its audit family). */
@@ -293,10 +294,12 @@ struct gw_project {
 
 /* What a brokered request asks for (resources.c). */
 enum gw_kind {
-    GW_KIND_TOOL = 0, /* tools/call */
-    GW_KIND_RESOURCE, /* resources/read */
-    GW_KIND_PROMPT,   /* prompts/get */
-    GW_KIND_COMPLETE, /* completion/complete */
+    GW_KIND_TOOL = 0,    /* tools/call */
+    GW_KIND_RESOURCE,    /* resources/read */
+    GW_KIND_PROMPT,      /* prompts/get */
+    GW_KIND_COMPLETE,    /* completion/complete */
+    GW_KIND_SUBSCRIBE,   /* resources/subscribe */
+    GW_KIND_UNSUBSCRIBE, /* resources/unsubscribe */
 };
 
 struct job {
@@ -405,6 +408,7 @@ struct gw {
      * (the loop goes on serving other sessions); NULL on stdio. */
     void (*on_stop)(struct gw *gw);
     void *owner;
+    struct gw_nt *nt;            /* subscriptions and the client's log level (notify.c) */
 };
 
 /* server.c */
@@ -522,10 +526,41 @@ const char *gw_res_method(const struct job *j);
 json_t *gw_res_params(struct gw *gw, struct job *j);
 /* Audits (with the answer's digest) and replies with an upstream answer. */
 void gw_res_forward(struct gw *gw, struct job *j, const json_t *result, long long ms);
-/* mcp_notify_fn of every upstream client (ctx = its gw_up). */
-void gw_up_notified(void *ctx, const char *method, json_t *params);
 /* logging/setLevel: to every served upstream that declared logging. */
 void gw_set_level(struct gw *gw, struct job *j);
+/* The policy-filtered, rewritten items of one upstream's listing page
+ * (key: resources | resourceTemplates | prompts), as the client sees them. */
+json_t *gw_res_view(const struct pol_ruleset *rs, const struct gw_up *up, const char *key,
+                    const json_t *items);
+/* Whether some served upstream declares capabilities[cap][sub] true, or has
+ * not started yet (none known). */
+bool gw_caps_sub_offered(struct gw *gw, const char *cap, const char *sub);
+
+/* notify.c: upstream notifications to the client (docs/gateway.md,
+ * "Notifications from upstreams") */
+/* mcp_notify_fn of every upstream client (ctx = its gw_up). */
+void gw_up_notified(void *ctx, const char *method, json_t *params);
+/* The _meta sent upstream in place of the client's progressToken (ours,
+ * remembered in j), or NULL when the request carries none. */
+json_t *gw_progress_meta(struct gw *gw, struct job *j);
+/* Before a resources/subscribe or unsubscribe is dispatched: -1 when j was
+ * answered and freed (too many subscriptions); unsubscribe forgets the URI
+ * here, whatever the upstream answers. */
+int gw_sub_check(struct gw *gw, struct job *j);
+/* A subscribe the upstream accepted: updates for it are forwarded. */
+void gw_sub_accepted(struct gw *gw, const struct job *j);
+/* logging/setLevel: the level below which upstream log messages are dropped. */
+void gw_nt_set_level(struct gw *gw, const char *level);
+/* A listing page shown to the client: the baseline a list_changed is judged
+ * against (first pages only; more = the upstream had further pages). */
+void gw_nt_view_seen(struct gw_up *up, const char *key, const json_t *view, bool more);
+void gw_nt_up_free(struct gw_up *up);
+/* initialize's resources or prompts capability object: subscribe and
+ * listChanged as the served upstreams may offer them. */
+json_t *gw_nt_caps(struct gw *gw, const char *cap);
+void gw_nt_free(struct gw *gw);
+/* surface.c: replaces up->tools with a tools/list answer's valid tools. */
+void gw_up_store_tools(struct gw_up *up, const json_t *result);
 
 /* lease.c: "<tool> is refused: this connection serves the frozen grant of
  * run <id> …" — every tool that would change what a grant serves. */

@@ -20,9 +20,8 @@
  *    decode to exactly one original (gw_uri_unmap).
  *  - Upstream text shown to the agent as a listing's name, title or
  *    description passes the hostile-text filter (one line).
- *  - Progress: a request's progressToken is replaced by one of ours before
- *    it goes upstream; an upstream's notifications/progress reaches the
- *    client only with the token of a request that upstream holds.
+ *  - resources/subscribe and unsubscribe are routed and checked like a read;
+ *    what upstreams notify is notify.c's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,6 +147,23 @@ static int up_declares(const struct gw_up *up, const char *cap)
     return json_is_object(json_object_get(caps, cap)) ? 1 : 0;
 }
 
+bool gw_caps_sub_offered(struct gw *gw, const char *cap, const char *sub)
+{
+    struct gw_surface *sf = gw->proj.resolved ? gw_surface_for(gw, false) : NULL;
+    if (!sf || sf->gate != GW_GATE_OPEN)
+        return false;
+    for (size_t i = 0; i < sf->ups.n; i++) {
+        const struct gw_up *up = sf->ups.v[i];
+        int d = up_declares(up, cap);
+        if (d < 0)
+            return true;
+        const json_t *caps = json_object_get(mcp_client_server_result(up->client), "capabilities");
+        if (d == 1 && json_is_true(json_object_get(json_object_get(caps, cap), sub)))
+            return true;
+    }
+    return false;
+}
+
 bool gw_caps_offered(struct gw *gw, const char *cap)
 {
     /* Before the project is bound (auto mode, roots pending) nothing is
@@ -195,14 +211,14 @@ static void clean_str(json_t *dst, const json_t *src, const char *key)
 }
 
 /* One listed item, rewritten for the agent; NULL when hidden. */
-static json_t *list_item(const struct lister *ls, const struct gw_up *up, const json_t *it)
+static json_t *list_item(const struct pol_ruleset *rs, const char *key, const struct gw_up *up,
+                         const json_t *it)
 {
-    const struct pol_ruleset *rs = ls->sf->rs;
     json_t *o = json_object();
     strbuf subj = SB_INIT, full = SB_INIT;
     const char *name = json_string_value(json_object_get(it, "name"));
     bool ok = true;
-    if (strcmp(ls->key, "prompts") == 0) {
+    if (strcmp(key, "prompts") == 0) {
         ok = name && gw_tool_name_ok(name);
         if (ok) {
             sb_addf(&subj, "prompt:%s", name);
@@ -226,7 +242,7 @@ static json_t *list_item(const struct lister *ls, const struct gw_up *up, const 
         else
             json_decref(out);
     } else {
-        bool tmpl = strcmp(ls->key, "resourceTemplates") == 0;
+        bool tmpl = strcmp(key, "resourceTemplates") == 0;
         const char *uri = json_string_value(json_object_get(it, tmpl ? "uriTemplate" : "uri"));
         ok = uri && *uri && name;
         if (ok) {
@@ -264,6 +280,20 @@ static json_t *list_item(const struct lister *ls, const struct gw_up *up, const 
         return NULL;
     }
     return o;
+}
+
+json_t *gw_res_view(const struct pol_ruleset *rs, const struct gw_up *up, const char *key,
+                    const json_t *items)
+{
+    json_t *view = json_array(), *it;
+    size_t k;
+    json_array_foreach(items, k, it)
+    {
+        json_t *o = list_item(rs, key, up, it);
+        if (o)
+            json_array_append_new(view, o);
+    }
+    return view;
 }
 
 /* The next cursor: "server=cursor" pairs joined by '&', each side
@@ -306,14 +336,11 @@ static void lister_finish(struct lister *ls)
     json_t *r = json_object(), *all = json_array();
     for (size_t i = 0; i < ls->slots.n; i++) {
         struct lslot *s = ls->slots.v[i];
-        size_t k;
-        json_t *it;
-        json_array_foreach(s->items, k, it)
-        {
-            json_t *o = list_item(ls, s->up, it);
-            if (o)
-                json_array_append_new(all, o);
-        }
+        json_t *view = gw_res_view(ls->sf->rs, s->up, ls->key, s->items);
+        if (!s->cursor && s->items) /* what a list_changed is judged against */
+            gw_nt_view_seen(s->up, ls->key, view, s->next != NULL);
+        json_array_extend(all, view);
+        json_decref(view);
     }
     json_object_set_new(r, ls->key, all);
     strbuf next = SB_INIT;
@@ -512,12 +539,13 @@ int gw_res_target(struct gw *gw, struct job *j)
     json_t *args = json_object();
     const char *why = NULL;
     int rc = 0;
-    if (j->kind == GW_KIND_RESOURCE) {
+    if (j->kind == GW_KIND_RESOURCE || j->kind == GW_KIND_SUBSCRIBE ||
+        j->kind == GW_KIND_UNSUBSCRIBE) {
         const char *uri = json_string_value(json_object_get(p, "uri"));
         free(j->name);
         j->name = xstrdup(uri ? uri : "");
         if (!uri)
-            rc = target_error(gw, j, "resources/read needs a uri", NULL);
+            rc = target_error(gw, j, "the request needs a uri", NULL);
         else if (gw_uri_unmap(uri, &S, &T, &why) < 0)
             rc = target_error(gw, j, "refusing the resource URI", why);
         else
@@ -588,27 +616,26 @@ int gw_res_target(struct gw *gw, struct job *j)
     }
     json_decref(j->args);
     j->args = args;
+    if (j->kind == GW_KIND_SUBSCRIBE || j->kind == GW_KIND_UNSUBSCRIBE)
+        return gw_sub_check(gw, j);
     return 0;
 }
 
 const char *gw_res_method(const struct job *j)
 {
-    return j->kind == GW_KIND_RESOURCE ? "resources/read"
-           : j->kind == GW_KIND_PROMPT ? "prompts/get"
-                                       : "completion/complete";
+    return j->kind == GW_KIND_RESOURCE      ? "resources/read"
+           : j->kind == GW_KIND_PROMPT      ? "prompts/get"
+           : j->kind == GW_KIND_SUBSCRIBE   ? "resources/subscribe"
+           : j->kind == GW_KIND_UNSUBSCRIBE ? "resources/unsubscribe"
+                                            : "completion/complete";
 }
 
 json_t *gw_res_params(struct gw *gw, struct job *j)
 {
     json_t *p = json_deep_copy(j->args);
-    json_t *tok = json_object_get(json_object_get(j->params, "_meta"), "progressToken");
-    if (json_is_string(tok) || json_is_integer(tok)) {
-        j->client_ptoken = json_incref(tok);
-        snprintf(j->ptoken, sizeof j->ptoken, "agentstack-progress-%ld", ++gw->next_client_id);
-        json_t *meta = json_object();
-        json_object_set_new(meta, "progressToken", json_string(j->ptoken));
+    json_t *meta = gw_progress_meta(gw, j);
+    if (meta)
         json_object_set_new(p, "_meta", meta);
-    }
     return p;
 }
 
@@ -648,10 +675,12 @@ void gw_res_forward(struct gw *gw, struct job *j, const json_t *result, long lon
         {"contents", "_meta", NULL, NULL},
         {"description", "messages", "_meta", NULL},
         {"completion", "_meta", NULL, NULL},
+        {"_meta", NULL, NULL, NULL},
     };
-    const char *const *k = keep[j->kind == GW_KIND_RESOURCE ? 0
-                                : j->kind == GW_KIND_PROMPT ? 1
-                                                            : 2];
+    const char *const *k = keep[j->kind == GW_KIND_RESOURCE   ? 0
+                                : j->kind == GW_KIND_PROMPT   ? 1
+                                : j->kind == GW_KIND_COMPLETE ? 2
+                                                              : 3];
     json_t *r = json_object();
     for (size_t i = 0; k[i]; i++) {
         json_t *v = json_object_get(result, k[i]);
@@ -678,38 +707,12 @@ void gw_res_forward(struct gw *gw, struct job *j, const json_t *result, long lon
         json_decref(r);
         return;
     }
+    if (j->kind == GW_KIND_SUBSCRIBE)
+        gw_sub_accepted(gw, j);
     gw_reply(gw, j, r);
 }
 
-/* ---- notifications ----------------------------------------------------------------- */
-
-void gw_up_notified(void *ctx, const char *method, json_t *params)
-{
-    struct gw_up *up = ctx;
-    struct gw *gw = up->gw;
-    if (!gw || strcmp(method, "notifications/progress") != 0)
-        return;
-    const char *tok = json_string_value(json_object_get(params, "progressToken"));
-    json_t *progress = json_object_get(params, "progress");
-    if (!tok || !json_is_number(progress))
-        return;
-    for (struct job *j = gw->jobs; j; j = j->next) {
-        if (j->up != up || !j->client_ptoken || strcmp(j->ptoken, tok) != 0 || j->replied ||
-            j->cancelled || j->via_http || j->on_result)
-            continue;
-        json_t *p = json_object();
-        json_object_set(p, "progressToken", j->client_ptoken);
-        json_object_set(p, "progress", progress);
-        json_t *total = json_object_get(params, "total");
-        if (json_is_number(total))
-            json_object_set(p, "total", total);
-        clean_str(p, params, "message");
-        json_t *n = mcp_notification_new("notifications/progress", p);
-        mcp_writer_send_json(&gw->w, n);
-        json_decref(n);
-        return;
-    }
-}
+/* ---- logging -------------------------------------------------------------------------- */
 
 static void level_sent(void *ctx, const struct mcp_reply *r)
 {
@@ -729,6 +732,7 @@ void gw_set_level(struct gw *gw, struct job *j)
         list_error(gw, j, "Invalid params: level is not an RFC 5424 level name");
         return;
     }
+    gw_nt_set_level(gw, level);
     struct gw_surface *sf = gw_surface_for(gw, j->modern);
     for (size_t i = 0; sf->gate == GW_GATE_OPEN && i < sf->ups.n; i++) {
         struct gw_up *up = sf->ups.v[i];

@@ -260,9 +260,9 @@ static json_t *capabilities(struct gw *gw)
     /* Upstream features (docs/gateway.md, "Resources, prompts and
      * completions"): only when some served upstream may offer them. */
     if (gw_caps_offered(gw, "resources"))
-        json_object_set_new(caps, "resources", json_object());
+        json_object_set_new(caps, "resources", gw_nt_caps(gw, "resources"));
     if (gw_caps_offered(gw, "prompts"))
-        json_object_set_new(caps, "prompts", json_object());
+        json_object_set_new(caps, "prompts", gw_nt_caps(gw, "prompts"));
     if (gw_caps_offered(gw, "completions"))
         json_object_set_new(caps, "completions", json_object());
     if (gw_caps_offered(gw, "logging"))
@@ -317,10 +317,12 @@ static bool is_listing(const char *m)
 
 static enum gw_kind kind_of(const char *m)
 {
-    return strcmp(m, "resources/read") == 0        ? GW_KIND_RESOURCE
-           : strcmp(m, "prompts/get") == 0         ? GW_KIND_PROMPT
-           : strcmp(m, "completion/complete") == 0 ? GW_KIND_COMPLETE
-                                                   : GW_KIND_TOOL;
+    return strcmp(m, "resources/read") == 0          ? GW_KIND_RESOURCE
+           : strcmp(m, "prompts/get") == 0           ? GW_KIND_PROMPT
+           : strcmp(m, "completion/complete") == 0   ? GW_KIND_COMPLETE
+           : strcmp(m, "resources/subscribe") == 0   ? GW_KIND_SUBSCRIBE
+           : strcmp(m, "resources/unsubscribe") == 0 ? GW_KIND_UNSUBSCRIBE
+                                                     : GW_KIND_TOOL;
 }
 
 /* Methods served once the project is bound (they wait for roots). */
@@ -760,6 +762,7 @@ void gw_teardown(struct gw *gw)
         j = n;
     }
     vec_free(&gw->parked);
+    gw_nt_free(gw);
     if (gw->cur)
         gw_surface_unref(gw->cur);
     if (gw->modern)

@@ -91,6 +91,7 @@ static void up_free(struct gw_up *up)
     vec_free(&up->tools);
     free(up->log_path);
     gw_jail_release(up);
+    gw_nt_up_free(up);
     free(up);
 }
 
@@ -968,7 +969,7 @@ static void disc_deadline(struct mcp_loop *loop, void *ctx)
     disc_finish(sf);
 }
 
-static void store_tools(struct gw_up *up, const json_t *result)
+void gw_up_store_tools(struct gw_up *up, const json_t *result)
 {
     for (size_t i = 0; i < up->tools.n; i++)
         tool_free(&up->tools.v[i]);
@@ -1015,7 +1016,7 @@ static void on_listed(void *ctx, const struct mcp_reply *r)
         return; /* its surface is gone; the client is shutting down */
     up->late = false;
     if (r->status == MCP_OK)
-        store_tools(up, r->result);
+        gw_up_store_tools(up, r->result);
     else {
         char *m = up_mask(up, r->message);
         gw_note("upstream '%s' could not list its tools: %s (%s)", up->name,

@@ -16,7 +16,12 @@ from aslib import Sandbox, check, done  # noqa: E402
 from mcpclient import Gateway, audit_rows, grant, modern_meta  # noqa: E402
 
 # An upstream that offers resources, prompts, completions and logging, and
-# writes what it received to --log.
+# writes what it received to --log. tests/e2e/test_gateway_notify.py drives
+# its notifications through its tools: emit (sends the given frames, then
+# answers), mutate (replaces its resources, prompts or tools), work (sends
+# progress for its own token, a finished call's and a forged one, answers,
+# then sends late progress), on_cancel (the given frames are sent when a
+# notifications/cancelled arrives), echo. --no-subscribe declares no subscriptions.
 RES_FAKE = r'''#!/usr/bin/env python3
 import json, sys, threading
 a = sys.argv[1:]
@@ -29,6 +34,13 @@ def send(o):
     with lock:
         sys.stdout.write(json.dumps(o) + "\n")
         sys.stdout.flush()
+TOOLS = [{"name": n, "description": n + " it", "inputSchema": {"type": "object"}}
+         for n in ("emit", "mutate", "work", "echo")]
+PROMPTS = [{"name": "review", "description": "Review a file",
+            "arguments": [{"name": "file", "required": True}]},
+           {"name": "admin_reset", "description": "dangerous"}]
+LAST = []
+AT_CANCEL = []
 PAGES = {None: ([{"uri": "file:///docs/a.txt", "name": "a", "mimeType": "text/plain"},
                  {"uri": "secret://key", "name": "key"}], "p2"),
          "p2": ([{"uri": "file:///docs/b%20c.txt", "name": "b\x1b[31m", "description": "x\u202ey"}],
@@ -41,6 +53,8 @@ for line in sys.stdin:
     rid, meth, p = m.get("id"), m.get("method"), m.get("params") or {}
     if meth == "notifications/cancelled":
         note("cancelled %s" % json.dumps(p.get("requestId")))
+        for fr in AT_CANCEL:
+            send(dict({"jsonrpc": "2.0"}, **fr))
         continue
     if rid is None:
         continue
@@ -49,11 +63,49 @@ for line in sys.stdin:
     if meth == "server/discover":
         send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "nope"}})
     elif meth == "initialize":
+        res_cap = {"listChanged": True}
+        if "--no-subscribe" not in a:
+            res_cap["subscribe"] = True
         ok({"protocolVersion": "2025-11-25", "serverInfo": {"name": "res", "version": "1"},
-            "capabilities": {"tools": {}, "resources": {}, "prompts": {}, "completions": {},
+            "capabilities": {"tools": {"listChanged": True}, "resources": res_cap,
+                             "prompts": {"listChanged": True}, "completions": {},
                              "logging": {}}})
     elif meth == "tools/list":
-        ok({"tools": []})
+        note("tools")
+        ok({"tools": TOOLS})
+    elif meth in ("resources/subscribe", "resources/unsubscribe"):
+        note("%s %s" % (meth.split("/")[1], p.get("uri")))
+        ok({})
+    elif meth == "tools/call":
+        args = p.get("arguments") or {}
+        name = p.get("name")
+        tok = (p.get("_meta") or {}).get("progressToken")
+        note("call %s %s" % (name, json.dumps(tok)))
+        if name == "emit":
+            for fr in args.get("frames", []):
+                send(dict({"jsonrpc": "2.0"}, **fr))
+        elif name == "on_cancel":
+            AT_CANCEL[:] = args.get("frames", [])
+        elif name == "mutate":
+            if "resources" in args:
+                PAGES[None] = (args["resources"], None)
+            if "prompts" in args:
+                PROMPTS[:] = args["prompts"]
+            if "tools" in args:
+                TOOLS[:] = args["tools"]
+        elif name == "work":
+            for t in LAST + ["forged-token"]:
+                send({"jsonrpc": "2.0", "method": "notifications/progress",
+                      "params": {"progressToken": t, "progress": 7}})
+            if tok is not None:
+                send({"jsonrpc": "2.0", "method": "notifications/progress",
+                      "params": {"progressToken": tok, "progress": 1, "total": 2,
+                                 "message": "half\x1b[2J way"}})
+        ok({"content": [{"type": "text", "text": "%s: ok" % name}]})
+        if name == "work" and tok is not None:
+            send({"jsonrpc": "2.0", "method": "notifications/progress",
+                  "params": {"progressToken": tok, "progress": 2, "total": 2}})
+            LAST[:] = [tok]
     elif meth == "resources/list":
         note("list")
         if "--hang-list" in a:
@@ -82,9 +134,8 @@ for line in sys.stdin:
             continue
         ok({"contents": [{"uri": uri, "mimeType": "text/plain", "text": "content of " + uri}]})
     elif meth == "prompts/list":
-        ok({"prompts": [{"name": "review", "description": "Review a file",
-                         "arguments": [{"name": "file", "required": True}]},
-                        {"name": "admin_reset", "description": "dangerous"}]})
+        note("prompts")
+        ok({"prompts": PROMPTS})
     elif meth == "prompts/get":
         note("prompt %s" % p.get("name"))
         ok({"description": "Review", "messages": [{"role": "user", "content": {
