@@ -147,7 +147,6 @@ async function connect(t) {
 async function session(t) {
     const server = t.start ? await startServer(t) : null;
     const client = await connect(t);
-    if (process.env.AGG_DEBUG) process.stderr.write(`connected ${t.label}\n`);
     const call = async (i) => {
         const msg = `bench ${i}`;
         const t0 = performance.now();
@@ -188,7 +187,6 @@ async function session(t) {
 const out = {};
 for (let r = 0; r < spec.rounds; r++) {
     for (const t of spec.targets) {
-        if (process.env.AGG_DEBUG) process.stderr.write(`round ${r}: ${t.label}\n`);
         (out[t.label] ??= []).push(await session(t));
     }
 }

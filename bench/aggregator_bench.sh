@@ -17,7 +17,9 @@
 #          (one SDK client, its requests pipelined on the one stdio pipe)
 #          vs the same straight to the upstream: calls/s and p99
 #   row 4: the same 16 in flight through mcp-hub, for reference
-# Runs in a loopback-only network namespace with a temporary HOME.
+# Runs in a loopback-only network namespace with a temporary HOME. node runs
+# with --no-warnings: the SDK's SSE client adds an abort listener per call to
+# one long-lived signal, and node warns once per call past 1,500.
 # mcp-hub: $MCP_HUB_JS, else ~/.cache/agentstack-interop/mcp-hub; as root
 # (unless BENCH_NO_INSTALL=1) it is installed there with npm.
 # Usage: sh bench/aggregator_bench.sh <builddir>
@@ -114,8 +116,8 @@ PY
 out=$(HOME="$work/home" AGENTSTACK_HOME="$work/home/.agentstack" AS_INTEROP_NM="$nm" \
     XDG_STATE_HOME="$work/home/.state" XDG_CONFIG_HOME="$work/home/.config" \
     NO_UPDATE_NOTIFIER=1 DISABLE_TELEMETRY=1 NO_COLOR=1 \
-    AGG_DEBUG=${AGG_DEBUG:-} unshare -n sh -c 'ip link set lo up && exec "$@"' lonet \
-    "$node" "$here/aggregator_bench.mjs" "$spec")
+    unshare -n sh -c 'ip link set lo up && exec "$@"' lonet \
+    "$node" --no-warnings "$here/aggregator_bench.mjs" "$spec")
 
 printf '%s' "$out" | python3 -c '
 import json, statistics, sys
