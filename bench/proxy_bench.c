@@ -26,6 +26,9 @@
  *       set to the proxy's pid it also prints the CPU time each path costs
  *       per GiB (this process's client and server threads, plus the proxy),
  *       which bounds what a relayed path can reach on this many cores.
+ *       With PROXY_BENCH_PEER_PORT set to a peer CONNECT proxy on loopback
+ *       (tinyproxy, started by bench/proxy_bench.sh) it times the same
+ *       download through the peer too, in the same interleaving.
  *   proxy_bench transfer PORT MIB
  *       One proxied download and upload of MIB each, untimed (for strace).
  */
@@ -400,16 +403,20 @@ static int dial(int port)
 /* A connection to the server on `port` — through the CONNECT relay on
  * `via` unless it is 0 — with the ClientHello sent, as curl behind
  * HTTPS_PROXY does. */
+static int g_peer_port; /* a peer proxy (PROXY_BENCH_PEER_PORT), or 0 */
 static int open_conn(int port, int via)
 {
     int fd;
     if (via) {
         fd = dial(via);
         char head[512];
+        /* The peer resolves names itself, so it is sent the loopback
+         * address; ours is sent the name its resolver seam maps there. */
+        const char *host = via == g_peer_port ? "127.0.0.1" : BENCH_HOST;
         int n = snprintf(head, sizeof head,
-                         "CONNECT " BENCH_HOST ":%d HTTP/1.1\r\nHost: " BENCH_HOST
+                         "CONNECT %s:%d HTTP/1.1\r\nHost: %s"
                          ":%d\r\nProxy-Authorization: Basic " BENCH_AUTH "\r\n\r\n",
-                         port, port);
+                         host, port, host, port);
         if (write_full(fd, head, (size_t)n) < 0)
             die("CONNECT");
         /* The upstream says nothing before the hello, so the reply is all
@@ -423,7 +430,7 @@ static int open_conn(int port, int via)
             }
             got++;
         }
-        if (strncmp(rb, "HTTP/1.1 200", 12) != 0) {
+        if (strncmp(rb, "HTTP/1.1 200", 12) != 0 && strncmp(rb, "HTTP/1.0 200", 12) != 0) {
             fprintf(stderr, "proxy_bench: proxy answered %.*s\n", (int)got, rb);
             exit(1);
         }
@@ -602,12 +609,18 @@ static int client(int proxy, long mib_arg, int setups, int timed)
     const char *pid = getenv("PROXY_BENCH_PROXY_PID");
     g_proxy_pid = pid ? atoi(pid) : 0;
     /* Interleaved: each path gets the same machine weather. */
-    enum { P_DIRECT, P_SPLICE, P_COPY, P_PROXY, NPATH };
-    const int via[NPATH] = {0, relay[0], relay[1], proxy};
+    const char *peer = getenv("PROXY_BENCH_PEER_PORT");
+    g_peer_port = peer ? atoi(peer) : 0;
+    enum { P_DIRECT, P_SPLICE, P_COPY, P_PROXY, P_PEER, NPATH };
+    const int via[NPATH] = {0, relay[0], relay[1], proxy, g_peer_port};
     double t[2][NPATH][REPS], cpu[2][NPATH] = {{0}}, pcpu[2] = {0};
     for (int i = 0; i < REPS; i++)
         for (int dir = 0; dir < 2; dir++)
             for (int k = 0; k < NPATH; k++) {
+                /* the peer: the download only (tinyproxy ends a tunnel
+                 * when the client half-closes, before the sink replies) */
+                if (k == P_PEER && (!g_peer_port || dir))
+                    continue;
                 double c0 = self_cpu_s(), p0 = proxy_cpu_s();
                 t[dir][k][i] = dir ? upload(sink.port, via[k]) : download(source.port, via[k]);
                 cpu[dir][k] += self_cpu_s() - c0;
@@ -619,6 +632,8 @@ static int client(int proxy, long mib_arg, int setups, int timed)
     for (int dir = 0; dir < 2; dir++) {
         double best[NPATH], med[NPATH];
         for (int k = 0; k < NPATH; k++) {
+            if (k == P_PEER && (!g_peer_port || dir))
+                continue;
             qsort(t[dir][k], REPS, sizeof(double), cmp_d);
             best[k] = t[dir][k][0];
             med[k] = t[dir][k][REPS / 2];
@@ -632,6 +647,19 @@ static int client(int proxy, long mib_arg, int setups, int timed)
         rate_row(name, best[P_PROXY], best[P_SPLICE]);
         snprintf(name, sizeof name, "proxy %s vs bare copy relay", dname[dir]);
         rate_row(name, best[P_PROXY], best[P_COPY]);
+        if (g_peer_port && !dir) {
+            char o[32], b[32], d[48];
+            snprintf(name, sizeof name, "proxy %s vs tinyproxy", dname[dir]);
+            snprintf(o, sizeof o, "%.0fMiB/s", mib / best[P_PROXY]);
+            snprintf(b, sizeof b, "%.0fMiB/s", mib / best[P_PEER]);
+            snprintf(d, sizeof d, "%.1fx (>=5x)", best[P_PEER] / best[P_PROXY]);
+            row(name, o, b, d);
+            snprintf(name, sizeof name, "  median of %d", REPS);
+            snprintf(o, sizeof o, "%.0fMiB/s", mib / med[P_PROXY]);
+            snprintf(b, sizeof b, "%.0fMiB/s", mib / med[P_PEER]);
+            snprintf(d, sizeof d, "%.1fx", med[P_PEER] / med[P_PROXY]);
+            row(name, o, b, d);
+        }
         if (!g_proxy_pid)
             continue;
         /* CPU seconds per GiB moved, summed over every participant: the

@@ -3,7 +3,8 @@
 # a direct loopback connection and vs two bare relays (splice, copy), the CPU
 # each path costs per GiB, tunnel setup latency vs a direct connect, and
 # strace -c on the proxy process: how many reads and writes move the bytes
-# (the relay copies through a growing buffer per direction).
+# (the relay copies through a growing buffer per direction); and the same
+# download through tinyproxy, the peer proxy (goal: ours >= 5x its MiB/s).
 # Usage: bench/proxy_bench.sh <builddir>   (needs <builddir>/proxy_bench)
 set -eu
 B=${1:-build}
@@ -17,9 +18,11 @@ if [ ! -x "$pb" ]; then
 fi
 tmp=$(mktemp -d /tmp/as-bench-proxy-XXXXXX)
 spid=""
+tpid=""
 cleanup() {
     exec 3>&- 2>/dev/null || true
     [ -n "$spid" ] && kill "$spid" 2>/dev/null
+    [ -n "$tpid" ] && kill "$tpid" 2>/dev/null
     rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
@@ -48,13 +51,62 @@ stop_proxy() {
     spid=""
 }
 
+# tinyproxy (Debian's package): the peer CONNECT proxy the download is also
+# timed through, started here on loopback with a generated config — Basic
+# auth with the same credentials ours checks, every port allowed to CONNECT,
+# no logging below errors. As root (unless BENCH_NO_INSTALL=1) a missing
+# tinyproxy is installed with apt-get; otherwise its row is skipped.
+tp=$(command -v tinyproxy || true)
+if [ -z "$tp" ] && [ -z "${BENCH_NO_INSTALL:-}" ] && [ "$(id -u)" = 0 ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    timeout 180 apt-get install -y -qq tinyproxy >/dev/null 2>&1 ||
+        { timeout 180 apt-get update -qq >/dev/null 2>&1 &&
+            timeout 180 apt-get install -y -qq tinyproxy >/dev/null 2>&1; } || true
+    tp=$(command -v tinyproxy || true)
+fi
+tp_why=""
+tpport=""
+if [ -z "$tp" ]; then
+    tp_why="tinyproxy not installed (apt-get install tinyproxy)"
+else
+    tpport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    {
+        if [ "$(id -u)" = 0 ]; then
+            printf 'User nobody\nGroup nogroup\n'
+        fi
+        printf 'Port %s\nListen 127.0.0.1\nTimeout 600\nMaxClients 100\n' "$tpport"
+        printf 'LogLevel Error\nAllow 127.0.0.1\nDisableViaHeader Yes\n'
+        printf 'BasicAuth agentstack %s\n' \
+            0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+    } >"$tmp/tinyproxy.conf"
+    "$tp" -d -c "$tmp/tinyproxy.conf" >"$tmp/tinyproxy.log" 2>&1 &
+    tpid=$!
+    i=0
+    until python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' \
+        "$tpport" 2>/dev/null; do
+        i=$((i + 1))
+        if [ $i -ge 100 ] || ! kill -0 "$tpid" 2>/dev/null; then
+            tp_why="tinyproxy did not start: $(tail -n 1 "$tmp/tinyproxy.log")"
+            break
+        fi
+        sleep 0.05
+    done
+    [ -z "$tp_why" ] || tpport=""
+fi
+
 if start_proxy "$tmp/run"; then
-    if ! PROXY_BENCH_PROXY_PID=$spid timeout 300 "$pb" client "$port" "$mib" "$setups" \
-        >"$tmp/rows" 2>"$tmp/client.err"; then
+    if ! PROXY_BENCH_PROXY_PID=$spid PROXY_BENCH_PEER_PORT=$tpport timeout 300 "$pb" client \
+        "$port" "$mib" "$setups" >"$tmp/rows" 2>"$tmp/client.err"; then
         skip "proxy throughput/setup" "$(tail -n 1 "$tmp/client.err")"
     fi
     stop_proxy
     cat "$tmp/rows"
+    if [ -n "$tp_why" ]; then
+        skip "proxy download vs tinyproxy" "$tp_why"
+    else
+        echo "  (tinyproxy $("$tp" -v 2>&1 | awk '{print $2}'): the same download through it," \
+            "interleaved with the rows above; goal: ours >= 5x its MiB/s)"
+    fi
     # every connection must have been allowed and recorded, or the rows lie
     st=$(grep '^accepted' "$tmp/run.out" || true)
     case "$st" in

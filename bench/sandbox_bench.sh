@@ -1,6 +1,6 @@
 #!/bin/sh
 # Protected runs: `agentstack run --lockdown -- true` beside `unshare -Urnm
-# true` (goal: at most 3x) and beside `srt true` from
+# true` (goal: at most 2x) and beside `srt true` from
 # @anthropic-ai/sandbox-runtime (pinned in tests/interop/pins.txt; goal: at
 # least 50x faster), wall
 # (median) and CPU (perf stat task-clock); then the egress proxy of a live
@@ -93,7 +93,7 @@ print("  (start rows: median of %d runs, %s; delta = ours/baseline)"
 lock = [binpath, "run", "--lockdown", "--", "true"]
 sand = [binpath, "run", "--sandbox", "--", "true"]
 unsh = ["unshare", "-Urnm", "true"]
-res = pair("run --lockdown -- true vs unshare", unsh, lock, " (<=3x)")
+res = pair("run --lockdown -- true vs unshare", unsh, lock, " (<=2x)")
 pair("run --sandbox -- true vs unshare", unsh, sand, "")
 for name, ours, base in (("cpu: run --lockdown vs unshare", lock, unsh),
                          ("cpu: run --sandbox vs unshare", sand, unsh)):
