@@ -51,6 +51,8 @@ struct adp_mcp {
     char *transport_stdio;
     bool headers_as_subtable;   /* TOML: [<loc>.<name>.<headers>] */
     bool command_array;         /* opencode */
+    bool cwd_absolute;          /* a relative cwd is written joined to the project root: the CLI
+                                 * resolves it against its own process directory (Cline) */
     char *secret_mode;          /* "literal" (all 13) or "passthrough" */
     char *name_charset;         /* NULL (free-form) or "ascii-word-dash" */
     char *instructions_channel; /* "confirmed", "unconfirmed" or "none" */

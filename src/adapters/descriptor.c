@@ -256,15 +256,9 @@ static bool id_ok(const char *s)
 
 static int parse_mcp(struct yctx *c, const yaml_node_t *n, struct adp_desc *d)
 {
-    static const char *const keys[] = {"location",
-                                       "fields",
-                                       "transport",
-                                       "headers_as_subtable",
-                                       "command_array",
-                                       "secret_mode",
-                                       "name_charset",
-                                       "instructions_channel",
-                                       NULL};
+    static const char *const keys[] = {
+        "location",     "fields",      "transport",    "headers_as_subtable",  "command_array",
+        "cwd_absolute", "secret_mode", "name_charset", "instructions_channel", NULL};
     static const char *const fkeys[] = {"url", "headers", "command", "args",
                                         "cwd", "env",     "tools",   NULL};
     static const char *const tkeys[] = {"key", "http_value", "stdio_value", NULL};
@@ -298,6 +292,7 @@ static int parse_mcp(struct yctx *c, const yaml_node_t *n, struct adp_desc *d)
     }
     if (get_bool(c, n, "headers_as_subtable", "mcp", &m->headers_as_subtable) ||
         get_bool(c, n, "command_array", "mcp", &m->command_array) ||
+        get_bool(c, n, "cwd_absolute", "mcp", &m->cwd_absolute) ||
         get_str(c, n, "secret_mode", "mcp", &m->secret_mode) ||
         get_str(c, n, "name_charset", "mcp", &m->name_charset) ||
         get_str(c, n, "instructions_channel", "mcp", &m->instructions_channel))
@@ -329,6 +324,8 @@ static int parse_mcp(struct yctx *c, const yaml_node_t *n, struct adp_desc *d)
         return node_err(c, n, "mcp.fields must map at least url or command");
     if (m->command_array && !m->f_command)
         return node_err(c, n, "mcp.command_array needs fields.command");
+    if (m->cwd_absolute && !m->f_cwd)
+        return node_err(c, n, "mcp.cwd_absolute needs fields.cwd");
     return 0;
 }
 
