@@ -77,6 +77,10 @@ struct adp_desc {
     char *detect_config;
 
     char *config_path; /* user-scope MCP file (unexpanded: "~/...", "{config}/...") */
+    /* config.path_env: "NAME" (the variable holds the file) or "NAME=rel" (a
+     * directory, rel joined); the first set to an absolute path replaced
+     * config_path when the descriptor loaded. */
+    strvec config_path_env;
     enum adp_format config_format;
     char *project_config; /* project-relative MCP file, or NULL */
     enum adp_format project_format;

@@ -17,6 +17,8 @@ then `undo --to 1 --write`.
    settings, an extension server — keeps its bytes.
 3. `connect` leaves each file the gateway and the user's own servers only,
    and `undo --to 1 --write` gives every file back byte for byte.
+4. CLINE_DATA_DIR or CLINE_MCP_SETTINGS_PATH (absolute) move the file the
+   CLI reads, and apply writes there instead.
 """
 import json
 import os
@@ -163,6 +165,22 @@ with Sandbox() as sb:
     check(u.returncode == 0 and H.read(cli) == CLI_SEED and not os.path.exists(ext),
           "undo --to 1: the CLI's file byte for byte, the extension's file gone",
           u.stdout + u.stderr)
+
+# The CLI's own overrides move its file, and apply follows (config.path_env).
+with Sandbox() as sb:
+    H.write_manifest(sb, H.SPEC_MANIFEST)
+    e = H.env(sb, CLINE_DATA_DIR=os.path.join(sb.root, "cline-data"))
+    H.trust(sb, e=e)
+    w = H.run(sb, "apply", "--scope", "global", "--target", "cline-cli", "--write", e=e)
+    moved = os.path.join(sb.root, "cline-data", "settings", "cline_mcp_settings.json")
+    check(w.returncode == 0 and os.path.exists(moved) and
+          not os.path.exists(os.path.join(sb.home, H.USER_FILES["cline-cli"])),
+          "CLINE_DATA_DIR: the CLI's file is written where the CLI reads it", w.stdout + w.stderr)
+    e["CLINE_MCP_SETTINGS_PATH"] = os.path.join(sb.root, "mcp.json")
+    w = H.run(sb, "apply", "--scope", "global", "--target", "cline-cli", "--write", e=e)
+    check(w.returncode == 0 and H.read(os.path.join(sb.root, "mcp.json")) ==
+          H.golden("cline-cli"), "CLINE_MCP_SETTINGS_PATH wins over CLINE_DATA_DIR",
+          w.stdout + w.stderr)
 
 ZED_SEED = """{
   // my editor

@@ -25,6 +25,8 @@ server, in the CLI's own nested form) and a trusted project:
    --auto-project`) and its tools, no direct copy of a server we rendered,
    and the hand-added one.
 3. `undo --to 1 --write` returns the file byte for byte.
+4. With CLINE_MCP_SETTINGS_PATH set, apply writes the file it names and the
+   CLI loads our servers from there.
 
 Run:  sh tests/interop/setup_clis.sh && python3 tests/interop/test_cline_cli.py
 Needs AS_BIN (default build/agentstack), root and unshare. Skips loudly
@@ -205,6 +207,15 @@ def main():
             back = f.read()
         check(u.returncode == 0 and back == seed, "undo --to 1 returns the file byte for byte",
               u.stdout + u.stderr + back)
+
+        # CLINE_MCP_SETTINGS_PATH moves the file for the CLI and for apply alike.
+        env["CLINE_MCP_SETTINGS_PATH"] = os.path.join(root, "moved.json")
+        g = run([BIN, "apply", "--scope", "global", "--target", "cline-cli", "--write"], env, proj)
+        check(g.returncode == 0 and os.path.exists(env["CLINE_MCP_SETTINGS_PATH"]),
+              "apply follows CLINE_MCP_SETTINGS_PATH", g.stdout + g.stderr)
+        p, tools = cline_tools(env, proj, root, mcp_port)
+        check(p.returncode == 0 and "notes__notes_ok" in tools and "mine__mine_ok" not in tools,
+              "cline loads the moved file (and not the default one)", sorted(tools))
     finally:
         shutil.rmtree(root, ignore_errors=True)
     done()

@@ -271,6 +271,49 @@ static void test_expand_and_detect(void **state)
     tu_rmtree(dir);
 }
 
+/* config.path_env: the first variable set to an absolute path moves the
+ * file, a relative value is not followed, and a bad item is refused. */
+static void test_config_path_env(void **state)
+{
+    (void)state;
+    const char *const vars[] = {"CLINE_MCP_SETTINGS_PATH", "CLINE_DATA_DIR", "CLINE_DIR"};
+    for (size_t i = 0; i < 3; i++)
+        unsetenv(vars[i]);
+    struct adp_registry r;
+    struct as_err e = AS_ERR_INIT;
+    setenv("CLINE_DIR", "/c/", 1);
+    setenv("CLINE_DATA_DIR", "rel/data", 1);
+    assert_int_equal(adp_registry_load(&r, false, &e), 0);
+    assert_string_equal(adp_registry_find(&r, "cline-cli")->config_path,
+                        "/c/data/settings/cline_mcp_settings.json");
+    adp_registry_free(&r);
+    setenv("CLINE_DATA_DIR", "/d", 1);
+    assert_int_equal(adp_registry_load(&r, false, &e), 0);
+    assert_string_equal(adp_registry_find(&r, "cline-cli")->config_path,
+                        "/d/settings/cline_mcp_settings.json");
+    adp_registry_free(&r);
+    setenv("CLINE_MCP_SETTINGS_PATH", "/m/mcp.json", 1);
+    assert_int_equal(adp_registry_load(&r, false, &e), 0);
+    assert_string_equal(adp_registry_find(&r, "cline-cli")->config_path, "/m/mcp.json");
+    assert_string_equal(adp_registry_find(&r, "cline")->config_path,
+                        "{config}/Code/User/globalStorage/saoudrizwan.claude-dev/settings/"
+                        "cline_mcp_settings.json");
+    adp_registry_free(&r);
+    for (size_t i = 0; i < 3; i++)
+        unsetenv(vars[i]);
+
+    const char *bad[] = {"  - lower\n", "  - X=/abs\n", "  - X=../up\n", "  - =x\n"};
+    for (size_t i = 0; i < 4; i++) {
+        char y[256];
+        snprintf(y, sizeof y, "id: x\ndisplay: X\nconfig:\n  path: ~/.x.json\n  path_env:\n%s",
+                 bad[i]);
+        struct as_err e2 = AS_ERR_INIT;
+        struct adp_desc *d = adp_desc_parse("x.yaml", y, strlen(y), &e2);
+        assert_null(d);
+        assert_non_null(strstr(e2.msg, "config.path_env items are NAME"));
+    }
+}
+
 /* Hostile bytes never crash the parser: truncations and byte flips of every
  * built-in, plus alias bombs. */
 static void test_hostile_inputs(void **state)
@@ -310,6 +353,7 @@ int main(void)
         cmocka_unit_test(test_parser_errors_have_positions),
         cmocka_unit_test(test_minimal_dropin_and_override),
         cmocka_unit_test(test_expand_and_detect),
+        cmocka_unit_test(test_config_path_env),
         cmocka_unit_test(test_hostile_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
