@@ -149,6 +149,13 @@ def main():
         with open(cfg) as f:
             seed = f.read()
         check('"transport"' in seed, "the CLI writes its nested transport form", seed)
+        # The same generous initialize timeout as ours (see manifest()), written
+        # the way the CLI writes the file (two-space JSON and a newline).
+        doc = json.loads(seed)
+        doc["mcpServers"]["mine"]["timeout"] = 120
+        seed = json.dumps(doc, indent=2) + "\n"
+        with open(cfg, "w") as f:
+            f.write(seed)
 
         mcp_port = free_port()
         with open(os.path.join(proj, ".agentstack", "agentstack.toml"), "w") as f:
