@@ -20,7 +20,7 @@ YAML_DIR = os.path.join(SRC, "adapters")
 # The order of docs/adapters.md's table of built-in adapters; any other descriptor follows, sorted by name.
 ORDER = ["claude-code", "claude-desktop", "codex", "copilot-cli", "cursor", "gemini",
          "opencode", "pi", "vscode", "windsurf", "kiro", "junie", "antigravity",
-         "cline", "zed", "amp"]
+         "cline", "cline-cli", "zed", "amp"]
 
 
 def c_literal(data: bytes) -> str:

@@ -51,6 +51,8 @@ struct adp_mcp {
     char *transport_stdio;
     bool headers_as_subtable;   /* TOML: [<loc>.<name>.<headers>] */
     bool command_array;         /* opencode */
+    bool cwd_absolute;          /* a relative cwd is written joined to the project root: the CLI
+                                 * resolves it against its own process directory (Cline) */
     char *secret_mode;          /* "literal" (all 13) or "passthrough" */
     char *name_charset;         /* NULL (free-form) or "ascii-word-dash" */
     char *instructions_channel; /* "confirmed", "unconfirmed" or "none" */
@@ -75,6 +77,10 @@ struct adp_desc {
     char *detect_config;
 
     char *config_path; /* user-scope MCP file (unexpanded: "~/...", "{config}/...") */
+    /* config.path_env: "NAME" (the variable holds the file) or "NAME=rel" (a
+     * directory, rel joined); the first set to an absolute path replaced
+     * config_path when the descriptor loaded. */
+    strvec config_path_env;
     enum adp_format config_format;
     char *project_config; /* project-relative MCP file, or NULL */
     enum adp_format project_format;

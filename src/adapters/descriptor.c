@@ -3,6 +3,7 @@
  * The walk is schema-driven: it only descends into keys the schema knows,
  * so its depth is fixed (≤ 4) whatever the input, and anchors/aliases can
  * only make it visit a known node again, never recurse. */
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,15 +257,9 @@ static bool id_ok(const char *s)
 
 static int parse_mcp(struct yctx *c, const yaml_node_t *n, struct adp_desc *d)
 {
-    static const char *const keys[] = {"location",
-                                       "fields",
-                                       "transport",
-                                       "headers_as_subtable",
-                                       "command_array",
-                                       "secret_mode",
-                                       "name_charset",
-                                       "instructions_channel",
-                                       NULL};
+    static const char *const keys[] = {
+        "location",     "fields",      "transport",    "headers_as_subtable",  "command_array",
+        "cwd_absolute", "secret_mode", "name_charset", "instructions_channel", NULL};
     static const char *const fkeys[] = {"url", "headers", "command", "args",
                                         "cwd", "env",     "tools",   NULL};
     static const char *const tkeys[] = {"key", "http_value", "stdio_value", NULL};
@@ -298,6 +293,7 @@ static int parse_mcp(struct yctx *c, const yaml_node_t *n, struct adp_desc *d)
     }
     if (get_bool(c, n, "headers_as_subtable", "mcp", &m->headers_as_subtable) ||
         get_bool(c, n, "command_array", "mcp", &m->command_array) ||
+        get_bool(c, n, "cwd_absolute", "mcp", &m->cwd_absolute) ||
         get_str(c, n, "secret_mode", "mcp", &m->secret_mode) ||
         get_str(c, n, "name_charset", "mcp", &m->name_charset) ||
         get_str(c, n, "instructions_channel", "mcp", &m->instructions_channel))
@@ -329,6 +325,8 @@ static int parse_mcp(struct yctx *c, const yaml_node_t *n, struct adp_desc *d)
         return node_err(c, n, "mcp.fields must map at least url or command");
     if (m->command_array && !m->f_command)
         return node_err(c, n, "mcp.command_array needs fields.command");
+    if (m->cwd_absolute && !m->f_cwd)
+        return node_err(c, n, "mcp.cwd_absolute needs fields.cwd");
     return 0;
 }
 
@@ -372,13 +370,59 @@ static int parse_settings_fields(struct yctx *c, const yaml_node_t *n, struct ad
     return 0;
 }
 
+/* Each config.path_env item is NAME or NAME=rel: an environment variable
+ * name, and a relative path without "..". */
+static int check_path_env(struct yctx *c, const yaml_node_t *n, const strvec *v)
+{
+    for (size_t i = 0; i < v->n; i++) {
+        const char *s = v->v[i], *eq = strchr(s, '=');
+        size_t nl = eq ? (size_t)(eq - s) : strlen(s);
+        bool ok = nl > 0 && !isdigit((unsigned char)s[0]);
+        for (size_t j = 0; ok && j < nl; j++)
+            ok = isupper((unsigned char)s[j]) || isdigit((unsigned char)s[j]) || s[j] == '_';
+        if (ok && eq)
+            ok = eq[1] && eq[1] != '/' && !strstr(eq + 1, "..");
+        if (!ok)
+            return node_err(c, n,
+                            "config.path_env items are NAME (the variable holds the file) or "
+                            "NAME=relative/path (it holds a directory): got '%s'",
+                            s);
+    }
+    return 0;
+}
+
+/* The CLI moves its file when one of these is set: follow the first that
+ * holds an absolute path (a relative one would depend on the CLI's own
+ * working directory, so it is not followed). */
+static void apply_path_env(struct adp_desc *d)
+{
+    for (size_t i = 0; i < d->config_path_env.n; i++) {
+        const char *s = d->config_path_env.v[i], *eq = strchr(s, '=');
+        char *name = eq ? xstrndup(s, (size_t)(eq - s)) : xstrdup(s);
+        const char *val = getenv(name);
+        free(name);
+        if (!val || val[0] != '/')
+            continue;
+        strbuf p = SB_INIT;
+        sb_adds(&p, val);
+        if (eq) {
+            while (p.len > 1 && p.buf[p.len - 1] == '/')
+                p.buf[--p.len] = '\0';
+            sb_addf(&p, "/%s", eq + 1);
+        }
+        free(d->config_path);
+        d->config_path = sb_detach(&p, NULL);
+        return;
+    }
+}
+
 static int parse_root(struct yctx *c, const yaml_node_t *root, struct adp_desc *d)
 {
     static const char *const keys[] = {
         "id",           "display", "detect",   "config",     "project",  "mcp", "skills",
         "instructions", "hooks",   "settings", "extensions", "headless", NULL};
     static const char *const detect_k[] = {"bin", "config", NULL};
-    static const char *const config_k[] = {"path", "format", NULL};
+    static const char *const config_k[] = {"path", "format", "path_env", NULL};
     static const char *const project_k[] = {"config", "format", NULL};
     static const char *const skills_k[] = {"dir", "project_dir", "strategy", NULL};
     static const char *const instr_k[] = {"global", "project", NULL};
@@ -415,10 +459,13 @@ static int parse_root(struct yctx *c, const yaml_node_t *root, struct adp_desc *
         if (check_map(c, n, "config", config_k) ||
             get_str(c, n, "path", "config", &d->config_path) ||
             get_format(c, n, "format", "config", &d->config_format) ||
-            check_path(c, n, "path", "config", d->config_path, false))
+            check_path(c, n, "path", "config", d->config_path, false) ||
+            get_strlist(c, n, "path_env", "config", &d->config_path_env) ||
+            check_path_env(c, get(c, n, "path_env"), &d->config_path_env))
             return -1;
         if (!d->config_path)
             return node_err(c, n, "config.path is required");
+        apply_path_env(d);
         if (d->config_format == ADP_FMT_NONE)
             d->config_format = ADP_FMT_JSON;
     }
@@ -637,5 +684,6 @@ void adp_desc_free(struct adp_desc *d)
     vec_free(&d->settings_fields);
     strvec_clear(&d->headless_args);
     strvec_clear(&d->mcp_injection_args);
+    strvec_clear(&d->config_path_env);
     free(d);
 }

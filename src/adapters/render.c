@@ -314,20 +314,27 @@ static toml_value *toml_resolved(struct rstate *st, const toml_value *v, int dep
     return toml_clone(v);
 }
 
+/* The server's cwd, resolved; a relative one joined to the project root when
+ * absolute is set (the wrap's cd, and a CLI that resolves a relative cwd
+ * against its own process directory). */
+static void cwd_resolved(struct rstate *st, const struct mf_server *s, bool absolute, strbuf *cwd)
+{
+    strbuf raw = SB_INIT;
+    resolve(st, s->cwd, &raw);
+    if (absolute && raw.buf[0] != '/' && st->rc->project_root && strncmp(s->cwd, "${", 2) != 0)
+        sb_addf(cwd, "%s/%s", st->rc->project_root, raw.buf);
+    else
+        sb_add(cwd, raw.buf, raw.len);
+    sb_release_secure(&raw);
+}
+
 /* The command line after the cwd wrap or as written. */
 static void command_line(struct rstate *st, const struct adp_desc *d, const struct mf_server *s,
                          strbuf *cmd, strvec *args)
 {
     strbuf cwd = SB_INIT;
-    if (s->cwd && s->cwd[0]) {
-        strbuf raw = SB_INIT;
-        resolve(st, s->cwd, &raw);
-        if (raw.buf[0] != '/' && st->rc->project_root && strncmp(s->cwd, "${", 2) != 0)
-            sb_addf(&cwd, "%s/%s", st->rc->project_root, raw.buf);
-        else
-            sb_add(&cwd, raw.buf, raw.len);
-        sb_release_secure(&raw);
-    }
+    if (s->cwd && s->cwd[0])
+        cwd_resolved(st, s, true, &cwd);
     if (cwd.len && !d->mcp.f_cwd) {
         sb_adds(cmd, "sh");
         strvec_push(args, "-c");
@@ -428,7 +435,7 @@ enum adp_render_status adp_render_server(const struct adp_desc *d, enum adp_form
             }
             if (cwd_native(d, s)) {
                 strbuf c = SB_INIT;
-                resolve(&st, s->cwd, &c);
+                cwd_resolved(&st, s, m->cwd_absolute, &c);
                 toml_table_set(t, m->f_cwd, toml_new_stringn(c.buf, c.len));
                 sb_release_secure(&c);
             }
@@ -489,8 +496,12 @@ enum adp_render_status adp_render_server(const struct adp_desc *d, enum adp_form
                     json_object_set_new(o, m->f_args, a);
                 }
             }
-            if (cwd_native(d, s))
-                json_object_set_new(o, m->f_cwd, jstr(&st, s->cwd));
+            if (cwd_native(d, s)) {
+                strbuf c = SB_INIT;
+                cwd_resolved(&st, s, m->cwd_absolute, &c);
+                json_object_set_new(o, m->f_cwd, jraw(c.buf));
+                sb_release_secure(&c);
+            }
             sb_release_secure(&cmd);
             strvec_clear(&args);
         }

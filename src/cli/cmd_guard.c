@@ -751,8 +751,8 @@ static int do_status(int argc, char **argv, struct cli_ctx *ctx)
         }
     }
     adp_registry_free(&reg);
-    printf(
-        "NOT protected: claude-desktop, junie, kiro, cline, zed, amp (no pre-tool hook wired)\n");
+    printf("NOT protected: claude-desktop, junie, kiro, cline, cline-cli, zed, amp (no pre-tool "
+           "hook wired)\n");
     guard_config_free(&cfg);
     guard_config_free(&lists);
     return rc;

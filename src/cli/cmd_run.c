@@ -658,7 +658,7 @@ static int run_host(const struct sbx_plan *plan, const struct run_opts *o, struc
     return rc;
 }
 
-/* Whether the run needs the adapter registry. Parsing the 16 built-ins and
+/* Whether the run needs the adapter registry. Parsing the 17 built-ins and
  * the drop-ins with libyaml is most of a plain command's start-up (issue 8),
  * so a name that is no adapter id skips it: no built-in of that id and no
  * drop-in file $AGENTSTACK_HOME/adapters/<name>.yaml (a drop-in's id must

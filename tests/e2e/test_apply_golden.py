@@ -1,4 +1,4 @@
-"""apply → the 16 golden files (docs/adapters.md), idempotency,
+"""apply → the 17 golden files (docs/adapters.md), idempotency,
 dry-run masking and byte-for-byte restore."""
 import os
 import sys
@@ -30,7 +30,7 @@ with Sandbox() as sb:
           "dry run never shows a resolved secret value", dry.stdout)
     check("${DOCS_KEY}" in dry.stdout and "${NOTES_TOKEN}" in dry.stdout,
           "dry run shows the ${REF} instead", dry.stdout)
-    check("16 targets would change. Re-run with --write to write." in dry.stdout,
+    check("17 targets would change. Re-run with --write to write." in dry.stdout,
           "dry run closing line", dry.stdout[-400:])
     check(not os.path.exists(os.path.join(sb.home, ".claude.json")), "dry run writes nothing")
 
@@ -57,8 +57,8 @@ with Sandbox() as sb:
     snap = H.tree(sb.home)
     w2 = H.run(sb, "apply", "--scope", "global", "--write")
     check(w2.returncode == 0, "second apply --write exits 0", w2.stdout + w2.stderr)
-    check(w2.stdout.count("✓ up to date") == 16, "every target up to date", w2.stdout)
-    check("16 targets already in sync — nothing to change." in w2.stdout,
+    check(w2.stdout.count("✓ up to date") == 17, "every target up to date", w2.stdout)
+    check("17 targets already in sync — nothing to change." in w2.stdout,
           "idempotency closing line", w2.stdout)
     check(H.tree(sb.home) == snap, "no file, backup, ledger or history change on a no-op")
     d2 = H.run(sb, "apply", "--scope", "global")
@@ -67,10 +67,10 @@ with Sandbox() as sb:
 
     # `restore --last --write` removes what we created, dirs included.
     lst = H.run(sb, "restore")
-    check("apply" in lst.stdout and "wrote 16 targets" in lst.stdout, "restore lists the write",
+    check("apply" in lst.stdout and "wrote 17 targets" in lst.stdout, "restore lists the write",
           lst.stdout)
     prev = H.run(sb, "restore", "--last")
-    check(prev.stdout.count("✗ ") == 16 and "delete ~/.claude.json" in prev.stdout,
+    check(prev.stdout.count("✗ ") == 17 and "delete ~/.claude.json" in prev.stdout,
           "restore preview names each file", prev.stdout)
     check(os.path.exists(os.path.join(sb.home, ".claude.json")), "restore preview writes nothing")
     r = H.run(sb, "restore", "--last", "--write")

@@ -1,4 +1,4 @@
-"""Secrets in rendered files (docs/adapters.md, "The 16 built-in adapters"):
+"""Secrets in rendered files (docs/adapters.md, "The 17 built-in adapters"):
 every adapter writes resolved values (`secret_mode: literal`), so the apply
 preview names each file that will hold one, by reference and never by
 value; a new such file is 0600; a project one is listed in the managed

@@ -1,6 +1,6 @@
 """adapters list|show|validate, lease status and self which.
 
-1. adapters list names every built-in (16) and marks a CLI installed when its
+1. adapters list names every built-in (17) and marks a CLI installed when its
    binary is on PATH; --json carries the same; show prints the descriptor;
    validate accepts a good drop-in and refuses a bad one with file:line:col
    (the registry's own parser), writing nothing.
@@ -38,7 +38,7 @@ with Sandbox() as sb:
     env = sb.env(PATH=bindir + ":/usr/bin:/bin")
     r = sb.run("adapters", "list", env=env)
     lines = r.stdout.splitlines()
-    check(r.returncode == 0 and len(lines) >= 16, "adapters list: every built-in", r.stdout)
+    check(r.returncode == 0 and len(lines) >= 17, "adapters list: every built-in", r.stdout)
     check(any(ln.startswith("✓ codex") and "installed" in ln for ln in lines) and
           any(ln.startswith("· claude-code") for ln in lines),
           "installed only where the binary is on PATH", r.stdout)

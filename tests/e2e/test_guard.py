@@ -297,7 +297,7 @@ def install_uninstall():
         check(b'"deny"' in p.stdout, "the installed hook command denies", p.stdout + p.stderr)
         r = sb.run("guard", "status")
         check("guard: enabled" in r.stdout and "✓ Claude Code / VS Code hook installed"
-              in r.stdout and "NOT protected: claude-desktop, junie, kiro, cline, zed, amp" in r.stdout,
+              in r.stdout and "NOT protected: claude-desktop, junie, kiro, cline, cline-cli, zed, amp" in r.stdout,
               "guard status", r.stdout)
         sb.run("guard", "install", "--write")
         with open(claude) as f:

@@ -1,4 +1,4 @@
-/* Adapter descriptors: the 16 built-ins, the embed matches adapters/<id>.yaml,
+/* Adapter descriptors: the 17 built-ins, the embed matches adapters/<id>.yaml,
  * drop-ins, and every parser error carries file:line:col. */
 #include "testutil.h"
 
@@ -7,10 +7,11 @@
 #include "adapters/adapters.h"
 #include "base/strbuf.h"
 
-static const char *const ids[] = {"claude-code", "claude-desktop", "codex",    "copilot-cli",
-                                  "cursor",      "gemini",         "opencode", "pi",
-                                  "vscode",      "windsurf",       "kiro",     "junie",
-                                  "antigravity", "cline",          "zed",      "amp"};
+static const char *const ids[] = {"claude-code", "claude-desktop", "codex",     "copilot-cli",
+                                  "cursor",      "gemini",         "opencode",  "pi",
+                                  "vscode",      "windsurf",       "kiro",      "junie",
+                                  "antigravity", "cline",          "cline-cli", "zed",
+                                  "amp"};
 
 static void test_builtins_load_in_table_order(void **state)
 {
@@ -18,8 +19,8 @@ static void test_builtins_load_in_table_order(void **state)
     struct adp_registry r;
     struct as_err e = AS_ERR_INIT;
     assert_int_equal(adp_registry_load(&r, false, &e), 0);
-    assert_int_equal(r.v.n, 16);
-    for (size_t i = 0; i < 16; i++) {
+    assert_int_equal(r.v.n, 17);
+    for (size_t i = 0; i < 17; i++) {
         assert_string_equal(r.v.v[i]->id, ids[i]);
         assert_string_equal(r.v.v[i]->source, "built-in");
         assert_true(r.v.v[i]->has_mcp);
@@ -69,7 +70,18 @@ static void test_builtin_facts(void **state)
     assert_string_equal(d->project_config, ".github/mcp.json");
     d = adp_registry_find(&r, "cline");
     assert_string_equal(d->mcp.transport_http, "streamableHttp");
-    assert_null(d->mcp.f_cwd);
+    assert_string_equal(d->mcp.f_cwd, "cwd");
+    assert_true(d->mcp.cwd_absolute);
+    assert_null(d->project_config);
+    assert_false(adp_registry_find(&r, "cursor")->mcp.cwd_absolute);
+    d = adp_registry_find(&r, "cline-cli");
+    assert_string_equal(d->config_path, "~/.cline/data/settings/cline_mcp_settings.json");
+    assert_string_equal(d->detect_bin, "cline");
+    assert_string_equal(d->detect_config, "~/.cline");
+    assert_int_equal(d->config_format, ADP_FMT_JSON);
+    assert_string_equal(d->mcp.transport_http, "streamableHttp");
+    assert_string_equal(d->mcp.f_cwd, "cwd");
+    assert_true(d->mcp.cwd_absolute);
     assert_null(d->project_config);
     d = adp_registry_find(&r, "zed");
     assert_string_equal(d->mcp.location, "context_servers");
@@ -195,7 +207,7 @@ static void test_minimal_dropin_and_override(void **state)
     struct adp_registry r;
     struct as_err e = AS_ERR_INIT;
     assert_int_equal(adp_registry_load(&r, true, &e), 0);
-    assert_int_equal(r.v.n, 17);
+    assert_int_equal(r.v.n, 18);
     const struct adp_desc *d = adp_registry_find(&r, "mycli");
     assert_non_null(d);
     assert_string_equal(d->display, "My CLI");
@@ -249,9 +261,57 @@ static void test_expand_and_detect(void **state)
     snprintf(want, sizeof want, "/nonexistent:%s/bin", dir);
     setenv("PATH", want, 1);
     assert_true(adp_detected(adp_registry_find(&r, "codex"), NULL));
+    /* The Cline CLI is found by its ~/.cline directory before any MCP file. */
+    const struct adp_desc *cline_cli = adp_registry_find(&r, "cline-cli");
+    assert_false(adp_detected(cline_cli, NULL));
+    free(tu_write(dir, "home/.cline/data/settings.json", "{}"));
+    assert_true(adp_detected(cline_cli, NULL));
     adp_registry_free(&r);
     sb_release(&p);
     tu_rmtree(dir);
+}
+
+/* config.path_env: the first variable set to an absolute path moves the
+ * file, a relative value is not followed, and a bad item is refused. */
+static void test_config_path_env(void **state)
+{
+    (void)state;
+    const char *const vars[] = {"CLINE_MCP_SETTINGS_PATH", "CLINE_DATA_DIR", "CLINE_DIR"};
+    for (size_t i = 0; i < 3; i++)
+        unsetenv(vars[i]);
+    struct adp_registry r;
+    struct as_err e = AS_ERR_INIT;
+    setenv("CLINE_DIR", "/c/", 1);
+    setenv("CLINE_DATA_DIR", "rel/data", 1);
+    assert_int_equal(adp_registry_load(&r, false, &e), 0);
+    assert_string_equal(adp_registry_find(&r, "cline-cli")->config_path,
+                        "/c/data/settings/cline_mcp_settings.json");
+    adp_registry_free(&r);
+    setenv("CLINE_DATA_DIR", "/d", 1);
+    assert_int_equal(adp_registry_load(&r, false, &e), 0);
+    assert_string_equal(adp_registry_find(&r, "cline-cli")->config_path,
+                        "/d/settings/cline_mcp_settings.json");
+    adp_registry_free(&r);
+    setenv("CLINE_MCP_SETTINGS_PATH", "/m/mcp.json", 1);
+    assert_int_equal(adp_registry_load(&r, false, &e), 0);
+    assert_string_equal(adp_registry_find(&r, "cline-cli")->config_path, "/m/mcp.json");
+    assert_string_equal(adp_registry_find(&r, "cline")->config_path,
+                        "{config}/Code/User/globalStorage/saoudrizwan.claude-dev/settings/"
+                        "cline_mcp_settings.json");
+    adp_registry_free(&r);
+    for (size_t i = 0; i < 3; i++)
+        unsetenv(vars[i]);
+
+    const char *bad[] = {"  - lower\n", "  - X=/abs\n", "  - X=../up\n", "  - =x\n"};
+    for (size_t i = 0; i < 4; i++) {
+        char y[256];
+        snprintf(y, sizeof y, "id: x\ndisplay: X\nconfig:\n  path: ~/.x.json\n  path_env:\n%s",
+                 bad[i]);
+        struct as_err e2 = AS_ERR_INIT;
+        struct adp_desc *d = adp_desc_parse("x.yaml", y, strlen(y), &e2);
+        assert_null(d);
+        assert_non_null(strstr(e2.msg, "config.path_env items are NAME"));
+    }
 }
 
 /* Hostile bytes never crash the parser: truncations and byte flips of every
@@ -293,6 +353,7 @@ int main(void)
         cmocka_unit_test(test_parser_errors_have_positions),
         cmocka_unit_test(test_minimal_dropin_and_override),
         cmocka_unit_test(test_expand_and_detect),
+        cmocka_unit_test(test_config_path_env),
         cmocka_unit_test(test_hostile_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -95,6 +95,37 @@ static void test_cwd_wrap_and_native(void **state)
     manifest_free(m);
 }
 
+/* A relative cwd: kept relative for Cursor, joined to the project root for
+ * Cline (cwd_absolute), and a ${REF} is never joined. */
+static void test_cwd_absolute(void **state)
+{
+    (void)state;
+    struct manifest *m = load("version = 1\n[servers.s]\ntype = \"stdio\"\ncommand = \"srv\"\n"
+                              "cwd = \"work/a\"\n[servers.r]\ntype = \"stdio\"\n"
+                              "command = \"srv\"\ncwd = \"${WORKDIR}\"\n");
+    strbuf o = SB_INIT;
+    struct adp_rendered r;
+    assert_int_equal(render("cursor", m, 0, &o, &r, NULL), ADP_RENDER_OK);
+    assert_string_equal(o.buf, "{\"command\":\"srv\",\"cwd\":\"work/a\"}");
+    adp_rendered_release(&r);
+    const char *const clines[] = {"cline", "cline-cli"};
+    for (size_t i = 0; i < 2; i++) {
+        sb_reset(&o);
+        assert_int_equal(render(clines[i], m, 0, &o, &r, NULL), ADP_RENDER_OK);
+        assert_string_equal(o.buf,
+                            "{\"type\":\"stdio\",\"command\":\"srv\",\"cwd\":\"/p/work/a\"}");
+        adp_rendered_release(&r);
+    }
+    setenv("WORKDIR", "/elsewhere", 1);
+    sb_reset(&o);
+    assert_int_equal(render("cline-cli", m, 1, &o, &r, NULL), ADP_RENDER_OK);
+    assert_string_equal(o.buf, "{\"type\":\"stdio\",\"command\":\"srv\",\"cwd\":\"/elsewhere\"}");
+    adp_rendered_release(&r);
+    unsetenv("WORKDIR");
+    sb_release(&o);
+    manifest_free(m);
+}
+
 static void test_skips_with_exact_reasons(void **state)
 {
     (void)state;
@@ -182,6 +213,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cwd_wrap_and_native),
+        cmocka_unit_test(test_cwd_absolute),
         cmocka_unit_test(test_skips_with_exact_reasons),
         cmocka_unit_test(test_extras_override_in_place),
         cmocka_unit_test(test_secrets),
