@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+"""OAuth for HTTP MCP upstreams (docs/oauth.md), end to end against
+tests/fixtures/oauth_server.py on loopback: `auth login` driven without a
+browser (the test fetches the printed URL itself and follows the
+authorization server's redirect to the login's listener), the gateway
+calling a tool on the protected upstream with the stored token, refresh
+with rotation, a revoked token reported as "needs login", logout with
+revocation; and each hostile answer refused with nothing stored: a wrong
+audience, a wrong state, metadata for another resource, an http: issuer,
+another issuer, a metadata or token redirect to another origin, an
+oversized token answer. The token's value is in no file under HOME but the
+secret store, and in no output or log."""
+import base64
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from aslib import BIN, SRC, Sandbox, check, done  # noqa: E402
+from mcpclient import Gateway, grant, is_error, text  # noqa: E402
+
+FIXTURE = os.path.join(SRC, "tests", "fixtures", "oauth_server.py")
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *a, **k):
+        return None
+
+
+OPENER = urllib.request.build_opener(NoRedirect)
+
+
+def fetch(url, data=None):
+    req = urllib.request.Request(url, data=data, method="POST" if data is not None else "GET")
+    try:
+        with OPENER.open(req, timeout=10) as r:
+            return r.status, dict(r.headers), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read().decode()
+
+
+class Fixture:
+    def __init__(self, *flags):
+        self.proc = subprocess.Popen([sys.executable, FIXTURE, *flags],
+                                     stdout=subprocess.PIPE, text=True)
+        self.port = int(self.proc.stdout.readline().split()[1])
+        self.base = "http://127.0.0.1:%d" % self.port
+
+    def stats(self):
+        return json.loads(fetch(self.base + "/_test/stats")[2])
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def env(sb):
+    # the file store, whatever keychain the machine running the suite has
+    e = sb.env()
+    e.pop("DBUS_SESSION_BUS_ADDRESS", None)
+    return e
+
+
+def project(sb, fx):
+    os.makedirs(sb.ah, exist_ok=True)
+    with open(os.path.join(sb.ah, "agentstack.toml"), "w") as f:
+        f.write("version = 1\n")
+    sb.write("agentstack.toml", 'version = 1\n\n[servers.web]\ntype = "http"\n'
+             'url = "%s/mcp"\n\n[policy.egress]\nweb = ["127.0.0.1"]\n' % fx.base)
+    grant(sb)
+
+
+def login(sb, *extra, follow=True):
+    """Runs `auth login web`; fetches the printed URL and follows its
+    redirect to the listener, as a browser would. (rc, stdout, stderr)."""
+    p = subprocess.Popen([BIN, "auth", "login", "web", "--timeout", "60", *extra],
+                         cwd=sb.project, env=env(sb), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    out = []
+    url = None
+    for line in p.stdout:
+        out.append(line)
+        s = line.strip()
+        if s.startswith("http://") and "/authorize?" in s:
+            url = s
+            break
+        if not s and len(out) > 3:
+            break
+    if url and follow:
+        st, h, _ = fetch(url)
+        loc = h.get("Location")
+        if st == 302 and loc:
+            fetch(loc)
+    rest, err = p.communicate(timeout=60)
+    return p.returncode, "".join(out) + rest, err, url
+
+
+def status(sb):
+    r = subprocess.run([BIN, "auth", "status", "--json"], cwd=sb.project, env=env(sb),
+                       capture_output=True, text=True)
+    return r, json.loads(r.stdout) if r.returncode == 0 else None
+
+
+def stored_tokens(sb):
+    """The tokens as the file store holds them (base64url JSON)."""
+    path = os.path.join(sb.ah, "secrets.env")
+    if not os.path.exists(path):
+        return None
+    for line in open(path):
+        if line.startswith("AGENTSTACK_OAUTH_WEB="):
+            v = line.split("=", 1)[1].strip()
+            return json.loads(base64.urlsafe_b64decode(v + "=" * (-len(v) % 4)))
+    return None
+
+
+def files_with(root, needle, skip):
+    hits = []
+    for d, _, fs in os.walk(root):
+        for f in fs:
+            p = os.path.join(d, f)
+            if p == skip or os.path.islink(p):
+                continue
+            try:
+                if needle.encode() in open(p, "rb").read():
+                    hits.append(p)
+            except OSError:
+                pass
+    return hits
+
+
+def happy():
+    with Sandbox() as sb, Fixture("--expires", "3600") as fx:
+        project(sb, fx)
+        rc, out, err, url = login(sb)
+        check(rc == 0 and "logged in to 'web'" in out, "login: exit 0 and says so", out + err)
+        check(url and "code_challenge_method=S256" in url and "resource=" in url and
+              "state=" in url, "login: the URL carries PKCE S256, state and resource", url)
+        st = fx.stats()
+        check(st["registered"] == 1 and st["authorization_code"] == 1,
+              "login: the client registered dynamically and exchanged its code", st)
+        check(st["resource_params"] == [fx.base + "/mcp"],
+              "login: the resource indicator names the server", st["resource_params"])
+        toks = stored_tokens(sb)
+        check(toks and toks["access_token"] in st["live_access"],
+              "login: the live access token is in the file store", toks)
+        r, s = status(sb)
+        row = s and s["servers"][0]
+        check(row and row["server"] == "web" and row["logged_in"] and row["scopes"] == "mcp" and
+              row["expires_at"], "auth status --json: logged in, scopes, expiry", r.stdout)
+        check(toks["access_token"] not in r.stdout and toks["refresh_token"] not in r.stdout,
+              "auth status never shows a token", r.stdout)
+        with Gateway(sb, "--auto-project", env=env(sb)) as g:
+            g.initialize()
+            c = g.call("web__echo", {"message": "hi"})
+            check(text(c) == "Echo: hi", "gateway: a call on the protected upstream", c)
+            g.close()
+            seen = "\n".join(g.raw) + g.stderr()
+        check(toks["access_token"] not in seen, "gateway: the token never reaches the agent")
+        secret = os.path.join(sb.ah, "secrets.env")
+        for t in (toks["access_token"], toks["refresh_token"]):
+            check(files_with(sb.root, t, None) == [],
+                  "the raw token is in no file under HOME", files_with(sb.root, t, None))
+        enc = open(secret).read().split("AGENTSTACK_OAUTH_WEB=")[1].split("\n")[0]
+        check(files_with(sb.root, enc, secret) == [],
+              "the stored value is in no file but the secret store", files_with(sb.root, enc,
+                                                                               secret))
+        check(oct(os.stat(secret).st_mode & 0o777) == "0o600", "the file store is 0600")
+        rec = os.path.join(sb.ah, "oauth", "web.json")
+        check(oct(os.stat(rec).st_mode & 0o777) == "0o600", "the login record is 0600")
+        # revoked behind our back: the next gateway says a login is needed
+        fetch(fx.base + "/_test/revoke-all", b"")
+        with Gateway(sb, "--auto-project", env=env(sb)) as g:
+            g.initialize()
+            s = text(g.call("tools_search", {"query": "echo"}))
+            check("needs login" in s and "agentstack auth login web" in s,
+                  "tools_search: a revoked token says needs login and the command", s)
+            g.close()
+        r, s = status(sb)
+        row = s and s["servers"][0]
+        check(row and not row["logged_in"] and row["fix"] == "agentstack auth login web" and
+              "401" in row["reason"], "auth status: needs login after the 401", r.stdout)
+        # login again, then logout revokes at the AS and deletes everything
+        rc, out, err, _ = login(sb)
+        check(rc == 0, "login again after a revocation", out + err)
+        toks = stored_tokens(sb)
+        before = fx.stats()["revoked"]
+        r = subprocess.run([BIN, "auth", "logout", "web"], cwd=sb.project, env=env(sb),
+                           capture_output=True, text=True)
+        st = fx.stats()
+        check(r.returncode == 0 and "revoked" in r.stdout, "logout: exit 0, says revoked",
+              r.stdout + r.stderr)
+        check(st["revoked"] == before + 2 and toks["refresh_token"] not in st["live_refresh"],
+              "logout: the refresh and access tokens were revoked at the AS", st)
+        check(stored_tokens(sb) is None and not os.path.exists(rec),
+              "logout: the tokens and the record are gone")
+
+
+def refresh():
+    # 30 s is inside the refresh margin: every use refreshes first
+    with Sandbox() as sb, Fixture("--expires", "30") as fx:
+        project(sb, fx)
+        rc, out, err, _ = login(sb)
+        check(rc == 0, "refresh: login", out + err)
+        first = stored_tokens(sb)
+        with Gateway(sb, "--auto-project", env=env(sb)) as g:
+            g.initialize()
+            c = g.call("web__echo", {"message": "r"})
+            check(text(c) == "Echo: r", "refresh: the call succeeds", c)
+            g.close()
+        st = fx.stats()
+        now = stored_tokens(sb)
+        check(st["refresh_token"] >= 1, "refresh: the gateway refreshed before expiry", st)
+        check(now["refresh_token"] != first["refresh_token"] and
+              now["refresh_token"] in st["live_refresh"] and
+              first["refresh_token"] not in st["live_refresh"],
+              "refresh: the rotated refresh token replaced the spent one", (first, now))
+        with Gateway(sb, "--auto-project", env=env(sb)) as g:
+            g.initialize()
+            c = g.call("web__echo", {"message": "again"})
+            check(text(c) == "Echo: again", "refresh: a later gateway goes on with the rotated "
+                  "refresh token", c)
+            g.close()
+
+
+def refused(flags, what, needle, follow=True):
+    with Sandbox() as sb, Fixture(*flags) as fx:
+        project(sb, fx)
+        rc, out, err, _ = login(sb, follow=follow)
+        check(rc == 1 and needle in err, "%s: login refused (%s)" % (what, needle), out + err)
+        check(stored_tokens(sb) is None and not os.path.exists(os.path.join(sb.ah, "oauth",
+                                                                           "web.json")),
+              "%s: nothing stored" % what)
+        st = fx.stats()
+        for t in st["all_access"] + st["all_refresh"]:
+            check(t not in out + err and files_with(sb.root, t, None) == [],
+                  "%s: an issued token is nowhere" % what)
+
+
+def hostile():
+    refused(["--jwt-aud", "http://other.example/mcp"], "wrong audience", "audience")
+    refused(["--wrong-state"], "wrong state", "state")
+    refused(["--bad-resource"], "metadata for another resource", "another resource")
+    refused(["--http-issuer"], "http: issuer", "https is required")
+    refused(["--issuer-mismatch"], "another issuer", "another issuer")
+    refused(["--meta-redirect"], "metadata redirect", "redirects are refused")
+    refused(["--token-redirect"], "token redirect", "redirect")
+    refused(["--huge-token"], "oversized token answer", "bytes; refused")
+    # a JWT whose audience is this server is accepted
+    with Sandbox() as sb, Fixture("--jwt-aud", "self") as fx:
+        project(sb, fx)
+        rc, out, err, _ = login(sb)
+        check(rc == 0, "a JWT for this server's audience is accepted", out + err)
+
+
+def main():
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    happy()
+    refresh()
+    hostile()
+    done()
+
+
+main()
