@@ -226,6 +226,11 @@ void oauth_bearer_refused_cb(void *ctx);
 /* 1 when b's record says a login is needed. */
 int oauth_bearer_needs_login(const struct oauth_bearer *b);
 
+/* 1 when server has a login record that cannot be used without a new
+ * login (the gateway found it refused, or the access token expired with no
+ * refresh token); reason appended. 0 otherwise (no record: nothing known). */
+int oauth_needs_login(const char *server, strbuf *reason);
+
 /* "agentstack auth login <server>" */
 void oauth_login_command(const char *server, strbuf *out);
 

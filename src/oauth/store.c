@@ -352,6 +352,30 @@ void oauth_mark_needs_login(const char *server, const char *url, const char *rea
     oauth_login_free(&l);
 }
 
+int oauth_needs_login(const char *server, strbuf *reason)
+{
+    struct oauth_login l;
+    struct as_err err = AS_ERR_INIT;
+    int have = oauth_record_load(server, &l, &err);
+    if (have < 0) {
+        sb_addf(reason, "its login record is unreadable: %s", err.msg);
+        return 1;
+    }
+    if (have == 0)
+        return 0;
+    int need = 1;
+    if (l.needs_login)
+        sb_adds(reason, l.reason ? l.reason : "the server refused the stored token");
+    else if (!l.issuer)
+        sb_adds(reason, "never logged in");
+    else if (l.expires_at && l.expires_at <= (long long)time(NULL) && !l.has_refresh)
+        sb_adds(reason, "the access token expired and there is no refresh token");
+    else
+        need = 0;
+    oauth_login_free(&l);
+    return need;
+}
+
 void oauth_login_command(const char *server, strbuf *out)
 {
     sb_addf(out, "agentstack auth login %s", server);

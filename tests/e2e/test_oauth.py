@@ -187,6 +187,17 @@ def happy():
         row = s and s["servers"][0]
         check(row and not row["logged_in"] and row["fix"] == "agentstack auth login web" and
               "401" in row["reason"], "auth status: needs login after the 401", r.stdout)
+        r = subprocess.run([BIN, "status", "--json"], cwd=sb.project, env=env(sb),
+                           capture_output=True, text=True)
+        j = json.loads(r.stdout)
+        check(j["project"]["logins_needed"] == ["web"] and
+              j["next_action"]["command"] == "agentstack auth login web",
+              "status --json: the login needed, and the command as the next action", r.stdout)
+        r = subprocess.run([BIN, "doctor"], cwd=sb.project, env=env(sb),
+                           capture_output=True, text=True)
+        check("server 'web' needs an OAuth login" in r.stdout and
+              "agentstack auth login web" in r.stdout, "doctor: the login needed and its fix",
+              r.stdout)
         # login again, then logout revokes at the AS and deletes everything
         rc, out, err, _ = login(sb)
         check(rc == 0, "login again after a revocation", out + err)
