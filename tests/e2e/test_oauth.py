@@ -182,6 +182,10 @@ def happy():
             s = text(g.call("tools_search", {"query": "echo"}))
             check("needs login" in s and "agentstack auth login web" in s,
                   "tools_search: a revoked token says needs login and the command", s)
+            lst = json.loads(text(g.call("agentstack_list", {})))
+            web = [x for x in lst["servers"] if x["name"] == "web"]
+            check(web and web[0].get("needs_login") == "agentstack auth login web",
+                  "agentstack_list: the upstream's status says needs login", lst)
             g.close()
         r, s = status(sb)
         row = s and s["servers"][0]
