@@ -14,7 +14,8 @@
  *    gateway, as the command `agentstack auth login <server>`.
  *  - A refresh stores the new tokens before the new access token is used;
  *    a refresh token the answer rotates is replaced, one it leaves out is
- *    kept.
+ *    kept. A refresh refused because another process (a second gateway)
+ *    rotated the token first takes the tokens that process stored.
  *  - A record marked as needing a login is not used until a login clears
  *    it; the reason never holds a token.
  *  - The token is held in this struct only while the client lives and is
@@ -72,11 +73,44 @@ static int need(struct oauth_bearer *b, const char *reason, char *why, size_t wh
     return -1;
 }
 
+/* Another process using the same login (a second gateway) may have
+ * refreshed first, spending the refresh token held here: 1 when the store
+ * now holds other tokens, which are taken (with the record's expiry). */
+static int adopt_stored(struct oauth_bearer *b)
+{
+    struct as_err err = AS_ERR_INIT;
+    struct oauth_login l;
+    struct oauth_tokens st = {0};
+    if (oauth_record_load(b->server, &l, &err) != 1)
+        return 0;
+    int r = oauth_tokens_load(&l, &st, &err);
+    int other = r == 1 && st.refresh_token && b->t.refresh_token &&
+                strcmp(st.refresh_token, b->t.refresh_token) != 0;
+    if (other) {
+        oauth_tokens_free(&b->t);
+        b->t = st;
+        oauth_login_free(&b->l);
+        b->l = l;
+        return 1;
+    }
+    oauth_tokens_free(&st);
+    oauth_login_free(&l);
+    return 0;
+}
+
 static int refresh(struct oauth_bearer *b, char *why, size_t whysz)
 {
     struct as_err err = AS_ERR_INIT;
     struct oauth_tokens nt = {0};
-    if (oauth_refresh(&b->l, b->t.refresh_token, &nt, &err) < 0) {
+    int rc = oauth_refresh(&b->l, b->t.refresh_token, &nt, &err);
+    if (rc < 0 && adopt_stored(b)) {
+        long long now = (long long)time(NULL);
+        if (!b->l.expires_at || now + OAUTH_REFRESH_MARGIN_S < b->l.expires_at)
+            return 0; /* the other process's fresh token */
+        err = (struct as_err)AS_ERR_INIT;
+        rc = oauth_refresh(&b->l, b->t.refresh_token, &nt, &err);
+    }
+    if (rc < 0) {
         err.msg[300] = '\0'; /* the reason stays one short line */
         return need(b, err.msg, why, whysz);
     }

@@ -243,6 +243,22 @@ def refresh():
             check(text(c) == "Echo: again", "refresh: a later gateway goes on with the rotated "
                   "refresh token", c)
             g.close()
+        # two gateways on one login: each refresh spends the token the other
+        # holds; the loser takes what the winner stored instead of failing
+        with Gateway(sb, "--auto-project", env=env(sb)) as a, \
+                Gateway(sb, "--auto-project", env=env(sb)) as b:
+            a.initialize()
+            b.initialize()
+            ok = True
+            for i in range(3):
+                for g in (a, b):
+                    c = g.call("web__echo", {"message": "m%d" % i})
+                    ok = ok and text(c) == "Echo: m%d" % i
+            check(ok, "refresh: two gateways sharing a login both keep working", fx.stats())
+            a.close()
+            b.close()
+        r, s = status(sb)
+        check(s and s["servers"][0]["logged_in"], "refresh: the login is still usable", r.stdout)
 
 
 def refused(flags, what, needle, follow=True):
