@@ -94,13 +94,18 @@ def login(sb, *extra, follow=True):
             break
         if not s and len(out) > 3:
             break
+    loc = None
     if url and follow:
         st, h, _ = fetch(url)
         loc = h.get("Location")
         if st == 302 and loc:
             fetch(loc)
     rest, err = p.communicate(timeout=60)
+    LAST["redirect"] = loc
     return p.returncode, "".join(out) + rest, err, url
+
+
+LAST = {}
 
 
 def status(sb):
@@ -151,6 +156,14 @@ def happy():
         toks = stored_tokens(sb)
         check(toks and toks["access_token"] in st["live_access"],
               "login: the live access token is in the file store", toks)
+        check(toks["access_token"] not in out + err and toks["refresh_token"] not in out + err,
+              "login: no token in its output")
+        try:
+            fetch(LAST["redirect"])
+            again = "answered"
+        except OSError:
+            again = "refused"
+        check(again == "refused", "login: the listener took one redirect and is gone", again)
         r, s = status(sb)
         row = s and s["servers"][0]
         check(row and row["server"] == "web" and row["logged_in"] and row["scopes"] == "mcp" and
@@ -291,10 +304,30 @@ def hostile():
         check(rc == 0, "a JWT for this server's audience is accepted", out + err)
 
 
+def discovery():
+    # no resource_metadata in the 401: the well-known location is found
+    with Sandbox() as sb, Fixture("--no-www-auth") as fx:
+        project(sb, fx)
+        rc, out, err, _ = login(sb)
+        check(rc == 0, "discovery: the well-known fallback finds the metadata", out + err)
+    # no registration offered: a login needs --client-id, and works with it
+    with Sandbox() as sb, Fixture("--no-registration") as fx:
+        project(sb, fx)
+        rc, out, err, _ = login(sb, follow=False)
+        check(rc == 1 and "--client-id" in err, "no registration: the login names --client-id",
+              out + err)
+        rc, out, err, _ = login(sb, "--client-id", "fixed-client")
+        check(rc == 0 and fx.stats()["registered"] == 0,
+              "no registration: --client-id logs in without registering", out + err)
+        rec = json.load(open(os.path.join(sb.ah, "oauth", "web.json")))
+        check(rec["client_id"] == "fixed-client", "the record keeps the client id", rec)
+
+
 def main():
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     happy()
     refresh()
+    discovery()
     hostile()
     done()
 
