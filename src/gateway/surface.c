@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "audit/audit.h"
@@ -907,6 +908,13 @@ static struct mcp_client *make_client(struct gw *gw, struct gw_up *up)
 static void note_auth(struct gw_up *up, const struct mcp_reply *r)
 {
     if (!up->http || r->status == MCP_OK)
+        return;
+    /* A manifest that sends its own Authorization header made its choice:
+     * its 401 is that header's, not a missing login. */
+    bool own = false;
+    for (size_t i = 0; up->def && i < up->def->headers.n; i++)
+        own = own || strcasecmp(up->def->headers.v[i].key, "authorization") == 0;
+    if (own && !up->oauth)
         return;
     if (r->http_status == 401 && !up->oauth && up->url)
         oauth_mark_needs_login(up->name, up->url, "the server asks for authorization (HTTP 401)");

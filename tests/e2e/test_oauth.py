@@ -274,6 +274,53 @@ def refresh():
         check(s and s["servers"][0]["logged_in"], "refresh: the login is still usable", r.stdout)
 
 
+def moved():
+    """A login is bound to the URL it was made for: after the manifest names
+    another URL, the token is not sent there, and a login is asked for."""
+    with Sandbox() as sb, Fixture() as fx, Fixture() as other:
+        project(sb, fx)
+        rc, out, err, _ = login(sb)
+        check(rc == 0, "moved: login", out + err)
+        toks = stored_tokens(sb)
+        sb.write("agentstack.toml", 'version = 1\n\n[servers.web]\ntype = "http"\n'
+                 'url = "%s/mcp"\n\n[policy.egress]\nweb = ["127.0.0.1"]\n' % other.base)
+        grant(sb)
+        with Gateway(sb, "--auto-project", env=env(sb)) as g:
+            g.initialize()
+            c = g.call("web__echo", {"message": "x"})
+            check(is_error(c), "moved: the call fails", c)
+            g.close()
+        seen = other.stats().get("auth_seen", [])
+        check(not any(toks["access_token"] in a for a in seen),
+              "moved: the token was never sent to the other URL", seen)
+        r, s = status(sb)
+        row = s and s["servers"][0]
+        check(row and not row["logged_in"] and "another URL" in row["reason"],
+              "moved: auth status says the login was for another URL", r.stdout)
+
+
+def static_header():
+    """A server the manifest gives its own Authorization header is not said
+    to need an OAuth login when that header is refused."""
+    with Sandbox() as sb, Fixture() as fx:
+        os.makedirs(sb.ah, exist_ok=True)
+        with open(os.path.join(sb.ah, "agentstack.toml"), "w") as f:
+            f.write("version = 1\n")
+        sb.write("agentstack.toml", 'version = 1\n\n[servers.web]\ntype = "http"\n'
+                 'url = "%s/mcp"\nheaders = { Authorization = "Bearer ${WEB_TOKEN}" }\n\n'
+                 '[policy.egress]\nweb = ["127.0.0.1"]\n' % fx.base)
+        grant(sb)
+        e = env(sb)
+        e["WEB_TOKEN"] = "not-a-live-token"
+        with Gateway(sb, "--auto-project", env=e) as g:
+            g.initialize()
+            s = text(g.call("tools_search", {"query": "echo"}))
+            check("needs login" not in s, "static header: no needs-login line", s)
+            g.close()
+        check(not os.path.exists(os.path.join(sb.ah, "oauth", "web.json")),
+              "static header: no login record is made")
+
+
 def refused(flags, what, needle, follow=True):
     with Sandbox() as sb, Fixture(*flags) as fx:
         project(sb, fx)
@@ -328,6 +375,8 @@ def main():
     happy()
     refresh()
     discovery()
+    moved()
+    static_header()
     hostile()
     done()
 
