@@ -79,10 +79,14 @@ def project(sb, fx):
 
 
 def login(sb, *extra, follow=True):
+    return login_with_env(sb, env(sb), *extra, follow=follow)
+
+
+def login_with_env(sb, e, *extra, follow=True):
     """Runs `auth login web`; fetches the printed URL and follows its
     redirect to the listener, as a browser would. (rc, stdout, stderr)."""
     p = subprocess.Popen([BIN, "auth", "login", "web", "--timeout", "60", *extra],
-                         cwd=sb.project, env=env(sb), stdout=subprocess.PIPE,
+                         cwd=sb.project, env=e, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     out = []
     url = None
@@ -381,4 +385,5 @@ def main():
     done()
 
 
-main()
+if __name__ == "__main__":
+    main()
