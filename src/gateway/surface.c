@@ -907,8 +907,12 @@ static struct mcp_client *make_client(struct gw *gw, struct gw_up *up)
  * status and doctor as `agentstack auth login <server>` (docs/oauth.md). */
 static void note_auth(struct gw_up *up, const struct mcp_reply *r)
 {
-    if (!up->http || r->status == MCP_OK)
+    if (!up->http)
         return;
+    if (r->status == MCP_OK) {
+        up->needs_login = false; /* a login made since, or the token accepted again */
+        return;
+    }
     /* A manifest that sends its own Authorization header made its choice:
      * its 401 is that header's, not a missing login. */
     bool own = false;

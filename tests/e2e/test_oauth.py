@@ -203,6 +203,19 @@ def happy():
             web = [x for x in lst["servers"] if x["name"] == "web"]
             check(web and web[0].get("needs_login") == "agentstack auth login web",
                   "agentstack_list: the upstream's status says needs login", lst)
+            # a login made while this gateway runs is used at its next request
+            rc, out, err, _ = login(sb)
+            check(rc == 0, "login while a gateway runs", out + err)
+            c = g.call("web__echo", {"message": "back"})
+            check(text(c) == "Echo: back", "the running gateway uses the new login", c)
+            s = text(g.call("tools_search", {"query": "echo"}))
+            check("needs login" not in s, "tools_search: no needs-login line after it", s)
+            r, st_ = status(sb)
+            check(st_ and st_["servers"][0]["logged_in"], "auth status: logged in again",
+                  r.stdout)
+            fetch(fx.base + "/_test/revoke-all", b"")
+            c = g.call("web__echo", {"message": "gone"})
+            check(is_error(c), "a call after the revocation fails", c)
             g.close()
         r, s = status(sb)
         row = s and s["servers"][0]
