@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "base/xalloc.h"
+#include "mcp/mcp.h"
 #include "oauth/oauth.h"
 
 void oauth_login_free(struct oauth_login *l)
@@ -39,7 +40,7 @@ void oauth_login_free(struct oauth_login *l)
 
 static const char probe_body[] =
     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
-    "\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"agentstack-auth\","
+    "\"" MCP_VERSION_DEFAULT "\",\"capabilities\":{},\"clientInfo\":{\"name\":\"agentstack-auth\","
     "\"version\":\"1\"}}}";
 
 /* The protected-resource metadata's URL: the 401's resource_metadata, else
