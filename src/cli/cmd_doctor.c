@@ -48,6 +48,7 @@
 #include "guard/guard.h"
 #include "library/library.h"
 #include "library/sync.h"
+#include "oauth/oauth.h"
 #include "onboard/onboard.h"
 #include "policy/policy.h"
 #include "trust/trust.h"
@@ -249,6 +250,22 @@ static void check_secrets(struct doc *d, const struct manifest *m, const struct 
     strvec_clear(&seen);
     onb_locator_free(&l);
     adp_effective_free(&eff);
+}
+
+/* HTTP servers whose OAuth login must be made again (docs/oauth.md). */
+static void check_logins(struct doc *d, const struct manifest *m)
+{
+    for (size_t i = 0; i < m->servers.n; i++) {
+        const struct mf_server *s = &m->servers.v[i];
+        strbuf why = SB_INIT, fix = SB_INIT;
+        if (s->type == MF_SERVER_HTTP && oauth_needs_login(s->name, &why)) {
+            oauth_login_command(s->name, &fix);
+            add(d, S_SECRETS, L_WARN, fix.buf, "server '%s' needs an OAuth login (%s)", s->name,
+                why.buf);
+        }
+        sb_release(&why);
+        sb_release(&fix);
+    }
 }
 
 /* Host of an http(s) URL (base/url.h), or NULL. */
@@ -1075,6 +1092,7 @@ int cmd_doctor(int argc, char **argv, struct cli_ctx *ctx)
         struct pol_ruleset *rs = NULL;
         check_policy(&d, m, machine, mst, mbuf, mhint, &rs);
         check_secrets(&d, m, &p, home.buf, lib, rs, ci);
+        check_logins(&d, m);
         check_literals(&d, m, &snap, ci, deep);
         check_lock(&d, m, &p, &snap, home.buf, lib, &locked);
         check_scan(&d, m, home.buf, lib, deep);

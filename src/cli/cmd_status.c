@@ -21,6 +21,7 @@
 #include "bundle/ref.h"
 #include "cli/cli.h"
 #include "library/library.h"
+#include "oauth/oauth.h"
 #include "onboard/onboard.h"
 #include "policy/policy.h"
 #include "trust/trust.h"
@@ -39,6 +40,7 @@ struct st {
     bool kc_unchecked; /* the keychain could not be asked */
     strvec shadowed;
     strvec sec_ok, sec_missing;
+    strvec logins_needed; /* HTTP servers that need `agentstack auth login` */
     char *next_cmd, *next_why;
     char *isolation; /* how stdio servers run here ([policy.isolation]) */
 };
@@ -88,6 +90,7 @@ static void st_free(struct st *s)
     strvec_clear(&s->shadowed);
     strvec_clear(&s->sec_ok);
     strvec_clear(&s->sec_missing);
+    strvec_clear(&s->logins_needed);
     free(s->next_cmd);
     free(s->next_why);
 }
@@ -184,6 +187,13 @@ static void gather(struct cli_ctx *ctx, struct st *s)
         for (size_t i = 0; i < refs.n; i++)
             strvec_push(onb_locate(&l, refs.v[i], NULL) ? &s->sec_ok : &s->sec_missing, refs.v[i]);
         s->kc_unchecked = refs.n && !l.kc_ok;
+        for (size_t i = 0; i < m->servers.n; i++) {
+            strbuf why = SB_INIT;
+            if (m->servers.v[i].type == MF_SERVER_HTTP &&
+                oauth_needs_login(m->servers.v[i].name, &why))
+                strvec_push(&s->logins_needed, m->servers.v[i].name);
+            sb_release(&why);
+        }
         onb_locator_free(&l);
         strvec_clear(&refs);
         if (s->project) {
@@ -207,6 +217,11 @@ static void gather(struct cli_ctx *ctx, struct st *s)
         char *c = xasprintf("agentstack secret set %s", s->sec_missing.v[0]);
         next(s, c, "a secret this project needs is not set on this machine");
         free(c);
+    } else if (s->logins_needed.n) {
+        strbuf c = SB_INIT;
+        oauth_login_command(s->logins_needed.v[0], &c);
+        next(s, c.buf, "an HTTP server needs an OAuth login");
+        sb_release(&c);
     } else if (s->project && !s->locked && (s->servers || s->skills || s->toolsets.n))
         next(s, "agentstack lock --write", "nothing is pinned yet");
     else if (s->project && s->trust != TRUST_TRUSTED)
@@ -288,6 +303,9 @@ static void print_human(const struct st *s, bool verbose)
         }
         term_printf("\n");
     }
+    for (size_t i = 0; i < s->logins_needed.n; i++)
+        term_printf("Login      %s needs login (agentstack auth login %s)\n", s->logins_needed.v[i],
+                    s->logins_needed.v[i]);
     term_printf("Gateway    ");
     if (s->connected.n) {
         term_printf("connected in ");
@@ -369,6 +387,7 @@ static void print_json(const struct st *s)
         json_object_set_new(sec, "resolved", strarr(&s->sec_ok));
         json_object_set_new(sec, "missing", strarr(&s->sec_missing));
         json_object_set_new(pr, "secrets", sec);
+        json_object_set_new(pr, "logins_needed", strarr(&s->logins_needed));
         json_object_set_new(o, "project", pr);
     } else {
         json_object_set_new(o, "project", json_null());

@@ -19,8 +19,10 @@ extern const struct cli_spec cmd_help_spec, cmd_version_spec, cmd_lock_spec, cmd
     cmd_adopt_spec, cmd_status_spec, cmd_self_spec, cmd_explain_spec, cmd_why_spec,
     cmd_toolset_spec, cmd_more_spec, cmd_x_spec, cmd_lease_spec, cmd_adapters_spec,
     cmd_settings_spec, cmd_delivery_spec, cmd_completions_spec, cmd_uninstall_spec,
-    cmd_unrender_spec, cmd_yes_spec, cmd_export_spec, cmd_import_spec;
+    cmd_unrender_spec, cmd_yes_spec, cmd_export_spec, cmd_import_spec, cmd_auth_spec;
 
+/* Three names a row, also when the count is not a multiple of three. */
+/* clang-format off */
 const struct cli_spec *const cli_commands[] = {
     &cmd_help_spec,         &cmd_version_spec,     &cmd_lock_spec,
     &cmd_trust_spec,        &cmd_yes_spec,         &cmd_export_spec,
@@ -39,8 +41,10 @@ const struct cli_spec *const cli_commands[] = {
     &cmd_why_spec,          &cmd_toolset_spec,     &cmd_lease_spec,
     &cmd_adapters_spec,     &cmd_settings_spec,    &cmd_delivery_spec,
     &cmd_completions_spec,  &cmd_uninstall_spec,   &cmd_unrender_spec,
-    &cmd_more_spec,         &cmd_x_spec,           NULL,
+    &cmd_more_spec,         &cmd_x_spec,           &cmd_auth_spec,
+    NULL,
 };
+/* clang-format on */
 
 const struct cli_spec *cli_find(const char *name)
 {

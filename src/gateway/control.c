@@ -335,6 +335,10 @@ static void search_finish(struct gw *gw, struct job *j)
     if (late.len)
         sb_addf(&out, "\n(still starting, not searched yet: %s — search again shortly)", late.buf);
     sb_release(&late);
+    for (size_t i = 0; i < sf->ups.n; i++)
+        if (sf->ups.v[i]->needs_login)
+            sb_addf(&out, "\n(needs login, not searched: %s — run `agentstack auth login %s`)",
+                    sf->ups.v[i]->name, sf->ups.v[i]->name);
     gw_reply(gw, j, gw_text_result(out.buf, false));
     sb_release(&out);
     gw_job_free(j);

@@ -228,7 +228,13 @@ static json_t *server_json(const struct gw_surface *sf, const struct mf_server *
     }
     json_object_set_new(e, "secrets", refs_json(s));
     bool open = sf && sf->gate == GW_GATE_OPEN;
-    json_object_set_new(e, "proxied", json_boolean(open && gw_surface_up(sf, s->name) != NULL));
+    const struct gw_up *up = open ? gw_surface_up(sf, s->name) : NULL;
+    json_object_set_new(e, "proxied", json_boolean(up != NULL));
+    if (up && up->needs_login) {
+        char *fix = xasprintf("agentstack auth login %s", s->name);
+        json_object_set_new(e, "needs_login", json_string(fix)); /* docs/oauth.md */
+        free(fix);
+    }
     const char *why = skip_why(sf, s->name);
     if (why)
         json_object_set_new(e, "skipped", clean_str(why, 400));

@@ -132,6 +132,8 @@ struct gw_up {
     char *cwd_rel; /* the manifest's project-relative cwd, re-checked before a spawn */
     strvec secret_names, secret_vals; /* resolved for this upstream; masked in notes */
     char **headers;
+    struct oauth_bearer *oauth;   /* a stored OAuth login (docs/oauth.md), or NULL */
+    bool needs_login;             /* the server refused us (401): `agentstack auth login` */
     strvec unresolved;            /* refs that did not resolve */
     strvec denied;                /* refs [policy.secrets] denied */
     bool unresolved_hint;         /* show "Set it with `agentstack secret set`." */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "audit/audit.h"
@@ -26,6 +27,7 @@
 #include "bundle/lockfile.h"
 #include "bundle/ref.h"
 #include "gateway/gw_int.h"
+#include "oauth/oauth.h"
 #include "secrets/backends.h"
 #include "secrets/secrets.h"
 #include "trust/trust.h"
@@ -71,6 +73,7 @@ static void up_free(struct gw_up *up)
     free_vec_secure(up->argv);
     free_vec_secure(up->envp);
     free_vec_secure(up->headers);
+    oauth_bearer_free(up->oauth);
     free_secure(up->cwd);
     free(up->cwd_rel);
     strvec_clear(&up->secret_names);
@@ -515,6 +518,7 @@ static struct gw_up *up_build(struct gw *gw, struct gw_surface *sf, struct sec_c
             return NULL;
         }
         sb_release(&bad);
+        up->oauth = oauth_bearer_open(def->name, up->url);
     } else {
         strvec argv = STRVEC_INIT;
         strvec_push_take(&argv, expand(&res, def->command ? def->command : ""));
@@ -875,8 +879,19 @@ static struct mcp_client *make_client(struct gw *gw, struct gw_up *up)
     o.on_notification = gw_up_notified;
     o.notify_ctx = up;
     if (up->http) {
-        struct mcp_http_opts ho = {up->url, (const char *const *)up->headers, GW_HTTP_TIMEOUT_MS,
-                                   gw_egress_dial_check, up};
+        struct mcp_http_opts ho = {up->url,
+                                   (const char *const *)up->headers,
+                                   GW_HTTP_TIMEOUT_MS,
+                                   gw_egress_dial_check,
+                                   up,
+                                   NULL,
+                                   NULL,
+                                   NULL};
+        if (up->oauth) {
+            ho.auth = oauth_bearer_auth_cb;
+            ho.auth_refused = oauth_bearer_refused_cb;
+            ho.auth_ctx = up->oauth;
+        }
         return mcp_client_http(gw->loop, &ho, &o);
     }
     struct mcp_stdio_opts so = {(const char *const *)up->argv,
@@ -889,9 +904,33 @@ static struct mcp_client *make_client(struct gw *gw, struct gw_up *up)
     return mcp_client_stdio(gw->loop, &so, &o);
 }
 
+/* A 401, or a stored login that cannot be used: said by tools_search,
+ * status and doctor as `agentstack auth login <server>` (docs/oauth.md). */
+static void note_auth(struct gw_up *up, const struct mcp_reply *r)
+{
+    if (!up->http)
+        return;
+    if (r->status == MCP_OK) {
+        up->needs_login = false; /* a login made since, or the token accepted again */
+        return;
+    }
+    /* A manifest that sends its own Authorization header made its choice:
+     * its 401 is that header's, not a missing login. */
+    bool own = false;
+    for (size_t i = 0; up->def && i < up->def->headers.n; i++)
+        own = own || strcasecmp(up->def->headers.v[i].key, "authorization") == 0;
+    if (own && !up->oauth)
+        return;
+    if (r->http_status == 401 && !up->oauth && up->url)
+        oauth_mark_needs_login(up->name, up->url, "the server asks for authorization (HTTP 401)");
+    if (r->http_status == 401 || oauth_bearer_needs_login(up->oauth))
+        up->needs_login = true;
+}
+
 static void start_done(void *ctx, const struct mcp_reply *r)
 {
     struct gw_up *up = ctx;
+    note_auth(up, r);
     if (r->status != MCP_OK) {
         char *m = up_mask(up, r->message);
         gw_note("upstream '%s' did not start: %s (%s)", up->name, mcp_status_name(r->status), m);
@@ -1015,6 +1054,7 @@ static void on_listed(void *ctx, const struct mcp_reply *r)
     if (!sf)
         return; /* its surface is gone; the client is shutting down */
     up->late = false;
+    note_auth(up, r);
     if (r->status == MCP_OK)
         gw_up_store_tools(up, r->result);
     else {

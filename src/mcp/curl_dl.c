@@ -22,7 +22,7 @@ static int loaded;
 #define SYM(f) {"curl_" #f, offsetof(struct mcp_curl, f)}
 static const struct dl_sym syms[] = {
     SYM(global_init), SYM(easy_init), SYM(easy_cleanup), SYM(easy_setopt), SYM(easy_getinfo),
-    SYM(easy_strerror), SYM(slist_append), SYM(slist_free_all),
+    SYM(easy_strerror), SYM(easy_perform), SYM(slist_append), SYM(slist_free_all),
     SYM(multi_init), SYM(multi_cleanup), SYM(multi_setopt), SYM(multi_add_handle),
     SYM(multi_remove_handle), SYM(multi_socket_action), SYM(multi_info_read),
     SYM(url), SYM(url_set), SYM(url_get), SYM(url_cleanup), SYM(free),

@@ -28,6 +28,8 @@ struct mcp_curl {
     __typeof__(curl_easy_setopt) *easy_setopt;
     __typeof__(curl_easy_getinfo) *easy_getinfo;
     __typeof__(curl_easy_strerror) *easy_strerror;
+    /* One blocking transfer: the OAuth exchanges of a login (oauth/fetch.c). */
+    __typeof__(curl_easy_perform) *easy_perform;
     __typeof__(curl_slist_append) *slist_append;
     __typeof__(curl_slist_free_all) *slist_free_all;
     __typeof__(curl_multi_init) *multi_init;

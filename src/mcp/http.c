@@ -56,6 +56,10 @@ struct http_tr {
     char *proxy; /* from the environment, or "" (a direct connection) */
     mcp_addr_check_fn addr_check;
     void *addr_ctx;
+    int (*auth)(void *ctx, strbuf *line, char *why, size_t whysz);
+    void (*auth_refused)(void *ctx);
+    void *auth_ctx;
+    char auth_why[400]; /* the last auth refusal, for the request it failed */
     struct xfer *xfers;
     int closing;
     uint64_t close_timer;
@@ -369,6 +373,8 @@ static void finish_xfer(struct http_tr *tr, struct xfer *x, CURLcode rc)
         }
         return;
     }
+    if (rc == CURLE_OK && status == 401 && tr->auth_refused)
+        tr->auth_refused(tr->auth_ctx);
     if (x->id && mcp__pending(c, x->id)) {
         char msg[320];
         enum mcp_status st;
@@ -552,6 +558,7 @@ static struct xfer *xfer_new(struct http_tr *tr, uint64_t id)
 {
     struct mcp_client *c = tr->c;
     const struct mcp_curl *cu = tr->cu;
+    tr->auth_why[0] = '\0';
     if (!tr->multi)
         return NULL; /* never opened: libcurl may not even be loaded */
     struct xfer *x = xcalloc(1, sizeof *x);
@@ -598,6 +605,17 @@ static struct xfer *xfer_new(struct http_tr *tr, uint64_t id)
     }
     for (size_t i = 0; tr->headers && tr->headers[i]; i++)
         x->hdrs = cu->slist_append(x->hdrs, tr->headers[i]);
+    if (tr->auth) {
+        strbuf line = SB_INIT;
+        int rc = tr->auth(tr->auth_ctx, &line, tr->auth_why, sizeof tr->auth_why);
+        if (rc == 0)
+            x->hdrs = cu->slist_append(x->hdrs, line.buf);
+        sb_release_secure(&line);
+        if (rc < 0) {
+            xfer_free(x);
+            return NULL;
+        }
+    }
     return x;
 }
 
@@ -615,7 +633,8 @@ static void h_send(struct mcp_client *c, const json_t *msg, uint64_t id)
     struct xfer *x = xfer_new(tr, id);
     if (!x) {
         if (id)
-            mcp__fail_later(c, id, MCP_E_HTTP, "cannot create an HTTP transfer");
+            mcp__fail_later(c, id, MCP_E_HTTP,
+                            tr->auth_why[0] ? tr->auth_why : "cannot create an HTTP transfer");
         return;
     }
     strbuf sb = SB_INIT;
@@ -801,6 +820,9 @@ struct mcp_client *mcp_client_http(struct mcp_loop *loop, const struct mcp_http_
         tr->connect_timeout_ms = ho->connect_timeout_ms;
         tr->addr_check = ho->addr_check;
         tr->addr_ctx = ho->addr_ctx;
+        tr->auth = ho->auth;
+        tr->auth_refused = ho->auth_refused;
+        tr->auth_ctx = ho->auth_ctx;
     }
     tr->proxy = env_proxy(tr->url ? tr->url : "");
     if (tr->connect_timeout_ms <= 0)

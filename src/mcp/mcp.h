@@ -386,6 +386,13 @@ struct mcp_http_opts {
      * it the proxy resolves the name, and the check is not called. */
     mcp_addr_check_fn addr_check;
     void *addr_ctx;
+    /* Called before every request (NULL = none): appends the request's
+     * "Authorization: ..." line and returns 0, or returns -1 with why (no
+     * secret in it), and the request fails with that message. auth_refused
+     * is called when the server answers such a request with 401. */
+    int (*auth)(void *ctx, strbuf *line, char *why, size_t whysz);
+    void (*auth_refused)(void *ctx);
+    void *auth_ctx;
 };
 
 /* Creates a client; nothing is spawned or contacted until mcp_client_start.

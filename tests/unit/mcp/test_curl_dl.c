@@ -110,7 +110,7 @@ static void test_absent_libcurl_fails_only_http(void **state)
 
     struct mcp_loop *loop = mcp_loop_new(&err);
     assert_non_null(loop);
-    struct mcp_http_opts ho = {"http://127.0.0.1:9/mcp", NULL, 0, NULL, NULL};
+    struct mcp_http_opts ho = {"http://127.0.0.1:9/mcp", NULL, 0, NULL, NULL, NULL, NULL, NULL};
     struct mcp_client *hc = mcp_client_http(loop, &ho, NULL);
     char *script = fixture("fake_server.py");
     const char *argv[] = {"python3", script, NULL};
@@ -178,7 +178,7 @@ static void test_installed_later_starts_without_restart(void **state)
     start_http_server(&srv, url, sizeof url);
     struct as_err err = AS_ERR_INIT;
     struct mcp_loop *loop = mcp_loop_new(&err);
-    struct mcp_http_opts ho = {url, NULL, 0, NULL, NULL};
+    struct mcp_http_opts ho = {url, NULL, 0, NULL, NULL, NULL, NULL, NULL};
     struct mcp_client *c = mcp_client_http(loop, &ho, NULL);
     struct done d = {0};
     assert_int_equal(mcp_client_start(c, on_done, &d, &err), 0);

@@ -121,7 +121,7 @@ static int teardown(void **state)
 
 static struct mcp_client *make(struct env *e, const char *const *headers, struct mcp_client_opts *o)
 {
-    struct mcp_http_opts ho = {e->url, headers, 0, NULL, NULL};
+    struct mcp_http_opts ho = {e->url, headers, 0, NULL, NULL, NULL, NULL, NULL};
     e->c = mcp_client_http(e->loop, &ho, o);
     return e->c;
 }
