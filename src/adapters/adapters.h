@@ -129,6 +129,10 @@ void adp_registry_free(struct adp_registry *r);
 const struct adp_desc *adp_registry_find(const struct adp_registry *r, const char *id);
 /* "unknown CLI 'codx' — did you mean 'codex'? …" with the known ids. */
 int adp_unknown_id_err(const struct adp_registry *r, const char *id, struct as_err *err);
+/* 0 when every id of ids (NULL = none) names an adapter; else the first that
+ * does not, as adp_unknown_id_err says it. The check of every --target list
+ * (adopt, unrender, connect). */
+int adp_registry_check_ids(const struct adp_registry *r, const strvec *ids, struct as_err *err);
 
 /* ---- paths and detection -------------------------------------------------- */
 
