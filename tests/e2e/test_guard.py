@@ -296,8 +296,14 @@ def install_uninstall():
                            capture_output=True, env=sb.env(), cwd=sb.project, timeout=60)
         check(b'"deny"' in p.stdout, "the installed hook command denies", p.stdout + p.stderr)
         r = sb.run("guard", "status")
+        # the unprotected CLIs are the descriptors without a guard block, in
+        # the registry's order (adapters/*.yaml)
+        unprotected = next((ln for ln in r.stdout.splitlines() if ln.startswith("NOT protected: ")),
+                           "")
+        names = unprotected[len("NOT protected: "):].split(" (")[0].split(", ")
         check("guard: enabled" in r.stdout and "✓ Claude Code / VS Code hook installed"
-              in r.stdout and "NOT protected: claude-desktop, junie, kiro, cline, zed, amp" in r.stdout,
+              in r.stdout and sorted(names) == ["amp", "claude-desktop", "cline", "junie", "kiro",
+                                                "zed"],
               "guard status", r.stdout)
         sb.run("guard", "install", "--write")
         with open(claude) as f:
