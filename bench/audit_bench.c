@@ -1,5 +1,5 @@
 /*
- * audit_bench — how long one call-audit append takes (src/audit/chain.c),
+ * audit_bench — how long one call-audit append takes (src/audit/aud_chain.c),
  * alone and while another process appends to the same calls.jsonl, so
  * `make bench` shows what lock contention between two busy gateways costs
  * a call (issue 5: the append runs on the gateway's event loop).

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The call audit's append (src/audit/chain.c): its latency alone and while a
+# The call audit's append (src/audit/aud_chain.c): its latency alone and while a
 # second process appends to the same calls.jsonl, p50/p99/max and the
 # appends over 1 ms; the chain is verified afterwards. Issue 5: the append
 # runs on the gateway's event loop, so lock contention is call latency.

@@ -1,5 +1,5 @@
 /*
- * proxy_bench — drives the sandbox's egress proxy (src/sandbox/proxy.h)
+ * proxy_bench — drives the sandbox's egress proxy (src/egress/proxy.h)
  * outside a sandbox, so `make bench` can set a tunnel beside a direct
  * loopback connection measured in the same run (docs/performance.md).
  *
@@ -48,7 +48,7 @@
 #include <unistd.h>
 
 #include "base/err.h"
-#include "sandbox/proxy.h"
+#include "egress/proxy.h"
 #include "sandbox/record.h"
 
 #define BENCH_HOST "bench.example"

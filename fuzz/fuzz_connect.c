@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "base/strbuf.h"
-#include "sandbox/connect.h"
+#include "egress/connect.h"
 
 static void check_host(const char *h)
 {

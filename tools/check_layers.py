@@ -9,6 +9,10 @@ dependency — found two ways:
   includes  every `#include "<module>/..."` line in src/<module>/ (and in the
             files of a library carved out of a directory, such as the CLI's
             parser) must name the module itself or one it may use;
+  names     no two modules have a source file (.c) of the same name: where
+            two modules hold a file for the same idea, each name carries its
+            module's prefix (docs/architecture.md "File names"), so a stack
+            trace, a grep hit or an object file names its module;
   symbols   with --lib, every undefined symbol of a module's static library
             that another module's library defines must come from a module it
             may use (what the linker would otherwise resolve silently,
@@ -128,6 +132,16 @@ def main():
                         if f.endswith((".c", ".h")) and
                         os.path.realpath(os.path.join(d, f)) not in claimed]
 
+    seen = {}
+    for m in order + ["cli"]:
+        for f in units.get(m, []):
+            if f.endswith(".c"):
+                seen.setdefault(os.path.basename(f), []).append(os.path.relpath(f, a.root))
+    for name, where in sorted(seen.items()):
+        if len(where) > 1:
+            problems.append(f"{where[0]}: the file name {name} is also used by "
+                            f"{', '.join(where[1:])}: give each its module's prefix")
+
     for unit, files in sorted(units.items()):
         may = allowed.get(unit, set())
         mine = {os.path.realpath(f) for f in files}
@@ -168,11 +182,11 @@ def main():
     for p in problems:
         print(p)
     if problems:
-        print(f"check_layers: {len(problems)} edge(s) against the declared module order "
-              f"(CMakeLists.txt AS_DEPS_*)")
+        print(f"check_layers: {len(problems)} problem(s): edges against the declared module "
+              f"order (CMakeLists.txt AS_DEPS_*) or file names two modules share")
         return 1
     print(f"check_layers: {sum(len(f) for f in units.values())} files and {len(libs)} "
-          f"libraries follow the declared order")
+          f"libraries follow the declared order, no file name shared")
     return 0
 
 

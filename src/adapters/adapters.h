@@ -29,6 +29,7 @@
 #include "base/err.h"
 #include "base/strbuf.h"
 #include "base/vec.h"
+#include "guard/guard.h"
 
 /* File formats a descriptor can name. No target is YAML. */
 enum adp_format {
@@ -102,6 +103,16 @@ struct adp_desc {
 
     strvec headless_args;
     strvec mcp_injection_args;
+
+    /* guard: where the CLI's pre-tool hook lives (docs/adapters.md); without
+     * it the host guard cannot protect the CLI. */
+    bool has_guard;
+    char *guard_file;    /* "~/..." */
+    char *guard_key;     /* claude/flat shapes: the object holding the events */
+    strvec guard_events; /* at most GUARD_WIRE_EVENTS */
+    enum guard_proto guard_proto;
+    enum guard_wire_shape guard_shape;
+    strvec guard_also_read_by; /* other CLIs (ids) that read the same hook file */
 };
 
 /* Parses one descriptor. path is used in errors ("path:line:col: ...").
@@ -135,6 +146,10 @@ void adp_registry_free(struct adp_registry *r);
 const struct adp_desc *adp_registry_find(const struct adp_registry *r, const char *id);
 /* "unknown CLI 'codx' — did you mean 'codex'? …" with the known ids. */
 int adp_unknown_id_err(const struct adp_registry *r, const char *id, struct as_err *err);
+/* 0 when every id of ids (NULL = none) names an adapter; else the first that
+ * does not, as adp_unknown_id_err says it. The check of every --target list
+ * (adopt, unrender, connect). */
+int adp_registry_check_ids(const struct adp_registry *r, const strvec *ids, struct as_err *err);
 
 /* ---- paths and detection -------------------------------------------------- */
 

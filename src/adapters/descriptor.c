@@ -416,11 +416,79 @@ static void apply_path_env(struct adp_desc *d)
     }
 }
 
+/* guard: the host guard's hook file for this CLI (docs/adapters.md). The
+ * file is in the user's home ("~/..."); a claude or flat shape edits the
+ * object under key (default "hooks") for one to four events; a copilot or
+ * plugin shape owns its whole file, so it has no key. */
+static int parse_guard(struct yctx *c, const yaml_node_t *n, struct adp_desc *d)
+{
+    static const char *const keys[] = {"file",  "key",          "events", "protocol",
+                                       "shape", "also_read_by", NULL};
+    char *proto = NULL, *shape = NULL;
+    int rc = -1;
+    if (check_map(c, n, "guard", keys) || get_str(c, n, "file", "guard", &d->guard_file) ||
+        get_str(c, n, "key", "guard", &d->guard_key) ||
+        get_strlist(c, n, "events", "guard", &d->guard_events) ||
+        get_str(c, n, "protocol", "guard", &proto) || get_str(c, n, "shape", "guard", &shape) ||
+        get_strlist(c, n, "also_read_by", "guard", &d->guard_also_read_by) ||
+        check_path(c, n, "file", "guard", d->guard_file, false))
+        goto out;
+    if (!d->guard_file || !proto || !shape) {
+        node_err(c, n, "guard needs file, protocol and shape");
+        goto out;
+    }
+    if (strncmp(d->guard_file, "~/", 2) != 0) {
+        node_err(c, get(c, n, "file"), "guard.file must start with '~/' (a file in your home)");
+        goto out;
+    }
+    if (guard_proto_parse(proto, &d->guard_proto) < 0) {
+        strbuf known = SB_INIT;
+        for (int p = 0; p < GUARD_P_COUNT; p++)
+            sb_addf(&known, "%s%s", p ? ", " : "", guard_proto_name((enum guard_proto)p));
+        node_err(c, get(c, n, "protocol"), "guard.protocol must be one of %s (got '%s')", known.buf,
+                 proto);
+        sb_release(&known);
+        goto out;
+    }
+    if (guard_wire_shape_parse(shape, &d->guard_shape) < 0) {
+        node_err(c, get(c, n, "shape"),
+                 "guard.shape must be claude, flat, copilot or plugin (got '%s')", shape);
+        goto out;
+    }
+    bool edits = d->guard_shape == GUARD_W_CLAUDE || d->guard_shape == GUARD_W_FLAT;
+    if (!edits && d->guard_key) {
+        node_err(c, get(c, n, "key"), "guard.key: a %s shape owns its whole file (no key)", shape);
+        goto out;
+    }
+    if (edits && !d->guard_key)
+        d->guard_key = xstrdup("hooks");
+    if (edits && d->guard_events.n == 0) {
+        node_err(c, n, "guard.events: a %s shape needs the event(s) to hook", shape);
+        goto out;
+    }
+    if (d->guard_events.n > GUARD_WIRE_EVENTS) {
+        node_err(c, get(c, n, "events"), "guard.events has more than %d events", GUARD_WIRE_EVENTS);
+        goto out;
+    }
+    for (size_t i = 0; i < d->guard_also_read_by.n; i++)
+        if (!id_ok(d->guard_also_read_by.v[i])) {
+            node_err(c, get(c, n, "also_read_by"), "guard.also_read_by: '%s' is not an adapter id",
+                     d->guard_also_read_by.v[i]);
+            goto out;
+        }
+    d->has_guard = true;
+    rc = 0;
+out:
+    free(proto);
+    free(shape);
+    return rc;
+}
+
 static int parse_root(struct yctx *c, const yaml_node_t *root, struct adp_desc *d)
 {
     static const char *const keys[] = {
-        "id",           "display", "detect",   "config",     "project",  "mcp", "skills",
-        "instructions", "hooks",   "settings", "extensions", "headless", NULL};
+        "id",           "display", "detect",   "config",     "project",  "mcp",   "skills",
+        "instructions", "hooks",   "settings", "extensions", "headless", "guard", NULL};
     static const char *const detect_k[] = {"bin", "config", NULL};
     static const char *const config_k[] = {"path", "format", "path_env", NULL};
     static const char *const project_k[] = {"config", "format", NULL};
@@ -563,6 +631,8 @@ static int parse_root(struct yctx *c, const yaml_node_t *root, struct adp_desc *
              get_strlist(c, inj, "args", "headless.mcp_injection", &d->mcp_injection_args)))
             return -1;
     }
+    if (!is_null(n = get(c, root, "guard")) && parse_guard(c, n, d))
+        return -1;
     return 0;
 }
 
@@ -668,7 +738,9 @@ void adp_desc_free(struct adp_desc *d)
                      &d->settings_model_key,
                      &d->settings_effort_key,
                      &d->ext_dir,
-                     &d->ext_project_dir};
+                     &d->ext_project_dir,
+                     &d->guard_file,
+                     &d->guard_key};
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
         free(*strs[i]);
     for (size_t i = 0; i < d->settings_fields.n; i++) {
@@ -685,5 +757,7 @@ void adp_desc_free(struct adp_desc *d)
     strvec_clear(&d->headless_args);
     strvec_clear(&d->mcp_injection_args);
     strvec_clear(&d->config_path_env);
+    strvec_clear(&d->guard_events);
+    strvec_clear(&d->guard_also_read_by);
     free(d);
 }

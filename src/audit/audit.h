@@ -194,6 +194,18 @@ struct aud_summary {
     json_t *by_tool;     /* {"server__tool": {"calls": n, "denied": n}}, in first-seen order */
 };
 
+/* The one reader of the rotated row logs (calls.jsonl, loads.jsonl): for
+ * <home>/audit/<name>.1 then <home>/audit/<name>, fn(ctx, row) for each line
+ * that is a JSON object (row is freed after the call); a non-empty line that
+ * is not one counts into *unreadable (unless NULL). Never through a symlink
+ * and never a non-regular file: what is read is the evidence file. A file
+ * that is not there reads as empty. 0, or -1 with err (the first file that
+ * cannot be read stops the walk). Callers: aud_calls_summarize,
+ * aud_calls_table, `report usage` (loads). */
+typedef void (*aud_row_fn)(void *ctx, json_t *row);
+int aud_log_each(const char *home, const char *name, aud_row_fn fn, void *ctx, size_t *unreadable,
+                 struct as_err *err);
+
 /* Reads calls.jsonl.1 then calls.jsonl; project NULL = every project. */
 int aud_calls_summarize(const char *home, const char *project, struct aud_summary *s,
                         struct as_err *err);

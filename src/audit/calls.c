@@ -2,12 +2,9 @@
  * Call and load rows (docs/audit.md) and the `audit --calls` summary —
  * see audit.h.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -252,78 +249,48 @@ int aud_load_append(const char *home, const char *name, const char *reason, cons
 
 /* ---- summary ---- */
 
-static int summarize_file(const char *path, const char *project, struct aud_summary *s,
-                          struct as_err *err)
+struct summarize_ctx {
+    const char *project;
+    struct aud_summary *s;
+};
+
+static void summarize_row(void *vctx, json_t *row)
 {
-    /* never through a symlink: what is summed up is the evidence file */
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
-        return errno == ENOENT ? 0 : as_err_errno(err, "cannot read %s", path);
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return as_err_set(err, "cannot read %s: not a regular file", path);
+    struct summarize_ctx *c = vctx;
+    struct aud_summary *s = c->s;
+    const char *tool = json_string_value(json_object_get(row, "tool"));
+    const char *server = json_string_value(json_object_get(row, "server"));
+    const char *proj = json_string_value(json_object_get(row, "project"));
+    if (!tool || !server || aud_is_family_tool(tool) || aud_is_execution_row(row) ||
+        (c->project && (!proj || strcmp(proj, c->project) != 0)))
+        return;
+    if (strcmp(server, AUD_GUARD_SERVER) == 0) {
+        s->guard_denied++; /* a refused hook, never a brokered call */
+        return;
     }
-    FILE *f = fdopen(fd, "re");
-    if (!f) {
-        close(fd);
-        return as_err_errno(err, "cannot read %s", path);
+    s->calls++;
+    int denied = json_object_get(row, "layer") != NULL;
+    s->denied += (size_t)denied;
+    const char *outcome = json_string_value(json_object_get(row, "outcome"));
+    if (outcome && strcmp(outcome, "ok") == 0)
+        s->ok++;
+    else if (outcome && strcmp(outcome, "error") == 0)
+        s->errors++;
+    char *name = xasprintf("%s__%s", server, tool);
+    json_t *t = json_object_get(s->by_tool, name);
+    if (!t) {
+        t = json_object();
+        json_object_set_new(t, "calls", json_integer(0));
+        json_object_set_new(t, "denied", json_integer(0));
+        json_object_set_new(s->by_tool, name, t);
+        s->tools++;
     }
-    char *buf = NULL;
-    size_t cap = 0;
-    ssize_t n;
-    while ((n = getline(&buf, &cap, f)) > 0) {
-        json_error_t je;
-        json_t *row = json_loadb(buf, (size_t)n, 0, &je);
-        if (!json_is_object(row)) {
-            if (n > 1 || buf[0] != '\n')
-                s->unreadable++;
-            if (row)
-                json_decref(row);
-            continue;
-        }
-        const char *tool = json_string_value(json_object_get(row, "tool"));
-        const char *server = json_string_value(json_object_get(row, "server"));
-        const char *proj = json_string_value(json_object_get(row, "project"));
-        if (!tool || !server || aud_is_family_tool(tool) || aud_is_execution_row(row) ||
-            (project && (!proj || strcmp(proj, project) != 0))) {
-            json_decref(row);
-            continue;
-        }
-        if (strcmp(server, AUD_GUARD_SERVER) == 0) {
-            s->guard_denied++; /* a refused hook, never a brokered call */
-            json_decref(row);
-            continue;
-        }
-        s->calls++;
-        int denied = json_object_get(row, "layer") != NULL;
-        s->denied += (size_t)denied;
-        const char *outcome = json_string_value(json_object_get(row, "outcome"));
-        if (outcome && strcmp(outcome, "ok") == 0)
-            s->ok++;
-        else if (outcome && strcmp(outcome, "error") == 0)
-            s->errors++;
-        char *name = xasprintf("%s__%s", server, tool);
-        json_t *t = json_object_get(s->by_tool, name);
-        if (!t) {
-            t = json_object();
-            json_object_set_new(t, "calls", json_integer(0));
-            json_object_set_new(t, "denied", json_integer(0));
-            json_object_set_new(s->by_tool, name, t);
-            s->tools++;
-        }
-        json_object_set_new(t, "calls",
-                            json_integer(json_integer_value(json_object_get(t, "calls")) + 1));
-        if (denied)
-            json_object_set_new(t, "denied",
-                                json_integer(json_integer_value(json_object_get(t, "denied")) + 1));
-        free(name);
-        json_decref(row);
-    }
-    int r = ferror(f) ? as_err_errno(err, "cannot read %s", path) : 0;
-    free(buf);
-    fclose(f);
-    return r;
+    json_object_set_new(t, "calls",
+                        json_integer(json_integer_value(json_object_get(t, "calls")) + 1));
+    if (denied)
+        json_object_set_new(t, "denied",
+                            json_integer(json_integer_value(json_object_get(t, "denied")) + 1));
+    free(name);
 }
 
 int aud_calls_summarize(const char *home, const char *project, struct aud_summary *s,
@@ -331,13 +298,8 @@ int aud_calls_summarize(const char *home, const char *project, struct aud_summar
 {
     memset(s, 0, sizeof *s);
     s->by_tool = json_object();
-    char *path = xasprintf("%s/audit/calls.jsonl", home);
-    char *old = xasprintf("%s.1", path);
-    int r = summarize_file(old, project, s, err);
-    if (r == 0)
-        r = summarize_file(path, project, s, err);
-    free(path);
-    free(old);
+    struct summarize_ctx c = {project, s};
+    int r = aud_log_each(home, "calls.jsonl", summarize_row, &c, &s->unreadable, err);
     return r;
 }
 

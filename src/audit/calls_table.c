@@ -1,13 +1,9 @@
 /*
  * The per-tool table of `audit --calls` — see calls_table.h.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "audit/calls_table.h"
 #include "base/xalloc.h"
@@ -128,42 +124,16 @@ static void count_row(struct aud_table *t, const json_t *row)
     count_by_tool(&t->sum, server, tool, policy);
 }
 
-static int read_file(const char *path, const struct aud_table_filter *f, struct aud_table *t,
-                     struct as_err *err)
+struct table_ctx {
+    const struct aud_table_filter *f;
+    struct aud_table *t;
+};
+
+static void table_row(void *vctx, json_t *row)
 {
-    /* never through a symlink: what is counted is the evidence file */
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
-        return errno == ENOENT ? 0 : as_err_errno(err, "cannot read %s", path);
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return as_err_set(err, "cannot read %s: not a regular file", path);
-    }
-    FILE *fp = fdopen(fd, "re");
-    if (!fp) {
-        close(fd);
-        return as_err_errno(err, "cannot read %s", path);
-    }
-    char *buf = NULL;
-    size_t cap = 0;
-    ssize_t n;
-    while ((n = getline(&buf, &cap, fp)) > 0) {
-        json_error_t je;
-        json_t *row = json_loadb(buf, (size_t)n, 0, &je);
-        if (!json_is_object(row)) {
-            if (n > 1 || buf[0] != '\n')
-                t->sum.unreadable++;
-        } else if (keep(row, f)) {
-            count_row(t, row);
-        }
-        if (row)
-            json_decref(row);
-    }
-    int r = ferror(fp) ? as_err_errno(err, "cannot read %s", path) : 0;
-    free(buf);
-    fclose(fp);
-    return r;
+    struct table_ctx *c = vctx;
+    if (keep(row, c->f))
+        count_row(c->t, row);
 }
 
 static int cmp_ll(const void *a, const void *b)
@@ -184,15 +154,8 @@ int aud_calls_table(const char *home, const struct aud_table_filter *f, struct a
 {
     memset(t, 0, sizeof *t);
     t->sum.by_tool = json_object();
-    size_t n = strlen(home) + sizeof "/audit/calls.jsonl.1";
-    char *path = xmalloc(n), *old = xmalloc(n);
-    snprintf(path, n, "%s/audit/calls.jsonl", home);
-    snprintf(old, n, "%s.1", path);
-    int r = read_file(old, f, t, err);
-    if (r == 0)
-        r = read_file(path, f, t, err);
-    free(path);
-    free(old);
+    struct table_ctx c = {f, t};
+    int r = aud_log_each(home, "calls.jsonl", table_row, &c, &t->sum.unreadable, err);
     if (r < 0) {
         aud_table_release(t);
         return -1;

@@ -1,7 +1,7 @@
 /*
  * base64 — the standard alphabet with padding (RFC 4648 section 4), for the
  * two places bytes travel as text: the HTTP Basic scheme the egress proxy
- * expects (sandbox/connect.c) and the files of an export document
+ * expects (egress/connect.c) and the files of an export document
  * (docs/formats.md, "Export document").
  *
  * Guarantees:

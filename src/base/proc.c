@@ -398,6 +398,19 @@ static ssize_t write_nosigpipe(int fd, const void *buf, size_t n)
     return w;
 }
 
+void proc_feed_stdin(struct proc *p, const char *in, size_t in_len, size_t *sent)
+{
+    if (p->to_child < 0)
+        return;
+    ssize_t w = write_nosigpipe(p->to_child, in + *sent, in_len - *sent);
+    if (w > 0)
+        *sent += (size_t)w;
+    else if (w < 0 && errno != EAGAIN && errno != EINTR)
+        *sent = in_len; /* EPIPE: the child stopped reading; not our error */
+    if (*sent >= in_len)
+        close_fd(&p->to_child);
+}
+
 int proc_run_capture(const char *const *argv, const char *const *envp, const char *cwd,
                      const char *in, size_t in_len, strbuf *out, strbuf *err_out,
                      struct as_err *err)
@@ -444,13 +457,7 @@ int proc_run_capture(const char *const *argv, const char *const *envp, const cha
             if (!pf[k].revents)
                 continue;
             if (i == 0) {
-                ssize_t w = write_nosigpipe(p.to_child, in + sent, in_len - sent);
-                if (w > 0)
-                    sent += (size_t)w;
-                else if (w < 0 && errno != EAGAIN && errno != EINTR)
-                    sent = in_len; /* EPIPE: the child stopped reading; not our error */
-                if (sent >= in_len)
-                    close_fd(&p.to_child);
+                proc_feed_stdin(&p, in, in_len, &sent);
                 continue;
             }
             ssize_t r = read(*fds[i], buf, 64 * 1024);

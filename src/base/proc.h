@@ -51,6 +51,13 @@ int proc_terminate(struct proc *p, int grace_ms);
 /* Closes any parent-side pipe ends still open. */
 void proc_close_pipes(struct proc *p);
 
+/* One write of in[*sent..in_len) to the child's stdin pipe (non-blocking,
+ * made so by the caller) when it is writable: never dies of SIGPIPE, advances
+ * *sent, and closes the pipe once everything is sent or the child stopped
+ * reading (that is the child's business, not an error). The stdin feed of
+ * proc_run_capture and of bundle's git_run_bounded. */
+void proc_feed_stdin(struct proc *p, const char *in, size_t in_len, size_t *sent);
+
 /* Convenience: run argv to completion capturing stdout (and stderr if err_out),
  * with stdin from in (or /dev/null). Returns the exit status or -1. */
 int proc_run_capture(const char *const *argv, const char *const *envp, const char *cwd,

@@ -37,7 +37,7 @@
 #include "base/vec.h"
 
 /* Appends the -c options every git invocation carries ahead of its
- * subcommand, here and in library/git.c: hooks, fsmonitor, filters and
+ * subcommand, here and in library/lib_git.c: hooks, fsmonitor, filters and
  * credential helpers off; only the file, https and ssh transports;
  * fetched objects fsck'd; no recursion into submodules; a stalled
  * transfer (under 1000 B/s for 60 s) aborted. One list, so both runners

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,26 +78,6 @@ static void show_progress(const char *buf, size_t n)
         buf += k;
         n -= k;
     }
-}
-
-static ssize_t write_nosigpipe(int fd, const void *buf, size_t n)
-{
-    sigset_t pipe_set, old, pending;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    sigpending(&pending);
-    int was_pending = sigismember(&pending, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-    ssize_t w = write(fd, buf, n);
-    int e = errno;
-    if (w < 0 && e == EPIPE && !was_pending) {
-        struct timespec zero = {0, 0};
-        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {
-        }
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    errno = e;
-    return w;
 }
 
 static void close_fd(int *fd)
@@ -187,13 +166,7 @@ int git_run_bounded(const struct git_run *r, struct as_err *err)
             if (!pf[k].revents)
                 continue;
             if (idx[k] == 0) {
-                ssize_t w = write_nosigpipe(p.to_child, r->in + sent, r->in_len - sent);
-                if (w > 0)
-                    sent += (size_t)w;
-                else if (w < 0 && errno != EAGAIN && errno != EINTR)
-                    sent = r->in_len; /* the child stopped reading; not our error */
-                if (sent >= r->in_len)
-                    close_fd(&p.to_child);
+                proc_feed_stdin(&p, r->in, r->in_len, &sent);
             } else if (idx[k] == 1) {
                 overflow = drain(&p.from_child, r->out, &tout, r->max_stream, false) < 0;
             } else {

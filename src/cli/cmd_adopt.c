@@ -466,13 +466,11 @@ int cmd_adopt(int argc, char **argv, struct cli_ctx *ctx)
     if (adp_registry_load(&reg, true, &err) < 0)
         goto fail;
     have_reg = true;
-    for (size_t i = 0; i < a.targets.n; i++)
-        if (!adp_registry_find(&reg, a.targets.v[i])) {
-            adp_unknown_id_err(&reg, a.targets.v[i], &err);
-            cli_error(&err);
-            rc = EXIT_USAGE;
-            goto out;
-        }
+    if (adp_registry_check_ids(&reg, &a.targets, &err) < 0) {
+        cli_error(&err);
+        rc = EXIT_USAGE;
+        goto out;
+    }
 
     struct onb_import_opts io = {.project_root = global ? NULL : p.project_root,
                                  .only = &a.targets,

@@ -161,7 +161,7 @@ static void check_secrets(struct doc *d, const struct manifest *m, const struct 
     strvec_clear(&all);
     const char *store = l.file_store ? l.file_store : "$AGENTSTACK_HOME/secrets.env";
     /* The chain refuses a file store that is not private to this user
-     * (secrets/chain.c): every secret in it would fail at apply. */
+     * (secrets/sec_chain.c): every secret in it would fail at apply. */
     struct stat fst;
     bool store_ok = true;
     if (l.file_store && lstat(l.file_store, &fst) == 0 && S_ISREG(fst.st_mode) &&

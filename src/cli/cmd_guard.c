@@ -280,14 +280,73 @@ static int expand_tilde(const char *p, strbuf *out, struct as_err *err)
     return 0;
 }
 
+/* The guard's wires: one per adapter descriptor with a guard block, in the
+ * registry's order (docs/adapters.md, "guard"); a wire whose file is already
+ * there is not added twice. The registry must outlive them. */
+struct wires {
+    VEC(struct guard_wire) v;
+    strvec names; /* each wire's name: the displays of the CLIs reading its file */
+};
+
+static void wires_load(const struct adp_registry *r, struct wires *ws)
+{
+    for (size_t i = 0; i < r->v.n; i++) {
+        const struct adp_desc *d = r->v.v[i];
+        bool seen = false;
+        for (size_t k = 0; k < ws->v.n; k++)
+            seen |= d->has_guard && !strcmp(ws->v.v[k].file, d->guard_file);
+        if (!d->has_guard || seen)
+            continue;
+        strbuf name = SB_INIT;
+        sb_adds(&name, d->display);
+        for (size_t k = 0; k < d->guard_also_read_by.n; k++) {
+            const struct adp_desc *o = adp_registry_find(r, d->guard_also_read_by.v[k]);
+            sb_addf(&name, " / %s", o ? o->display : d->guard_also_read_by.v[k]);
+        }
+        strvec_push_take(&ws->names, sb_detach(&name, NULL));
+        struct guard_wire w = {.name = ws->names.v[ws->names.n - 1],
+                               .adapter = d->id,
+                               .file = d->guard_file,
+                               .key = d->guard_key,
+                               .proto = d->guard_proto,
+                               .shape = d->guard_shape};
+        for (size_t k = 0; k < d->guard_events.n && k < GUARD_WIRE_EVENTS; k++)
+            w.events[k] = d->guard_events.v[k];
+        vec_push(&ws->v, w);
+    }
+}
+
+static void wires_free(struct wires *ws)
+{
+    vec_free(&ws->v);
+    strvec_clear(&ws->names);
+}
+
+/* The CLIs the guard cannot protect: no guard block, and no other CLI's
+ * block says it reads that file. */
+static void unprotected_list(const struct adp_registry *r, strbuf *out)
+{
+    for (size_t i = 0; i < r->v.n; i++) {
+        const struct adp_desc *d = r->v.v[i];
+        bool covered = d->has_guard;
+        for (size_t k = 0; k < r->v.n && !covered; k++)
+            covered =
+                r->v.v[k]->has_guard && strvec_find(&r->v.v[k]->guard_also_read_by, d->id) >= 0;
+        if (!covered)
+            sb_addf(out, "%s%s", out->len ? ", " : "", d->id);
+    }
+}
+
+/* A CLI is there when its adapter (or one that reads the same file) is
+ * detected, or when the hook file of an edited shape exists. */
 static bool wire_detected(const struct adp_registry *r, const struct guard_wire *w)
 {
     const struct adp_desc *d = adp_registry_find(r, w->adapter);
     if (d && adp_detected(d, NULL))
         return true;
-    if (!strcmp(w->adapter, "claude-code")) {
-        d = adp_registry_find(r, "vscode");
-        if (d && adp_detected(d, NULL))
+    for (size_t k = 0; d && k < d->guard_also_read_by.n; k++) {
+        const struct adp_desc *o = adp_registry_find(r, d->guard_also_read_by.v[k]);
+        if (o && adp_detected(o, NULL))
             return true;
     }
     strbuf p = SB_INIT;
@@ -527,20 +586,22 @@ static int do_install(int argc, char **argv, struct cli_ctx *ctx)
     struct as_err err = AS_ERR_INIT;
     strbuf ash = SB_INIT, machine = SB_INIT;
     struct adp_registry reg = {0};
+    struct wires ws = {0};
     int rc = EXIT_FAIL;
     if (ash_path(&ash, &err) < 0 || pol_machine_path(&machine, &err) < 0 ||
         adp_registry_load(&reg, true, &err) < 0) {
         cli_error(&err);
         goto out;
     }
+    wires_load(&reg, &ws);
     if (!write) {
         printf("Host guard install plan\n");
         printf("  · %s: [guard] enabled = true (allow_roots = [] and the default deny list "
                "when absent)\n",
                machine.buf);
         printf("  · wrapper %s/guard/%s\n", ash.buf, GUARD_MARKER);
-        for (size_t i = 0; i < guard_nwires; i++) {
-            const struct guard_wire *w = &guard_wires[i];
+        for (size_t i = 0; i < ws.v.n; i++) {
+            const struct guard_wire *w = &ws.v.v[i];
             if (wire_detected(&reg, w))
                 printf("  + %s → %s\n", w->name, w->file);
             else
@@ -594,8 +655,8 @@ static int do_install(int argc, char **argv, struct cli_ctx *ctx)
     printf("✓ wrapper %s\n", wrapper.buf);
     sb_release(&wrapper);
     size_t failed = 0;
-    for (size_t i = 0; i < guard_nwires; i++) {
-        const struct guard_wire *w = &guard_wires[i];
+    for (size_t i = 0; i < ws.v.n; i++) {
+        const struct guard_wire *w = &ws.v.v[i];
         if (!wire_detected(&reg, w)) {
             printf("· %s not detected — skipped\n", w->name);
             continue;
@@ -618,6 +679,7 @@ static int do_install(int argc, char **argv, struct cli_ctx *ctx)
            "agentstack guard status\n");
     rc = failed ? EXIT_FAIL : EXIT_OK;
 out:
+    wires_free(&ws);
     adp_registry_free(&reg);
     sb_release(&ash);
     sb_release(&machine);
@@ -635,20 +697,29 @@ static int do_uninstall(int argc, char **argv, struct cli_ctx *ctx)
     struct as_err err = AS_ERR_INIT;
     strbuf ash = SB_INIT;
     int rc = EXIT_OK;
-    if (ash_path(&ash, &err) < 0) {
+    /* Every file a hook may be in: the descriptors as they are now, and the
+     * built-ins too, so a drop-in that overrides a CLI without a guard block
+     * does not leave our entry behind. */
+    struct adp_registry reg = {0}, builtin = {0};
+    struct wires ws = {0};
+    if (ash_path(&ash, &err) < 0 || adp_registry_load(&reg, true, &err) < 0 ||
+        adp_registry_load(&builtin, false, &err) < 0) {
         cli_error(&err);
+        adp_registry_free(&reg);
         sb_release(&ash);
         return EXIT_FAIL;
     }
+    wires_load(&reg, &ws);
+    wires_load(&builtin, &ws);
     struct as_lock lk = {-1};
     bool locked = fs_is_dir(ash.buf) && lock_acquire(&lk, ash.buf, LOCK_WAIT_MS, &err) == 0;
     if (fs_is_dir(ash.buf) && !locked) {
         cli_error(&err);
-        sb_release(&ash);
-        return EXIT_FAIL;
+        rc = EXIT_FAIL;
+        goto out;
     }
-    for (size_t i = 0; i < guard_nwires; i++) {
-        const struct guard_wire *w = &guard_wires[i];
+    for (size_t i = 0; i < ws.v.n; i++) {
+        const struct guard_wire *w = &ws.v.v[i];
         bool changed;
         strbuf where = SB_INIT;
         struct as_err e2 = AS_ERR_INIT;
@@ -675,6 +746,10 @@ static int do_uninstall(int argc, char **argv, struct cli_ctx *ctx)
     }
     if (locked)
         lock_release(&lk);
+out:
+    wires_free(&ws);
+    adp_registry_free(&builtin);
+    adp_registry_free(&reg);
     sb_release(&ash);
     return rc;
 }
@@ -734,9 +809,11 @@ static int do_status(int argc, char **argv, struct cli_ctx *ctx)
            lists.allow_roots.n ? s.buf : "(none) — writes stay in the workspace and temp dirs");
     sb_release(&s);
     struct adp_registry reg = {0};
+    struct wires ws = {0};
     if (adp_registry_load(&reg, true, &err) == 0) {
-        for (size_t i = 0; i < guard_nwires; i++) {
-            const struct guard_wire *w = &guard_wires[i];
+        wires_load(&reg, &ws);
+        for (size_t i = 0; i < ws.v.n; i++) {
+            const struct guard_wire *w = &ws.v.v[i];
             struct as_err e2 = AS_ERR_INIT;
             int st = wire_state(w, &e2);
             if (st == 1)
@@ -749,10 +826,14 @@ static int do_status(int argc, char **argv, struct cli_ctx *ctx)
             else
                 printf("  · %s not detected\n", w->name);
         }
+        strbuf none = SB_INIT;
+        unprotected_list(&reg, &none);
+        if (none.len)
+            printf("NOT protected: %s (no pre-tool hook wired)\n", none.buf);
+        sb_release(&none);
     }
+    wires_free(&ws);
     adp_registry_free(&reg);
-    printf("NOT protected: claude-desktop, junie, kiro, cline, cline-cli, zed, amp (no pre-tool "
-           "hook wired)\n");
     guard_config_free(&cfg);
     guard_config_free(&lists);
     return rc;

@@ -26,7 +26,6 @@
 #include <unistd.h>
 
 #include "audit/audit.h"
-#include "base/fs.h"
 #include "base/json.h"
 #include "base/term.h"
 #include "base/xalloc.h"
@@ -68,32 +67,31 @@ static size_t usage_tokens(size_t bytes)
     return (bytes + 3) / 4;
 }
 
+struct loads_ctx {
+    const char *project;
+    json_t *counts;
+};
+
+static void usage_count_load(void *vctx, json_t *row)
+{
+    struct loads_ctx *c = vctx;
+    const char *name = json_string_value(json_object_get(row, "name"));
+    const char *proj = json_string_value(json_object_get(row, "project"));
+    if (name && proj && !strcmp(proj, c->project)) {
+        json_int_t n = json_integer_value(json_object_get(c->counts, name));
+        json_object_set_new(c->counts, name, json_integer(n + 1));
+    }
+}
+
 /* Loads per skill name for this project, from audit/loads.jsonl (and its
- * rotated predecessor). Unreadable lines are skipped, as the call summary
- * skips them. */
+ * rotated predecessor), read as every audit log is (aud_log_each): lines
+ * that are not JSON objects are skipped, as the call summary skips them, and
+ * a log that cannot be read counts nothing. */
 static void usage_count_loads(const char *home, const char *project, json_t *counts)
 {
-    const char *names[] = {"audit/loads.jsonl.1", "audit/loads.jsonl"};
-    for (size_t k = 0; k < 2; k++) {
-        char *path = xasprintf("%s/%s", home, names[k]);
-        strbuf text = SB_INIT;
-        struct as_err err = AS_ERR_INIT;
-        if (fs_read_file(path, (size_t)64 << 20, 1, &text, &err) == 0) {
-            for (char *line = text.buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
-                nl = strchr(line, '\n');
-                json_t *row = json_loadb(line, nl ? (size_t)(nl - line) : strlen(line), 0, NULL);
-                const char *name = json_string_value(json_object_get(row, "name"));
-                const char *proj = json_string_value(json_object_get(row, "project"));
-                if (name && proj && !strcmp(proj, project)) {
-                    json_int_t n = json_integer_value(json_object_get(counts, name));
-                    json_object_set_new(counts, name, json_integer(n + 1));
-                }
-                json_decref(row);
-            }
-        }
-        sb_release(&text);
-        free(path);
-    }
+    struct loads_ctx c = {project, counts};
+    struct as_err err = AS_ERR_INIT;
+    (void)aud_log_each(home, "loads.jsonl", usage_count_load, &c, NULL, &err);
 }
 
 /* Calls and denials of server name's tools in the summary. */

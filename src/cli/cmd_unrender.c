@@ -94,13 +94,11 @@ int cmd_unrender(int argc, char **argv, struct cli_ctx *ctx)
         goto out;
     }
     have_reg = true;
-    for (size_t i = 0; i < a.targets.n; i++)
-        if (!adp_registry_find(&reg, a.targets.v[i])) {
-            adp_unknown_id_err(&reg, a.targets.v[i], &err);
-            cli_error(&err);
-            rc = EXIT_USAGE;
-            goto out;
-        }
+    if (adp_registry_check_ids(&reg, &a.targets, &err) < 0) {
+        cli_error(&err);
+        rc = EXIT_USAGE;
+        goto out;
+    }
     const char *manifest = p.found ? p.manifest : machine.buf;
     term_fprintf(stdout, "Unrender %s (scope: %s)%s\n", manifest, project ? "project" : "global",
                  a.write && !a.dry_run ? "" : " — preview");

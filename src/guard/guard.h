@@ -255,19 +255,24 @@ enum guard_wire_shape {
     GUARD_W_PLUGIN,  /* owned JavaScript/TypeScript plugin file (opencode, pi) */
 };
 
+/* "claude", "flat", "copilot", "plugin": 0 and *out set, or -1. The
+ * descriptor's guard.shape is checked with it at load. */
+int guard_wire_shape_parse(const char *name, enum guard_wire_shape *out);
+
+#define GUARD_WIRE_EVENTS 4
+
+/* Where one CLI's pre-tool hook lives. The CLI's adapter descriptor holds
+ * it (its guard block, docs/adapters.md); `agentstack guard` builds one wire
+ * per descriptor that has one, and a CLI without one is not protected. */
 struct guard_wire {
     const char *name;    /* display name */
     const char *adapter; /* adapter id for detection */
     const char *file;    /* ~-relative path */
-    const char *key;     /* top-level object holding events ("hooks") */
-    const char *events[4];
+    const char *key;     /* top-level object holding events ("hooks"), NULL for owned files */
+    const char *events[GUARD_WIRE_EVENTS]; /* NULL after the last */
     enum guard_proto proto;
     enum guard_wire_shape shape;
 };
-extern const struct guard_wire guard_wires[];
-extern const size_t guard_nwires;
-/* CLIs the guard cannot protect (no pre-tool hook). */
-extern const char *const guard_unprotected[];
 
 /* The hook command line written into a CLI's config:
  * '<ash>/guard/agentstack-guard' check --protocol <p>. */

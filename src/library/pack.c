@@ -19,6 +19,7 @@
 #include "library/git.h"
 #include "library/sync.h"
 #include "policy/policy.h"
+#include "secrets/secrets.h"
 
 #define PACK_TOML_MAX ((size_t)1 << 20)
 
@@ -276,16 +277,6 @@ static int want_strs(const char *file, const toml_kv *kv, strvec *out, struct as
     return 0;
 }
 
-static bool env_name_ok(const char *s)
-{
-    if (!(isalpha((unsigned char)s[0]) || s[0] == '_'))
-        return false;
-    for (const char *p = s; *p; p++)
-        if (!(isalnum((unsigned char)*p) || *p == '_'))
-            return false;
-    return true;
-}
-
 /* A member path: relative, '..'-free, symlink-free, existing. */
 static int member_path(const char *root, const char *file, const toml_value *row, const char *what,
                        const char *rel, bool dir, strbuf *full, struct as_err *err)
@@ -416,7 +407,7 @@ static int load_server(const char *file, const toml_kv *kv, struct lib_pack *p, 
                          "[server] type must be \"stdio\" or \"http\", not \"%s\"", p->server_type);
     }
     for (size_t i = 0; i < p->secret_env.n; i++)
-        if (!env_name_ok(p->secret_env.v[i]))
+        if (!sec_name_ok(p->secret_env.v[i]))
             return as_err_at(err, file, kv->line, kv->col,
                              "secret_env '%s' is not an environment variable name",
                              p->secret_env.v[i]);

@@ -15,7 +15,7 @@
  *    IPv4 one (mapped ::ffff:a.b.c.d, compatible ::a.b.c.d, NAT64
  *    64:ff9b::/96) as that IPv4 address; other IPv6 in inet_ntop form; the
  *    unspecified addresses as the loopback ones they reach when dialled
- *    (0.0.0.0 → 127.0.0.1, :: → ::1). Host normalization (host.c) uses the
+ *    (0.0.0.0 → 127.0.0.1, :: → ::1). Host normalization (pol_host.c) uses the
  *    same function, so subjects and patterns agree.
  *  - Classes: loopback, unspecified, private, CGNAT, link-local (cloud
  *    metadata 169.254.169.254 included), documentation, benchmarking,

@@ -115,7 +115,7 @@ const struct pol_bucket *pol_bucket_for(const struct pol_ruleset *rs, const char
 void pol_side_release(struct pol_side *s);
 struct pol_ruleset *pol_ruleset_alloc(void);
 
-/* ---- grammar (layer.c / host.c) ----------------------------------------- */
+/* ---- grammar (layer.c / pol_host.c) ----------------------------------------- */
 
 /* Validates a keyed entry (without '!') for dim and fills canon/pat/port in
  * the caller's buffers (canon POL_MAX_PATTERN + 1, pat POL_MAX_PATTERN + 1).

@@ -41,7 +41,7 @@
 #include "base/strbuf.h"
 #include "base/vec.h"
 #include "sandbox/ns.h"
-#include "sandbox/proxy.h"
+#include "egress/proxy.h"
 
 enum sbx_mode {
     SBX_MODE_SANDBOX = 1,

@@ -24,7 +24,7 @@
 
 #include "base/err.h"
 #include "base/strbuf.h"
-#include "sandbox/proxy.h"
+#include "egress/proxy.h"
 
 struct sbx_rec {
     char *dir;    /* $AGENTSTACK_HOME/runs/<id> */

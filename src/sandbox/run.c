@@ -16,7 +16,7 @@
 #include "base/xalloc.h"
 #include "sandbox/gwface.h"
 #include "sandbox/ns.h"
-#include "sandbox/proxy.h"
+#include "egress/proxy.h"
 #include "sandbox/record.h"
 
 static long long now_ms(void)

@@ -29,6 +29,7 @@
 #ifndef AS_SECRETS_SECRETS_H
 #define AS_SECRETS_SECRETS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "base/err.h"
@@ -43,6 +44,9 @@ enum sec_status {
 };
 /* "found" | "missing" | "failed" */
 const char *sec_status_name(enum sec_status s);
+/* ^[A-Za-z_][A-Za-z0-9_]*$: the names a secret (an environment variable)
+ * may have — the one rule of the chain, the stores and a pack's env list. */
+bool sec_name_ok(const char *s);
 
 struct sec_backend {
     const char *name; /* "env", "file", ".env" (later "keychain", "varlock") */

@@ -1,5 +1,5 @@
 """`agentstack mcp --grant PATH` (docs/gateway.md): the gateway entry a protected
-run hands its harness. The test freezes a run the way sandbox/host.c does
+run hands its harness. The test freezes a run the way sandbox/sbx_host.c does
 (grant.json = canonical JSON + newline under $AGENTSTACK_HOME/runs/<id>/, its
 SHA-256 recorded as `grant_frozen` in the run's hash-chained events.jsonl), then
 drives the gateway: the frozen fence and ruleset are served; leases and manifest

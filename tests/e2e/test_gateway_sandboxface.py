@@ -2,7 +2,7 @@
 to reach the project's servers through the gateway running outside the
 sandbox. The run hands `agentstack mcp --grant` a listening socket and a token
 (AGENTSTACK_GATEWAY_FACE_FD/_TOKEN); this test plays the run: it freezes a
-grant the way sandbox/host.c does, starts the gateway with the socket, and
+grant the way sandbox/sbx_host.c does, starts the gateway with the socket, and
 speaks MCP over HTTP. Proven here: the token is required (401), only POST /mcp
 (405/404) and ≤ 4 MiB (413); initialize names `agentstack-gateway`; tools/list
 carries proxied, policy-filtered tools only (no control plane); tools/call goes

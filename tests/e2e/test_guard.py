@@ -296,8 +296,14 @@ def install_uninstall():
                            capture_output=True, env=sb.env(), cwd=sb.project, timeout=60)
         check(b'"deny"' in p.stdout, "the installed hook command denies", p.stdout + p.stderr)
         r = sb.run("guard", "status")
+        # the unprotected CLIs are the descriptors without a guard block, in
+        # the registry's order (adapters/*.yaml)
+        unprotected = next((ln for ln in r.stdout.splitlines() if ln.startswith("NOT protected: ")),
+                           "")
+        names = unprotected[len("NOT protected: "):].split(" (")[0].split(", ")
         check("guard: enabled" in r.stdout and "✓ Claude Code / VS Code hook installed"
-              in r.stdout and "NOT protected: claude-desktop, junie, kiro, cline, cline-cli, zed, amp" in r.stdout,
+              in r.stdout and sorted(names) == ["amp", "claude-desktop", "cline", "cline-cli", "junie", "kiro",
+                                                "zed"],
               "guard status", r.stdout)
         sb.run("guard", "install", "--write")
         with open(claude) as f:
@@ -318,10 +324,60 @@ def install_uninstall():
             check("enabled = false" in f.read(), "uninstall sets enabled = false")
 
 
+def dropin_wires():
+    """Where a hook goes is the descriptor's guard block: a drop-in wires a CLI
+    of its own, and a drop-in that overrides a built-in without a guard block
+    does not strand our entry in the built-in's file at uninstall."""
+    with Sandbox() as sb:
+        claude = os.path.join(sb.home, ".claude", "settings.json")
+        os.makedirs(os.path.dirname(claude))
+        with open(claude, "w") as f:
+            f.write("{}\n")
+        drop = os.path.join(sb.ah, "adapters")
+        os.makedirs(drop, exist_ok=True)
+        mine = os.path.join(sb.home, ".mycli", "hooks.json")
+        os.makedirs(os.path.dirname(mine))
+        with open(mine, "w") as f:
+            f.write("{}\n")
+        with open(os.path.join(drop, "mycli.yaml"), "w") as f:
+            f.write("id: mycli\ndisplay: My CLI\nguard:\n  file: ~/.mycli/hooks.json\n"
+                    "  events: [PreToolUse]\n  protocol: claude\n  shape: claude\n")
+        r = sb.run("guard", "install", "--write")
+        with open(mine) as f:
+            text = f.read()
+        check(r.returncode == 0 and "✓ My CLI hook installed in" in r.stdout
+              and "agentstack-guard' check --protocol claude" in text,
+              "a drop-in's guard block wires its CLI", r.stdout + r.stderr + text)
+        with open(claude) as f:
+            check("agentstack-guard" in f.read(), "the built-in Claude Code hook is installed")
+        with open(os.path.join(drop, "claude-code.yaml"), "w") as f:
+            f.write("id: claude-code\ndisplay: Claude Code\n")
+        r = sb.run("guard", "status")
+        check("Claude Code / VS Code" not in r.stdout and "My CLI hook installed" in r.stdout,
+              "an override without a guard block takes the CLI off the guard's list", r.stdout)
+        r = sb.run("guard", "uninstall")
+        with open(claude) as f:
+            ctext = f.read()
+        with open(mine) as f:
+            mtext = f.read()
+        check(r.returncode == 0 and "agentstack-guard" not in ctext
+              and "agentstack-guard" not in mtext,
+              "uninstall cleans the built-in's file under an override, and the drop-in's",
+              r.stdout + ctext + mtext)
+        with open(os.path.join(drop, "mycli.yaml"), "w") as f:
+            f.write("id: mycli\ndisplay: My CLI\nguard:\n  file: ~/.mycli/hooks.json\n"
+                    "  protocol: claude\n  shape: claude\n")
+        r = sb.run("guard", "status")
+        check("My CLI" not in r.stdout, "a broken guard block wires nothing", r.stdout)
+        r = sb.run("adapters", "validate", os.path.join(drop, "mycli.yaml"))
+        check(r.returncode != 0 and "mycli.yaml:4:3: guard.events" in r.stderr,
+              "a broken guard block is refused with its position", r.stdout + r.stderr)
+
+
 SCENARIOS = [lambda part=part: every_command_classified(part, CTEST_SHARDS)
              for part in range(CTEST_SHARDS)] + [
     lambda: restricted_folders("nested"), lambda: restricted_folders("legacy"), guard_demo,
-    self_consent, system_refusals, free_text, disabled_allows, install_uninstall]
+    self_consent, system_refusals, free_text, disabled_allows, install_uninstall, dropin_wires]
 for scenario in shard(SCENARIOS):
     scenario()
 done()

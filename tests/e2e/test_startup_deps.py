@@ -2,7 +2,7 @@
 first use (src/mcp/curl_dl.c), libsecret by the keychain on its first
 call (src/secrets/secret_dl.c), libcrypto by the first digest
 (src/base/crypto_dl.c) and libidn2 by the first Unicode host label
-(src/policy/host.c), never by the dynamic loader at start, so every command
+(src/policy/pol_host.c), never by the dynamic loader at start, so every command
 starts without mapping curl's ~35 libraries or libsecret's gio/gobject/glib
 chain (and without running glib's constructors), and without resolving
 libcrypto's and libidn2's ~4,800 BIND_NOW relocations.

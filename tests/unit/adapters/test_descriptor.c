@@ -194,6 +194,67 @@ static void test_parser_errors_have_positions(void **state)
                5, 13);
 }
 
+/* The guard block: where the host guard writes a CLI's pre-tool hook. The
+ * built-ins hold the facts the guard used to hard-code, and a bad block is
+ * refused at load with its position. */
+static void test_guard_block(void **state)
+{
+    (void)state;
+    struct adp_registry r;
+    struct as_err e = AS_ERR_INIT;
+    assert_int_equal(adp_registry_load(&r, false, &e), 0);
+    const struct adp_desc *d = adp_registry_find(&r, "claude-code");
+    assert_true(d->has_guard);
+    assert_string_equal(d->guard_file, "~/.claude/settings.json");
+    assert_string_equal(d->guard_key, "hooks");
+    assert_int_equal(d->guard_events.n, 1);
+    assert_string_equal(d->guard_events.v[0], "PreToolUse");
+    assert_int_equal(d->guard_proto, GUARD_P_CLAUDE);
+    assert_int_equal(d->guard_shape, GUARD_W_CLAUDE);
+    assert_int_equal(strvec_find(&d->guard_also_read_by, "vscode"), 0);
+    d = adp_registry_find(&r, "windsurf");
+    assert_int_equal(d->guard_events.n, 4);
+    assert_int_equal(d->guard_shape, GUARD_W_FLAT);
+    d = adp_registry_find(&r, "copilot-cli");
+    assert_null(d->guard_key);
+    assert_int_equal(d->guard_proto, GUARD_P_COPILOT);
+    d = adp_registry_find(&r, "pi");
+    assert_int_equal(d->guard_shape, GUARD_W_PLUGIN);
+    assert_int_equal(d->guard_events.n, 0);
+    size_t wired = 0;
+    for (size_t i = 0; i < r.v.n; i++)
+        wired += r.v.v[i]->has_guard;
+    assert_int_equal(wired, 9);
+    assert_false(adp_registry_find(&r, "kiro")->has_guard);
+    adp_registry_free(&r);
+
+#define G "id: a\ndisplay: A\nguard:\n"
+    expect_err(G "  file: ~/h.json\n  evnts: [X]\n",
+               "unknown key 'evnts' in guard (did you mean "
+               "'events'?)",
+               5, 3);
+    expect_err(G "  file: ~/h.json\n  protocol: claude\n", "guard needs file, protocol and shape",
+               4, 3);
+    expect_err(G "  file: ~/h.json\n  protocol: klaude\n  shape: claude\n  events: [X]\n",
+               "guard.protocol must be one of claude, codex", 5, 13);
+    expect_err(G "  file: ~/h.json\n  protocol: claude\n  shape: round\n",
+               "guard.shape must be claude, flat, copilot or plugin (got 'round')", 6, 10);
+    expect_err(G "  file: /etc/h.json\n  protocol: claude\n  shape: claude\n  events: [X]\n",
+               "guard.file must start with '~/'", 4, 9);
+    expect_err(G "  file: ~/../h.json\n  protocol: claude\n  shape: claude\n  events: [X]\n",
+               "user path", 4, 9);
+    expect_err(G "  file: ~/h.js\n  key: hooks\n  protocol: claude\n  shape: plugin\n",
+               "owns its whole file", 5, 8);
+    expect_err(G "  file: ~/h.json\n  protocol: cursor\n  shape: flat\n",
+               "needs the event(s) to hook", 4, 3);
+    expect_err(G "  file: ~/h.json\n  protocol: cursor\n  shape: flat\n  events: [a, b, c, d, e]\n",
+               "more than 4 events", 7, 11);
+    expect_err(G "  file: ~/h.json\n  protocol: claude\n  shape: claude\n  events: [X]\n"
+                 "  also_read_by: [Bad/Id]\n",
+               "'Bad/Id' is not an adapter id", 8, 17);
+#undef G
+}
+
 static void test_minimal_dropin_and_override(void **state)
 {
     (void)state;
@@ -351,6 +412,7 @@ int main(void)
         cmocka_unit_test(test_builtin_facts),
         cmocka_unit_test(test_embed_matches_yaml_files),
         cmocka_unit_test(test_parser_errors_have_positions),
+        cmocka_unit_test(test_guard_block),
         cmocka_unit_test(test_minimal_dropin_and_override),
         cmocka_unit_test(test_expand_and_detect),
         cmocka_unit_test(test_config_path_env),

@@ -677,7 +677,11 @@ static void test_redact(void **state)
 static void test_wire_edit(void **state)
 {
     (void)state;
-    const struct guard_wire *claude = &guard_wires[0];
+    /* Claude Code's hook as its descriptor says it (adapters/claude-code.yaml). */
+    const struct guard_wire cw = {"Claude Code", "claude-code",  "~/.claude/settings.json",
+                                  "hooks",       {"PreToolUse"}, GUARD_P_CLAUDE,
+                                  GUARD_W_CLAUDE};
+    const struct guard_wire *claude = &cw;
     json_t *cur = json_loads("{\"PreToolUse\":[{\"matcher\":\"Bash\",\"hooks\":[{\"type\":"
                              "\"command\",\"command\":\"mine.sh\"}]}],\"Stop\":[]}",
                              0, NULL);

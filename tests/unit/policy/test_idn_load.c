@@ -1,5 +1,5 @@
 /*
- * libidn2 on first use (policy/host.c): a rule or name made of ASCII never
+ * libidn2 on first use (policy/pol_host.c): a rule or name made of ASCII never
  * maps it; the first Unicode label does; and when it cannot be loaded the
  * Unicode label is refused with a reason — never matched unconverted.
  */

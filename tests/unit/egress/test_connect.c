@@ -7,7 +7,7 @@
 
 #include "base/strbuf.h"
 #include "hello.h"
-#include "sandbox/connect.h"
+#include "egress/connect.h"
 
 static int parse(const char *head, struct sbx_request *r)
 {

@@ -1,4 +1,5 @@
-/* guard wire — where each CLI's pre-tool hook lives and the
+/* guard wire — the shapes of a CLI's pre-tool hook file (where each
+ * lives is in the CLI's adapter descriptor, docs/adapters.md) and the
  * JSON edits that add or remove our entries without touching anyone
  * else's. Our entries are recognized by the marker "agentstack-guard" in
  * their command (the wrapper's file name). */
@@ -9,74 +10,18 @@
 #include "base/xalloc.h"
 #include "guard/guard_int.h"
 
-const struct guard_wire guard_wires[] = {
-    {"Claude Code / VS Code",
-     "claude-code",
-     "~/.claude/settings.json",
-     "hooks",
-     {"PreToolUse", NULL},
-     GUARD_P_CLAUDE,
-     GUARD_W_CLAUDE},
-    {"Codex",
-     "codex",
-     "~/.codex/hooks.json",
-     "hooks",
-     {"PreToolUse", NULL},
-     GUARD_P_CODEX,
-     GUARD_W_CLAUDE},
-    {"Gemini CLI",
-     "gemini",
-     "~/.gemini/settings.json",
-     "hooks",
-     {"BeforeTool", NULL},
-     GUARD_P_GEMINI,
-     GUARD_W_CLAUDE},
-    {"Antigravity",
-     "antigravity",
-     "~/.gemini/config/hooks.json",
-     "hooks",
-     {"PreToolUse", NULL},
-     GUARD_P_ANTIGRAVITY,
-     GUARD_W_CLAUDE},
-    {"Cursor",
-     "cursor",
-     "~/.cursor/hooks.json",
-     "hooks",
-     {"beforeShellExecution", "beforeReadFile", NULL},
-     GUARD_P_CURSOR,
-     GUARD_W_FLAT},
-    {"Windsurf",
-     "windsurf",
-     "~/.codeium/windsurf/hooks.json",
-     "hooks",
-     {"pre_run_command", "pre_write_code", "pre_read_code", "pre_mcp_tool_use"},
-     GUARD_P_WINDSURF,
-     GUARD_W_FLAT},
-    {"Copilot CLI",
-     "copilot-cli",
-     "~/.copilot/hooks/agentstack-guard.json",
-     NULL,
-     {"preToolUse", NULL},
-     GUARD_P_COPILOT,
-     GUARD_W_COPILOT},
-    {"OpenCode",
-     "opencode",
-     "~/.config/opencode/plugin/agentstack-guard.js",
-     NULL,
-     {NULL},
-     GUARD_P_CLAUDE,
-     GUARD_W_PLUGIN},
-    {"Pi",
-     "pi",
-     "~/.pi/agent/extensions/agentstack-guard.ts",
-     NULL,
-     {NULL},
-     GUARD_P_CLAUDE,
-     GUARD_W_PLUGIN},
-};
-const size_t guard_nwires = sizeof guard_wires / sizeof *guard_wires;
-
-const char *const guard_unprotected[] = {"claude-desktop", "junie", "kiro", NULL};
+int guard_wire_shape_parse(const char *name, enum guard_wire_shape *out)
+{
+    static const char *const names[] = {"claude", "flat", "copilot", "plugin"};
+    static const enum guard_wire_shape shapes[] = {GUARD_W_CLAUDE, GUARD_W_FLAT, GUARD_W_COPILOT,
+                                                   GUARD_W_PLUGIN};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (name && !strcmp(name, names[i])) {
+            *out = shapes[i];
+            return 0;
+        }
+    return -1;
+}
 
 void guard_hook_command(const char *ash, enum guard_proto p, strbuf *out)
 {
@@ -214,7 +159,7 @@ json_t *guard_wire_edit(const struct guard_wire *w, const json_t *cur, const cha
                         bool install)
 {
     json_t *out = json_is_object(cur) ? json_deep_copy(cur) : json_object();
-    for (size_t k = 0; k < 4 && w->events[k]; k++) {
+    for (size_t k = 0; k < GUARD_WIRE_EVENTS && w->events[k]; k++) {
         const char *ev = w->events[k];
         json_t *arr = json_object_get(cur, ev);
         json_t *next = json_array();
@@ -247,7 +192,7 @@ bool guard_wire_installed(const struct guard_wire *w, const json_t *cur)
 {
     if (!json_is_object(cur))
         return false;
-    for (size_t k = 0; k < 4 && w->events[k]; k++) {
+    for (size_t k = 0; k < GUARD_WIRE_EVENTS && w->events[k]; k++) {
         json_t *arr = json_object_get(cur, w->events[k]);
         bool found = false;
         size_t i;

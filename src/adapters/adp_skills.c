@@ -14,21 +14,7 @@
 #include "adapters/engine.h"
 #include "base/fs.h"
 #include "base/xalloc.h"
-
-static bool skill_name_ok(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 64)
-        return false;
-    if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9')))
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
-            return false;
-    }
-    return true;
-}
+#include "bundle/skill_md.h"
 
 /* Where the link at path points, or NULL when it is not a symlink. */
 static char *link_target(const char *path)
@@ -65,7 +51,7 @@ void adp_skills_plan(const struct adp_skills_req *q, struct adp_skills_plan *p)
         const char *why = i < q->why.n ? q->why.v[i] : "";
         strbuf dst = SB_INIT;
         sb_addf(&dst, "%s/%s", q->dir, name);
-        if (!skill_name_ok(name)) {
+        if (!skill_name_valid(name)) {
             strvec_pushf(&p->lines,
                          "✗ refusing to materialize skill '%s' — names are "
                          "^[a-z0-9][a-z0-9._-]{0,63}$",

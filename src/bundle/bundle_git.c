@@ -114,7 +114,7 @@ static void build_env(strvec *env, const char *index_file)
 }
 
 /* The hardening every git invocation carries, this module's and the
- * library's (library/git.c), ahead of the subcommand: the union of what
+ * library's (library/lib_git.c), ahead of the subcommand: the union of what
  * each once carried, the strictest of both. */
 static const char *const git_config[] = {
     "-c", "core.hooksPath=/dev/null",   "-c", "core.fsmonitor=false",

@@ -24,8 +24,8 @@
  *    of the server_name list is read and normalized; a second name that
  *    differs from the first is reported, never dropped.
  */
-#ifndef AS_SANDBOX_CONNECT_H
-#define AS_SANDBOX_CONNECT_H
+#ifndef AS_EGRESS_CONNECT_H
+#define AS_EGRESS_CONNECT_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -5,7 +5,7 @@
  * epoll tags carry the slot's generation so an event for a slot that was
  * closed and reused in the same batch is ignored.
  */
-#include "sandbox/proxy.h"
+#include "egress/proxy.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,7 +28,7 @@
 #include "base/strbuf.h"
 #include "base/xalloc.h"
 #include "policy/policy.h"
-#include "sandbox/connect.h"
+#include "egress/connect.h"
 
 #define MAX_ADDRS 8
 #define FDS_PER_TUNNEL 2 /* client, upstream */

@@ -22,8 +22,8 @@
 #include "base/strbuf.h"
 #include "hello.h"
 #include "policy/policy.h"
-#include "sandbox/connect.h"
-#include "sandbox/proxy.h"
+#include "egress/connect.h"
+#include "egress/proxy.h"
 
 #define TOKEN "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 

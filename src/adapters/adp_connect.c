@@ -476,9 +476,8 @@ static int select_clis(const struct adp_registry *r, const struct adp_connect_op
                        cdesc_list *out, FILE *fp, struct as_err *err)
 {
     bool named = o->ids && o->ids->n && !o->all;
-    for (size_t i = 0; named && i < o->ids->n; i++)
-        if (!adp_registry_find(r, o->ids->v[i]))
-            return adp_unknown_id_err(r, o->ids->v[i], err);
+    if (named && adp_registry_check_ids(r, o->ids, err) < 0)
+        return -1;
     for (size_t i = 0; i < r->v.n; i++) {
         const struct adp_desc *d = r->v.v[i];
         if (named ? strvec_find(o->ids, d->id) < 0 : !adp_detected(d, NULL))

@@ -133,6 +133,14 @@ const struct adp_desc *adp_registry_find(const struct adp_registry *r, const cha
     return NULL;
 }
 
+int adp_registry_check_ids(const struct adp_registry *r, const strvec *ids, struct as_err *err)
+{
+    for (size_t i = 0; ids && i < ids->n; i++)
+        if (!adp_registry_find(r, ids->v[i]))
+            return adp_unknown_id_err(r, ids->v[i], err);
+    return 0;
+}
+
 int adp_unknown_id_err(const struct adp_registry *r, const char *id, struct as_err *err)
 {
     const char *best = NULL;

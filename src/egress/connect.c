@@ -1,5 +1,5 @@
 /* The egress proxy's parsers (see connect.h). Pure functions over bytes. */
-#include "sandbox/connect.h"
+#include "egress/connect.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -240,21 +240,10 @@ done:
     return rc;
 }
 
-static int name_valid(const char *s)
-{
-    if (!s || !((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
-        return 0;
-    for (s++; *s; s++)
-        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
-              *s == '_'))
-            return 0;
-    return 1;
-}
-
 int sec_dotenv_set(const char *path, const char *name, const char *value, size_t len,
                    enum sec_store_kind k, const char *lock_dir, struct as_err *err)
 {
-    if (!name_valid(name))
+    if (!sec_name_ok(name))
         return as_err_set(err, "'%s' is not a valid secret name ([A-Za-z_][A-Za-z0-9_]*)", name);
     if (sec_value_check(k, value, len, err) < 0)
         return -1;
@@ -266,7 +255,7 @@ int sec_dotenv_remove(const char *path, const char *name, bool *existed, const c
 {
     if (existed)
         *existed = false;
-    if (!name_valid(name))
+    if (!sec_name_ok(name))
         return as_err_set(err, "'%s' is not a valid secret name ([A-Za-z_][A-Za-z0-9_]*)", name);
     return edit_file(path, name, NULL, 0, existed, lock_dir, err);
 }
@@ -279,7 +268,7 @@ static int names_cb(void *ctx, const char *key, size_t klen, const char *val, si
     (void)line;
     strvec *names = ctx;
     char *k = xstrndup(key, klen);
-    if (name_valid(k) && strvec_find(names, k) < 0)
+    if (sec_name_ok(k) && strvec_find(names, k) < 0)
         strvec_push_take(names, k);
     else
         free(k);

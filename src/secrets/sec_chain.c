@@ -91,15 +91,15 @@ const char *sec_chain_name(const struct sec_chain *c, size_t i)
     return i < c->b.n ? c->b.v[i].name : NULL;
 }
 
-static int name_ok(const char *s)
+bool sec_name_ok(const char *s)
 {
     if (!s || !((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
-        return 0;
+        return false;
     for (s++; *s; s++)
         if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
               *s == '_'))
-            return 0;
-    return 1;
+            return false;
+    return true;
 }
 
 static struct cached *walk(struct sec_chain *c, const char *name)
@@ -112,11 +112,11 @@ static struct cached *walk(struct sec_chain *c, const char *name)
     e.value = (strbuf)SB_INIT;
     e.status = SEC_MISSING;
     e.source = NULL;
-    if (!name_ok(name)) {
+    if (!sec_name_ok(name)) {
         e.status = SEC_FAILED;
         snprintf(e.why, sizeof e.why, "not a valid reference name");
     }
-    for (size_t i = 0; name_ok(name) && i < c->b.n; i++) {
+    for (size_t i = 0; sec_name_ok(name) && i < c->b.n; i++) {
         struct sec_backend *b = &c->b.v[i];
         struct as_err err = AS_ERR_INIT;
         strbuf v = SB_INIT;
