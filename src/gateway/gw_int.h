@@ -410,7 +410,7 @@ struct gw {
      * (the loop goes on serving other sessions); NULL on stdio. */
     void (*on_stop)(struct gw *gw);
     void *owner;
-    struct gw_nt *nt;            /* subscriptions and the client's log level (notify.c) */
+    struct gw_nt *nt; /* subscriptions and the client's log level (notify.c) */
 };
 
 /* server.c */
