@@ -8,7 +8,7 @@
  * the grant file. A repository must not be able to hand the gateway a grant
  * of its own making, and a grant must not outlive its run.
  *
- * The format is written by sandbox/host.c (freeze) and documented in
+ * The format is written by sandbox/sbx_host.c (freeze) and documented in
  * docs/gateway.md: $AGENTSTACK_HOME/runs/<id>/grant.json holds canonical
  * JSON + "\n" (version 1, kind "agentstack-run-grant", run_id, project_root,
  * manifest_dir, consent_digest, toolset, fence {servers, skills}, servers,

@@ -51,7 +51,7 @@
 #include "gateway/gw_int.h"
 #include "sandbox/jail.h"
 #include "sandbox/ns.h"
-#include "sandbox/proxy.h"
+#include "egress/proxy.h"
 
 enum gw_isolation gw_isolation_for(const struct gw *gw, const struct pol_ruleset *rs)
 {
