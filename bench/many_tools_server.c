@@ -1,7 +1,8 @@
 /*
  * many_tools_server — the stdio MCP upstream behind bench/scale_bench.sh: it
  * offers N tools (argv[1], default 50) named t0..t<N-1>, each with a small
- * input schema, and echoes tools/call.
+ * input schema, and echoes tools/call; with argv[2] = B it also offers one
+ * resource, mem://big, whose text is B bytes (the resources/read row).
  *
  * Why: the scale rows list 200 upstreams × 50 tools through the gateway and
  * directly. A Python upstream would spend ~20 ms starting the interpreter,
@@ -41,9 +42,24 @@ static json_t *tool_list(int n)
     return json_pack("{s:o}", "tools", tools);
 }
 
+static json_t *big_text(size_t bytes)
+{
+    char *t = malloc(bytes + 1);
+    for (size_t i = 0; t && i < bytes; i++)
+        t[i] = (char)('a' + i % 26);
+    if (!t)
+        return json_pack("{s:[]}", "contents");
+    t[bytes] = '\0';
+    json_t *r = json_pack("{s:[{s:s,s:s,s:s}]}", "contents", "uri", "mem://big", "mimeType",
+                          "text/plain", "text", t);
+    free(t);
+    return r;
+}
+
 int main(int argc, char **argv)
 {
     int n = argc > 1 ? atoi(argv[1]) : 50;
+    long big = argc > 2 ? atol(argv[2]) : 0;
     char *line = NULL;
     size_t cap = 0;
     while (getline(&line, &cap, stdin) > 0) {
@@ -56,9 +72,16 @@ int main(int argc, char **argv)
         }
         if (strcmp(meth, "initialize") == 0) {
             json_t *p = json_object_get(json_object_get(m, "params"), "protocolVersion");
-            reply(id, json_pack("{s:O,s:{s:{}},s:{s:s,s:s}}", "protocolVersion",
-                                p ? p : json_string("2025-11-25"), "capabilities", "tools",
-                                "serverInfo", "name", "many", "version", "1"));
+            json_t *caps = big > 0 ? json_pack("{s:{},s:{}}", "tools", "resources")
+                                   : json_pack("{s:{}}", "tools");
+            const char *pv = json_string_value(p);
+            reply(id,
+                  json_pack("{s:s,s:o,s:{s:s,s:s}}", "protocolVersion", pv ? pv : "2025-11-25",
+                            "capabilities", caps, "serverInfo", "name", "many", "version", "1"));
+        } else if (big > 0 && strcmp(meth, "resources/list") == 0) {
+            reply(id, json_pack("{s:[{s:s,s:s}]}", "resources", "uri", "mem://big", "name", "big"));
+        } else if (big > 0 && strcmp(meth, "resources/read") == 0) {
+            reply(id, big_text((size_t)big));
         } else if (strcmp(meth, "tools/list") == 0) {
             reply(id, tool_list(n));
         } else if (strcmp(meth, "tools/call") == 0) {

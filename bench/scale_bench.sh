@@ -7,7 +7,9 @@
 #     (goal: <= 50 ms for the gateway's listing);
 #   - a second tools/list (upstreams up) vs the direct client listing again;
 #   - the p50 of an echo call with the 200 × 50 loaded vs the same gateway in
-#     front of one server (goal: per-call overhead unchanged within noise).
+#     front of one server (goal: per-call overhead unchanged within noise);
+#   - a resources/read of a 1 MiB text resource through the gateway vs the
+#     same read straight from the upstream (MiB/s, median of 20 reads).
 # The upstream is bench/many_tools_server (C, starts in about a millisecond),
 # so the rows measure listing and routing, not an interpreter's start.
 # Usage: sh bench/scale_bench.sh <builddir>   (SCALE_SERVERS, SCALE_TOOLS,
@@ -43,17 +45,20 @@ def frame(i, method, params=None):
     return (json.dumps(m) + "\n").encode()
 
 
-def project(name, n):
+def project(name, n, extra=""):
     d = os.path.join(root, name)
     os.makedirs(d)
     with open(os.path.join(d, "agentstack.toml"), "w") as f:
         f.write("version = 1\n")
         for k in range(n):
-            f.write(f'\n[servers.s{k}]\ntype = "stdio"\ncommand = "{up}"\nargs = ["{T}"]\n')
+            f.write(f'\n[servers.s{k}]\ntype = "stdio"\ncommand = "{up}"\n'
+                    f'args = ["{T}"{extra}]\n')
     return d
 
 
+MIB = 1 << 20
 many, one = project("many", S), project("one", 1)
+big = project("big", 1, ', "%d"' % MIB)
 
 
 class Gateway:
@@ -177,4 +182,49 @@ row("echo call p50, %s loaded vs 1" % label, us(med(cm)), us(med(c1)),
 print("  (rounds p50: %s loaded %s, one server %s)" % (label, [us(x) for x in cm],
                                                        [us(x) for x in c1]),
       file=sys.stderr, flush=True)
+def read_mib_s(rpc, uri, n=20):
+    xs = []
+    for i in range(n):
+        t = time.perf_counter()
+        r = rpc(1000 + i, "resources/read", {"uri": uri})
+        xs.append(time.perf_counter() - t)
+        text = r.get("result", {}).get("contents", [{}])[0].get("text", "")
+        if len(text) != MIB:
+            raise SystemExit("bench: resources/read returned %d bytes, not %d: %r"
+                             % (len(text), MIB, str(r)[:200]))
+    return 1 / statistics.median(xs)
+
+
+# A 1 MiB resource's answer is a little over the default 1 MiB result cap
+# ([gateway] max_result_bytes, docs/gateway.md): the machine raises it.
+os.makedirs(env["AGENTSTACK_HOME"], exist_ok=True)
+with open(os.path.join(env["AGENTSTACK_HOME"], "agentstack.toml"), "w") as f:
+    f.write("version = 1\n\n[gateway]\nmax_result_bytes = %d\n" % (2 * MIB))
+g = Gateway(big)
+lst = g.rpc(1, "resources/list", {})
+uris = [x["uri"] for x in lst.get("result", {}).get("resources", [])]
+if len(uris) != 1:
+    raise SystemExit("bench: the gateway listed %r, not one resource" % lst)
+via = read_mib_s(g.rpc, uris[0])
+g.close()
+p = subprocess.Popen([up, str(T), str(MIB)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                     stderr=subprocess.DEVNULL)
+
+
+def direct_rpc(i, method, params=None):
+    p.stdin.write(frame(i, method, params))
+    p.stdin.flush()
+    while True:
+        m = json.loads(p.stdout.readline())
+        if m.get("id") == i:
+            return m
+
+
+direct_rpc(0, "initialize", INIT)
+p.stdin.write(frame(None, "notifications/initialized"))
+straight = read_mib_s(direct_rpc, "mem://big")
+p.stdin.close()
+p.wait(30)
+row("resources/read 1 MiB vs direct", "%.0fMiB/s" % via, "%.0fMiB/s" % straight,
+    "%.2fx" % (via / straight))
 PY
