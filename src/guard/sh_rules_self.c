@@ -192,6 +192,13 @@ void sh_rule_agentstack(struct sh_j *j, struct sh_cmd *c, size_t p)
                (!strcmp(sub, "get") && sh_has_word(c, verb + 2, "--reveal"));
         if (deny)
             sb_addf(&what, " %s", sub);
+    } else if (!strcmp(v, "auth")) {
+        /* a login stores an OAuth token in the secret store, a logout
+         * revokes and deletes one: the user's credentials (docs/oauth.md) */
+        const char *sub = sh_T(c, verb + 1);
+        deny = !strcmp(sub, "login") || !strcmp(sub, "logout");
+        if (deny)
+            sb_addf(&what, " %s", sub);
     } else if (!strcmp(v, "lib")) {
         deny = !strcmp(sh_T(c, verb + 1), "sync") && sh_has_word(c, verb + 2, "--allow-secrets");
         if (deny)

@@ -148,7 +148,7 @@ def every_command_classified(part=0, parts=1):
     """Every (sub)command the binary lists (help --all --json) has a class:
     run plain by an agent it is judged by meaning, never refused as a verb
     the guard does not know. Only the consent verbs (and guard install /
-    uninstall, secret set / rm) are refused outright;
+    uninstall, secret set / rm, auth login / logout) are refused outright;
     uninstall and unrender write what apply --write writes, except that
     deleting the machine home (uninstall --write without --keep-home) is
     refused: it would erase the trust store and the evidence chains."""
@@ -177,7 +177,7 @@ def every_command_classified(part=0, parts=1):
                     unknown.append(prefix + line)
                 want_deny = (line.split(" ")[0] in CONSENT_VERBS or
                              line in ("guard install", "guard uninstall", "secret set",
-                                      "secret rm"))
+                                      "secret rm", "auth login", "auth logout"))
                 if denied(r) != want_deny:
                     wrong.append((prefix + line, out[:160]))
         check(not unknown, f"no listed command is a verb the guard does not know "
