@@ -239,7 +239,10 @@ static void check_tools(const char *pat, const char *subj)
         return;
     char entry[POL_MAX_PATTERN + 2];
     snprintf(entry, sizeof entry, "!%s", pat);
-    int name_ok = pol_tool_name_ok(subj, sn);
+    /* a subject is a tool name, or prompt:<name> / resource:<uri>, and a
+     * glob matches it whole, prefix included (docs/policy.md, "Prompts and
+     * resources") */
+    int name_ok = pol_tool_subject_ok(subj, sn);
     /* a leading '!' would turn the allow variant into a deny */
     for (int deny = pat[0] == '!'; deny < 2; deny++) {
         struct pol_ruleset *rs = one_rule(POL_TOOLS, deny ? entry : pat);
