@@ -17,37 +17,14 @@
 #   sh bench/gateway_bench.sh <builddir>      (GW_BENCH_N=2000 by default)
 set -eu
 B=${1:-build}
+here=$(cd "$(dirname "$0")" && pwd)
 bin=$(cd "$B" && pwd)/agentstack
 n=${GW_BENCH_N:-2000}
 work=$(mktemp -d /tmp/agentstack-gwbench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/home/.agentstack" "$work/proj"
 
-cat > "$work/proj/echo.py" <<'PY'
-import json, sys
-w = sys.stdout.write
-for line in sys.stdin:
-    m = json.loads(line)
-    i = m.get("id")
-    if i is None:
-        continue
-    meth = m.get("method")
-    if meth == "initialize":
-        r = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-             "serverInfo": {"name": "echo", "version": "1"}}
-        w(json.dumps({"jsonrpc": "2.0", "id": i, "result": r}) + "\n")
-    elif meth == "tools/list":
-        w(json.dumps({"jsonrpc": "2.0", "id": i, "result": {"tools": [
-            {"name": "echo", "inputSchema": {"type": "object"}}]}}) + "\n")
-    elif meth == "tools/call":
-        t = m["params"]["arguments"].get("message", "")
-        w(json.dumps({"jsonrpc": "2.0", "id": i, "result": {
-            "content": [{"type": "text", "text": t}], "isError": False}}) + "\n")
-    else:
-        w(json.dumps({"jsonrpc": "2.0", "id": i,
-                      "error": {"code": -32601, "message": "nope"}}) + "\n")
-    sys.stdout.flush()
-PY
+cp "$here/echo_server.py" "$work/proj/echo.py"
 cat > "$work/proj/agentstack.toml" <<'EOF'
 version = 1
 
